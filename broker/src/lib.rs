@@ -1,0 +1,11 @@
+//! epochal-broker: the reference system under test.
+//!
+//! A Kafka-style broker that keeps Kafka's on-disk format and speaks Kafka's wire
+//! protocol, with etcd playing ZooKeeper's role. Its replication behaviour is
+//! chosen by configuration so that the documented historical bugs (KIP-101,
+//! KIP-279, KAFKA-532) reproduce on the settings that had them.
+//!
+//! This crate owns the broker only. The harness never links it: it sees a broker
+//! as a process, a Kafka port and a data directory.
+
+pub mod storage;

@@ -1,0 +1,1 @@
+//! The broker's storage, in Kafka's on-disk format.

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# epochal's one entry point for set-up, the main job and the tests.
+#
+#   bash ci/dev.sh demo   # the main job (until the harness lands: a storage demo)
+#   bash ci/dev.sh test   # fmt, clippy and every test, as CI runs them
+#
+# It installs what the build and the tests need when it is missing: Debian's
+# etcd-server (the coordinator under test clusters), protobuf-compiler (etcd-client's
+# build runs protoc), kcat (a real Kafka client for the wire tests), cargo-nextest,
+# and the Python Toxiproxy client the proxy's compatibility test drives.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debian_packages=(etcd-server protobuf-compiler kcat python3 python3-venv)
+# What each package provides, to tell whether it is already there.
+declare -A provides=([etcd-server]=etcd [protobuf-compiler]=protoc [kcat]=kcat [python3]=python3)
+
+ensure_debian_packages() {
+  local missing=()
+  for pkg in "${debian_packages[@]}"; do
+    if [[ -n "${provides[$pkg]:-}" ]]; then
+      command -v "${provides[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
+    else
+      dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    fi
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "epochal needs these Debian packages: ${missing[*]}" >&2
+    echo "run as root, or install them first:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "== installing Debian packages: ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+}
+
+ensure_nextest() {
+  cargo nextest --version >/dev/null 2>&1 && return 0
+  echo "== installing cargo-nextest"
+  cargo install --locked cargo-nextest
+}
+
+# A private virtualenv under target/ for the Python Toxiproxy client, so nothing
+# is installed into the system's Python.
+ensure_python_client() {
+  local venv=target/py
+  if [[ ! -x $venv/bin/python ]]; then
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/python" -c 'import toxiproxy' 2>/dev/null \
+    || "$venv/bin/python" -m pip install -q toxiproxy-python==0.1.1
+  export EPOCHAL_PYTHON="$PWD/$venv/bin/python"
+}
+
+cmd=${1:-}
+case "$cmd" in
+  demo)
+    ensure_debian_packages
+    cargo build --workspace --bins
+    exec bash ci/demo.sh
+    ;;
+  test)
+    ensure_debian_packages
+    ensure_nextest
+    ensure_python_client
+    echo "== cargo fmt --check"
+    cargo fmt --all -- --check
+    echo "== cargo clippy"
+    cargo clippy --workspace --all-targets -- -D warnings
+    echo "== cargo nextest"
+    cargo nextest run --workspace --profile ci
+    ;;
+  *)
+    echo "usage: bash ci/dev.sh demo|test" >&2
+    exit 2
+    ;;
+esac

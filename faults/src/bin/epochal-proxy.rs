@@ -1,0 +1,5 @@
+//! `epochal-proxy`: a Toxiproxy-compatible proxy (issue [proxy]).
+
+fn main() -> anyhow::Result<()> {
+    anyhow::bail!("epochal-proxy: not built yet (issue [proxy])")
+}

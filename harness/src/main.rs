@@ -1,0 +1,5 @@
+//! The `epochal` command line.
+
+fn main() -> anyhow::Result<()> {
+    anyhow::bail!("epochal: no subcommands yet")
+}
