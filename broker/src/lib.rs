@@ -8,4 +8,11 @@
 //! This crate owns the broker only. The harness never links it: it sees a broker
 //! as a process, a Kafka port and a data directory.
 
+pub mod broker;
+pub mod client;
+pub mod config;
+pub mod controller;
+pub mod replica;
+pub mod server;
+pub mod state_change_log;
 pub mod storage;

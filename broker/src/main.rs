@@ -1,6 +1,38 @@
-//! The `epochal-broker` binary. The network server arrives with [broker-wire];
-//! until then it exposes the storage engine for demos and manual inspection.
+//! The `epochal-broker` binary: parse flags (and `--config FILE`), log through
+//! `tracing` to stderr, run the broker until SIGTERM or SIGINT, stop cleanly.
+
+use anyhow::Context;
+use clap::Parser;
+use epochal_broker::config::ConfigArgs;
+use tokio::signal::unix::{SignalKind, signal};
 
 fn main() -> anyhow::Result<()> {
-    anyhow::bail!("epochal-broker: the server is not built yet (issue [broker-wire])")
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let config = ConfigArgs::parse()
+        .resolve()
+        .context("invalid configuration")?;
+    tracing::info!(config = %config.to_toml(), "starting");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM received"),
+                _ = int.recv() => tracing::info!("SIGINT received"),
+            }
+        };
+        epochal_broker::broker::run(config, shutdown)
+            .await
+            .context("broker failed")
+    })
 }

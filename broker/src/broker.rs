@@ -1,0 +1,221 @@
+//! One running broker: opens its storage, registers in etcd under a lease,
+//! serves the Kafka protocol, campaigns for controller, and on shutdown writes
+//! its checkpoints and clean-shutdown marker and gives its lease back.
+//!
+//! [`Broker`] is the state every request handler shares. [`run`] owns the
+//! broker's lifetime, from start until the shutdown future resolves.
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::{BrokerConfig, split_host_port};
+use crate::controller::controller::ControllerSettings;
+use crate::controller::election;
+use crate::controller::metadata_store::{BrokerRegistration, MetadataStore, StoreError};
+use crate::controller::session::Session;
+use crate::replica::replica_manager::ReplicaManager;
+use crate::replica::store::{LogConfig, LogManager, StorageError};
+use crate::server::listener;
+use crate::server::metadata_cache::MetadataCache;
+use crate::state_change_log::{StateChangeLog, StateChangeLogError};
+
+/// The file a broker writes its bound address to once it is ready.
+pub const LISTENING_FILE: &str = "listening";
+/// Kafka's replica.high.watermark.checkpoint.interval.ms default.
+const HW_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(5000);
+/// Kafka's log.flush.offset.checkpoint.interval.ms default.
+const RECOVERY_POINT_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(60_000);
+const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+pub struct Broker {
+    pub config: BrokerConfig,
+    pub advertised_host: String,
+    pub advertised_port: i32,
+    pub cluster_id: String,
+    pub replicas: ReplicaManager,
+    pub metadata: MetadataCache,
+    pub store: MetadataStore,
+    pub state_changes: StateChangeLog,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error("data directory {path}: {source}")]
+    DataDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("storage: {0}")]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    StateChangeLog(#[from] StateChangeLogError),
+    #[error("binding {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("etcd: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// Start the broker and run it until `shutdown` resolves, then stop cleanly.
+pub async fn run(
+    config: BrokerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
+    let data_dir = config.data_dir.clone();
+    std::fs::create_dir_all(&data_dir).map_err(|source| BrokerError::DataDir {
+        path: data_dir.display().to_string(),
+        source,
+    })?;
+    // A stale address from a previous run must not be mistaken for this one's.
+    let _ = std::fs::remove_file(data_dir.join(LISTENING_FILE));
+    let logs = LogManager::open(
+        &data_dir,
+        LogConfig {
+            segment_bytes: config.segment_bytes,
+            flush_messages: config.flush_messages,
+            flush_interval_ms: config.flush_interval_ms,
+        },
+    )?;
+    tracing::info!(
+        clean_shutdown = logs.had_clean_shutdown(),
+        partitions = logs.partitions().count(),
+        "storage opened"
+    );
+    let state_changes = StateChangeLog::open(&data_dir)?;
+    let listener = TcpListener::bind(&config.listen)
+        .await
+        .map_err(|source| BrokerError::Bind {
+            addr: config.listen.clone(),
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(|source| BrokerError::Bind {
+        addr: config.listen.clone(),
+        source,
+    })?;
+    let (advertised_host, advertised_port) =
+        match config.advertised.as_deref().and_then(split_host_port) {
+            Some((h, p)) => (h, p as i32),
+            None => (bound.ip().to_string(), bound.port() as i32),
+        };
+    let store = MetadataStore::connect(&config.etcd).await?;
+    let registration = BrokerRegistration {
+        id: config.node_id,
+        host: advertised_host.clone(),
+        port: advertised_port,
+        incarnation: incarnation(),
+    };
+    let session = Arc::new(Session::open(&store, &registration, config.lease_ttl_s).await?);
+    let broker = Arc::new(Broker {
+        replicas: ReplicaManager::new(config.node_id, config.min_insync_replicas, logs),
+        metadata: MetadataCache::new(),
+        cluster_id: "epochal".to_string(),
+        advertised_host,
+        advertised_port,
+        store: store.clone(),
+        state_changes,
+        config,
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    tasks.push(tokio::spawn(listener::serve(
+        listener,
+        broker.clone(),
+        stop_rx.clone(),
+    )));
+    {
+        let (session, store, stop) = (session.clone(), store.clone(), stop_rx.clone());
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = session.keep_alive(&store, stop).await {
+                // Re-registering and fencing on session loss arrive with replication.
+                tracing::error!(%e, "etcd session lost");
+            }
+        }));
+    }
+    let settings = Arc::new(ControllerSettings {
+        node_id: broker.config.node_id,
+        peers: broker.config.peers.clone(),
+        controller_epoch_fencing: broker.config.controller_epoch_fencing,
+        unclean_leader_election: broker.config.unclean_leader_election,
+    });
+    tasks.push(tokio::spawn(election::run(
+        store.clone(),
+        settings,
+        session.lease,
+        stop_rx.clone(),
+    )));
+    tasks.push(tokio::spawn(maintenance(broker.clone(), stop_rx.clone())));
+    write_listening(&data_dir, &format!("{}:{}", bound.ip(), bound.port())).map_err(|source| {
+        BrokerError::DataDir {
+            path: data_dir.display().to_string(),
+            source,
+        }
+    })?;
+    tracing::info!(%bound, node_id = broker.config.node_id, "broker ready");
+
+    shutdown.await;
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    for t in tasks {
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, t).await;
+    }
+    broker.replicas.shutdown()?;
+    // Giving the lease back drops our registration (and the controller key, if
+    // held) at once instead of after the TTL, like closing a ZooKeeper session.
+    if let Err(e) = store.revoke_lease(session.lease).await {
+        tracing::warn!(%e, "could not revoke the etcd lease");
+    }
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
+/// Periodic storage work: time-based flushes and the two checkpoints.
+async fn maintenance(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
+    let mut last_hw = tokio::time::Instant::now();
+    let mut last_recovery = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(FLUSH_CHECK_INTERVAL) => {}
+        }
+        if let Err(e) = broker.replicas.flush_if_due() {
+            tracing::error!(%e, "time-based flush failed");
+        }
+        if last_hw.elapsed() >= HW_CHECKPOINT_INTERVAL {
+            last_hw = tokio::time::Instant::now();
+            if let Err(e) = broker.replicas.checkpoint_high_watermarks() {
+                tracing::error!(%e, "high-watermark checkpoint failed");
+            }
+        }
+        if last_recovery.elapsed() >= RECOVERY_POINT_CHECKPOINT_INTERVAL {
+            last_recovery = tokio::time::Instant::now();
+            if let Err(e) = broker.replicas.checkpoint_recovery_points() {
+                tracing::error!(%e, "recovery-point checkpoint failed");
+            }
+        }
+    }
+}
+
+/// Write the bound address atomically (temp file, rename) so a launcher never
+/// reads half of it.
+fn write_listening(data_dir: &Path, addr: &str) -> std::io::Result<()> {
+    let tmp = data_dir.join(format!("{LISTENING_FILE}.tmp"));
+    std::fs::write(&tmp, format!("{addr}\n"))?;
+    std::fs::rename(tmp, data_dir.join(LISTENING_FILE))
+}
+
+/// Distinguishes this run of the broker from an earlier run with the same id.
+fn incarnation() -> u64 {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ ((std::process::id() as u64) << 32)
+}

@@ -1,0 +1,372 @@
+//! The broker's configuration: command-line flags, an optional TOML file setting
+//! the same keys, and the validated [`BrokerConfig`] the rest of the broker reads.
+//!
+//! Flags win over the file; the file wins over defaults. The resolved config is
+//! serializable back to TOML so a launcher can log exactly what ran. Settings that
+//! only replication uses (truncation rule, fencing, unclean election, min ISR) are
+//! accepted and validated now so schedules written today keep working.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+
+/// Kafka's default `socket.request.max.bytes`: a frame claiming more is refused.
+pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 100 * 1024 * 1024;
+
+/// Which release's follower-truncation rule the broker follows (DESIGN.md's epoch table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Truncation {
+    /// Kafka ≤ 0.10: a new follower truncates to its high watermark.
+    HighWatermark,
+    /// Kafka 0.11–1.1: OffsetsForLeaderEpoch answers one offset (KIP-101).
+    #[serde(rename = "kip-101")]
+    #[value(name = "kip-101")]
+    Kip101,
+    /// Kafka 2.0: answers `(largest epoch ≤ asked, its end offset)` (KIP-279).
+    #[serde(rename = "kip-279")]
+    #[value(name = "kip-279")]
+    Kip279,
+    /// Kafka 2.1+: KIP-279 plus KAFKA-7415 and KAFKA-7164.
+    Current,
+}
+
+/// Every key the flags and the TOML file may set. All optional here; required
+/// ones are checked in [`ConfigArgs::resolve`].
+#[derive(Parser, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[command(
+    name = "epochal-broker",
+    version,
+    about = "Kafka-style broker with etcd in ZooKeeper's role"
+)]
+pub struct ConfigArgs {
+    /// A TOML file setting any of the keys below (snake_case); flags override it.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// This broker's id (Kafka's broker.id).
+    #[arg(long)]
+    pub node_id: Option<i32>,
+    /// Address to bind; port 0 picks a free port, written to `<data-dir>/listening`.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// Address clients and other brokers are told to use (defaults to the bound one).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub advertised: Option<String>,
+    /// Directory holding the partition logs, checkpoints and state-change.log.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// etcd endpoints, comma-separated.
+    #[arg(long, value_name = "URL[,URL]")]
+    pub etcd: Option<String>,
+    /// `ID=HOST:PORT`: reach broker ID at this address instead of its registered one
+    /// (how the harness routes every broker-to-broker link through a proxy).
+    #[arg(long = "peer", value_name = "ID=HOST:PORT")]
+    #[serde(default)]
+    pub peers: Vec<String>,
+    /// etcd lease TTL in whole seconds (at least 1; 2 or more under load).
+    #[arg(long)]
+    pub lease_ttl_s: Option<u64>,
+    /// Size at which a log segment rolls.
+    #[arg(long)]
+    pub segment_bytes: Option<u64>,
+    /// fsync after this many appended messages (1 = every append).
+    #[arg(long)]
+    pub flush_messages: Option<u64>,
+    /// fsync when this long has passed since the last flush (0 = never by time).
+    #[arg(long)]
+    pub flush_interval_ms: Option<u64>,
+    #[arg(long, value_enum)]
+    pub truncation: Option<Truncation>,
+    #[arg(long, value_name = "true|false")]
+    pub controller_epoch_fencing: Option<bool>,
+    #[arg(long, value_name = "true|false")]
+    pub unclean_leader_election: Option<bool>,
+    #[arg(long)]
+    pub min_insync_replicas: Option<i32>,
+    /// Largest request frame accepted (Kafka's socket.request.max.bytes).
+    #[arg(long)]
+    pub max_request_bytes: Option<u32>,
+}
+
+/// The validated configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct BrokerConfig {
+    pub node_id: i32,
+    pub listen: String,
+    pub advertised: Option<String>,
+    pub data_dir: PathBuf,
+    pub etcd: Vec<String>,
+    /// Broker id → address override, from `--peer`.
+    pub peers: BTreeMap<i32, String>,
+    pub lease_ttl_s: u64,
+    pub segment_bytes: u64,
+    pub flush_messages: u64,
+    pub flush_interval_ms: u64,
+    pub truncation: Truncation,
+    pub controller_epoch_fencing: bool,
+    pub unclean_leader_election: bool,
+    pub min_insync_replicas: i32,
+    pub max_request_bytes: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("parsing config file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: Box<toml::de::Error>,
+    },
+    #[error("missing required setting `{0}` (flag or config file)")]
+    Missing(&'static str),
+    #[error("invalid setting `{key}`: {reason}")]
+    Invalid { key: &'static str, reason: String },
+}
+
+impl ConfigArgs {
+    /// Read the TOML file (if any) and merge it under the flags.
+    pub fn resolve(self) -> Result<BrokerConfig, ConfigError> {
+        let file = match &self.config {
+            Some(path) => load_file(path)?,
+            None => ConfigArgs::default(),
+        };
+        let merged = self.merge_over(file);
+        merged.validate()
+    }
+
+    fn merge_over(self, file: ConfigArgs) -> ConfigArgs {
+        ConfigArgs {
+            config: self.config,
+            node_id: self.node_id.or(file.node_id),
+            listen: self.listen.or(file.listen),
+            advertised: self.advertised.or(file.advertised),
+            data_dir: self.data_dir.or(file.data_dir),
+            etcd: self.etcd.or(file.etcd),
+            peers: if self.peers.is_empty() {
+                file.peers
+            } else {
+                self.peers
+            },
+            lease_ttl_s: self.lease_ttl_s.or(file.lease_ttl_s),
+            segment_bytes: self.segment_bytes.or(file.segment_bytes),
+            flush_messages: self.flush_messages.or(file.flush_messages),
+            flush_interval_ms: self.flush_interval_ms.or(file.flush_interval_ms),
+            truncation: self.truncation.or(file.truncation),
+            controller_epoch_fencing: self
+                .controller_epoch_fencing
+                .or(file.controller_epoch_fencing),
+            unclean_leader_election: self
+                .unclean_leader_election
+                .or(file.unclean_leader_election),
+            min_insync_replicas: self.min_insync_replicas.or(file.min_insync_replicas),
+            max_request_bytes: self.max_request_bytes.or(file.max_request_bytes),
+        }
+    }
+
+    fn validate(self) -> Result<BrokerConfig, ConfigError> {
+        let node_id = self.node_id.ok_or(ConfigError::Missing("node_id"))?;
+        if node_id < 0 {
+            return Err(invalid("node_id", "must be >= 0"));
+        }
+        let listen = self.listen.unwrap_or_else(|| "127.0.0.1:9092".to_string());
+        listen
+            .parse::<SocketAddr>()
+            .map_err(|e| invalid("listen", format!("{listen:?}: {e}")))?;
+        if let Some(adv) = &self.advertised {
+            split_host_port(adv)
+                .ok_or_else(|| invalid("advertised", format!("{adv:?} is not HOST:PORT")))?;
+        }
+        let data_dir = self.data_dir.ok_or(ConfigError::Missing("data_dir"))?;
+        let etcd: Vec<String> = self
+            .etcd
+            .ok_or(ConfigError::Missing("etcd"))?
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if etcd.is_empty() {
+            return Err(invalid("etcd", "no endpoint given"));
+        }
+        let mut peers = BTreeMap::new();
+        for p in &self.peers {
+            let (id, addr) = p
+                .split_once('=')
+                .ok_or_else(|| invalid("peer", format!("{p:?} is not ID=HOST:PORT")))?;
+            let id: i32 = id
+                .parse()
+                .map_err(|_| invalid("peer", format!("{p:?}: bad broker id")))?;
+            split_host_port(addr).ok_or_else(|| invalid("peer", format!("{p:?}: bad address")))?;
+            peers.insert(id, addr.to_string());
+        }
+        let lease_ttl_s = self.lease_ttl_s.unwrap_or(6);
+        if lease_ttl_s < 1 {
+            return Err(invalid("lease_ttl_s", "must be at least 1"));
+        }
+        let min_insync_replicas = self.min_insync_replicas.unwrap_or(1);
+        if min_insync_replicas < 1 {
+            return Err(invalid("min_insync_replicas", "must be at least 1"));
+        }
+        let flush_messages = self.flush_messages.unwrap_or(u64::MAX);
+        if flush_messages < 1 {
+            return Err(invalid("flush_messages", "must be at least 1"));
+        }
+        Ok(BrokerConfig {
+            node_id,
+            listen,
+            advertised: self.advertised,
+            data_dir,
+            etcd,
+            peers,
+            lease_ttl_s,
+            segment_bytes: self.segment_bytes.unwrap_or(1024 * 1024 * 1024),
+            flush_messages,
+            flush_interval_ms: self.flush_interval_ms.unwrap_or(0),
+            truncation: self.truncation.unwrap_or(Truncation::Current),
+            controller_epoch_fencing: self.controller_epoch_fencing.unwrap_or(true),
+            unclean_leader_election: self.unclean_leader_election.unwrap_or(false),
+            min_insync_replicas,
+            max_request_bytes: self.max_request_bytes.unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
+        })
+    }
+}
+
+impl BrokerConfig {
+    /// The resolved settings as TOML, logged at start so a run records what it used.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_else(|e| format!("# unprintable config: {e}"))
+    }
+}
+
+fn load_file(path: &Path) -> Result<ConfigArgs, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    })
+}
+
+fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        reason: reason.into(),
+    }
+}
+
+/// Split `host:port` (host may be a name); None when the port is missing or bad.
+pub fn split_host_port(addr: &str) -> Option<(String, u16)> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return None;
+    }
+    Some((host.to_string(), port.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> ConfigArgs {
+        let mut v = vec!["epochal-broker"];
+        v.extend_from_slice(list);
+        ConfigArgs::try_parse_from(v).unwrap()
+    }
+
+    #[test]
+    fn flags_override_file_and_defaults_fill_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("b.toml");
+        std::fs::write(
+            &file,
+            "node_id = 3\ndata_dir = \"/tmp/x\"\netcd = \"http://a:1,http://b:2\"\nlease_ttl_s = 9\n\
+             truncation = \"kip-279\"\npeers = [\"2=127.0.0.1:7000\"]\n",
+        )
+        .unwrap();
+        let cfg = args(&[
+            "--config",
+            file.to_str().unwrap(),
+            "--lease-ttl-s",
+            "2",
+            "--truncation",
+            "kip-101",
+        ])
+        .resolve()
+        .unwrap();
+        assert_eq!(cfg.node_id, 3);
+        assert_eq!(cfg.lease_ttl_s, 2);
+        assert_eq!(cfg.etcd, vec!["http://a:1", "http://b:2"]);
+        assert_eq!(
+            cfg.peers.get(&2).map(String::as_str),
+            Some("127.0.0.1:7000")
+        );
+        assert_eq!(cfg.truncation, Truncation::Kip101);
+        assert!(cfg.controller_epoch_fencing);
+    }
+
+    #[test]
+    fn bool_settings_take_a_value_and_missing_required_keys_are_named() {
+        let cfg = args(&[
+            "--node-id",
+            "1",
+            "--data-dir",
+            "/d",
+            "--etcd",
+            "http://e:1",
+            "--controller-epoch-fencing",
+            "false",
+            "--unclean-leader-election",
+            "true",
+        ])
+        .resolve()
+        .unwrap();
+        assert!(!cfg.controller_epoch_fencing);
+        assert!(cfg.unclean_leader_election);
+        let err = args(&["--node-id", "1"]).resolve().unwrap_err();
+        assert!(matches!(err, ConfigError::Missing("data_dir")), "{err}");
+    }
+
+    #[test]
+    fn unknown_file_keys_and_zero_ttl_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("b.toml");
+        std::fs::write(&file, "node_id = 1\nbogus = 2\n").unwrap();
+        let err = args(&["--config", file.to_str().unwrap()])
+            .resolve()
+            .unwrap_err();
+        assert!(matches!(err, ConfigError::Parse { .. }), "{err}");
+        let err = args(&[
+            "--node-id",
+            "1",
+            "--data-dir",
+            "/d",
+            "--etcd",
+            "e",
+            "--lease-ttl-s",
+            "0",
+        ])
+        .resolve()
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ConfigError::Invalid {
+                    key: "lease_ttl_s",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,173 @@
+//! The controller's channel to each live broker (Kafka's ControllerChannelManager):
+//! one queue and one sending task per broker, so a slow or unreachable broker
+//! delays only its own requests. Requests to one broker go out in order; a
+//! failed send reconnects and retries the same request while the broker stays
+//! in the channel, so a decision is not silently dropped by a transient error.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kafka_protocol::messages::{
+    LeaderAndIsrRequest, LeaderAndIsrResponse, UpdateMetadataRequest, UpdateMetadataResponse,
+};
+use tokio::sync::{mpsc, watch};
+
+use crate::client::{ClientError, Connection};
+
+/// LeaderAndIsr v4: flexible, grouped by topic, carries the broker epoch; the
+/// last version without topic ids, which this broker does not assign.
+pub const LEADER_AND_ISR_VERSION: i16 = 4;
+/// UpdateMetadata v6: flexible, grouped by topic, without topic ids.
+pub const UPDATE_METADATA_VERSION: i16 = 6;
+
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+const RETRY_BACKOFF: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Clone)]
+pub enum ControlRequest {
+    LeaderAndIsr(LeaderAndIsrRequest),
+    UpdateMetadata(UpdateMetadataRequest),
+}
+
+#[derive(Debug)]
+pub enum ControlResponse {
+    LeaderAndIsr(LeaderAndIsrResponse),
+    UpdateMetadata(UpdateMetadataResponse),
+}
+
+/// A response, tagged with the broker it came from, fed back to the controller.
+#[derive(Debug)]
+pub struct ControlReply {
+    pub broker_id: i32,
+    pub response: ControlResponse,
+}
+
+struct BrokerQueue {
+    addr: String,
+    tx: mpsc::UnboundedSender<ControlRequest>,
+    stop: watch::Sender<bool>,
+}
+
+pub struct ControllerChannel {
+    controller_id: i32,
+    queues: BTreeMap<i32, BrokerQueue>,
+    replies: mpsc::UnboundedSender<ControlReply>,
+}
+
+impl ControllerChannel {
+    pub fn new(controller_id: i32, replies: mpsc::UnboundedSender<ControlReply>) -> Self {
+        Self {
+            controller_id,
+            queues: BTreeMap::new(),
+            replies,
+        }
+    }
+
+    /// Make sure a queue to `broker_id` at `addr` exists (replacing one to an old address).
+    pub fn add_broker(&mut self, broker_id: i32, addr: String) {
+        if self.queues.get(&broker_id).is_some_and(|q| q.addr == addr) {
+            return;
+        }
+        self.remove_broker(broker_id);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (stop, stop_rx) = watch::channel(false);
+        let replies = self.replies.clone();
+        let client_id = format!("controller-{}", self.controller_id);
+        tokio::spawn(send_loop(
+            broker_id,
+            addr.clone(),
+            client_id,
+            rx,
+            stop_rx,
+            replies,
+        ));
+        self.queues
+            .insert(broker_id, BrokerQueue { addr, tx, stop });
+    }
+
+    pub fn remove_broker(&mut self, broker_id: i32) {
+        if let Some(q) = self.queues.remove(&broker_id) {
+            let _ = q.stop.send(true);
+        }
+    }
+
+    pub fn send(&self, broker_id: i32, request: ControlRequest) {
+        match self.queues.get(&broker_id) {
+            Some(q) => {
+                let _ = q.tx.send(request);
+            }
+            None => tracing::warn!(broker_id, "no channel to broker; control request dropped"),
+        }
+    }
+
+    pub fn brokers(&self) -> impl Iterator<Item = i32> + '_ {
+        self.queues.keys().copied()
+    }
+}
+
+impl Drop for ControllerChannel {
+    fn drop(&mut self) {
+        for q in self.queues.values() {
+            let _ = q.stop.send(true);
+        }
+    }
+}
+
+async fn send_loop(
+    broker_id: i32,
+    addr: String,
+    client_id: String,
+    mut rx: mpsc::UnboundedReceiver<ControlRequest>,
+    mut stop: watch::Receiver<bool>,
+    replies: mpsc::UnboundedSender<ControlReply>,
+) {
+    let mut conn: Option<Connection> = None;
+    loop {
+        let request = tokio::select! {
+            _ = stop.changed() => return,
+            r = rx.recv() => match r { Some(r) => r, None => return },
+        };
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            match send_one(&mut conn, &addr, &client_id, &request).await {
+                Ok(response) => {
+                    let _ = replies.send(ControlReply {
+                        broker_id,
+                        response,
+                    });
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(broker_id, %addr, %e, "control request failed; retrying");
+                    conn = None;
+                    tokio::select! {
+                        _ = stop.changed() => return,
+                        _ = tokio::time::sleep(RETRY_BACKOFF) => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn send_one(
+    conn: &mut Option<Connection>,
+    addr: &str,
+    client_id: &str,
+    request: &ControlRequest,
+) -> Result<ControlResponse, ClientError> {
+    if conn.is_none() {
+        *conn = Some(Connection::connect(addr, client_id, REQUEST_TIMEOUT).await?);
+    }
+    let c = conn.as_mut().expect("connected above");
+    Ok(match request {
+        ControlRequest::LeaderAndIsr(r) => {
+            ControlResponse::LeaderAndIsr(c.send(r, LEADER_AND_ISR_VERSION).await?)
+        }
+        ControlRequest::UpdateMetadata(r) => {
+            ControlResponse::UpdateMetadata(c.send(r, UPDATE_METADATA_VERSION).await?)
+        }
+    })
+}

@@ -1,0 +1,535 @@
+//! The controller: the one broker that decides partition leadership. It loads
+//! the cluster's state from etcd when it takes over, elects a leader for every
+//! partition that has none, writes each decision by compare-and-swap, and sends
+//! it to the replicas as LeaderAndIsr and to every live broker as UpdateMetadata.
+//!
+//! Events (etcd watch notifications, brokers' replies) are handled one at a time
+//! on one task, as Kafka's controller event thread does, so a decision is never
+//! made from a half-updated view. The controller never writes to a log; it only
+//! tells brokers what to do.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use etcd_client::{EventType, WatchOptions};
+use kafka_protocol::messages::leader_and_isr_request::{
+    LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
+};
+use kafka_protocol::messages::update_metadata_request::{
+    UpdateMetadataBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState,
+    UpdateMetadataTopicState,
+};
+use kafka_protocol::messages::{BrokerId, LeaderAndIsrRequest, TopicName, UpdateMetadataRequest};
+use kafka_protocol::protocol::StrBytes;
+use tokio::sync::{mpsc, watch};
+
+use super::channel::{ControlReply, ControlRequest, ControlResponse, ControllerChannel};
+use super::metadata_store::{
+    BrokerRegistration, ControllerFence, KeyKind, MetadataStore, PartitionStateRecord, ROOT,
+    StoreError, TopicAssignment, Versioned, classify,
+};
+
+/// What the controller needs to know about the broker it runs in.
+#[derive(Clone, Debug)]
+pub struct ControllerSettings {
+    pub node_id: i32,
+    /// `--peer` overrides: broker id → address to reach it by.
+    pub peers: BTreeMap<i32, String>,
+    pub controller_epoch_fencing: bool,
+    pub unclean_leader_election: bool,
+}
+
+/// Why a controller stopped.
+#[derive(Debug)]
+pub enum Resignation {
+    Shutdown,
+    /// Another controller holds the key or a newer epoch is stored.
+    Moved(String),
+    Store(StoreError),
+}
+
+impl fmt::Display for Resignation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Resignation::Shutdown => write!(f, "broker shutting down"),
+            Resignation::Moved(why) => write!(f, "controller moved: {why}"),
+            Resignation::Store(e) => write!(f, "etcd error: {e}"),
+        }
+    }
+}
+
+impl From<StoreError> for Resignation {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::ControllerMoved(why) => Resignation::Moved(why),
+            other => Resignation::Store(other),
+        }
+    }
+}
+
+/// The controller's view of the cluster (Kafka's ControllerContext).
+#[derive(Default, Debug)]
+struct ControllerContext {
+    brokers: BTreeMap<i32, Versioned<BrokerRegistration>>,
+    topics: BTreeMap<String, TopicAssignment>,
+    states: BTreeMap<(String, i32), Versioned<PartitionStateRecord>>,
+}
+
+impl ControllerContext {
+    fn replicas(&self, topic: &str, partition: i32) -> &[i32] {
+        self.topics
+            .get(topic)
+            .and_then(|t| t.partitions.get(&partition))
+            .map_or(&[], |r| r.as_slice())
+    }
+}
+
+pub struct Controller {
+    store: MetadataStore,
+    settings: std::sync::Arc<ControllerSettings>,
+    epoch: i32,
+    /// Create revision of the controller key this controller won.
+    create_revision: i64,
+    ctx: ControllerContext,
+    channel: ControllerChannel,
+    replies: mpsc::UnboundedReceiver<ControlReply>,
+}
+
+impl Controller {
+    pub fn new(
+        store: MetadataStore,
+        settings: std::sync::Arc<ControllerSettings>,
+        epoch: i32,
+        create_revision: i64,
+    ) -> Self {
+        let (tx, replies) = mpsc::unbounded_channel();
+        let channel = ControllerChannel::new(settings.node_id, tx);
+        Self {
+            store,
+            settings,
+            epoch,
+            create_revision,
+            ctx: ControllerContext::default(),
+            channel,
+            replies,
+        }
+    }
+
+    fn fence(&self) -> Option<ControllerFence> {
+        self.settings
+            .controller_epoch_fencing
+            .then_some(ControllerFence {
+                controller_epoch: self.epoch,
+            })
+    }
+
+    /// Run until the controller resigns.
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Resignation {
+        let revision = match self.take_over().await {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
+        let mut stream = match self
+            .store
+            .client()
+            .watch(
+                format!("{ROOT}/"),
+                Some(
+                    WatchOptions::new()
+                        .with_prefix()
+                        .with_start_revision(revision + 1),
+                ),
+            )
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => return Resignation::Store(e.into()),
+        };
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => return Resignation::Shutdown,
+                msg = stream.message() => {
+                    let resp = match msg {
+                        Ok(Some(resp)) => resp,
+                        Ok(None) => return Resignation::Moved("etcd watch ended".into()),
+                        Err(e) => return Resignation::Store(e.into()),
+                    };
+                    for event in resp.events() {
+                        let Some(kv) = event.kv() else { continue };
+                        let key = kv.key_str().unwrap_or_default().to_string();
+                        let deleted = event.event_type() == EventType::Delete;
+                        if let Err(r) = self.on_key_event(&key, kv, deleted).await {
+                            return r;
+                        }
+                    }
+                }
+                Some(reply) = self.replies.recv() => self.on_reply(reply),
+            }
+        }
+    }
+
+    /// Load everything, check we still hold the key, elect where needed and tell
+    /// every live broker the full state (a new controller does not trust what
+    /// brokers were told before). Returns the snapshot revision to watch from.
+    async fn take_over(&mut self) -> Result<i64, Resignation> {
+        let snap = self.store.snapshot().await?;
+        match &snap.controller {
+            Some(c) if c.create_revision == self.create_revision => {}
+            _ => {
+                return Err(Resignation::Moved(
+                    "controller key changed before takeover".into(),
+                ));
+            }
+        }
+        if snap.controller_epoch.as_ref().map(|e| e.value) != Some(self.epoch) {
+            return Err(Resignation::Moved(
+                "controller epoch changed before takeover".into(),
+            ));
+        }
+        self.ctx.brokers = snap.brokers;
+        self.ctx.topics = snap.topics.into_iter().map(|(t, v)| (t, v.value)).collect();
+        self.ctx.states = snap.partition_states;
+        let ids: Vec<i32> = self.ctx.brokers.keys().copied().collect();
+        for id in &ids {
+            self.connect(*id);
+        }
+        tracing::info!(epoch = self.epoch, brokers = ?ids, topics = self.ctx.topics.len(), "controller took over");
+        let topics: Vec<String> = self.ctx.topics.keys().cloned().collect();
+        for t in &topics {
+            self.elect_missing(t).await?;
+        }
+        for id in &ids {
+            self.send_leader_and_isr(*id, None, false);
+        }
+        self.broadcast_metadata();
+        Ok(snap.revision)
+    }
+
+    fn connect(&mut self, id: i32) {
+        let Some(reg) = self.ctx.brokers.get(&id) else {
+            return;
+        };
+        let addr = self
+            .settings
+            .peers
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("{}:{}", reg.value.host, reg.value.port));
+        self.channel.add_broker(id, addr);
+    }
+
+    async fn on_key_event(
+        &mut self,
+        key: &str,
+        kv: &etcd_client::KeyValue,
+        deleted: bool,
+    ) -> Result<(), Resignation> {
+        match classify(key) {
+            KeyKind::Controller if deleted || kv.create_revision() != self.create_revision => {
+                return Err(Resignation::Moved(
+                    "controller key deleted or replaced".into(),
+                ));
+            }
+            KeyKind::ControllerEpoch if !deleted => {
+                let stored: i32 = serde_json::from_slice(kv.value()).unwrap_or(i32::MAX);
+                if stored != self.epoch {
+                    return Err(Resignation::Moved(format!(
+                        "controller epoch is now {stored}"
+                    )));
+                }
+            }
+            KeyKind::Broker(id) if deleted => {
+                tracing::info!(broker = id, "broker registration gone");
+                self.ctx.brokers.remove(&id);
+                self.channel.remove_broker(id);
+                // Moving leadership off a lost broker arrives with replication.
+                self.broadcast_metadata();
+            }
+            KeyKind::Broker(id) => {
+                let reg: BrokerRegistration = match serde_json::from_slice(kv.value()) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::warn!(%key, %e, "ignoring malformed registration");
+                        return Ok(());
+                    }
+                };
+                let known = self.ctx.brokers.get(&id).map(|v| v.value.incarnation);
+                tracing::info!(
+                    broker = id,
+                    broker_epoch = kv.create_revision(),
+                    rejoined = known.is_some(),
+                    "broker registered"
+                );
+                self.ctx.brokers.insert(
+                    id,
+                    Versioned {
+                        value: reg,
+                        create_revision: kv.create_revision(),
+                        mod_revision: kv.mod_revision(),
+                        version: kv.version(),
+                    },
+                );
+                self.connect(id);
+                self.send_leader_and_isr(id, None, false);
+                self.broadcast_metadata();
+            }
+            KeyKind::Topic(topic) if !deleted => {
+                if self.ctx.topics.contains_key(&topic) {
+                    return Ok(());
+                }
+                let assignment: TopicAssignment = match serde_json::from_slice(kv.value()) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(%key, %e, "ignoring malformed topic assignment");
+                        return Ok(());
+                    }
+                };
+                tracing::info!(%topic, partitions = assignment.partitions.len(), "new topic");
+                self.ctx.topics.insert(topic.clone(), assignment);
+                let changed = self.elect_missing(&topic).await?;
+                let targets: BTreeSet<i32> = changed
+                    .iter()
+                    .flat_map(|p| self.ctx.replicas(&topic, *p).to_vec())
+                    .filter(|b| self.ctx.brokers.contains_key(b))
+                    .collect();
+                for b in targets {
+                    self.send_leader_and_isr(b, Some(&topic), true);
+                }
+                self.broadcast_metadata();
+            }
+            KeyKind::PartitionState(topic, partition) if !deleted => {
+                let ours = self
+                    .ctx
+                    .states
+                    .get(&(topic.clone(), partition))
+                    .map(|v| v.mod_revision);
+                if ours == Some(kv.mod_revision()) {
+                    return Ok(());
+                }
+                if let Ok(state) = serde_json::from_slice::<PartitionStateRecord>(kv.value()) {
+                    self.ctx.states.insert(
+                        (topic, partition),
+                        Versioned {
+                            value: state,
+                            create_revision: kv.create_revision(),
+                            mod_revision: kv.mod_revision(),
+                            version: kv.version(),
+                        },
+                    );
+                    self.broadcast_metadata();
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Elect a leader for every partition of `topic` without state: the first
+    /// live replica in assignment order, ISR = the live replicas, leader epoch 0.
+    /// Returns the partitions written.
+    async fn elect_missing(&mut self, topic: &str) -> Result<Vec<i32>, Resignation> {
+        let Some(assignment) = self.ctx.topics.get(topic).cloned() else {
+            return Ok(vec![]);
+        };
+        let mut written = Vec::new();
+        for (partition, replicas) in &assignment.partitions {
+            if self
+                .ctx
+                .states
+                .contains_key(&(topic.to_string(), *partition))
+            {
+                continue;
+            }
+            let live: Vec<i32> = replicas
+                .iter()
+                .copied()
+                .filter(|r| self.ctx.brokers.contains_key(r))
+                .collect();
+            let Some(&leader) = live.first() else {
+                tracing::warn!(%topic, partition, ?replicas, "no live replica: partition stays offline");
+                continue;
+            };
+            let state = PartitionStateRecord {
+                leader,
+                leader_epoch: 0,
+                isr: live,
+                controller_epoch: self.epoch,
+            };
+            match self
+                .store
+                .write_partition_state(topic, *partition, &state, 0, self.fence().as_ref())
+                .await
+            {
+                Ok(v) => {
+                    tracing::info!(%topic, partition, leader, "elected initial leader");
+                    self.ctx.states.insert((topic.to_string(), *partition), v);
+                    written.push(*partition);
+                }
+                Err(StoreError::VersionMismatch { .. }) => {
+                    // Someone (a previous controller) wrote it first: adopt theirs.
+                    let snap = self.store.snapshot().await?;
+                    if let Some(v) = snap.partition_states.get(&(topic.to_string(), *partition)) {
+                        self.ctx
+                            .states
+                            .insert((topic.to_string(), *partition), v.clone());
+                        written.push(*partition);
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(written)
+    }
+
+    /// Send `broker` the state of every partition it replicates (of one topic, if given).
+    fn send_leader_and_isr(&self, broker: i32, only_topic: Option<&str>, is_new: bool) {
+        let mut by_topic: BTreeMap<&str, Vec<LeaderAndIsrPartitionState>> = BTreeMap::new();
+        let mut leaders = BTreeSet::new();
+        for ((topic, partition), v) in &self.ctx.states {
+            if only_topic.is_some_and(|t| t != topic) {
+                continue;
+            }
+            let replicas = self.ctx.replicas(topic, *partition);
+            if !replicas.contains(&broker) {
+                continue;
+            }
+            leaders.insert(v.value.leader);
+            by_topic.entry(topic).or_default().push(
+                LeaderAndIsrPartitionState::default()
+                    .with_topic_name(TopicName(StrBytes::from_string(topic.clone())))
+                    .with_partition_index(*partition)
+                    .with_controller_epoch(v.value.controller_epoch)
+                    .with_leader(BrokerId(v.value.leader))
+                    .with_leader_epoch(v.value.leader_epoch)
+                    .with_isr(v.value.isr.iter().copied().map(BrokerId).collect())
+                    .with_partition_epoch(v.version as i32 - 1)
+                    .with_replicas(replicas.iter().copied().map(BrokerId).collect())
+                    .with_is_new(is_new),
+            );
+        }
+        if by_topic.is_empty() {
+            return;
+        }
+        let live_leaders = leaders
+            .into_iter()
+            .filter_map(|id| self.ctx.brokers.get(&id))
+            .map(|b| {
+                LeaderAndIsrLiveLeader::default()
+                    .with_broker_id(BrokerId(b.value.id))
+                    .with_host_name(StrBytes::from_string(b.value.host.clone()))
+                    .with_port(b.value.port)
+            })
+            .collect();
+        let request = LeaderAndIsrRequest::default()
+            .with_controller_id(BrokerId(self.settings.node_id))
+            .with_controller_epoch(self.epoch)
+            .with_broker_epoch(
+                self.ctx
+                    .brokers
+                    .get(&broker)
+                    .map_or(-1, |b| b.create_revision),
+            )
+            .with_topic_states(
+                by_topic
+                    .into_iter()
+                    .map(|(t, ps)| {
+                        LeaderAndIsrTopicState::default()
+                            .with_topic_name(TopicName(StrBytes::from_string(t.to_string())))
+                            .with_partition_states(ps)
+                    })
+                    .collect(),
+            )
+            .with_live_leaders(live_leaders);
+        self.channel
+            .send(broker, ControlRequest::LeaderAndIsr(request));
+    }
+
+    /// Tell every live broker the full partition state and the live brokers.
+    fn broadcast_metadata(&self) {
+        let mut by_topic: BTreeMap<&str, Vec<UpdateMetadataPartitionState>> = BTreeMap::new();
+        for ((topic, partition), v) in &self.ctx.states {
+            let replicas = self.ctx.replicas(topic, *partition);
+            let offline = replicas
+                .iter()
+                .copied()
+                .filter(|r| !self.ctx.brokers.contains_key(r))
+                .map(BrokerId)
+                .collect();
+            by_topic.entry(topic).or_default().push(
+                UpdateMetadataPartitionState::default()
+                    .with_topic_name(TopicName(StrBytes::from_string(topic.clone())))
+                    .with_partition_index(*partition)
+                    .with_controller_epoch(v.value.controller_epoch)
+                    .with_leader(BrokerId(v.value.leader))
+                    .with_leader_epoch(v.value.leader_epoch)
+                    .with_isr(v.value.isr.iter().copied().map(BrokerId).collect())
+                    .with_zk_version(v.version as i32 - 1)
+                    .with_replicas(replicas.iter().copied().map(BrokerId).collect())
+                    .with_offline_replicas(offline),
+            );
+        }
+        let live_brokers: Vec<UpdateMetadataBroker> = self
+            .ctx
+            .brokers
+            .values()
+            .map(|b| {
+                UpdateMetadataBroker::default()
+                    .with_id(BrokerId(b.value.id))
+                    .with_endpoints(vec![
+                        UpdateMetadataEndpoint::default()
+                            .with_host(StrBytes::from_string(b.value.host.clone()))
+                            .with_port(b.value.port)
+                            .with_listener(StrBytes::from_static_str("PLAINTEXT"))
+                            .with_security_protocol(0),
+                    ])
+            })
+            .collect();
+        let topic_states: Vec<UpdateMetadataTopicState> = by_topic
+            .into_iter()
+            .map(|(t, ps)| {
+                UpdateMetadataTopicState::default()
+                    .with_topic_name(TopicName(StrBytes::from_string(t.to_string())))
+                    .with_partition_states(ps)
+            })
+            .collect();
+        for id in self.channel.brokers() {
+            let request = UpdateMetadataRequest::default()
+                .with_controller_id(BrokerId(self.settings.node_id))
+                .with_controller_epoch(self.epoch)
+                .with_broker_epoch(self.ctx.brokers.get(&id).map_or(-1, |b| b.create_revision))
+                .with_topic_states(topic_states.clone())
+                .with_live_brokers(live_brokers.clone());
+            self.channel
+                .send(id, ControlRequest::UpdateMetadata(request));
+        }
+    }
+
+    fn on_reply(&mut self, reply: ControlReply) {
+        match reply.response {
+            ControlResponse::LeaderAndIsr(r) => {
+                let failed: Vec<_> = r
+                    .partition_errors
+                    .iter()
+                    .filter(|e| e.error_code != 0)
+                    .collect();
+                if r.error_code != 0 || !failed.is_empty() {
+                    tracing::warn!(
+                        broker = reply.broker_id,
+                        error_code = r.error_code,
+                        ?failed,
+                        "LeaderAndIsr not fully applied"
+                    );
+                }
+            }
+            ControlResponse::UpdateMetadata(r) => {
+                if r.error_code != 0 {
+                    tracing::warn!(
+                        broker = reply.broker_id,
+                        error_code = r.error_code,
+                        "UpdateMetadata rejected"
+                    );
+                }
+            }
+        }
+    }
+}

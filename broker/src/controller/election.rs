@@ -1,0 +1,94 @@
+//! Controller election: whichever broker creates the leased controller key
+//! first is controller, bumps the controller epoch, and runs the controller until
+//! it loses the key; everyone else watches the key and campaigns again when it is
+//! deleted (ZooKeeper-era Kafka's /controller znode, KAFKA-532 for the epoch).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcd_client::{EventType, WatchOptions};
+use tokio::sync::watch;
+
+use super::controller::{Controller, ControllerSettings};
+use super::metadata_store::{MetadataStore, controller_key};
+
+const RETRY_BACKOFF: Duration = Duration::from_millis(300);
+
+/// Campaign for the controller key until `shutdown`.
+pub async fn run(
+    store: MetadataStore,
+    settings: Arc<ControllerSettings>,
+    lease: i64,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        match store.try_claim_controller(settings.node_id, lease).await {
+            Ok(Some(create_revision)) => match store.bump_controller_epoch(create_revision).await {
+                Ok(epoch) => {
+                    tracing::info!(epoch, "won the controller election");
+                    let controller =
+                        Controller::new(store.clone(), settings.clone(), epoch, create_revision);
+                    let why = controller.run(shutdown.clone()).await;
+                    tracing::info!(epoch, reason = %why, "resigned as controller");
+                    if let Err(e) = store.release_controller(create_revision).await {
+                        tracing::warn!(%e, "could not release the controller key");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(%e, "won the controller key but could not bump the epoch");
+                    let _ = store.release_controller(create_revision).await;
+                }
+            },
+            Ok(None) => {
+                if let Err(e) = wait_for_vacancy(&store, &mut shutdown).await {
+                    tracing::warn!(%e, "watching the controller key failed");
+                    backoff(&mut shutdown).await;
+                }
+                continue;
+            }
+            Err(e) => tracing::warn!(%e, "controller election attempt failed"),
+        }
+        backoff(&mut shutdown).await;
+    }
+}
+
+async fn backoff(shutdown: &mut watch::Receiver<bool>) {
+    tokio::select! {
+        _ = shutdown.changed() => {}
+        _ = tokio::time::sleep(RETRY_BACKOFF) => {}
+    }
+}
+
+/// Return once the controller key is absent (or on shutdown).
+async fn wait_for_vacancy(
+    store: &MetadataStore,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<(), super::metadata_store::StoreError> {
+    let (current, revision) = store.controller().await?;
+    if current.is_none() {
+        return Ok(());
+    }
+    let mut stream = store
+        .client()
+        .watch(
+            controller_key(),
+            Some(WatchOptions::new().with_start_revision(revision + 1)),
+        )
+        .await?;
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return Ok(()),
+            msg = stream.message() => match msg? {
+                None => return Ok(()),
+                Some(resp) => {
+                    if resp.canceled() || resp.events().iter().any(|e| e.event_type() == EventType::Delete) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,514 @@
+//! etcd in ZooKeeper's role: the key layout (documented in `broker/README.md`)
+//! and every read and conditional write the brokers and the controller make.
+//!
+//! The rules this file enforces are the ones classic Kafka relied on ZooKeeper
+//! for: registration keys live under the broker's lease (ephemeral znodes) and
+//! their create revision is the broker epoch (as CZXID was); the controller key is
+//! won by create-if-absent under the winner's lease; the controller epoch is
+//! bumped by a transaction that also checks the winner still holds the controller
+//! key; partition state changes only by compare-and-swap on the key's revision
+//! (the zkVersion check), optionally also comparing the stored controller epoch
+//! (KAFKA-532's fencing rule). Nothing here decides anything; callers do.
+
+use std::collections::BTreeMap;
+
+use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use serde::{Deserialize, Serialize};
+
+/// Every key lives under this root.
+pub const ROOT: &str = "/epochal";
+/// Kafka's InitialControllerEpoch (KAFKA-532): the first controller gets epoch 1.
+pub const INITIAL_CONTROLLER_EPOCH: i32 = 1;
+
+pub fn broker_key(id: i32) -> String {
+    format!("{ROOT}/brokers/ids/{id}")
+}
+pub fn brokers_prefix() -> String {
+    format!("{ROOT}/brokers/ids/")
+}
+pub fn controller_key() -> String {
+    format!("{ROOT}/controller")
+}
+pub fn controller_epoch_key() -> String {
+    format!("{ROOT}/controller_epoch")
+}
+pub fn topic_key(topic: &str) -> String {
+    format!("{ROOT}/brokers/topics/{topic}")
+}
+pub fn topics_prefix() -> String {
+    format!("{ROOT}/brokers/topics/")
+}
+pub fn partition_state_key(topic: &str, partition: i32) -> String {
+    format!("{ROOT}/brokers/topics/{topic}/partitions/{partition}/state")
+}
+
+/// What a key under the root is, parsed from its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyKind {
+    Broker(i32),
+    Controller,
+    ControllerEpoch,
+    Topic(String),
+    PartitionState(String, i32),
+    Other,
+}
+
+pub fn classify(key: &str) -> KeyKind {
+    let Some(rest) = key.strip_prefix(ROOT) else {
+        return KeyKind::Other;
+    };
+    let parts: Vec<&str> = rest.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["controller"] => KeyKind::Controller,
+        ["controller_epoch"] => KeyKind::ControllerEpoch,
+        ["brokers", "ids", id] => id.parse().map(KeyKind::Broker).unwrap_or(KeyKind::Other),
+        ["brokers", "topics", topic] => KeyKind::Topic(topic.to_string()),
+        ["brokers", "topics", topic, "partitions", p, "state"] => p
+            .parse()
+            .map(|p| KeyKind::PartitionState(topic.to_string(), p))
+            .unwrap_or(KeyKind::Other),
+        _ => KeyKind::Other,
+    }
+}
+
+/// A broker's registration value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    pub id: i32,
+    pub host: String,
+    pub port: i32,
+    /// Distinguishes two runs of the same broker id: a broker that restarts
+    /// before its old lease expired takes its key over with a new incarnation.
+    pub incarnation: u64,
+}
+
+/// The controller key's value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControllerRecord {
+    pub broker_id: i32,
+}
+
+/// A topic's replica assignment (ZooKeeper's `/brokers/topics/<t>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicAssignment {
+    /// Partition → replicas, preferred leader first.
+    pub partitions: BTreeMap<i32, Vec<i32>>,
+}
+
+/// `{leader, leader_epoch, isr, controller_epoch}`, ZooKeeper's LeaderAndIsr znode.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionStateRecord {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+    pub controller_epoch: i32,
+}
+
+/// A value with the revisions a later compare-and-swap needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Versioned<T> {
+    pub value: T,
+    pub create_revision: i64,
+    pub mod_revision: i64,
+    /// Modifications since creation, starting at 1 (Kafka's zkVersion + 1).
+    pub version: i64,
+}
+
+/// Everything under the root, read at one revision.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterSnapshot {
+    pub revision: i64,
+    pub brokers: BTreeMap<i32, Versioned<BrokerRegistration>>,
+    pub controller: Option<Versioned<ControllerRecord>>,
+    pub controller_epoch: Option<Versioned<i32>>,
+    pub topics: BTreeMap<String, Versioned<TopicAssignment>>,
+    pub partition_states: BTreeMap<(String, i32), Versioned<PartitionStateRecord>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("etcd: {0}")]
+    Etcd(#[from] etcd_client::Error),
+    #[error("malformed value at {key}: {reason}")]
+    Malformed { key: String, reason: String },
+    /// The compare of a conditional write failed: someone else changed the key.
+    #[error("conditional write to {key} lost: the key changed since revision {expected_revision}")]
+    VersionMismatch { key: String, expected_revision: i64 },
+    /// The writer no longer holds the controller key, or a newer controller epoch is stored.
+    #[error("controller moved: {0}")]
+    ControllerMoved(String),
+}
+
+/// What a controller's write is fenced by, when fencing is on.
+#[derive(Clone, Debug)]
+pub struct ControllerFence {
+    pub controller_epoch: i32,
+}
+
+#[derive(Clone)]
+pub struct MetadataStore {
+    client: Client,
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(key: &str, value: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(value).map_err(|e| StoreError::Malformed {
+        key: key.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("metadata records always serialize")
+}
+
+fn versioned<T>(value: T, kv: &etcd_client::KeyValue) -> Versioned<T> {
+    Versioned {
+        value,
+        create_revision: kv.create_revision(),
+        mod_revision: kv.mod_revision(),
+        version: kv.version(),
+    }
+}
+
+impl MetadataStore {
+    pub async fn connect(endpoints: &[String]) -> Result<Self, StoreError> {
+        let options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(std::time::Duration::from_secs(3))
+            .with_timeout(std::time::Duration::from_secs(5));
+        let client = Client::connect(endpoints, Some(options)).await?;
+        Ok(Self { client })
+    }
+
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    pub async fn grant_lease(&self, ttl_s: u64) -> Result<i64, StoreError> {
+        Ok(self
+            .client
+            .clone()
+            .lease_grant(ttl_s as i64, None)
+            .await?
+            .id())
+    }
+
+    pub async fn revoke_lease(&self, lease: i64) -> Result<(), StoreError> {
+        self.client.clone().lease_revoke(lease).await?;
+        Ok(())
+    }
+
+    /// Register (or take over) this broker's key under `lease`; returns the broker
+    /// epoch, the key's create revision. A put on an existing key keeps its create
+    /// revision, which is how a broker restarted within its old lease keeps its
+    /// session in the controller's eyes (KAFKA-1120).
+    pub async fn register_broker(
+        &self,
+        reg: &BrokerRegistration,
+        lease: i64,
+    ) -> Result<i64, StoreError> {
+        let key = broker_key(reg.id);
+        let txn = Txn::new().and_then(vec![
+            TxnOp::put(
+                key.clone(),
+                encode(reg),
+                Some(PutOptions::new().with_lease(lease)),
+            ),
+            TxnOp::get(key.clone(), None),
+        ]);
+        let resp = self.client.clone().txn(txn).await?;
+        for op in resp.op_responses() {
+            if let TxnOpResponse::Get(get) = op
+                && let Some(kv) = get.kvs().first()
+            {
+                return Ok(kv.create_revision());
+            }
+        }
+        Err(StoreError::Malformed {
+            key,
+            reason: "registration vanished right after it was written".into(),
+        })
+    }
+
+    /// Create-if-absent of the controller key under `lease`. Some(create revision) if won.
+    pub async fn try_claim_controller(
+        &self,
+        broker_id: i32,
+        lease: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let key = controller_key();
+        let txn = Txn::new()
+            .when(vec![Compare::create_revision(
+                key.clone(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then(vec![
+                TxnOp::put(
+                    key.clone(),
+                    encode(&ControllerRecord { broker_id }),
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::get(key.clone(), None),
+            ]);
+        let resp = self.client.clone().txn(txn).await?;
+        if !resp.succeeded() {
+            return Ok(None);
+        }
+        for op in resp.op_responses() {
+            if let TxnOpResponse::Get(get) = op
+                && let Some(kv) = get.kvs().first()
+            {
+                return Ok(Some(kv.create_revision()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Bump the controller epoch by one, in a transaction that also requires the
+    /// caller to still hold the controller key (its create revision unchanged) and
+    /// the epoch key to be unchanged since it was read — KAFKA-532's conditional
+    /// increment. Returns the new epoch.
+    pub async fn bump_controller_epoch(
+        &self,
+        controller_create_revision: i64,
+    ) -> Result<i32, StoreError> {
+        let epoch_key = controller_epoch_key();
+        let mut client = self.client.clone();
+        let current = client.get(epoch_key.clone(), None).await?;
+        let (current_epoch, epoch_compare) = match current.kvs().first() {
+            Some(kv) => {
+                let epoch: i32 = decode(&epoch_key, kv.value())?;
+                (
+                    Some(epoch),
+                    Compare::mod_revision(epoch_key.clone(), CompareOp::Equal, kv.mod_revision()),
+                )
+            }
+            None => (
+                None,
+                Compare::create_revision(epoch_key.clone(), CompareOp::Equal, 0),
+            ),
+        };
+        let next = current_epoch.map_or(INITIAL_CONTROLLER_EPOCH, |e| e + 1);
+        let txn = Txn::new()
+            .when(vec![
+                Compare::create_revision(
+                    controller_key(),
+                    CompareOp::Equal,
+                    controller_create_revision,
+                ),
+                epoch_compare,
+            ])
+            .and_then(vec![TxnOp::put(epoch_key, encode(&next), None)]);
+        let resp = client.txn(txn).await?;
+        if resp.succeeded() {
+            Ok(next)
+        } else {
+            Err(StoreError::ControllerMoved(
+                "controller key or epoch changed while bumping the epoch".into(),
+            ))
+        }
+    }
+
+    /// Read everything under the root at one revision.
+    pub async fn snapshot(&self) -> Result<ClusterSnapshot, StoreError> {
+        let resp = self
+            .client
+            .clone()
+            .get(format!("{ROOT}/"), Some(GetOptions::new().with_prefix()))
+            .await?;
+        let mut snap = ClusterSnapshot {
+            revision: resp.header().map_or(0, |h| h.revision()),
+            ..Default::default()
+        };
+        for kv in resp.kvs() {
+            let key = kv.key_str().unwrap_or_default().to_string();
+            match classify(&key) {
+                KeyKind::Broker(id) => {
+                    snap.brokers
+                        .insert(id, versioned(decode(&key, kv.value())?, kv));
+                }
+                KeyKind::Controller => {
+                    snap.controller = Some(versioned(decode(&key, kv.value())?, kv))
+                }
+                KeyKind::ControllerEpoch => {
+                    snap.controller_epoch = Some(versioned(decode(&key, kv.value())?, kv))
+                }
+                KeyKind::Topic(t) => {
+                    snap.topics
+                        .insert(t, versioned(decode(&key, kv.value())?, kv));
+                }
+                KeyKind::PartitionState(t, p) => {
+                    snap.partition_states
+                        .insert((t, p), versioned(decode(&key, kv.value())?, kv));
+                }
+                KeyKind::Other => {}
+            }
+        }
+        Ok(snap)
+    }
+
+    pub async fn live_brokers(
+        &self,
+    ) -> Result<BTreeMap<i32, Versioned<BrokerRegistration>>, StoreError> {
+        let resp = self
+            .client
+            .clone()
+            .get(brokers_prefix(), Some(GetOptions::new().with_prefix()))
+            .await?;
+        let mut out = BTreeMap::new();
+        for kv in resp.kvs() {
+            let key = kv.key_str().unwrap_or_default().to_string();
+            if let KeyKind::Broker(id) = classify(&key) {
+                out.insert(id, versioned(decode(&key, kv.value())?, kv));
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn controller_epoch(&self) -> Result<Option<i32>, StoreError> {
+        let key = controller_epoch_key();
+        let resp = self.client.clone().get(key.clone(), None).await?;
+        resp.kvs()
+            .first()
+            .map(|kv| decode(&key, kv.value()))
+            .transpose()
+    }
+
+    /// Create a topic's assignment if the topic does not exist. false if it did.
+    pub async fn create_topic(
+        &self,
+        topic: &str,
+        assignment: &TopicAssignment,
+    ) -> Result<bool, StoreError> {
+        let key = topic_key(topic);
+        let txn = Txn::new()
+            .when(vec![Compare::create_revision(
+                key.clone(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then(vec![TxnOp::put(key, encode(assignment), None)]);
+        Ok(self.client.clone().txn(txn).await?.succeeded())
+    }
+
+    /// Write a partition's state by compare-and-swap: `expected_mod_revision` 0
+    /// means "must not exist yet". With a fence, the stored controller epoch must
+    /// also still equal the writer's (a newer controller would have bumped it).
+    /// Returns the new state's version and mod revision.
+    pub async fn write_partition_state(
+        &self,
+        topic: &str,
+        partition: i32,
+        state: &PartitionStateRecord,
+        expected_mod_revision: i64,
+        fence: Option<&ControllerFence>,
+    ) -> Result<Versioned<PartitionStateRecord>, StoreError> {
+        let key = partition_state_key(topic, partition);
+        let mut compares = vec![Compare::mod_revision(
+            key.clone(),
+            CompareOp::Equal,
+            expected_mod_revision,
+        )];
+        if let Some(f) = fence {
+            compares.push(Compare::value(
+                controller_epoch_key(),
+                CompareOp::Equal,
+                encode(&f.controller_epoch),
+            ));
+        }
+        let txn = Txn::new()
+            .when(compares)
+            .and_then(vec![
+                TxnOp::put(key.clone(), encode(state), None),
+                TxnOp::get(key.clone(), None),
+            ])
+            .or_else(vec![TxnOp::get(controller_epoch_key(), None)]);
+        let resp = self.client.clone().txn(txn).await?;
+        let ops = resp.op_responses();
+        if resp.succeeded() {
+            for op in ops {
+                if let TxnOpResponse::Get(get) = op
+                    && let Some(kv) = get.kvs().first()
+                {
+                    return Ok(versioned(state.clone(), kv));
+                }
+            }
+            return Err(StoreError::Malformed {
+                key,
+                reason: "state vanished right after it was written".into(),
+            });
+        }
+        if let Some(f) = fence {
+            for op in ops {
+                if let TxnOpResponse::Get(get) = op
+                    && let Some(kv) = get.kvs().first()
+                {
+                    let stored: i32 = decode(&controller_epoch_key(), kv.value())?;
+                    if stored != f.controller_epoch {
+                        return Err(StoreError::ControllerMoved(format!(
+                            "stored controller epoch {stored}, writer's {}",
+                            f.controller_epoch
+                        )));
+                    }
+                }
+            }
+        }
+        Err(StoreError::VersionMismatch {
+            key,
+            expected_revision: expected_mod_revision,
+        })
+    }
+}
+
+impl MetadataStore {
+    /// Delete the controller key if it is still the one created at
+    /// `create_revision` (a controller resigning while it still holds the key).
+    pub async fn release_controller(&self, create_revision: i64) -> Result<(), StoreError> {
+        let key = controller_key();
+        let txn = Txn::new()
+            .when(vec![Compare::create_revision(
+                key.clone(),
+                CompareOp::Equal,
+                create_revision,
+            )])
+            .and_then(vec![TxnOp::delete(key, None)]);
+        self.client.clone().txn(txn).await?;
+        Ok(())
+    }
+
+    /// The controller key's current value and revisions, if any.
+    pub async fn controller(
+        &self,
+    ) -> Result<(Option<Versioned<ControllerRecord>>, i64), StoreError> {
+        let key = controller_key();
+        let resp = self.client.clone().get(key.clone(), None).await?;
+        let revision = resp.header().map_or(0, |h| h.revision());
+        let current = match resp.kvs().first() {
+            Some(kv) => Some(versioned(decode(&key, kv.value())?, kv)),
+            None => None,
+        };
+        Ok((current, revision))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_classify_back_to_what_they_name() {
+        assert_eq!(classify(&broker_key(3)), KeyKind::Broker(3));
+        assert_eq!(classify(&controller_key()), KeyKind::Controller);
+        assert_eq!(classify(&controller_epoch_key()), KeyKind::ControllerEpoch);
+        assert_eq!(classify(&topic_key("t")), KeyKind::Topic("t".into()));
+        assert_eq!(
+            classify(&partition_state_key("t.x", 7)),
+            KeyKind::PartitionState("t.x".into(), 7)
+        );
+        assert_eq!(classify("/elsewhere/x"), KeyKind::Other);
+        assert_eq!(
+            classify(&format!("{ROOT}/brokers/ids/nope")),
+            KeyKind::Other
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! Request dispatch: parse the header, check the API key and version against
+//! what this broker implements, decode the body, run the handler, encode the
+//! response with the header version the API and version call for.
+//!
+//! The treatment of bad requests follows Kafka's SocketServer: an API key Kafka
+//! does not know, an API or version this broker does not implement, or a body
+//! that does not decode closes the connection (the client cannot be answered in
+//! a format it expects). The one exception is ApiVersions, which KIP-511 lets a
+//! client send at a version the broker does not know: it is answered at v0 with
+//! UNSUPPORTED_VERSION and the supported ranges, so the client can retry.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, FetchRequest,
+    LeaderAndIsrRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest, RequestHeader,
+    ResponseHeader, UpdateMetadataRequest,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
+
+use super::handlers;
+use crate::broker::Broker;
+
+/// Every API this broker implements, with the versions it accepts — exactly
+/// what ApiVersions advertises.
+pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
+    // v3+ carries record batches v2 only; older versions carry message sets.
+    (ApiKey::Produce, 3, 9),
+    // v4+ returns record batches v2; v13+ addresses topics by id, which we do not assign.
+    (ApiKey::Fetch, 4, 12),
+    // v0 answers a list of offsets; v1+ one offset.
+    (ApiKey::ListOffsets, 1, 7),
+    // v10+ carries topic ids; we answer the zero id ("unknown").
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::LeaderAndIsr, 0, 4),
+    // v5+ groups partitions by topic and lists broker endpoints.
+    (ApiKey::UpdateMetadata, 5, 6),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::CreateTopics, 0, 7),
+];
+
+pub fn supported_versions(key: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED_APIS
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|(_, lo, hi)| (*lo, *hi))
+}
+
+/// What to send back on the connection.
+pub enum Reply {
+    Response(BytesMut),
+    /// Produce with acks=0: Kafka sends nothing.
+    None,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    #[error("request of {0} bytes is too short for a request header")]
+    TooShort(usize),
+    #[error("unknown API key {0}")]
+    UnknownApi(i16),
+    #[error("API {key:?} is not implemented by this broker")]
+    UnsupportedApi { key: ApiKey },
+    #[error("API {key:?} version {version} is not supported (supported {min}..={max})")]
+    UnsupportedVersion {
+        key: ApiKey,
+        version: i16,
+        min: i16,
+        max: i16,
+    },
+    #[error("malformed {what}: {reason}")]
+    Malformed { what: String, reason: String },
+    #[error("encoding the {key:?} v{version} response: {reason}")]
+    Encode {
+        key: ApiKey,
+        version: i16,
+        reason: String,
+    },
+}
+
+fn decode_body<T: Decodable>(
+    key: ApiKey,
+    version: i16,
+    buf: &mut Bytes,
+) -> Result<T, DispatchError> {
+    T::decode(buf, version).map_err(|e| DispatchError::Malformed {
+        what: format!("{key:?} v{version} request body"),
+        reason: e.to_string(),
+    })
+}
+
+fn encode_response<R: Encodable + HeaderVersion>(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    response: &R,
+) -> Result<Reply, DispatchError> {
+    let mut buf = BytesMut::new();
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut buf, R::header_version(version))
+        .and_then(|_| response.encode(&mut buf, version))
+        .map_err(|e| DispatchError::Encode {
+            key,
+            version,
+            reason: e.to_string(),
+        })?;
+    Ok(Reply::Response(buf))
+}
+
+pub async fn handle(broker: &Broker, mut frame: Bytes) -> Result<Reply, DispatchError> {
+    if frame.len() < 4 {
+        return Err(DispatchError::TooShort(frame.len()));
+    }
+    let raw_key = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let key = ApiKey::try_from(raw_key).map_err(|_| DispatchError::UnknownApi(raw_key))?;
+    let header_version = if version < 0 {
+        1
+    } else {
+        key.request_header_version(version)
+    };
+    let header = RequestHeader::decode(&mut frame, header_version).map_err(|e| {
+        DispatchError::Malformed {
+            what: "request header".into(),
+            reason: e.to_string(),
+        }
+    })?;
+    let cid = header.correlation_id;
+    let Some((min, max)) = supported_versions(key) else {
+        return Err(DispatchError::UnsupportedApi { key });
+    };
+    if version < min || version > max {
+        if key == ApiKey::ApiVersions {
+            let mut resp = handlers::api_versions::response();
+            resp.error_code = ResponseError::UnsupportedVersion.code();
+            return encode_response::<ApiVersionsResponse>(key, 0, cid, &resp);
+        }
+        return Err(DispatchError::UnsupportedVersion {
+            key,
+            version,
+            min,
+            max,
+        });
+    }
+    tracing::trace!(?key, version, cid, "request");
+    match key {
+        ApiKey::ApiVersions => {
+            let _req: ApiVersionsRequest = decode_body(key, version, &mut frame)?;
+            encode_response(key, version, cid, &handlers::api_versions::response())
+        }
+        ApiKey::Metadata => {
+            let req: MetadataRequest = decode_body(key, version, &mut frame)?;
+            encode_response(
+                key,
+                version,
+                cid,
+                &handlers::metadata::handle(broker, req, version),
+            )
+        }
+        ApiKey::CreateTopics => {
+            let req: CreateTopicsRequest = decode_body(key, version, &mut frame)?;
+            encode_response(
+                key,
+                version,
+                cid,
+                &handlers::create_topics::handle(broker, req, version).await,
+            )
+        }
+        ApiKey::Produce => {
+            let req: ProduceRequest = decode_body(key, version, &mut frame)?;
+            match handlers::produce::handle(broker, req).await {
+                Some(resp) => encode_response(key, version, cid, &resp),
+                None => Ok(Reply::None),
+            }
+        }
+        ApiKey::Fetch => {
+            let req: FetchRequest = decode_body(key, version, &mut frame)?;
+            encode_response(
+                key,
+                version,
+                cid,
+                &handlers::fetch::handle(broker, req, version).await,
+            )
+        }
+        ApiKey::ListOffsets => {
+            let req: ListOffsetsRequest = decode_body(key, version, &mut frame)?;
+            encode_response(
+                key,
+                version,
+                cid,
+                &handlers::list_offsets::handle(broker, req, version),
+            )
+        }
+        ApiKey::LeaderAndIsr => {
+            let req: LeaderAndIsrRequest = decode_body(key, version, &mut frame)?;
+            encode_response(
+                key,
+                version,
+                cid,
+                &handlers::leader_and_isr::handle(broker, req),
+            )
+        }
+        ApiKey::UpdateMetadata => {
+            let req: UpdateMetadataRequest = decode_body(key, version, &mut frame)?;
+            encode_response(
+                key,
+                version,
+                cid,
+                &handlers::update_metadata::handle(broker, req),
+            )
+        }
+        _ => Err(DispatchError::UnsupportedApi { key }),
+    }
+}

@@ -1,0 +1,229 @@
+//! CreateTopics: validate, choose replicas, write the topic's assignment to
+//! etcd by create-if-absent (as a ZooKeeper-era broker wrote
+//! `/brokers/topics/<t>`), then wait up to the request's timeout for the
+//! controller to elect leaders and announce them. A timeout answers
+//! REQUEST_TIMED_OUT while creation carries on, as Kafka does.
+//!
+//! Replica placement is deterministic — partition p gets the live brokers in id
+//! order starting at index p — so a saved schedule places replicas the same way
+//! on every run (Kafka starts at a random broker).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::broker::Broker;
+use crate::controller::metadata_store::TopicAssignment;
+
+/// Kafka's limit on topic name length.
+const MAX_TOPIC_NAME_LEN: usize = 249;
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+pub fn validate_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name == "." || name == ".." {
+        return Err(format!("topic name {name:?} is not allowed"));
+    }
+    if name.len() > MAX_TOPIC_NAME_LEN {
+        return Err(format!(
+            "topic name is longer than {MAX_TOPIC_NAME_LEN} characters"
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "topic name {name:?} contains {c:?}; allowed are ASCII alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// Partition p → `rf` brokers of `live` (sorted) starting at index p.
+pub fn assign_replicas(live: &[i32], partitions: i32, rf: usize) -> BTreeMap<i32, Vec<i32>> {
+    (0..partitions)
+        .map(|p| {
+            (
+                p,
+                (0..rf)
+                    .map(|j| live[(p as usize + j) % live.len()])
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+struct Failure(ResponseError, String);
+
+fn plan(topic: &CreatableTopic, live: &[i32]) -> Result<TopicAssignment, Failure> {
+    let name = topic.name.0.as_str();
+    validate_topic_name(name).map_err(|m| Failure(ResponseError::InvalidTopicException, m))?;
+    if !topic.configs.is_empty() {
+        return Err(Failure(
+            ResponseError::InvalidConfig,
+            "topic configs are not supported by this broker".into(),
+        ));
+    }
+    if !topic.assignments.is_empty() {
+        if topic.num_partitions != -1 || topic.replication_factor != -1 {
+            return Err(Failure(
+                ResponseError::InvalidRequest,
+                "give either an assignment or partitions and replication factor".into(),
+            ));
+        }
+        let mut partitions = BTreeMap::new();
+        for a in &topic.assignments {
+            let replicas: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
+            if replicas.is_empty() || replicas.iter().any(|r| !live.contains(r)) {
+                return Err(Failure(
+                    ResponseError::InvalidReplicaAssignment,
+                    format!(
+                        "partition {}: replicas {replicas:?} are not all live brokers",
+                        a.partition_index
+                    ),
+                ));
+            }
+            partitions.insert(a.partition_index, replicas);
+        }
+        if partitions.keys().copied().ne(0..partitions.len() as i32) {
+            return Err(Failure(
+                ResponseError::InvalidReplicaAssignment,
+                "partitions must be numbered 0..n".into(),
+            ));
+        }
+        return Ok(TopicAssignment { partitions });
+    }
+    // -1 means the broker default: num.partitions = 1, default.replication.factor = 1.
+    let partitions = if topic.num_partitions == -1 {
+        1
+    } else {
+        topic.num_partitions
+    };
+    let rf = if topic.replication_factor == -1 {
+        1
+    } else {
+        topic.replication_factor as i32
+    };
+    if partitions < 1 {
+        return Err(Failure(
+            ResponseError::InvalidPartitions,
+            format!("{partitions} partitions"),
+        ));
+    }
+    if rf < 1 || rf as usize > live.len() {
+        return Err(Failure(
+            ResponseError::InvalidReplicationFactor,
+            format!("replication factor {rf} with {} live brokers", live.len()),
+        ));
+    }
+    Ok(TopicAssignment {
+        partitions: assign_replicas(live, partitions, rf as usize),
+    })
+}
+
+pub async fn handle(
+    broker: &Broker,
+    req: CreateTopicsRequest,
+    version: i16,
+) -> CreateTopicsResponse {
+    let live: Vec<i32> = match broker.store.live_brokers().await {
+        Ok(b) => b.keys().copied().collect(),
+        Err(e) => {
+            tracing::warn!(%e, "CreateTopics could not read live brokers");
+            vec![]
+        }
+    };
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
+    let mut results = Vec::with_capacity(req.topics.len());
+    let mut created = Vec::new();
+    for topic in &req.topics {
+        let name = topic.name.0.to_string();
+        let base = CreatableTopicResult::default().with_name(topic.name.clone());
+        let outcome = match plan(topic, &live) {
+            Err(f) => Err(f),
+            Ok(_) if req.validate_only => Ok(None),
+            Ok(assignment) => match broker.store.create_topic(&name, &assignment).await {
+                Ok(true) => Ok(Some(assignment)),
+                Ok(false) => Err(Failure(
+                    ResponseError::TopicAlreadyExists,
+                    format!("topic {name:?} already exists"),
+                )),
+                Err(e) => Err(Failure(ResponseError::UnknownServerError, e.to_string())),
+            },
+        };
+        results.push(match outcome {
+            Ok(assignment) => {
+                if let Some(a) = &assignment {
+                    tracing::info!(topic = %name, partitions = ?a.partitions, "topic created");
+                    created.push((results.len(), name.clone()));
+                }
+                let mut r = base;
+                if version >= 5 {
+                    let (np, rf) = assignment
+                        .as_ref()
+                        .map(|a| {
+                            (
+                                a.partitions.len() as i32,
+                                a.partitions.values().next().map_or(0, |r| r.len()) as i16,
+                            )
+                        })
+                        .unwrap_or((topic.num_partitions, topic.replication_factor));
+                    r = r
+                        .with_num_partitions(np)
+                        .with_replication_factor(rf)
+                        .with_configs(Some(vec![]));
+                }
+                r
+            }
+            Err(Failure(code, message)) => {
+                let r = base.with_error_code(code.code());
+                if version >= 1 {
+                    r.with_error_message(Some(StrBytes::from_string(message)))
+                } else {
+                    r
+                }
+            }
+        });
+    }
+    // Wait for leaders, bounded by the request's timeout.
+    for (index, name) in created {
+        loop {
+            if broker.metadata.topic_ready(&name) == Some(true) {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                results[index].error_code = ResponseError::RequestTimedOut.code();
+                break;
+            }
+            tokio::time::sleep(POLL_INTERVAL.min(deadline - tokio::time::Instant::now())).await;
+        }
+    }
+    CreateTopicsResponse::default().with_topics(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_rotate_over_live_brokers_deterministically() {
+        let a = assign_replicas(&[1, 2, 3], 4, 2);
+        assert_eq!(a[&0], vec![1, 2]);
+        assert_eq!(a[&2], vec![3, 1]);
+        assert_eq!(a[&3], vec![1, 2]);
+    }
+
+    #[test]
+    fn topic_names_follow_kafka_rules() {
+        assert!(validate_topic_name("orders-1.v2_x").is_ok());
+        assert!(validate_topic_name("a/b").is_err());
+        assert!(validate_topic_name("..").is_err());
+        assert!(validate_topic_name(&"x".repeat(250)).is_err());
+    }
+}

@@ -1,0 +1,103 @@
+//! Fetch: read each partition from the requested offset, a client only up to
+//! the high watermark; wait up to `max_wait_ms` until `min_bytes` are available.
+//! The first partition with data returns at least one whole batch even when it
+//! exceeds the byte limits (KIP-74), so a large batch never stalls a consumer.
+//! Fetch sessions (KIP-227) are not kept: every response is sessionless (id 0).
+
+use std::time::Duration;
+
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
+
+use crate::broker::Broker;
+use crate::replica::store::TopicPartition;
+
+pub async fn handle(broker: &Broker, req: FetchRequest, version: i16) -> FetchResponse {
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
+    // Since Fetch v15 (KIP-903) the replica id travels in ReplicaState.
+    let replica_id = if version >= 15 {
+        req.replica_state.replica_id.0
+    } else {
+        req.replica_id.0
+    };
+    loop {
+        let notified = broker.replicas.appended().notified();
+        let (response, bytes, any_error) = read_once(broker, &req, replica_id);
+        let done = bytes >= req.min_bytes.max(0) as usize
+            || any_error
+            || tokio::time::Instant::now() >= deadline;
+        if done {
+            return response;
+        }
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+}
+
+fn read_once(broker: &Broker, req: &FetchRequest, replica_id: i32) -> (FetchResponse, usize, bool) {
+    let max_bytes = if req.max_bytes <= 0 {
+        i32::MAX as usize
+    } else {
+        req.max_bytes as usize
+    };
+    let mut total = 0usize;
+    let mut any_error = false;
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in &req.topics {
+        let name = t.topic.0.to_string();
+        let mut parts = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let tp = TopicPartition {
+                topic: name.clone(),
+                partition: p.partition,
+            };
+            let base = PartitionData::default().with_partition_index(p.partition);
+            let remaining = max_bytes.saturating_sub(total);
+            if total > 0 && remaining == 0 {
+                parts.push(
+                    base.with_high_watermark(broker.replicas.high_watermark(&tp).unwrap_or(-1))
+                        .with_records(Some(Default::default())),
+                );
+                continue;
+            }
+            let limit = (p.partition_max_bytes.max(0) as usize).min(if total == 0 {
+                usize::MAX
+            } else {
+                remaining
+            });
+            match broker.replicas.read(&tp, p.fetch_offset, limit, replica_id) {
+                Ok(r) => {
+                    total += r.records.len();
+                    parts.push(
+                        base.with_high_watermark(r.high_watermark)
+                            .with_last_stable_offset(r.high_watermark)
+                            .with_log_start_offset(r.log_start_offset)
+                            .with_aborted_transactions(Some(vec![]))
+                            .with_records(Some(r.records)),
+                    );
+                }
+                Err(e) => {
+                    any_error = true;
+                    parts.push(
+                        base.with_error_code(e.code())
+                            .with_high_watermark(-1)
+                            .with_records(Some(Default::default())),
+                    );
+                }
+            }
+        }
+        topics.push(
+            FetchableTopicResponse::default()
+                .with_topic(t.topic.clone())
+                .with_partitions(parts),
+        );
+    }
+    (
+        FetchResponse::default().with_responses(topics),
+        total,
+        any_error,
+    )
+}

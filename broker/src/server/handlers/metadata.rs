@@ -1,0 +1,87 @@
+//! Metadata: brokers, controller and topic leadership from the metadata cache.
+//! Topics are never auto-created: kcat and other clients must create them first
+//! (CreateTopics), and an unknown topic is answered UNKNOWN_TOPIC_OR_PARTITION.
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::topic_name;
+use crate::broker::Broker;
+
+pub fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataResponse {
+    let view = broker.metadata.snapshot();
+    let mut brokers: Vec<MetadataResponseBroker> = view
+        .brokers
+        .values()
+        .map(|b| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(b.id))
+                .with_host(StrBytes::from_string(b.host.clone()))
+                .with_port(b.port)
+        })
+        .collect();
+    // Before the controller's first UpdateMetadata the cache is empty; a client
+    // must still learn this broker's own address to come back.
+    if !view.brokers.contains_key(&broker.config.node_id) {
+        brokers.push(
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(broker.config.node_id))
+                .with_host(StrBytes::from_string(broker.advertised_host.clone()))
+                .with_port(broker.advertised_port),
+        );
+    }
+    let requested: Option<Vec<String>> = match req.topics {
+        None => None,
+        // v0 has no null array: an empty list means all topics.
+        Some(t) if t.is_empty() && version == 0 => None,
+        Some(t) => Some(
+            t.into_iter()
+                .filter_map(|t| t.name.map(|n| n.0.to_string()))
+                .collect(),
+        ),
+    };
+    let names: Vec<String> = requested.unwrap_or_else(|| view.topics.keys().cloned().collect());
+    let topics = names
+        .into_iter()
+        .map(|name| match view.topics.get(&name) {
+            None => MetadataResponseTopic::default()
+                .with_name(Some(topic_name(&name)))
+                .with_error_code(ResponseError::UnknownTopicOrPartition.code()),
+            Some(parts) => MetadataResponseTopic::default()
+                .with_name(Some(topic_name(&name)))
+                .with_partitions(
+                    parts
+                        .iter()
+                        .map(|(p, m)| {
+                            let error = if m.leader < 0 {
+                                ResponseError::LeaderNotAvailable.code()
+                            } else {
+                                0
+                            };
+                            MetadataResponsePartition::default()
+                                .with_error_code(error)
+                                .with_partition_index(*p)
+                                .with_leader_id(BrokerId(m.leader))
+                                .with_leader_epoch(m.leader_epoch)
+                                .with_replica_nodes(
+                                    m.replicas.iter().copied().map(BrokerId).collect(),
+                                )
+                                .with_isr_nodes(m.isr.iter().copied().map(BrokerId).collect())
+                                .with_offline_replicas(
+                                    m.offline_replicas.iter().copied().map(BrokerId).collect(),
+                                )
+                        })
+                        .collect(),
+                ),
+        })
+        .collect();
+    MetadataResponse::default()
+        .with_brokers(brokers)
+        .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id.clone())))
+        .with_controller_id(BrokerId(view.controller_id))
+        .with_topics(topics)
+}

@@ -1,0 +1,18 @@
+//! One handler per API. Handlers answer per-partition errors inside the
+//! response; only dispatch closes connections.
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod fetch;
+pub mod leader_and_isr;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+pub mod update_metadata;
+
+use kafka_protocol::messages::TopicName;
+use kafka_protocol::protocol::StrBytes;
+
+pub(crate) fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_string()))
+}

@@ -1,0 +1,89 @@
+//! UpdateMetadata: the controller's announcement of live brokers and every
+//! partition's leadership, which replaces the metadata cache. Fenced by the
+//! controller epoch like LeaderAndIsr (KAFKA-532); each partition's outcome goes
+//! to state-change.log.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::{UpdateMetadataRequest, UpdateMetadataResponse};
+
+use crate::broker::Broker;
+use crate::server::metadata_cache::{BrokerEndpoint, ClusterView, PartitionMetadata};
+use crate::state_change_log::{Outcome, StateChange};
+
+pub fn handle(broker: &Broker, req: UpdateMetadataRequest) -> UpdateMetadataResponse {
+    let fencing = broker.config.controller_epoch_fencing;
+    let stale = broker
+        .replicas
+        .observe_controller_epoch(req.controller_epoch, fencing)
+        .err();
+    let reason = stale.map(|_| {
+        format!(
+            "STALE_CONTROLLER_EPOCH: controller epoch {} is older than {}",
+            req.controller_epoch,
+            broker.replicas.controller_epoch()
+        )
+    });
+    let mut view = ClusterView {
+        controller_id: req.controller_id.0,
+        ..Default::default()
+    };
+    for b in &req.live_brokers {
+        if let Some(ep) = b.endpoints.first() {
+            view.brokers.insert(
+                b.id.0,
+                BrokerEndpoint {
+                    id: b.id.0,
+                    host: ep.host.to_string(),
+                    port: ep.port,
+                },
+            );
+        }
+    }
+    for t in req.topic_states.iter() {
+        let topic = t.topic_name.0.to_string();
+        let parts: &mut BTreeMap<i32, PartitionMetadata> =
+            view.topics.entry(topic.clone()).or_default();
+        for p in &t.partition_states {
+            parts.insert(
+                p.partition_index,
+                PartitionMetadata {
+                    leader: p.leader.0,
+                    leader_epoch: p.leader_epoch,
+                    replicas: p.replicas.iter().map(|b| b.0).collect(),
+                    isr: p.isr.iter().map(|b| b.0).collect(),
+                    offline_replicas: p.offline_replicas.iter().map(|b| b.0).collect(),
+                },
+            );
+            let change = StateChange {
+                time_ms: StateChange::now_ms(),
+                request: "UpdateMetadata".into(),
+                controller_id: req.controller_id.0,
+                controller_epoch: req.controller_epoch,
+                topic: topic.clone(),
+                partition: p.partition_index,
+                leader: p.leader.0,
+                leader_epoch: p.leader_epoch,
+                isr: p.isr.iter().map(|b| b.0).collect(),
+                outcome: if stale.is_some() {
+                    Outcome::Rejected
+                } else {
+                    Outcome::Applied
+                },
+                reason: reason.clone(),
+            };
+            if let Err(e) = broker.state_changes.append(&change) {
+                tracing::error!(%e, "could not append to the state-change log");
+            }
+        }
+    }
+    if let Some(code) = stale {
+        tracing::warn!(
+            controller_epoch = req.controller_epoch,
+            "rejected UpdateMetadata from a stale controller"
+        );
+        return UpdateMetadataResponse::default().with_error_code(code.code());
+    }
+    broker.metadata.replace(view);
+    UpdateMetadataResponse::default()
+}

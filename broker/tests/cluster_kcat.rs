@@ -1,0 +1,133 @@
+//! Acceptance (issue 4): a real etcd and one broker; a topic created through
+//! CreateTopics; then the real `kcat` lists it, produces 1000 messages and reads
+//! back exactly those 1000, in order.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::broker_process::BrokerProcess;
+use common::etcd::Etcd;
+use common::kafka_client::KafkaClient;
+
+/// Run kcat with `stdin`, killing it if it has not finished within `timeout`.
+fn kcat(args: &[&str], stdin: &[u8], timeout: Duration) -> Output {
+    let mut child = Command::new("kcat")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kcat must be installed (Debian: kcat)");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).unwrap();
+    drop(input);
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_err() {
+                return;
+            }
+        }
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    });
+    let out = child.wait_with_output().unwrap();
+    drop(watchdog);
+    out
+}
+
+#[test]
+fn kcat_lists_produces_and_consumes_1000_messages() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(
+        1,
+        &etcd.endpoint,
+        &dir.path().join("b1"),
+        &["--lease-ttl-s", "2"],
+    );
+    let topic = "kcat-round-trip";
+    let mut client = KafkaClient::connect(&broker.addr).unwrap();
+    assert_eq!(
+        client.create_topic(topic, 1, 1),
+        0,
+        "CreateTopics; broker log:\n{}",
+        broker.log()
+    );
+
+    // -L: the broker and the topic, as JSON.
+    let out = kcat(
+        &["-L", "-J", "-b", &broker.addr, "-t", topic],
+        b"",
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "kcat -L failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (host, port) = broker.addr.rsplit_once(':').unwrap();
+    assert_eq!(meta["brokers"][0]["id"], 1);
+    assert_eq!(meta["brokers"][0]["name"], format!("{host}:{port}"));
+    assert_eq!(meta["topics"][0]["topic"], topic);
+    assert_eq!(meta["topics"][0]["partitions"][0]["leader"], 1);
+
+    // -P: 1000 messages, acks=all (librdkafka's default), one per line.
+    let messages: Vec<String> = (0..1000).map(|i| format!("message-{i:04}")).collect();
+    let input = messages.join("\n") + "\n";
+    let started = Instant::now();
+    let out = kcat(
+        &["-P", "-b", &broker.addr, "-t", topic, "-p", "0"],
+        input.as_bytes(),
+        Duration::from_secs(60),
+    );
+    let produce_time = started.elapsed();
+    assert!(
+        out.status.success(),
+        "kcat -P failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // -C -e: exactly those 1000, in order.
+    let started = Instant::now();
+    let out = kcat(
+        &[
+            "-C",
+            "-b",
+            &broker.addr,
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+        ],
+        b"",
+        Duration::from_secs(60),
+    );
+    let consume_time = started.elapsed();
+    assert!(
+        out.status.success(),
+        "kcat -C failed: {}\nbroker log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        broker.log()
+    );
+    let got: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(got.len(), 1000, "consumed {} messages", got.len());
+    assert_eq!(got, messages);
+    eprintln!("kcat 1000 messages: produce {produce_time:?}, consume {consume_time:?}");
+}

@@ -1,0 +1,125 @@
+//! A throwaway single-node etcd on free loopback ports with fast elections.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+pub struct Etcd {
+    child: Child,
+    pub endpoint: String,
+    dir: TempDir,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn healthy(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(
+        &format!("127.0.0.1:{port}").parse().unwrap(),
+        Duration::from_millis(200),
+    ) else {
+        return false;
+    };
+    s.set_read_timeout(Some(Duration::from_millis(500))).ok();
+    if s.write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.contains("\"health\":\"true\"")
+}
+
+impl Etcd {
+    /// Start etcd; a port clash (another process took a port between our probe
+    /// and etcd's bind) makes etcd exit, and we retry on fresh ports.
+    pub fn start() -> Etcd {
+        for _attempt in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let (client, peer) = (free_port(), free_port());
+            let log = std::fs::File::create(dir.path().join("etcd.log")).unwrap();
+            let mut child = Command::new("etcd")
+                .args([
+                    "--name",
+                    "n0",
+                    "--data-dir",
+                    dir.path().join("data").to_str().unwrap(),
+                    "--listen-client-urls",
+                    &format!("http://127.0.0.1:{client}"),
+                    "--advertise-client-urls",
+                    &format!("http://127.0.0.1:{client}"),
+                    "--listen-peer-urls",
+                    &format!("http://127.0.0.1:{peer}"),
+                    "--initial-advertise-peer-urls",
+                    &format!("http://127.0.0.1:{peer}"),
+                    "--initial-cluster",
+                    &format!("n0=http://127.0.0.1:{peer}"),
+                    "--heartbeat-interval",
+                    "50",
+                    "--election-timeout",
+                    "300",
+                ])
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("etcd must be installed (Debian: etcd-server)");
+            let deadline = Instant::now() + Duration::from_secs(15);
+            loop {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // exited: most likely a port clash; retry
+                }
+                if healthy(client) {
+                    return Etcd {
+                        child,
+                        endpoint: format!("http://127.0.0.1:{client}"),
+                        dir,
+                    };
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "etcd did not become healthy within 15 s; log in {:?}",
+                        dir.keep()
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        panic!("etcd failed to start 5 times");
+    }
+
+    /// Read one key's value with etcd's own client.
+    pub fn get(&self, key: &str) -> Option<String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut client = etcd_client::Client::connect([self.endpoint.as_str()], None)
+                .await
+                .ok()?;
+            let resp = client.get(key, None).await.ok()?;
+            resp.kvs()
+                .first()
+                .map(|kv| String::from_utf8_lossy(kv.value()).into_owned())
+        })
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = &self.dir;
+    }
+}

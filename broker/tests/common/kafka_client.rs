@@ -1,0 +1,248 @@
+//! A small blocking Kafka client for tests, on kafka-protocol's messages: one
+//! connection, one request at a time, every read bounded by a timeout.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, CreateTopicsRequest, FetchRequest, MetadataRequest, MetadataResponse,
+    ProduceRequest, RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+pub const PRODUCE_VERSION: i16 = 9;
+pub const FETCH_VERSION: i16 = 12;
+
+/// (error code, high watermark, [(offset, value)]) of one fetched partition.
+pub type Fetched = (i16, i64, Vec<(i64, Vec<u8>)>);
+
+pub struct KafkaClient {
+    stream: TcpStream,
+    next_correlation_id: i32,
+}
+
+pub fn topic(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_string()))
+}
+
+/// One record batch (magic 2, uncompressed) holding `values`.
+pub fn batch(values: &[&[u8]]) -> Bytes {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: -1,
+            timestamp: 0,
+            key: None,
+            value: Some(Bytes::copy_from_slice(v)),
+            headers: IndexMap::new(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    buf.freeze()
+}
+
+impl KafkaClient {
+    pub fn connect(addr: &str) -> std::io::Result<KafkaClient> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_read_timeout(Some(Duration::from_secs(15)))?;
+        stream.set_nodelay(true)?;
+        Ok(KafkaClient {
+            stream,
+            next_correlation_id: 1,
+        })
+    }
+
+    pub fn write_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)
+    }
+
+    /// Read one response frame (without its size prefix).
+    pub fn read_frame(&mut self) -> std::io::Result<Bytes> {
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len)?;
+        let mut buf = vec![0u8; i32::from_be_bytes(len) as usize];
+        self.stream.read_exact(&mut buf)?;
+        Ok(Bytes::from(buf))
+    }
+
+    /// True if the broker closed the connection (EOF within the read timeout).
+    pub fn is_closed_by_peer(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(self.stream.read(&mut b), Ok(0))
+            || matches!(self.stream.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset)
+    }
+
+    /// The encoded frame (size prefix included) of a request.
+    pub fn frame<R: Request>(&mut self, req: &R, version: i16) -> (i32, BytesMut) {
+        let cid = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(cid)
+            .with_client_id(Some(StrBytes::from_static_str("epochal-test")));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .unwrap();
+        req.encode(&mut body, version).unwrap();
+        let mut frame = BytesMut::new();
+        frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        frame.extend_from_slice(&body);
+        (cid, frame)
+    }
+
+    pub fn send<R: Request>(&mut self, req: &R, version: i16) -> std::io::Result<R::Response> {
+        let (cid, frame) = self.frame(req, version);
+        self.stream.write_all(&frame)?;
+        let mut resp = self.read_frame()?;
+        let header = ResponseHeader::decode(&mut resp, R::Response::header_version(version))
+            .map_err(std::io::Error::other)?;
+        assert_eq!(header.correlation_id, cid, "correlation id");
+        R::Response::decode(&mut resp, version).map_err(std::io::Error::other)
+    }
+
+    /// CreateTopics v4; returns the topic's error code.
+    pub fn create_topic(&mut self, name: &str, partitions: i32, replication_factor: i16) -> i16 {
+        let req = CreateTopicsRequest::default()
+            .with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(topic(name))
+                    .with_num_partitions(partitions)
+                    .with_replication_factor(replication_factor),
+            ])
+            .with_timeout_ms(15_000);
+        let resp = self.send(&req, 4).expect("CreateTopics");
+        resp.topics[0].error_code
+    }
+
+    pub fn metadata(&mut self, topics: Option<&[&str]>) -> MetadataResponse {
+        let req = MetadataRequest::default().with_topics(topics.map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    kafka_protocol::messages::metadata_request::MetadataRequestTopic::default()
+                        .with_name(Some(topic(t)))
+                })
+                .collect()
+        }));
+        self.send(&req, 9).expect("Metadata")
+    }
+
+    /// Produce one batch; returns (error code, base offset).
+    pub fn produce(
+        &mut self,
+        name: &str,
+        partition: i32,
+        records: Bytes,
+        acks: i16,
+    ) -> std::io::Result<(i16, i64)> {
+        let req = ProduceRequest::default()
+            .with_acks(acks)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(topic(name))
+                    .with_partition_data(vec![
+                        PartitionProduceData::default()
+                            .with_index(partition)
+                            .with_records(Some(records)),
+                    ]),
+            ]);
+        let resp = self.send(&req, PRODUCE_VERSION)?;
+        let p = &resp.responses[0].partition_responses[0];
+        Ok((p.error_code, p.base_offset))
+    }
+
+    /// Fetch from `offset`; returns (error code, high watermark, [(offset, value)]).
+    pub fn fetch(
+        &mut self,
+        name: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+    ) -> std::io::Result<Fetched> {
+        let req = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(max_wait_ms)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_session_epoch(-1)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic(topic(name))
+                    .with_partitions(vec![
+                        FetchPartition::default()
+                            .with_partition(partition)
+                            .with_fetch_offset(offset)
+                            .with_partition_max_bytes(1 << 20),
+                    ]),
+            ]);
+        let resp = self.send(&req, FETCH_VERSION)?;
+        let p = &resp.responses[0].partitions[0];
+        let mut out = Vec::new();
+        if let Some(mut records) = p.records.clone() {
+            for set in
+                RecordBatchDecoder::decode_all(&mut records).map_err(std::io::Error::other)?
+            {
+                for r in set.records {
+                    out.push((r.offset, r.value.map(|v| v.to_vec()).unwrap_or_default()));
+                }
+            }
+        }
+        Ok((p.error_code, p.high_watermark, out))
+    }
+
+    /// Fetch everything from `offset` up to the high watermark.
+    pub fn fetch_all(
+        &mut self,
+        name: &str,
+        partition: i32,
+        mut offset: i64,
+    ) -> Vec<(i64, Vec<u8>)> {
+        let mut out = Vec::new();
+        for _ in 0..10_000 {
+            let (err, hw, recs) = self.fetch(name, partition, offset, 100).expect("fetch");
+            assert_eq!(err, 0, "fetch error");
+            for (o, v) in recs {
+                if o >= offset {
+                    offset = o + 1;
+                    out.push((o, v));
+                }
+            }
+            if offset >= hw {
+                return out;
+            }
+        }
+        panic!("fetch_all did not reach the high watermark");
+    }
+}
+
+pub fn api_key_of<R: Request>() -> ApiKey {
+    ApiKey::try_from(R::KEY).unwrap()
+}

@@ -1,0 +1,26 @@
+//! Test support for the cluster tests: a real etcd, the real broker binary and
+//! a small blocking Kafka client on kafka-protocol's messages. Every process is
+//! killed and reaped by a Drop guard, so a failing assertion leaves nothing behind.
+
+#![allow(dead_code)]
+
+pub mod broker_process;
+pub mod etcd;
+pub mod kafka_client;
+
+use std::time::{Duration, Instant};
+
+/// Poll `cond` until it returns Some or `timeout` passes; panics naming `what`.
+pub fn await_some<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
