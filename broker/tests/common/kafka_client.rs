@@ -91,11 +91,20 @@ impl KafkaClient {
         Ok(Bytes::from(buf))
     }
 
+    pub fn shutdown_write(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+    }
+
     /// True if the broker closed the connection (EOF within the read timeout).
     pub fn is_closed_by_peer(&mut self) -> bool {
         let mut b = [0u8; 1];
-        matches!(self.stream.read(&mut b), Ok(0))
-            || matches!(self.stream.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset)
+        // Closing with unread bytes in its receive buffer makes the broker's
+        // kernel send a reset rather than a FIN; both mean closed.
+        match self.stream.read(&mut b) {
+            Ok(0) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+            Ok(_) => false,
+        }
     }
 
     /// The encoded frame (size prefix included) of a request.

@@ -1,0 +1,195 @@
+//! Acceptance (issue 4): garbage bytes, a frame claiming 2 GiB, an unknown API
+//! key and truncated requests each close only their own connection (logged),
+//! while a second client connected alongside keeps producing and fetching. A
+//! batch with a bad CRC is answered CORRUPT_MESSAGE on a connection that stays open.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use common::broker_process::BrokerProcess;
+use common::etcd::Etcd;
+use common::kafka_client::{KafkaClient, PRODUCE_VERSION, batch};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, ProduceRequest, ResponseHeader,
+};
+use kafka_protocol::protocol::Decodable;
+
+/// Send `bytes` on a fresh connection and assert the broker closes it.
+fn assert_closes(addr: &str, what: &str, bytes: &[u8], half_close: bool) {
+    let mut c = KafkaClient::connect(addr).unwrap();
+    c.write_raw(bytes).unwrap();
+    if half_close {
+        c.shutdown_write();
+    }
+    assert!(
+        c.is_closed_by_peer(),
+        "{what}: the broker kept the connection open"
+    );
+}
+
+fn frame(body: &[u8]) -> Vec<u8> {
+    let mut f = (body.len() as i32).to_be_bytes().to_vec();
+    f.extend_from_slice(body);
+    f
+}
+
+#[test]
+fn malformed_requests_close_only_their_own_connection() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(
+        1,
+        &etcd.endpoint,
+        &dir.path().join("b1"),
+        &["--lease-ttl-s", "2"],
+    );
+    let mut admin = KafkaClient::connect(&broker.addr).unwrap();
+    assert_eq!(admin.create_topic("steady", 1, 1), 0);
+
+    // The second client: produce one record and read it back, in a loop, on one
+    // connection opened before any bad request is sent.
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicU64::new(0));
+    let steady = {
+        let (addr, stop, rounds) = (broker.addr.clone(), stop.clone(), rounds.clone());
+        std::thread::spawn(move || {
+            let mut c = KafkaClient::connect(&addr).unwrap();
+            let mut next = 0i64;
+            while !stop.load(Ordering::SeqCst) {
+                let value = format!("v{next}");
+                let (err, offset) = c
+                    .produce("steady", 0, batch(&[value.as_bytes()]), 1)
+                    .expect("steady produce");
+                assert_eq!((err, offset), (0, next), "steady produce");
+                let (err, _hw, recs) = c.fetch("steady", 0, next, 500).expect("steady fetch");
+                assert_eq!(err, 0, "steady fetch");
+                assert_eq!(recs.first().map(|r| r.1.clone()), Some(value.into_bytes()));
+                next += 1;
+                rounds.store(next as u64, Ordering::SeqCst);
+            }
+            next
+        })
+    };
+    let progress = |what: &str| {
+        let before = rounds.load(Ordering::SeqCst);
+        common::await_some(
+            &format!("the steady client to progress after {what}"),
+            Duration::from_secs(10),
+            || (rounds.load(Ordering::SeqCst) >= before + 5).then_some(()),
+        );
+    };
+    progress("start");
+
+    // Garbage: an HTTP request line reads as a ~1.2 GB frame size; a short
+    // frame of noise reads as an unknown API key.
+    assert_closes(
+        &broker.addr,
+        "HTTP garbage",
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        false,
+    );
+    assert_closes(
+        &broker.addr,
+        "framed noise",
+        &frame(b"\xde\xad\xbe\xef garbage bytes"),
+        false,
+    );
+    progress("garbage");
+
+    // A frame claiming 2 GiB (the largest i32) is refused before any body is read;
+    // so is a negative size.
+    assert_closes(
+        &broker.addr,
+        "2 GiB frame",
+        &0x7fff_ffffi32.to_be_bytes(),
+        false,
+    );
+    assert_closes(
+        &broker.addr,
+        "negative frame",
+        &(-1i32).to_be_bytes(),
+        false,
+    );
+    progress("oversized frame");
+
+    // An API key Kafka does not define: a well-formed header, key 9999.
+    let mut unknown = vec![0x27, 0x0f, 0, 0, 0, 0, 0, 7, 0, 0];
+    unknown.extend_from_slice(b"");
+    assert_closes(&broker.addr, "unknown API key", &frame(&unknown), false);
+    progress("unknown API key");
+
+    // Truncated: a Produce whose frame size matches a body cut in half (does not
+    // decode), and a frame whose sender stops halfway and half-closes.
+    let mut c = KafkaClient::connect(&broker.addr).unwrap();
+    let req = ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(1000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(common::kafka_client::topic("steady"))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(batch(&[&b"x"[..]; 10]))),
+                ]),
+        ]);
+    let (_, full) = c.frame(&req, PRODUCE_VERSION);
+    let body = &full[4..];
+    assert_closes(
+        &broker.addr,
+        "truncated body",
+        &frame(&body[..body.len() / 2]),
+        false,
+    );
+    assert_closes(
+        &broker.addr,
+        "frame cut short",
+        &full[..full.len() / 2],
+        true,
+    );
+    progress("truncated requests");
+
+    // ApiVersions at a version the broker does not know is answered (KIP-511):
+    // v0 with UNSUPPORTED_VERSION and the supported ranges, connection open.
+    let (_, mut f) = c.frame(&ApiVersionsRequest::default(), 3);
+    f[6..8].copy_from_slice(&99i16.to_be_bytes());
+    c.write_raw(&f).unwrap();
+    let mut resp = c.read_frame().unwrap();
+    ResponseHeader::decode(&mut resp, 0).unwrap();
+    let versions = ApiVersionsResponse::decode(&mut resp, 0).unwrap();
+    assert_eq!(versions.error_code, 35, "UNSUPPORTED_VERSION");
+    assert!(
+        versions
+            .api_keys
+            .iter()
+            .any(|k| k.api_key == 0 && k.min_version == 3)
+    );
+
+    // A batch whose CRC does not match: CORRUPT_MESSAGE, nothing appended, and
+    // the same connection keeps working.
+    let mut bad = BytesMut::from(&batch(&[b"corrupt me"])[..]);
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    let (err, _) = c.produce("steady", 0, bad.freeze(), 1).unwrap();
+    assert_eq!(err, 2, "CORRUPT_MESSAGE");
+    let (err, _) = c.produce("steady", 0, batch(&[b"fine"]), 1).unwrap();
+    assert_eq!(err, 0);
+
+    stop.store(true, Ordering::SeqCst);
+    let produced = steady.join().expect("the steady client failed");
+    assert!(produced >= 30, "steady client made {produced} rounds");
+    let log = broker.log();
+    for reason in [
+        "outside 0..=104857600",
+        "unknown API key 9999",
+        "cut short",
+        "malformed Produce",
+    ] {
+        assert!(log.contains(reason), "broker log lacks {reason:?}:\n{log}");
+    }
+}
