@@ -59,20 +59,26 @@ fn malformed_requests_close_only_their_own_connection() {
         let (addr, stop, rounds) = (broker.addr.clone(), stop.clone(), rounds.clone());
         std::thread::spawn(move || {
             let mut c = KafkaClient::connect(&addr).unwrap();
-            let mut next = 0i64;
+            let mut round = 0u64;
+            let mut last_offset = -1i64;
             while !stop.load(Ordering::SeqCst) {
-                let value = format!("v{next}");
+                let value = format!("v{round}");
                 let (err, offset) = c
                     .produce("steady", 0, batch(&[value.as_bytes()]), 1)
                     .expect("steady produce");
-                assert_eq!((err, offset), (0, next), "steady produce");
-                let (err, _hw, recs) = c.fetch("steady", 0, next, 500).expect("steady fetch");
+                assert_eq!(err, 0, "steady produce");
+                assert!(
+                    offset > last_offset,
+                    "offsets rise: {offset} after {last_offset}"
+                );
+                last_offset = offset;
+                let (err, _hw, recs) = c.fetch("steady", 0, offset, 500).expect("steady fetch");
                 assert_eq!(err, 0, "steady fetch");
                 assert_eq!(recs.first().map(|r| r.1.clone()), Some(value.into_bytes()));
-                next += 1;
-                rounds.store(next as u64, Ordering::SeqCst);
+                round += 1;
+                rounds.store(round, Ordering::SeqCst);
             }
-            next
+            round
         })
     };
     let progress = |what: &str| {
