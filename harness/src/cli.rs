@@ -1,12 +1,16 @@
 //! The `epochal` command line: argument parsing and the subcommands' bodies.
 //!
-//! Exit codes (one table for the whole binary; later subcommands extend it):
+//! Exit codes, one table for the whole binary. 1 and 2 follow Jepsen (invalid,
+//! unknown) so scripts written for it read ours the same way; clap's own exit
+//! code for a usage error (2) is therefore remapped to 3.
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 | done; for `inspect`: the directory was read (findings, if any, are printed, not an error) |
-//! | 1 | harness error: e.g. the data directory does not exist or cannot be listed |
-//! | 2 | usage error (clap's own exit code for bad arguments) |
+//! | 0 | valid; for `inspect`: the directory was read (findings, if any, are printed, not an error) |
+//! | 1 | invalid: a checker found an anomaly |
+//! | 2 | unknown: the run could not decide (an await timed out, a checker could not run) |
+//! | 3 | usage error: bad arguments or a malformed schedule |
+//! | 4 | harness error: e.g. a data directory that does not exist, a node that will not start |
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -15,9 +19,11 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::reader::{self, ReadError, dump::write_dump};
 
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_HARNESS_ERROR: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_VALID: u8 = 0;
+pub const EXIT_INVALID: u8 = 1;
+pub const EXIT_UNKNOWN: u8 = 2;
+pub const EXIT_USAGE: u8 = 3;
+pub const EXIT_HARNESS_ERROR: u8 = 4;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -4,11 +4,18 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::Parser;
-use epochal::cli::{Cli, Command, EXIT_HARNESS_ERROR, inspect};
+use epochal::cli::{Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, inspect};
 
 fn main() -> ExitCode {
-    // Parsing exits by itself: 2 on a usage error, 0 for --help and --version.
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version are "errors" to clap that print to stdout and exit 0.
+        Err(error) if !error.use_stderr() => error.exit(),
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let result: anyhow::Result<()> = match &cli.command {
         Command::Inspect(args) => inspect(args, &mut io::stdout().lock()).map_err(Into::into),
     };

@@ -79,18 +79,18 @@ fn findings_are_printed_and_still_exit_zero() {
 }
 
 #[test]
-fn an_unreadable_data_dir_exits_one_naming_the_path() {
+fn an_unreadable_data_dir_is_a_harness_error_naming_the_path() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such-data-dir");
     let output = epochal(&["inspect".as_ref(), missing.as_os_str()]);
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(output.status.code(), Some(4), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no-such-data-dir"), "{stderr}");
     assert!(output.stdout.is_empty());
 }
 
 #[test]
-fn usage_errors_exit_two() {
+fn usage_errors_exit_with_the_usage_code() {
     for args in [
         vec![],
         vec!["inspect"],
@@ -99,6 +99,6 @@ fn usage_errors_exit_two() {
     ] {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
         let output = epochal(&args);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+        assert_eq!(output.status.code(), Some(3), "{args:?}: {output:?}");
     }
 }
