@@ -2,7 +2,7 @@
 //! reads alone, producer bytes kept except the two patched header fields, and
 //! checkpoint files with exactly Kafka's text.
 
-#[path = "storage_support.rs"]
+#[path = "support/storage.rs"]
 mod support;
 
 use std::fs;

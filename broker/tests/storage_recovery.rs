@@ -3,7 +3,7 @@
 //! the recovered end. Corrupt input of any kind gives an error or a shorter log,
 //! never a panic.
 
-#[path = "storage_support.rs"]
+#[path = "support/storage.rs"]
 mod support;
 
 use std::fs::{self, OpenOptions};

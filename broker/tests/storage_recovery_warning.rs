@@ -2,7 +2,7 @@
 //! own test binary: tracing caches per call site whether anyone listens, and a
 //! test running beside it without a subscriber could cache "no one" first.
 
-#[path = "storage_support.rs"]
+#[path = "support/storage.rs"]
 mod support;
 
 use std::fs::{self, OpenOptions};

@@ -2,7 +2,7 @@
 //! `cargo test --release -p epochal-broker --test storage_throughput -- --ignored --nocapture`.
 //! Each still asserts that what was written reads back in full.
 
-#[path = "storage_support.rs"]
+#[path = "support/storage.rs"]
 mod support;
 
 use std::time::Instant;
