@@ -7,13 +7,14 @@
 # It installs what the build and the tests need when it is missing: Debian's
 # etcd-server (the coordinator under test clusters), protobuf-compiler (etcd-client's
 # build runs protoc), kcat (a real Kafka client for the wire tests), cargo-nextest,
-# and the Python Toxiproxy client the proxy's compatibility test drives.
+# the Python Toxiproxy client the proxy's compatibility test drives, and
+# pkg-config + libssl-dev (the toxiproxy_rust dev-dependency builds native-tls).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(etcd-server protobuf-compiler kcat python3 python3-venv)
+debian_packages=(etcd-server protobuf-compiler kcat python3 python3-venv pkg-config libssl-dev)
 # What each package provides, to tell whether it is already there.
-declare -A provides=([etcd-server]=etcd [protobuf-compiler]=protoc [kcat]=kcat [python3]=python3)
+declare -A provides=([etcd-server]=etcd [protobuf-compiler]=protoc [kcat]=kcat [python3]=python3 [pkg-config]=pkg-config)
 
 ensure_debian_packages() {
   local missing=()

@@ -44,7 +44,7 @@ fn kcat(args: &[&str], stdin: &[u8], timeout: Duration) -> Output {
 }
 
 #[test]
-fn kcat_lists_produces_and_consumes_1000_messages() {
+fn cluster_kcat_lists_produces_and_consumes_1000_messages() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(

@@ -39,7 +39,7 @@ fn frame(body: &[u8]) -> Vec<u8> {
 }
 
 #[test]
-fn malformed_requests_close_only_their_own_connection() {
+fn cluster_malformed_requests_close_only_their_own_connection() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start(

@@ -27,7 +27,7 @@ fn made_leader(changes: &[StateChange], topic: &str, epoch: i32) -> Option<State
 }
 
 #[test]
-fn state_change_log_records_the_leader_and_isr_with_the_etcd_controller_epoch() {
+fn cluster_state_change_log_records_the_leader_and_isr_with_the_etcd_controller_epoch() {
     let etcd = Etcd::start();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("b1");

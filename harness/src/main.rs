@@ -1,5 +1,29 @@
-//! The `epochal` command line.
+//! The `epochal` command line. Exit codes are documented in `epochal::cli`.
 
-fn main() -> anyhow::Result<()> {
-    anyhow::bail!("epochal: no subcommands yet")
+use std::io;
+use std::process::ExitCode;
+
+use clap::Parser;
+use epochal::cli::{Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, inspect};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version are "errors" to clap that print to stdout and exit 0.
+        Err(error) if !error.use_stderr() => error.exit(),
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let result: anyhow::Result<()> = match &cli.command {
+        Command::Inspect(args) => inspect(args, &mut io::stdout().lock()).map_err(Into::into),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("epochal: {error:#}");
+            ExitCode::from(EXIT_HARNESS_ERROR)
+        }
+    }
 }

@@ -15,8 +15,8 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use tokio::sync::Notify;
 
-use super::batch_header;
 use super::partition::{LeaderAndIsrState, Partition};
+use super::store::record_batch::Batches;
 use super::store::{LogAppendInfo, LogManager, StorageError, TopicPartition};
 
 /// A replica id of -1 or below is a client (Kafka's consumer replica id).
@@ -56,11 +56,23 @@ pub struct Decision {
     pub reason: Option<String>,
 }
 
+/// The prefix of `buf` holding only whole batches whose last offset is below `end`.
+fn batches_below(buf: Bytes, end: i64) -> Bytes {
+    let mut keep = 0usize;
+    for batch in Batches::new(&buf) {
+        let Ok(batch) = batch else { break };
+        if batch.header.last_offset() >= end {
+            break;
+        }
+        keep = batch.position + batch.header.size_bytes();
+    }
+    buf.slice(..keep)
+}
+
 fn storage_error_code(e: &StorageError) -> ResponseError {
     match e {
-        StorageError::CorruptBatch { .. } => ResponseError::CorruptMessage,
+        StorageError::CorruptRecords { .. } => ResponseError::CorruptMessage,
         StorageError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
-        #[allow(unreachable_patterns)]
         _ => ResponseError::KafkaStorageError,
     }
 }
@@ -172,7 +184,7 @@ impl ReplicaManager {
             let raw = log
                 .read(offset, max_bytes)
                 .map_err(|e| storage_error_code(&e))?;
-            batch_header::cut_below(raw, bound)
+            batches_below(raw, bound)
         };
         Ok(ReadResult {
             high_watermark: hw,
@@ -260,22 +272,25 @@ impl ReplicaManager {
                 });
                 continue;
             }
-            let result = match inner.logs.get_or_create(&tp) {
-                Ok(log) => {
-                    if state.leader == self.node_id {
+            let node_id = self.node_id;
+            let result = inner
+                .logs
+                .get_or_create(&tp)
+                .and_then(|log| {
+                    if state.leader == node_id {
                         // KAFKA-7415: a new leader records (epoch, LEO) at once under
                         // `current`; older settings record it on the first append
                         // (the storage does that). Replication adds the switch.
                         let leo = log.log_end_offset();
-                        log.leader_epoch_cache_mut().assign(state.leader_epoch, leo);
-                        if state.isr == [self.node_id] && leo > log.high_watermark() {
+                        log.leader_epoch_cache_mut()
+                            .assign(state.leader_epoch, leo)?;
+                        if state.isr == [node_id] && leo > log.high_watermark() {
                             log.set_high_watermark(leo);
                         }
                     }
                     Ok(())
-                }
-                Err(e) => Err((storage_error_code(&e), e.to_string())),
-            };
+                })
+                .map_err(|e| (storage_error_code(&e), e.to_string()));
             match result {
                 Ok(()) => {
                     inner.partitions.insert(

@@ -1,1 +1,186 @@
 //! The broker's storage, in Kafka's on-disk format.
+//!
+//! A data directory holds one directory per partition (`<topic>-<partition>/`) with
+//! its `<20-digit base offset>.log` segments of record batches v2 and its
+//! `leader-epoch-checkpoint`, plus the data-dir-wide `replication-offset-checkpoint`
+//! (high watermarks), `recovery-point-offset-checkpoint` and `.kafka_cleanshutdown`
+//! marker. [`LogManager`] owns the directory; [`PartitionLog`] owns one partition.
+//! The storage never interprets records beyond what Kafka's log layer does: it keeps
+//! batches as they were sent and patches only baseOffset and partitionLeaderEpoch.
+//!
+//! Nothing here knows about replication roles or the network; the server decides
+//! who is leader and calls `append_as_leader` or `append_as_follower` accordingly.
+
+pub mod checkpoint;
+pub mod leader_epoch_cache;
+pub mod log_manager;
+pub mod partition_log;
+pub mod record_batch;
+pub mod recovery;
+pub mod segment;
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+pub use checkpoint::CheckpointError;
+pub use leader_epoch_cache::{EpochAnswerRule, EpochEndOffset, EpochEntry, LeaderEpochCache};
+pub use log_manager::LogManager;
+pub use partition_log::{LogAppendInfo, PartitionLog};
+pub use record_batch::BatchError;
+
+/// A topic and partition number: the key of every per-partition structure.
+///
+/// Ordered by topic then partition so checkpoint files list entries in a stable order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    pub topic: String,
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
+    }
+
+    /// The partition's directory name, `<topic>-<partition>`, as Kafka names it.
+    pub fn dir_name(&self) -> String {
+        format!("{}-{}", self.topic, self.partition)
+    }
+
+    /// Parses a partition directory name. Topic names may contain `-`, so the
+    /// partition number is whatever follows the last one (as Kafka's
+    /// `Log.parseTopicPartitionName` does).
+    pub fn parse_dir_name(name: &str) -> Option<TopicPartition> {
+        let (topic, partition) = name.rsplit_once('-')?;
+        if topic.is_empty()
+            || partition.is_empty()
+            || !partition.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let number: i32 = partition.parse().ok()?;
+        // Only the canonical spelling: "t-01" would alias "t-0"'s sibling "t-1".
+        if number.to_string() != partition {
+            return None;
+        }
+        Some(TopicPartition::new(topic, number))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_dir_names_split_at_the_last_dash() {
+        let parse = TopicPartition::parse_dir_name;
+        assert_eq!(parse("t-0"), Some(TopicPartition::new("t", 0)));
+        assert_eq!(
+            parse("my-topic-12"),
+            Some(TopicPartition::new("my-topic", 12))
+        );
+        for bad in ["t", "t-", "-0", "t-x", "t-01", "t-+1", "t-99999999999"] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
+        assert_eq!(
+            TopicPartition::new("my-topic", 12).dir_name(),
+            "my-topic-12"
+        );
+    }
+
+    #[test]
+    fn the_log_manager_can_be_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<LogManager>();
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// Per-log settings, named after Kafka's `segment.bytes`, `flush.messages` and
+/// `flush.ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogConfig {
+    /// A segment rolls when the next append would take it past this size.
+    pub segment_bytes: u64,
+    /// fsync once this many messages are unflushed; 1 fsyncs every append,
+    /// `u64::MAX` never flushes by count (Kafka's default).
+    pub flush_messages: u64,
+    /// fsync when this long has passed since the last flush, checked by
+    /// [`LogManager::flush_if_due`]; 0 never flushes by time.
+    pub flush_interval_ms: u64,
+}
+
+impl Default for LogConfig {
+    /// Kafka's defaults: 1 GiB segments and flushing left to the OS page cache.
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            flush_messages: u64::MAX,
+            flush_interval_ms: 0,
+        }
+    }
+}
+
+/// Everything the storage can fail with. Variants carry the values a test or the
+/// server needs to act on (the server maps [`StorageError::CorruptRecords`] to
+/// `CORRUPT_MESSAGE` and [`StorageError::OffsetOutOfRange`] to
+/// `OFFSET_OUT_OF_RANGE`).
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A batch handed to an append failed validation; nothing of that append was
+    /// written. `position` is the batch's byte position in the appended buffer.
+    #[error("corrupt record batch at byte {position} of the appended records: {source}")]
+    CorruptRecords {
+        position: usize,
+        #[source]
+        source: BatchError,
+    },
+    #[error(
+        "offset {offset} is out of range [{log_start_offset}, {log_end_offset}] of {topic_partition}"
+    )]
+    OffsetOutOfRange {
+        topic_partition: TopicPartition,
+        offset: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    },
+    /// A follower append whose batches do not continue the log exactly (Kafka's
+    /// `UnexpectedAppendOffsetException` covers the first batch of this case).
+    #[error("{topic_partition}: follower batch starts at offset {actual}, expected {expected}")]
+    UnexpectedAppendOffset {
+        topic_partition: TopicPartition,
+        expected: i64,
+        actual: i64,
+    },
+    /// Kafka's cache rejects negative epochs and offsets outright.
+    #[error("invalid leader epoch entry (epoch {epoch}, start offset {start_offset})")]
+    InvalidEpochEntry { epoch: i32, start_offset: i64 },
+    /// A directory in the data dir that is not `<topic>-<partition>`.
+    #[error("{path}: not a <topic>-<partition> directory")]
+    InvalidPartitionDir { path: PathBuf },
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+}
+
+impl StorageError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Self {
+        let path = path.into();
+        move |source| StorageError::Io { op, path, source }
+    }
+}

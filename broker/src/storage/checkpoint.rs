@@ -1,0 +1,331 @@
+//! Kafka's checkpoint files: a version line `0`, a count line, then one entry a
+//! line; written atomically, read strictly.
+//!
+//! Two entry formats share the frame: `leader-epoch-checkpoint` holds
+//! `<epoch> <start offset>` lines, and the data-dir-wide offset checkpoints
+//! (`replication-offset-checkpoint`, `recovery-point-offset-checkpoint`) hold
+//! `<topic> <partition> <offset>` lines. A write goes to `<file>.tmp`, is fsynced,
+//! renamed over the file and the directory fsynced, so a crash leaves either the
+//! old or the new file, never a mix. A read rejects what Kafka's `CheckpointFile`
+//! rejects: a version other than 0, a malformed line, or a count that does not
+//! match; an empty file reads as no entries.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::{EpochEntry, StorageError, TopicPartition};
+
+/// The only checkpoint version Kafka has defined.
+pub const CHECKPOINT_VERSION: i32 = 0;
+/// Per-partition file of leader epochs and their start offsets.
+pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
+/// Data-dir file of high watermarks (Kafka's `ReplicaManager.HighWatermarkFilename`).
+pub const HIGH_WATERMARK_CHECKPOINT: &str = "replication-offset-checkpoint";
+/// Data-dir file naming, per partition, the offset below which the log is fsynced.
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+
+/// A checkpoint file that exists but cannot be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{path}: unsupported checkpoint version {version} (expected {CHECKPOINT_VERSION})")]
+    UnsupportedVersion { path: PathBuf, version: i32 },
+    /// `line` is 1-based, counting the version and count lines.
+    #[error("{path} line {line}: malformed line {text:?}")]
+    MalformedLine {
+        path: PathBuf,
+        line: usize,
+        text: String,
+    },
+    #[error("{path}: expected {expected} entries, found {found}")]
+    CountMismatch {
+        path: PathBuf,
+        expected: i64,
+        found: usize,
+    },
+}
+
+/// Writes `contents` to `path` atomically: temp file, fsync, rename, fsync the
+/// directory (without the last step a crash could forget the rename).
+pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), StorageError> {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".tmp");
+    let tmp = path.with_file_name(tmp_name);
+    let mut file = File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
+    file.write_all(contents)
+        .map_err(StorageError::io("write", &tmp))?;
+    file.sync_all().map_err(StorageError::io("fsync", &tmp))?;
+    drop(file);
+    fs::rename(&tmp, path).map_err(StorageError::io("rename to", path))?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// fsyncs a directory so entries created, renamed or removed in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(StorageError::io("fsync directory", dir))
+}
+
+/// Renders the version and count lines and one line per entry.
+fn render<T>(entries: impl ExactSizeIterator<Item = T>, line: impl Fn(T) -> String) -> String {
+    let mut out = format!("{CHECKPOINT_VERSION}\n{}\n", entries.len());
+    for entry in entries {
+        out.push_str(&line(entry));
+        out.push('\n');
+    }
+    out
+}
+
+pub fn render_epoch_checkpoint(entries: &[EpochEntry]) -> String {
+    render(entries.iter(), |e| {
+        format!("{} {}", e.epoch, e.start_offset)
+    })
+}
+
+pub fn render_offset_checkpoint(offsets: &BTreeMap<TopicPartition, i64>) -> String {
+    render(offsets.iter(), |(tp, offset)| {
+        format!("{} {} {}", tp.topic, tp.partition, offset)
+    })
+}
+
+/// Splits an entry line on single spaces or runs of whitespace, as Kafka's `\s+`
+/// does; a line with leading whitespace or too few/many fields is malformed.
+fn fields<const N: usize>(text: &str) -> Option<[&str; N]> {
+    if text.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let mut parts = text.split_whitespace();
+    let mut out = [""; N];
+    for slot in &mut out {
+        *slot = parts.next()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+/// Parses the frame and hands each entry line to `entry`. `path` is only for
+/// error messages.
+fn parse<T>(
+    path: &Path,
+    bytes: &[u8],
+    entry: impl Fn(&str) -> Option<T>,
+) -> Result<Vec<T>, CheckpointError> {
+    let malformed = |line: usize, text: &[u8]| CheckpointError::MalformedLine {
+        path: path.to_path_buf(),
+        line,
+        text: String::from_utf8_lossy(text).into_owned(),
+    };
+    // `lines` of a byte slice: split on '\n', drop a trailing '\r' as Java's
+    // readLine does, and ignore the final empty piece after a trailing newline.
+    let mut lines = bytes
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .collect::<Vec<_>>();
+    if bytes.ends_with(b"\n") || bytes.is_empty() {
+        lines.pop();
+    }
+    let mut lines = lines.into_iter();
+    let text = |n: usize, l: &[u8]| -> Result<String, CheckpointError> {
+        String::from_utf8(l.to_vec()).map_err(|_| malformed(n, l))
+    };
+
+    let Some((n, version_line)) = lines.next() else {
+        return Ok(Vec::new());
+    };
+    let version: i32 = text(n, version_line)?
+        .parse()
+        .map_err(|_| malformed(n, version_line))?;
+    if version != CHECKPOINT_VERSION {
+        return Err(CheckpointError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            version,
+        });
+    }
+    // Kafka reads a file that stops after its version line as empty.
+    let Some((n, count_line)) = lines.next() else {
+        return Ok(Vec::new());
+    };
+    let expected: i64 = text(n, count_line)?
+        .parse()
+        .map_err(|_| malformed(n, count_line))?;
+    let mut entries = Vec::new();
+    for (n, line) in lines {
+        let parsed = entry(&text(n, line)?).ok_or_else(|| malformed(n, line))?;
+        entries.push(parsed);
+    }
+    if i64::try_from(entries.len()) != Ok(expected) {
+        return Err(CheckpointError::CountMismatch {
+            path: path.to_path_buf(),
+            expected,
+            found: entries.len(),
+        });
+    }
+    Ok(entries)
+}
+
+pub fn parse_epoch_checkpoint(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Vec<EpochEntry>, CheckpointError> {
+    parse(path, bytes, |line| {
+        let [epoch, offset] = fields::<2>(line)?;
+        Some(EpochEntry {
+            epoch: epoch.parse().ok()?,
+            start_offset: offset.parse().ok()?,
+        })
+    })
+}
+
+pub fn parse_offset_checkpoint(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<BTreeMap<TopicPartition, i64>, CheckpointError> {
+    let entries = parse(path, bytes, |line| {
+        let [topic, partition, offset] = fields::<3>(line)?;
+        Some((
+            TopicPartition::new(topic, partition.parse().ok()?),
+            offset.parse::<i64>().ok()?,
+        ))
+    })?;
+    Ok(entries.into_iter().collect())
+}
+
+/// Reads a file, treating a missing file as empty (Kafka creates missing
+/// checkpoints empty).
+fn read_or_empty(path: &Path) -> Result<Vec<u8>, StorageError> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(StorageError::io("read", path)(e)),
+    }
+}
+
+pub fn read_epoch_checkpoint(path: &Path) -> Result<Vec<EpochEntry>, StorageError> {
+    Ok(parse_epoch_checkpoint(path, &read_or_empty(path)?)?)
+}
+
+pub fn write_epoch_checkpoint(path: &Path, entries: &[EpochEntry]) -> Result<(), StorageError> {
+    write_atomically(path, render_epoch_checkpoint(entries).as_bytes())
+}
+
+pub fn read_offset_checkpoint(path: &Path) -> Result<BTreeMap<TopicPartition, i64>, StorageError> {
+    Ok(parse_offset_checkpoint(path, &read_or_empty(path)?)?)
+}
+
+pub fn write_offset_checkpoint(
+    path: &Path,
+    offsets: &BTreeMap<TopicPartition, i64>,
+) -> Result<(), StorageError> {
+    write_atomically(path, render_offset_checkpoint(offsets).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p() -> &'static Path {
+        Path::new("/x/leader-epoch-checkpoint")
+    }
+
+    #[test]
+    fn epoch_checkpoint_round_trips_in_kafkas_layout() {
+        let entries = [
+            EpochEntry {
+                epoch: 0,
+                start_offset: 1,
+            },
+            EpochEntry {
+                epoch: 1,
+                start_offset: 2,
+            },
+        ];
+        let text = render_epoch_checkpoint(&entries);
+        assert_eq!(text, "0\n2\n0 1\n1 2\n");
+        assert_eq!(
+            parse_epoch_checkpoint(p(), text.as_bytes()).unwrap(),
+            entries
+        );
+    }
+
+    #[test]
+    fn empty_and_version_only_files_read_as_empty() {
+        assert_eq!(parse_epoch_checkpoint(p(), b"").unwrap(), vec![]);
+        assert_eq!(parse_epoch_checkpoint(p(), b"0\n").unwrap(), vec![]);
+        assert_eq!(parse_epoch_checkpoint(p(), b"0\n0\n").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn strict_parse_rejects_what_kafka_rejects() {
+        assert_eq!(
+            parse_epoch_checkpoint(p(), b"1\n0\n"),
+            Err(CheckpointError::UnsupportedVersion {
+                path: p().into(),
+                version: 1
+            })
+        );
+        assert_eq!(
+            parse_epoch_checkpoint(p(), b"0\n2\n0 1\n"),
+            Err(CheckpointError::CountMismatch {
+                path: p().into(),
+                expected: 2,
+                found: 1
+            })
+        );
+        assert_eq!(
+            parse_epoch_checkpoint(p(), b"0\n2\n0 1\n1 x\n"),
+            Err(CheckpointError::MalformedLine {
+                path: p().into(),
+                line: 4,
+                text: "1 x".into()
+            })
+        );
+        for bad in [
+            &b"zero\n"[..],
+            b"0\nmany\n",
+            b"0\n1\n1 2 3\n",
+            b"0\n1\n 1 2\n",
+            b"0\n1\n\n",
+            b"0\n1\n1\xff 2\n",
+        ] {
+            assert!(
+                matches!(
+                    parse_epoch_checkpoint(p(), bad),
+                    Err(CheckpointError::MalformedLine { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn offset_checkpoint_keeps_topics_with_dashes() {
+        let text = b"0\n2\nmy-topic 3 17\nt 0 5\n";
+        let parsed = parse_offset_checkpoint(p(), text).unwrap();
+        assert_eq!(parsed[&TopicPartition::new("my-topic", 3)], 17);
+        assert_eq!(render_offset_checkpoint(&parsed).as_bytes(), text);
+        assert!(matches!(
+            parse_offset_checkpoint(p(), b"0\n1\nt 0\n"),
+            Err(CheckpointError::MalformedLine { line: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn atomic_write_replaces_the_file_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("replication-offset-checkpoint");
+        write_atomically(&path, b"first").unwrap();
+        write_atomically(&path, b"second").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"second");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from("replication-offset-checkpoint")]
+        );
+    }
+}

@@ -1,0 +1,220 @@
+//! The log manager: every partition log in one data directory, and the files that
+//! directory holds for all of them.
+//!
+//! Opening a data dir recovers each `<topic>-<partition>` log, restores high
+//! watermarks from `replication-offset-checkpoint` (clamped to each recovered
+//! log) and recovery points from `recovery-point-offset-checkpoint`, and notes
+//! and removes the `.kafka_cleanshutdown` marker; a clean shutdown writes them all
+//! back. The manager runs no threads: the server calls [`LogManager::flush_if_due`]
+//! and the checkpoint methods on its own schedule.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::checkpoint::{
+    self, HIGH_WATERMARK_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint,
+    write_offset_checkpoint,
+};
+use super::{LogConfig, PartitionLog, StorageError, TopicPartition};
+
+/// Kafka's clean-shutdown marker (`CleanShutdownFileHandler`).
+pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
+
+/// The data dir's `recovery-point-offset-checkpoint`, shared by every log so a
+/// flush anywhere rewrites it at once.
+#[derive(Debug)]
+pub(crate) struct RecoveryPointFile {
+    path: PathBuf,
+    offsets: Mutex<BTreeMap<TopicPartition, i64>>,
+}
+
+impl RecoveryPointFile {
+    /// Sets one partition's recovery point and rewrites the file.
+    pub(crate) fn record(&self, tp: &TopicPartition, offset: i64) -> Result<(), StorageError> {
+        // A poisoned lock only means another thread panicked mid-update of a map
+        // of plain integers; the map is still usable.
+        let mut offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
+        offsets.insert(tp.clone(), offset);
+        write_offset_checkpoint(&self.path, &offsets)
+    }
+
+    /// Replaces every entry and rewrites the file.
+    fn record_all(&self, all: BTreeMap<TopicPartition, i64>) -> Result<(), StorageError> {
+        let mut offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
+        *offsets = all;
+        write_offset_checkpoint(&self.path, &offsets)
+    }
+}
+
+/// Owns a data dir's partition logs. Dropping it without [`LogManager::shutdown`]
+/// is, to the next open, a crash: no marker, recovery points as last flushed.
+#[derive(Debug)]
+pub struct LogManager {
+    data_dir: PathBuf,
+    config: LogConfig,
+    logs: BTreeMap<TopicPartition, PartitionLog>,
+    recovery_points: Arc<RecoveryPointFile>,
+    had_clean_shutdown: bool,
+}
+
+impl LogManager {
+    /// Opens `data_dir` (creating it if missing) and every partition log in it.
+    /// Errors on a directory that is not `<topic>-<partition>` and on a malformed
+    /// checkpoint, as Kafka does: guessing would risk serving wrong offsets.
+    pub fn open(data_dir: &Path, config: LogConfig) -> Result<LogManager, StorageError> {
+        fs::create_dir_all(data_dir).map_err(StorageError::io("create data dir", data_dir))?;
+        let marker = data_dir.join(CLEAN_SHUTDOWN_MARKER);
+        let had_clean_shutdown = marker.exists();
+        let high_watermarks = read_offset_checkpoint(&data_dir.join(HIGH_WATERMARK_CHECKPOINT))?;
+        let recovery_points_path = data_dir.join(RECOVERY_POINT_CHECKPOINT);
+        let stored_recovery_points = read_offset_checkpoint(&recovery_points_path)?;
+        let recovery_points = Arc::new(RecoveryPointFile {
+            path: recovery_points_path,
+            offsets: Mutex::new(BTreeMap::new()),
+        });
+
+        let mut logs = BTreeMap::new();
+        let entries = fs::read_dir(data_dir).map_err(StorageError::io("list", data_dir))?;
+        for entry in entries {
+            let entry = entry.map_err(StorageError::io("list", data_dir))?;
+            let path = entry.path();
+            let name = entry.file_name();
+            let is_dir = entry
+                .file_type()
+                .map_err(StorageError::io("stat", &path))?
+                .is_dir();
+            // Files (checkpoints, the state-change log) and hidden directories are
+            // not partitions.
+            if !is_dir || name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let tp = name
+                .to_str()
+                .and_then(TopicPartition::parse_dir_name)
+                .ok_or_else(|| StorageError::InvalidPartitionDir { path: path.clone() })?;
+            // A log with no recovery point recorded is recovered from its start.
+            let recovery_point = stored_recovery_points.get(&tp).copied().unwrap_or(0);
+            let high_watermark = high_watermarks.get(&tp).copied().unwrap_or(0);
+            let log = PartitionLog::open(
+                &path,
+                tp.clone(),
+                config,
+                recovery_point,
+                high_watermark,
+                recovery_points.clone(),
+            )?;
+            logs.insert(tp, log);
+        }
+
+        let manager = LogManager {
+            data_dir: data_dir.to_path_buf(),
+            config,
+            logs,
+            recovery_points,
+            had_clean_shutdown,
+        };
+        // Recovery may have cut logs: rewrite both checkpoints now so neither names
+        // an offset past a recovered log end.
+        manager.checkpoint_recovery_points()?;
+        manager.checkpoint_high_watermarks()?;
+        if had_clean_shutdown {
+            fs::remove_file(&marker).map_err(StorageError::io("remove", &marker))?;
+            checkpoint::sync_dir(data_dir)?;
+        }
+        Ok(manager)
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// Whether the previous run ended with [`LogManager::shutdown`].
+    pub fn had_clean_shutdown(&self) -> bool {
+        self.had_clean_shutdown
+    }
+
+    pub fn get(&self, tp: &TopicPartition) -> Option<&PartitionLog> {
+        self.logs.get(tp)
+    }
+
+    pub fn get_mut(&mut self, tp: &TopicPartition) -> Option<&mut PartitionLog> {
+        self.logs.get_mut(tp)
+    }
+
+    /// The log of `tp`, created empty (directory, first segment, empty epoch
+    /// file) if it does not exist yet.
+    pub fn get_or_create(
+        &mut self,
+        tp: &TopicPartition,
+    ) -> Result<&mut PartitionLog, StorageError> {
+        if !self.logs.contains_key(tp) {
+            let dir = self.data_dir.join(tp.dir_name());
+            fs::create_dir_all(&dir).map_err(StorageError::io("create partition dir", &dir))?;
+            checkpoint::sync_dir(&self.data_dir)?;
+            let log = PartitionLog::open(
+                &dir,
+                tp.clone(),
+                self.config,
+                0,
+                0,
+                self.recovery_points.clone(),
+            )?;
+            self.recovery_points.record(tp, log.recovery_point())?;
+            self.logs.insert(tp.clone(), log);
+        }
+        Ok(self.logs.get_mut(tp).expect("inserted above"))
+    }
+
+    /// Partitions in order.
+    pub fn partitions(&self) -> impl Iterator<Item = &TopicPartition> {
+        self.logs.keys()
+    }
+
+    /// Writes every log's high watermark to `<data>/replication-offset-checkpoint`.
+    pub fn checkpoint_high_watermarks(&self) -> Result<(), StorageError> {
+        let hws = self
+            .logs
+            .iter()
+            .map(|(tp, log)| (tp.clone(), log.high_watermark()))
+            .collect();
+        write_offset_checkpoint(&self.data_dir.join(HIGH_WATERMARK_CHECKPOINT), &hws)
+    }
+
+    /// Writes every log's recovery point to `<data>/recovery-point-offset-checkpoint`.
+    pub fn checkpoint_recovery_points(&self) -> Result<(), StorageError> {
+        let points = self
+            .logs
+            .iter()
+            .map(|(tp, log)| (tp.clone(), log.recovery_point()))
+            .collect();
+        self.recovery_points.record_all(points)
+    }
+
+    /// The time-based flush policy's tick: flushes each log whose
+    /// `flush_interval_ms` has passed since its last flush.
+    pub fn flush_if_due(&mut self, now: Instant) -> Result<(), StorageError> {
+        for log in self.logs.values_mut() {
+            log.flush_if_due(now)?;
+        }
+        Ok(())
+    }
+
+    /// Flushes every log, writes both checkpoints, then the clean-shutdown marker
+    /// (last, so its presence promises everything before it completed).
+    pub fn shutdown(&mut self) -> Result<(), StorageError> {
+        for log in self.logs.values_mut() {
+            log.flush()?;
+        }
+        self.checkpoint_high_watermarks()?;
+        self.checkpoint_recovery_points()?;
+        let marker = self.data_dir.join(CLEAN_SHUTDOWN_MARKER);
+        checkpoint::write_atomically(&marker, b"")
+    }
+}

@@ -1,0 +1,449 @@
+//! One partition's log: its segments, log end offset, high watermark, recovery
+//! point and leader epoch cache.
+//!
+//! The log is a run of segments with no gaps, from the log start offset (the first
+//! segment's base) to the log end offset (LEO). A leader append assigns offsets
+//! from the LEO and stamps its epoch into each batch; a follower append keeps the
+//! leader's offsets and epochs. Either way the stored bytes are the sender's, with
+//! at most baseOffset and partitionLeaderEpoch patched. The log does not decide
+//! roles, advance the high watermark on its own, or talk to peers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::checkpoint::LEADER_EPOCH_CHECKPOINT;
+use super::log_manager::RecoveryPointFile;
+use super::record_batch::{self, BatchError, BatchHeader, Batches};
+use super::recovery::{self, Truncation};
+use super::segment::{BatchPosition, Segment};
+use super::{LeaderEpochCache, LogConfig, StorageError, TopicPartition};
+
+/// What an append wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogAppendInfo {
+    /// Offset of the first record appended. For an empty append, the LEO (and
+    /// `last_offset` is one less: nothing was written).
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub record_count: u32,
+    pub batch_count: u32,
+}
+
+#[derive(Debug)]
+pub struct PartitionLog {
+    topic_partition: TopicPartition,
+    dir: PathBuf,
+    config: LogConfig,
+    /// Never empty; the last one is the active segment appends go to.
+    segments: Vec<Segment>,
+    log_end_offset: i64,
+    high_watermark: i64,
+    /// Every byte below this offset has been fsynced.
+    recovery_point: i64,
+    epoch_cache: LeaderEpochCache,
+    last_flush: Instant,
+    recovery_points: Arc<RecoveryPointFile>,
+    recovery: Option<Truncation>,
+}
+
+impl PartitionLog {
+    /// Opens (recovering) or creates the log in `dir`. `recovery_point` and
+    /// `high_watermark` come from the data dir's checkpoints.
+    pub(crate) fn open(
+        dir: &Path,
+        topic_partition: TopicPartition,
+        config: LogConfig,
+        recovery_point: i64,
+        high_watermark: i64,
+        recovery_points: Arc<RecoveryPointFile>,
+    ) -> Result<PartitionLog, StorageError> {
+        let mut epoch_cache = LeaderEpochCache::open(&dir.join(LEADER_EPOCH_CHECKPOINT))?;
+        let recovered = recovery::recover(dir, recovery_point, &mut epoch_cache)?;
+        let mut log = PartitionLog {
+            topic_partition,
+            dir: dir.to_path_buf(),
+            config,
+            segments: recovered.segments,
+            log_end_offset: recovered.log_end_offset,
+            high_watermark: 0,
+            // Recovery fsynced everything it validated.
+            recovery_point: recovered.log_end_offset,
+            epoch_cache,
+            last_flush: Instant::now(),
+            recovery_points,
+            recovery: recovered.truncation,
+        };
+        log.set_high_watermark(high_watermark);
+        Ok(log)
+    }
+
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.topic_partition
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.segments[0].base_offset()
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// Sets the high watermark, clamped to [log start, LEO]: a high watermark past
+    /// the log end would claim records this replica does not have.
+    pub fn set_high_watermark(&mut self, high_watermark: i64) {
+        self.high_watermark = high_watermark
+            .min(self.log_end_offset)
+            .max(self.log_start_offset());
+    }
+
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    pub fn leader_epoch_cache(&self) -> &LeaderEpochCache {
+        &self.epoch_cache
+    }
+
+    pub fn leader_epoch_cache_mut(&mut self) -> &mut LeaderEpochCache {
+        &mut self.epoch_cache
+    }
+
+    /// What recovery cut when this log was opened, if anything.
+    pub fn recovery_truncation(&self) -> Option<&Truncation> {
+        self.recovery.as_ref()
+    }
+
+    /// The segments' base offsets, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.iter().map(Segment::base_offset).collect()
+    }
+
+    /// Every batch's position, oldest first, for inspection and tests.
+    pub fn batch_positions(&self) -> impl Iterator<Item = (&Path, &BatchPosition)> {
+        self.segments
+            .iter()
+            .flat_map(|s| s.batches().iter().map(move |b| (s.path(), b)))
+    }
+
+    /// Appends producer batches as the leader in `leader_epoch`.
+    ///
+    /// Every batch is validated first (framing, magic 2, CRC, offsets, and a full
+    /// decode of its records); if any fails nothing is written and the error says
+    /// which batch. Then offsets are assigned from the LEO and each batch is
+    /// stamped with the epoch, both patched in place.
+    pub fn append_as_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+    ) -> Result<LogAppendInfo, StorageError> {
+        if leader_epoch < 0 {
+            return Err(StorageError::InvalidEpochEntry {
+                epoch: leader_epoch,
+                start_offset: self.log_end_offset,
+            });
+        }
+        let mut headers: Vec<(usize, BatchHeader)> = Vec::new();
+        for item in Batches::new(&records) {
+            let batch = item.map_err(corrupt)?;
+            let size = batch.header.size_bytes();
+            let bytes = records.slice(batch.position..batch.position + size);
+            record_batch::decode_records(bytes, &batch.header)
+                .map_err(|source| corrupt((batch.position, source)))?;
+            headers.push((batch.position, batch.header));
+        }
+        if headers.is_empty() {
+            return Ok(self.empty_append());
+        }
+
+        // The one copy on the leader path: the producer's buffer is shared and
+        // immutable, the patched one is what goes to disk.
+        let mut bytes = records.to_vec();
+        let first_offset = self.log_end_offset;
+        let mut next_offset = first_offset;
+        let mut positions = Vec::with_capacity(headers.len());
+        let mut record_count = 0u32;
+        for (position, header) in &headers {
+            let size = header.size_bytes();
+            let batch = &mut bytes[*position..*position + size];
+            record_batch::set_base_offset(batch, next_offset);
+            record_batch::set_partition_leader_epoch(batch, leader_epoch);
+            let last_offset = next_offset + i64::from(header.last_offset_delta);
+            positions.push(BatchPosition {
+                base_offset: next_offset,
+                last_offset,
+                position: *position as u64,
+                size_bytes: size as u32,
+                leader_epoch,
+            });
+            record_count = record_count.saturating_add(header.record_count as u32);
+            next_offset = last_offset + 1;
+        }
+
+        // A no-op unless this is the epoch's first append (KIP-101).
+        self.epoch_cache.assign(leader_epoch, first_offset)?;
+        self.write(&bytes, positions, next_offset)?;
+        Ok(LogAppendInfo {
+            first_offset,
+            last_offset: next_offset - 1,
+            record_count,
+            batch_count: headers.len() as u32,
+        })
+    }
+
+    /// Appends batches fetched from the leader, keeping their offsets and epochs.
+    /// The first batch must start at the LEO and each next batch where the previous
+    /// one ended. Batches are checked for framing and CRC, as Kafka's follower
+    /// path does, not decoded.
+    pub fn append_as_follower(&mut self, records: Bytes) -> Result<LogAppendInfo, StorageError> {
+        let mut positions = Vec::new();
+        let mut epoch_starts: Vec<(i32, i64)> = Vec::new();
+        let mut next_offset = self.log_end_offset;
+        let mut record_count = 0u32;
+        for item in Batches::new(&records) {
+            let batch = item.map_err(corrupt)?;
+            let header = batch.header;
+            if header.base_offset != next_offset {
+                if positions.is_empty() {
+                    return Err(StorageError::UnexpectedAppendOffset {
+                        topic_partition: self.topic_partition.clone(),
+                        expected: next_offset,
+                        actual: header.base_offset,
+                    });
+                }
+                return Err(corrupt((
+                    batch.position,
+                    BatchError::UnexpectedBaseOffset {
+                        expected: next_offset,
+                        actual: header.base_offset,
+                    },
+                )));
+            }
+            // Batches written before any epoch existed carry -1 and claim none.
+            let epoch = header.partition_leader_epoch;
+            if epoch >= 0 && epoch_starts.last().is_none_or(|(e, _)| *e != epoch) {
+                epoch_starts.push((epoch, header.base_offset));
+            }
+            positions.push(BatchPosition {
+                base_offset: header.base_offset,
+                last_offset: header.last_offset(),
+                position: batch.position as u64,
+                size_bytes: header.size_bytes() as u32,
+                leader_epoch: epoch,
+            });
+            record_count = record_count.saturating_add(header.record_count as u32);
+            next_offset = header.next_offset();
+        }
+        if positions.is_empty() {
+            return Ok(self.empty_append());
+        }
+        let first_offset = self.log_end_offset;
+        let batch_count = positions.len() as u32;
+        for (epoch, start_offset) in epoch_starts {
+            self.epoch_cache.assign(epoch, start_offset)?;
+        }
+        self.write(&records, positions, next_offset)?;
+        Ok(LogAppendInfo {
+            first_offset,
+            last_offset: next_offset - 1,
+            record_count,
+            batch_count,
+        })
+    }
+
+    fn empty_append(&self) -> LogAppendInfo {
+        LogAppendInfo {
+            first_offset: self.log_end_offset,
+            last_offset: self.log_end_offset - 1,
+            record_count: 0,
+            batch_count: 0,
+        }
+    }
+
+    /// Writes validated batches to the active segment (rolling first if they would
+    /// overflow it) and applies the flush policy.
+    fn write(
+        &mut self,
+        bytes: &[u8],
+        positions: Vec<BatchPosition>,
+        next_offset: i64,
+    ) -> Result<(), StorageError> {
+        let active = self.active();
+        // Kafka rolls before an append that would take the segment past
+        // segment.bytes; an empty segment takes any append, however large.
+        if !active.is_empty()
+            && active.size_bytes() + bytes.len() as u64 > self.config.segment_bytes
+        {
+            self.roll()?;
+        }
+        self.active_mut().append(bytes, positions)?;
+        self.log_end_offset = next_offset;
+        let unflushed = (self.log_end_offset - self.recovery_point) as u64;
+        if unflushed >= self.config.flush_messages {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Starts a new segment at the LEO. The old one is flushed first, as Kafka
+    /// schedules a flush of every rolled segment, so only the active segment can
+    /// hold unflushed bytes.
+    fn roll(&mut self) -> Result<(), StorageError> {
+        self.flush()?;
+        let segment = Segment::create(&self.dir, self.log_end_offset)?;
+        self.segments.push(segment);
+        Ok(())
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments.last().expect("a log always has a segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .last_mut()
+            .expect("a log always has a segment")
+    }
+
+    /// Reads whole batches starting with the one that contains `start_offset`,
+    /// adding following batches of the same segment while they fit in
+    /// `max_bytes`. The first batch is returned whatever its size so a consumer
+    /// can always make progress (KIP-74). At the LEO the result is empty.
+    pub fn read(&self, start_offset: i64, max_bytes: usize) -> Result<Bytes, StorageError> {
+        if start_offset < self.log_start_offset() || start_offset > self.log_end_offset {
+            return Err(StorageError::OffsetOutOfRange {
+                topic_partition: self.topic_partition.clone(),
+                offset: start_offset,
+                log_start_offset: self.log_start_offset(),
+                log_end_offset: self.log_end_offset,
+            });
+        }
+        let first_segment = self
+            .segments
+            .partition_point(|s| s.base_offset() <= start_offset)
+            .saturating_sub(1);
+        for segment in &self.segments[first_segment..] {
+            let batches = segment.batches();
+            let first = segment.batch_index_for(start_offset);
+            let Some(head) = batches.get(first) else {
+                continue;
+            };
+            let mut len = head.size_bytes as usize;
+            for batch in &batches[first + 1..] {
+                if len + batch.size_bytes as usize > max_bytes {
+                    break;
+                }
+                len += batch.size_bytes as usize;
+            }
+            return Ok(Bytes::from(segment.read_at(head.position, len)?));
+        }
+        Ok(Bytes::new())
+    }
+
+    /// Truncates the log so it ends before `offset`, batch-aligned: a batch that
+    /// contains `offset` is removed whole, so the new LEO is the base of that
+    /// batch (Kafka instead sets its LEO to `offset` itself, which can leave it
+    /// pointing inside a batch no longer there; we keep the LEO on a boundary).
+    /// The epoch cache, high watermark and recovery point are cut to the new LEO.
+    /// Truncating below the log start empties the log and restarts it at `offset`.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<(), StorageError> {
+        if offset < 0 {
+            return Err(StorageError::OffsetOutOfRange {
+                topic_partition: self.topic_partition.clone(),
+                offset,
+                log_start_offset: self.log_start_offset(),
+                log_end_offset: self.log_end_offset,
+            });
+        }
+        if offset >= self.log_end_offset {
+            return Ok(());
+        }
+        if offset < self.log_start_offset() {
+            return self.truncate_fully_and_start_at(offset);
+        }
+        while self.active().base_offset() > offset {
+            let segment = self
+                .segments
+                .pop()
+                .expect("a segment starts at or below offset");
+            segment.delete()?;
+        }
+        self.active_mut().truncate_to(offset)?;
+        super::checkpoint::sync_dir(&self.dir)?;
+        self.log_end_offset = self.active().end_offset();
+        self.after_truncation()
+    }
+
+    fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), StorageError> {
+        for segment in self.segments.drain(..) {
+            segment.delete()?;
+        }
+        self.segments.push(Segment::create(&self.dir, offset)?);
+        self.log_end_offset = offset;
+        self.epoch_cache.clear()?;
+        self.after_truncation()
+    }
+
+    fn after_truncation(&mut self) -> Result<(), StorageError> {
+        self.epoch_cache.truncate_from_end(self.log_end_offset)?;
+        self.set_high_watermark(self.high_watermark);
+        // The checkpoint must never name offsets that are no longer the bytes
+        // that were fsynced: new appends could take their place unflushed.
+        if self.recovery_point > self.log_end_offset {
+            self.recovery_point = self.log_end_offset;
+            self.recovery_points
+                .record(&self.topic_partition, self.recovery_point)?;
+        }
+        Ok(())
+    }
+
+    /// fsyncs every segment with bytes past the recovery point, then moves the
+    /// recovery point to the LEO and rewrites the recovery-point checkpoint, so
+    /// the checkpoint only ever names bytes known to be on disk.
+    pub fn flush(&mut self) -> Result<(), StorageError> {
+        if self.recovery_point >= self.log_end_offset {
+            return Ok(());
+        }
+        for segment in &self.segments {
+            if segment.end_offset() > self.recovery_point {
+                segment.flush()?;
+            }
+        }
+        self.recovery_point = self.log_end_offset;
+        self.last_flush = Instant::now();
+        self.recovery_points
+            .record(&self.topic_partition, self.recovery_point)
+    }
+
+    /// Flushes when `flush_interval_ms` has passed since the last flush (never
+    /// when it is 0), as Kafka's `LogManager.flushDirtyLogs` does for `flush.ms`.
+    pub fn flush_if_due(&mut self, now: Instant) -> Result<(), StorageError> {
+        if self.config.flush_interval_ms == 0 {
+            return Ok(());
+        }
+        let interval = Duration::from_millis(self.config.flush_interval_ms);
+        if now.saturating_duration_since(self.last_flush) >= interval {
+            self.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn corrupt((position, source): (usize, BatchError)) -> StorageError {
+    StorageError::CorruptRecords { position, source }
+}

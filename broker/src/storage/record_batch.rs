@@ -1,0 +1,635 @@
+//! The record batch v2 header: reading it, validating it, and patching it in place.
+//!
+//! A batch is a 61-byte header followed by its records; the CRC-32C covers
+//! everything from the attributes to the end, so baseOffset and
+//! partitionLeaderEpoch, which lie before it, can be rewritten without touching
+//! the checksum. This module owns the byte layout and never allocates per batch on
+//! the hot path; decoding records is left to `kafka-protocol`
+//! ([`decode_records`]) and done only where full validation is wanted.
+//!
+//! Layout (big-endian), from Kafka's `DefaultRecordBatch`:
+//!
+//! ```text
+//!  0 baseOffset i64        21 attributes i16        43 producerId i64
+//!  8 batchLength i32       23 lastOffsetDelta i32   51 producerEpoch i16
+//! 12 partitionLeaderEpoch  27 baseTimestamp i64     53 baseSequence i32
+//! 16 magic i8              35 maxTimestamp i64      57 recordCount i32
+//! 17 crc u32 (CRC-32C of bytes 21..end)             61 records
+//! ```
+
+use bytes::Bytes;
+use kafka_protocol::compression::{self, Decompressor};
+use kafka_protocol::records::{Compression, RecordBatchDecoder, RecordSet};
+
+/// baseOffset + batchLength: the bytes of a batch not counted by batchLength.
+pub const LOG_OVERHEAD: usize = 12;
+/// The fixed part of a v2 batch.
+pub const HEADER_SIZE: usize = 61;
+/// The only batch format this broker stores (Kafka 0.11+).
+pub const MAGIC_V2: i8 = 2;
+
+const BASE_OFFSET_AT: usize = 0;
+const BATCH_LENGTH_AT: usize = 8;
+const LEADER_EPOCH_AT: usize = 12;
+const MAGIC_AT: usize = 16;
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+
+/// Why a batch was rejected. Precise enough for tests and for recovery's warning.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    /// Fewer bytes than the header or the batch length needs: a torn write when
+    /// found at the end of a segment.
+    #[error("incomplete batch: needs {needed} bytes, {available} available")]
+    Incomplete { needed: usize, available: usize },
+    #[error("invalid batch length {batch_length} (a v2 batch is at least {} bytes)", HEADER_SIZE - LOG_OVERHEAD)]
+    InvalidLength { batch_length: i32 },
+    #[error("unsupported magic {magic} (only record batch v2 is stored)")]
+    UnsupportedMagic { magic: i8 },
+    #[error("CRC-32C mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    CrcMismatch { stored: u32, computed: u32 },
+    /// lastOffsetDelta and recordCount disagree, or are negative (Kafka's
+    /// `LogValidator` rejects both: "Inconsistent batch offset range").
+    #[error("invalid offsets: lastOffsetDelta {last_offset_delta}, recordCount {record_count}")]
+    InvalidOffsets {
+        last_offset_delta: i32,
+        record_count: i32,
+    },
+    /// The batch does not continue the log: its base offset is not the next offset.
+    #[error("batch base offset {actual}, expected {expected}")]
+    UnexpectedBaseOffset { expected: i64, actual: i64 },
+    /// The header is sound but the records inside do not decode.
+    #[error("records do not decode: {reason}")]
+    Undecodable { reason: String },
+}
+
+/// A parsed v2 batch header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    pub batch_length: i32,
+    pub partition_leader_epoch: i32,
+    pub magic: i8,
+    pub crc: u32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub record_count: i32,
+}
+
+impl BatchHeader {
+    /// The batch's whole size on disk, overhead included.
+    pub fn size_bytes(&self) -> usize {
+        LOG_OVERHEAD + self.batch_length as usize
+    }
+
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.last_offset_delta)
+    }
+
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset() + 1
+    }
+
+    /// The compression codec id (attributes bits 0-2).
+    pub fn compression_id(&self) -> i16 {
+        self.attributes & 0x7
+    }
+}
+
+fn i16_at(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn i64_at(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(a)
+}
+
+/// Reads the batch length from the first 12 bytes and checks it is plausible.
+/// Returns the batch's total size. Separate from [`parse_header`] so a scanner can
+/// learn how many bytes to read before it has them.
+pub fn batch_size(buf: &[u8]) -> Result<usize, BatchError> {
+    if buf.len() < LOG_OVERHEAD {
+        return Err(BatchError::Incomplete {
+            needed: LOG_OVERHEAD,
+            available: buf.len(),
+        });
+    }
+    let batch_length = i32_at(buf, BATCH_LENGTH_AT);
+    if batch_length < (HEADER_SIZE - LOG_OVERHEAD) as i32 {
+        return Err(BatchError::InvalidLength { batch_length });
+    }
+    Ok(LOG_OVERHEAD + batch_length as usize)
+}
+
+/// Parses and structurally checks the header at the start of `buf`: length,
+/// magic, and offset/count consistency. The CRC is not checked here (see
+/// [`check_crc`]), and `buf` needs to hold only the header, not the whole batch.
+pub fn parse_header(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+    batch_size(buf)?;
+    if buf.len() <= MAGIC_AT {
+        return Err(BatchError::Incomplete {
+            needed: MAGIC_AT + 1,
+            available: buf.len(),
+        });
+    }
+    let magic = buf[MAGIC_AT] as i8;
+    if magic != MAGIC_V2 {
+        return Err(BatchError::UnsupportedMagic { magic });
+    }
+    if buf.len() < HEADER_SIZE {
+        return Err(BatchError::Incomplete {
+            needed: HEADER_SIZE,
+            available: buf.len(),
+        });
+    }
+    let header = BatchHeader {
+        base_offset: i64_at(buf, BASE_OFFSET_AT),
+        batch_length: i32_at(buf, BATCH_LENGTH_AT),
+        partition_leader_epoch: i32_at(buf, LEADER_EPOCH_AT),
+        magic,
+        crc: u32::from_be_bytes([
+            buf[CRC_AT],
+            buf[CRC_AT + 1],
+            buf[CRC_AT + 2],
+            buf[CRC_AT + 3],
+        ]),
+        attributes: i16_at(buf, ATTRIBUTES_AT),
+        last_offset_delta: i32_at(buf, 23),
+        base_timestamp: i64_at(buf, 27),
+        max_timestamp: i64_at(buf, 35),
+        producer_id: i64_at(buf, 43),
+        producer_epoch: i16_at(buf, 51),
+        base_sequence: i32_at(buf, 53),
+        record_count: i32_at(buf, 57),
+    };
+    // We never compact, so every stored batch holds exactly the offsets
+    // base..=base+lastOffsetDelta, one record each.
+    if header.record_count <= 0
+        || header.last_offset_delta < 0
+        || i64::from(header.last_offset_delta) + 1 != i64::from(header.record_count)
+        || header
+            .base_offset
+            .checked_add(i64::from(header.record_count))
+            .is_none()
+    {
+        return Err(BatchError::InvalidOffsets {
+            last_offset_delta: header.last_offset_delta,
+            record_count: header.record_count,
+        });
+    }
+    Ok(header)
+}
+
+/// Checks the CRC-32C over attributes..end. `batch` must be exactly one batch.
+pub fn check_crc(batch: &[u8]) -> Result<(), BatchError> {
+    if batch.len() < HEADER_SIZE {
+        return Err(BatchError::Incomplete {
+            needed: HEADER_SIZE,
+            available: batch.len(),
+        });
+    }
+    let stored = u32::from_be_bytes([
+        batch[CRC_AT],
+        batch[CRC_AT + 1],
+        batch[CRC_AT + 2],
+        batch[CRC_AT + 3],
+    ]);
+    let computed = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
+    if stored != computed {
+        return Err(BatchError::CrcMismatch { stored, computed });
+    }
+    Ok(())
+}
+
+/// Full header validation of the first batch in `buf`: length, magic, offsets and
+/// CRC. Returns the header; the batch is `buf[..header.size_bytes()]`.
+pub fn validate(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+    let size = batch_size(buf)?;
+    let header = parse_header(buf)?;
+    if buf.len() < size {
+        return Err(BatchError::Incomplete {
+            needed: size,
+            available: buf.len(),
+        });
+    }
+    check_crc(&buf[..size])?;
+    Ok(header)
+}
+
+/// Overwrites baseOffset. It lies outside the CRC, so the batch stays valid.
+pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
+    batch[BASE_OFFSET_AT..BASE_OFFSET_AT + 8].copy_from_slice(&base_offset.to_be_bytes());
+}
+
+/// Overwrites partitionLeaderEpoch, also outside the CRC (KIP-101 placed it there
+/// so a leader can stamp batches without recomputing checksums).
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    batch[LEADER_EPOCH_AT..LEADER_EPOCH_AT + 4].copy_from_slice(&epoch.to_be_bytes());
+}
+
+/// Decodes one batch's records with `kafka-protocol`'s decoder, the full check
+/// the leader runs on produced data (Kafka's `LogValidator` likewise walks every
+/// record). The header must already have passed [`validate`]. Taking `Bytes`
+/// lets the decoder slice keys and values out without copying.
+///
+/// The decoder sizes buffers from the counts it reads (records, headers, a
+/// snappy block's length) before reading what they count, so a forged count
+/// could make it allocate without bound. Each payload is therefore walked first
+/// by [`check_record_framing`], which allocates nothing.
+///
+/// Known gap: kafka-protocol 0.15.1 fails on a null header value (length -1,
+/// which Kafka allows), so such a batch is refused as undecodable.
+pub fn decode_records(batch: Bytes, header: &BatchHeader) -> Result<RecordSet, BatchError> {
+    let count = header.record_count as usize;
+    let undecodable = |reason: String| BatchError::Undecodable { reason };
+    if header.compression_id() == 0 {
+        check_record_framing(&batch[HEADER_SIZE..], count).map_err(undecodable)?;
+    }
+    let decompress = |compressed: &mut Bytes, compression: Compression| -> anyhow::Result<Bytes> {
+        let checked = |payload: &mut Bytes| -> anyhow::Result<Bytes> {
+            check_record_framing(payload, count).map_err(anyhow::Error::msg)?;
+            Ok(payload.clone())
+        };
+        match compression {
+            Compression::None => checked(compressed),
+            Compression::Gzip => compression::Gzip::decompress(compressed, checked),
+            Compression::Snappy => {
+                check_snappy_length(compressed).map_err(anyhow::Error::msg)?;
+                compression::Snappy::decompress(compressed, checked)
+            }
+            Compression::Lz4 => compression::Lz4::decompress(compressed, checked),
+            Compression::Zstd => compression::Zstd::decompress(compressed, checked),
+        }
+    };
+    let mut buf = batch;
+    let set = RecordBatchDecoder::decode_with_custom_compression(&mut buf, Some(decompress))
+        .map_err(|e| undecodable(format!("{e:#}")))?;
+    if set.records.len() != count {
+        return Err(undecodable(format!(
+            "header says {count} records, decoded {}",
+            set.records.len()
+        )));
+    }
+    for (i, record) in set.records.iter().enumerate() {
+        if record.offset != header.base_offset + i as i64 {
+            return Err(undecodable(format!(
+                "record {i} has offset delta {}, expected {i}",
+                record.offset - header.base_offset
+            )));
+        }
+    }
+    Ok(set)
+}
+
+/// Reads a zigzag varint (at most 5 bytes) as Kafka encodes record fields.
+fn read_varint(buf: &mut &[u8]) -> Result<i32, String> {
+    let mut raw: u32 = 0;
+    for i in 0..5 {
+        let Some((&byte, rest)) = buf.split_first() else {
+            return Err("truncated varint".into());
+        };
+        *buf = rest;
+        raw |= u32::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Ok((raw >> 1) as i32 ^ -((raw & 1) as i32));
+        }
+    }
+    Err("varint longer than 5 bytes".into())
+}
+
+/// Takes `len` bytes off the front of `buf` if there are that many.
+fn skip<'a>(buf: &mut &'a [u8], len: i32, what: &str) -> Result<&'a [u8], String> {
+    let len = usize::try_from(len).map_err(|_| format!("negative {what} length {len}"))?;
+    if len > buf.len() {
+        return Err(format!("{what} of {len} bytes overruns its record"));
+    }
+    let (taken, rest) = buf.split_at(len);
+    *buf = rest;
+    Ok(taken)
+}
+
+/// Checks, without allocating, that `payload` is exactly `count` well-framed v2
+/// records: every length fits inside its record and every record inside the
+/// payload.
+pub fn check_record_framing(mut payload: &[u8], count: usize) -> Result<(), String> {
+    for i in 0..count {
+        let len = read_varint(&mut payload)?;
+        let mut record = skip(&mut payload, len, &format!("record {i}"))?;
+        skip(&mut record, 1, "attributes")?;
+        read_varint(&mut record)?; // timestamp delta
+        read_varint(&mut record)?; // offset delta
+        for what in ["key", "value"] {
+            let len = read_varint(&mut record)?;
+            if len != -1 {
+                skip(&mut record, len, what)?;
+            }
+        }
+        let headers = read_varint(&mut record)?;
+        // Each header takes at least two bytes (two length varints).
+        if headers < 0 || headers as usize > record.len() / 2 {
+            return Err(format!("record {i}: {headers} headers cannot fit"));
+        }
+        for _ in 0..headers {
+            let key_len = read_varint(&mut record)?;
+            skip(&mut record, key_len, "header key")?;
+            let value_len = read_varint(&mut record)?;
+            if value_len != -1 {
+                skip(&mut record, value_len, "header value")?;
+            }
+        }
+        if !record.is_empty() {
+            return Err(format!(
+                "record {i}: {} bytes after its headers",
+                record.len()
+            ));
+        }
+    }
+    if !payload.is_empty() {
+        return Err(format!("{} bytes after the last record", payload.len()));
+    }
+    Ok(())
+}
+
+/// Raw snappy declares its uncompressed length up front and the decoder
+/// allocates it at once. Snappy expands at most about 22 times (a 3-byte copy
+/// yields 64 bytes), so a larger claim is forged.
+fn check_snappy_length(compressed: &[u8]) -> Result<(), String> {
+    let mut declared: u64 = 0;
+    for (i, &byte) in compressed.iter().take(5).enumerate() {
+        declared |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            break;
+        }
+    }
+    let limit = 32 * compressed.len() as u64 + 1024;
+    if declared > limit {
+        return Err(format!(
+            "snappy block claims {declared} bytes from {} compressed",
+            compressed.len()
+        ));
+    }
+    Ok(())
+}
+
+/// One batch found in a buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct RawBatch<'a> {
+    /// Byte position of the batch in the buffer iterated.
+    pub position: usize,
+    pub header: BatchHeader,
+    pub bytes: &'a [u8],
+}
+
+/// Iterates the batches of a buffer, validating each fully (length, magic,
+/// offsets, CRC). Yields the first problem as `Err((position, error))` and then
+/// stops: after a bad length nothing further can be framed.
+pub struct Batches<'a> {
+    buf: &'a [u8],
+    position: usize,
+    failed: bool,
+}
+
+impl<'a> Batches<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Batches {
+            buf,
+            position: 0,
+            failed: false,
+        }
+    }
+}
+
+impl<'a> Iterator for Batches<'a> {
+    type Item = Result<RawBatch<'a>, (usize, BatchError)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.position >= self.buf.len() {
+            return None;
+        }
+        let rest = &self.buf[self.position..];
+        match validate(rest) {
+            Ok(header) => {
+                let size = header.size_bytes();
+                let batch = RawBatch {
+                    position: self.position,
+                    header,
+                    bytes: &rest[..size],
+                };
+                self.position += size;
+                Some(Ok(batch))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err((self.position, e)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+
+    fn batch(values: &[&str]) -> Vec<u8> {
+        let records: Vec<Record> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Record {
+                transactional: false,
+                control: false,
+                partition_leader_epoch: 7,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                // The encoder keeps records in one batch only while offset minus
+                // sequence stays constant; -1 + i keeps the header's -1.
+                sequence: i as i32 - 1,
+                timestamp: 1_000,
+                key: None,
+                value: Some(Bytes::copy_from_slice(v.as_bytes())),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            &records,
+            &RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            },
+        )
+        .unwrap();
+        buf.to_vec()
+    }
+
+    #[test]
+    fn parses_header_fields_of_an_encoded_batch() {
+        let b = batch(&["a", "b", "c"]);
+        let h = validate(&b).unwrap();
+        assert_eq!(h.size_bytes(), b.len());
+        assert_eq!(h.base_offset, 0);
+        assert_eq!(h.partition_leader_epoch, 7);
+        assert_eq!(h.last_offset_delta, 2);
+        assert_eq!(h.record_count, 3);
+        assert_eq!(h.magic, 2);
+    }
+
+    #[test]
+    fn patching_offset_and_epoch_keeps_the_crc_valid() {
+        let mut b = batch(&["a", "b"]);
+        set_base_offset(&mut b, 1234);
+        set_partition_leader_epoch(&mut b, 9);
+        let h = validate(&b).unwrap();
+        assert_eq!((h.base_offset, h.partition_leader_epoch), (1234, 9));
+        let set = decode_records(Bytes::from(b), &h).unwrap();
+        assert_eq!(set.records[1].offset, 1235);
+        assert_eq!(set.records[1].partition_leader_epoch, 9);
+    }
+
+    #[test]
+    fn a_flipped_payload_byte_is_a_crc_mismatch() {
+        let mut b = batch(&["hello"]);
+        let last = b.len() - 2;
+        b[last] ^= 0x40;
+        assert!(matches!(validate(&b), Err(BatchError::CrcMismatch { .. })));
+    }
+
+    #[test]
+    fn short_and_garbage_input_give_errors() {
+        let b = batch(&["x"]);
+        for cut in 0..b.len() {
+            assert!(
+                matches!(validate(&b[..cut]), Err(BatchError::Incomplete { .. })),
+                "cut at {cut}"
+            );
+        }
+        let mut bad_magic = b.clone();
+        bad_magic[MAGIC_AT] = 1;
+        assert_eq!(
+            validate(&bad_magic),
+            Err(BatchError::UnsupportedMagic { magic: 1 })
+        );
+        let mut bad_len = b.clone();
+        bad_len[8..12].copy_from_slice(&(-5i32).to_be_bytes());
+        assert_eq!(
+            validate(&bad_len),
+            Err(BatchError::InvalidLength { batch_length: -5 })
+        );
+        let garbage: Vec<u8> = (0..500u32).map(|i| (i * 37 % 251) as u8).collect();
+        assert!(validate(&garbage).is_err());
+        assert!(Batches::new(&garbage).all(|r| r.is_err()));
+    }
+
+    #[test]
+    fn a_forged_record_count_is_rejected_before_decoding() {
+        let mut b = batch(&["x"]);
+        // recordCount and lastOffsetDelta consistent but huge; recompute the CRC so
+        // only the plausibility guard can catch it.
+        b[23..27].copy_from_slice(&(i32::MAX - 1).to_be_bytes());
+        b[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+        let crc = crc32c::crc32c(&b[ATTRIBUTES_AT..]);
+        b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        let h = validate(&b).unwrap();
+        assert!(matches!(
+            decode_records(Bytes::from(b), &h),
+            Err(BatchError::Undecodable { .. })
+        ));
+    }
+
+    #[test]
+    fn forged_header_and_length_counts_are_rejected_without_allocating() {
+        // One record: len, attributes, ts delta, offset delta, key -1, value -1,
+        // then a header count of 2^30 with nothing after it.
+        let mut record = vec![0u8, 0, 0, 0, 1, 1];
+        record.extend([0x80, 0x80, 0x80, 0x80, 0x08]); // zigzag(2^30)
+        record[0] = ((record.len() - 1) * 2) as u8;
+        assert!(
+            check_record_framing(&record, 1)
+                .unwrap_err()
+                .contains("headers")
+        );
+        assert!(check_record_framing(&[0xff; 4], 1).is_err());
+        assert!(check_record_framing(&[], 1).is_err());
+        assert!(check_record_framing(&[0], 0).is_err());
+        assert!(check_snappy_length(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0]).is_err());
+    }
+
+    #[test]
+    fn compressed_batches_decode_through_the_guard() {
+        for compression in [
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let records: Vec<Record> = ["a", "b", "c"]
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Record {
+                    transactional: false,
+                    control: false,
+                    partition_leader_epoch: 1,
+                    producer_id: -1,
+                    producer_epoch: -1,
+                    timestamp_type: TimestampType::Creation,
+                    offset: i as i64,
+                    sequence: i as i32 - 1,
+                    timestamp: 5,
+                    key: None,
+                    value: Some(Bytes::copy_from_slice(v.as_bytes())),
+                    headers: [("h".into(), Some(Bytes::from_static(b"x")))].into(),
+                })
+                .collect();
+            let mut buf = BytesMut::new();
+            RecordBatchEncoder::encode(
+                &mut buf,
+                &records,
+                &RecordEncodeOptions {
+                    version: 2,
+                    compression,
+                },
+            )
+            .unwrap();
+            let h = validate(&buf).unwrap();
+            let set = decode_records(buf.freeze(), &h).unwrap();
+            assert_eq!(set.records.len(), 3, "{compression:?}");
+            assert_eq!(set.records[2].value.as_deref(), Some(&b"c"[..]));
+        }
+    }
+
+    #[test]
+    fn batches_iterates_until_the_first_problem() {
+        let mut buf = batch(&["a"]);
+        let second_at = buf.len();
+        buf.extend(batch(&["b", "c"]));
+        buf.extend(&[0u8; 5]);
+        let items: Vec<_> = Batches::new(&buf).collect();
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[1].as_ref().unwrap().position, second_at);
+        assert_eq!(
+            items[2].as_ref().unwrap_err(),
+            &(
+                buf.len() - 5,
+                BatchError::Incomplete {
+                    needed: 12,
+                    available: 5
+                }
+            )
+        );
+    }
+}

@@ -1,0 +1,433 @@
+//! One direction of one proxied connection: the bytes from a source socket to a
+//! destination socket, and the toxics on that stream.
+//!
+//! A reader fills a bounded channel with chunks stamped with their read time; a
+//! sender takes them in order, applies the toxics that apply to this connection
+//! and writes them out. Toxics change while a link runs: the sender watches the
+//! proxy's toxic chain and re-reads it before every wait and every write, so a
+//! partition added by the API holds the very next write. A link never reorders,
+//! and drops bytes only where a toxic says so (`timeout`, `limit_data`, a reset).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, sleep, sleep_until};
+
+use super::toxics::{Bandwidth, Latency, OnHeal, Slicer, ToxicKind};
+use super::wire::{Stream, ToxicJson};
+use super::{HELD_CHUNKS_MAX, READ_CHUNK_BYTES};
+
+/// A toxic installed on a proxy, as every link of that proxy sees it. `id` names
+/// this toxic for its whole life; `revision` changes on every update, so each
+/// connection draws its toxicity again, as Toxiproxy does when a toxic changes.
+#[derive(Clone, Debug)]
+pub(crate) struct ChainToxic {
+    pub id: u64,
+    pub revision: u64,
+    pub name: String,
+    pub stream: Stream,
+    pub toxicity: f32,
+    pub kind: ToxicKind,
+}
+
+impl ChainToxic {
+    pub fn json(&self) -> ToxicJson {
+        ToxicJson {
+            name: self.name.clone(),
+            kind: self.kind.type_name().to_owned(),
+            stream: self.stream,
+            toxicity: self.toxicity,
+            attributes: self.kind.attributes(),
+        }
+    }
+}
+
+/// The proxy's toxics in the order they were added, both streams together.
+pub(crate) type Chain = Arc<Vec<ChainToxic>>;
+
+/// Why a link ended its connection early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LinkEnd {
+    /// Close both sockets normally (a FIN, or a RST if unread bytes remain).
+    Close(String),
+    /// Reset both sockets (zero linger), dropping whatever is in flight.
+    Reset(String),
+}
+
+/// What the reader hands the sender.
+enum Item {
+    Data {
+        bytes: Bytes,
+        read_at: Instant,
+    },
+    /// The source closed its side.
+    End,
+    /// The source failed (typically reset by its peer); passed on in order, so a
+    /// reset does not overtake held bytes or cross a partition.
+    Failed(String),
+}
+
+/// Runs the link until the source's end has been passed on (`Ok`) or the link
+/// decides the whole connection must end (`Err`).
+pub(crate) async fn run<R, W>(
+    stream: Stream,
+    source: R,
+    destination: W,
+    chain: watch::Receiver<Chain>,
+) -> Result<(), LinkEnd>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let (tx, rx) = mpsc::channel(HELD_CHUNKS_MAX);
+    let sender = Sender {
+        stream,
+        destination,
+        chain,
+        chain_open: true,
+        draws: HashMap::new(),
+        applied: HashMap::new(),
+        limit_sent: HashMap::new(),
+        bandwidth_free_at: Instant::now(),
+    };
+    let ((), ()) = tokio::try_join!(read(source, tx), sender.run(rx))?;
+    Ok(())
+}
+
+async fn read<R: AsyncRead + Unpin>(mut source: R, tx: mpsc::Sender<Item>) -> Result<(), LinkEnd> {
+    let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    loop {
+        if buffer.capacity() < READ_CHUNK_BYTES / 4 {
+            buffer.reserve(READ_CHUNK_BYTES);
+        }
+        let item = match source.read_buf(&mut buffer).await {
+            Ok(0) => Item::End,
+            Ok(_) => Item::Data {
+                bytes: buffer.split().freeze(),
+                read_at: Instant::now(),
+            },
+            Err(error) => Item::Failed(format!("read failed: {error}")),
+        };
+        let last = !matches!(item, Item::Data { .. });
+        // A closed channel means the sender already ended the connection.
+        if tx.send(item).await.is_err() || last {
+            return Ok(());
+        }
+    }
+}
+
+/// The toxics that apply to this link right now, folded into what they demand.
+#[derive(Default)]
+struct Active {
+    /// A partition: nothing may be written or taken from the reader.
+    hold: bool,
+    /// A `timeout`: bytes are read and dropped.
+    drop: bool,
+    /// When a `timeout` closes the connection.
+    close_at: Option<Instant>,
+    reset_peer: Option<Duration>,
+    /// `(toxic id, byte limit)` per `limit_data`.
+    limits: Vec<(u64, u64)>,
+    /// `((toxic id, revision), attributes)` per `latency`; delays add up, as they
+    /// would through Toxiproxy's chain.
+    latencies: Vec<((u64, u64), Latency)>,
+    slicer: Option<Slicer>,
+    bandwidth: Option<Bandwidth>,
+    slow_close: Option<Duration>,
+}
+
+/// A toxic that applied to this link at some point, remembered so its removal
+/// can be acted on (a reset on heal, Toxiproxy's close when a timeout goes).
+struct Applied {
+    since: Instant,
+    kind: ToxicKind,
+}
+
+struct Sender<W> {
+    stream: Stream,
+    destination: W,
+    chain: watch::Receiver<Chain>,
+    /// False once the proxy dropped its chain (it is being deleted); the
+    /// connection is then closed from outside.
+    chain_open: bool,
+    /// Whether each `(toxic id, revision)` applies to this connection: drawn once
+    /// against its toxicity, so a toxic affects a connection wholly or not at all.
+    draws: HashMap<(u64, u64), bool>,
+    applied: HashMap<u64, Applied>,
+    /// Bytes passed under each `limit_data`, kept across its updates.
+    limit_sent: HashMap<u64, u64>,
+    bandwidth_free_at: Instant,
+}
+
+impl<W: AsyncWrite + Unpin> Sender<W> {
+    async fn run(mut self, mut rx: mpsc::Receiver<Item>) -> Result<(), LinkEnd> {
+        loop {
+            let active = self.refresh()?;
+            if active.hold {
+                // Leave the chunks in the channel: once it is full the reader stops
+                // and TCP flow control holds the sender (see `toxics::partition`).
+                self.wait(None, active.close_at).await;
+                continue;
+            }
+            let item = tokio::select! {
+                changed = self.chain.changed(), if self.chain_open => {
+                    self.chain_open = changed.is_ok();
+                    continue;
+                }
+                () = sleep_until_some(active.close_at) => continue,
+                item = rx.recv() => item,
+            };
+            match item {
+                Some(Item::Data { bytes, read_at }) => self.forward(bytes, read_at).await?,
+                Some(Item::Failed(why)) => {
+                    self.gate().await?;
+                    return Err(LinkEnd::Reset(why));
+                }
+                Some(Item::End) | None => return self.finish().await,
+            }
+        }
+    }
+
+    /// Reads the chain, draws toxicity for toxics new to this connection, acts on
+    /// toxics that were removed, and folds what applies into [`Active`].
+    fn refresh(&mut self) -> Result<Active, LinkEnd> {
+        let chain = self.chain.borrow_and_update().clone();
+        let now = Instant::now();
+
+        let removed: Vec<u64> = self
+            .applied
+            .keys()
+            .filter(|id| !chain.iter().any(|toxic| toxic.id == **id))
+            .copied()
+            .collect();
+        for id in removed {
+            self.limit_sent.remove(&id);
+            let Some(applied) = self.applied.remove(&id) else {
+                continue;
+            };
+            match applied.kind {
+                ToxicKind::Partition(partition) if partition.on_heal == OnHeal::Reset => {
+                    return Err(LinkEnd::Reset(
+                        "partition removed with on_heal reset".to_owned(),
+                    ));
+                }
+                // Toxiproxy closes a timeout's connections when it goes: the bytes it
+                // swallowed are lost, so the stream could not continue intact.
+                ToxicKind::Timeout(_) => {
+                    return Err(LinkEnd::Close("timeout toxic removed".to_owned()));
+                }
+                _ => {}
+            }
+        }
+
+        let mut active = Active::default();
+        for toxic in chain.iter().filter(|toxic| toxic.stream == self.stream) {
+            let applies = *self
+                .draws
+                .entry((toxic.id, toxic.revision))
+                .or_insert_with(|| toxic.toxicity >= 1.0 || fastrand::f32() < toxic.toxicity);
+            if !applies {
+                continue;
+            }
+            let applied = self.applied.entry(toxic.id).or_insert_with(|| Applied {
+                since: now,
+                kind: toxic.kind.clone(),
+            });
+            applied.kind = toxic.kind.clone();
+            let since = applied.since;
+            match &toxic.kind {
+                ToxicKind::Partition(_) => active.hold = true,
+                ToxicKind::Timeout(timeout) => {
+                    active.drop = true;
+                    if let Some(after) = timeout.closes_after() {
+                        let at = since + after;
+                        active.close_at = Some(active.close_at.map_or(at, |other| other.min(at)));
+                    }
+                }
+                ToxicKind::ResetPeer(reset) => {
+                    let delay = reset.delay();
+                    active.reset_peer = Some(active.reset_peer.map_or(delay, |d| d.min(delay)));
+                }
+                ToxicKind::LimitData(limit) => active.limits.push((toxic.id, limit.bytes)),
+                ToxicKind::Latency(latency) => active
+                    .latencies
+                    .push(((toxic.id, toxic.revision), latency.clone())),
+                ToxicKind::Slicer(slicer) => {
+                    active.slicer.get_or_insert_with(|| slicer.clone());
+                }
+                ToxicKind::Bandwidth(bandwidth) if bandwidth.rate > 0 => {
+                    let slower = active
+                        .bandwidth
+                        .as_ref()
+                        .is_none_or(|current| bandwidth.rate < current.rate);
+                    if slower {
+                        active.bandwidth = Some(bandwidth.clone());
+                    }
+                }
+                ToxicKind::Bandwidth(_) => {}
+                ToxicKind::SlowClose(slow) => {
+                    let delay = slow.delay();
+                    active.slow_close = Some(active.slow_close.map_or(delay, |d| d.max(delay)));
+                }
+            }
+        }
+        if active.close_at.is_some_and(|at| now >= at) {
+            return Err(LinkEnd::Close("timeout toxic expired".to_owned()));
+        }
+        Ok(active)
+    }
+
+    /// Sleeps until the chain changes, `until`, or `close_at`, whichever is first.
+    async fn wait(&mut self, until: Option<Instant>, close_at: Option<Instant>) {
+        let deadline = match (until, close_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        tokio::select! {
+            changed = self.chain.changed(), if self.chain_open => {
+                self.chain_open = changed.is_ok();
+            }
+            () = sleep_until_some(deadline) => {}
+        }
+    }
+
+    /// Returns once no partition holds this link, with the toxics then in force.
+    async fn gate(&mut self) -> Result<Active, LinkEnd> {
+        loop {
+            let active = self.refresh()?;
+            if !active.hold {
+                return Ok(active);
+            }
+            self.wait(None, active.close_at).await;
+        }
+    }
+
+    async fn forward(&mut self, mut bytes: Bytes, read_at: Instant) -> Result<(), LinkEnd> {
+        let active = self.refresh()?;
+        if active.drop {
+            return Ok(());
+        }
+        if let Some(delay) = active.reset_peer {
+            sleep(delay).await;
+            return Err(LinkEnd::Reset("reset_peer".to_owned()));
+        }
+
+        let mut limit_reached = false;
+        for (id, limit) in &active.limits {
+            let sent = self.limit_sent.get(id).copied().unwrap_or(0);
+            let left = limit.saturating_sub(sent) as usize;
+            if bytes.len() >= left {
+                bytes.truncate(left);
+                limit_reached = true;
+            }
+        }
+
+        // Latency counts from the read, so a chunk held by a partition for longer
+        // than the latency goes out as soon as the partition heals.
+        let mut delays: Vec<((u64, u64), Duration)> = Vec::new();
+        loop {
+            let active = self.refresh()?;
+            let mut total = Duration::ZERO;
+            for (key, latency) in &active.latencies {
+                let delay = match delays.iter().find(|(k, _)| k == key) {
+                    Some((_, delay)) => *delay,
+                    None => {
+                        let delay = latency.sample_delay();
+                        delays.push((*key, delay));
+                        delay
+                    }
+                };
+                total += delay;
+            }
+            let release = read_at + total;
+            if Instant::now() >= release {
+                break;
+            }
+            self.wait(Some(release), active.close_at).await;
+        }
+
+        let active = self.refresh()?;
+        let (pieces, gap) = match &active.slicer {
+            Some(slicer) => {
+                let mut pieces = Vec::new();
+                for len in slicer.cut(bytes.len()) {
+                    pieces.push(bytes.split_to(len));
+                }
+                (pieces, slicer.gap())
+            }
+            None => (vec![bytes], Duration::ZERO),
+        };
+        let limit_ids: Vec<u64> = active.limits.iter().map(|(id, _)| *id).collect();
+        for (index, mut piece) in pieces.into_iter().enumerate() {
+            if index > 0 && !gap.is_zero() {
+                sleep(gap).await;
+            }
+            while !piece.is_empty() {
+                if self.refresh()?.bandwidth.is_some() {
+                    sleep_until(self.bandwidth_free_at).await;
+                }
+                let active = self.gate().await?;
+                if active.drop {
+                    // A timeout arrived while this chunk was on its way.
+                    return Ok(());
+                }
+                let part = match &active.bandwidth {
+                    Some(bandwidth) => piece.split_to(piece.len().min(bandwidth.piece_bytes_max())),
+                    None => std::mem::take(&mut piece),
+                };
+                self.write(&part).await?;
+                if let Some(bandwidth) = &active.bandwidth {
+                    self.bandwidth_free_at = self.bandwidth_free_at.max(Instant::now())
+                        + bandwidth.transmit_time(part.len());
+                }
+                for id in &limit_ids {
+                    *self.limit_sent.entry(*id).or_insert(0) += part.len() as u64;
+                }
+            }
+        }
+        if limit_reached {
+            return Err(LinkEnd::Close("limit_data reached".to_owned()));
+        }
+        Ok(())
+    }
+
+    /// The source closed: pass the close on once no partition holds it.
+    async fn finish(&mut self) -> Result<(), LinkEnd> {
+        let active = self.gate().await?;
+        if let Some(delay) = active.reset_peer {
+            sleep(delay).await;
+            return Err(LinkEnd::Reset("reset_peer".to_owned()));
+        }
+        if let Some(delay) = active.slow_close {
+            let at = Instant::now() + delay;
+            loop {
+                let active = self.refresh()?;
+                if active.slow_close.is_none() || Instant::now() >= at {
+                    break;
+                }
+                self.wait(Some(at), active.close_at).await;
+            }
+        }
+        // The peer may already be gone; the connection ends either way.
+        let _ = self.destination.shutdown().await;
+        Ok(())
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> Result<(), LinkEnd> {
+        self.destination
+            .write_all(bytes)
+            .await
+            .map_err(|error| LinkEnd::Reset(format!("write failed: {error}")))
+    }
+}
+
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

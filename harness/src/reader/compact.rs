@@ -1,0 +1,103 @@
+//! The compact form of replica state, for checkers, reports and snapshots.
+//!
+//! Per replica: `(offset, epoch, value)` for every record of every intact
+//! data batch, the leader-epoch file as `(epoch, start_offset)` pairs, the
+//! high watermark, recovery point, log end offset and findings. Batch
+//! boundaries, positions, keys, headers and timestamps are dropped: checkers
+//! compare what a replica holds, not how it was framed. Control batches
+//! (transaction markers) carry no user value and are left out; they still
+//! count for the offset checks the reader makes.
+
+use serde::{Deserialize, Serialize};
+
+use super::{DataDirState, Finding, Payload, ReplicaState};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactDataDir {
+    pub clean_shutdown: bool,
+    pub replicas: Vec<CompactReplica>,
+    /// Damage in the data directory's own files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactReplica {
+    pub topic: String,
+    pub partition: i32,
+    pub log_end_offset: i64,
+    pub high_watermark: Option<i64>,
+    pub recovery_point: Option<i64>,
+    /// `(epoch, start_offset)`; `None` when the file is absent or malformed.
+    pub leader_epochs: Option<Vec<(i32, i64)>>,
+    pub records: Vec<CompactRecord>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+}
+
+/// One record: serialises as `[offset, epoch, value]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    from = "(i64, i32, Option<Payload>)",
+    into = "(i64, i32, Option<Payload>)"
+)]
+pub struct CompactRecord {
+    pub offset: i64,
+    /// The partitionLeaderEpoch of the record's batch.
+    pub epoch: i32,
+    pub value: Option<Payload>,
+}
+
+impl From<(i64, i32, Option<Payload>)> for CompactRecord {
+    fn from((offset, epoch, value): (i64, i32, Option<Payload>)) -> Self {
+        CompactRecord {
+            offset,
+            epoch,
+            value,
+        }
+    }
+}
+
+impl From<CompactRecord> for (i64, i32, Option<Payload>) {
+    fn from(record: CompactRecord) -> Self {
+        (record.offset, record.epoch, record.value)
+    }
+}
+
+impl ReplicaState {
+    pub fn compact(&self) -> CompactReplica {
+        CompactReplica {
+            topic: self.topic.clone(),
+            partition: self.partition,
+            log_end_offset: self.log_end_offset,
+            high_watermark: self.high_watermark,
+            recovery_point: self.recovery_point,
+            leader_epochs: self.leader_epochs.as_ref().map(|entries| {
+                entries
+                    .iter()
+                    .map(|entry| (entry.epoch, entry.start_offset))
+                    .collect()
+            }),
+            records: self
+                .records()
+                .filter(|(batch, _)| !batch.is_control())
+                .map(|(batch, record)| CompactRecord {
+                    offset: record.offset,
+                    epoch: batch.partition_leader_epoch,
+                    value: record.value.clone(),
+                })
+                .collect(),
+            findings: self.findings.clone(),
+        }
+    }
+}
+
+impl DataDirState {
+    pub fn compact(&self) -> CompactDataDir {
+        CompactDataDir {
+            clean_shutdown: self.clean_shutdown,
+            replicas: self.replicas.iter().map(ReplicaState::compact).collect(),
+            findings: self.findings.clone(),
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Damage the reader found on disk, as data.
+//!
+//! A finding names the file (relative to the data directory, so reports and
+//! snapshots do not depend on where a run was stored), where in it (a byte
+//! position in a segment, a line in a checkpoint) and what is wrong. The reader
+//! never panics or gives up on damage: it records a finding and reads on where
+//! the format still lets it find the next boundary.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// One piece of damage: where it is and what it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Relative to the data directory, e.g. `t-0/00000000000000000000.log`.
+    pub file: PathBuf,
+    pub at: Location,
+    #[serde(flatten)]
+    pub kind: FindingKind,
+}
+
+/// Where in `file` a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Location {
+    /// A byte position in a segment: the start of the batch concerned.
+    Byte(u64),
+    /// A 1-based line of a checkpoint file.
+    Line(usize),
+    /// The file as a whole (it is missing, unreadable or misnamed).
+    File,
+}
+
+/// What is wrong. Segment kinds come from walking batches; checkpoint kinds
+/// from Kafka's strict checkpoint parsing; the `…PastLogEnd` kinds from
+/// comparing a checkpoint with the log the reader recovered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FindingKind {
+    /// The segment ends inside a batch: fewer bytes remain than the batch
+    /// header needs or than its length field declares. Reading of this
+    /// segment stops here, as Kafka's recovery would truncate here.
+    TornTail {
+        bytes_remaining: u64,
+        bytes_needed: u64,
+    },
+    /// The batch length field is impossible (smaller than a v2 header), so
+    /// the next batch boundary is unknown and the rest of the segment is
+    /// unreadable.
+    CorruptBatchHeader { batch_length: i32 },
+    /// A batch in the message format v0/v1; the reader only reads v2 and
+    /// skips it by its length field, which all formats share.
+    UnsupportedMagic { magic: i8 },
+    /// The stored CRC-32C does not match the bytes from attributes to the
+    /// batch end. The batch's records are not returned; the walk resumes
+    /// after it, trusting its length field.
+    CrcMismatch {
+        base_offset: i64,
+        stored: u32,
+        computed: u32,
+    },
+    /// The CRC matched but the records did not decode (bad varint, count or
+    /// size mismatch, unknown codec, failed decompression).
+    MalformedRecords { base_offset: i64, reason: String },
+    /// A batch starts above the offset that should come next.
+    OffsetGap { expected: i64, found: i64 },
+    /// A batch starts at or below an offset already read.
+    OffsetOverlap { expected: i64, found: i64 },
+    /// Between two segments offsets are missing: the segment that should
+    /// start at `expected_base_offset` is absent and `file` starts later.
+    MissingSegment {
+        expected_base_offset: i64,
+        found_base_offset: i64,
+    },
+    /// A batch starts below the base offset in its segment's file name.
+    BatchBeforeSegmentBase {
+        segment_base_offset: i64,
+        batch_base_offset: i64,
+    },
+    /// A `.log` file whose name is not a 20-digit base offset.
+    BadSegmentName,
+    /// A checkpoint file fails Kafka's strict parsing; it is treated as
+    /// absent.
+    MalformedCheckpoint { problem: String },
+    /// A leader-epoch-checkpoint entry starts past the log end offset. Kafka
+    /// truncates such entries on recovery (`truncateFromEnd(LEO)`), so one
+    /// left on disk means the epoch file and the log disagree. An entry that
+    /// starts exactly at the log end is normal (KAFKA-7415: a new leader
+    /// records `(epoch, LEO)` before its first append).
+    EpochEntryPastLogEnd {
+        epoch: i32,
+        start_offset: i64,
+        log_end_offset: i64,
+    },
+    /// A high watermark or recovery point checkpointed past this replica's
+    /// log end offset.
+    CheckpointPastLogEnd {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        log_end_offset: i64,
+    },
+    /// The file could not be read at all.
+    Unreadable { error: String },
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Byte(position) => write!(f, "position {position}"),
+            Location::Line(line) => write!(f, "line {line}"),
+            Location::File => f.write_str("file"),
+        }
+    }
+}
+
+impl fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FindingKind::TornTail {
+                bytes_remaining,
+                bytes_needed,
+            } => write!(
+                f,
+                "torn tail: {bytes_remaining} bytes remain, the batch needs {bytes_needed}"
+            ),
+            FindingKind::CorruptBatchHeader { batch_length } => {
+                write!(f, "corrupt batch header: batch length {batch_length}")
+            }
+            FindingKind::UnsupportedMagic { magic } => {
+                write!(f, "unsupported magic {magic} (only v2 is read), skipped")
+            }
+            FindingKind::CrcMismatch {
+                base_offset,
+                stored,
+                computed,
+            } => write!(
+                f,
+                "CRC mismatch in batch at offset {base_offset}: stored {stored}, computed {computed}"
+            ),
+            FindingKind::MalformedRecords {
+                base_offset,
+                reason,
+            } => write!(
+                f,
+                "malformed records in batch at offset {base_offset}: {reason}"
+            ),
+            FindingKind::OffsetGap { expected, found } => {
+                write!(f, "offset gap: expected {expected}, found {found}")
+            }
+            FindingKind::OffsetOverlap { expected, found } => {
+                write!(f, "offset overlap: expected {expected}, found {found}")
+            }
+            FindingKind::MissingSegment {
+                expected_base_offset,
+                found_base_offset,
+            } => write!(
+                f,
+                "missing segment: expected one starting at {expected_base_offset}, next starts at {found_base_offset}"
+            ),
+            FindingKind::BatchBeforeSegmentBase {
+                segment_base_offset,
+                batch_base_offset,
+            } => write!(
+                f,
+                "batch at offset {batch_base_offset} below its segment's base offset {segment_base_offset}"
+            ),
+            FindingKind::BadSegmentName => f.write_str("segment name is not a 20-digit offset"),
+            FindingKind::MalformedCheckpoint { problem } => {
+                write!(f, "malformed checkpoint: {problem}")
+            }
+            FindingKind::EpochEntryPastLogEnd {
+                epoch,
+                start_offset,
+                log_end_offset,
+            } => write!(
+                f,
+                "epoch {epoch} starts at {start_offset}, past the log end offset {log_end_offset}"
+            ),
+            FindingKind::CheckpointPastLogEnd {
+                topic,
+                partition,
+                offset,
+                log_end_offset,
+            } => write!(
+                f,
+                "{topic}-{partition} checkpointed at {offset}, past the log end offset {log_end_offset}"
+            ),
+            FindingKind::Unreadable { error } => write!(f, "unreadable: {error}"),
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.file.display(), self.at, self.kind)
+    }
+}
