@@ -186,6 +186,40 @@ fn cluster_malformed_requests_close_only_their_own_connection() {
     let (err, _) = c.produce("steady", 0, batch(&[b"fine"]), 1).unwrap();
     assert_eq!(err, 0);
 
+    // acks=0: a good batch gets no response (the next request's answer is the
+    // next frame on the wire); a corrupt one closes the connection, the only
+    // signal an acks=0 producer gets (Kafka's behaviour).
+    let acks0 = |records: bytes::Bytes| {
+        ProduceRequest::default()
+            .with_acks(0)
+            .with_timeout_ms(1000)
+            .with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(common::kafka_client::topic("steady"))
+                    .with_partition_data(vec![
+                        PartitionProduceData::default()
+                            .with_index(0)
+                            .with_records(Some(records)),
+                    ]),
+            ])
+    };
+    let (_, f) = c.frame(&acks0(batch(&[b"fire and forget"])), PRODUCE_VERSION);
+    c.write_raw(&f).unwrap();
+    let (err, _) = c.produce("steady", 0, batch(&[b"answered"]), 1).unwrap();
+    assert_eq!(
+        err, 0,
+        "the acks=1 answer follows the unanswered acks=0 request"
+    );
+    let mut bad = BytesMut::from(&batch(&[b"corrupt, acks=0"])[..]);
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    let (_, f) = c.frame(&acks0(bad.freeze()), PRODUCE_VERSION);
+    c.write_raw(&f).unwrap();
+    assert!(
+        c.is_closed_by_peer(),
+        "a failed acks=0 produce closes the connection"
+    );
+
     stop.store(true, Ordering::SeqCst);
     let produced = steady.join().expect("the steady client failed");
     assert!(produced >= 30, "steady client made {produced} rounds");

@@ -19,6 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use super::handlers;
+use super::handlers::produce::ProduceOutcome;
 use crate::broker::Broker;
 
 /// Every API this broker implements, with the versions it accepts — exactly
@@ -70,6 +71,8 @@ pub enum DispatchError {
     },
     #[error("malformed {what}: {reason}")]
     Malformed { what: String, reason: String },
+    #[error("{0}")]
+    AcksZeroFailure(String),
     #[error("encoding the {key:?} v{version} response: {reason}")]
     Encode {
         key: ApiKey,
@@ -170,8 +173,9 @@ pub async fn handle(broker: &Broker, mut frame: Bytes) -> Result<Reply, Dispatch
         ApiKey::Produce => {
             let req: ProduceRequest = decode_body(key, version, &mut frame)?;
             match handlers::produce::handle(broker, req).await {
-                Some(resp) => encode_response(key, version, cid, &resp),
-                None => Ok(Reply::None),
+                ProduceOutcome::Respond(resp) => encode_response(key, version, cid, &resp),
+                ProduceOutcome::Silent => Ok(Reply::None),
+                ProduceOutcome::Close(why) => Err(DispatchError::AcksZeroFailure(why)),
             }
         }
         ApiKey::Fetch => {

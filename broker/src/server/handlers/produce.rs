@@ -1,6 +1,7 @@
 //! Produce: append each partition's record batches as leader and answer by
-//! `acks` — 0 no response, 1 after the local append, -1 (all) once the high
-//! watermark passes the appended batches or the request's timeout runs out
+//! `acks` — 0 no response (the connection is closed if a partition failed, as
+//! Kafka does), 1 after the local append, -1 (all) once the high watermark passes
+//! the appended batches or the request's timeout runs out
 //! (REQUEST_TIMED_OUT: the records stay in the log, the outcome is unknown to
 //! the client). A batch that fails its CRC is CORRUPT_MESSAGE and nothing of that
 //! partition's data is appended.
@@ -22,7 +23,17 @@ struct Pending {
     last_offset: i64,
 }
 
-pub async fn handle(broker: &Broker, req: ProduceRequest) -> Option<ProduceResponse> {
+/// What the connection does after a produce.
+pub enum ProduceOutcome {
+    Respond(ProduceResponse),
+    /// acks=0 and every partition succeeded: Kafka sends nothing.
+    Silent,
+    /// acks=0 and a partition failed: Kafka closes the connection, the only
+    /// signal an acks=0 producer gets that something went wrong.
+    Close(String),
+}
+
+pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
     let acks = req.acks;
     let mut pending = Vec::new();
     let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(req.topic_data.len());
@@ -65,7 +76,20 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> Option<ProduceRespo
         );
     }
     if acks == 0 {
-        return None;
+        let failed: Vec<String> = responses
+            .iter()
+            .flat_map(|t| {
+                t.partition_responses
+                    .iter()
+                    .filter(|p| p.error_code != 0)
+                    .map(move |p| format!("{}-{}: error {}", t.name.0, p.index, p.error_code))
+            })
+            .collect();
+        return if failed.is_empty() {
+            ProduceOutcome::Silent
+        } else {
+            ProduceOutcome::Close(format!("acks=0 produce failed ({})", failed.join(", ")))
+        };
     }
     if !pending.is_empty() {
         let deadline =
@@ -93,5 +117,5 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> Option<ProduceRespo
             }
         }
     }
-    Some(ProduceResponse::default().with_responses(responses))
+    ProduceOutcome::Respond(ProduceResponse::default().with_responses(responses))
 }
