@@ -62,9 +62,9 @@ fn cluster_kcat_lists_produces_and_consumes_1000_messages() {
         broker.log()
     );
 
-    // -L: the broker and the topic, as JSON.
+    // -L: the broker and the topic (all topics listed), as JSON.
     let out = kcat(
-        &["-L", "-J", "-b", &broker.addr, "-t", topic],
+        &["-L", "-J", "-b", &broker.addr],
         b"",
         Duration::from_secs(30),
     );
@@ -74,11 +74,17 @@ fn cluster_kcat_lists_produces_and_consumes_1000_messages() {
         String::from_utf8_lossy(&out.stderr)
     );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let (host, port) = broker.addr.rsplit_once(':').unwrap();
     assert_eq!(meta["brokers"][0]["id"], 1);
-    assert_eq!(meta["brokers"][0]["name"], format!("{host}:{port}"));
-    assert_eq!(meta["topics"][0]["topic"], topic);
-    assert_eq!(meta["topics"][0]["partitions"][0]["leader"], 1);
+    assert_eq!(meta["brokers"][0]["name"], broker.addr);
+    assert_eq!(meta["controllerid"], 1);
+    let listed = meta["topics"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{meta}");
+    assert_eq!(listed[0]["topic"], topic);
+    assert_eq!(listed[0]["partitions"][0]["leader"], 1);
+    assert_eq!(
+        listed[0]["partitions"][0]["isrs"],
+        serde_json::json!([{"id": 1}])
+    );
 
     // -P: 1000 messages, acks=all (librdkafka's default), one per line.
     let messages: Vec<String> = (0..1000).map(|i| format!("message-{i:04}")).collect();

@@ -337,3 +337,156 @@ impl ReplicaManager {
         self.lock().logs.shutdown()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+    use kafka_protocol::indexmap::IndexMap;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+
+    use super::*;
+    use crate::replica::store::LogConfig;
+
+    fn batch(n: usize) -> Bytes {
+        let records: Vec<Record> = (0..n)
+            .map(|i| Record {
+                transactional: false,
+                control: false,
+                partition_leader_epoch: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: -1,
+                timestamp: 0,
+                key: None,
+                value: Some(Bytes::from(format!("v{i}"))),
+                headers: IndexMap::new(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+        buf.freeze()
+    }
+
+    fn manager(dir: &std::path::Path, min_isr: i32) -> ReplicaManager {
+        let logs = LogManager::open(dir, LogConfig::default()).unwrap();
+        ReplicaManager::new(1, min_isr, logs)
+    }
+
+    fn state(leader: i32, leader_epoch: i32, isr: Vec<i32>) -> LeaderAndIsrState {
+        LeaderAndIsrState {
+            controller_epoch: 1,
+            leader,
+            leader_epoch,
+            isr,
+            partition_epoch: 0,
+            replicas: vec![1, 2],
+        }
+    }
+
+    fn tp() -> TopicPartition {
+        TopicPartition {
+            topic: "t".into(),
+            partition: 0,
+        }
+    }
+
+    #[test]
+    fn a_leader_appends_and_its_lone_isr_moves_the_high_watermark() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        assert_eq!(
+            rm.append_as_leader(&tp(), batch(1), 1).unwrap_err(),
+            ResponseError::UnknownTopicOrPartition
+        );
+        let d = rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1]))]);
+        assert!(d[0].result.is_ok());
+        let info = rm.append_as_leader(&tp(), batch(3), 1).unwrap();
+        assert_eq!((info.first_offset, info.last_offset), (0, 2));
+        assert_eq!(rm.high_watermark(&tp()), Some(3));
+        let read = rm.read(&tp(), 0, 1 << 20, -1).unwrap();
+        assert_eq!(read.high_watermark, 3);
+        assert!(!read.records.is_empty());
+        assert_eq!(rm.list_offset(&tp(), -1, -1).unwrap(), (3, 0));
+        assert_eq!(rm.list_offset(&tp(), -2, -1).unwrap(), (0, 0));
+    }
+
+    #[test]
+    fn a_client_reads_only_below_the_high_watermark() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        // ISR {1, 2}: with no follower fetching, the HW stays at 0.
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        rm.append_as_leader(&tp(), batch(2), 1).unwrap();
+        assert_eq!(rm.high_watermark(&tp()), Some(0));
+        assert!(rm.read(&tp(), 0, 1 << 20, -1).unwrap().records.is_empty());
+        assert!(
+            !rm.read(&tp(), 0, 1 << 20, 2).unwrap().records.is_empty(),
+            "a replica reads to the LEO"
+        );
+    }
+
+    #[test]
+    fn followers_refuse_produce_and_acks_all_needs_the_minimum_isr() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 2);
+        rm.apply_leader_and_isr(vec![(tp(), state(2, 0, vec![1, 2]))]);
+        assert_eq!(
+            rm.append_as_leader(&tp(), batch(1), 1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower
+        );
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1]))]);
+        assert_eq!(
+            rm.append_as_leader(&tp(), batch(1), -1).unwrap_err(),
+            ResponseError::NotEnoughReplicas
+        );
+        assert!(
+            rm.append_as_leader(&tp(), batch(1), 1).is_ok(),
+            "acks=1 ignores min.insync.replicas"
+        );
+    }
+
+    #[test]
+    fn a_leader_and_isr_not_newer_than_the_current_epoch_is_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 3, vec![1]))]);
+        for epoch in [2, 3] {
+            let d = rm.apply_leader_and_isr(vec![(tp(), state(2, epoch, vec![2]))]);
+            assert_eq!(
+                d[0].result,
+                Err(ResponseError::StaleControllerEpoch),
+                "leader epoch {epoch}"
+            );
+        }
+        let d = rm.apply_leader_and_isr(vec![(tp(), state(2, 4, vec![2]))]);
+        assert!(d[0].result.is_ok());
+    }
+
+    #[test]
+    fn controller_epochs_below_the_newest_seen_are_stale_only_with_fencing() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.observe_controller_epoch(5, true).unwrap();
+        assert_eq!(
+            rm.observe_controller_epoch(4, true),
+            Err(ResponseError::StaleControllerEpoch)
+        );
+        assert!(
+            rm.observe_controller_epoch(5, true).is_ok(),
+            "the same epoch is not stale"
+        );
+        assert!(
+            rm.observe_controller_epoch(4, false).is_ok(),
+            "before KAFKA-532 nothing is checked"
+        );
+        assert_eq!(rm.controller_epoch(), 5);
+    }
+}
