@@ -6,6 +6,12 @@ use clap::Parser;
 use epochal_broker::config::ConfigArgs;
 use tokio::signal::unix::{SignalKind, signal};
 
+/// Keeps a request that declares an absurd array length from aborting the
+/// broker (see `huge_alloc`).
+#[global_allocator]
+static ALLOCATOR: epochal_broker::huge_alloc::LazyHugeAlloc =
+    epochal_broker::huge_alloc::LazyHugeAlloc;
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

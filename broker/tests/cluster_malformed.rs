@@ -129,6 +129,18 @@ fn cluster_malformed_requests_close_only_their_own_connection() {
     assert_closes(&broker.addr, "unknown API key", &frame(&unknown), false);
     progress("unknown API key");
 
+    // A body declaring an absurd array length: Metadata v4 with 2^31-1 topics
+    // in a 14-byte body, and flexible CreateTopics v5 with a 2^32-2 compact
+    // array. Decoding runs out of bytes; the broker must not try to back the
+    // array's declared size (see src/huge_alloc.rs).
+    let mut giant = vec![0, 3, 0, 4, 0, 0, 0, 9, 0xff, 0xff];
+    giant.extend_from_slice(&i32::MAX.to_be_bytes());
+    assert_closes(&broker.addr, "2^31 topics", &frame(&giant), false);
+    let mut giant = vec![0, 19, 0, 5, 0, 0, 0, 10, 0xff, 0xff, 0];
+    giant.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+    assert_closes(&broker.addr, "2^32 compact topics", &frame(&giant), false);
+    progress("giant arrays");
+
     // Truncated: a Produce whose frame size matches a body cut in half (does not
     // decode), and a frame whose sender stops halfway and half-closes.
     let mut c = KafkaClient::connect(&broker.addr).unwrap();
