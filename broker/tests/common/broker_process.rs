@@ -40,6 +40,20 @@ impl BrokerProcess {
         b
     }
 
+    /// Start with exactly `args` (for a broker configured through `--config`).
+    pub fn start_with_args(node_id: i32, data_dir: &Path, args: &[&str]) -> BrokerProcess {
+        let mut b = BrokerProcess {
+            child: None,
+            node_id,
+            data_dir: data_dir.to_path_buf(),
+            addr: String::new(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            log_path: data_dir.with_extension("log"),
+        };
+        b.spawn();
+        b
+    }
+
     fn spawn(&mut self) {
         let _ = std::fs::remove_file(self.data_dir.join("listening"));
         let log = std::fs::OpenOptions::new()

@@ -1,0 +1,165 @@
+//! The client APIs one broker answers, end to end against a real etcd: the
+//! broker is configured through a TOML file; ApiVersions advertises exactly the
+//! implemented table; CreateTopics validates; Produce with acks=all; ListOffsets
+//! earliest and latest; Fetch long-polls until data arrives or max wait passes.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::broker_process::BrokerProcess;
+use common::etcd::Etcd;
+use common::kafka_client::{KafkaClient, batch, topic};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, BrokerId, CreateTopicsRequest, ListOffsetsRequest,
+};
+
+fn list_offset(c: &mut KafkaClient, name: &str, timestamp: i64) -> (i16, i64) {
+    let req = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(topic(name))
+                .with_partitions(vec![
+                    ListOffsetsPartition::default()
+                        .with_partition_index(0)
+                        .with_timestamp(timestamp),
+                ]),
+        ]);
+    let resp = c.send(&req, 5).unwrap();
+    let p = &resp.topics[0].partitions[0];
+    (p.error_code, p.offset)
+}
+
+#[test]
+fn cluster_client_apis_answer_as_kafka_does() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("b7");
+    let config = dir.path().join("broker.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "node_id = 7\nlisten = \"127.0.0.1:0\"\ndata_dir = \"{}\"\netcd = \"{}\"\nlease_ttl_s = 2\nmin_insync_replicas = 1\n",
+            data.display(),
+            etcd.endpoint
+        ),
+    )
+    .unwrap();
+    let broker = BrokerProcess::start_with_args(7, &data, &["--config", config.to_str().unwrap()]);
+    let mut c = KafkaClient::connect(&broker.addr).unwrap();
+
+    let versions = c.send(&ApiVersionsRequest::default(), 3).unwrap();
+    let mut advertised: Vec<(i16, i16, i16)> = versions
+        .api_keys
+        .iter()
+        .map(|k| (k.api_key, k.min_version, k.max_version))
+        .collect();
+    advertised.sort();
+    assert_eq!(
+        advertised,
+        vec![
+            (0, 3, 9),
+            (1, 4, 12),
+            (2, 1, 7),
+            (3, 0, 12),
+            (4, 0, 4),
+            (6, 5, 6),
+            (18, 0, 3),
+            (19, 0, 7)
+        ]
+    );
+
+    assert_eq!(c.create_topic("apis", 1, 1), 0);
+    assert_eq!(c.create_topic("apis", 1, 1), 36, "TOPIC_ALREADY_EXISTS");
+    assert_eq!(
+        c.create_topic("bad/name", 1, 1),
+        17,
+        "INVALID_TOPIC_EXCEPTION"
+    );
+    assert_eq!(
+        c.create_topic("too-many-replicas", 1, 3),
+        38,
+        "INVALID_REPLICATION_FACTOR"
+    );
+    assert_eq!(
+        c.create_topic("no-partitions", 0, 1),
+        37,
+        "INVALID_PARTITIONS"
+    );
+    let resp = c
+        .send(
+            &CreateTopicsRequest::default()
+                .with_topics(vec![
+                    CreatableTopic::default()
+                        .with_name(topic("dry-run"))
+                        .with_num_partitions(1)
+                        .with_replication_factor(1),
+                ])
+                .with_validate_only(true)
+                .with_timeout_ms(1000),
+            4,
+        )
+        .unwrap();
+    assert_eq!(resp.topics[0].error_code, 0);
+    let meta = c.metadata(Some(&["apis", "dry-run"]));
+    assert_eq!(meta.controller_id.0, 7);
+    assert_eq!(
+        meta.brokers.iter().map(|b| b.node_id.0).collect::<Vec<_>>(),
+        vec![7]
+    );
+    assert_eq!(meta.topics[0].partitions[0].leader_id.0, 7);
+    assert_eq!(
+        meta.topics[1].error_code, 3,
+        "validate_only created nothing"
+    );
+
+    assert_eq!(
+        c.produce("nope", 0, batch(&[b"x"]), 1).unwrap().0,
+        3,
+        "UNKNOWN_TOPIC_OR_PARTITION"
+    );
+    assert_eq!(list_offset(&mut c, "apis", -2), (0, 0));
+    assert_eq!(list_offset(&mut c, "apis", -1), (0, 0));
+    assert_eq!(
+        c.produce("apis", 0, batch(&[b"a", b"b"]), -1).unwrap(),
+        (0, 0),
+        "acks=all"
+    );
+    assert_eq!(list_offset(&mut c, "apis", -1), (0, 2));
+    assert_eq!(list_offset(&mut c, "apis", -2), (0, 0));
+    assert_eq!(
+        c.fetch("apis", 0, 5, 0).unwrap().0,
+        1,
+        "OFFSET_OUT_OF_RANGE"
+    );
+
+    // Fetch at the log end waits max_wait_ms when nothing arrives...
+    let started = Instant::now();
+    let (err, hw, recs) = c.fetch("apis", 0, 2, 300).unwrap();
+    assert_eq!((err, hw, recs.len()), (0, 2, 0));
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "returned after {:?}",
+        started.elapsed()
+    );
+    // ...and returns as soon as another client's produce lands.
+    let addr = broker.addr.clone();
+    let producer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        let mut p = KafkaClient::connect(&addr).unwrap();
+        p.produce("apis", 0, batch(&[b"late"]), 1).unwrap()
+    });
+    let started = Instant::now();
+    let (err, hw, recs) = c.fetch("apis", 0, 2, 10_000).unwrap();
+    let waited = started.elapsed();
+    assert_eq!(producer.join().unwrap(), (0, 2));
+    assert_eq!((err, hw), (0, 3));
+    assert_eq!(recs, vec![(2, b"late".to_vec())]);
+    assert!(
+        waited < Duration::from_secs(5),
+        "long poll woke after {waited:?}"
+    );
+}
