@@ -4,7 +4,6 @@
 //! checks that what was written reads back in full.
 
 #[path = "../tests/support/storage.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::time::Instant;
