@@ -1,8 +1,9 @@
-//! Hot-path measurements, ignored by default (they time, they do not gate):
-//! `cargo test --release -p epochal-broker --test storage_throughput -- --ignored --nocapture`.
-//! Each still asserts that what was written reads back in full.
+//! Storage hot-path benchmark: leader append, fetch-sized reads, follower copy,
+//! recovery on reopen. Run with `cargo bench -p epochal-broker --bench storage`.
+//! Numbers are printed, never asserted (timing is not a test); each phase still
+//! checks that what was written reads back in full.
 
-#[path = "support/storage.rs"]
+#[path = "../tests/support/storage.rs"]
 mod support;
 
 use std::time::Instant;
@@ -31,8 +32,6 @@ fn report(what: &str, started: Instant, ops: usize, bytes: usize) {
     );
 }
 
-#[test]
-#[ignore = "measurement; run with --ignored --nocapture"]
 fn append_and_read_throughput() {
     let batch = one_batch();
     let total_bytes = batch.len() * BATCHES;
@@ -94,8 +93,6 @@ fn append_and_read_throughput() {
     assert_eq!(logs.get(&follower).unwrap().log_end_offset(), leo);
 }
 
-#[test]
-#[ignore = "measurement; run with --ignored --nocapture"]
 fn fsync_every_append_latency() {
     let batch = one_batch();
     let dir = tempfile::tempdir().unwrap();
@@ -121,4 +118,9 @@ fn fsync_every_append_latency() {
 
 fn tp_named(topic: &str) -> epochal_broker::storage::TopicPartition {
     epochal_broker::storage::TopicPartition::new(topic, 0)
+}
+
+fn main() {
+    append_and_read_throughput();
+    fsync_every_append_latency();
 }
