@@ -9,7 +9,9 @@ use std::time::Duration;
 use common::broker_process::BrokerProcess;
 use common::etcd::Etcd;
 use common::kafka_client::{KafkaClient, batch};
-use epochal_broker::controller::metadata_store::controller_epoch_key;
+use epochal_broker::controller::metadata_store::{
+    broker_key, controller_epoch_key, partition_state_key,
+};
 use epochal_broker::state_change_log::{self, Outcome, StateChange};
 
 fn made_leader(changes: &[StateChange], topic: &str, epoch: i32) -> Option<StateChange> {
@@ -43,6 +45,23 @@ fn cluster_state_change_log_records_the_leader_and_isr_with_the_etcd_controller_
     assert_eq!(
         stored, 1,
         "the first controller's epoch (KAFKA-532's InitialControllerEpoch)"
+    );
+    // The partition state the controller wrote, by compare-and-swap, in etcd.
+    let state: serde_json::Value = serde_json::from_str(
+        &etcd
+            .get(&partition_state_key("t", 0))
+            .expect("partition state in etcd"),
+    )
+    .unwrap();
+    assert_eq!(
+        state,
+        serde_json::json!({"leader": 1, "leader_epoch": 0, "isr": [1], "controller_epoch": 1})
+    );
+    let registration: serde_json::Value =
+        serde_json::from_str(&etcd.get(&broker_key(1)).expect("registration in etcd")).unwrap();
+    assert_eq!(
+        registration["port"].to_string(),
+        broker.addr.rsplit_once(':').unwrap().1
     );
     let changes = state_change_log::read_all(&data).unwrap();
     let line = made_leader(&changes, "t", stored).unwrap_or_else(|| {

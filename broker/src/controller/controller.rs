@@ -154,6 +154,12 @@ impl Controller {
                         Ok(None) => return Resignation::Moved("etcd watch ended".into()),
                         Err(e) => return Resignation::Store(e.into()),
                     };
+                    if resp.canceled() {
+                        // A cancelled watch (e.g. compacted past our revision) would
+                        // leave the controller blind; resign and let the election
+                        // start a fresh one from a new snapshot.
+                        return Resignation::Moved(format!("etcd watch cancelled: {}", resp.cancel_reason()));
+                    }
                     for event in resp.events() {
                         let Some(kv) = event.kv() else { continue };
                         let key = kv.key_str().unwrap_or_default().to_string();
