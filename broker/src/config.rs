@@ -36,7 +36,7 @@ pub enum Truncation {
 
 /// Every key the flags and the TOML file may set. All optional here; required
 /// ones are checked in [`ConfigArgs::resolve`].
-#[derive(Parser, Debug, Default, Deserialize)]
+#[derive(Parser, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 #[command(
     name = "epochal-broker",
@@ -50,51 +50,65 @@ pub struct ConfigArgs {
     pub config: Option<PathBuf>,
     /// This broker's id (Kafka's broker.id).
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub node_id: Option<i32>,
     /// Address to bind; port 0 picks a free port, written to `<data-dir>/listening`.
     #[arg(long, value_name = "HOST:PORT")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<String>,
     /// Address clients and other brokers are told to use (defaults to the bound one).
     #[arg(long, value_name = "HOST:PORT")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub advertised: Option<String>,
     /// Directory holding the partition logs, checkpoints and state-change.log.
     #[arg(long, value_name = "DIR")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<PathBuf>,
     /// etcd endpoints, comma-separated.
     #[arg(long, value_name = "URL[,URL]")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub etcd: Option<String>,
     /// `ID=HOST:PORT`: reach broker ID at this address instead of its registered one
     /// (how the harness routes every broker-to-broker link through a proxy).
     #[arg(long = "peer", value_name = "ID=HOST:PORT")]
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peers: Vec<String>,
     /// etcd lease TTL in whole seconds (at least 1; 2 or more under load).
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_ttl_s: Option<u64>,
     /// Size at which a log segment rolls.
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub segment_bytes: Option<u64>,
     /// fsync after this many appended messages (1 = every append).
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub flush_messages: Option<u64>,
     /// fsync when this long has passed since the last flush (0 = never by time).
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub flush_interval_ms: Option<u64>,
     #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub truncation: Option<Truncation>,
     #[arg(long, value_name = "true|false")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub controller_epoch_fencing: Option<bool>,
     #[arg(long, value_name = "true|false")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub unclean_leader_election: Option<bool>,
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_insync_replicas: Option<i32>,
     /// Largest request frame accepted (Kafka's socket.request.max.bytes).
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_request_bytes: Option<u32>,
 }
 
 /// The validated configuration.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrokerConfig {
     pub node_id: i32,
     pub listen: String,
@@ -240,9 +254,33 @@ impl ConfigArgs {
 }
 
 impl BrokerConfig {
-    /// The resolved settings as TOML, logged at start so a run records what it used.
+    /// The resolved settings as a config file: logged at start so a run records
+    /// what it used, and readable back through `--config` to the same settings.
     pub fn to_toml(&self) -> String {
-        toml::to_string(self).unwrap_or_else(|e| format!("# unprintable config: {e}"))
+        let args = ConfigArgs {
+            config: None,
+            node_id: Some(self.node_id),
+            listen: Some(self.listen.clone()),
+            advertised: self.advertised.clone(),
+            data_dir: Some(self.data_dir.clone()),
+            etcd: Some(self.etcd.join(",")),
+            peers: self
+                .peers
+                .iter()
+                .map(|(id, addr)| format!("{id}={addr}"))
+                .collect(),
+            lease_ttl_s: Some(self.lease_ttl_s),
+            segment_bytes: Some(self.segment_bytes),
+            // "Never" is u64::MAX, which TOML integers (i64) cannot hold: omit it.
+            flush_messages: (self.flush_messages != u64::MAX).then_some(self.flush_messages),
+            flush_interval_ms: Some(self.flush_interval_ms),
+            truncation: Some(self.truncation),
+            controller_epoch_fencing: Some(self.controller_epoch_fencing),
+            unclean_leader_election: Some(self.unclean_leader_election),
+            min_insync_replicas: Some(self.min_insync_replicas),
+            max_request_bytes: Some(self.max_request_bytes),
+        };
+        toml::to_string(&args).unwrap_or_else(|e| format!("# unprintable config: {e}"))
     }
 }
 
@@ -335,6 +373,33 @@ mod tests {
         assert!(cfg.unclean_leader_election);
         let err = args(&["--node-id", "1"]).resolve().unwrap_err();
         assert!(matches!(err, ConfigError::Missing("data_dir")), "{err}");
+    }
+
+    #[test]
+    fn the_printed_config_reads_back_to_the_same_settings() {
+        let cfg = args(&[
+            "--node-id",
+            "2",
+            "--data-dir",
+            "/d",
+            "--etcd",
+            "http://e:1,http://f:2",
+            "--peer",
+            "1=127.0.0.1:9001",
+            "--peer",
+            "3=127.0.0.1:9003",
+            "--truncation",
+            "high-watermark",
+        ])
+        .resolve()
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("printed.toml");
+        std::fs::write(&file, cfg.to_toml()).unwrap();
+        let back = args(&["--config", file.to_str().unwrap()])
+            .resolve()
+            .unwrap();
+        assert_eq!(back, cfg, "printed:\n{}", cfg.to_toml());
     }
 
     #[test]
