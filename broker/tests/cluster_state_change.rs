@@ -86,6 +86,11 @@ fn cluster_state_change_log_records_the_leader_and_isr_with_the_etcd_controller_
         data.join(".kafka_cleanshutdown").exists(),
         "clean-shutdown marker"
     );
+    let hw = std::fs::read_to_string(data.join("replication-offset-checkpoint")).unwrap();
+    assert_eq!(
+        hw, "0\n1\nt 0 1\n",
+        "high-watermark checkpoint written at shutdown"
+    );
     broker.restart();
     let epoch = common::await_some(
         "controller epoch 2 in etcd",
