@@ -112,7 +112,7 @@ pub async fn run(
         port: advertised_port,
         incarnation: incarnation(),
     };
-    let session = Arc::new(Session::open(&store, &registration, config.lease_ttl_s).await?);
+    let session = Arc::new(Session::open(&store, registration, config.lease_ttl_s).await?);
     let broker = Arc::new(Broker {
         replicas: ReplicaManager::new(config.node_id, config.min_insync_replicas, logs),
         metadata: MetadataCache::new(),
@@ -133,10 +133,7 @@ pub async fn run(
     {
         let (session, store, stop) = (session.clone(), store.clone(), stop_rx.clone());
         tasks.push(tokio::spawn(async move {
-            if let Err(e) = session.keep_alive(&store, stop).await {
-                // Re-registering and fencing on session loss arrive with replication.
-                tracing::error!(%e, "etcd session lost");
-            }
+            session.keep_alive(&store, stop).await
         }));
     }
     let settings = Arc::new(ControllerSettings {
@@ -148,7 +145,7 @@ pub async fn run(
     tasks.push(tokio::spawn(election::run(
         store.clone(),
         settings,
-        session.lease,
+        session.clone(),
         stop_rx.clone(),
     )));
     tasks.push(tokio::spawn(maintenance(broker.clone(), stop_rx.clone())));
@@ -169,7 +166,7 @@ pub async fn run(
     broker.replicas.shutdown()?;
     // Giving the lease back drops our registration (and the controller key, if
     // held) at once instead of after the TTL, like closing a ZooKeeper session.
-    if let Err(e) = store.revoke_lease(session.lease).await {
+    if let Err(e) = store.revoke_lease(session.lease().id).await {
         tracing::warn!(%e, "could not revoke the etcd lease");
     }
     tracing::info!("stopped cleanly");

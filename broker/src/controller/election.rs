@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::controller::{Controller, ControllerSettings};
 use super::metadata_store::{MetadataStore, controller_key};
+use super::session::Session;
 
 const RETRY_BACKOFF: Duration = Duration::from_millis(300);
 
@@ -18,13 +19,15 @@ const RETRY_BACKOFF: Duration = Duration::from_millis(300);
 pub async fn run(
     store: MetadataStore,
     settings: Arc<ControllerSettings>,
-    lease: i64,
+    session: Arc<Session>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
         if *shutdown.borrow() {
             return;
         }
+        // The session's current lease: after a re-registration, a new one.
+        let lease = session.lease().id;
         match store.try_claim_controller(settings.node_id, lease).await {
             Ok(Some(create_revision)) => match store.bump_controller_epoch(create_revision).await {
                 Ok(epoch) => {

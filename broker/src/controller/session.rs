@@ -1,11 +1,15 @@
-//! The broker's etcd session: one lease (ZooKeeper's session), the registration
+//! The broker's etcd session: a lease (ZooKeeper's session), the registration
 //! key under it, and the keep-alive loop.
 //!
 //! Every leased key this broker writes — its registration, the controller key
-//! when it wins — hangs off this lease, so a broker that dies loses them all when
-//! the TTL runs out, as an expired ZooKeeper session dropped its ephemeral znodes.
-//! The session records when it last heard a renewal; replication uses that to
-//! fence a broker that cannot reach etcd without waiting to hear from etcd.
+//! when it wins — hangs off the current lease, so a broker that dies loses them
+//! all when the TTL runs out, as an expired ZooKeeper session dropped its
+//! ephemeral znodes. When etcd reports the lease gone (the broker was paused or
+//! cut off past its TTL), the session opens a new lease and registers again, as
+//! a ZooKeeper-era broker re-registered after session expiry; the new lease is
+//! published to whoever campaigns with it. The session also records when it last
+//! heard a renewal, so replication can fence a broker that cannot reach etcd
+//! without waiting to hear from etcd.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -14,10 +18,20 @@ use tokio::sync::watch;
 
 use super::metadata_store::{BrokerRegistration, MetadataStore, StoreError};
 
-pub struct Session {
-    pub lease: i64,
-    pub ttl: Duration,
+const REOPEN_BACKOFF: Duration = Duration::from_millis(500);
+
+/// One lease and the registration made under it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub id: i64,
+    /// The registration key's create revision (the broker epoch).
     pub broker_epoch: i64,
+}
+
+pub struct Session {
+    pub ttl: Duration,
+    registration: BrokerRegistration,
+    current: watch::Sender<Lease>,
     last_renewed: Mutex<Instant>,
 }
 
@@ -25,18 +39,25 @@ impl Session {
     /// Grant a lease and register under it.
     pub async fn open(
         store: &MetadataStore,
-        reg: &BrokerRegistration,
+        registration: BrokerRegistration,
         ttl_s: u64,
     ) -> Result<Self, StoreError> {
-        let lease = store.grant_lease(ttl_s).await?;
-        let broker_epoch = store.register_broker(reg, lease).await?;
-        tracing::info!(lease, broker_epoch, ttl_s, "registered in etcd");
+        let lease = register(store, &registration, ttl_s).await?;
         Ok(Self {
-            lease,
             ttl: Duration::from_secs(ttl_s),
-            broker_epoch,
+            registration,
+            current: watch::Sender::new(lease),
             last_renewed: Mutex::new(Instant::now()),
         })
+    }
+
+    pub fn lease(&self) -> Lease {
+        *self.current.borrow()
+    }
+
+    /// Notified whenever the session moves to a new lease.
+    pub fn subscribe(&self) -> watch::Receiver<Lease> {
+        self.current.subscribe()
     }
 
     /// Has a renewal been confirmed within the TTL?
@@ -48,43 +69,118 @@ impl Session {
             < self.ttl
     }
 
-    /// Renew the lease every third of its TTL until shutdown or until etcd says
-    /// the lease is gone. Returns when the session is over.
-    pub async fn keep_alive(
-        &self,
-        store: &MetadataStore,
-        mut shutdown: watch::Receiver<bool>,
-    ) -> Result<(), StoreError> {
+    fn renewed(&self) {
+        *self.last_renewed.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    /// Renew the lease every third of its TTL until shutdown; when etcd says
+    /// the lease is gone, register again under a new one.
+    pub async fn keep_alive(&self, store: &MetadataStore, mut shutdown: watch::Receiver<bool>) {
         let period = (self.ttl / 3).max(Duration::from_millis(200));
         let mut client = store.client();
-        let (mut keeper, mut responses) = client.lease_keep_alive(self.lease).await?;
+        let mut stream = None;
         loop {
             tokio::select! {
-                _ = shutdown.changed() => return Ok(()),
+                _ = shutdown.changed() => return,
                 _ = tokio::time::sleep(period) => {}
             }
-            if let Err(e) = keeper.keep_alive().await {
-                tracing::warn!(%e, "lease renewal could not be sent");
-                continue;
-            }
-            match tokio::time::timeout(period, responses.message()).await {
-                Ok(Ok(Some(resp))) if resp.ttl() > 0 => {
-                    *self.last_renewed.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+            let lease = self.lease();
+            let gone = match renew_once(&mut client, &mut stream, lease.id, period).await {
+                Ok(true) => {
+                    self.renewed();
+                    false
                 }
-                Ok(Ok(Some(_))) => {
-                    tracing::error!(
-                        lease = self.lease,
-                        "etcd says the lease expired: session lost"
-                    );
-                    return Err(StoreError::ControllerMoved("session lease expired".into()));
+                Ok(false) => true,
+                Err(e) if lease_not_found(&e) => true,
+                Err(e) => {
+                    tracing::warn!(%e, "lease renewal failed");
+                    stream = None;
+                    false
                 }
-                Ok(Ok(None)) => {
-                    tracing::warn!("lease keep-alive stream ended; reopening");
-                    (keeper, responses) = client.lease_keep_alive(self.lease).await?;
+            };
+            if gone {
+                tracing::error!(
+                    lease = lease.id,
+                    "etcd says the session's lease expired; registering again"
+                );
+                stream = None;
+                if !self.reregister(store, &mut shutdown).await {
+                    return;
                 }
-                Ok(Err(e)) => tracing::warn!(%e, "lease renewal failed"),
-                Err(_) => tracing::warn!("no lease renewal answer within {period:?}"),
             }
         }
     }
+
+    /// Open a new lease and register under it, retrying until it works or
+    /// shutdown (false).
+    async fn reregister(
+        &self,
+        store: &MetadataStore,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> bool {
+        loop {
+            match register(store, &self.registration, self.ttl.as_secs()).await {
+                Ok(new) => {
+                    self.renewed();
+                    self.current.send_replace(new);
+                    return true;
+                }
+                Err(e) => tracing::warn!(%e, "re-registration failed; retrying"),
+            }
+            tokio::select! {
+                _ = shutdown.changed() => return false,
+                _ = tokio::time::sleep(REOPEN_BACKOFF) => {}
+            }
+        }
+    }
+}
+
+type KeepAliveStream = (etcd_client::LeaseKeeper, etcd_client::LeaseKeepAliveStream);
+
+/// One renewal: Ok(true) renewed, Ok(false) etcd answered that the lease has
+/// expired (TTL 0), Err otherwise (the stream is dropped and reopened next time).
+async fn renew_once(
+    client: &mut etcd_client::Client,
+    stream: &mut Option<KeepAliveStream>,
+    lease: i64,
+    wait: Duration,
+) -> Result<bool, etcd_client::Error> {
+    if stream.is_none() {
+        *stream = Some(client.lease_keep_alive(lease).await?);
+    }
+    let (keeper, responses) = stream.as_mut().expect("opened above");
+    keeper.keep_alive().await?;
+    match tokio::time::timeout(wait, responses.message()).await {
+        Ok(Ok(Some(resp))) => Ok(resp.ttl() > 0),
+        Ok(Ok(None)) => {
+            *stream = None;
+            Err(etcd_client::Error::LeaseKeepAliveError(
+                "keep-alive stream ended".into(),
+            ))
+        }
+        Ok(Err(e)) => {
+            *stream = None;
+            Err(e)
+        }
+        Err(_) => Err(etcd_client::Error::LeaseKeepAliveError(format!(
+            "no answer within {wait:?}"
+        ))),
+    }
+}
+
+/// etcd's ErrLeaseNotFound, however the client surfaced it (a gRPC NotFound
+/// status or the keep-alive stream's own error): the lease expired or was revoked.
+fn lease_not_found(e: &etcd_client::Error) -> bool {
+    e.to_string().contains("lease not found")
+}
+
+async fn register(
+    store: &MetadataStore,
+    registration: &BrokerRegistration,
+    ttl_s: u64,
+) -> Result<Lease, StoreError> {
+    let id = store.grant_lease(ttl_s).await?;
+    let broker_epoch = store.register_broker(registration, id).await?;
+    tracing::info!(lease = id, broker_epoch, ttl_s, "registered in etcd");
+    Ok(Lease { id, broker_epoch })
 }

@@ -24,3 +24,25 @@ pub fn await_some<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Op
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// [`await_some`], printing `context()` (e.g. a broker's log) on timeout.
+pub fn await_some_or<T>(
+    what: &str,
+    timeout: Duration,
+    mut cond: impl FnMut() -> Option<T>,
+    context: impl FnOnce() -> String,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "timed out after {timeout:?} waiting for {what}\n{}",
+                context()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
