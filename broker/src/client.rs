@@ -30,6 +30,9 @@ pub enum ClientError {
     Correlation { got: i32, expected: i32 },
 }
 
+/// Largest response frame accepted.
+const MAX_RESPONSE_BYTES: i32 = 256 * 1024 * 1024;
+
 pub struct Connection {
     addr: String,
     stream: TcpStream,
@@ -102,31 +105,23 @@ impl Connection {
     }
 
     async fn round_trip(&mut self, frame: &[u8]) -> Result<Bytes, ClientError> {
+        let addr = &self.addr;
         let io = |source| ClientError::Io {
-            addr: self.addr.clone(),
+            addr: addr.clone(),
             source,
         };
         self.stream.write_all(frame).await.map_err(io)?;
         let mut len = [0u8; 4];
-        self.stream
-            .read_exact(&mut len)
-            .await
-            .map_err(|source| ClientError::Io {
-                addr: self.addr.clone(),
-                source,
-            })?;
+        self.stream.read_exact(&mut len).await.map_err(io)?;
         let len = (&len[..]).get_i32();
-        if len < 0 {
-            return Err(ClientError::Codec(format!("negative response size {len}")));
+        // A response is bounded like a request: a peer claiming more is not a broker.
+        if !(0..=MAX_RESPONSE_BYTES).contains(&len) {
+            return Err(ClientError::Codec(format!(
+                "response size {len} outside 0..={MAX_RESPONSE_BYTES}"
+            )));
         }
         let mut buf = vec![0u8; len as usize];
-        self.stream
-            .read_exact(&mut buf)
-            .await
-            .map_err(|source| ClientError::Io {
-                addr: self.addr.clone(),
-                source,
-            })?;
+        self.stream.read_exact(&mut buf).await.map_err(io)?;
         Ok(Bytes::from(buf))
     }
 }
