@@ -1,7 +1,8 @@
 //! The client APIs one broker answers, end to end against a real etcd: the
 //! broker is configured through a TOML file; ApiVersions advertises exactly the
 //! implemented table; CreateTopics validates; Produce with acks=all; ListOffsets
-//! earliest and latest; Fetch long-polls until data arrives or max wait passes.
+//! earliest and latest; Fetch long-polls until data arrives or max wait passes;
+//! and every advertised version of every API answers in a decodable form.
 
 mod common;
 
@@ -11,9 +12,12 @@ use common::broker_process::BrokerProcess;
 use common::etcd::Etcd;
 use common::kafka_client::{KafkaClient, batch, topic};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiVersionsRequest, BrokerId, CreateTopicsRequest, ListOffsetsRequest,
+    ApiVersionsRequest, BrokerId, CreateTopicsRequest, FetchRequest, LeaderAndIsrRequest,
+    ListOffsetsRequest, MetadataRequest, ProduceRequest,
 };
 
 fn list_offset(c: &mut KafkaClient, name: &str, timestamp: i64) -> (i16, i64) {
@@ -162,4 +166,115 @@ fn cluster_client_apis_answer_as_kafka_does() {
         waited < Duration::from_secs(5),
         "long poll woke after {waited:?}"
     );
+
+    // Every advertised version of every client API answers with a response
+    // that decodes at that version (the connection stays open throughout).
+    for v in 3..=9 {
+        let req = ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(1000)
+            .with_topic_data(vec![
+                TopicProduceData::default()
+                    .with_name(topic("apis"))
+                    .with_partition_data(vec![
+                        PartitionProduceData::default()
+                            .with_index(0)
+                            .with_records(Some(batch(&[b"v"]))),
+                    ]),
+            ]);
+        let resp = c
+            .send(&req, v)
+            .unwrap_or_else(|e| panic!("Produce v{v}: {e}"));
+        assert_eq!(
+            resp.responses[0].partition_responses[0].error_code, 0,
+            "Produce v{v}"
+        );
+    }
+    for v in 4..=12 {
+        let req = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(0)
+            .with_max_bytes(1 << 20)
+            .with_session_epoch(-1)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic(topic("apis"))
+                    .with_partitions(vec![
+                        FetchPartition::default()
+                            .with_partition(0)
+                            .with_fetch_offset(0)
+                            .with_partition_max_bytes(1 << 20),
+                    ]),
+            ]);
+        let resp = c
+            .send(&req, v)
+            .unwrap_or_else(|e| panic!("Fetch v{v}: {e}"));
+        let p = &resp.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0, "Fetch v{v}");
+        assert!(
+            p.records.as_ref().is_some_and(|r| !r.is_empty()),
+            "Fetch v{v} returned records"
+        );
+    }
+    for v in 1..=7 {
+        let req = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![
+                ListOffsetsTopic::default()
+                    .with_name(topic("apis"))
+                    .with_partitions(vec![
+                        ListOffsetsPartition::default()
+                            .with_partition_index(0)
+                            .with_timestamp(-1),
+                    ]),
+            ]);
+        let resp = c
+            .send(&req, v)
+            .unwrap_or_else(|e| panic!("ListOffsets v{v}: {e}"));
+        assert_eq!(
+            resp.topics[0].partitions[0].error_code, 0,
+            "ListOffsets v{v}"
+        );
+    }
+    for v in 0..=12 {
+        let req = MetadataRequest::default().with_topics(if v == 0 { Some(vec![]) } else { None });
+        let resp = c
+            .send(&req, v)
+            .unwrap_or_else(|e| panic!("Metadata v{v}: {e}"));
+        assert!(
+            resp.topics
+                .iter()
+                .any(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "apis")),
+            "Metadata v{v}"
+        );
+    }
+    for v in 0..=3 {
+        let resp = c
+            .send(&ApiVersionsRequest::default(), v)
+            .unwrap_or_else(|e| panic!("ApiVersions v{v}: {e}"));
+        assert_eq!(resp.error_code, 0, "ApiVersions v{v}");
+    }
+    for v in 0..=7 {
+        let req = CreateTopicsRequest::default()
+            .with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(topic(&format!("created-v{v}")))
+                    .with_num_partitions(1)
+                    .with_replication_factor(1),
+            ])
+            .with_timeout_ms(10_000);
+        let resp = c
+            .send(&req, v)
+            .unwrap_or_else(|e| panic!("CreateTopics v{v}: {e}"));
+        assert_eq!(resp.topics[0].error_code, 0, "CreateTopics v{v}");
+    }
+    for v in 0..=4 {
+        let req = LeaderAndIsrRequest::default()
+            .with_controller_id(BrokerId(7))
+            .with_controller_epoch(1);
+        let resp = c
+            .send(&req, v)
+            .unwrap_or_else(|e| panic!("LeaderAndIsr v{v}: {e}"));
+        assert_eq!(resp.error_code, 0, "LeaderAndIsr v{v}");
+    }
 }
