@@ -114,7 +114,12 @@ pub async fn run(
     };
     let session = Arc::new(Session::open(&store, registration, config.lease_ttl_s).await?);
     let broker = Arc::new(Broker {
-        replicas: ReplicaManager::new(config.node_id, config.min_insync_replicas, logs),
+        replicas: ReplicaManager::new(
+            config.node_id,
+            config.min_insync_replicas,
+            config.truncation,
+            logs,
+        ),
         metadata: MetadataCache::new(),
         cluster_id: "epochal".to_string(),
         advertised_host,

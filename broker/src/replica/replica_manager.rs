@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use super::partition::{LeaderAndIsrState, Partition};
 use super::store::record_batch::Batches;
 use super::store::{LogAppendInfo, LogManager, StorageError, TopicPartition};
+use crate::config::Truncation;
 
 /// A replica id of -1 or below is a client (Kafka's consumer replica id).
 pub fn is_client(replica_id: i32) -> bool {
@@ -43,6 +44,7 @@ struct Inner {
 pub struct ReplicaManager {
     node_id: i32,
     min_insync_replicas: i32,
+    truncation: Truncation,
     inner: Mutex<Inner>,
     appended: Notify,
 }
@@ -78,10 +80,16 @@ fn storage_error_code(e: &StorageError) -> ResponseError {
 }
 
 impl ReplicaManager {
-    pub fn new(node_id: i32, min_insync_replicas: i32, logs: LogManager) -> Self {
+    pub fn new(
+        node_id: i32,
+        min_insync_replicas: i32,
+        truncation: Truncation,
+        logs: LogManager,
+    ) -> Self {
         Self {
             node_id,
             min_insync_replicas,
+            truncation,
             inner: Mutex::new(Inner {
                 logs,
                 partitions: HashMap::new(),
@@ -273,17 +281,20 @@ impl ReplicaManager {
                 continue;
             }
             let node_id = self.node_id;
+            let record_epoch_at_election = self.truncation == Truncation::Current;
             let result = inner
                 .logs
                 .get_or_create(&tp)
                 .and_then(|log| {
                     if state.leader == node_id {
-                        // KAFKA-7415: a new leader records (epoch, LEO) at once under
-                        // `current`; older settings record it on the first append
-                        // (the storage does that). Replication adds the switch.
+                        // KAFKA-7415: under `current` a new leader records (epoch, LEO)
+                        // at once; older releases recorded it with the epoch's first
+                        // append, which the storage does (DESIGN.md's epoch table).
                         let leo = log.log_end_offset();
-                        log.leader_epoch_cache_mut()
-                            .assign(state.leader_epoch, leo)?;
+                        if record_epoch_at_election {
+                            log.leader_epoch_cache_mut()
+                                .assign(state.leader_epoch, leo)?;
+                        }
                         if state.isr == [node_id] && leo > log.high_watermark() {
                             log.set_high_watermark(leo);
                         }
@@ -377,7 +388,7 @@ mod tests {
 
     fn manager(dir: &std::path::Path, min_isr: i32) -> ReplicaManager {
         let logs = LogManager::open(dir, LogConfig::default()).unwrap();
-        ReplicaManager::new(1, min_isr, logs)
+        ReplicaManager::new(1, min_isr, Truncation::Current, logs)
     }
 
     fn state(leader: i32, leader_epoch: i32, isr: Vec<i32>) -> LeaderAndIsrState {
@@ -488,5 +499,29 @@ mod tests {
             "before KAFKA-532 nothing is checked"
         );
         assert_eq!(rm.controller_epoch(), 5);
+    }
+
+    #[test]
+    fn only_current_records_the_leader_epoch_at_election() {
+        for (truncation, expected) in [
+            (Truncation::Current, vec![(0, 0)]),
+            (Truncation::Kip279, vec![]),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let logs = LogManager::open(dir.path(), LogConfig::default()).unwrap();
+            let rm = ReplicaManager::new(1, 1, truncation, logs);
+            rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1]))]);
+            let inner = rm.lock();
+            let entries: Vec<(i32, i64)> = inner
+                .logs
+                .get(&tp())
+                .unwrap()
+                .leader_epoch_cache()
+                .entries()
+                .iter()
+                .map(|e| (e.epoch, e.start_offset))
+                .collect();
+            assert_eq!(entries, expected, "{truncation:?}");
+        }
     }
 }
