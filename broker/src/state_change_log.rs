@@ -1,11 +1,11 @@
 //! `<data>/state-change.log`: one JSON object a line for every control decision
-//! this broker received (LeaderAndIsr, UpdateMetadata, StopReplica), per partition,
-//! and whether it applied or rejected it.
+//! this broker received (LeaderAndIsr and UpdateMetadata; StopReplica when it
+//! lands), per partition, and whether it applied or rejected it.
 //!
 //! The harness reads this file with its own reader to check that no stale
-//! controller's decision was ever applied (KAFKA-532), so a line is written before
-//! the broker acts on the decision's outcome becoming visible to clients, and the
-//! format is append-only: fields may be added, never renamed.
+//! controller's decision was ever applied (KAFKA-532). A line is written right
+//! after the decision is applied or rejected and before the controller gets its
+//! response; the format is append-only: fields may be added, never renamed.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

@@ -10,7 +10,8 @@ use tempfile::TempDir;
 pub struct Etcd {
     child: Child,
     pub endpoint: String,
-    dir: TempDir,
+    /// Holds etcd's data directory until the guard drops.
+    _dir: TempDir,
 }
 
 fn free_port() -> u16 {
@@ -81,7 +82,7 @@ impl Etcd {
                     return Etcd {
                         child,
                         endpoint: format!("http://127.0.0.1:{client}"),
-                        dir,
+                        _dir: dir,
                     };
                 }
                 if Instant::now() > deadline {
@@ -120,6 +121,5 @@ impl Drop for Etcd {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = &self.dir;
     }
 }
