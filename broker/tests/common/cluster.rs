@@ -14,12 +14,16 @@ use tempfile::TempDir;
 
 use super::broker_process::BrokerProcess;
 use super::etcd::Etcd;
+use super::forwarder::Forwarder;
 use super::kafka_client::KafkaClient;
 
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct Cluster {
     pub brokers: BTreeMap<i32, BrokerProcess>,
+    /// With [`Cluster::start_meshed`]: broker id → the forwarder every other
+    /// broker reaches it through (`--peer`), so a test can cut it off.
+    pub peers: BTreeMap<i32, Forwarder>,
     pub etcd: Etcd,
     pub dir: TempDir,
 }
@@ -33,11 +37,45 @@ impl Cluster {
         etcd: Etcd,
         etcd_for: impl Fn(i32) -> String,
     ) -> Cluster {
+        Cluster::start_full(n, extra, etcd, etcd_for, false)
+    }
+
+    /// Like [`Cluster::start`], with every broker-to-broker connection (fetches,
+    /// controller requests) going through a forwarder per target broker.
+    pub fn start_meshed(n: i32, extra: &[&str]) -> Cluster {
+        let etcd = Etcd::start();
+        let endpoint = etcd.endpoint.clone();
+        Cluster::start_full(n, extra, etcd, |_| endpoint.clone(), true)
+    }
+
+    fn start_full(
+        n: i32,
+        extra: &[&str],
+        etcd: Etcd,
+        etcd_for: impl Fn(i32) -> String,
+        meshed: bool,
+    ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
+        let peers: BTreeMap<i32, Forwarder> = if meshed {
+            (1..=n).map(|id| (id, Forwarder::start(""))).collect()
+        } else {
+            BTreeMap::new()
+        };
         let mut brokers = BTreeMap::new();
         for id in 1..=n {
+            let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+            for (other, f) in &peers {
+                if *other != id {
+                    args.push("--peer".into());
+                    args.push(format!("{other}={}", f.addr));
+                }
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let b =
-                BrokerProcess::start(id, &etcd_for(id), &dir.path().join(format!("b{id}")), extra);
+                BrokerProcess::start(id, &etcd_for(id), &dir.path().join(format!("b{id}")), &args);
+            if let Some(f) = peers.get(&id) {
+                f.set_upstream(&b.addr);
+            }
             if id == 1 {
                 super::await_some_or(
                     "broker 1 to become controller",
@@ -48,7 +86,12 @@ impl Cluster {
             }
             brokers.insert(id, b);
         }
-        let cluster = Cluster { brokers, etcd, dir };
+        let cluster = Cluster {
+            brokers,
+            peers,
+            etcd,
+            dir,
+        };
         let mut c = cluster.client(1);
         super::await_some_or(
             "every broker in broker 1's metadata",
@@ -63,6 +106,16 @@ impl Cluster {
         let etcd = Etcd::start();
         let endpoint = etcd.endpoint.clone();
         Cluster::start_with(n, extra, etcd, |_| endpoint.clone())
+    }
+
+    /// kill -9 (if running) and start again on the same data directory; the
+    /// broker's forwarder, if any, follows it to its new port.
+    pub fn restart(&mut self, id: i32) {
+        let b = self.brokers.get_mut(&id).unwrap();
+        b.restart();
+        if let Some(f) = self.peers.get(&id) {
+            f.set_upstream(&b.addr);
+        }
     }
 
     pub fn broker(&self, id: i32) -> &BrokerProcess {

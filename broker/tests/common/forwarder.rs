@@ -7,8 +7,8 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -16,26 +16,30 @@ const POLL: Duration = Duration::from_millis(10);
 
 pub struct Forwarder {
     pub addr: String,
+    upstream: Arc<Mutex<String>>,
     cut: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
 }
 
 impl Forwarder {
+    /// A forwarder to `upstream`; an empty upstream refuses connections (by
+    /// closing them) until [`Forwarder::set_upstream`].
     pub fn start(upstream: &str) -> Forwarder {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let cut = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let upstream = upstream.to_string();
+        let upstream = Arc::new(Mutex::new(upstream.to_string()));
         let acceptor = {
-            let (cut, stop) = (cut.clone(), stop.clone());
+            let (cut, stop, upstream) = (cut.clone(), stop.clone(), upstream.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     match listener.accept() {
                         Ok((down, _)) => {
-                            let Ok(up) = TcpStream::connect(&upstream) else {
+                            let target = upstream.lock().unwrap().clone();
+                            let Ok(up) = TcpStream::connect(&target) else {
                                 continue;
                             };
                             down.set_nonblocking(false).ok();
@@ -55,10 +59,16 @@ impl Forwarder {
         };
         Forwarder {
             addr,
+            upstream,
             cut,
             stop,
             acceptor: Some(acceptor),
         }
+    }
+
+    /// Relay new connections to `upstream` (a restarted node's new address).
+    pub fn set_upstream(&self, upstream: &str) {
+        *self.upstream.lock().unwrap() = upstream.to_string();
     }
 
     pub fn cut(&self) {
