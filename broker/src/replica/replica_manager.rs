@@ -1001,4 +1001,72 @@ mod tests {
             assert_eq!(entries, expected, "{truncation:?}");
         }
     }
+
+    #[test]
+    fn a_follower_learns_the_high_watermark_one_fetch_late() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        rm.append_as_leader(&tp(), batch(3), -1).unwrap();
+        // Follower 2 fetches from 0: the answer carries HW 0, and only then does
+        // its position (0) count; the HW stays 0.
+        assert_eq!(rm.read(&tp(), 0, 1 << 20, 2, 0).unwrap().high_watermark, 0);
+        // It fetches again from 3: answered with HW 0 still — the HW moves to 3
+        // only after this fetch's position is applied.
+        assert_eq!(rm.read(&tp(), 3, 1 << 20, 2, 0).unwrap().high_watermark, 0);
+        assert_eq!(rm.high_watermark(&tp()), Some(3));
+        // The next fetch brings the follower the new HW.
+        assert_eq!(rm.read(&tp(), 3, 1 << 20, 2, 0).unwrap().high_watermark, 3);
+    }
+
+    #[test]
+    fn acks_all_completes_as_committed_or_not_enough_replicas_after_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 2);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        let first = rm.append_as_leader(&tp(), batch(2), -1).unwrap();
+        assert_eq!(rm.ack_status(&tp(), &first), AckStatus::Pending);
+        rm.read(&tp(), 2, 1 << 20, 2, 0).unwrap();
+        assert_eq!(rm.ack_status(&tp(), &first), AckStatus::Committed);
+        // The ISR shrinks to the leader after the next append: the HW passes it,
+        // but with fewer in sync than min.insync.replicas.
+        let second = rm.append_as_leader(&tp(), batch(1), -1).unwrap();
+        let change = IsrChange {
+            tp: tp(),
+            leader_epoch: 0,
+            controller_epoch: 1,
+            expected_version: 1,
+            isr: vec![1],
+        };
+        rm.isr_written(&change, 2);
+        assert_eq!(
+            rm.ack_status(&tp(), &second),
+            AckStatus::NotEnoughReplicasAfterAppend
+        );
+        // Leadership moving away answers the waiter NOT_LEADER_OR_FOLLOWER.
+        rm.apply_leader_and_isr(vec![(tp(), state(2, 1, vec![2]))]);
+        assert_eq!(rm.ack_status(&tp(), &second), AckStatus::NotLeader);
+    }
+
+    #[test]
+    fn a_lost_isr_compare_and_swap_carries_on_only_in_the_same_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 3, vec![1, 2]))]);
+        let change = IsrChange {
+            tp: tp(),
+            leader_epoch: 3,
+            controller_epoch: 1,
+            expected_version: 1,
+            isr: vec![1],
+        };
+        assert!(
+            !rm.isr_conflict(&change, 2, 4, &[2], 5),
+            "a newer epoch: wait"
+        );
+        assert!(rm.isr_conflict(&change, 1, 3, &[1], 5), "same epoch: adopt");
+        let inner = rm.lock();
+        let s = inner.partitions[&tp()].state.clone().unwrap();
+        assert_eq!((s.isr, s.partition_epoch), (vec![1], 4));
+    }
 }
