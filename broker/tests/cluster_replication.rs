@@ -2,7 +2,8 @@
 //! factor 3. After 1000 records produced with acks=all, the three replicas'
 //! segment files are byte-identical and their leader-epoch files equal — the
 //! followers fetched the leader's batches as they were written, offsets and
-//! epochs included.
+//! epochs included. Every replica's periodic high-watermark checkpoint then
+//! reaches the end (a follower learns the HW one fetch after the leader).
 
 mod common;
 
@@ -15,7 +16,14 @@ use common::kafka_client::batch;
 fn cluster_replication_three_replicas_hold_identical_logs_after_acks_all() {
     let cluster = Cluster::start(
         3,
-        &["--lease-ttl-s", "3", "--replica-fetch-wait-max-ms", "100"],
+        &[
+            "--lease-ttl-s",
+            "3",
+            "--replica-fetch-wait-max-ms",
+            "100",
+            "--hw-checkpoint-interval-ms",
+            "200",
+        ],
     );
     assert_eq!(cluster.client(1).create_topic("r", 1, 3), 0);
     let state = cluster.await_state(
@@ -44,4 +52,21 @@ fn cluster_replication_three_replicas_hold_identical_logs_after_acks_all() {
     assert_eq!(epochs, "0\n1\n0 0\n", "one epoch, starting at offset 0");
     let state = cluster.state("r", 0).unwrap();
     assert_eq!(state.isr.len(), 3, "nobody left the ISR: {state:?}");
+    for id in 1..=3 {
+        common::await_some_or(
+            &format!("broker {id}'s HW checkpoint to reach 1000"),
+            Duration::from_secs(30),
+            || {
+                let text = std::fs::read_to_string(
+                    cluster
+                        .broker(id)
+                        .data_dir
+                        .join("replication-offset-checkpoint"),
+                )
+                .ok()?;
+                text.lines().any(|l| l == "r 0 1000").then_some(())
+            },
+            || cluster.logs(),
+        );
+    }
 }
