@@ -232,6 +232,25 @@ impl Controller {
         }
         // Brokers may have come and gone while there was no controller.
         self.reelect_all().await?;
+        // A leader may have restarted within its lease while there was no
+        // controller to see it (say it was the controller): its registration was
+        // put again (version > 1) after the partition state naming it was written.
+        let restarted: Vec<(PartitionKey, i32)> = self
+            .ctx
+            .states
+            .iter()
+            .filter_map(|(key, v)| {
+                let reg = self.ctx.brokers.get(&v.value.leader)?;
+                (reg.version > 1 && reg.mod_revision > v.mod_revision)
+                    .then_some((key.clone(), v.value.leader))
+            })
+            .collect();
+        for (key, broker) in restarted {
+            self.decide_and_write(&key, |current, replicas, live, epoch| {
+                partition_election::restarted(current, replicas, live, broker, epoch)
+            })
+            .await?;
+        }
         for id in &ids {
             self.send_leader_and_isr(*id, |_| true, false);
         }
