@@ -560,11 +560,18 @@ impl ReplicaManager {
                     let Some(f) = partition.followers.get(id) else {
                         return false;
                     };
+                    // Kafka decides both on the follower's fetches; checking
+                    // periodically, "caught up within the lag" stands in for
+                    // "is fetching", so a paused follower whose last position
+                    // equals the HW is not taken straight back in.
+                    let recent = f
+                        .last_caught_up
+                        .is_some_and(|t| now.saturating_duration_since(t) <= lag);
                     if state.isr.contains(id) {
-                        f.last_caught_up
-                            .is_some_and(|t| now.saturating_duration_since(t) <= lag)
+                        recent
                     } else {
-                        f.log_end_offset >= hw
+                        recent
+                            && f.log_end_offset >= hw
                             && f.log_end_offset >= partition.leader_epoch_start_offset
                     }
                 })
@@ -808,13 +815,18 @@ fn truncate_logged(
 ) -> Result<(), StorageError> {
     let before = log.log_end_offset();
     log.truncate_to(offset)?;
-    tracing::info!(
-        topic = %tp.topic,
-        partition = tp.partition,
-        from = before,
-        to = log.log_end_offset(),
-        "follower truncated its log"
-    );
+    let after = log.log_end_offset();
+    if after < before {
+        tracing::info!(
+            topic = %tp.topic,
+            partition = tp.partition,
+            from = before,
+            to = after,
+            "follower truncated its log"
+        );
+    } else {
+        tracing::debug!(topic = %tp.topic, partition = tp.partition, offset, "nothing to truncate");
+    }
     Ok(())
 }
 
