@@ -1,6 +1,7 @@
 //! One running broker: opens its storage, registers in etcd under a lease,
-//! serves the Kafka protocol, campaigns for controller, and on shutdown writes
-//! its checkpoints and clean-shutdown marker and gives its lease back.
+//! serves the Kafka protocol, campaigns for controller, runs its followers'
+//! fetchers and its leader-side ISR task, and on shutdown writes its checkpoints
+//! and clean-shutdown marker and gives its lease back.
 //!
 //! [`Broker`] is the state every request handler shares. [`run`] owns the
 //! broker's lifetime, from start until the shutdown future resolves.

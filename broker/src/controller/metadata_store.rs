@@ -134,6 +134,10 @@ pub enum StoreError {
     /// The compare of a conditional write failed: someone else changed the key.
     #[error("conditional write to {key} lost: the key changed since revision {expected_revision}")]
     VersionMismatch { key: String, expected_revision: i64 },
+    /// A leader's ISR write found another version than the zkVersion it was
+    /// told: someone (the controller) wrote the partition state since.
+    #[error("conditional write to {key} lost: its version is no longer {expected_version}")]
+    StaleVersion { key: String, expected_version: i64 },
     /// The writer no longer holds the controller key, or a newer controller epoch is stored.
     #[error("controller moved: {0}")]
     ControllerMoved(String),
@@ -484,9 +488,9 @@ impl MetadataStore {
             ]);
         let resp = self.client.clone().txn(txn).await?;
         if !resp.succeeded() {
-            return Err(StoreError::VersionMismatch {
+            return Err(StoreError::StaleVersion {
                 key,
-                expected_revision: expected_version,
+                expected_version,
             });
         }
         for op in resp.op_responses() {

@@ -67,7 +67,7 @@ async fn write(
             replicas.isr_written(change, version);
             Ok(())
         }
-        Err(StoreError::VersionMismatch { .. }) => {
+        Err(StoreError::StaleVersion { .. }) => {
             let stored = store
                 .partition_state(&change.tp.topic, change.tp.partition)
                 .await?;
