@@ -1081,4 +1081,77 @@ mod tests {
         let s = inner.partitions[&tp()].state.clone().unwrap();
         assert_eq!((s.isr, s.partition_epoch), (vec![1], 4));
     }
+
+    fn epochs(rm: &ReplicaManager) -> Vec<(i32, i64)> {
+        rm.lock()
+            .logs
+            .get(&tp())
+            .unwrap()
+            .leader_epoch_cache()
+            .entries()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect()
+    }
+
+    #[test]
+    fn kafka_6361_a_follower_drops_the_epoch_the_leader_never_had_and_then_replicates() {
+        // A (node 1) led epoch 1 for [0, 21), then epoch 3 from 21. B (node 2)
+        // had only [0, 11) of epoch 1, then led epoch 2 and wrote [11, 16).
+        let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = manager(da.path(), 1);
+        let b = ReplicaManager::new(
+            2,
+            1,
+            Truncation::Current,
+            LogManager::open(db.path(), LogConfig::default()).unwrap(),
+            None,
+        );
+        a.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1]))]);
+        a.append_as_leader(&tp(), batch(11), 1).unwrap();
+        a.append_as_leader(&tp(), batch(10), 1).unwrap();
+        a.apply_leader_and_isr(vec![(tp(), state(1, 3, vec![1]))]);
+        a.append_as_leader(&tp(), batch(10), 1).unwrap();
+        b.apply_leader_and_isr(vec![(tp(), state(2, 1, vec![2]))]);
+        b.append_as_leader(&tp(), batch(11), 1).unwrap();
+        b.apply_leader_and_isr(vec![(tp(), state(2, 2, vec![2]))]);
+        b.append_as_leader(&tp(), batch(5), 1).unwrap();
+        assert_eq!(epochs(&a), vec![(1, 0), (3, 21)]);
+        assert_eq!(epochs(&b), vec![(1, 0), (2, 11)]);
+
+        // B becomes A's follower in epoch 3 and truncates first (KIP-279).
+        let d = b.apply_leader_and_isr(vec![(tp(), state(1, 3, vec![1, 2]))]);
+        assert!(matches!(
+            d[0].result,
+            Ok(Role::Follower {
+                leader: 1,
+                leader_epoch: 3,
+                truncate: true
+            })
+        ));
+        let TruncationProgress::Ask(asked) = b.truncation_start(&tp(), 3).unwrap() else {
+            panic!("B has epochs: it asks");
+        };
+        assert_eq!(asked, 2);
+        let answer = a.end_offset_for_epoch(&tp(), 3, asked).unwrap();
+        assert_eq!((answer.leader_epoch, answer.end_offset), (1, 21));
+        assert_eq!(
+            b.apply_truncation_answer(&tp(), 3, answer).unwrap(),
+            TruncationProgress::Done
+        );
+        assert_eq!(b.offsets(&tp()).unwrap().0, 11, "B keeps [0, 11) only");
+
+        // Then it fetches the rest from A and holds A's log and epochs.
+        let offset = b.follower_fetch_offset(&tp(), 3).unwrap();
+        let read = a.read(&tp(), offset, 1 << 20, 2, 3).unwrap();
+        b.append_as_follower(&tp(), 3, read.records, read.high_watermark)
+            .unwrap();
+        assert_eq!(b.offsets(&tp()).unwrap().0, 31);
+        assert_eq!(epochs(&b), epochs(&a));
+        // A follower in an older epoch is fenced at the leader (KIP-320).
+        assert_eq!(
+            a.read(&tp(), 0, 1 << 20, 2, 2).unwrap_err(),
+            ResponseError::FencedLeaderEpoch
+        );
+    }
 }
