@@ -1,6 +1,7 @@
 //! One running broker: opens its storage, registers in etcd under a lease,
-//! serves the Kafka protocol, campaigns for controller, and on shutdown writes
-//! its checkpoints and clean-shutdown marker and gives its lease back.
+//! serves the Kafka protocol, campaigns for controller, runs its followers'
+//! fetchers and its leader-side ISR task, and on shutdown writes its checkpoints
+//! and clean-shutdown marker and gives its lease back.
 //!
 //! [`Broker`] is the state every request handler shares. [`run`] owns the
 //! broker's lifetime, from start until the shutdown future resolves.
@@ -18,6 +19,8 @@ use crate::controller::controller::ControllerSettings;
 use crate::controller::election;
 use crate::controller::metadata_store::{BrokerRegistration, MetadataStore, StoreError};
 use crate::controller::session::Session;
+use crate::replica::fetcher::FetcherManager;
+use crate::replica::isr;
 use crate::replica::replica_manager::ReplicaManager;
 use crate::replica::store::{LogConfig, LogManager, StorageError};
 use crate::server::listener;
@@ -26,8 +29,6 @@ use crate::state_change_log::{StateChangeLog, StateChangeLogError};
 
 /// The file a broker writes its bound address to once it is ready.
 pub const LISTENING_FILE: &str = "listening";
-/// Kafka's replica.high.watermark.checkpoint.interval.ms default.
-const HW_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(5000);
 /// Kafka's log.flush.offset.checkpoint.interval.ms default.
 const RECOVERY_POINT_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(60_000);
 const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -38,7 +39,9 @@ pub struct Broker {
     pub advertised_host: String,
     pub advertised_port: i32,
     pub cluster_id: String,
-    pub replicas: ReplicaManager,
+    pub replicas: Arc<ReplicaManager>,
+    /// Follower fetcher tasks, started and replaced by LeaderAndIsr.
+    pub fetchers: FetcherManager,
     pub metadata: MetadataCache,
     pub store: MetadataStore,
     pub state_changes: StateChangeLog,
@@ -113,13 +116,19 @@ pub async fn run(
         incarnation: incarnation(),
     };
     let session = Arc::new(Session::open(&store, registration, config.lease_ttl_s).await?);
+    let replicas = Arc::new(ReplicaManager::new(
+        config.node_id,
+        config.min_insync_replicas,
+        config.truncation,
+        logs,
+        Some(session.clone()),
+    ));
     let broker = Arc::new(Broker {
-        replicas: ReplicaManager::new(
-            config.node_id,
-            config.min_insync_replicas,
-            config.truncation,
-            logs,
+        fetchers: FetcherManager::new(
+            replicas.clone(),
+            Duration::from_millis(config.replica_fetch_wait_max_ms),
         ),
+        replicas,
         metadata: MetadataCache::new(),
         cluster_id: "epochal".to_string(),
         advertised_host,
@@ -154,6 +163,12 @@ pub async fn run(
         stop_rx.clone(),
     )));
     tasks.push(tokio::spawn(maintenance(broker.clone(), stop_rx.clone())));
+    tasks.push(tokio::spawn(isr::run(
+        broker.replicas.clone(),
+        store.clone(),
+        Duration::from_millis(broker.config.replica_lag_time_max_ms),
+        stop_rx.clone(),
+    )));
     write_listening(&data_dir, &format!("{}:{}", bound.ip(), bound.port())).map_err(|source| {
         BrokerError::DataDir {
             path: data_dir.display().to_string(),
@@ -165,6 +180,7 @@ pub async fn run(
     shutdown.await;
     tracing::info!("shutting down");
     let _ = stop_tx.send(true);
+    broker.fetchers.stop_all();
     for t in tasks {
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, t).await;
     }
@@ -180,6 +196,9 @@ pub async fn run(
 
 /// Periodic storage work: time-based flushes and the two checkpoints.
 async fn maintenance(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
+    // Followers checkpoint their HW only this often, as Kafka does: the delay is
+    // what makes KIP-101 scenario 1 reproducible.
+    let hw_interval = Duration::from_millis(broker.config.hw_checkpoint_interval_ms);
     let mut last_hw = tokio::time::Instant::now();
     let mut last_recovery = tokio::time::Instant::now();
     loop {
@@ -190,7 +209,7 @@ async fn maintenance(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
         if let Err(e) = broker.replicas.flush_if_due() {
             tracing::error!(%e, "time-based flush failed");
         }
-        if last_hw.elapsed() >= HW_CHECKPOINT_INTERVAL {
+        if last_hw.elapsed() >= hw_interval {
             last_hw = tokio::time::Instant::now();
             if let Err(e) = broker.replicas.checkpoint_high_watermarks() {
                 tracing::error!(%e, "high-watermark checkpoint failed");

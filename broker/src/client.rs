@@ -1,5 +1,6 @@
 //! A minimal Kafka-protocol client for the broker's own outgoing requests (the
-//! controller's LeaderAndIsr and UpdateMetadata; replica fetches later): one TCP
+//! controller's LeaderAndIsr and UpdateMetadata, followers' Fetch and
+//! OffsetsForLeaderEpoch): one TCP
 //! connection, one request in flight, every call bounded by a timeout.
 
 use std::time::Duration;

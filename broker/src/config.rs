@@ -3,8 +3,8 @@
 //!
 //! Flags win over the file; the file wins over defaults. The resolved config is
 //! serializable back to TOML so a launcher can log exactly what ran. Settings that
-//! only replication uses (truncation rule, fencing, unclean election, min ISR) are
-//! accepted and validated now so schedules written today keep working.
+//! the replication protocol reads (truncation rule, fencing, unclean election,
+//! min ISR, fetch wait, lag time, checkpoint interval) are named after Kafka's.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -105,6 +105,21 @@ pub struct ConfigArgs {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_request_bytes: Option<u32>,
+    /// How long a follower's fetch waits at the leader for data (Kafka's
+    /// replica.fetch.wait.max.ms).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_fetch_wait_max_ms: Option<u64>,
+    /// A follower that has not caught up for this long leaves the ISR (Kafka's
+    /// replica.lag.time.max.ms).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_lag_time_max_ms: Option<u64>,
+    /// How often the high watermarks are checkpointed (Kafka's
+    /// replica.high.watermark.checkpoint.interval.ms).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hw_checkpoint_interval_ms: Option<u64>,
 }
 
 /// The validated configuration.
@@ -126,6 +141,9 @@ pub struct BrokerConfig {
     pub unclean_leader_election: bool,
     pub min_insync_replicas: i32,
     pub max_request_bytes: u32,
+    pub replica_fetch_wait_max_ms: u64,
+    pub replica_lag_time_max_ms: u64,
+    pub hw_checkpoint_interval_ms: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -183,6 +201,15 @@ impl ConfigArgs {
                 .or(file.unclean_leader_election),
             min_insync_replicas: self.min_insync_replicas.or(file.min_insync_replicas),
             max_request_bytes: self.max_request_bytes.or(file.max_request_bytes),
+            replica_fetch_wait_max_ms: self
+                .replica_fetch_wait_max_ms
+                .or(file.replica_fetch_wait_max_ms),
+            replica_lag_time_max_ms: self
+                .replica_lag_time_max_ms
+                .or(file.replica_lag_time_max_ms),
+            hw_checkpoint_interval_ms: self
+                .hw_checkpoint_interval_ms
+                .or(file.hw_checkpoint_interval_ms),
         }
     }
 
@@ -233,6 +260,14 @@ impl ConfigArgs {
         if flush_messages < 1 {
             return Err(invalid("flush_messages", "must be at least 1"));
         }
+        let hw_checkpoint_interval_ms = self.hw_checkpoint_interval_ms.unwrap_or(5000);
+        if hw_checkpoint_interval_ms < 1 {
+            return Err(invalid("hw_checkpoint_interval_ms", "must be at least 1"));
+        }
+        let replica_lag_time_max_ms = self.replica_lag_time_max_ms.unwrap_or(10_000);
+        if replica_lag_time_max_ms < 1 {
+            return Err(invalid("replica_lag_time_max_ms", "must be at least 1"));
+        }
         Ok(BrokerConfig {
             node_id,
             listen,
@@ -249,6 +284,10 @@ impl ConfigArgs {
             unclean_leader_election: self.unclean_leader_election.unwrap_or(false),
             min_insync_replicas,
             max_request_bytes: self.max_request_bytes.unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
+            // Kafka's defaults (2.x): 500 ms long poll, 10 s lag, 5 s checkpoints.
+            replica_fetch_wait_max_ms: self.replica_fetch_wait_max_ms.unwrap_or(500),
+            replica_lag_time_max_ms,
+            hw_checkpoint_interval_ms,
         })
     }
 }
@@ -279,6 +318,9 @@ impl BrokerConfig {
             unclean_leader_election: Some(self.unclean_leader_election),
             min_insync_replicas: Some(self.min_insync_replicas),
             max_request_bytes: Some(self.max_request_bytes),
+            replica_fetch_wait_max_ms: Some(self.replica_fetch_wait_max_ms),
+            replica_lag_time_max_ms: Some(self.replica_lag_time_max_ms),
+            hw_checkpoint_interval_ms: Some(self.hw_checkpoint_interval_ms),
         };
         toml::to_string(&args).unwrap_or_else(|e| format!("# unprintable config: {e}"))
     }

@@ -14,10 +14,13 @@ use common::kafka_client::{KafkaClient, batch, topic};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiVersionsRequest, BrokerId, CreateTopicsRequest, FetchRequest, LeaderAndIsrRequest,
-    ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
 };
 
 fn list_offset(c: &mut KafkaClient, name: &str, timestamp: i64) -> (i16, i64) {
@@ -72,7 +75,8 @@ fn cluster_client_apis_answer_as_kafka_does() {
             (4, 0, 4),
             (6, 5, 6),
             (18, 0, 3),
-            (19, 0, 7)
+            (19, 0, 7),
+            (23, 0, 4)
         ]
     );
 
@@ -235,6 +239,28 @@ fn cluster_client_apis_answer_as_kafka_does() {
             resp.topics[0].partitions[0].error_code, 0,
             "ListOffsets v{v}"
         );
+    }
+    // OffsetsForLeaderEpoch (followers ask it; any client may): the only epoch
+    // is the latest, so its end is the log end.
+    for v in 0..=4 {
+        let req = OffsetForLeaderEpochRequest::default()
+            .with_replica_id(BrokerId(-2))
+            .with_topics(vec![
+                OffsetForLeaderTopic::default()
+                    .with_topic(topic("apis"))
+                    .with_partitions(vec![
+                        OffsetForLeaderPartition::default()
+                            .with_partition(0)
+                            .with_current_leader_epoch(-1)
+                            .with_leader_epoch(0),
+                    ]),
+            ]);
+        let resp = c
+            .send(&req, v)
+            .unwrap_or_else(|e| panic!("OffsetForLeaderEpoch v{v}: {e}"));
+        let p = &resp.topics[0].partitions[0];
+        assert_eq!(p.error_code, 0, "OffsetForLeaderEpoch v{v}");
+        assert!(p.end_offset > 0, "OffsetForLeaderEpoch v{v}: {p:?}");
     }
     for v in 0..=12 {
         let req = MetadataRequest::default().with_topics(if v == 0 { Some(vec![]) } else { None });

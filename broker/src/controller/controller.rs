@@ -1,7 +1,14 @@
 //! The controller: the one broker that decides partition leadership. It loads
 //! the cluster's state from etcd when it takes over, elects a leader for every
-//! partition that has none, writes each decision by compare-and-swap, and sends
-//! it to the replicas as LeaderAndIsr and to every live broker as UpdateMetadata.
+//! partition that has none or whose leader is gone, writes each decision by
+//! compare-and-swap, and sends it to the replicas as LeaderAndIsr and to every
+//! live broker as UpdateMetadata. It then follows etcd: a broker's registration
+//! vanishing moves leadership off it and drops it from every ISR; a broker
+//! registering gets its partitions' state (and may bring an offline partition
+//! back); a broker that re-registered within its lease (KAFKA-1120) keeps its
+//! ISR membership, and if it led a partition, that partition gets a new epoch.
+//! It resigns the moment its own session stops being live, without waiting for
+//! etcd to say so.
 //!
 //! Events (etcd watch notifications, brokers' replies) are handled one at a time
 //! on one task, as Kafka's controller event thread does, so a decision is never
@@ -10,6 +17,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 use etcd_client::{EventType, WatchOptions};
 use kafka_protocol::messages::leader_and_isr_request::{
@@ -28,6 +37,16 @@ use super::metadata_store::{
     BrokerRegistration, ControllerFence, KeyKind, MetadataStore, PartitionStateRecord, ROOT,
     StoreError, TopicAssignment, Versioned, classify,
 };
+use super::partition_election;
+use super::session::Session;
+
+/// How often the controller checks that its own session is still live.
+const LIVENESS_CHECK: Duration = Duration::from_millis(50);
+/// A partition write that keeps losing its compare-and-swap to leaders' ISR
+/// writes is re-read and re-decided at most this many times.
+const WRITE_ATTEMPTS_MAX: usize = 10;
+
+type PartitionKey = (String, i32);
 
 /// What the controller needs to know about the broker it runs in.
 #[derive(Clone, Debug)]
@@ -86,7 +105,8 @@ impl ControllerContext {
 
 pub struct Controller {
     store: MetadataStore,
-    settings: std::sync::Arc<ControllerSettings>,
+    settings: Arc<ControllerSettings>,
+    session: Arc<Session>,
     epoch: i32,
     /// Create revision of the controller key this controller won.
     create_revision: i64,
@@ -98,7 +118,8 @@ pub struct Controller {
 impl Controller {
     pub fn new(
         store: MetadataStore,
-        settings: std::sync::Arc<ControllerSettings>,
+        settings: Arc<ControllerSettings>,
+        session: Arc<Session>,
         epoch: i32,
         create_revision: i64,
     ) -> Self {
@@ -107,6 +128,7 @@ impl Controller {
         Self {
             store,
             settings,
+            session,
             epoch,
             create_revision,
             ctx: ControllerContext::default(),
@@ -146,8 +168,12 @@ impl Controller {
             Err(e) => return Resignation::Store(e.into()),
         };
         loop {
+            if !self.session.is_live() {
+                return Resignation::Moved("own etcd session not live: fenced".into());
+            }
             tokio::select! {
                 _ = shutdown.changed() => return Resignation::Shutdown,
+                _ = tokio::time::sleep(LIVENESS_CHECK) => {}
                 msg = stream.message() => {
                     let resp = match msg {
                         Ok(Some(resp)) => resp,
@@ -204,8 +230,29 @@ impl Controller {
         for t in &topics {
             self.elect_missing(t).await?;
         }
+        // Brokers may have come and gone while there was no controller.
+        self.reelect_all().await?;
+        // A leader may have restarted within its lease while there was no
+        // controller to see it (say it was the controller): its registration was
+        // put again (version > 1) after the partition state naming it was written.
+        let restarted: Vec<(PartitionKey, i32)> = self
+            .ctx
+            .states
+            .iter()
+            .filter_map(|(key, v)| {
+                let reg = self.ctx.brokers.get(&v.value.leader)?;
+                (reg.version > 1 && reg.mod_revision > v.mod_revision)
+                    .then_some((key.clone(), v.value.leader))
+            })
+            .collect();
+        for (key, broker) in restarted {
+            self.decide_and_write(&key, |current, replicas, live, epoch| {
+                partition_election::restarted(current, replicas, live, broker, epoch)
+            })
+            .await?;
+        }
         for id in &ids {
-            self.send_leader_and_isr(*id, None, false);
+            self.send_leader_and_isr(*id, |_| true, false);
         }
         self.broadcast_metadata();
         Ok(snap.revision)
@@ -248,7 +295,8 @@ impl Controller {
                 tracing::info!(broker = id, "broker registration gone");
                 self.ctx.brokers.remove(&id);
                 self.channel.remove_broker(id);
-                // Moving leadership off a lost broker arrives with replication.
+                let changed = self.reelect_all().await?;
+                self.send_changed(&changed, None);
                 self.broadcast_metadata();
             }
             KeyKind::Broker(id) => {
@@ -259,11 +307,25 @@ impl Controller {
                         return Ok(());
                     }
                 };
-                let known = self.ctx.brokers.get(&id).map(|v| v.value.incarnation);
+                let known = self
+                    .ctx
+                    .brokers
+                    .get(&id)
+                    .map(|v| (v.create_revision, v.value.incarnation));
+                // Same key (create revision), new process: restarted within its
+                // lease. ZooKeeper-era Kafka saw no session change here (KAFKA-1120).
+                let restarted = known.is_some_and(|(rev, inc)| {
+                    rev == kv.create_revision() && inc != reg.incarnation
+                });
+                if known
+                    .is_some_and(|(rev, inc)| rev == kv.create_revision() && inc == reg.incarnation)
+                {
+                    return Ok(());
+                }
                 tracing::info!(
                     broker = id,
                     broker_epoch = kv.create_revision(),
-                    rejoined = known.is_some(),
+                    restarted,
                     "broker registered"
                 );
                 self.ctx.brokers.insert(
@@ -276,7 +338,14 @@ impl Controller {
                     },
                 );
                 self.connect(id);
-                self.send_leader_and_isr(id, None, false);
+                let changed = if restarted {
+                    self.reelect_restarted(id).await?
+                } else {
+                    self.reelect_all().await?
+                };
+                // The broker first: its partitions' state, whatever changed.
+                self.send_leader_and_isr(id, |_| true, false);
+                self.send_changed(&changed, Some(id));
                 self.broadcast_metadata();
             }
             KeyKind::Topic(topic) if !deleted => {
@@ -299,7 +368,7 @@ impl Controller {
                     .filter(|b| self.ctx.brokers.contains_key(b))
                     .collect();
                 for b in targets {
-                    self.send_leader_and_isr(b, Some(&topic), true);
+                    self.send_leader_and_isr(b, |(t, _)| *t == topic, true);
                 }
                 self.broadcast_metadata();
             }
@@ -387,14 +456,134 @@ impl Controller {
         Ok(written)
     }
 
-    /// Send `broker` the state of every partition it replicates (of one topic, if given).
-    fn send_leader_and_isr(&self, broker: i32, only_topic: Option<&str>, is_new: bool) {
+    /// Re-decide every partition against the live brokers (a broker came or
+    /// went); returns the partitions written.
+    async fn reelect_all(&mut self) -> Result<BTreeSet<PartitionKey>, Resignation> {
+        let keys: Vec<PartitionKey> = self.ctx.states.keys().cloned().collect();
+        let mut changed = BTreeSet::new();
+        for key in keys {
+            let unclean = self.settings.unclean_leader_election;
+            if self
+                .decide_and_write(&key, |current, replicas, live, epoch| {
+                    partition_election::reelect(current, replicas, live, unclean, epoch)
+                })
+                .await?
+            {
+                changed.insert(key);
+            }
+        }
+        Ok(changed)
+    }
+
+    /// A broker restarted within its lease: the partitions it led get a new
+    /// leader epoch; its ISR memberships stay.
+    async fn reelect_restarted(
+        &mut self,
+        broker: i32,
+    ) -> Result<BTreeSet<PartitionKey>, Resignation> {
+        let keys: Vec<PartitionKey> = self.ctx.states.keys().cloned().collect();
+        let mut changed = BTreeSet::new();
+        for key in keys {
+            if self
+                .decide_and_write(&key, |current, replicas, live, epoch| {
+                    partition_election::restarted(current, replicas, live, broker, epoch)
+                })
+                .await?
+            {
+                changed.insert(key);
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Decide one partition's next state with `decide` and write it by
+    /// compare-and-swap. A lost compare (a leader's ISR write got in first) is
+    /// re-read and re-decided from the fresh state; a moved controller epoch
+    /// resigns. Returns whether a new state was written.
+    async fn decide_and_write(
+        &mut self,
+        key: &PartitionKey,
+        decide: impl Fn(
+            &PartitionStateRecord,
+            &[i32],
+            &BTreeSet<i32>,
+            i32,
+        ) -> Option<PartitionStateRecord>,
+    ) -> Result<bool, Resignation> {
+        let live: BTreeSet<i32> = self.ctx.brokers.keys().copied().collect();
+        let replicas = self.ctx.replicas(&key.0, key.1).to_vec();
+        for _ in 0..WRITE_ATTEMPTS_MAX {
+            let Some(current) = self.ctx.states.get(key).cloned() else {
+                return Ok(false);
+            };
+            let Some(next) = decide(&current.value, &replicas, &live, self.epoch) else {
+                return Ok(false);
+            };
+            match self
+                .store
+                .write_partition_state(
+                    &key.0,
+                    key.1,
+                    &next,
+                    current.mod_revision,
+                    self.fence().as_ref(),
+                )
+                .await
+            {
+                Ok(v) => {
+                    tracing::info!(
+                        topic = %key.0,
+                        partition = key.1,
+                        leader = next.leader,
+                        leader_epoch = next.leader_epoch,
+                        isr = ?next.isr,
+                        "partition state changed"
+                    );
+                    self.ctx.states.insert(key.clone(), v);
+                    return Ok(true);
+                }
+                Err(StoreError::VersionMismatch { .. }) => {
+                    match self.store.partition_state(&key.0, key.1).await? {
+                        Some(fresh) => {
+                            self.ctx.states.insert(key.clone(), fresh);
+                        }
+                        None => return Ok(false),
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        tracing::warn!(topic = %key.0, partition = key.1, "partition state kept changing under the controller; giving up this round");
+        Ok(false)
+    }
+
+    /// Send the changed partitions' state to their live replicas (except
+    /// `skip`, which was sent everything already).
+    fn send_changed(&self, changed: &BTreeSet<PartitionKey>, skip: Option<i32>) {
+        let targets: BTreeSet<i32> = changed
+            .iter()
+            .flat_map(|(t, p)| self.ctx.replicas(t, *p).to_vec())
+            .filter(|b| self.ctx.brokers.contains_key(b) && Some(*b) != skip)
+            .collect();
+        for b in targets {
+            self.send_leader_and_isr(b, |k| changed.contains(k), false);
+        }
+    }
+
+    /// Send `broker` the state of every partition it replicates that `include` selects.
+    fn send_leader_and_isr(
+        &self,
+        broker: i32,
+        include: impl Fn(&PartitionKey) -> bool,
+        is_new: bool,
+    ) {
         let mut by_topic: BTreeMap<&str, Vec<LeaderAndIsrPartitionState>> = BTreeMap::new();
         let mut leaders = BTreeSet::new();
-        for ((topic, partition), v) in &self.ctx.states {
-            if only_topic.is_some_and(|t| t != topic) {
+        for (key, v) in &self.ctx.states {
+            if !include(key) {
                 continue;
             }
+            let (topic, partition) = key;
             let replicas = self.ctx.replicas(topic, *partition);
             if !replicas.contains(&broker) {
                 continue;

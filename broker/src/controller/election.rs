@@ -26,14 +26,24 @@ pub async fn run(
         if *shutdown.borrow() {
             return;
         }
+        // A fenced broker does not campaign: its lease may already be gone.
+        if !session.is_live() {
+            backoff(&mut shutdown).await;
+            continue;
+        }
         // The session's current lease: after a re-registration, a new one.
         let lease = session.lease().id;
         match store.try_claim_controller(settings.node_id, lease).await {
             Ok(Some(create_revision)) => match store.bump_controller_epoch(create_revision).await {
                 Ok(epoch) => {
                     tracing::info!(epoch, "won the controller election");
-                    let controller =
-                        Controller::new(store.clone(), settings.clone(), epoch, create_revision);
+                    let controller = Controller::new(
+                        store.clone(),
+                        settings.clone(),
+                        session.clone(),
+                        epoch,
+                        create_revision,
+                    );
                     let why = controller.run(shutdown.clone()).await;
                     tracing::info!(epoch, reason = %why, "resigned as controller");
                     if let Err(e) = store.release_controller(create_revision).await {

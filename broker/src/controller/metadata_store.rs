@@ -134,6 +134,10 @@ pub enum StoreError {
     /// The compare of a conditional write failed: someone else changed the key.
     #[error("conditional write to {key} lost: the key changed since revision {expected_revision}")]
     VersionMismatch { key: String, expected_revision: i64 },
+    /// A leader's ISR write found another version than the zkVersion it was
+    /// told: someone (the controller) wrote the partition state since.
+    #[error("conditional write to {key} lost: its version is no longer {expected_version}")]
+    StaleVersion { key: String, expected_version: i64 },
     /// The writer no longer holds the controller key, or a newer controller epoch is stored.
     #[error("controller moved: {0}")]
     ControllerMoved(String),
@@ -461,6 +465,61 @@ impl MetadataStore {
 }
 
 impl MetadataStore {
+    /// A leader's ISR write: compare-and-swap on the key's *version* (the
+    /// zkVersion the leader was told in LeaderAndIsr, plus one). Returns the new
+    /// version. No controller-epoch compare: a leader is not a controller.
+    pub async fn write_partition_state_at_version(
+        &self,
+        topic: &str,
+        partition: i32,
+        state: &PartitionStateRecord,
+        expected_version: i64,
+    ) -> Result<i64, StoreError> {
+        let key = partition_state_key(topic, partition);
+        let txn = Txn::new()
+            .when(vec![Compare::version(
+                key.clone(),
+                CompareOp::Equal,
+                expected_version,
+            )])
+            .and_then(vec![
+                TxnOp::put(key.clone(), encode(state), None),
+                TxnOp::get(key.clone(), None),
+            ]);
+        let resp = self.client.clone().txn(txn).await?;
+        if !resp.succeeded() {
+            return Err(StoreError::StaleVersion {
+                key,
+                expected_version,
+            });
+        }
+        for op in resp.op_responses() {
+            if let TxnOpResponse::Get(get) = op
+                && let Some(kv) = get.kvs().first()
+            {
+                return Ok(kv.version());
+            }
+        }
+        Err(StoreError::Malformed {
+            key,
+            reason: "state vanished right after it was written".into(),
+        })
+    }
+
+    /// One partition's stored state, if any.
+    pub async fn partition_state(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Option<Versioned<PartitionStateRecord>>, StoreError> {
+        let key = partition_state_key(topic, partition);
+        let resp = self.client.clone().get(key.clone(), None).await?;
+        match resp.kvs().first() {
+            Some(kv) => Ok(Some(versioned(decode(&key, kv.value())?, kv))),
+            None => Ok(None),
+        }
+    }
+
     /// Delete the controller key if it is still the one created at
     /// `create_revision` (a controller resigning while it still holds the key).
     pub async fn release_controller(&self, create_revision: i64) -> Result<(), StoreError> {

@@ -6,4 +6,5 @@ pub mod channel;
 pub mod controller;
 pub mod election;
 pub mod metadata_store;
+pub mod partition_election;
 pub mod session;

@@ -7,9 +7,13 @@
 //! ephemeral znodes. When etcd reports the lease gone (the broker was paused or
 //! cut off past its TTL), the session opens a new lease and registers again, as
 //! a ZooKeeper-era broker re-registered after session expiry; the new lease is
-//! published to whoever campaigns with it. The session also records when it last
-//! heard a renewal, so replication can fence a broker that cannot reach etcd
-//! without waiting to hear from etcd.
+//! published to whoever campaigns with it.
+//!
+//! The session also fences its broker without waiting to hear from etcd (a
+//! partitioned gRPC stream may simply stall): etcd cannot expire a lease earlier
+//! than one TTL after the last renewal it answered was *sent*, so the broker
+//! counts itself live only until that instant. Past it, [`Session::is_live`] is
+//! false and the broker stops acting as controller and as leader.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -32,7 +36,10 @@ pub struct Session {
     pub ttl: Duration,
     registration: BrokerRegistration,
     current: watch::Sender<Lease>,
+    /// When the last renewal etcd confirmed was sent.
     last_renewed: Mutex<Instant>,
+    /// Whether the fencing transition was logged (once per loss).
+    fenced_logged: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -42,12 +49,14 @@ impl Session {
         registration: BrokerRegistration,
         ttl_s: u64,
     ) -> Result<Self, StoreError> {
+        let sent = Instant::now();
         let lease = register(store, &registration, ttl_s).await?;
         Ok(Self {
             ttl: Duration::from_secs(ttl_s),
             registration,
             current: watch::Sender::new(lease),
-            last_renewed: Mutex::new(Instant::now()),
+            last_renewed: Mutex::new(sent),
+            fenced_logged: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -60,7 +69,9 @@ impl Session {
         self.current.subscribe()
     }
 
-    /// Has a renewal been confirmed within the TTL?
+    /// Could etcd still hold our lease? True until one TTL after the last
+    /// confirmed renewal was sent; the broker acts as leader or controller only
+    /// while this holds.
     pub fn is_live(&self) -> bool {
         self.last_renewed
             .lock()
@@ -69,8 +80,32 @@ impl Session {
             < self.ttl
     }
 
-    fn renewed(&self) {
-        *self.last_renewed.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    /// `sent` is when the confirmed renewal (or registration) left this broker.
+    fn renewed(&self, sent: Instant) {
+        let mut last = self.last_renewed.lock().unwrap_or_else(|p| p.into_inner());
+        if sent > *last {
+            *last = sent;
+        }
+        if self
+            .fenced_logged
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!("etcd session renewed: no longer fenced");
+        }
+    }
+
+    /// Log the moment the session stops being live (once per loss).
+    fn note_fencing(&self) {
+        if !self.is_live()
+            && !self
+                .fenced_logged
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::error!(
+                ttl_ms = self.ttl.as_millis() as u64,
+                "no lease renewal confirmed within the TTL: fenced (not acting as leader or controller)"
+            );
+        }
     }
 
     /// Renew the lease every third of its TTL until shutdown; when etcd says
@@ -80,14 +115,16 @@ impl Session {
         let mut client = store.client();
         let mut stream = None;
         loop {
+            self.note_fencing();
             tokio::select! {
                 _ = shutdown.changed() => return,
                 _ = tokio::time::sleep(period) => {}
             }
             let lease = self.lease();
+            let sent = Instant::now();
             let gone = match renew_once(&mut client, &mut stream, lease.id, period).await {
                 Ok(true) => {
-                    self.renewed();
+                    self.renewed(sent);
                     false
                 }
                 Ok(false) => true,
@@ -119,9 +156,11 @@ impl Session {
         shutdown: &mut watch::Receiver<bool>,
     ) -> bool {
         loop {
+            self.note_fencing();
+            let sent = Instant::now();
             match register(store, &self.registration, self.ttl.as_secs()).await {
                 Ok(new) => {
-                    self.renewed();
+                    self.renewed(sent);
                     self.current.send_replace(new);
                     return true;
                 }

@@ -1,8 +1,15 @@
-//! One hosted partition's leadership state as the controller last decided it:
-//! leader, leader epoch, ISR, replicas, and the controller epoch of the decision.
+//! One hosted partition's leadership state as the controller last decided it —
+//! leader, leader epoch, ISR, replicas, controller epoch — and, while this
+//! broker leads it, what the leader knows of each follower (its log end offset
+//! and when it last caught up), which is what the high watermark and the ISR
+//! follow.
 //!
 //! The state changes only through a LeaderAndIsr that passes the checks in
-//! [`Partition::check_leader_and_isr`]; the log itself belongs to storage.
+//! [`Partition::check_leader_and_isr`], or through the leader's own ISR write;
+//! the log itself belongs to storage.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
 
 use kafka_protocol::ResponseError;
 
@@ -18,11 +25,65 @@ pub struct LeaderAndIsrState {
     pub replicas: Vec<i32>,
 }
 
+/// What a leader knows of one follower (Kafka's remote `Replica`).
+#[derive(Clone, Debug)]
+pub struct FollowerState {
+    /// The offset of the follower's last fetch: its log end. -1 until it fetches
+    /// in this leader epoch, which holds the high watermark back.
+    pub log_end_offset: i64,
+    /// The last time the follower was known to have everything the leader had;
+    /// None if never in this leader epoch. ISR shrink follows this.
+    pub last_caught_up: Option<Instant>,
+    last_fetch: Option<Instant>,
+    /// The leader's LEO when the follower last fetched.
+    last_fetch_leader_leo: i64,
+}
+
+impl FollowerState {
+    /// As Kafka's makeLeader resets them: an ISR member counts as caught up now,
+    /// so it gets a full lag time before it can be dropped.
+    pub fn new(in_isr: bool, now: Instant) -> Self {
+        Self {
+            log_end_offset: -1,
+            last_caught_up: in_isr.then_some(now),
+            last_fetch: None,
+            last_fetch_leader_leo: -1,
+        }
+    }
+
+    /// Record a fetch at `fetch_offset` made when the leader's LEO was
+    /// `leader_leo` (Kafka 2.x `Replica.updateLogReadResult`): caught up now if
+    /// it asked for the leader's end; caught up as of its previous fetch if it
+    /// asked for at least what the leader had then.
+    pub fn on_fetch(&mut self, fetch_offset: i64, leader_leo: i64, now: Instant) {
+        if fetch_offset >= leader_leo {
+            self.last_caught_up = Some(now);
+        } else if fetch_offset >= self.last_fetch_leader_leo
+            && let Some(previous) = self.last_fetch
+        {
+            self.last_caught_up = Some(self.last_caught_up.map_or(previous, |c| c.max(previous)));
+        }
+        self.log_end_offset = fetch_offset;
+        self.last_fetch = Some(now);
+        self.last_fetch_leader_leo = leader_leo;
+    }
+}
+
 /// Local view of one partition.
 #[derive(Clone, Debug, Default)]
 pub struct Partition {
     /// None until the first LeaderAndIsr since this broker started.
     pub state: Option<LeaderAndIsrState>,
+    /// Followers, while this broker leads the partition.
+    pub followers: BTreeMap<i32, FollowerState>,
+    /// The LEO when this broker became leader in the current epoch: a follower
+    /// rejoins the ISR only once it reaches it (Kafka 2.x).
+    pub leader_epoch_start_offset: i64,
+    /// The etcd lease this broker held when it became leader; a later lease means
+    /// the session was lost in between and the leadership is void.
+    pub lease: i64,
+    /// Which of this broker's leaderships of the partition this is (0: none).
+    pub leadership: u64,
 }
 
 impl Partition {
@@ -45,5 +106,43 @@ impl Partition {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The fetch-side epoch check (KIP-320): an older epoch than ours is fenced,
+    /// a newer one we have not heard of yet. -1 (clients before KIP-320) skips it.
+    pub fn check_current_leader_epoch(&self, requested: i32) -> Result<(), ResponseError> {
+        let ours = self.leader_epoch();
+        if requested < 0 || requested == ours {
+            Ok(())
+        } else if requested < ours {
+            Err(ResponseError::FencedLeaderEpoch)
+        } else {
+            Err(ResponseError::UnknownLeaderEpoch)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_follower_catches_up_by_reaching_the_leaders_end_or_its_previous_end() {
+        let t0 = Instant::now();
+        let mut f = FollowerState::new(false, t0);
+        assert_eq!(f.last_caught_up, None);
+        f.on_fetch(5, 10, t0);
+        assert_eq!(f.last_caught_up, None, "behind and no earlier fetch");
+        let t1 = t0 + Duration::from_millis(100);
+        // It now asks for 10, what the leader had at its previous fetch, while
+        // the leader moved on to 12: caught up as of the previous fetch.
+        f.on_fetch(10, 12, t1);
+        assert_eq!(f.last_caught_up, Some(t0));
+        let t2 = t1 + Duration::from_millis(100);
+        f.on_fetch(12, 12, t2);
+        assert_eq!(f.last_caught_up, Some(t2));
+        assert_eq!(f.log_end_offset, 12);
     }
 }

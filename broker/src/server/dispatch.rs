@@ -13,8 +13,8 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, FetchRequest,
-    LeaderAndIsrRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest, RequestHeader,
-    ResponseHeader, UpdateMetadataRequest,
+    LeaderAndIsrRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
+    ProduceRequest, RequestHeader, ResponseHeader, UpdateMetadataRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
@@ -34,6 +34,9 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     // v10+ carries topic ids; we answer the zero id ("unknown").
     (ApiKey::Metadata, 0, 12),
     (ApiKey::LeaderAndIsr, 0, 4),
+    // v0 answers one offset (KIP-101), v1+ the epoch too (KIP-279), v2+ checks
+    // the asker's current leader epoch, v3+ names the replica.
+    (ApiKey::OffsetForLeaderEpoch, 0, 4),
     // v5+ groups partitions by topic and lists broker endpoints.
     (ApiKey::UpdateMetadata, 5, 6),
     (ApiKey::ApiVersions, 0, 3),
@@ -194,6 +197,15 @@ pub async fn handle(broker: &Broker, mut frame: Bytes) -> Result<Reply, Dispatch
                 version,
                 cid,
                 &handlers::list_offsets::handle(broker, req, version),
+            )
+        }
+        ApiKey::OffsetForLeaderEpoch => {
+            let req: OffsetForLeaderEpochRequest = decode_body(key, version, &mut frame)?;
+            encode_response(
+                key,
+                version,
+                cid,
+                &handlers::offsets_for_leader_epoch::handle(broker, req),
             )
         }
         ApiKey::LeaderAndIsr => {

@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 pub mod broker_process;
+pub mod cluster;
 pub mod etcd;
+pub mod forwarder;
 pub mod kafka_client;
 
 use std::time::{Duration, Instant};

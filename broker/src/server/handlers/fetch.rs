@@ -1,5 +1,8 @@
 //! Fetch: read each partition from the requested offset, a client only up to
-//! the high watermark; wait up to `max_wait_ms` until `min_bytes` are available.
+//! the high watermark, a follower (replica id ≥ 0) up to the log end, which also
+//! reports its position to the leader; wait up to `max_wait_ms` until
+//! `min_bytes` are available. The current leader epoch (KIP-320) is checked:
+//! older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
 //! The first partition with data returns at least one whole batch even when it
 //! exceeds the byte limits (KIP-74), so a large batch never stalls a consumer.
 //! Fetch sessions (KIP-227) are not kept: every response is sessionless (id 0).
@@ -68,7 +71,13 @@ fn read_once(broker: &Broker, req: &FetchRequest, replica_id: i32) -> (FetchResp
             } else {
                 remaining
             });
-            match broker.replicas.read(&tp, p.fetch_offset, limit, replica_id) {
+            match broker.replicas.read(
+                &tp,
+                p.fetch_offset,
+                limit,
+                replica_id,
+                p.current_leader_epoch,
+            ) {
                 Ok(r) => {
                     total += r.records.len();
                     parts.push(

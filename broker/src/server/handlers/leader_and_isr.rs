@@ -3,20 +3,40 @@
 //! a request from an older controller than the newest seen is rejected whole,
 //! STALE_CONTROLLER_EPOCH, when fencing is on); then each partition is applied or
 //! rejected by the leader-epoch rule. Every partition's outcome is appended to
-//! state-change.log.
+//! state-change.log. An applied partition this broker follows gets a fetcher
+//! (replacing any earlier one); one it leads has its fetcher stopped.
 
 use kafka_protocol::messages::leader_and_isr_response::LeaderAndIsrPartitionError;
 use kafka_protocol::messages::{LeaderAndIsrRequest, LeaderAndIsrResponse};
 
+use std::collections::BTreeMap;
+
 use super::topic_name;
 use crate::broker::Broker;
+use crate::replica::fetcher::FetchTarget;
 use crate::replica::partition::LeaderAndIsrState;
+use crate::replica::replica_manager::Role;
 use crate::replica::store::TopicPartition;
 use crate::state_change_log::{Outcome, StateChange};
 
 pub fn handle(broker: &Broker, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse {
     let controller_id = req.controller_id.0;
     let controller_epoch = req.controller_epoch;
+    // Where each leader is reached: `--peer` wins over the advertised address.
+    let leader_addrs: BTreeMap<i32, String> = req
+        .live_leaders
+        .iter()
+        .map(|l| {
+            let id = l.broker_id.0;
+            let addr = broker
+                .config
+                .peers
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| format!("{}:{}", l.host_name, l.port));
+            (id, addr)
+        })
+        .collect();
     // v0-1 list partitions flat; v2+ group them by topic.
     let states: Vec<(TopicPartition, LeaderAndIsrState)> = req
         .ungrouped_partition_states
@@ -98,12 +118,29 @@ pub fn handle(broker: &Broker, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse
         .into_iter()
         .map(|d| {
             let code = match &d.result {
-                Ok(()) => 0,
+                Ok(_) => 0,
                 Err(e) => e.code(),
             };
             let outcome = if d.result.is_ok() { Outcome::Applied } else { Outcome::Rejected };
+            match &d.result {
+                Ok(Role::Leader) => broker.fetchers.stop(&d.tp),
+                Ok(Role::Follower { leader, leader_epoch, truncate }) => {
+                    match leader_addrs.get(leader).or_else(|| broker.config.peers.get(leader)) {
+                        Some(addr) => broker.fetchers.follow(FetchTarget {
+                            tp: d.tp.clone(),
+                            leader: *leader,
+                            leader_addr: addr.clone(),
+                            leader_epoch: *leader_epoch,
+                            truncate: *truncate,
+                        }),
+                        // No live leader (offline partition): nothing to fetch from.
+                        None => broker.fetchers.stop(&d.tp),
+                    }
+                }
+                Err(_) => {}
+            }
             if d.result.is_ok() {
-                tracing::info!(topic = %d.tp.topic, partition = d.tp.partition, leader = d.state.leader, leader_epoch = d.state.leader_epoch, "applied LeaderAndIsr");
+                tracing::info!(topic = %d.tp.topic, partition = d.tp.partition, leader = d.state.leader, leader_epoch = d.state.leader_epoch, isr = ?d.state.isr, "applied LeaderAndIsr");
             }
             record(&d.tp, &d.state, outcome, d.reason.clone());
             LeaderAndIsrPartitionError::default()

@@ -7,6 +7,7 @@ pub mod fetch;
 pub mod leader_and_isr;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offsets_for_leader_epoch;
 pub mod produce;
 pub mod update_metadata;
 

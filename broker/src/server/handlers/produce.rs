@@ -3,7 +3,11 @@
 //! Kafka does), 1 after the local append, -1 (all) once the high watermark passes
 //! the appended batches or the request's timeout runs out
 //! (REQUEST_TIMED_OUT: the records stay in the log, the outcome is unknown to
-//! the client). A batch that fails its CRC is CORRUPT_MESSAGE and nothing of that
+//! the client). acks=all is refused with NOT_ENOUGH_REPLICAS when the ISR is
+//! below min.insync.replicas before the append, and answered
+//! NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank below it by the time the HW
+//! passed the batch. A leader that loses leadership while waiting answers
+//! NOT_LEADER_OR_FOLLOWER; one that fences itself answers REQUEST_TIMED_OUT. A batch that fails its CRC is CORRUPT_MESSAGE and nothing of that
 //! partition's data is appended.
 
 use std::time::Duration;
@@ -13,14 +17,19 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use crate::broker::Broker;
+use crate::replica::replica_manager::{AckStatus, AppendTicket};
 use crate::replica::store::TopicPartition;
+
+/// A fenced leader's pending acks=all waits are re-checked at least this often,
+/// since fencing is a matter of time, not of an event that wakes them.
+const ACK_RECHECK: Duration = Duration::from_millis(50);
 
 struct Pending {
     topic_index: usize,
     partition_index: usize,
     tp: TopicPartition,
-    /// The high watermark must exceed this for the batch to count as committed.
-    last_offset: i64,
+    /// The high watermark must pass this append for it to count as committed.
+    ticket: AppendTicket,
 }
 
 /// What the connection does after a produce.
@@ -55,16 +64,16 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
                 }
             };
             parts.push(match outcome {
-                Ok(info) => {
+                Ok(ticket) => {
                     if acks == -1 {
                         pending.push(Pending {
                             topic_index: ti,
                             partition_index: pi,
                             tp,
-                            last_offset: info.last_offset,
+                            ticket,
                         });
                     }
-                    base.with_base_offset(info.first_offset)
+                    base.with_base_offset(ticket.first_offset)
                 }
                 Err(e) => base.with_error_code(e.code()).with_base_offset(-1),
             });
@@ -97,16 +106,27 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
         loop {
             let notified = broker.replicas.appended().notified();
             pending.retain(|p| {
-                broker
-                    .replicas
-                    .high_watermark(&p.tp)
-                    .is_none_or(|hw| hw <= p.last_offset)
+                let code = match broker.replicas.ack_status(&p.tp, &p.ticket) {
+                    AckStatus::Pending => return true,
+                    AckStatus::Committed => 0,
+                    AckStatus::NotEnoughReplicasAfterAppend => {
+                        ResponseError::NotEnoughReplicasAfterAppend.code()
+                    }
+                    AckStatus::NotLeader => ResponseError::NotLeaderOrFollower.code(),
+                    // A fenced leader may not say "committed" and cannot say
+                    // "not written" (the followers may have it): the outcome is
+                    // unknown to the client, as after a timeout.
+                    AckStatus::Fenced => ResponseError::RequestTimedOut.code(),
+                };
+                responses[p.topic_index].partition_responses[p.partition_index].error_code = code;
+                false
             });
             if pending.is_empty() {
                 break;
             }
             tokio::select! {
                 _ = notified => {}
+                _ = tokio::time::sleep(ACK_RECHECK) => {}
                 _ = tokio::time::sleep_until(deadline) => {
                     for p in &pending {
                         responses[p.topic_index].partition_responses[p.partition_index].error_code =

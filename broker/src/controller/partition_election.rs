@@ -1,0 +1,181 @@
+//! Partition leader election: given a partition's stored state, its replicas
+//! (preferred first) and the brokers that are live, what the controller writes
+//! next, if anything. Pure functions, so the rules are unit-tested apart from
+//! etcd.
+//!
+//! The rules are ZooKeeper-era Kafka's: a leader that is gone is replaced by the
+//! first live replica of the ISR in assignment order (with unclean election, by
+//! any live replica when no ISR member is left); gone replicas leave the ISR, but
+//! the ISR is never emptied — its last member stays so that it can be elected
+//! cleanly when it returns; every change raises the leader epoch by exactly one
+//! (ZooKeeper-era Kafka sometimes raised it by two; see DESIGN.md).
+
+use std::collections::BTreeSet;
+
+use super::metadata_store::PartitionStateRecord;
+
+/// Kafka's `LeaderAndIsr.NoLeader`.
+pub const NO_LEADER: i32 = -1;
+
+/// The state after brokers came or went, or None when nothing changes.
+pub fn reelect(
+    current: &PartitionStateRecord,
+    replicas: &[i32],
+    live: &BTreeSet<i32>,
+    unclean: bool,
+    controller_epoch: i32,
+) -> Option<PartitionStateRecord> {
+    let live_isr: Vec<i32> = current
+        .isr
+        .iter()
+        .copied()
+        .filter(|r| live.contains(r))
+        .collect();
+    let leader_live = current.leader != NO_LEADER && live.contains(&current.leader);
+    let (leader, isr) = if leader_live {
+        (current.leader, live_isr)
+    } else if let Some(&leader) = replicas.iter().find(|r| live_isr.contains(r)) {
+        (leader, live_isr)
+    } else if let Some(&leader) = replicas.iter().find(|r| unclean && live.contains(r)) {
+        // Unclean election: acknowledged writes may be lost, by choice.
+        (leader, vec![leader])
+    } else {
+        (NO_LEADER, last_member(current))
+    };
+    changed(current, leader, isr, controller_epoch)
+}
+
+/// A broker restarted within its lease (KAFKA-1120's re-registration). It keeps
+/// its ISR membership, but a leader that restarted lost its in-memory state, so
+/// leadership moves on with a new epoch (KIP-101's returning leaders): to another
+/// live ISR member if there is one, else back to the restarted broker.
+pub fn restarted(
+    current: &PartitionStateRecord,
+    replicas: &[i32],
+    live: &BTreeSet<i32>,
+    broker: i32,
+    controller_epoch: i32,
+) -> Option<PartitionStateRecord> {
+    if current.leader != broker {
+        return None;
+    }
+    let leader = replicas
+        .iter()
+        .copied()
+        .find(|r| *r != broker && live.contains(r) && current.isr.contains(r))
+        .unwrap_or(broker);
+    Some(PartitionStateRecord {
+        leader,
+        leader_epoch: current.leader_epoch + 1,
+        isr: current.isr.clone(),
+        controller_epoch,
+    })
+}
+
+/// The ISR when no member is live: Kafka drops members one at a time and never
+/// the last, so the last leader (or the first member) stays.
+fn last_member(current: &PartitionStateRecord) -> Vec<i32> {
+    if current.isr.contains(&current.leader) {
+        vec![current.leader]
+    } else {
+        current.isr.iter().copied().take(1).collect()
+    }
+}
+
+fn changed(
+    current: &PartitionStateRecord,
+    leader: i32,
+    isr: Vec<i32>,
+    controller_epoch: i32,
+) -> Option<PartitionStateRecord> {
+    if leader == current.leader && isr == current.isr {
+        return None;
+    }
+    Some(PartitionStateRecord {
+        leader,
+        leader_epoch: current.leader_epoch + 1,
+        isr,
+        controller_epoch,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(leader: i32, epoch: i32, isr: &[i32]) -> PartitionStateRecord {
+        PartitionStateRecord {
+            leader,
+            leader_epoch: epoch,
+            isr: isr.to_vec(),
+            controller_epoch: 1,
+        }
+    }
+
+    fn live(ids: &[i32]) -> BTreeSet<i32> {
+        ids.iter().copied().collect()
+    }
+
+    #[test]
+    fn a_lost_leader_is_replaced_from_the_isr_in_assignment_order_with_epoch_plus_one() {
+        let s = state(1, 4, &[1, 3, 2]);
+        let next = reelect(&s, &[1, 2, 3], &live(&[2, 3]), false, 7).unwrap();
+        assert_eq!(
+            next,
+            PartitionStateRecord {
+                leader: 2,
+                leader_epoch: 5,
+                isr: vec![3, 2],
+                controller_epoch: 7,
+            }
+        );
+    }
+
+    #[test]
+    fn a_lost_follower_leaves_the_isr_and_nothing_changes_when_all_are_live() {
+        let s = state(1, 0, &[1, 2, 3]);
+        let next = reelect(&s, &[1, 2, 3], &live(&[1, 2]), false, 1).unwrap();
+        assert_eq!(
+            (next.leader, next.leader_epoch, next.isr),
+            (1, 1, vec![1, 2])
+        );
+        assert_eq!(reelect(&s, &[1, 2, 3], &live(&[1, 2, 3]), false, 1), None);
+    }
+
+    #[test]
+    fn without_a_live_isr_member_the_partition_goes_offline_unless_unclean() {
+        let s = state(1, 2, &[1]);
+        let offline = reelect(&s, &[1, 2], &live(&[2]), false, 1).unwrap();
+        assert_eq!(
+            (offline.leader, offline.leader_epoch, offline.isr.clone()),
+            (NO_LEADER, 3, vec![1])
+        );
+        assert_eq!(
+            reelect(&offline, &[1, 2], &live(&[2]), false, 1),
+            None,
+            "stays offline"
+        );
+        let unclean = reelect(&s, &[1, 2], &live(&[2]), true, 1).unwrap();
+        assert_eq!((unclean.leader, unclean.isr), (2, vec![2]));
+        // The last ISR member returns: elected cleanly.
+        let back = reelect(&offline, &[1, 2], &live(&[1, 2]), false, 1).unwrap();
+        assert_eq!((back.leader, back.leader_epoch, back.isr), (1, 4, vec![1]));
+    }
+
+    #[test]
+    fn a_restarted_leader_hands_over_and_keeps_its_isr_membership() {
+        let s = state(1, 3, &[1, 2]);
+        let next = restarted(&s, &[1, 2], &live(&[1, 2]), 1, 1).unwrap();
+        assert_eq!(
+            (next.leader, next.leader_epoch, next.isr),
+            (2, 4, vec![1, 2])
+        );
+        let alone = restarted(&state(1, 3, &[1]), &[1, 2], &live(&[1, 2]), 1, 1).unwrap();
+        assert_eq!((alone.leader, alone.leader_epoch), (1, 4));
+        assert_eq!(
+            restarted(&s, &[1, 2], &live(&[1, 2]), 2, 1),
+            None,
+            "a follower restarting changes nothing"
+        );
+    }
+}

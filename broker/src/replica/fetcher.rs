@@ -1,0 +1,266 @@
+//! Followers fetching from their leader (Kafka's ReplicaFetcherThread): one
+//! task per followed partition, started by a LeaderAndIsr that makes this
+//! broker a follower and replaced by the next one. A task first truncates the
+//! log as `--truncation` says (asking the leader OffsetsForLeaderEpoch, KIP-101 /
+//! KIP-279), then fetches from its log end with the replica id set, long-polling
+//! up to `--replica-fetch-wait-max-ms`, appends what it gets and takes the
+//! leader's high watermark.
+//!
+//! A task never decides leadership: an error that means the leader moved makes it
+//! back off and retry until the controller's next LeaderAndIsr replaces it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use kafka_protocol::messages::{BrokerId, FetchRequest, OffsetForLeaderEpochRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use tokio::task::JoinHandle;
+
+use super::replica_manager::{ReplicaManager, StorageOrRole, TruncationProgress};
+use super::store::{EpochEndOffset, TopicPartition};
+use super::truncation::{self, MAX_TRUNCATION_ROUNDS};
+use crate::client::{ClientError, Connection};
+
+/// Fetch v12: the last version before topic ids; carries the current leader
+/// epoch (KIP-320) so a stale leader answers FENCED_LEADER_EPOCH.
+pub const FETCH_VERSION: i16 = 12;
+/// Kafka's replica.fetch.backoff.ms is 1 s; shorter keeps failover quick.
+const BACKOFF: Duration = Duration::from_millis(200);
+/// Kafka's replica.fetch.max.bytes default.
+const FETCH_MAX_BYTES: i32 = 1024 * 1024;
+/// On top of the long poll: how long a fetch may take before the connection is
+/// given up (Kafka's replica.socket.timeout.ms is 30 s; a cut link must not hold
+/// a follower that long).
+const SOCKET_TIMEOUT_EXTRA: Duration = Duration::from_secs(5);
+
+/// Where and how a follower fetches one partition.
+#[derive(Debug, Clone)]
+pub struct FetchTarget {
+    pub tp: TopicPartition,
+    pub leader: i32,
+    pub leader_addr: String,
+    pub leader_epoch: i32,
+    pub truncate: bool,
+}
+
+/// The running fetcher tasks, by partition.
+pub struct FetcherManager {
+    replicas: Arc<ReplicaManager>,
+    fetch_wait: Duration,
+    tasks: Mutex<HashMap<TopicPartition, JoinHandle<()>>>,
+}
+
+impl FetcherManager {
+    pub fn new(replicas: Arc<ReplicaManager>, fetch_wait: Duration) -> Self {
+        Self {
+            replicas,
+            fetch_wait,
+            tasks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Start following `target` (replacing any fetcher of the partition).
+    pub fn follow(&self, target: FetchTarget) {
+        let tp = target.tp.clone();
+        let task = tokio::spawn(run(self.replicas.clone(), self.fetch_wait, target));
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = tasks.insert(tp, task) {
+            old.abort();
+        }
+    }
+
+    /// Stop fetching a partition (this broker became its leader).
+    pub fn stop(&self, tp: &TopicPartition) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = tasks.remove(tp) {
+            old.abort();
+        }
+    }
+
+    pub fn stop_all(&self) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, t) in tasks.drain() {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for FetcherManager {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum FetchError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("leader answered {0:?}")]
+    Leader(ResponseError),
+    #[error(transparent)]
+    Local(#[from] StorageOrRole),
+    #[error("truncation did not finish in {MAX_TRUNCATION_ROUNDS} rounds")]
+    Unfinished,
+}
+
+async fn run(replicas: Arc<ReplicaManager>, fetch_wait: Duration, target: FetchTarget) {
+    let FetchTarget {
+        tp,
+        leader,
+        leader_addr,
+        leader_epoch,
+        truncate,
+    } = target;
+    tracing::info!(topic = %tp.topic, partition = tp.partition, leader, %leader_addr, leader_epoch, truncate, "following");
+    let client_id = format!("replica-{}", replicas.node_id());
+    let mut conn: Option<Connection> = None;
+    let mut must_truncate = truncate;
+    loop {
+        let result = async {
+            if conn.is_none() {
+                conn = Some(
+                    Connection::connect(
+                        &leader_addr,
+                        &client_id,
+                        fetch_wait + SOCKET_TIMEOUT_EXTRA,
+                    )
+                    .await?,
+                );
+            }
+            let c = conn.as_mut().expect("connected above");
+            if must_truncate {
+                truncate_log(&replicas, c, &tp, leader_epoch).await?;
+                must_truncate = false;
+            }
+            fetch_once(&replicas, c, &tp, leader_epoch, fetch_wait).await
+        }
+        .await;
+        match result {
+            Ok(()) => continue,
+            Err(FetchError::Local(StorageOrRole::Role(_))) => {
+                // LeaderAndIsr moved us on; our replacement is (being) started.
+                return;
+            }
+            Err(FetchError::Leader(ResponseError::OffsetOutOfRange))
+            | Err(FetchError::Local(StorageOrRole::Storage(_))) => {
+                // Our log does not continue the leader's: truncate again.
+                tracing::warn!(topic = %tp.topic, partition = tp.partition, "fetch position rejected; truncating again");
+                must_truncate = true;
+            }
+            Err(FetchError::Client(e)) => {
+                tracing::debug!(topic = %tp.topic, partition = tp.partition, %e, "fetch connection failed");
+                conn = None;
+            }
+            Err(e) => {
+                tracing::debug!(topic = %tp.topic, partition = tp.partition, %e, "fetch failed")
+            }
+        }
+        tokio::time::sleep(BACKOFF).await;
+    }
+}
+
+fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_string()))
+}
+
+/// KIP-279's follower loop: ask about our latest epoch, cut, and ask again
+/// while the leader answers an epoch we do not have.
+async fn truncate_log(
+    replicas: &ReplicaManager,
+    conn: &mut Connection,
+    tp: &TopicPartition,
+    leader_epoch: i32,
+) -> Result<(), FetchError> {
+    let version = truncation::offsets_for_leader_epoch_version(replicas.truncation());
+    let mut progress = replicas.truncation_start(tp, leader_epoch)?;
+    for _ in 0..MAX_TRUNCATION_ROUNDS {
+        let TruncationProgress::Ask(epoch) = progress else {
+            return Ok(());
+        };
+        let request = OffsetForLeaderEpochRequest::default()
+            .with_replica_id(BrokerId(replicas.node_id()))
+            .with_topics(vec![
+                OffsetForLeaderTopic::default()
+                    .with_topic(topic_name(&tp.topic))
+                    .with_partitions(vec![
+                        OffsetForLeaderPartition::default()
+                            .with_partition(tp.partition)
+                            .with_current_leader_epoch(leader_epoch)
+                            .with_leader_epoch(epoch),
+                    ]),
+            ]);
+        let response = conn.send(&request, version).await?;
+        let answer = response
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .ok_or(FetchError::Leader(ResponseError::UnknownServerError))?;
+        if answer.error_code != 0 {
+            return Err(FetchError::Leader(
+                ResponseError::try_from_code(answer.error_code)
+                    .unwrap_or(ResponseError::UnknownServerError),
+            ));
+        }
+        let answer = EpochEndOffset {
+            leader_epoch: if version >= 1 {
+                answer.leader_epoch
+            } else {
+                -1
+            },
+            end_offset: answer.end_offset,
+        };
+        tracing::info!(topic = %tp.topic, partition = tp.partition, asked = epoch, ?answer, "OffsetsForLeaderEpoch answered");
+        progress = replicas.apply_truncation_answer(tp, leader_epoch, answer)?;
+    }
+    Err(FetchError::Unfinished)
+}
+
+async fn fetch_once(
+    replicas: &ReplicaManager,
+    conn: &mut Connection,
+    tp: &TopicPartition,
+    leader_epoch: i32,
+    fetch_wait: Duration,
+) -> Result<(), FetchError> {
+    let offset = replicas
+        .follower_fetch_offset(tp, leader_epoch)
+        .map_err(|e| FetchError::Local(StorageOrRole::Role(e)))?;
+    let request = FetchRequest::default()
+        .with_replica_id(BrokerId(replicas.node_id()))
+        .with_max_wait_ms(fetch_wait.as_millis() as i32)
+        .with_min_bytes(1)
+        .with_max_bytes(FETCH_MAX_BYTES)
+        .with_session_epoch(-1)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(topic_name(&tp.topic))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(tp.partition)
+                        .with_current_leader_epoch(leader_epoch)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(FETCH_MAX_BYTES),
+                ]),
+        ]);
+    let response = conn.send(&request, FETCH_VERSION).await?;
+    let data = response
+        .responses
+        .first()
+        .and_then(|t| t.partitions.first())
+        .ok_or(FetchError::Leader(ResponseError::UnknownServerError))?;
+    if data.error_code != 0 {
+        return Err(FetchError::Leader(
+            ResponseError::try_from_code(data.error_code)
+                .unwrap_or(ResponseError::UnknownServerError),
+        ));
+    }
+    let records = data.records.clone().unwrap_or_default();
+    replicas.append_as_follower(tp, leader_epoch, records, data.high_watermark)?;
+    Ok(())
+}
