@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{EventType, WatchOptions};
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::leader_and_isr_request::{
     LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
 };
@@ -39,6 +40,7 @@ use super::metadata_store::{
 };
 use super::partition_election;
 use super::session::Session;
+use crate::failpoints::{self, Failpoint};
 
 /// How often the controller checks that its own session is still live.
 const LIVENESS_CHECK: Duration = Duration::from_millis(50);
@@ -190,12 +192,22 @@ impl Controller {
                         let Some(kv) = event.kv() else { continue };
                         let key = kv.key_str().unwrap_or_default().to_string();
                         let deleted = event.event_type() == EventType::Delete;
+                        // Taken off the queue, not yet handled: where a paused
+                        // ("GC") controller of KAFKA-532 sits on a stale event.
+                        failpoints::hit(Failpoint::ControllerBeforeEvent);
+                        if deleted && matches!(classify(&key), KeyKind::Broker(_)) {
+                            failpoints::hit(Failpoint::ControllerBeforeBrokerLoss);
+                        }
                         if let Err(r) = self.on_key_event(&key, kv, deleted).await {
                             return r;
                         }
                     }
                 }
-                Some(reply) = self.replies.recv() => self.on_reply(reply),
+                Some(reply) = self.replies.recv() => {
+                    if let Err(r) = self.on_reply(reply) {
+                        return r;
+                    }
+                }
             }
         }
     }
@@ -436,6 +448,7 @@ impl Controller {
                 .await
             {
                 Ok(v) => {
+                    failpoints::hit(Failpoint::ControllerAfterWrite);
                     tracing::info!(%topic, partition, leader, "elected initial leader");
                     self.ctx.states.insert((topic.to_string(), *partition), v);
                     written.push(*partition);
@@ -516,6 +529,17 @@ impl Controller {
             let Some(current) = self.ctx.states.get(key).cloned() else {
                 return Ok(false);
             };
+            // Jun Rao's rule in KAFKA-532: write a partition's state only if the
+            // controller epoch stored with it is not above ours. The revision
+            // compare below makes the check atomic with the write: the state we
+            // checked is the state we replace.
+            if self.settings.controller_epoch_fencing && current.value.controller_epoch > self.epoch
+            {
+                return Err(Resignation::Moved(format!(
+                    "{}-{} was written by controller epoch {}, ours is {}",
+                    key.0, key.1, current.value.controller_epoch, self.epoch
+                )));
+            }
             let Some(next) = decide(&current.value, &replicas, &live, self.epoch) else {
                 return Ok(false);
             };
@@ -531,6 +555,7 @@ impl Controller {
                 .await
             {
                 Ok(v) => {
+                    failpoints::hit(Failpoint::ControllerAfterWrite);
                     tracing::info!(
                         topic = %key.0,
                         partition = key.1,
@@ -699,8 +724,13 @@ impl Controller {
         }
     }
 
-    fn on_reply(&mut self, reply: ControlReply) {
-        match reply.response {
+    /// A broker's answer. With fencing on, a request refused whole with
+    /// STALE_CONTROLLER_EPOCH means a newer controller has spoken to that broker:
+    /// resign (KAFKA-532). A per-partition STALE_CONTROLLER_EPOCH is only the
+    /// leader-epoch rule refusing a state the broker already has, as in Kafka.
+    fn on_reply(&mut self, reply: ControlReply) -> Result<(), Resignation> {
+        let stale = ResponseError::StaleControllerEpoch.code();
+        let request_error = match reply.response {
             ControlResponse::LeaderAndIsr(r) => {
                 let failed: Vec<_> = r
                     .partition_errors
@@ -715,6 +745,7 @@ impl Controller {
                         "LeaderAndIsr not fully applied"
                     );
                 }
+                r.error_code
             }
             ControlResponse::UpdateMetadata(r) => {
                 if r.error_code != 0 {
@@ -724,7 +755,15 @@ impl Controller {
                         "UpdateMetadata rejected"
                     );
                 }
+                r.error_code
             }
+        };
+        if self.settings.controller_epoch_fencing && request_error == stale {
+            return Err(Resignation::Moved(format!(
+                "broker {} answered STALE_CONTROLLER_EPOCH to controller epoch {}",
+                reply.broker_id, self.epoch
+            )));
         }
+        Ok(())
     }
 }
