@@ -37,7 +37,19 @@ impl Cluster {
         etcd: Etcd,
         etcd_for: impl Fn(i32) -> String,
     ) -> Cluster {
-        Cluster::start_full(n, extra, etcd, etcd_for, false)
+        Cluster::start_full(n, extra, etcd, etcd_for, false, |_| Vec::new())
+    }
+
+    /// Like [`Cluster::start`], broker `id` also getting the environment
+    /// `env_for(id)` (e.g. `EPOCHAL_FAILPOINTS`).
+    pub fn start_with_env(
+        n: i32,
+        extra: &[&str],
+        env_for: impl Fn(i32) -> Vec<(&'static str, String)>,
+    ) -> Cluster {
+        let etcd = Etcd::start();
+        let endpoint = etcd.endpoint.clone();
+        Cluster::start_full(n, extra, etcd, |_| endpoint.clone(), false, env_for)
     }
 
     /// Like [`Cluster::start`], with every broker-to-broker connection (fetches,
@@ -45,7 +57,7 @@ impl Cluster {
     pub fn start_meshed(n: i32, extra: &[&str]) -> Cluster {
         let etcd = Etcd::start();
         let endpoint = etcd.endpoint.clone();
-        Cluster::start_full(n, extra, etcd, |_| endpoint.clone(), true)
+        Cluster::start_full(n, extra, etcd, |_| endpoint.clone(), true, |_| Vec::new())
     }
 
     fn start_full(
@@ -54,6 +66,7 @@ impl Cluster {
         etcd: Etcd,
         etcd_for: impl Fn(i32) -> String,
         meshed: bool,
+        env_for: impl Fn(i32) -> Vec<(&'static str, String)>,
     ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let peers: BTreeMap<i32, Forwarder> = if meshed {
@@ -71,8 +84,15 @@ impl Cluster {
                 }
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let b =
-                BrokerProcess::start(id, &etcd_for(id), &dir.path().join(format!("b{id}")), &args);
+            let env = env_for(id);
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let b = BrokerProcess::start_with_env(
+                id,
+                &etcd_for(id),
+                &dir.path().join(format!("b{id}")),
+                &args,
+                &env,
+            );
             if let Some(f) = peers.get(&id) {
                 f.set_upstream(&b.addr);
             }
