@@ -55,16 +55,21 @@ fn cluster_failpoints_an_unknown_name_is_a_startup_error_naming_it() {
 fn cluster_failpoints_unset_arms_nothing_and_stop_pauses_the_leader_after_its_append() {
     // Broker 1 unset (the helper removes the variable); broker 2 armed to stop
     // once after a leader append.
-    let cluster = Cluster::start_with_env(2, &["--lease-ttl-s", "10"], |id| {
-        if id == 2 {
-            vec![(
-                "EPOCHAL_FAILPOINTS",
-                "leader-after-append=1*stop".to_string(),
-            )]
-        } else {
-            vec![]
-        }
-    });
+    let cluster = Cluster::start_with_env(
+        2,
+        &["--lease-ttl-s", "10"],
+        |_| vec![],
+        |id| {
+            if id == 2 {
+                vec![(
+                    "EPOCHAL_FAILPOINTS",
+                    "leader-after-append=1*stop".to_string(),
+                )]
+            } else {
+                vec![]
+            }
+        },
+    );
     assert!(!cluster.broker(1).log().contains("failpoint armed"));
     assert!(cluster.broker(2).log().contains("failpoint armed"));
 

@@ -106,11 +106,12 @@ impl ControllerChannel {
 }
 
 impl Drop for ControllerChannel {
-    fn drop(&mut self) {
-        for q in self.queues.values() {
-            let _ = q.stop.send(true);
-        }
-    }
+    /// A controller that stops (resigns) lets what it already queued go out, as
+    /// Kafka's request send threads did for a controller resuming from a pause:
+    /// whether a stale request is applied is the brokers' controller-epoch check
+    /// to decide (KAFKA-532), not an accident of task scheduling. Dropping the
+    /// queues closes them; each loop sends what is left, once, and ends.
+    fn drop(&mut self) {}
 }
 
 async fn send_loop(
@@ -123,8 +124,10 @@ async fn send_loop(
 ) {
     let mut conn: Option<Connection> = None;
     loop {
+        // Only an explicit stop ends the loop early; a dropped controller
+        // (sender gone, `changed` erring) lets the queue drain.
         let request = tokio::select! {
-            _ = stop.changed() => return,
+            Ok(()) = stop.changed() => return,
             r = rx.recv() => match r { Some(r) => r, None => return },
         };
         loop {
@@ -137,6 +140,11 @@ async fn send_loop(
                         broker_id,
                         response,
                     });
+                    break;
+                }
+                Err(e) if rx.is_closed() => {
+                    // The controller is gone: no retries on its behalf.
+                    tracing::warn!(broker_id, %addr, %e, "control request of a stopped controller failed; dropped");
                     break;
                 }
                 Err(e) => {

@@ -112,6 +112,8 @@ pub struct Controller {
     epoch: i32,
     /// Create revision of the controller key this controller won.
     create_revision: i64,
+    /// The lease the controller key was won under; it dies with it.
+    lease: i64,
     ctx: ControllerContext,
     channel: ControllerChannel,
     replies: mpsc::UnboundedReceiver<ControlReply>,
@@ -127,12 +129,14 @@ impl Controller {
     ) -> Self {
         let (tx, replies) = mpsc::unbounded_channel();
         let channel = ControllerChannel::new(settings.node_id, tx);
+        let lease = session.lease().id;
         Self {
             store,
             settings,
             session,
             epoch,
             create_revision,
+            lease,
             ctx: ControllerContext::default(),
             channel,
             replies,
@@ -172,6 +176,12 @@ impl Controller {
         loop {
             if !self.session.is_live() {
                 return Resignation::Moved("own etcd session not live: fenced".into());
+            }
+            // A broker resumed after its lease expired may have registered
+            // again under a new lease before this check runs: the controller
+            // key died with the old one all the same.
+            if self.session.lease().id != self.lease {
+                return Resignation::Moved("own etcd lease replaced: fenced".into());
             }
             tokio::select! {
                 _ = shutdown.changed() => return Resignation::Shutdown,
