@@ -246,3 +246,113 @@ fn cluster_controller_fencing_off_a_resumed_controller_splits_leadership_and_the
     assert!(has(3, b"split-on-3") && !has(3, b"split-on-2"));
     assert!(has(2, b"split-on-2") && !has(2, b"split-on-3"));
 }
+
+/// The brokers' half of KAFKA-532: a controller stopped after its etcd write and
+/// before its LeaderAndIsr went out (so no etcd fence can catch it) resumes
+/// after a new controller spoke to the brokers. They answer
+/// STALE_CONTROLLER_EPOCH, it resigns, and no broker applies its LeaderAndIsr.
+#[test]
+fn cluster_controller_fencing_on_brokers_refuse_a_resumed_controllers_requests_and_it_resigns() {
+    // Placement: t-0 on [1, 2], t-1 on [2, 3]. Controller 1 writes both initial
+    // states (failpoint passes twice), then stops after writing t-1's next state
+    // when broker 3 is lost.
+    let mut cluster = Cluster::start_with_env(
+        3,
+        &[
+            "--flush-messages",
+            "1",
+            "--replica-fetch-wait-max-ms",
+            "100",
+            "--replica-lag-time-max-ms",
+            "30000",
+        ],
+        |id| {
+            let ttl = if id == 1 { "8" } else { "2" };
+            vec!["--lease-ttl-s".into(), ttl.into()]
+        },
+        |id| {
+            if id == 1 {
+                vec![(
+                    "EPOCHAL_FAILPOINTS",
+                    "controller-after-write=2*off->1*stop".to_string(),
+                )]
+            } else {
+                vec![]
+            }
+        },
+    );
+    assert_eq!(cluster.client(1).create_topic("t", 2, 2), 0);
+    cluster.await_state("t-1 fully in sync", TIMEOUT, "t", 1, |s| {
+        s.leader == 2 && s.isr.len() == 2
+    });
+    cluster.broker_mut(3).kill9();
+    common::await_some_or(
+        "controller 1 to stop at controller-after-write",
+        TIMEOUT,
+        || (cluster.broker(1).proc_state() == Some('T')).then_some(()),
+        || cluster.logs(),
+    );
+    // Its decision is in etcd, not yet sent.
+    let written = cluster.state("t", 1).unwrap();
+    assert_eq!(
+        (
+            written.leader,
+            written.leader_epoch,
+            written.isr.clone(),
+            written.controller_epoch
+        ),
+        (2, 1, vec![2], 1)
+    );
+    // Broker 2 becomes controller (epoch 2) and tells itself so.
+    cluster.await_state("the new controller's t-0 leader", TIMEOUT, "t", 0, |s| {
+        s.controller_epoch == 2 && s.leader == 2
+    });
+    common::await_some_or(
+        "broker 2 to apply controller epoch 2",
+        TIMEOUT,
+        || {
+            state_changes(&cluster, 2)
+                .iter()
+                .any(|c| c["controller_epoch"] == 2 && c["outcome"] == "applied")
+                .then_some(())
+        },
+        || cluster.logs(),
+    );
+
+    let resumed_ms = now_ms();
+    cluster.broker(1).signal(Signal::SIGCONT);
+    // It resigns — on the brokers' answer, or first on its own lapsed session,
+    // whichever it meets first after the resume — and it hears the answer.
+    common::await_some_or(
+        "controller 1 to resign and hear STALE_CONTROLLER_EPOCH",
+        TIMEOUT,
+        || {
+            let log = cluster.broker(1).log();
+            (log.lines()
+                .any(|l| l.contains("resigned as controller") && l.contains("epoch=1"))
+                && log.lines().any(|l| {
+                    l.contains("broker answered STALE_CONTROLLER_EPOCH")
+                        && l.contains("broker_id=2")
+                }))
+            .then_some(())
+        },
+        || cluster.logs(),
+    );
+    let rejected = from_old_controller(&cluster, resumed_ms, "rejected");
+    assert!(
+        rejected.iter().any(|(id, l)| *id == 2
+            && l.contains("\"LeaderAndIsr\"")
+            && l.contains("STALE_CONTROLLER_EPOCH")),
+        "{rejected:?}"
+    );
+    // Nothing from controller epoch 1 is applied after the resume, except the
+    // UpdateMetadata its own broker takes from it: broker 1 never heard of
+    // epoch 2 (the new controller counts it gone), as in Kafka.
+    let applied = from_old_controller(&cluster, resumed_ms, "applied");
+    assert!(
+        applied
+            .iter()
+            .all(|(id, l)| *id == 1 && l.contains("\"UpdateMetadata\"")),
+        "{applied:?}"
+    );
+}

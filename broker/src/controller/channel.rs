@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     LeaderAndIsrRequest, LeaderAndIsrResponse, UpdateMetadataRequest, UpdateMetadataResponse,
 };
@@ -33,6 +34,16 @@ pub enum ControlRequest {
 pub enum ControlResponse {
     LeaderAndIsr(LeaderAndIsrResponse),
     UpdateMetadata(UpdateMetadataResponse),
+}
+
+impl ControlResponse {
+    /// The whole-request error code (0 = none).
+    pub fn error_code(&self) -> i16 {
+        match self {
+            ControlResponse::LeaderAndIsr(r) => r.error_code,
+            ControlResponse::UpdateMetadata(r) => r.error_code,
+        }
+    }
 }
 
 /// A response, tagged with the broker it came from, fed back to the controller.
@@ -136,6 +147,14 @@ async fn send_loop(
             }
             match send_one(&mut conn, &addr, &client_id, &request).await {
                 Ok(response) => {
+                    // Logged here as well, so it shows even when the controller
+                    // has already resigned for another reason (its own lease).
+                    if response.error_code() == ResponseError::StaleControllerEpoch.code() {
+                        tracing::warn!(
+                            broker_id,
+                            "broker answered STALE_CONTROLLER_EPOCH: a newer controller exists"
+                        );
+                    }
                     let _ = replies.send(ControlReply {
                         broker_id,
                         response,

@@ -740,7 +740,8 @@ impl Controller {
     /// leader-epoch rule refusing a state the broker already has, as in Kafka.
     fn on_reply(&mut self, reply: ControlReply) -> Result<(), Resignation> {
         let stale = ResponseError::StaleControllerEpoch.code();
-        let request_error = match reply.response {
+        let request_error = reply.response.error_code();
+        match reply.response {
             ControlResponse::LeaderAndIsr(r) => {
                 let failed: Vec<_> = r
                     .partition_errors
@@ -755,7 +756,6 @@ impl Controller {
                         "LeaderAndIsr not fully applied"
                     );
                 }
-                r.error_code
             }
             ControlResponse::UpdateMetadata(r) => {
                 if r.error_code != 0 {
@@ -765,9 +765,8 @@ impl Controller {
                         "UpdateMetadata rejected"
                     );
                 }
-                r.error_code
             }
-        };
+        }
         if self.settings.controller_epoch_fencing && request_error == stale {
             return Err(Resignation::Moved(format!(
                 "broker {} answered STALE_CONTROLLER_EPOCH to controller epoch {}",
