@@ -228,6 +228,21 @@ fn below_first(setting: Truncation) -> (Outcome, Vec<(i32, i64)>) {
 }
 
 #[test]
+fn high_watermark_leaders_refuse_offsets_for_leader_epoch() {
+    // Kafka ≤ 0.10 had no such request; no follower on this setting sends one.
+    let dir = tempfile::tempdir().unwrap();
+    let leader = replica(LEADER, dir.path(), Truncation::HighWatermark);
+    lead(&leader, 0, &[3]);
+    let req = offsets_for_leader_epoch_request(FOLLOWER, &tp(), 0, 0);
+    let resp = offsets_for_leader_epoch::answer(&leader, req);
+    let p = &resp.topics[0].partitions[0];
+    assert_eq!(
+        (p.error_code, p.leader_epoch, p.end_offset),
+        (kafka_protocol::ResponseError::InvalidRequest.code(), -1, -1)
+    );
+}
+
+#[test]
 fn high_watermark_asks_nothing_and_cuts_to_the_high_watermark() {
     // Kafka ≤ 0.10: a new follower truncates to its own HW whatever the epochs.
     let (o, epochs) = never_had(Truncation::HighWatermark);
@@ -325,4 +340,33 @@ fn current_answers_below_the_first_epoch_with_the_first_start_offset() {
         }
     );
     assert_eq!(epochs, Vec::<(i32, i64)>::new());
+}
+
+#[test]
+fn only_current_truncates_again_when_the_leader_did_not_change() {
+    // KAFKA-7164: a follower told of a new epoch under the same leader skipped
+    // truncation before 2.1, keeping a tail it may have from a missed epoch.
+    for setting in [
+        Truncation::HighWatermark,
+        Truncation::Kip101,
+        Truncation::Kip279,
+        Truncation::Current,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let follower = replica(FOLLOWER, dir.path(), setting);
+        let first =
+            follower.apply_leader_and_isr(vec![(tp(), state(LEADER, 3, &[LEADER, FOLLOWER]))]);
+        assert!(matches!(
+            first[0].result,
+            Ok(Role::Follower { truncate: true, .. })
+        ));
+        let again =
+            follower.apply_leader_and_isr(vec![(tp(), state(LEADER, 5, &[LEADER, FOLLOWER]))]);
+        let expected = setting == Truncation::Current;
+        assert!(
+            matches!(again[0].result, Ok(Role::Follower { truncate, .. }) if truncate == expected),
+            "{setting:?}: {:?}",
+            again[0]
+        );
+    }
 }
