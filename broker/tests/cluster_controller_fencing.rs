@@ -338,6 +338,11 @@ fn cluster_controller_fencing_on_brokers_refuse_a_resumed_controllers_requests_a
         },
         || cluster.logs(),
     );
+    let log = cluster.broker(1).log();
+    let resigned = log
+        .lines()
+        .find(|l| l.contains("resigned as controller") && l.contains("epoch=1"));
+    println!("controller 1: {}", resigned.unwrap_or_default());
     let rejected = from_old_controller(&cluster, resumed_ms, "rejected");
     assert!(
         rejected.iter().any(|(id, l)| *id == 2
