@@ -7,8 +7,12 @@
 //! registering gets its partitions' state (and may bring an offline partition
 //! back); a broker that re-registered within its lease (KAFKA-1120) keeps its
 //! ISR membership, and if it led a partition, that partition gets a new epoch.
-//! It resigns the moment its own session stops being live, without waiting for
-//! etcd to say so.
+//! It resigns the moment its own session stops being live (or moves to a new
+//! lease), without waiting for etcd to say so — checked between events, so an
+//! event already taken off the queue is handled first, as a paused controller
+//! of KAFKA-532 would. With controller-epoch fencing it also resigns when a
+//! write is fenced or a broker answers STALE_CONTROLLER_EPOCH; without, it
+//! writes whatever it decided.
 //!
 //! Events (etcd watch notifications, brokers' replies) are handled one at a time
 //! on one task, as Kafka's controller event thread does, so a decision is never
