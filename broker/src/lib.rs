@@ -12,6 +12,7 @@ pub mod broker;
 pub mod client;
 pub mod config;
 pub mod controller;
+pub mod failpoints;
 pub mod huge_alloc;
 pub mod replica;
 pub mod server;

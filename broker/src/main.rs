@@ -20,10 +20,16 @@ fn main() -> anyhow::Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
+    // Before anything else runs, so a scenario's failpoint is armed from the
+    // first event and a misspelt name stops the broker here.
+    let failpoints = epochal_broker::failpoints::configure_from_env()?;
     let config = ConfigArgs::parse()
         .resolve()
         .context("invalid configuration")?;
     tracing::info!(config = %config.to_toml(), "starting");
+    for (point, actions) in &failpoints {
+        tracing::warn!(failpoint = %point, %actions, "failpoint armed");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     LeaderAndIsrRequest, LeaderAndIsrResponse, UpdateMetadataRequest, UpdateMetadataResponse,
 };
@@ -33,6 +34,16 @@ pub enum ControlRequest {
 pub enum ControlResponse {
     LeaderAndIsr(LeaderAndIsrResponse),
     UpdateMetadata(UpdateMetadataResponse),
+}
+
+impl ControlResponse {
+    /// The whole-request error code (0 = none).
+    pub fn error_code(&self) -> i16 {
+        match self {
+            ControlResponse::LeaderAndIsr(r) => r.error_code,
+            ControlResponse::UpdateMetadata(r) => r.error_code,
+        }
+    }
 }
 
 /// A response, tagged with the broker it came from, fed back to the controller.
@@ -106,11 +117,12 @@ impl ControllerChannel {
 }
 
 impl Drop for ControllerChannel {
-    fn drop(&mut self) {
-        for q in self.queues.values() {
-            let _ = q.stop.send(true);
-        }
-    }
+    /// A controller that stops (resigns) lets what it already queued go out, as
+    /// Kafka's request send threads did for a controller resuming from a pause:
+    /// whether a stale request is applied is the brokers' controller-epoch check
+    /// to decide (KAFKA-532), not an accident of task scheduling. Dropping the
+    /// queues closes them; each loop sends what is left, once, and ends.
+    fn drop(&mut self) {}
 }
 
 async fn send_loop(
@@ -123,8 +135,10 @@ async fn send_loop(
 ) {
     let mut conn: Option<Connection> = None;
     loop {
+        // Only an explicit stop ends the loop early; a dropped controller
+        // (sender gone, `changed` erring) lets the queue drain.
         let request = tokio::select! {
-            _ = stop.changed() => return,
+            Ok(()) = stop.changed() => return,
             r = rx.recv() => match r { Some(r) => r, None => return },
         };
         loop {
@@ -133,10 +147,23 @@ async fn send_loop(
             }
             match send_one(&mut conn, &addr, &client_id, &request).await {
                 Ok(response) => {
+                    // Logged here as well, so it shows even when the controller
+                    // has already resigned for another reason (its own lease).
+                    if response.error_code() == ResponseError::StaleControllerEpoch.code() {
+                        tracing::warn!(
+                            broker_id,
+                            "broker answered STALE_CONTROLLER_EPOCH: a newer controller exists"
+                        );
+                    }
                     let _ = replies.send(ControlReply {
                         broker_id,
                         response,
                     });
+                    break;
+                }
+                Err(e) if rx.is_closed() => {
+                    // The controller is gone: no retries on its behalf.
+                    tracing::warn!(broker_id, %addr, %e, "control request of a stopped controller failed; dropped");
                     break;
                 }
                 Err(e) => {

@@ -7,8 +7,12 @@
 //! registering gets its partitions' state (and may bring an offline partition
 //! back); a broker that re-registered within its lease (KAFKA-1120) keeps its
 //! ISR membership, and if it led a partition, that partition gets a new epoch.
-//! It resigns the moment its own session stops being live, without waiting for
-//! etcd to say so.
+//! It resigns the moment its own session stops being live (or moves to a new
+//! lease), without waiting for etcd to say so — checked between events, so an
+//! event already taken off the queue is handled first, as a paused controller
+//! of KAFKA-532 would. With controller-epoch fencing it also resigns when a
+//! write is fenced or a broker answers STALE_CONTROLLER_EPOCH; without, it
+//! writes whatever it decided.
 //!
 //! Events (etcd watch notifications, brokers' replies) are handled one at a time
 //! on one task, as Kafka's controller event thread does, so a decision is never
@@ -21,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{EventType, WatchOptions};
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::leader_and_isr_request::{
     LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
 };
@@ -39,6 +44,7 @@ use super::metadata_store::{
 };
 use super::partition_election;
 use super::session::Session;
+use crate::failpoints::{self, Failpoint};
 
 /// How often the controller checks that its own session is still live.
 const LIVENESS_CHECK: Duration = Duration::from_millis(50);
@@ -110,6 +116,8 @@ pub struct Controller {
     epoch: i32,
     /// Create revision of the controller key this controller won.
     create_revision: i64,
+    /// The lease the controller key was won under; it dies with it.
+    lease: i64,
     ctx: ControllerContext,
     channel: ControllerChannel,
     replies: mpsc::UnboundedReceiver<ControlReply>,
@@ -125,12 +133,14 @@ impl Controller {
     ) -> Self {
         let (tx, replies) = mpsc::unbounded_channel();
         let channel = ControllerChannel::new(settings.node_id, tx);
+        let lease = session.lease().id;
         Self {
             store,
             settings,
             session,
             epoch,
             create_revision,
+            lease,
             ctx: ControllerContext::default(),
             channel,
             replies,
@@ -171,6 +181,12 @@ impl Controller {
             if !self.session.is_live() {
                 return Resignation::Moved("own etcd session not live: fenced".into());
             }
+            // A broker resumed after its lease expired may have registered
+            // again under a new lease before this check runs: the controller
+            // key died with the old one all the same.
+            if self.session.lease().id != self.lease {
+                return Resignation::Moved("own etcd lease replaced: fenced".into());
+            }
             tokio::select! {
                 _ = shutdown.changed() => return Resignation::Shutdown,
                 _ = tokio::time::sleep(LIVENESS_CHECK) => {}
@@ -190,12 +206,22 @@ impl Controller {
                         let Some(kv) = event.kv() else { continue };
                         let key = kv.key_str().unwrap_or_default().to_string();
                         let deleted = event.event_type() == EventType::Delete;
+                        // Taken off the queue, not yet handled: where a paused
+                        // ("GC") controller of KAFKA-532 sits on a stale event.
+                        failpoints::hit(Failpoint::ControllerBeforeEvent);
+                        if deleted && matches!(classify(&key), KeyKind::Broker(_)) {
+                            failpoints::hit(Failpoint::ControllerBeforeBrokerLoss);
+                        }
                         if let Err(r) = self.on_key_event(&key, kv, deleted).await {
                             return r;
                         }
                     }
                 }
-                Some(reply) = self.replies.recv() => self.on_reply(reply),
+                Some(reply) = self.replies.recv() => {
+                    if let Err(r) = self.on_reply(reply) {
+                        return r;
+                    }
+                }
             }
         }
     }
@@ -436,6 +462,7 @@ impl Controller {
                 .await
             {
                 Ok(v) => {
+                    failpoints::hit(Failpoint::ControllerAfterWrite);
                     tracing::info!(%topic, partition, leader, "elected initial leader");
                     self.ctx.states.insert((topic.to_string(), *partition), v);
                     written.push(*partition);
@@ -516,6 +543,17 @@ impl Controller {
             let Some(current) = self.ctx.states.get(key).cloned() else {
                 return Ok(false);
             };
+            // Jun Rao's rule in KAFKA-532: write a partition's state only if the
+            // controller epoch stored with it is not above ours. The revision
+            // compare below makes the check atomic with the write: the state we
+            // checked is the state we replace.
+            if self.settings.controller_epoch_fencing && current.value.controller_epoch > self.epoch
+            {
+                return Err(Resignation::Moved(format!(
+                    "{}-{} was written by controller epoch {}, ours is {}",
+                    key.0, key.1, current.value.controller_epoch, self.epoch
+                )));
+            }
             let Some(next) = decide(&current.value, &replicas, &live, self.epoch) else {
                 return Ok(false);
             };
@@ -531,6 +569,7 @@ impl Controller {
                 .await
             {
                 Ok(v) => {
+                    failpoints::hit(Failpoint::ControllerAfterWrite);
                     tracing::info!(
                         topic = %key.0,
                         partition = key.1,
@@ -699,7 +738,13 @@ impl Controller {
         }
     }
 
-    fn on_reply(&mut self, reply: ControlReply) {
+    /// A broker's answer. With fencing on, a request refused whole with
+    /// STALE_CONTROLLER_EPOCH means a newer controller has spoken to that broker:
+    /// resign (KAFKA-532). A per-partition STALE_CONTROLLER_EPOCH is only the
+    /// leader-epoch rule refusing a state the broker already has, as in Kafka.
+    fn on_reply(&mut self, reply: ControlReply) -> Result<(), Resignation> {
+        let stale = ResponseError::StaleControllerEpoch.code();
+        let request_error = reply.response.error_code();
         match reply.response {
             ControlResponse::LeaderAndIsr(r) => {
                 let failed: Vec<_> = r
@@ -726,5 +771,12 @@ impl Controller {
                 }
             }
         }
+        if self.settings.controller_epoch_fencing && request_error == stale {
+            return Err(Resignation::Moved(format!(
+                "broker {} answered STALE_CONTROLLER_EPOCH to controller epoch {}",
+                reply.broker_id, self.epoch
+            )));
+        }
+        Ok(())
     }
 }

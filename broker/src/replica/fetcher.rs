@@ -183,18 +183,7 @@ async fn truncate_log(
         let TruncationProgress::Ask(epoch) = progress else {
             return Ok(());
         };
-        let request = OffsetForLeaderEpochRequest::default()
-            .with_replica_id(BrokerId(replicas.node_id()))
-            .with_topics(vec![
-                OffsetForLeaderTopic::default()
-                    .with_topic(topic_name(&tp.topic))
-                    .with_partitions(vec![
-                        OffsetForLeaderPartition::default()
-                            .with_partition(tp.partition)
-                            .with_current_leader_epoch(leader_epoch)
-                            .with_leader_epoch(epoch),
-                    ]),
-            ]);
+        let request = offsets_for_leader_epoch_request(replicas.node_id(), tp, leader_epoch, epoch);
         let response = conn.send(&request, version).await?;
         let answer = response
             .topics
@@ -219,6 +208,29 @@ async fn truncate_log(
         progress = replicas.apply_truncation_answer(tp, leader_epoch, answer)?;
     }
     Err(FetchError::Unfinished)
+}
+
+/// The follower's question about one of its epochs. Fields the chosen version
+/// lacks (the current leader epoch before v2, the replica id before v3) are simply
+/// not sent.
+pub fn offsets_for_leader_epoch_request(
+    node_id: i32,
+    tp: &TopicPartition,
+    current_leader_epoch: i32,
+    epoch: i32,
+) -> OffsetForLeaderEpochRequest {
+    OffsetForLeaderEpochRequest::default()
+        .with_replica_id(BrokerId(node_id))
+        .with_topics(vec![
+            OffsetForLeaderTopic::default()
+                .with_topic(topic_name(&tp.topic))
+                .with_partitions(vec![
+                    OffsetForLeaderPartition::default()
+                        .with_partition(tp.partition)
+                        .with_current_leader_epoch(current_leader_epoch)
+                        .with_leader_epoch(epoch),
+                ]),
+        ])
 }
 
 async fn fetch_once(

@@ -11,11 +11,24 @@ pub struct BrokerProcess {
     pub data_dir: PathBuf,
     pub addr: String,
     args: Vec<String>,
+    /// Extra environment (e.g. `EPOCHAL_FAILPOINTS`), kept across restarts.
+    env: Vec<(String, String)>,
     log_path: PathBuf,
 }
 
 impl BrokerProcess {
     pub fn start(node_id: i32, etcd: &str, data_dir: &Path, extra: &[&str]) -> BrokerProcess {
+        Self::start_with_env(node_id, etcd, data_dir, extra, &[])
+    }
+
+    /// [`BrokerProcess::start`] with extra environment variables.
+    pub fn start_with_env(
+        node_id: i32,
+        etcd: &str,
+        data_dir: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> BrokerProcess {
         let mut args: Vec<String> = vec![
             "--node-id".into(),
             node_id.to_string(),
@@ -34,6 +47,10 @@ impl BrokerProcess {
             data_dir: data_dir.to_path_buf(),
             addr: String::new(),
             args,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             log_path,
         };
         b.spawn();
@@ -48,6 +65,7 @@ impl BrokerProcess {
             data_dir: data_dir.to_path_buf(),
             addr: String::new(),
             args: args.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
             log_path: data_dir.with_extension("log"),
         };
         b.spawn();
@@ -64,6 +82,8 @@ impl BrokerProcess {
         let child = Command::new(env!("CARGO_BIN_EXE_epochal-broker"))
             .args(&self.args)
             .env("RUST_LOG", "info")
+            .env_remove("EPOCHAL_FAILPOINTS")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -94,6 +114,18 @@ impl BrokerProcess {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// The process state letter from /proc (R, S, T = stopped, …).
+    pub fn proc_state(&self) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
+        // `pid (comm) S …`: the state follows the last ')'.
+        stat.rsplit_once(')')?.1.trim_start().chars().next()
+    }
+
+    /// Send a signal to the running broker.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid() as i32), signal).unwrap();
     }
 
     pub fn pid(&self) -> u32 {

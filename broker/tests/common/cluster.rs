@@ -37,7 +37,36 @@ impl Cluster {
         etcd: Etcd,
         etcd_for: impl Fn(i32) -> String,
     ) -> Cluster {
-        Cluster::start_full(n, extra, etcd, etcd_for, false)
+        Cluster::start_full(
+            n,
+            extra,
+            etcd,
+            etcd_for,
+            false,
+            |_| Vec::new(),
+            |_| Vec::new(),
+        )
+    }
+
+    /// Like [`Cluster::start`], broker `id` also getting the flags
+    /// `extra_for(id)` and the environment `env_for(id)` (e.g. `EPOCHAL_FAILPOINTS`).
+    pub fn start_with_env(
+        n: i32,
+        extra: &[&str],
+        extra_for: impl Fn(i32) -> Vec<String>,
+        env_for: impl Fn(i32) -> Vec<(&'static str, String)>,
+    ) -> Cluster {
+        let etcd = Etcd::start();
+        let endpoint = etcd.endpoint.clone();
+        Cluster::start_full(
+            n,
+            extra,
+            etcd,
+            |_| endpoint.clone(),
+            false,
+            extra_for,
+            env_for,
+        )
     }
 
     /// Like [`Cluster::start`], with every broker-to-broker connection (fetches,
@@ -45,7 +74,15 @@ impl Cluster {
     pub fn start_meshed(n: i32, extra: &[&str]) -> Cluster {
         let etcd = Etcd::start();
         let endpoint = etcd.endpoint.clone();
-        Cluster::start_full(n, extra, etcd, |_| endpoint.clone(), true)
+        Cluster::start_full(
+            n,
+            extra,
+            etcd,
+            |_| endpoint.clone(),
+            true,
+            |_| Vec::new(),
+            |_| Vec::new(),
+        )
     }
 
     fn start_full(
@@ -54,6 +91,8 @@ impl Cluster {
         etcd: Etcd,
         etcd_for: impl Fn(i32) -> String,
         meshed: bool,
+        extra_for: impl Fn(i32) -> Vec<String>,
+        env_for: impl Fn(i32) -> Vec<(&'static str, String)>,
     ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let peers: BTreeMap<i32, Forwarder> = if meshed {
@@ -64,6 +103,7 @@ impl Cluster {
         let mut brokers = BTreeMap::new();
         for id in 1..=n {
             let mut args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+            args.extend(extra_for(id));
             for (other, f) in &peers {
                 if *other != id {
                     args.push("--peer".into());
@@ -71,8 +111,15 @@ impl Cluster {
                 }
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let b =
-                BrokerProcess::start(id, &etcd_for(id), &dir.path().join(format!("b{id}")), &args);
+            let env = env_for(id);
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let b = BrokerProcess::start_with_env(
+                id,
+                &etcd_for(id),
+                &dir.path().join(format!("b{id}")),
+                &args,
+                &env,
+            );
             if let Some(f) = peers.get(&id) {
                 f.set_upstream(&b.addr);
             }

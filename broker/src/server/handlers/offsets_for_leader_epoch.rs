@@ -10,9 +10,20 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use crate::broker::Broker;
+use crate::replica::replica_manager::ReplicaManager;
 use crate::replica::store::TopicPartition;
 
 pub fn handle(broker: &Broker, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
+    answer(&broker.replicas, req)
+}
+
+/// The leader's answer from its replica manager alone (tests drive two replica
+/// managers through this without a server). A v0 response has no epoch field, so
+/// whatever is put there is dropped on the wire: KIP-101's single offset.
+pub fn answer(
+    replicas: &ReplicaManager,
+    req: OffsetForLeaderEpochRequest,
+) -> OffsetForLeaderEpochResponse {
     let topics = req
         .topics
         .into_iter()
@@ -24,11 +35,8 @@ pub fn handle(broker: &Broker, req: OffsetForLeaderEpochRequest) -> OffsetForLea
                 .map(|p| {
                     let tp = TopicPartition::new(name.clone(), p.partition);
                     let base = EpochEndOffset::default().with_partition(p.partition);
-                    match broker.replicas.end_offset_for_epoch(
-                        &tp,
-                        p.current_leader_epoch,
-                        p.leader_epoch,
-                    ) {
+                    match replicas.end_offset_for_epoch(&tp, p.current_leader_epoch, p.leader_epoch)
+                    {
                         Ok(answer) => base
                             .with_leader_epoch(answer.leader_epoch)
                             .with_end_offset(answer.end_offset),

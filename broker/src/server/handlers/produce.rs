@@ -17,6 +17,7 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use crate::broker::Broker;
+use crate::failpoints::{self, Failpoint};
 use crate::replica::replica_manager::{AckStatus, AppendTicket};
 use crate::replica::store::TopicPartition;
 
@@ -63,6 +64,9 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
                     Some(records) => broker.replicas.append_as_leader(&tp, records, acks),
                 }
             };
+            if outcome.is_ok() {
+                failpoints::hit(Failpoint::LeaderAfterAppend);
+            }
             parts.push(match outcome {
                 Ok(ticket) => {
                     if acks == -1 {

@@ -1,0 +1,186 @@
+//! Named failpoints (the `fail` crate) that let a scripted scenario stop the
+//! broker at an exact point of the control or data path — an interleaving a
+//! signal sent from outside cannot hit reliably. They are configured once, at
+//! start, from the `EPOCHAL_FAILPOINTS` environment variable; an unset or empty
+//! variable leaves every failpoint off, and a name this broker does not define is
+//! a startup error, so a typo in a scenario cannot silently test nothing.
+//!
+//! Beside the `fail` crate's own actions this adds `stop`: the broker raises
+//! SIGSTOP on itself, and the scenario resumes it with SIGCONT. Signals, crashes
+//! and partitions stay the primary faults (DESIGN.md); these only pin timing.
+
+use std::fmt;
+
+/// The environment variable read at start: `name=actions[;name=actions…]`.
+pub const ENV_VAR: &str = "EPOCHAL_FAILPOINTS";
+
+/// A named point in the broker's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failpoint {
+    /// The controller took an etcd watch event off its queue and has not
+    /// handled it yet (every event).
+    ControllerBeforeEvent,
+    /// The same point, evaluated only for a broker registration that
+    /// disappeared (a broker loss), so a scenario can stop the controller on
+    /// exactly that event.
+    ControllerBeforeBrokerLoss,
+    /// The controller's partition-state write to etcd succeeded and the
+    /// LeaderAndIsr carrying it has not been queued to the brokers.
+    ControllerAfterWrite,
+    /// A leader appended a producer's batches and has not answered the produce.
+    LeaderAfterAppend,
+}
+
+impl Failpoint {
+    pub const ALL: [Failpoint; 4] = [
+        Failpoint::ControllerBeforeEvent,
+        Failpoint::ControllerBeforeBrokerLoss,
+        Failpoint::ControllerAfterWrite,
+        Failpoint::LeaderAfterAppend,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Failpoint::ControllerBeforeEvent => "controller-before-event",
+            Failpoint::ControllerBeforeBrokerLoss => "controller-before-broker-loss",
+            Failpoint::ControllerAfterWrite => "controller-after-write",
+            Failpoint::LeaderAfterAppend => "leader-after-append",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Failpoint> {
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+impl fmt::Display for Failpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FailpointError {
+    #[error("{ENV_VAR}: unknown failpoint `{name}` (known: {known})")]
+    UnknownName { name: String, known: String },
+    #[error("{ENV_VAR}: `{entry}` is not `name=actions`")]
+    Malformed { entry: String },
+    #[error("{ENV_VAR}: failpoint `{name}`: bad actions `{actions}`: {reason}")]
+    BadActions {
+        name: String,
+        actions: String,
+        reason: String,
+    },
+}
+
+/// The `stop` task, in the `fail` crate's own terms: a `return` whose argument
+/// [`hit`] recognises. Keeps counts and chains (`1*stop`, `off->stop`) working.
+const STOP_ARG: &str = "stop";
+
+/// Rewrite our `stop` task into `return(stop)` inside a `fail` action chain
+/// (`[p%][cnt*]task[(arg)]` terms joined by `->`).
+fn translate(actions: &str) -> String {
+    actions
+        .split("->")
+        .map(|term| {
+            let term = term.trim();
+            let task_at = term.rfind(['%', '*']).map_or(0, |i| i + 1);
+            let (prefix, task) = term.split_at(task_at);
+            if task == STOP_ARG {
+                format!("{prefix}return({STOP_ARG})")
+            } else {
+                term.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("->")
+}
+
+/// Parse `name=actions;…` into (failpoint, actions in the `fail` crate's syntax).
+pub fn parse(spec: &str) -> Result<Vec<(Failpoint, String)>, FailpointError> {
+    let mut out = Vec::new();
+    for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, actions) = entry
+            .split_once('=')
+            .ok_or_else(|| FailpointError::Malformed {
+                entry: entry.to_string(),
+            })?;
+        let name = name.trim();
+        let point = Failpoint::from_name(name).ok_or_else(|| FailpointError::UnknownName {
+            name: name.to_string(),
+            known: Failpoint::ALL.map(Failpoint::name).join(", "),
+        })?;
+        out.push((point, translate(actions.trim())));
+    }
+    Ok(out)
+}
+
+/// Configure the failpoints from [`ENV_VAR`]; unset configures nothing.
+/// Returns what was configured, for the start-up log.
+pub fn configure_from_env() -> Result<Vec<(Failpoint, String)>, FailpointError> {
+    let Ok(spec) = std::env::var(ENV_VAR) else {
+        return Ok(Vec::new());
+    };
+    let parsed = parse(&spec)?;
+    for (point, actions) in &parsed {
+        fail::cfg(point.name(), actions).map_err(|reason| FailpointError::BadActions {
+            name: point.name().to_string(),
+            actions: actions.clone(),
+            reason,
+        })?;
+    }
+    Ok(parsed)
+}
+
+/// Pass through `point`: nothing unless it is configured; `stop` stops this
+/// process until SIGCONT; the `fail` crate's own tasks (sleep, panic, print…)
+/// act as that crate defines.
+pub fn hit(point: Failpoint) {
+    let arg = fail::eval(point.name(), |arg| arg);
+    if let Some(Some(arg)) = arg
+        && arg == STOP_ARG
+    {
+        tracing::warn!(failpoint = %point, "failpoint: stopping (SIGSTOP) until SIGCONT");
+        // SAFETY: raise only sends a signal to this process.
+        unsafe {
+            libc::raise(libc::SIGSTOP);
+        }
+        tracing::warn!(failpoint = %point, "failpoint: resumed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_becomes_a_return_with_counts_and_chains_kept() {
+        assert_eq!(translate("stop"), "return(stop)");
+        assert_eq!(translate("1*stop"), "1*return(stop)");
+        assert_eq!(translate("2*off->1*stop"), "2*off->1*return(stop)");
+        assert_eq!(translate("50%stop"), "50%return(stop)");
+        assert_eq!(translate("sleep(10)"), "sleep(10)");
+    }
+
+    #[test]
+    fn entries_parse_and_an_unknown_name_is_named() {
+        let parsed = parse("controller-before-event=1*stop; leader-after-append=off;").unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                (Failpoint::ControllerBeforeEvent, "1*return(stop)".into()),
+                (Failpoint::LeaderAfterAppend, "off".into()),
+            ]
+        );
+        assert!(parse("").unwrap().is_empty());
+        let err = parse("controller-befor-event=stop").unwrap_err();
+        assert!(
+            matches!(&err, FailpointError::UnknownName { name, .. } if name == "controller-befor-event")
+        );
+        assert!(err.to_string().contains("controller-befor-event"));
+        assert!(matches!(
+            parse("stop").unwrap_err(),
+            FailpointError::Malformed { .. }
+        ));
+    }
+}
