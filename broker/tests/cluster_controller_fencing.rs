@@ -12,8 +12,9 @@
 //! 4. Controller 1 is resumed with SIGCONT. It handles the stale event first — in
 //!    its view broker 2 is gone — before it looks at its own session.
 //!
-//! Fencing on: its write is refused by the controller-epoch compare, it resigns,
-//! and no broker applies anything from controller epoch 1. Fencing off: it
+//! Fencing on: its write is refused by Jun Rao's per-path rule (`t-0`'s state
+//! now carries controller epoch 2, above its 1), it resigns, and no broker
+//! applies anything from controller epoch 1. Fencing off: it
 //! re-reads, re-decides from its stale view (leader 3, epoch 2) and writes;
 //! broker 3 applies it while broker 2, which it believes dead, is never told.
 //! Two brokers then lead `t-0` in different epochs and both acknowledge a write
@@ -359,5 +360,160 @@ fn cluster_controller_fencing_on_brokers_refuse_a_resumed_controllers_requests_a
             .iter()
             .all(|(id, l)| *id == 1 && l.contains("\"UpdateMetadata\"")),
         "{applied:?}"
+    );
+}
+
+/// The acceptance sequence of issue 6 where the brokers, not etcd, stop the
+/// resumed controller. Placement: t-0 on [1, 2], t-1 on [2, 3] (leader 2,
+/// follower 3). Controller 1 stops at `controller-before-broker-loss` holding
+/// "broker 3 lost"; broker 3 restarts and registers again; controller 1's lease
+/// expires and a new controller (epoch 2) takes over. It rewrites t-0 (its leader,
+/// broker 1, is gone) but has no reason to touch t-1 (leader 2, ISR [2, 3], all
+/// live), whose stored controller epoch stays 1 — while every broker hears epoch 2
+/// in its full-state LeaderAndIsr and UpdateMetadata. Resumed, controller 1
+/// handles its stale event: the per-path rule (1 ≤ 1) lets it drop broker 3 from
+/// t-1's ISR in etcd, and its LeaderAndIsr at controller epoch 1 reaches broker
+/// 2, which answers STALE_CONTROLLER_EPOCH. Controller 1 resigns and no broker
+/// applies its decision.
+#[test]
+fn cluster_controller_fencing_on_a_controller_resumed_before_handling_a_broker_loss_gets_stale_from_brokers()
+ {
+    let mut cluster = Cluster::start_with_env(
+        3,
+        &[
+            "--flush-messages",
+            "1",
+            "--replica-fetch-wait-max-ms",
+            "100",
+            "--replica-lag-time-max-ms",
+            "30000",
+            "--controller-epoch-fencing",
+            "true",
+        ],
+        |id| {
+            let ttl = if id == 1 { "8" } else { "2" };
+            vec!["--lease-ttl-s".into(), ttl.into()]
+        },
+        |id| {
+            if id == 1 {
+                vec![(
+                    "EPOCHAL_FAILPOINTS",
+                    "controller-before-broker-loss=1*stop".to_string(),
+                )]
+            } else {
+                vec![]
+            }
+        },
+    );
+    assert_eq!(cluster.client(1).create_topic("t", 2, 2), 0);
+    cluster.await_state("t-0 fully in sync", TIMEOUT, "t", 0, |s| {
+        s.leader == 1 && s.isr.len() == 2
+    });
+    cluster.await_state("t-1 fully in sync", TIMEOUT, "t", 1, |s| {
+        s.leader == 2 && s.isr == vec![2, 3]
+    });
+
+    cluster.broker_mut(3).kill9();
+    common::await_some_or(
+        "controller 1 to stop at controller-before-broker-loss",
+        TIMEOUT,
+        || (cluster.broker(1).proc_state() == Some('T')).then_some(()),
+        || cluster.logs(),
+    );
+    cluster.restart(3);
+    assert_eq!(
+        cluster.etcd.get(&controller_epoch_key()).as_deref(),
+        Some("1"),
+        "broker 3 must be back before controller 1's lease expires"
+    );
+
+    // The new controller rewrites t-0 only; t-1 keeps controller epoch 1.
+    cluster.await_state("the new controller's t-0 leader", TIMEOUT, "t", 0, |s| {
+        s.controller_epoch == 2 && s.leader == 2
+    });
+    // Broker 2 has heard controller epoch 2 (its takeover's full state).
+    common::await_some_or(
+        "broker 2 to apply controller epoch 2",
+        TIMEOUT,
+        || {
+            state_changes(&cluster, 2)
+                .iter()
+                .any(|c| c["controller_epoch"] == 2 && c["outcome"] == "applied")
+                .then_some(())
+        },
+        || cluster.logs(),
+    );
+    let before = cluster.state("t", 1).unwrap();
+    assert_eq!(
+        (before.leader, before.isr.clone(), before.controller_epoch),
+        (2, vec![2, 3], 1),
+        "the new controller must not have rewritten t-1"
+    );
+
+    let resumed_ms = now_ms();
+    cluster.broker(1).signal(Signal::SIGCONT);
+
+    // Its stale decision passes the per-path rule in etcd: broker 3 out of t-1's ISR.
+    cluster.await_state(
+        "controller 1's stale t-1 decision in etcd",
+        TIMEOUT,
+        "t",
+        1,
+        |s| s.controller_epoch == 1 && s.leader == 2 && s.isr == vec![2],
+    );
+    // Broker 2 answers its LeaderAndIsr with STALE_CONTROLLER_EPOCH, and it resigns.
+    common::await_some_or(
+        "controller 1 to resign and hear STALE_CONTROLLER_EPOCH from broker 2",
+        TIMEOUT,
+        || {
+            let log = cluster.broker(1).log();
+            (log.lines()
+                .any(|l| l.contains("resigned as controller") && l.contains("epoch=1"))
+                && log.lines().any(|l| {
+                    l.contains("broker answered STALE_CONTROLLER_EPOCH")
+                        && l.contains("broker_id=2")
+                }))
+            .then_some(())
+        },
+        || cluster.logs(),
+    );
+    let log = cluster.broker(1).log();
+    let resigned = log
+        .lines()
+        .find(|l| l.contains("resigned as controller") && l.contains("epoch=1"))
+        .unwrap_or_default()
+        .to_string();
+    // Which check it met first: the brokers' answer, or its own session, which
+    // lapsed while it was stopped and is looked at right after the event.
+    println!("controller 1: {resigned}");
+    assert!(
+        resigned.contains("STALE_CONTROLLER_EPOCH") || resigned.contains("session not live"),
+        "{resigned}"
+    );
+    let rejected = from_old_controller(&cluster, resumed_ms, "rejected");
+    assert!(
+        rejected.iter().any(|(id, l)| *id == 2
+            && l.contains("\"LeaderAndIsr\"")
+            && l.contains("STALE_CONTROLLER_EPOCH")),
+        "{rejected:?}"
+    );
+    // Its decision is in no broker's log as applied: no LeaderAndIsr of epoch 1
+    // after the resume; only its own broker (never told of epoch 2: the new
+    // controller counts it gone) takes its UpdateMetadata, as in Kafka.
+    let applied = from_old_controller(&cluster, resumed_ms, "applied");
+    assert!(
+        applied
+            .iter()
+            .all(|(id, l)| *id == 1 && l.contains("\"UpdateMetadata\"")),
+        "{applied:?}"
+    );
+    // Broker 2 still leads t-1 and acknowledges.
+    assert_eq!(
+        cluster
+            .client(2)
+            .produce("t", 1, batch(&[b"after"]), 1)
+            .unwrap()
+            .0,
+        0
     );
 }

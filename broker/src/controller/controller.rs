@@ -546,7 +546,10 @@ impl Controller {
             // Jun Rao's rule in KAFKA-532: write a partition's state only if the
             // controller epoch stored with it is not above ours. The revision
             // compare below makes the check atomic with the write: the state we
-            // checked is the state we replace.
+            // checked is the state we replace. A partition a newer controller has
+            // not rewritten still carries an older epoch, so a stale controller
+            // may write it; the brokers' STALE_CONTROLLER_EPOCH is what stops its
+            // LeaderAndIsr then.
             if self.settings.controller_epoch_fencing && current.value.controller_epoch > self.epoch
             {
                 return Err(Resignation::Moved(format!(

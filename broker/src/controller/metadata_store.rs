@@ -7,8 +7,8 @@
 //! won by create-if-absent under the winner's lease; the controller epoch is
 //! bumped by a transaction that also checks the winner still holds the controller
 //! key; partition state changes only by compare-and-swap on the key's revision
-//! (the zkVersion check), optionally also comparing the stored controller epoch
-//! (KAFKA-532's fencing rule). Nothing here decides anything; callers do.
+//! (the zkVersion check), optionally also refusing to replace a state whose
+//! stored controller epoch exceeds the writer's (Jun Rao's rule in KAFKA-532). Nothing here decides anything; callers do.
 
 use std::collections::BTreeMap;
 
@@ -138,7 +138,8 @@ pub enum StoreError {
     /// told: someone (the controller) wrote the partition state since.
     #[error("conditional write to {key} lost: its version is no longer {expected_version}")]
     StaleVersion { key: String, expected_version: i64 },
-    /// The writer no longer holds the controller key, or a newer controller epoch is stored.
+    /// The writer no longer holds the controller key, or a newer controller epoch
+    /// is stored (in the epoch key, or in the partition state it would replace).
     #[error("controller moved: {0}")]
     ControllerMoved(String),
 }
@@ -396,8 +397,14 @@ impl MetadataStore {
     }
 
     /// Write a partition's state by compare-and-swap: `expected_mod_revision` 0
-    /// means "must not exist yet". With a fence, the stored controller epoch must
-    /// also still equal the writer's (a newer controller would have bumped it).
+    /// means "must not exist yet". With a fence, Jun Rao's rule in KAFKA-532: the
+    /// controller epoch stored *in this partition's state* must not exceed the
+    /// writer's. The caller checks it on the state it read at
+    /// `expected_mod_revision`, and the revision compare makes that check atomic
+    /// with the write; when the compare is lost, the state now stored is read back
+    /// in the same transaction and a higher controller epoch there is reported as
+    /// `ControllerMoved`. The global `/epochal/controller_epoch` key is *not*
+    /// compared (that is KAFKA-6082's later fence, not what KAFKA-532 shipped).
     /// Returns the new state's version and mod revision.
     pub async fn write_partition_state(
         &self,
@@ -408,25 +415,17 @@ impl MetadataStore {
         fence: Option<&ControllerFence>,
     ) -> Result<Versioned<PartitionStateRecord>, StoreError> {
         let key = partition_state_key(topic, partition);
-        let mut compares = vec![Compare::mod_revision(
-            key.clone(),
-            CompareOp::Equal,
-            expected_mod_revision,
-        )];
-        if let Some(f) = fence {
-            compares.push(Compare::value(
-                controller_epoch_key(),
-                CompareOp::Equal,
-                encode(&f.controller_epoch),
-            ));
-        }
         let txn = Txn::new()
-            .when(compares)
+            .when(vec![Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                expected_mod_revision,
+            )])
             .and_then(vec![
                 TxnOp::put(key.clone(), encode(state), None),
                 TxnOp::get(key.clone(), None),
             ])
-            .or_else(vec![TxnOp::get(controller_epoch_key(), None)]);
+            .or_else(vec![TxnOp::get(key.clone(), None)]);
         let resp = self.client.clone().txn(txn).await?;
         let ops = resp.op_responses();
         if resp.succeeded() {
@@ -447,11 +446,11 @@ impl MetadataStore {
                 if let TxnOpResponse::Get(get) = op
                     && let Some(kv) = get.kvs().first()
                 {
-                    let stored: i32 = decode(&controller_epoch_key(), kv.value())?;
-                    if stored != f.controller_epoch {
+                    let stored: PartitionStateRecord = decode(&key, kv.value())?;
+                    if stored.controller_epoch > f.controller_epoch {
                         return Err(StoreError::ControllerMoved(format!(
-                            "stored controller epoch {stored}, writer's {}",
-                            f.controller_epoch
+                            "{key}: stored controller epoch {}, writer's {}",
+                            stored.controller_epoch, f.controller_epoch
                         )));
                     }
                 }
