@@ -6,4 +6,5 @@
 //! `store`, `report`, `gate` and `cli`.
 
 pub mod cli;
+pub mod history;
 pub mod reader;

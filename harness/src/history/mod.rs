@@ -1,0 +1,435 @@
+//! The history: Jepsen's model of what every client and the nemesis did, one JSON
+//! object a line (`index, time_ns, process, type, f, value, error`). Each operation
+//! is an `invoke` followed by one completion — `ok`, `fail` (it definitely did not
+//! happen) or `info` (it may or may not have happened) — and the history is the
+//! run's primary artifact, so it is streamed to disk as it happens and validated
+//! whenever it is read back, before any checker trusts it.
+//!
+//! Shape rules (Jepsen's `jepsen.history` and the Knossos preconditions): indices
+//! strictly increase; a process has at most one operation in flight; a completion
+//! needs that process's invoke, with the same `f`; a client process whose
+//! operation ended `info` has crashed and never invokes again (Jepsen gives the
+//! worker a fresh process number instead). The nemesis runs on its own process,
+//! `"nemesis"`, and is never retired by `info`: its faults are recorded `info`
+//! because their effect on the cluster is not an ok/fail answer.
+
+pub mod kafka_errors;
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who performed an operation: a numbered workload client, or the nemesis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "RawProcess", into = "RawProcess")]
+pub enum Process {
+    Client(u64),
+    Nemesis,
+}
+
+/// On disk a process is a number or the string `"nemesis"`, as in Jepsen.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum RawProcess {
+    Number(u64),
+    Name(String),
+}
+
+impl TryFrom<RawProcess> for Process {
+    type Error = String;
+    fn try_from(raw: RawProcess) -> Result<Self, String> {
+        match raw {
+            RawProcess::Number(n) => Ok(Process::Client(n)),
+            RawProcess::Name(name) if name == "nemesis" => Ok(Process::Nemesis),
+            RawProcess::Name(name) => Err(format!(
+                "process must be a number or \"nemesis\", not {name:?}"
+            )),
+        }
+    }
+}
+
+impl From<Process> for RawProcess {
+    fn from(process: Process) -> Self {
+        match process {
+            Process::Client(n) => RawProcess::Number(n),
+            Process::Nemesis => RawProcess::Name("nemesis".to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Process::Client(n) => write!(f, "{n}"),
+            Process::Nemesis => f.write_str("nemesis"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpType {
+    Invoke,
+    Ok,
+    Fail,
+    Info,
+}
+
+/// One line of the history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Op {
+    pub index: u64,
+    /// Nanoseconds since the run's history was opened (monotonic clock).
+    pub time_ns: u64,
+    pub process: Process,
+    #[serde(rename = "type")]
+    pub kind: OpType,
+    /// The operation's function: `send`, `poll`, `crash`, `isolate`, ...
+    pub f: String,
+    #[serde(default)]
+    pub value: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Why an op cannot follow the ones before it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("index {index} does not follow {previous}")]
+    IndexNotIncreasing { index: u64, previous: u64 },
+    #[error("process {process} invokes {f} while its invoke at index {pending} is in flight")]
+    DoubleInvoke {
+        process: Process,
+        f: String,
+        pending: u64,
+    },
+    #[error("process {process} completes {f} without an invoke in flight")]
+    CompletionWithoutInvoke { process: Process, f: String },
+    #[error("process {process} completes {f} but its invoke at index {pending} was {invoked}")]
+    CompletionMismatch {
+        process: Process,
+        f: String,
+        invoked: String,
+        pending: u64,
+    },
+    #[error("process {process} crashed (info at index {crashed_at}) and invokes again")]
+    CrashedProcessInvokes { process: Process, crashed_at: u64 },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: not a history op: {source}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{path}:{line}: {source}")]
+    Shape {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: ShapeError,
+    },
+}
+
+impl HistoryError {
+    /// The 1-based line the error is on, when it is about one line.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            HistoryError::Io { .. } => None,
+            HistoryError::Parse { line, .. } | HistoryError::Shape { line, .. } => Some(*line),
+        }
+    }
+}
+
+/// Checks ops one at a time, so the writer refuses a bad op before it reaches
+/// disk and the reader can name the first bad line.
+#[derive(Debug, Default)]
+pub struct Validator {
+    last_index: Option<u64>,
+    /// Per process: the in-flight invoke's index and f.
+    pending: HashMap<Process, (u64, String)>,
+    /// Client processes that ended an op with `info`, and where.
+    crashed: HashMap<Process, u64>,
+}
+
+impl Validator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn check(&mut self, op: &Op) -> Result<(), ShapeError> {
+        if let Some(previous) = self.last_index
+            && op.index <= previous
+        {
+            return Err(ShapeError::IndexNotIncreasing {
+                index: op.index,
+                previous,
+            });
+        }
+        match op.kind {
+            OpType::Invoke => {
+                if let Some(&crashed_at) = self.crashed.get(&op.process) {
+                    return Err(ShapeError::CrashedProcessInvokes {
+                        process: op.process,
+                        crashed_at,
+                    });
+                }
+                if let Some((pending, _)) = self.pending.get(&op.process) {
+                    return Err(ShapeError::DoubleInvoke {
+                        process: op.process,
+                        f: op.f.clone(),
+                        pending: *pending,
+                    });
+                }
+                self.pending.insert(op.process, (op.index, op.f.clone()));
+            }
+            OpType::Ok | OpType::Fail | OpType::Info => {
+                let Some((pending, invoked)) = self.pending.get(&op.process) else {
+                    return Err(ShapeError::CompletionWithoutInvoke {
+                        process: op.process,
+                        f: op.f.clone(),
+                    });
+                };
+                if *invoked != op.f {
+                    return Err(ShapeError::CompletionMismatch {
+                        process: op.process,
+                        f: op.f.clone(),
+                        invoked: invoked.clone(),
+                        pending: *pending,
+                    });
+                }
+                self.pending.remove(&op.process);
+                if op.kind == OpType::Info && op.process != Process::Nemesis {
+                    self.crashed.insert(op.process, op.index);
+                }
+            }
+        }
+        self.last_index = Some(op.index);
+        Ok(())
+    }
+
+    /// Processes with an invoke still in flight (at the end of a history these
+    /// are the ops a crash of the harness itself left open: Jepsen reads them as
+    /// `info`).
+    pub fn in_flight(&self) -> impl Iterator<Item = (Process, u64)> + '_ {
+        self.pending.iter().map(|(p, (i, _))| (*p, *i))
+    }
+}
+
+/// Appends ops to a run's history file, one flushed line each, so whatever
+/// happens to the harness the history up to the last op is on disk.
+pub struct HistoryWriter {
+    path: PathBuf,
+    file: File,
+    started: Instant,
+    next_index: u64,
+    validator: Validator,
+}
+
+/// What the writer returns when an op cannot be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("refusing op for {path}: {source}")]
+    Shape {
+        path: PathBuf,
+        #[source]
+        source: ShapeError,
+    },
+}
+
+impl HistoryWriter {
+    /// Creates the history file; an existing one is an error, because a run's
+    /// history is written once and never mixed with another run's.
+    pub fn create(path: impl Into<PathBuf>) -> Result<Self, WriteError> {
+        let path = path.into();
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|source| WriteError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(Self {
+            path,
+            file,
+            started: Instant::now(),
+            next_index: 0,
+            validator: Validator::new(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records an op now, assigning its index and time; returns it as written.
+    pub fn append(
+        &mut self,
+        process: Process,
+        kind: OpType,
+        f: &str,
+        value: Value,
+        error: Option<String>,
+    ) -> Result<Op, WriteError> {
+        let op = Op {
+            index: self.next_index,
+            time_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            process,
+            kind,
+            f: f.to_owned(),
+            value,
+            error,
+        };
+        self.validator
+            .check(&op)
+            .map_err(|source| WriteError::Shape {
+                path: self.path.clone(),
+                source,
+            })?;
+        let mut line = serde_json::to_vec(&op).expect("an op always serializes");
+        line.push(b'\n');
+        // One write and a flush per op: a line is never split across writes we
+        // control, and nothing waits in a userspace buffer if the harness dies.
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.flush())
+            .map_err(|source| WriteError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        self.next_index += 1;
+        Ok(op)
+    }
+
+    pub fn invoke(&mut self, process: Process, f: &str, value: Value) -> Result<Op, WriteError> {
+        self.append(process, OpType::Invoke, f, value, None)
+    }
+}
+
+/// Reads a history file and validates it, naming the first bad line.
+pub fn read_history(path: impl AsRef<Path>) -> Result<Vec<Op>, HistoryError> {
+    let path = path.as_ref();
+    let io = |source| HistoryError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let reader = BufReader::new(File::open(path).map_err(io)?);
+    let mut validator = Validator::new();
+    let mut ops = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.map_err(io)?;
+        let number = i + 1;
+        // A harness killed mid-line leaves no partial line (one write per op), so
+        // a blank or torn line is corruption and is reported, not skipped.
+        let op: Op = serde_json::from_str(&line).map_err(|source| HistoryError::Parse {
+            path: path.to_owned(),
+            line: number,
+            source,
+        })?;
+        validator.check(&op).map_err(|source| HistoryError::Shape {
+            path: path.to_owned(),
+            line: number,
+            source,
+        })?;
+        ops.push(op);
+    }
+    Ok(ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn op(index: u64, process: Process, kind: OpType, f: &str) -> Op {
+        Op {
+            index,
+            time_ns: index,
+            process,
+            kind,
+            f: f.into(),
+            value: Value::Null,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn process_is_a_number_or_nemesis_on_disk() {
+        let line = serde_json::to_string(&op(0, Process::Nemesis, OpType::Info, "kill")).unwrap();
+        assert!(line.contains("\"process\":\"nemesis\""), "{line}");
+        let line =
+            serde_json::to_string(&op(0, Process::Client(3), OpType::Invoke, "send")).unwrap();
+        assert!(line.contains("\"process\":3"), "{line}");
+        assert!(line.contains("\"type\":\"invoke\""), "{line}");
+        let bad = r#"{"index":0,"time_ns":0,"process":"bob","type":"invoke","f":"send"}"#;
+        assert!(serde_json::from_str::<Op>(bad).is_err());
+    }
+
+    #[test]
+    fn validator_rejects_a_completion_with_another_f() {
+        let mut v = Validator::new();
+        v.check(&op(0, Process::Client(0), OpType::Invoke, "send"))
+            .unwrap();
+        let err = v
+            .check(&op(1, Process::Client(0), OpType::Ok, "poll"))
+            .unwrap_err();
+        assert!(
+            matches!(err, ShapeError::CompletionMismatch { .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn nemesis_info_does_not_retire_the_nemesis() {
+        let mut v = Validator::new();
+        for (i, kind) in [OpType::Invoke, OpType::Info, OpType::Invoke, OpType::Info]
+            .into_iter()
+            .enumerate()
+        {
+            v.check(&op(i as u64, Process::Nemesis, kind, "pause"))
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn writer_refuses_a_double_invoke_and_writes_nothing_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.jsonl");
+        let mut w = HistoryWriter::create(&path).unwrap();
+        w.invoke(Process::Client(0), "send", json!([[0, 1]]))
+            .unwrap();
+        let err = w
+            .invoke(Process::Client(0), "send", json!([[0, 2]]))
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            WriteError::Shape {
+                source: ShapeError::DoubleInvoke { pending: 0, .. },
+                ..
+            }
+        ));
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
+    }
+}
