@@ -8,3 +8,4 @@
 pub mod cli;
 pub mod history;
 pub mod reader;
+pub mod schedule;

@@ -1,0 +1,297 @@
+//! What an `await` step waits for, written as a short sentence
+//! (`leader of t-0 is b2`, `b1 not in ISR of t-0`, `HW of b2 for t-0 >= 3`).
+//! Each is observed over direct connections no fault touches; this file only
+//! parses and prints them, so a saved schedule reads as it was written.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{PartitionRef, is_node_name};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Condition {
+    LeaderIs {
+        partition: PartitionRef,
+        node: String,
+    },
+    InIsr {
+        node: String,
+        partition: PartitionRef,
+        member: bool,
+    },
+    /// High watermark (`Offset::Hw`) or log end offset of `node`'s replica ≥ `at_least`.
+    OffsetAtLeast {
+        offset: Offset,
+        node: String,
+        partition: PartitionRef,
+        at_least: u64,
+    },
+    ControllerIs {
+        node: String,
+        is: bool,
+    },
+    /// `node`'s checkpoint file for the partition holds exactly `value`.
+    CheckpointIs {
+        checkpoint: Checkpoint,
+        node: String,
+        partition: PartitionRef,
+        value: u64,
+    },
+    /// `node`'s state-change log shows a LeaderAndIsr for the partition with this leader epoch.
+    AppliedLeaderAndIsr {
+        node: String,
+        partition: PartitionRef,
+        leader_epoch: u32,
+    },
+    /// The node's process is stopped (state T), e.g. at a `stop` failpoint.
+    Stopped {
+        node: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offset {
+    Hw,
+    Leo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// `replication-offset-checkpoint`.
+    Hw,
+    /// `recovery-point-offset-checkpoint`.
+    RecoveryPoint,
+}
+
+const FORMS: &str = "leader of P is X | X in ISR of P | X not in ISR of P | HW of X for P >= N | \
+LEO of X for P >= N | controller is X | controller is not X | checkpoint hw of X for P is N | \
+checkpoint recovery-point of X for P is N | X applied LeaderAndIsr for P with leader epoch E | X is stopped";
+
+impl std::str::FromStr for Condition {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let words: Vec<&str> = s.split_whitespace().collect();
+        let node = |w: &str| {
+            if is_node_name(w) {
+                Ok(w.to_owned())
+            } else {
+                Err(format!("{w:?} in {s:?} is not a node name like \"b1\""))
+            }
+        };
+        let number = |w: &str| {
+            w.parse::<u64>()
+                .map_err(|_| format!("{w:?} in {s:?} is not a number"))
+        };
+        Ok(match words.as_slice() {
+            ["leader", "of", p, "is", x] => Condition::LeaderIs {
+                partition: p.parse()?,
+                node: node(x)?,
+            },
+            [x, "in", "ISR", "of", p] => Condition::InIsr {
+                node: node(x)?,
+                partition: p.parse()?,
+                member: true,
+            },
+            [x, "not", "in", "ISR", "of", p] => Condition::InIsr {
+                node: node(x)?,
+                partition: p.parse()?,
+                member: false,
+            },
+            [o @ ("HW" | "LEO"), "of", x, "for", p, ">=", n] => Condition::OffsetAtLeast {
+                offset: if *o == "HW" { Offset::Hw } else { Offset::Leo },
+                node: node(x)?,
+                partition: p.parse()?,
+                at_least: number(n)?,
+            },
+            ["controller", "is", x] => Condition::ControllerIs {
+                node: node(x)?,
+                is: true,
+            },
+            ["controller", "is", "not", x] => Condition::ControllerIs {
+                node: node(x)?,
+                is: false,
+            },
+            [
+                "checkpoint",
+                c @ ("hw" | "recovery-point"),
+                "of",
+                x,
+                "for",
+                p,
+                "is",
+                n,
+            ] => Condition::CheckpointIs {
+                checkpoint: if *c == "hw" {
+                    Checkpoint::Hw
+                } else {
+                    Checkpoint::RecoveryPoint
+                },
+                node: node(x)?,
+                partition: p.parse()?,
+                value: number(n)?,
+            },
+            [
+                x,
+                "applied",
+                "LeaderAndIsr",
+                "for",
+                p,
+                "with",
+                "leader",
+                "epoch",
+                e,
+            ] => Condition::AppliedLeaderAndIsr {
+                node: node(x)?,
+                partition: p.parse()?,
+                leader_epoch: e
+                    .parse()
+                    .map_err(|_| format!("{e:?} in {s:?} is not a leader epoch"))?,
+            },
+            [x, "is", "stopped"] => Condition::Stopped { node: node(x)? },
+            _ => return Err(format!("{s:?} is not a condition; one of: {FORMS}")),
+        })
+    }
+}
+
+impl TryFrom<String> for Condition {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<Condition> for String {
+    fn from(c: Condition) -> String {
+        c.to_string()
+    }
+}
+
+impl Condition {
+    /// The node names and partitions it mentions, for validation.
+    pub fn nodes_and_partition(&self) -> (&str, Option<&PartitionRef>) {
+        match self {
+            Condition::LeaderIs { partition, node }
+            | Condition::InIsr {
+                node, partition, ..
+            }
+            | Condition::OffsetAtLeast {
+                node, partition, ..
+            }
+            | Condition::CheckpointIs {
+                node, partition, ..
+            }
+            | Condition::AppliedLeaderAndIsr {
+                node, partition, ..
+            } => (node, Some(partition)),
+            Condition::ControllerIs { node, .. } | Condition::Stopped { node } => (node, None),
+        }
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Condition::LeaderIs { partition, node } => write!(f, "leader of {partition} is {node}"),
+            Condition::InIsr {
+                node,
+                partition,
+                member,
+            } => {
+                let not = if *member { "" } else { "not " };
+                write!(f, "{node} {not}in ISR of {partition}")
+            }
+            Condition::OffsetAtLeast {
+                offset,
+                node,
+                partition,
+                at_least,
+            } => {
+                let o = match offset {
+                    Offset::Hw => "HW",
+                    Offset::Leo => "LEO",
+                };
+                write!(f, "{o} of {node} for {partition} >= {at_least}")
+            }
+            Condition::ControllerIs { node, is } => {
+                let not = if *is { "" } else { "not " };
+                write!(f, "controller is {not}{node}")
+            }
+            Condition::CheckpointIs {
+                checkpoint,
+                node,
+                partition,
+                value,
+            } => {
+                let c = match checkpoint {
+                    Checkpoint::Hw => "hw",
+                    Checkpoint::RecoveryPoint => "recovery-point",
+                };
+                write!(f, "checkpoint {c} of {node} for {partition} is {value}")
+            }
+            Condition::AppliedLeaderAndIsr {
+                node,
+                partition,
+                leader_epoch,
+            } => write!(
+                f,
+                "{node} applied LeaderAndIsr for {partition} with leader epoch {leader_epoch}"
+            ),
+            Condition::Stopped { node } => write!(f, "{node} is stopped"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_form_prints_as_it_parses() {
+        for s in [
+            "leader of t-0 is b2",
+            "b1 in ISR of t-0",
+            "b1 not in ISR of a-b-3",
+            "HW of b2 for t-0 >= 3",
+            "LEO of b1 for t-1 >= 10",
+            "controller is b1",
+            "controller is not b1",
+            "checkpoint hw of b1 for t-0 is 4",
+            "checkpoint recovery-point of b3 for t-0 is 0",
+            "b2 applied LeaderAndIsr for t-0 with leader epoch 2",
+            "b2 is stopped",
+        ] {
+            let c: Condition = s.parse().unwrap();
+            assert_eq!(c.to_string(), s);
+        }
+    }
+
+    #[test]
+    fn malformed_conditions_say_what_is_wrong() {
+        assert!(
+            "leader of t-0 is"
+                .parse::<Condition>()
+                .unwrap_err()
+                .contains("not a condition")
+        );
+        assert!(
+            "leader of t-0 is x2"
+                .parse::<Condition>()
+                .unwrap_err()
+                .contains("node name")
+        );
+        assert!(
+            "HW of b1 for t-0 >= many"
+                .parse::<Condition>()
+                .unwrap_err()
+                .contains("number")
+        );
+        assert!(
+            "leader of t is b1"
+                .parse::<Condition>()
+                .unwrap_err()
+                .contains("partition")
+        );
+    }
+}

@@ -1,0 +1,313 @@
+//! The schedule's data: what a TOML schedule holds once parsed, and what is
+//! printed back so a realised run can be saved and replayed. Names are kept as
+//! written (`b2`, `t-0`); they are checked against the cluster in `parse.rs`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::condition::Condition;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    pub cluster: Cluster,
+    #[serde(default)]
+    pub workload: Workload,
+    #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// Brokers are named `b1` .. `bN`, broker id = N.
+    pub brokers: u32,
+    #[serde(default, rename = "topic")]
+    pub topics: Vec<Topic>,
+    /// Broker settings for every node (keys are the broker's config names).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, toml::Value>,
+    /// Per-node overrides and failpoints, keyed by node name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node: BTreeMap<String, NodeConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topic {
+    pub name: String,
+    pub partitions: u32,
+    pub replication_factor: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, toml::Value>,
+    /// Failpoint name → actions in the broker's `EPOCHAL_FAILPOINTS` syntax.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failpoints: BTreeMap<String, String>,
+}
+
+/// Defaults a client step uses when it does not say otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Workload {
+    pub acks: Acks,
+    pub records_per_batch: u32,
+    pub compression: Compression,
+    /// Bound on an `await` step that gives no `timeout_ms` of its own.
+    pub await_timeout_ms: u64,
+    /// Bound on one client request.
+    pub request_timeout_ms: u64,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Self {
+            acks: Acks::All,
+            records_per_batch: 1,
+            compression: Compression::None,
+            await_timeout_ms: 30_000,
+            request_timeout_ms: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Acks {
+    #[serde(rename = "all")]
+    All,
+    #[serde(rename = "1")]
+    Leader,
+    #[serde(rename = "0")]
+    None,
+}
+
+impl Acks {
+    /// The wire value of the produce request's `acks` field.
+    pub fn wire(self) -> i16 {
+        match self {
+            Acks::All => -1,
+            Acks::Leader => 1,
+            Acks::None => 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    None,
+    Gzip,
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+/// One step. Exactly one of `fault`, `faults`, `produce`, `consume`, `await`
+/// is set (checked in `parse.rs`): a flat table keeps toml's errors pointing at
+/// the very key that is wrong, which an enum's buffered variants would not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+    /// Several faults fired together, in order, e.g. stop one node and resume another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<Vec<Fault>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub produce: Option<Produce>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consume: Option<Consume>,
+    #[serde(default, rename = "await", skip_serializing_if = "Option::is_none")]
+    pub await_: Option<Condition>,
+    /// For `await`: how long the condition may take before the run ends unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// A fault, named by its verb. Partitions are named by the direction bytes flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Fault {
+    Pause(Target),
+    Resume(Target),
+    Crash(Target),
+    Restart(Target),
+    Stop(Target),
+    Start(Target),
+    /// SIGKILL, then every log of the node cut back to its recovery point.
+    PowerLoss(Target),
+    TruncateLog(TruncateLog),
+    /// No byte between the node and any other node or etcd, either way.
+    Isolate(Target),
+    /// The target (e.g. `random minority`) on one side, everyone else on the other.
+    MajorityMinority(Target),
+    /// No byte from `from` reaches `to`; the other direction still flows.
+    OneWay(OneWay),
+    /// The target sees both halves; the halves do not see each other.
+    Bridge(Target),
+    NodeFromEtcd(Target),
+    /// Remove every partition.
+    Heal,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OneWay {
+    pub from: Target,
+    pub to: Target,
+}
+
+/// Cut one replica's log: to an offset, or by a number of bytes off its end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TruncateLog {
+    pub node: Target,
+    pub partition: PartitionRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_offset: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Produce {
+    pub partition: PartitionRef,
+    pub values: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acks: Option<Acks>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records_per_batch: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<Compression>,
+    /// `leader` (default: the current leader) or a node name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Target>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Consume {
+    pub partition: PartitionRef,
+    pub from_offset: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Target>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<u64>,
+}
+
+/// `t-0`: topic `t`, partition 0 (split at the last `-`, as Kafka names dirs).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PartitionRef {
+    pub topic: String,
+    pub partition: u32,
+}
+
+impl TryFrom<String> for PartitionRef {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl std::str::FromStr for PartitionRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not a partition like \"t-0\"");
+        let (topic, n) = s.rsplit_once('-').ok_or_else(bad)?;
+        if topic.is_empty() {
+            return Err(bad());
+        }
+        let partition = n.parse().map_err(|_| bad())?;
+        Ok(Self {
+            topic: topic.to_owned(),
+            partition,
+        })
+    }
+}
+
+impl From<PartitionRef> for String {
+    fn from(p: PartitionRef) -> String {
+        p.to_string()
+    }
+}
+
+impl fmt::Display for PartitionRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// Whom a fault or a client op is aimed at; resolved to nodes when it fires.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Target {
+    Node(String),
+    Controller,
+    /// For client ops: the partition's current leader.
+    Leader,
+    LeaderOf(PartitionRef),
+    AFollowerOf(PartitionRef),
+    RandomMinority,
+}
+
+impl TryFrom<String> for Target {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let words: Vec<&str> = s.split_whitespace().collect();
+        Ok(match words.as_slice() {
+            ["controller"] => Target::Controller,
+            ["leader"] => Target::Leader,
+            ["random", "minority"] => Target::RandomMinority,
+            ["leader", "of", p] => Target::LeaderOf(p.parse()?),
+            ["a", "follower", "of", p] => Target::AFollowerOf(p.parse()?),
+            [node] if is_node_name(node) => Target::Node((*node).to_owned()),
+            _ => {
+                return Err(format!(
+                    "{s:?} is not a target (b2, controller, leader, leader of t-0, a follower of t-0, random minority)"
+                ));
+            }
+        })
+    }
+}
+
+/// `b` and a number: the shape of a node name (its range is checked later).
+pub(crate) fn is_node_name(s: &str) -> bool {
+    s.strip_prefix('b')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+impl From<Target> for String {
+    fn from(t: Target) -> String {
+        t.to_string()
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Node(n) => f.write_str(n),
+            Target::Controller => f.write_str("controller"),
+            Target::Leader => f.write_str("leader"),
+            Target::LeaderOf(p) => write!(f, "leader of {p}"),
+            Target::AFollowerOf(p) => write!(f, "a follower of {p}"),
+            Target::RandomMinority => f.write_str("random minority"),
+        }
+    }
+}

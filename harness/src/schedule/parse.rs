@@ -1,0 +1,354 @@
+//! TOML text to a checked `Schedule`. Two passes: serde (unknown keys rejected,
+//! toml's byte span turned into a line and the key named), then validation of
+//! every name against the cluster the schedule declares, so a typo fails before
+//! anything starts rather than as a fault aimed at nothing mid-run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS};
+use super::model::{Fault, PartitionRef, Schedule, Step, Target};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("{}: {source}", file.display())]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: {}{message}", file.display(), key.as_ref().map(|k| format!("key `{k}`: ")).unwrap_or_default())]
+    Syntax {
+        file: PathBuf,
+        line: usize,
+        /// The key the error is at, when toml's span points at one.
+        key: Option<String>,
+        message: String,
+    },
+    #[error("{}{}: {what}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Invalid {
+        file: PathBuf,
+        line: Option<usize>,
+        what: Invalid,
+    },
+}
+
+impl ScheduleError {
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ScheduleError::Io { .. } => None,
+            ScheduleError::Syntax { line, .. } => Some(*line),
+            ScheduleError::Invalid { line, .. } => *line,
+        }
+    }
+}
+
+/// A well-formed schedule that does not fit its own cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    #[error("a cluster needs at least one broker")]
+    NoBrokers,
+    #[error("topic {topic}: {why}")]
+    BadTopic { topic: String, why: String },
+    #[error("unknown node {node} (the cluster has b1..b{brokers})")]
+    UnknownNode { node: String, brokers: u32 },
+    #[error("unknown topic {topic} in {partition}")]
+    UnknownTopic { topic: String, partition: String },
+    #[error("unknown partition {partition} (topic {topic} has {partitions})")]
+    UnknownPartition {
+        partition: String,
+        topic: String,
+        partitions: u32,
+    },
+    #[error("unknown broker setting {setting} in {at} (known: see broker/README.md)")]
+    UnknownSetting { setting: String, at: String },
+    #[error("broker setting {setting} in {at} is set by the harness")]
+    HarnessOwnedSetting { setting: String, at: String },
+    #[error("unknown failpoint {failpoint} on {node}")]
+    UnknownFailpoint { failpoint: String, node: String },
+    #[error("step {step}: {why}")]
+    BadStep { step: usize, why: String },
+}
+
+pub(super) fn parse(file: &Path, src: &str) -> Result<Schedule, ScheduleError> {
+    let schedule: Schedule = toml::from_str(src).map_err(|err| syntax_error(file, src, &err))?;
+    validate(&schedule, src).map_err(|(line, what)| ScheduleError::Invalid {
+        file: file.to_owned(),
+        line,
+        what,
+    })?;
+    Ok(schedule)
+}
+
+fn syntax_error(file: &Path, src: &str, err: &toml::de::Error) -> ScheduleError {
+    let span = err.span().unwrap_or(0..0);
+    let line = line_of_offset(src, span.start);
+    ScheduleError::Syntax {
+        file: file.to_owned(),
+        line,
+        key: key_at(src, span),
+        message: err.message().trim().to_owned(),
+    }
+}
+
+fn line_of_offset(src: &str, offset: usize) -> usize {
+    src[..offset.min(src.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The key an error span is at: the span itself when it covers a bare key (an
+/// unknown field), else the key before the nearest `=` left of it on the line.
+fn key_at(src: &str, span: std::ops::Range<usize>) -> Option<String> {
+    let text = src.get(span.clone())?.trim();
+    let is_key = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    if is_key(text) && !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(text.to_owned());
+    }
+    let line_start = src[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let before = &src[line_start..span.start];
+    let eq = before.rfind('=')?;
+    let key = before[..eq]
+        .trim_end()
+        .rsplit(|c: char| c.is_whitespace() || c == '{' || c == ',')
+        .next()?;
+    is_key(key).then(|| key.to_owned())
+}
+
+/// The line of the `n`th `[[step]]` header (0-based), when steps are written so.
+fn step_line(src: &str, n: usize) -> Option<usize> {
+    src.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim() == "[[step]]")
+        .nth(n)
+        .map(|(i, _)| i + 1)
+}
+
+/// The first line that assigns `key` or opens a table ending in it.
+fn key_line(src: &str, key: &str) -> Option<usize> {
+    src.lines()
+        .position(|l| {
+            let l = l.trim();
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+                || (l.starts_with('[') && l.trim_end_matches(']').ends_with(&format!(".{key}")))
+        })
+        .map(|i| i + 1)
+}
+
+type Failure = (Option<usize>, Invalid);
+
+fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
+    let brokers = s.cluster.brokers;
+    if brokers == 0 {
+        return Err((key_line(src, "brokers"), Invalid::NoBrokers));
+    }
+    let mut topics = BTreeMap::new();
+    for t in &s.cluster.topics {
+        let bad = |why: &str| {
+            (
+                key_line(src, "name"),
+                Invalid::BadTopic {
+                    topic: t.name.clone(),
+                    why: why.to_owned(),
+                },
+            )
+        };
+        if topics.insert(t.name.as_str(), t.partitions).is_some() {
+            return Err(bad("declared twice"));
+        }
+        if t.partitions == 0 {
+            return Err(bad("needs at least one partition"));
+        }
+        if t.replication_factor == 0 || t.replication_factor > brokers {
+            return Err(bad(&format!(
+                "replication_factor {} must be 1..={brokers}",
+                t.replication_factor
+            )));
+        }
+    }
+    let node = |name: &str, line: Option<usize>| -> Result<(), Failure> {
+        let ok = name
+            .strip_prefix('b')
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|n| (1..=brokers).contains(&n));
+        if ok {
+            Ok(())
+        } else {
+            Err((
+                line,
+                Invalid::UnknownNode {
+                    node: name.to_owned(),
+                    brokers,
+                },
+            ))
+        }
+    };
+    let partition = |p: &PartitionRef, line: Option<usize>| -> Result<(), Failure> {
+        match topics.get(p.topic.as_str()) {
+            None => Err((
+                line,
+                Invalid::UnknownTopic {
+                    topic: p.topic.clone(),
+                    partition: p.to_string(),
+                },
+            )),
+            Some(&n) if p.partition >= n => Err((
+                line,
+                Invalid::UnknownPartition {
+                    partition: p.to_string(),
+                    topic: p.topic.clone(),
+                    partitions: n,
+                },
+            )),
+            Some(_) => Ok(()),
+        }
+    };
+
+    settings(&s.cluster.settings, "cluster.settings", src)?;
+    for (name, config) in &s.cluster.node {
+        node(name, key_line(src, name))?;
+        settings(
+            &config.settings,
+            &format!("cluster.node.{name}.settings"),
+            src,
+        )?;
+        for failpoint in config.failpoints.keys() {
+            if !FAILPOINTS.contains(&failpoint.as_str()) {
+                return Err((
+                    key_line(src, failpoint),
+                    Invalid::UnknownFailpoint {
+                        failpoint: failpoint.clone(),
+                        node: name.clone(),
+                    },
+                ));
+            }
+        }
+    }
+
+    for (i, step) in s.steps.iter().enumerate() {
+        let line = step_line(src, i);
+        let number = i + 1;
+        let bad = |why: String| (line, Invalid::BadStep { step: number, why });
+        let target = |t: &Target, client: bool| -> Result<(), Failure> {
+            match t {
+                Target::Node(n) => node(n, line),
+                Target::LeaderOf(p) | Target::AFollowerOf(p) => partition(p, line),
+                Target::Leader if !client => Err(bad(
+                    "`leader` alone names no partition; write `leader of t-0`".into(),
+                )),
+                Target::RandomMinority if client => Err(bad(
+                    "a client op goes to one node, not `random minority`".into(),
+                )),
+                _ => Ok(()),
+            }
+        };
+        let kinds = [
+            step.fault.is_some(),
+            step.faults.is_some(),
+            step.produce.is_some(),
+            step.consume.is_some(),
+            step.await_.is_some(),
+        ];
+        if kinds.iter().filter(|&&k| k).count() != 1 {
+            return Err(bad(
+                "needs exactly one of fault, faults, produce, consume, await".into(),
+            ));
+        }
+        if step.timeout_ms.is_some() && step.await_.is_none() {
+            return Err(bad("timeout_ms belongs to an await".into()));
+        }
+        let Step {
+            fault,
+            faults,
+            produce,
+            consume,
+            await_,
+            ..
+        } = step;
+        for f in fault.iter().chain(faults.iter().flatten()) {
+            match f {
+                Fault::Pause(t)
+                | Fault::Resume(t)
+                | Fault::Crash(t)
+                | Fault::Restart(t)
+                | Fault::Stop(t)
+                | Fault::Start(t)
+                | Fault::PowerLoss(t)
+                | Fault::Isolate(t)
+                | Fault::MajorityMinority(t)
+                | Fault::Bridge(t)
+                | Fault::NodeFromEtcd(t) => target(t, false)?,
+                Fault::OneWay(w) => {
+                    target(&w.from, false)?;
+                    target(&w.to, false)?;
+                }
+                Fault::TruncateLog(t) => {
+                    target(&t.node, false)?;
+                    partition(&t.partition, line)?;
+                    if t.to_offset.is_some() == t.by_bytes.is_some() {
+                        return Err(bad(
+                            "truncate-log needs exactly one of to_offset, by_bytes".into()
+                        ));
+                    }
+                }
+                Fault::Heal => {}
+            }
+        }
+        if faults.as_ref().is_some_and(Vec::is_empty) {
+            return Err(bad("faults is empty".into()));
+        }
+        if let Some(p) = produce {
+            partition(&p.partition, line)?;
+            if let Some(t) = &p.to {
+                target(t, true)?;
+            }
+            if p.values.is_empty() {
+                return Err(bad("produce needs at least one value".into()));
+            }
+            if p.records_per_batch == Some(0) {
+                return Err(bad("records_per_batch must be at least 1".into()));
+            }
+        }
+        if let Some(c) = consume {
+            partition(&c.partition, line)?;
+            if let Some(t) = &c.from {
+                target(t, true)?;
+            }
+        }
+        if let Some(c) = await_ {
+            let (n, p) = c.nodes_and_partition();
+            node(n, line)?;
+            if let Some(p) = p {
+                partition(p, line)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn settings(map: &BTreeMap<String, toml::Value>, at: &str, src: &str) -> Result<(), Failure> {
+    for setting in map.keys() {
+        let what = if HARNESS_OWNED_SETTINGS.contains(&setting.as_str()) {
+            Invalid::HarnessOwnedSetting {
+                setting: setting.clone(),
+                at: at.to_owned(),
+            }
+        } else if BROKER_SETTINGS.contains(&setting.as_str()) {
+            continue;
+        } else {
+            Invalid::UnknownSetting {
+                setting: setting.clone(),
+                at: at.to_owned(),
+            }
+        };
+        return Err((key_line(src, setting), what));
+    }
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! Schedules as a user writes them: every example in docs/schedules.md parses
+//! and survives print → parse; mistakes are named with file, line and key.
+
+use epochal::schedule::{Fault, Invalid, Schedule, ScheduleError, Target};
+
+fn doc_examples() -> Vec<String> {
+    let doc = include_str!("../../docs/schedules.md");
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        match (&mut current, line.trim()) {
+            (None, "```toml") => current = Some(String::new()),
+            (Some(block), "```") => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), _) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+const BASE: &str = r#"[cluster]
+brokers = 3
+
+[[cluster.topic]]
+name = "t"
+partitions = 1
+replication_factor = 3
+"#;
+
+fn parse(src: &str) -> Result<Schedule, ScheduleError> {
+    Schedule::parse("s.toml", src)
+}
+
+#[test]
+fn every_doc_example_parses_and_round_trips() {
+    let examples = doc_examples();
+    assert!(examples.len() >= 5, "found {} examples", examples.len());
+    for (i, src) in examples.iter().enumerate() {
+        let schedule = parse(src).unwrap_or_else(|e| panic!("example {i}: {e}\n{src}"));
+        let printed = schedule.to_toml();
+        let again =
+            parse(&printed).unwrap_or_else(|e| panic!("example {i} printed: {e}\n{printed}"));
+        assert_eq!(again, schedule, "example {i} printed as:\n{printed}");
+    }
+}
+
+#[test]
+fn the_acceptance_scenario_reads_as_written() {
+    let s = parse(&doc_examples()[0]).unwrap();
+    assert_eq!(s.steps.len(), 8);
+    assert_eq!(
+        s.steps[2].fault,
+        Some(Fault::Crash(Target::LeaderOf("t-0".parse().unwrap())))
+    );
+    assert_eq!(s.steps[0].timeout_ms, Some(20000));
+    assert_eq!(
+        s.steps[0].await_.as_ref().unwrap().to_string(),
+        "leader of t-0 is b1"
+    );
+}
+
+fn syntax(src: &str) -> (usize, Option<String>, String) {
+    match parse(src).unwrap_err() {
+        e @ ScheduleError::Syntax { .. } => {
+            let text = e.to_string();
+            assert!(text.starts_with("s.toml:"), "{text}");
+            let ScheduleError::Syntax { line, key, .. } = e else {
+                unreachable!()
+            };
+            (line, key, text)
+        }
+        other => panic!("expected a syntax error, got {other}"),
+    }
+}
+
+#[test]
+fn a_typo_in_a_step_key_names_its_line_and_key() {
+    let src = format!("{BASE}\n[[step]]\nfualt = {{ crash = \"b1\" }}\n");
+    let (line, key, text) = syntax(&src);
+    assert_eq!(line, 10, "{text}");
+    assert_eq!(key.as_deref(), Some("fualt"), "{text}");
+    assert!(text.contains("fualt"));
+}
+
+#[test]
+fn a_typo_inside_an_inline_table_names_its_line_and_key() {
+    let src = format!(
+        "{BASE}\n[[step]]\nawait = \"b1 in ISR of t-0\"\n\n[[step]]\nproduce = {{ partiton = \"t-0\", values = [1] }}\n"
+    );
+    let (line, key, text) = syntax(&src);
+    assert_eq!(line, 13, "{text}");
+    assert_eq!(key.as_deref(), Some("partiton"), "{text}");
+}
+
+#[test]
+fn an_unknown_fault_verb_and_a_bad_target_are_named() {
+    let (line, key, text) = syntax(&format!(
+        "{BASE}\n[[step]]\nfault = {{ explode = \"b1\" }}\n"
+    ));
+    assert_eq!(line, 10, "{text}");
+    assert!(text.contains("explode"), "{text}");
+    let _ = key;
+    let (line, _, text) = syntax(&format!(
+        "{BASE}\n[[step]]\nfault = {{ crash = \"the leader\" }}\n"
+    ));
+    assert_eq!(line, 10, "{text}");
+    assert!(text.contains("not a target"), "{text}");
+}
+
+fn invalid(src: &str) -> (Option<usize>, Invalid, String) {
+    match parse(src).unwrap_err() {
+        ScheduleError::Invalid { line, what, .. } => {
+            let text = what.to_string();
+            (line, what, text)
+        }
+        other => panic!("expected a validation error, got {other}"),
+    }
+}
+
+#[test]
+fn an_unknown_node_is_named() {
+    let (line, what, text) = invalid(&format!("{BASE}\n[[step]]\nfault = {{ pause = \"b4\" }}\n"));
+    assert_eq!(line, Some(9));
+    assert_eq!(
+        what,
+        Invalid::UnknownNode {
+            node: "b4".into(),
+            brokers: 3
+        },
+        "{text}"
+    );
+    let (_, what, _) = invalid(&format!("{BASE}\n[[step]]\nawait = \"controller is b0\"\n"));
+    assert!(matches!(what, Invalid::UnknownNode { node, .. } if node == "b0"));
+    let (_, what, _) = invalid(&format!("{BASE}\n[cluster.node.b7]\nfailpoints = {{}}\n"));
+    assert!(matches!(what, Invalid::UnknownNode { node, .. } if node == "b7"));
+}
+
+#[test]
+fn an_unknown_partition_or_topic_is_named() {
+    let (_, what, _) = invalid(&format!(
+        "{BASE}\n[[step]]\nproduce = {{ partition = \"t-1\", values = [1] }}\n"
+    ));
+    assert!(
+        matches!(what, Invalid::UnknownPartition { partition, partitions: 1, .. } if partition == "t-1")
+    );
+    let (_, what, _) = invalid(&format!(
+        "{BASE}\n[[step]]\nawait = \"leader of u-0 is b1\"\n"
+    ));
+    assert!(matches!(what, Invalid::UnknownTopic { topic, .. } if topic == "u"));
+}
+
+#[test]
+fn an_unknown_or_harness_owned_setting_is_named_with_its_line() {
+    let (line, what, text) = invalid(&format!("{BASE}\n[cluster.settings]\nmin_isr = 2\n"));
+    assert_eq!(line, Some(10), "{text}");
+    assert!(matches!(what, Invalid::UnknownSetting { setting, .. } if setting == "min_isr"));
+    let (_, what, _) = invalid(&format!(
+        "{BASE}\n[cluster.node.b2]\nsettings = {{ data_dir = \"/tmp\" }}\n"
+    ));
+    assert!(matches!(what, Invalid::HarnessOwnedSetting { setting, .. } if setting == "data_dir"));
+    let (_, what, _) = invalid(&format!(
+        "{BASE}\n[cluster.node.b2]\nfailpoints = {{ leader-before-append = \"stop\" }}\n"
+    ));
+    assert!(
+        matches!(what, Invalid::UnknownFailpoint { failpoint, .. } if failpoint == "leader-before-append")
+    );
+}
+
+#[test]
+fn a_step_must_be_exactly_one_thing() {
+    let (line, what, _) = invalid(&format!(
+        "{BASE}\n[[step]]\nfault = \"heal\"\nawait = \"b1 is stopped\"\n"
+    ));
+    assert_eq!(line, Some(9));
+    assert!(matches!(what, Invalid::BadStep { step: 1, .. }));
+    let (_, what, _) = invalid(&format!(
+        "{BASE}\n[[step]]\nfault = \"heal\"\ntimeout_ms = 5\n"
+    ));
+    assert!(matches!(what, Invalid::BadStep { .. }));
+}
+
+#[test]
+fn a_topic_cannot_have_more_replicas_than_brokers() {
+    let src = BASE.replace("replication_factor = 3", "replication_factor = 4");
+    let (_, what, _) = invalid(&src);
+    assert!(matches!(what, Invalid::BadTopic { .. }));
+}
