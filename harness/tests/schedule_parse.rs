@@ -105,7 +105,13 @@ fn an_unknown_fault_verb_and_a_bad_target_are_named() {
     ));
     assert_eq!(line, 10, "{text}");
     assert!(text.contains("explode"), "{text}");
-    let _ = key;
+    assert_eq!(key.as_deref(), Some("explode"), "{text}");
+    let (line, key, text) = syntax(&format!(
+        "{BASE}\n[[step]]\nfaults = [{{ stop = \"b1\" }}, \"heel\"]\n"
+    ));
+    assert_eq!(line, 10, "{text}");
+    assert_eq!(key.as_deref(), Some("faults"), "{text}");
+    assert!(text.contains("heel"), "{text}");
     let (line, _, text) = syntax(&format!(
         "{BASE}\n[[step]]\nfault = {{ crash = \"the leader\" }}\n"
     ));
@@ -160,9 +166,10 @@ fn an_unknown_or_harness_owned_setting_is_named_with_its_line() {
     let (line, what, text) = invalid(&format!("{BASE}\n[cluster.settings]\nmin_isr = 2\n"));
     assert_eq!(line, Some(10), "{text}");
     assert!(matches!(what, Invalid::UnknownSetting { setting, .. } if setting == "min_isr"));
-    let (_, what, _) = invalid(&format!(
-        "{BASE}\n[cluster.node.b2]\nsettings = {{ data_dir = \"/tmp\" }}\n"
+    let (line, what, text) = invalid(&format!(
+        "{BASE}\n[cluster.node.b2]\nsettings = {{ segment_bytes = 10, data_dir = \"/tmp\" }}\n"
     ));
+    assert_eq!(line, Some(10), "{text}");
     assert!(matches!(what, Invalid::HarnessOwnedSetting { setting, .. } if setting == "data_dir"));
     let (_, what, _) = invalid(&format!(
         "{BASE}\n[cluster.node.b2]\nfailpoints = {{ leader-before-append = \"stop\" }}\n"

@@ -60,11 +60,11 @@ pub enum Invalid {
         topic: String,
         partitions: u32,
     },
-    #[error("unknown broker setting {setting} in {at} (known: see broker/README.md)")]
+    #[error("unknown broker setting {setting} in {at} (known: {})", super::broker_settings::BROKER_SETTINGS.join(", "))]
     UnknownSetting { setting: String, at: String },
     #[error("broker setting {setting} in {at} is set by the harness")]
     HarnessOwnedSetting { setting: String, at: String },
-    #[error("unknown failpoint {failpoint} on {node}")]
+    #[error("unknown failpoint {failpoint} on {node} (known: {})", super::broker_settings::FAILPOINTS.join(", "))]
     UnknownFailpoint { failpoint: String, node: String },
     #[error("step {step}: {why}")]
     BadStep { step: usize, why: String },
@@ -114,6 +114,13 @@ fn key_at(src: &str, span: std::ops::Range<usize>) -> Option<String> {
     let line_start = src[..span.start].rfind('\n').map_or(0, |i| i + 1);
     let before = &src[line_start..span.start];
     let eq = before.rfind('=')?;
+    // Only when the span follows that `=` directly (an inline table may open in
+    // between) is it that key's value; inside an array the line's first key is
+    // the one to name.
+    let direct = before[eq + 1..]
+        .bytes()
+        .all(|b| b.is_ascii_whitespace() || b == b'{' || b == b'[');
+    let eq = if direct { eq } else { before.find('=')? };
     let key = before[..eq]
         .trim_end()
         .rsplit(|c: char| c.is_whitespace() || c == '{' || c == ',')
@@ -135,8 +142,13 @@ fn key_line(src: &str, key: &str) -> Option<usize> {
     src.lines()
         .position(|l| {
             let l = l.trim();
-            l.strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
+            // `key = ..` at the line's start or inside an inline table.
+            let assigned = l.match_indices(key).any(|(i, _)| {
+                let before = l[..i].trim_end();
+                (before.is_empty() || before.ends_with('{') || before.ends_with(','))
+                    && l[i + key.len()..].trim_start().starts_with('=')
+            });
+            assigned
                 || (l.starts_with('[') && l.trim_end_matches(']').ends_with(&format!(".{key}")))
         })
         .map(|i| i + 1)
