@@ -1,9 +1,9 @@
 //! epochal: the fault-injection conformance harness.
 //!
-//! Will hold: `schedule` (TOML schedules with awaits), `runtime` (process and
-//! docker), `nemesis`, `workload`, `history` (Jepsen-style ops), `reader` (its own
-//! reader of Kafka-format replica state — never the broker's code), `checker`,
-//! `store`, `report`, `gate` and `cli`.
+//! Holds `schedule` (TOML schedules with awaits), `history` (Jepsen-style ops,
+//! streamed and validated), `reader` (its own reader of Kafka-format replica
+//! state — never the broker's code) and `cli`; will hold `runtime` (process and
+//! docker), `nemesis`, `workload`, `checker`, `store`, `report` and `gate`.
 
 pub mod cli;
 pub mod history;

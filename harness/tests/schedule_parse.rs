@@ -198,3 +198,25 @@ fn a_topic_cannot_have_more_replicas_than_brokers() {
     let (_, what, _) = invalid(&src);
     assert!(matches!(what, Invalid::BadTopic { .. }));
 }
+
+#[test]
+fn a_setting_of_the_wrong_type_or_value_is_named() {
+    let (line, what, text) = invalid(&format!(
+        "{BASE}\n[cluster.settings]\ntruncation = \"kip-102\"\n"
+    ));
+    assert_eq!(line, Some(10), "{text}");
+    assert!(
+        matches!(what, Invalid::BadSettingValue { setting, .. } if setting == "truncation"),
+        "{text}"
+    );
+    let (_, what, _) = invalid(&format!(
+        "{BASE}\n[cluster.node.b1]\nsettings = {{ unclean_leader_election = \"yes\" }}\n"
+    ));
+    assert!(
+        matches!(what, Invalid::BadSettingValue { setting, .. } if setting == "unclean_leader_election")
+    );
+    let (_, what, _) = invalid(&format!(
+        "{BASE}\n[cluster.settings]\nmin_insync_replicas = -1\n"
+    ));
+    assert!(matches!(what, Invalid::BadSettingValue { .. }));
+}

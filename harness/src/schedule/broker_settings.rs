@@ -3,21 +3,56 @@
 //! broker/README.md ("Running", "Failpoints") — update both together. The harness
 //! cannot read them from the broker crate: it never depends on it (DESIGN.md).
 
+/// What a setting's TOML value must be, so a wrong type fails at parse time
+/// rather than as a broker that refuses to start mid-run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingKind {
+    Bool,
+    /// A non-negative integer.
+    Count,
+    /// One of the listed strings.
+    OneOf(&'static [&'static str]),
+}
+
 /// Settings a schedule may set, in the broker config file's snake_case.
-pub const BROKER_SETTINGS: &[&str] = &[
-    "lease_ttl_s",
-    "segment_bytes",
-    "flush_messages",
-    "flush_interval_ms",
-    "truncation",
-    "controller_epoch_fencing",
-    "unclean_leader_election",
-    "min_insync_replicas",
-    "max_request_bytes",
-    "replica_fetch_wait_max_ms",
-    "replica_lag_time_max_ms",
-    "hw_checkpoint_interval_ms",
+pub const BROKER_SETTINGS: &[(&str, SettingKind)] = &[
+    ("lease_ttl_s", SettingKind::Count),
+    ("segment_bytes", SettingKind::Count),
+    ("flush_messages", SettingKind::Count),
+    ("flush_interval_ms", SettingKind::Count),
+    (
+        "truncation",
+        SettingKind::OneOf(&["high-watermark", "kip-101", "kip-279", "current"]),
+    ),
+    ("controller_epoch_fencing", SettingKind::Bool),
+    ("unclean_leader_election", SettingKind::Bool),
+    ("min_insync_replicas", SettingKind::Count),
+    ("max_request_bytes", SettingKind::Count),
+    ("replica_fetch_wait_max_ms", SettingKind::Count),
+    ("replica_lag_time_max_ms", SettingKind::Count),
+    ("hw_checkpoint_interval_ms", SettingKind::Count),
 ];
+
+impl SettingKind {
+    pub fn accepts(self, value: &toml::Value) -> bool {
+        match (self, value) {
+            (SettingKind::Bool, toml::Value::Boolean(_)) => true,
+            (SettingKind::Count, toml::Value::Integer(n)) => *n >= 0,
+            (SettingKind::OneOf(names), toml::Value::String(s)) => names.contains(&s.as_str()),
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for SettingKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SettingKind::Bool => f.write_str("true or false"),
+            SettingKind::Count => f.write_str("a non-negative integer"),
+            SettingKind::OneOf(names) => write!(f, "one of {}", names.join(", ")),
+        }
+    }
+}
 
 /// Broker settings the runtime sets itself (identity, addresses, the proxy
 /// mesh); a schedule setting one would cut the node off the harness.

@@ -10,7 +10,7 @@ pub mod condition;
 pub mod model;
 mod parse;
 
-pub use broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS};
+pub use broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS, SettingKind};
 pub use condition::{Checkpoint, Condition, Offset};
 pub use model::{
     Acks, Cluster, Compression, Consume, Fault, NodeConfig, OneWay, PartitionRef, Produce,

@@ -60,8 +60,15 @@ pub enum Invalid {
         topic: String,
         partitions: u32,
     },
-    #[error("unknown broker setting {setting} in {at} (known: {})", super::broker_settings::BROKER_SETTINGS.join(", "))]
+    #[error("unknown broker setting {setting} in {at} (known: {})", super::broker_settings::BROKER_SETTINGS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", "))]
     UnknownSetting { setting: String, at: String },
+    #[error("broker setting {setting} in {at}: {why}")]
+    BadSettingValue {
+        setting: String,
+        at: String,
+        /// "must be <kind>, not <value>"
+        why: String,
+    },
     #[error("broker setting {setting} in {at} is set by the harness")]
     HarnessOwnedSetting { setting: String, at: String },
     #[error("unknown failpoint {failpoint} on {node} (known: {})", super::broker_settings::FAILPOINTS.join(", "))]
@@ -346,14 +353,22 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
 }
 
 fn settings(map: &BTreeMap<String, toml::Value>, at: &str, src: &str) -> Result<(), Failure> {
-    for setting in map.keys() {
+    for (setting, value) in map {
+        let known = BROKER_SETTINGS.iter().find(|(name, _)| name == setting);
         let what = if HARNESS_OWNED_SETTINGS.contains(&setting.as_str()) {
             Invalid::HarnessOwnedSetting {
                 setting: setting.clone(),
                 at: at.to_owned(),
             }
-        } else if BROKER_SETTINGS.contains(&setting.as_str()) {
-            continue;
+        } else if let Some((_, kind)) = known {
+            if kind.accepts(value) {
+                continue;
+            }
+            Invalid::BadSettingValue {
+                setting: setting.clone(),
+                at: at.to_owned(),
+                why: format!("must be {kind}, not {value}"),
+            }
         } else {
             Invalid::UnknownSetting {
                 setting: setting.clone(),
