@@ -220,3 +220,19 @@ fn a_setting_of_the_wrong_type_or_value_is_named() {
     ));
     assert!(matches!(what, Invalid::BadSettingValue { .. }));
 }
+
+#[test]
+fn a_typo_in_a_table_header_a_bad_value_and_a_missing_key_are_located() {
+    let (line, key, text) = syntax(&format!("{BASE}\n[[stpe]]\nfault = \"heal\"\n"));
+    assert_eq!((line, key.as_deref()), (9, Some("stpe")), "{text}");
+    let (line, key, text) = syntax(&format!("{BASE}\n[workload]\nacks = \"al\"\n"));
+    assert_eq!((line, key.as_deref()), (10, Some("acks")), "{text}");
+    let (line, key, text) = syntax(&format!("{BASE}\n[[step]]\nawait = \"leader of t-0 is\"\n"));
+    assert_eq!((line, key.as_deref()), (10, Some("await")), "{text}");
+    assert!(text.contains("not a condition"), "{text}");
+    let (line, key, text) = syntax(&format!(
+        "{BASE}\n[[step]]\nproduce = {{ partition = \"t-0\" }}\n"
+    ));
+    assert_eq!((line, key.as_deref()), (10, Some("produce")), "{text}");
+    assert!(text.contains("missing field `values`"), "{text}");
+}
