@@ -1,0 +1,152 @@
+//! The process runtime against real binaries: etcd, the epochal-proxy and three
+//! brokers come up ready, each broker's etcd session really runs through its own
+//! proxy, nothing is left running after drop, and the preflight names what is
+//! missing. Needs `etcd` on PATH and the workspace's binaries built
+//! (`cargo build --workspace --bins`).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use epochal::runtime::{Link, ProcessConfig, ProcessRuntime, Runtime, RuntimeError};
+use epochal_faults::proxy::{OnHeal, Stream};
+
+/// The dir cargo put the binaries in: the test executable lives in its `deps/`.
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_owned();
+    for bin in ["epochal-broker", "epochal-proxy"] {
+        assert!(
+            dir.join(bin).is_file(),
+            "{} is missing: build the workspace first (cargo build --workspace --bins)",
+            dir.join(bin).display()
+        );
+    }
+    dir
+}
+
+async fn registered(etcd: &str, node: u32) -> bool {
+    let mut client = etcd_client::Client::connect([etcd], None).await.unwrap();
+    let key = format!("/epochal/brokers/ids/{node}");
+    !client.get(key, None).await.unwrap().kvs().is_empty()
+}
+
+/// Polls etcd until broker `node`'s registration is present (or absent) as wanted.
+async fn await_registration(etcd: &str, node: u32, want: bool, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while registered(etcd, node).await != want {
+        assert!(
+            Instant::now() < deadline,
+            "broker {node} registered != {want} after {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_three_brokers_come_up_ready_through_their_proxies_and_leave_nothing() {
+    let run = tempfile::tempdir().unwrap();
+    let config = ProcessConfig::new(3, bin_dir(), run.path());
+    let runtime = ProcessRuntime::start(config).await.unwrap();
+    let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    assert_eq!(view.brokers, [1, 2, 3].into());
+    assert!(view.controller.is_some());
+
+    // Each broker→broker proxy points at its target's own port, learned after
+    // the target started.
+    for to in [1, 3] {
+        let proxy = runtime
+            .proxies()
+            .proxy(&Link::BrokerToBroker { from: 2, to }.proxy_name())
+            .await
+            .unwrap();
+        assert_eq!(Some(proxy.upstream.as_str()), runtime.direct_address(to));
+    }
+
+    // Cut broker 2 from etcd, both ways, at its proxy: its lease (TTL 2 s) lapses
+    // and etcd, read directly, drops its registration; healing brings it back.
+    let etcd = runtime.etcd_endpoint().to_owned();
+    let link = Link::BrokerToEtcd(2).proxy_name();
+    for stream in [Stream::Upstream, Stream::Downstream] {
+        runtime
+            .proxies()
+            .partition(&link, stream, OnHeal::Reset)
+            .await
+            .unwrap();
+    }
+    await_registration(&etcd, 2, false, Duration::from_secs(20)).await;
+    assert!(registered(&etcd, 1).await && registered(&etcd, 3).await);
+    for stream in [Stream::Upstream, Stream::Downstream] {
+        runtime.proxies().heal(&link, stream).await.unwrap();
+    }
+    await_registration(&etcd, 2, true, Duration::from_secs(20)).await;
+
+    let pids = runtime.pids();
+    assert_eq!(pids.len(), 5, "etcd, proxy and three brokers");
+    assert!(pids.iter().all(|&pid| alive(pid)));
+    drop(runtime);
+    let left: Vec<_> = pids.into_iter().filter(|&pid| alive(pid)).collect();
+    assert!(left.is_empty(), "still in /proc after drop: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_kill_restart_and_pause_a_broker() {
+    let run = tempfile::tempdir().unwrap();
+    let config = ProcessConfig::new(3, bin_dir(), run.path());
+    let mut runtime = ProcessRuntime::start(config).await.unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let etcd = runtime.etcd_endpoint().to_owned();
+
+    runtime.pause_node(3).await.unwrap();
+    let paused = runtime.pid(3).unwrap();
+    assert_eq!(
+        epochal_faults::signal::proc_state(paused).unwrap(),
+        Some('T')
+    );
+    await_registration(&etcd, 3, false, Duration::from_secs(20)).await;
+    runtime.resume_node(3).unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+
+    let old = runtime.pid(1).unwrap();
+    runtime.kill_node(1).await.unwrap();
+    assert!(!alive(old));
+    assert!(matches!(
+        runtime.kill_node(1).await,
+        Err(RuntimeError::NotRunning(1))
+    ));
+    runtime.start_node(1).await.unwrap();
+    // The client proxy follows the restarted broker to its new port.
+    let proxy = runtime
+        .proxies()
+        .proxy(&Link::ClientToBroker(1).proxy_name())
+        .await
+        .unwrap();
+    assert_eq!(Some(proxy.upstream.as_str()), runtime.direct_address(1));
+    runtime.stop_node(2).await.unwrap();
+    runtime.start_node(2).await.unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let pids = runtime.pids();
+    runtime.shutdown().await.unwrap();
+    assert!(pids.iter().all(|&pid| !alive(pid)));
+}
+
+#[tokio::test]
+async fn preflight_names_each_missing_binary_and_starts_nothing() {
+    let empty = tempfile::tempdir().unwrap();
+    let mut config = ProcessConfig::new(3, empty.path(), empty.path().join("run"));
+    config.etcd = "no-such-etcd-binary".into();
+    let err = ProcessRuntime::start(config).await.err().unwrap();
+    let RuntimeError::Missing(missing) = &err else {
+        panic!("expected Missing, got {err}");
+    };
+    let text = err.to_string();
+    assert_eq!(missing.len(), 3, "{text}");
+    for name in ["no-such-etcd-binary", "epochal-broker", "epochal-proxy"] {
+        assert!(text.contains(name), "{text}");
+    }
+    assert!(text.contains("cargo build --workspace --bins"), "{text}");
+    assert!(!empty.path().join("run").exists(), "nothing may start");
+}
