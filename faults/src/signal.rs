@@ -49,6 +49,11 @@ pub fn terminate(pid: i32) -> Result<(), SignalError> {
     send(pid, Signal::SIGTERM)
 }
 
+/// SIGINT: what a terminal's Ctrl-C sends.
+pub fn interrupt(pid: i32) -> Result<(), SignalError> {
+    send(pid, Signal::SIGINT)
+}
+
 /// The same signals, addressed to a whole process group (`kill(-pgid, sig)`), so a
 /// child that forked helpers is stopped with them.
 pub fn kill_group(pgid: i32) -> Result<(), SignalError> {

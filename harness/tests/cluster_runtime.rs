@@ -100,6 +100,26 @@ async fn cluster_kill_restart_and_pause_a_broker() {
     runtime.await_ready(Duration::from_secs(30)).await.unwrap();
     let etcd = runtime.etcd_endpoint().to_owned();
 
+    // A topic assigned the way CreateTopics does (broker/README.md's key layout):
+    // ready now also means a leader and a full ISR for both partitions.
+    let mut client = etcd_client::Client::connect([etcd.as_str()], None)
+        .await
+        .unwrap();
+    client
+        .put(
+            "/epochal/brokers/topics/t",
+            r#"{"partitions":{"0":[1,2,3],"1":[2,3,1]}}"#,
+            None,
+        )
+        .await
+        .unwrap();
+    let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    assert_eq!(view.partitions.len(), 2, "{view:?}");
+    for partition in view.partitions.values() {
+        assert!(partition.leader.is_some(), "{view:?}");
+        assert_eq!(partition.isr.len(), 3, "{view:?}");
+    }
+
     runtime.pause_node(3).await.unwrap();
     let paused = runtime.pid(3).unwrap();
     assert_eq!(
@@ -149,4 +169,73 @@ async fn preflight_names_each_missing_binary_and_starts_nothing() {
     }
     assert!(text.contains("cargo build --workspace --bins"), "{text}");
     assert!(!empty.path().join("run").exists(), "nothing may start");
+}
+
+/// Run only as a child of `cluster_sigint_kills_every_child_of_the_runtime`:
+/// starts a cluster, writes its pids to `EPOCHAL_SIGINT_PIDS`, then waits for
+/// the signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper: runs in a child process of cluster_sigint_kills_every_child_of_the_runtime"]
+async fn sigint_helper_starts_a_cluster_and_waits() {
+    let out = PathBuf::from(std::env::var("EPOCHAL_SIGINT_PIDS").expect("run by its parent test"));
+    let run = tempfile::tempdir().unwrap();
+    let runtime = ProcessRuntime::start(ProcessConfig::new(2, bin_dir(), run.path()))
+        .await
+        .unwrap();
+    let pids: Vec<String> = runtime.pids().iter().map(i32::to_string).collect();
+    let partial = out.with_extension("partial");
+    std::fs::write(&partial, pids.join("\n")).unwrap();
+    std::fs::rename(&partial, &out).unwrap();
+    std::future::pending::<()>().await;
+}
+
+#[test]
+fn cluster_sigint_kills_every_child_of_the_runtime() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pids");
+    let mut harness = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "sigint_helper_starts_a_cluster_and_waits",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("EPOCHAL_SIGINT_PIDS", &out)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pids: Vec<i32> = loop {
+        if let Ok(text) = std::fs::read_to_string(&out) {
+            break text.lines().map(|l| l.parse().unwrap()).collect();
+        }
+        assert!(
+            harness.try_wait().unwrap().is_none(),
+            "the helper exited before starting its cluster"
+        );
+        assert!(Instant::now() < deadline, "no cluster within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(pids.len(), 4, "etcd, proxy and two brokers: {pids:?}");
+
+    epochal_faults::signal::interrupt(harness.id() as i32).unwrap();
+    let status = harness.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "exits as a shell would on SIGINT");
+    // Killed children are orphans now; whoever reaps orphans here may leave a
+    // zombie ('Z') for a moment, which is dead all the same.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for pid in pids {
+        loop {
+            let state = epochal_faults::signal::proc_state(pid).unwrap();
+            if matches!(state, None | Some('Z')) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "pid {pid} still {state:?} after SIGINT"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
