@@ -239,3 +239,59 @@ fn cluster_sigint_kills_every_child_of_the_runtime() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_cutting_a_follower_from_its_leader_shrinks_the_isr() {
+    use epochal::runtime::ClusterView;
+    let run = tempfile::tempdir().unwrap();
+    let mut config = ProcessConfig::new(3, bin_dir(), run.path());
+    config.broker_args = vec!["--replica-lag-time-max-ms".into(), "1000".into()];
+    let runtime = ProcessRuntime::start(config).await.unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let mut client = etcd_client::Client::connect([runtime.etcd_endpoint()], None)
+        .await
+        .unwrap();
+    client
+        .put(
+            "/epochal/brokers/topics/t",
+            r#"{"partitions":{"0":[1,2,3]}}"#,
+            None,
+        )
+        .await
+        .unwrap();
+    let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let leader = view.partitions[&("t".to_string(), 0)].leader.unwrap();
+    let follower = [1, 2, 3].into_iter().find(|&n| n != leader).unwrap();
+
+    // The follower's fetches to the leader run only through this one proxy.
+    let link = Link::BrokerToBroker {
+        from: follower,
+        to: leader,
+    }
+    .proxy_name();
+    for stream in [Stream::Upstream, Stream::Downstream] {
+        runtime
+            .proxies()
+            .partition(&link, stream, OnHeal::Reset)
+            .await
+            .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let view = ClusterView::read(&mut client).await.unwrap();
+        let partition = &view.partitions[&("t".to_string(), 0)];
+        if !partition.isr.contains(&follower) {
+            assert_eq!(partition.leader, Some(leader), "{view:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{follower} still in the ISR with its link to {leader} cut: {view:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for stream in [Stream::Upstream, Stream::Downstream] {
+        runtime.proxies().heal(&link, stream).await.unwrap();
+    }
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+}
