@@ -266,8 +266,9 @@ async fn cluster_cutting_a_follower_from_its_leader_shrinks_the_isr() {
     // The follower's fetches to the leader run only through this one proxy.
     // Checked by hand: cutting the leader's client proxy instead leaves the ISR
     // full for 20 s. Cutting leader→follower shrinks it too, but for another
-    // reason: the leader is also the controller here, and its LeaderAndIsr for
-    // the new topic never reaches the follower, which so never starts fetching.
+    // reason when the leader is also the controller (as it was in that run): its
+    // LeaderAndIsr for the new topic never reaches the follower, which so never
+    // starts fetching.
     let link = Link::BrokerToBroker {
         from: follower,
         to: leader,

@@ -166,10 +166,15 @@ impl Guarded {
         }
     }
 
-    /// SIGKILL to the whole group, then reap the leader.
+    /// SIGKILL to the whole group, then reap the leader. A leader already reaped
+    /// (by `try_wait`) is not signalled: its pid, and so its group id, may
+    /// already belong to an unrelated process. An unreaped one keeps its pid as
+    /// a zombie, so the check and the kill cannot race with reuse.
     fn kill(&mut self) {
-        let _ = signal::kill_group(self.pid());
-        let _ = self.child.wait();
+        if let Ok(None) = self.child.try_wait() {
+            let _ = signal::kill_group(self.pid());
+            let _ = self.child.wait();
+        }
         reaper::unregister(self.pid());
     }
 }
