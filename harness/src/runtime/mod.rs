@@ -1,0 +1,112 @@
+//! Runtimes: what starts, stops and breaks a cluster of real brokers. A runtime
+//! owns etcd, one proxy per directed link and the brokers; it can start, stop,
+//! kill, pause and resume a node and tells where each one is reached, like
+//! Jepsen's DB protocol. It observes only through connections no fault touches
+//! (etcd directly, files on disk), and it leaves no child behind on any exit.
+
+pub mod cluster_view;
+pub mod process;
+pub mod reaper;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use epochal_faults::signal::SignalError;
+use epochal_faults::toxiproxy_client::{ClientError, ToxiproxyClient};
+
+pub use cluster_view::{ClusterView, PartitionView};
+pub use process::{ProcessConfig, ProcessRuntime};
+
+/// A broker's id (`--node-id`), 1-based.
+pub type NodeId = u32;
+
+/// A directed link of the cluster; each has its own proxy, named by
+/// [`Link::proxy_name`], so a fault can cut one direction of one link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Link {
+    /// Workload clients to a broker (the broker's advertised address).
+    ClientToBroker(NodeId),
+    /// Broker `from` dialling broker `to` (replica fetches, controller requests).
+    BrokerToBroker { from: NodeId, to: NodeId },
+    /// A broker's etcd session.
+    BrokerToEtcd(NodeId),
+}
+
+impl Link {
+    pub fn proxy_name(self) -> String {
+        match self {
+            Link::ClientToBroker(to) => format!("client-b{to}"),
+            Link::BrokerToBroker { from, to } => format!("b{from}-b{to}"),
+            Link::BrokerToEtcd(from) => format!("b{from}-etcd"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("cannot start: missing {}", .0.join("; "))]
+    Missing(Vec<String>),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("{what} exited early ({status}); its log: {log}")]
+    Exited {
+        what: String,
+        status: std::process::ExitStatus,
+        log: PathBuf,
+    },
+    #[error("{what} not within {timeout:?}{}", .detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default())]
+    Timeout {
+        what: String,
+        timeout: Duration,
+        detail: Option<String>,
+    },
+    #[error("no node {0}")]
+    UnknownNode(NodeId),
+    #[error("node {0} is not running")]
+    NotRunning(NodeId),
+    #[error("node {0} is already running")]
+    AlreadyRunning(NodeId),
+    #[error("too many child processes to guard against Ctrl-C")]
+    TooManyChildren,
+    #[error("proxy: {0}")]
+    Proxy(#[from] ClientError),
+    #[error("etcd: {0}")]
+    Etcd(#[from] etcd_client::Error),
+    #[error(transparent)]
+    Signal(#[from] SignalError),
+}
+
+/// One protocol for every backend (process now, Docker later), so the same
+/// scenario runs on both. Used through generics, never `dyn`, so async methods
+/// need no boxing; `Send` bounds are not promised (a runtime lives on one task).
+#[allow(async_fn_in_trait)]
+pub trait Runtime {
+    /// The brokers' ids.
+    fn nodes(&self) -> Vec<NodeId>;
+    /// Awaits a controller, every broker registered, and a leader and full ISR
+    /// for every partition, read from etcd directly; the error names what is
+    /// still missing at the deadline.
+    async fn await_ready(&self, timeout: Duration) -> Result<ClusterView, RuntimeError>;
+    /// Starts a stopped or killed node on its old data directory.
+    async fn start_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
+    /// SIGTERM: a clean shutdown, awaited; then the node is reaped.
+    async fn stop_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
+    /// SIGKILL: a crash; the node is reaped.
+    async fn kill_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
+    /// SIGSTOP, and awaited until the kernel reports it stopped.
+    async fn pause_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
+    /// SIGCONT.
+    fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
+    /// Where a workload client reaches the node (through its client proxy).
+    fn client_address(&self, node: NodeId) -> Result<String, RuntimeError>;
+    /// etcd, directly: for observation only.
+    fn etcd_endpoint(&self) -> &str;
+    fn data_dir(&self, node: NodeId) -> Result<PathBuf, RuntimeError>;
+    /// The proxy serving every link, to cut and heal them.
+    fn proxies(&self) -> &ToxiproxyClient;
+    /// Kills and reaps every child.
+    async fn shutdown(self) -> Result<(), RuntimeError>;
+}

@@ -1,0 +1,302 @@
+//! The process runtime against real binaries: etcd, the epochal-proxy and three
+//! brokers come up ready, each broker's etcd session really runs through its own
+//! proxy, nothing is left running after drop, and the preflight names what is
+//! missing. Needs `etcd` on PATH and the workspace's binaries built
+//! (`cargo build --workspace --bins`).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use epochal::runtime::{Link, ProcessConfig, ProcessRuntime, Runtime, RuntimeError};
+use epochal_faults::proxy::{OnHeal, Stream};
+
+/// The dir cargo put the binaries in: the test executable lives in its `deps/`.
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_owned();
+    for bin in ["epochal-broker", "epochal-proxy"] {
+        assert!(
+            dir.join(bin).is_file(),
+            "{} is missing: build the workspace first (cargo build --workspace --bins)",
+            dir.join(bin).display()
+        );
+    }
+    dir
+}
+
+async fn registered(etcd: &str, node: u32) -> bool {
+    let mut client = etcd_client::Client::connect([etcd], None).await.unwrap();
+    let key = format!("/epochal/brokers/ids/{node}");
+    !client.get(key, None).await.unwrap().kvs().is_empty()
+}
+
+/// Polls etcd until broker `node`'s registration is present (or absent) as wanted.
+async fn await_registration(etcd: &str, node: u32, want: bool, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while registered(etcd, node).await != want {
+        assert!(
+            Instant::now() < deadline,
+            "broker {node} registered != {want} after {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_three_brokers_come_up_ready_through_their_proxies_and_leave_nothing() {
+    let run = tempfile::tempdir().unwrap();
+    let config = ProcessConfig::new(3, bin_dir(), run.path());
+    let runtime = ProcessRuntime::start(config).await.unwrap();
+    let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    assert_eq!(view.brokers, [1, 2, 3].into());
+    assert!(view.controller.is_some());
+
+    // Each broker→broker proxy points at its target's own port, learned after
+    // the target started.
+    for to in [1, 3] {
+        let proxy = runtime
+            .proxies()
+            .proxy(&Link::BrokerToBroker { from: 2, to }.proxy_name())
+            .await
+            .unwrap();
+        assert_eq!(Some(proxy.upstream.as_str()), runtime.direct_address(to));
+    }
+
+    // Cut broker 2 from etcd, both ways, at its proxy: its lease (TTL 2 s) lapses
+    // and etcd, read directly, drops its registration; healing brings it back.
+    let etcd = runtime.etcd_endpoint().to_owned();
+    let link = Link::BrokerToEtcd(2).proxy_name();
+    for stream in [Stream::Upstream, Stream::Downstream] {
+        runtime
+            .proxies()
+            .partition(&link, stream, OnHeal::Reset)
+            .await
+            .unwrap();
+    }
+    await_registration(&etcd, 2, false, Duration::from_secs(20)).await;
+    assert!(registered(&etcd, 1).await && registered(&etcd, 3).await);
+    for stream in [Stream::Upstream, Stream::Downstream] {
+        runtime.proxies().heal(&link, stream).await.unwrap();
+    }
+    await_registration(&etcd, 2, true, Duration::from_secs(20)).await;
+
+    let pids = runtime.pids();
+    assert_eq!(pids.len(), 5, "etcd, proxy and three brokers");
+    assert!(pids.iter().all(|&pid| alive(pid)));
+    drop(runtime);
+    let left: Vec<_> = pids.into_iter().filter(|&pid| alive(pid)).collect();
+    assert!(left.is_empty(), "still in /proc after drop: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_kill_restart_and_pause_a_broker() {
+    let run = tempfile::tempdir().unwrap();
+    let config = ProcessConfig::new(3, bin_dir(), run.path());
+    let mut runtime = ProcessRuntime::start(config).await.unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let etcd = runtime.etcd_endpoint().to_owned();
+
+    // A topic assigned the way CreateTopics does (broker/README.md's key layout):
+    // ready now also means a leader and a full ISR for both partitions.
+    let mut client = etcd_client::Client::connect([etcd.as_str()], None)
+        .await
+        .unwrap();
+    client
+        .put(
+            "/epochal/brokers/topics/t",
+            r#"{"partitions":{"0":[1,2,3],"1":[2,3,1]}}"#,
+            None,
+        )
+        .await
+        .unwrap();
+    let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    assert_eq!(view.partitions.len(), 2, "{view:?}");
+    for partition in view.partitions.values() {
+        assert!(partition.leader.is_some(), "{view:?}");
+        assert_eq!(partition.isr.len(), 3, "{view:?}");
+    }
+
+    runtime.pause_node(3).await.unwrap();
+    let paused = runtime.pid(3).unwrap();
+    assert_eq!(
+        epochal_faults::signal::proc_state(paused).unwrap(),
+        Some('T')
+    );
+    await_registration(&etcd, 3, false, Duration::from_secs(20)).await;
+    runtime.resume_node(3).unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+
+    let old = runtime.pid(1).unwrap();
+    runtime.kill_node(1).await.unwrap();
+    assert!(!alive(old));
+    assert!(matches!(
+        runtime.kill_node(1).await,
+        Err(RuntimeError::NotRunning(1))
+    ));
+    runtime.start_node(1).await.unwrap();
+    // The client proxy follows the restarted broker to its new port.
+    let proxy = runtime
+        .proxies()
+        .proxy(&Link::ClientToBroker(1).proxy_name())
+        .await
+        .unwrap();
+    assert_eq!(Some(proxy.upstream.as_str()), runtime.direct_address(1));
+    runtime.stop_node(2).await.unwrap();
+    runtime.start_node(2).await.unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let pids = runtime.pids();
+    runtime.shutdown().await.unwrap();
+    assert!(pids.iter().all(|&pid| !alive(pid)));
+}
+
+#[tokio::test]
+async fn preflight_names_each_missing_binary_and_starts_nothing() {
+    let empty = tempfile::tempdir().unwrap();
+    let mut config = ProcessConfig::new(3, empty.path(), empty.path().join("run"));
+    config.etcd = "no-such-etcd-binary".into();
+    let err = ProcessRuntime::start(config).await.err().unwrap();
+    let RuntimeError::Missing(missing) = &err else {
+        panic!("expected Missing, got {err}");
+    };
+    let text = err.to_string();
+    assert_eq!(missing.len(), 3, "{text}");
+    for name in ["no-such-etcd-binary", "epochal-broker", "epochal-proxy"] {
+        assert!(text.contains(name), "{text}");
+    }
+    assert!(text.contains("cargo build --workspace --bins"), "{text}");
+    assert!(!empty.path().join("run").exists(), "nothing may start");
+}
+
+/// Run only as a child of `cluster_sigint_kills_every_child_of_the_runtime`:
+/// starts a cluster, writes its pids to `EPOCHAL_SIGINT_PIDS`, then waits for
+/// the signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper: runs in a child process of cluster_sigint_kills_every_child_of_the_runtime"]
+async fn sigint_helper_starts_a_cluster_and_waits() {
+    let out = PathBuf::from(std::env::var("EPOCHAL_SIGINT_PIDS").expect("run by its parent test"));
+    let run = tempfile::tempdir().unwrap();
+    let runtime = ProcessRuntime::start(ProcessConfig::new(2, bin_dir(), run.path()))
+        .await
+        .unwrap();
+    let pids: Vec<String> = runtime.pids().iter().map(i32::to_string).collect();
+    let partial = out.with_extension("partial");
+    std::fs::write(&partial, pids.join("\n")).unwrap();
+    std::fs::rename(&partial, &out).unwrap();
+    std::future::pending::<()>().await;
+}
+
+#[test]
+fn cluster_sigint_kills_every_child_of_the_runtime() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pids");
+    let mut harness = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "sigint_helper_starts_a_cluster_and_waits",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("EPOCHAL_SIGINT_PIDS", &out)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pids: Vec<i32> = loop {
+        if let Ok(text) = std::fs::read_to_string(&out) {
+            break text.lines().map(|l| l.parse().unwrap()).collect();
+        }
+        assert!(
+            harness.try_wait().unwrap().is_none(),
+            "the helper exited before starting its cluster"
+        );
+        assert!(Instant::now() < deadline, "no cluster within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(pids.len(), 4, "etcd, proxy and two brokers: {pids:?}");
+
+    epochal_faults::signal::interrupt(harness.id() as i32).unwrap();
+    let status = harness.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "exits as a shell would on SIGINT");
+    // Killed children are orphans now; whoever reaps orphans here may leave a
+    // zombie ('Z') for a moment, which is dead all the same.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for pid in pids {
+        loop {
+            let state = epochal_faults::signal::proc_state(pid).unwrap();
+            if matches!(state, None | Some('Z')) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "pid {pid} still {state:?} after SIGINT"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_cutting_a_follower_from_its_leader_shrinks_the_isr() {
+    use epochal::runtime::ClusterView;
+    let run = tempfile::tempdir().unwrap();
+    let mut config = ProcessConfig::new(3, bin_dir(), run.path());
+    config.broker_args = vec!["--replica-lag-time-max-ms".into(), "1000".into()];
+    let runtime = ProcessRuntime::start(config).await.unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let mut client = etcd_client::Client::connect([runtime.etcd_endpoint()], None)
+        .await
+        .unwrap();
+    client
+        .put(
+            "/epochal/brokers/topics/t",
+            r#"{"partitions":{"0":[1,2,3]}}"#,
+            None,
+        )
+        .await
+        .unwrap();
+    let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let leader = view.partitions[&("t".to_string(), 0)].leader.unwrap();
+    let follower = [1, 2, 3].into_iter().find(|&n| n != leader).unwrap();
+
+    // The follower's fetches to the leader run only through this one proxy.
+    // Checked by hand: cutting the leader's client proxy instead leaves the ISR
+    // full for 20 s. Cutting leader→follower shrinks it too, but for another
+    // reason when the leader is also the controller (as it was in that run): its
+    // LeaderAndIsr for the new topic never reaches the follower, which so never
+    // starts fetching.
+    let link = Link::BrokerToBroker {
+        from: follower,
+        to: leader,
+    }
+    .proxy_name();
+    for stream in [Stream::Upstream, Stream::Downstream] {
+        runtime
+            .proxies()
+            .partition(&link, stream, OnHeal::Reset)
+            .await
+            .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let view = ClusterView::read(&mut client).await.unwrap();
+        let partition = &view.partitions[&("t".to_string(), 0)];
+        if !partition.isr.contains(&follower) {
+            assert_eq!(partition.leader, Some(leader), "{view:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{follower} still in the ISR with its link to {leader} cut: {view:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for stream in [Stream::Upstream, Stream::Downstream] {
+        runtime.proxies().heal(&link, stream).await.unwrap();
+    }
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+}
