@@ -144,6 +144,15 @@ impl Broker {
         std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
     }
 
+    /// State `T` (stopped) in `/proc/<pid>/stat`: the field after the
+    /// parenthesised command name.
+    fn is_stopped(&self) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.0.id()))
+            .unwrap_or_default();
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+    }
+
     fn signal(&self, signal: nix::sys::signal::Signal) {
         let pid = nix::unistd::Pid::from_raw(self.child.0.id() as i32);
         nix::sys::signal::kill(pid, signal).unwrap();
@@ -291,6 +300,30 @@ async fn cluster_client_produces_fetches_and_lists_offsets_on_a_real_broker() {
         end
     );
 
+    // On disk (through the harness's own reader): 7 records cut 3 + 3 + 1 per
+    // request, each batch in the asked codec, non-idempotent (no producer id,
+    // base sequence -1), as a Java producer without idempotence writes them.
+    let state = epochal::reader::read_data_dir(&broker.dir.path().join("data")).unwrap();
+    let replica = state.replica("t", 0).expect("t-0 on disk");
+    let batches: Vec<_> = replica.batches().collect();
+    let mut want = Vec::new();
+    for compression in Compression::ALL {
+        for _acks in [-1, 1] {
+            for count in [3, 3, 1] {
+                want.push((format!("{compression:?}"), count));
+            }
+        }
+    }
+    let got: Vec<_> = batches
+        .iter()
+        .map(|b| (format!("{:?}", b.codec), b.records_count))
+        .collect();
+    assert_eq!(got, want);
+    for b in &batches {
+        assert!(b.intact, "{b:?}");
+        assert_eq!((b.producer_id, b.base_sequence), (-1, -1), "{b:?}");
+    }
+
     // Read everything back from offset 0, and from the middle of a
     // compressed batch (which the broker returns whole).
     for start in [0, 4] {
@@ -378,6 +411,12 @@ async fn cluster_client_reports_timeout_on_a_paused_broker_and_dropped_or_refuse
 
     // Paused (SIGSTOP): the kernel keeps the connection, nobody answers.
     broker.signal(nix::sys::signal::Signal::SIGSTOP);
+    // kill(2) returns before the stop takes effect: await state T in /proc.
+    let deadline = Instant::now() + START_TIMEOUT;
+    while !broker.is_stopped() {
+        assert!(Instant::now() < deadline, "SIGSTOP took no effect");
+        tokio::time::sleep(POLL).await;
+    }
     let short = Duration::from_millis(300);
     let err = c
         .produce(

@@ -722,7 +722,10 @@ fn encode_batches(
                 producer_epoch: -1,
                 timestamp_type: TimestampType::Creation,
                 offset: i as i64,
-                sequence: -1,
+                // No idempotence, so the batch's base sequence is -1; the
+                // encoder starts a new batch wherever offset - sequence
+                // changes, so the records count on from it.
+                sequence: (i as i32).wrapping_sub(1),
                 timestamp: 0,
                 key: r.key.clone(),
                 value: Some(r.value.clone()),
