@@ -2,12 +2,13 @@
 //!
 //! Holds `runtime` (the process runtime; docker to come), `schedule` (TOML
 //! schedules with awaits), `history` (Jepsen-style ops, streamed and validated),
-//! `reader` (its own reader of Kafka-format replica state — never the broker's
-//! code) and `cli`; will hold `nemesis`, `workload`, `checker`, `store`, `report`
-//! and `gate`.
+//! `workload` (its own Kafka client), `reader` (its own reader of Kafka-format
+//! replica state — never the broker's code) and `cli`; will hold `nemesis`,
+//! `checker`, `store`, `report` and `gate`.
 
 pub mod cli;
 pub mod history;
 pub mod reader;
 pub mod runtime;
 pub mod schedule;
+pub mod workload;
