@@ -477,17 +477,7 @@ impl ReplicaManager {
         let log = self
             .followed(&mut inner, tp, leader_epoch)
             .map_err(StorageOrRole::Role)?;
-        match truncation::start(
-            self.truncation,
-            log.leader_epoch_cache().entries(),
-            log.high_watermark(),
-        ) {
-            Start::Ask(epoch) => Ok(TruncationProgress::Ask(epoch)),
-            Start::TruncateTo(offset) => {
-                truncate_logged(tp, log, offset).map_err(StorageOrRole::Storage)?;
-                Ok(TruncationProgress::Done)
-            }
-        }
+        begin_truncation(self.truncation, tp, log)
     }
 
     /// Apply the leader's answer for one round of truncation.
@@ -515,17 +505,7 @@ impl ReplicaManager {
             }
             Step::Continue(offset) => {
                 truncate_logged(tp, log, offset).map_err(StorageOrRole::Storage)?;
-                match truncation::start(
-                    self.truncation,
-                    log.leader_epoch_cache().entries(),
-                    log.high_watermark(),
-                ) {
-                    Start::Ask(epoch) => Ok(TruncationProgress::Ask(epoch)),
-                    Start::TruncateTo(offset) => {
-                        truncate_logged(tp, log, offset).map_err(StorageOrRole::Storage)?;
-                        Ok(TruncationProgress::Done)
-                    }
-                }
+                begin_truncation(self.truncation, tp, log)
             }
         }
     }
@@ -806,6 +786,27 @@ pub enum StorageOrRole {
     Role(ResponseError),
     #[error(transparent)]
     Storage(StorageError),
+}
+
+/// One round's opening move for a follower: cut at once (to the HW) or ask the
+/// leader about its latest epoch. Shared by the first round and every round
+/// after a KIP-279 `Continue`.
+fn begin_truncation(
+    setting: Truncation,
+    tp: &TopicPartition,
+    log: &mut PartitionLog,
+) -> Result<TruncationProgress, StorageOrRole> {
+    match truncation::start(
+        setting,
+        log.leader_epoch_cache().entries(),
+        log.high_watermark(),
+    ) {
+        Start::Ask(epoch) => Ok(TruncationProgress::Ask(epoch)),
+        Start::TruncateTo(offset) => {
+            truncate_logged(tp, log, offset).map_err(StorageOrRole::Storage)?;
+            Ok(TruncationProgress::Done)
+        }
+    }
 }
 
 fn truncate_logged(
