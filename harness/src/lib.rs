@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod history;
+pub mod nemesis;
 pub mod reader;
 pub mod runtime;
 pub mod schedule;

@@ -1,0 +1,1 @@
+//! Network partitions through the proxies (filled in next).
