@@ -8,39 +8,12 @@ use std::path::{Path, PathBuf};
 
 use epochal::reader::{DataDirState, Finding, FindingKind, Location, ReadError, read_data_dir};
 
+mod common;
+use common::fixture_copy as damaged_copy;
+
 const SEGMENT_0: &str = "t-0/00000000000000000000.log";
 const SEGMENT_5: &str = "t-0/00000000000000000005.log";
 const SEGMENT_10: &str = "t-0/00000000000000000010.log";
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reader-basic")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-/// A private copy of the fixture, and the reader's view of the undamaged one.
-fn damaged_copy() -> (tempfile::TempDir, DataDirState) {
-    let dir = tempfile::tempdir().unwrap();
-    copy_dir(&fixture(), dir.path());
-    let clean = read_data_dir(dir.path()).unwrap();
-    assert_eq!(
-        clean.all_findings().count(),
-        0,
-        "the fixture itself is clean"
-    );
-    (dir, clean)
-}
 
 /// Byte positions of the batches in `file`, from the undamaged read.
 fn positions(state: &DataDirState, file: &str) -> Vec<u64> {

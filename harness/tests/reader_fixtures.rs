@@ -20,6 +20,9 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
+mod common;
+use common::files_under;
+
 const BASE_TIMESTAMP_MS: i64 = 1_700_000_000_000;
 
 /// How a batch is compressed on disk. Snappy comes in two framings: the raw
@@ -293,23 +296,6 @@ fn write_fixture(spec: &SpecDataDir, root: &Path) {
     if spec.clean_shutdown {
         fs::write(root.join(".kafka_cleanshutdown"), b"").unwrap();
     }
-}
-
-fn files_under(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = fs::read(&path).unwrap();
-                files.insert(path.strip_prefix(root).unwrap().to_owned(), bytes);
-            }
-        }
-    }
-    files
 }
 
 #[test]

@@ -1,0 +1,60 @@
+//! Helpers shared by the integration tests that work on a copy of the
+//! committed `reader-basic` fixture (see `reader_fixtures.rs` for how it is
+//! written and what it holds). Each test binary compiles its own copy and
+//! uses only part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use epochal::reader::{DataDirState, read_data_dir};
+
+pub fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reader-basic")
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A private copy of the fixture, and the reader's view of it before any
+/// change.
+pub fn fixture_copy() -> (tempfile::TempDir, DataDirState) {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture(), dir.path());
+    let clean = read_data_dir(dir.path()).unwrap();
+    assert_eq!(
+        clean.all_findings().count(),
+        0,
+        "the fixture itself is clean"
+    );
+    (dir, clean)
+}
+
+/// Every file under `root`, relative to it, with its bytes.
+pub fn files_under(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = fs::read(&path).unwrap();
+                files.insert(path.strip_prefix(root).unwrap().to_owned(), bytes);
+            }
+        }
+    }
+    files
+}
