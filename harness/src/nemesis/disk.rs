@@ -119,8 +119,9 @@ pub enum DiskError {
 /// is cut at the first batch at or beyond it, and later segments are deleted,
 /// as [`Truncate::ToOffset`] with the recovery point. A replica with no entry
 /// in the checkpoint, or every replica when there is no checkpoint file, has
-/// recovery point 0 and loses its whole log (as Kafka recovers such a log from
-/// its start). `.kafka_cleanshutdown` is removed: a power loss is never clean.
+/// recovery point 0 and loses every batch (as Kafka recovers such a log from
+/// its start; the first segment stays, empty). `.kafka_cleanshutdown` is
+/// removed: a power loss is never clean.
 /// Checkpoints are left as they are (they were fsynced when written).
 ///
 /// Returns one [`Cut`] per replica, in the reader's order (by topic, then
@@ -400,7 +401,7 @@ fn cut_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reader::Segment;
+    use crate::reader::{Batch, Codec, Segment};
 
     fn replica(sizes: &[u64]) -> ReplicaState {
         ReplicaState {
@@ -430,6 +431,47 @@ mod tests {
             segment,
             size_bytes,
         })
+    }
+
+    /// One batch of `base..=last` at the start of `segment`, 60 bytes long.
+    fn only_batch(segment: &mut Segment, base_offset: i64, last_offset: i64) {
+        segment.size_bytes = 60;
+        segment.batches = vec![Batch {
+            file: segment.file.clone(),
+            position: 0,
+            size_bytes: 60,
+            base_offset,
+            last_offset,
+            partition_leader_epoch: 0,
+            magic: 2,
+            crc: 0,
+            crc_valid: true,
+            attributes: 0,
+            codec: Codec::None,
+            first_timestamp: 0,
+            max_timestamp: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            records_count: (last_offset - base_offset + 1) as i32,
+            intact: true,
+            records: Vec::new(),
+        }];
+    }
+
+    #[test]
+    fn to_offset_deletes_a_segment_that_starts_past_the_offset() {
+        // Offsets 3 and 4 are missing (compaction can do that): segment 5
+        // starts above 3, so `Log.truncateTo(3)` deletes it whole.
+        let mut log = replica(&[0, 0]);
+        log.segments[1].base_offset = 5;
+        only_batch(&mut log.segments[0], 0, 2);
+        only_batch(&mut log.segments[1], 5, 7);
+        assert_eq!(plan_to_offset(&log, 3), plan(0, 60));
+        assert_eq!(plan_to_offset(&log, 5), plan(1, 0));
+        assert_eq!(plan_to_offset(&log, 6), plan(1, 0));
+        assert_eq!(plan_to_offset(&log, 2), plan(0, 0));
+        assert_eq!(plan_to_offset(&log, 8), None);
     }
 
     #[test]
