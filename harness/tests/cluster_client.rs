@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use epochal::workload::{
     ClientError, Compression, FetchOptions, KafkaClient, OffsetSpec, ProduceOptions, ProduceRecord,
+    ReplicaOffsets,
 };
 use tempfile::TempDir;
 
@@ -160,15 +161,21 @@ impl Broker {
 }
 
 async fn start_broker(etcd: &Etcd) -> Broker {
+    start_broker_as(etcd, 1, &[]).await
+}
+
+/// Broker `node_id` with the flags `extra` besides the usual ones.
+async fn start_broker_as(etcd: &Etcd, node_id: i32, extra: &[&str]) -> Broker {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
     let log = std::fs::File::create(dir.path().join("broker.log")).unwrap();
     let child = Command::new(broker_binary())
-        .args(["--node-id", "1", "--listen", "127.0.0.1:0"])
+        .args(["--node-id", &node_id.to_string(), "--listen", "127.0.0.1:0"])
         .arg("--data-dir")
         .arg(&data)
         .args(["--etcd", &etcd.endpoint, "--lease-ttl-s", "2"])
+        .args(extra)
         .env_remove("EPOCHAL_FAILPOINTS")
         .stdout(Stdio::null())
         .stderr(log)
@@ -447,4 +454,107 @@ async fn cluster_client_reports_timeout_on_a_paused_broker_and_dropped_or_refuse
         .await
         .unwrap_err();
     assert!(matches!(err, ClientError::Refused { .. }), "{err}");
+}
+
+/// `replica_offsets` asks the broker it is connected to about its own replica
+/// with the debugging replica id (-2), so a follower answers too: its LEO at
+/// once after an acks=all produce, its HW once it has learnt it. A client's
+/// fetch from that follower is still refused.
+#[tokio::test]
+async fn cluster_client_replica_offsets_reads_a_followers_own_hw_and_leo() {
+    const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    let fast = ["--replica-fetch-wait-max-ms", "100"];
+    let etcd = start_etcd().await;
+    let b1 = start_broker_as(&etcd, 1, &fast).await;
+    let mut c1 = KafkaClient::connect(&b1.addr, "epochal-test", CALL)
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}; log:\n{}", b1.log()));
+    await_metadata(&mut c1, "broker 1 is controller", |md| {
+        md.controller_id == 1
+    })
+    .await;
+    let b2 = start_broker_as(&etcd, 2, &fast).await;
+    await_metadata(&mut c1, "both brokers registered", |md| {
+        md.brokers.len() == 2
+    })
+    .await;
+    c1.create_topic("r", 1, 2, 10_000, CALL)
+        .await
+        .expect("create r");
+    // Placement by id: replicas [1, 2], broker 1 leads, 2 follows.
+    await_metadata(&mut c1, "r-0 led by 1 with ISR [1, 2]", |md| {
+        md.partition("r", 0)
+            .is_some_and(|p| p.leader == 1 && p.isr == [1, 2])
+    })
+    .await;
+    let mut c2 = KafkaClient::connect(&b2.addr, "epochal-test-2", CALL)
+        .await
+        .unwrap();
+
+    // The follower answers once it has its role and log.
+    let empty = ReplicaOffsets {
+        high_watermark: 0,
+        log_end_offset: 0,
+    };
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        match c2.replica_offsets("r", 0).await {
+            Ok(o) if o == empty => break,
+            other => assert!(
+                Instant::now() < deadline,
+                "follower's empty replica: last {other:?}; log:\n{}",
+                b2.log()
+            ),
+        }
+        tokio::time::sleep(POLL).await;
+    }
+
+    let records = values("debug", 7);
+    let produced = c1
+        .produce("r", 0, &records, &ProduceOptions::default(), CALL)
+        .await
+        .expect("produce acks=all");
+    assert_eq!(produced.base_offset, 0);
+    let end = records.len() as i64;
+    // acks=all: the follower appended everything before the answer.
+    let o = c2.replica_offsets("r", 0).await.expect("follower offsets");
+    assert_eq!(o.log_end_offset, end, "{o:?}");
+    assert!(o.high_watermark <= end, "{o:?}");
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        let o = c2.replica_offsets("r", 0).await.expect("follower offsets");
+        if o.high_watermark == end {
+            assert_eq!(o.log_end_offset, end);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "follower's HW never reached {end}: {o:?}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    assert_eq!(
+        c1.replica_offsets("r", 0).await.expect("leader offsets"),
+        ReplicaOffsets {
+            high_watermark: end,
+            log_end_offset: end,
+        }
+    );
+
+    // A client is still sent to the leader; errors are the broker's codes and
+    // leave the connection usable.
+    let err = c2
+        .fetch("r", 0, 0, &FetchOptions::default(), CALL)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(NOT_LEADER_OR_FOLLOWER), "{err}");
+    let err = c2
+        .list_offset("r", 0, OffsetSpec::Latest, CALL)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(NOT_LEADER_OR_FOLLOWER), "{err}");
+    let err = c2.replica_offsets("nope", 0).await.unwrap_err();
+    assert_eq!(err.code(), Some(UNKNOWN_TOPIC_OR_PARTITION), "{err}");
+    assert!(c2.is_connected());
 }

@@ -38,6 +38,17 @@ pub fn is_client(replica_id: i32) -> bool {
     replica_id < 0
 }
 
+/// Kafka's debugging consumer (`Request.DebuggingConsumerId`,
+/// `ListOffsetsRequest.DEBUGGING_REPLICA_ID`). Kafka's ReplicaManager
+/// (core/src/main/scala/kafka/server/ReplicaManager.scala) lets only this id
+/// read from a replica that is not the leader: it sets `fetchOnlyFromLeader`
+/// to false exactly when the replica id is the debugging one. Otherwise it is
+/// a client: a Fetch reads up to the high watermark of the replica asked and
+/// answers with that replica's own HW; a ListOffsets latest carries no
+/// isolation level (Kafka passes one only for replica id -1) and so answers
+/// that replica's log end offset.
+pub const DEBUGGING_REPLICA_ID: i32 = -2;
+
 /// What a read returned for one partition.
 #[derive(Debug, Clone)]
 pub struct ReadResult {
@@ -244,6 +255,42 @@ impl ReplicaManager {
         Ok(partition)
     }
 
+    /// The partition, if this broker is one of its replicas — leader or
+    /// follower, whatever its session — and holds its log: what the debugging
+    /// replica id may read (see [`DEBUGGING_REPLICA_ID`]). No log is
+    /// UNKNOWN_TOPIC_OR_PARTITION; a log without a role yet (restarted, no
+    /// LeaderAndIsr since) is NOT_LEADER_OR_FOLLOWER, as in Kafka, which
+    /// has no Partition before its first LeaderAndIsr.
+    fn hosted<'a>(
+        &self,
+        partitions: &'a HashMap<TopicPartition, Partition>,
+        logs: &LogManager,
+        tp: &TopicPartition,
+    ) -> Result<&'a Partition, ResponseError> {
+        if logs.get(tp).is_none() {
+            return Err(ResponseError::UnknownTopicOrPartition);
+        }
+        partitions
+            .get(tp)
+            .filter(|p| p.state.is_some())
+            .ok_or(ResponseError::NotLeaderOrFollower)
+    }
+
+    /// [`Self::led`], or [`Self::hosted`] for the debugging replica id.
+    fn readable<'a>(
+        &self,
+        partitions: &'a HashMap<TopicPartition, Partition>,
+        logs: &LogManager,
+        tp: &TopicPartition,
+        replica_id: i32,
+    ) -> Result<&'a Partition, ResponseError> {
+        if replica_id == DEBUGGING_REPLICA_ID {
+            self.hosted(partitions, logs, tp)
+        } else {
+            self.led(partitions, logs, tp)
+        }
+    }
+
     /// Append a producer's batches as leader, stamping the leader epoch.
     pub fn append_as_leader(
         &self,
@@ -320,6 +367,8 @@ impl ReplicaManager {
     /// Read from `offset` as leader; a client sees only batches below the high
     /// watermark, a follower reads to the log end and its fetch offset becomes
     /// its known LEO — after the HW for the answer was taken (Kafka ≤ 2.x).
+    /// The debugging replica id reads any replica, leader or follower, as a
+    /// client: below this replica's own HW, which the answer carries.
     pub fn read(
         &self,
         tp: &TopicPartition,
@@ -330,7 +379,9 @@ impl ReplicaManager {
     ) -> Result<ReadResult, ResponseError> {
         let mut guard = self.lock();
         let inner = &mut *guard;
-        let partition = self.led(&inner.partitions, &inner.logs, tp)?;
+        let partition = self.readable(&inner.partitions, &inner.logs, tp, replica_id)?;
+        // -1 (no epoch given) is not checked; on a follower the epoch it
+        // follows in is the one compared, as Kafka does for any replica.
         partition.check_current_leader_epoch(current_leader_epoch)?;
         let log = inner
             .logs
@@ -370,7 +421,9 @@ impl ReplicaManager {
     }
 
     /// ListOffsets: -2 earliest, -1 latest (the HW for clients, as Kafka answers
-    /// read_uncommitted consumers). Returns (offset, leader epoch).
+    /// read_uncommitted consumers). Returns (offset, leader epoch). The
+    /// debugging replica id asks any replica, leader or follower, and latest
+    /// is that replica's log end offset (Kafka applies no isolation level to it).
     pub fn list_offset(
         &self,
         tp: &TopicPartition,
@@ -378,7 +431,7 @@ impl ReplicaManager {
         replica_id: i32,
     ) -> Result<(i64, i32), ResponseError> {
         let inner = self.lock();
-        let partition = self.led(&inner.partitions, &inner.logs, tp)?;
+        let partition = self.readable(&inner.partitions, &inner.logs, tp, replica_id)?;
         let log = inner
             .logs
             .get(tp)
@@ -386,7 +439,9 @@ impl ReplicaManager {
         let epoch = partition.leader_epoch();
         match timestamp {
             -2 => Ok((log.log_start_offset(), epoch)),
-            -1 if is_client(replica_id) => Ok((log.high_watermark(), epoch)),
+            -1 if is_client(replica_id) && replica_id != DEBUGGING_REPLICA_ID => {
+                Ok((log.high_watermark(), epoch))
+            }
             -1 => Ok((log.log_end_offset(), epoch)),
             // Lookup by timestamp needs a time index, which this broker does not keep.
             _ => Err(ResponseError::InvalidRequest),
@@ -1081,6 +1136,114 @@ mod tests {
         let inner = rm.lock();
         let s = inner.partitions[&tp()].state.clone().unwrap();
         assert_eq!((s.isr, s.partition_epoch), (vec![1], 4));
+    }
+
+    #[test]
+    fn the_debugging_replica_id_reads_a_follower_up_to_its_hw_and_lists_its_leo() {
+        let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = manager(da.path(), 1);
+        let b = ReplicaManager::new(
+            2,
+            1,
+            Truncation::Current,
+            LogManager::open(db.path(), LogConfig::default()).unwrap(),
+            None,
+        );
+        let debug = DEBUGGING_REPLICA_ID;
+        // Follower B with a log but no role yet, then no log at all.
+        b.apply_leader_and_isr(vec![(tp(), state(2, 0, vec![2]))]);
+        b.append_as_leader(&tp(), batch(1), 1).unwrap();
+        let b = {
+            drop(b);
+            ReplicaManager::new(
+                2,
+                1,
+                Truncation::Current,
+                LogManager::open(db.path(), LogConfig::default()).unwrap(),
+                None,
+            )
+        };
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, debug, -1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower,
+            "a log without a role since the restart"
+        );
+        let other = TopicPartition {
+            topic: "other".into(),
+            partition: 0,
+        };
+        assert_eq!(
+            b.read(&other, 0, 1 << 20, debug, -1).unwrap_err(),
+            ResponseError::UnknownTopicOrPartition
+        );
+        assert_eq!(
+            b.list_offset(&other, -1, debug).unwrap_err(),
+            ResponseError::UnknownTopicOrPartition
+        );
+
+        // Leader A (lone ISR) holds [0, 5) in epoch 1, HW 5.
+        a.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1]))]);
+        a.append_as_leader(&tp(), batch(2), 1).unwrap();
+        a.append_as_leader(&tp(), batch(3), 1).unwrap();
+        // B follows A in epoch 1: truncates its stray record, fetches [0, 5),
+        // and is told HW 2 (as if the leader's HW were still there).
+        b.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1, 2]))]);
+        let mut progress = b.truncation_start(&tp(), 1).unwrap();
+        while let TruncationProgress::Ask(epoch) = progress {
+            let answer = a.end_offset_for_epoch(&tp(), 1, epoch).unwrap();
+            progress = b.apply_truncation_answer(&tp(), 1, answer).unwrap();
+        }
+        let offset = b.follower_fetch_offset(&tp(), 1).unwrap();
+        assert_eq!(offset, 0);
+        let read = a.read(&tp(), offset, 1 << 20, 2, 1).unwrap();
+        b.append_as_follower(&tp(), 1, read.records, 2).unwrap();
+        assert_eq!(b.offsets(&tp()), Some((5, 2)));
+
+        // A client is refused by the follower, the debugging id is served:
+        // records below B's HW only, with B's HW.
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, -1, -1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower
+        );
+        assert_eq!(
+            b.list_offset(&tp(), -1, -1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower
+        );
+        let r = b.read(&tp(), 0, 1 << 20, debug, -1).unwrap();
+        assert_eq!((r.high_watermark, r.log_end_offset), (2, 5));
+        let offsets: Vec<i64> = Batches::new(&r.records)
+            .map(|batch| batch.unwrap().header.last_offset())
+            .collect();
+        // (`batch` encodes every record as a batch of its own.)
+        assert_eq!(offsets, vec![0, 1], "only the batches below the HW");
+        assert!(
+            b.read(&tp(), 5, 1, debug, -1).unwrap().records.is_empty(),
+            "at the LEO: nothing, and no error"
+        );
+        assert_eq!(b.list_offset(&tp(), -1, debug).unwrap(), (5, 1), "the LEO");
+        assert_eq!(b.list_offset(&tp(), -2, debug).unwrap(), (0, 1));
+        // The current leader epoch is still checked when given.
+        assert!(b.read(&tp(), 0, 1 << 20, debug, 1).is_ok());
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, debug, 0).unwrap_err(),
+            ResponseError::FencedLeaderEpoch
+        );
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, debug, 2).unwrap_err(),
+            ResponseError::UnknownLeaderEpoch
+        );
+
+        // On the leader the debugging id is a client whose latest is the LEO,
+        // and it is not taken for a follower's position.
+        a.apply_leader_and_isr(vec![(tp(), state(1, 2, vec![1, 2]))]);
+        a.append_as_leader(&tp(), batch(1), 1).unwrap();
+        assert_eq!(a.offsets(&tp()), Some((6, 5)));
+        assert_eq!(a.list_offset(&tp(), -1, debug).unwrap(), (6, 2));
+        assert_eq!(a.list_offset(&tp(), -1, -1).unwrap(), (5, 2));
+        let r = a.read(&tp(), 5, 1 << 20, debug, -1).unwrap();
+        assert!(r.records.is_empty(), "nothing at or above the HW");
+        assert_eq!(r.high_watermark, 5);
+        assert_eq!(a.offsets(&tp()), Some((6, 5)), "the HW did not move");
     }
 
     fn epochs(rm: &ReplicaManager) -> Vec<(i32, i64)> {

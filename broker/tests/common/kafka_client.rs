@@ -9,10 +9,11 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsRequest, FetchRequest, MetadataRequest, MetadataResponse,
-    ProduceRequest, RequestHeader, ResponseHeader, TopicName,
+    ApiKey, BrokerId, CreateTopicsRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
+    MetadataResponse, ProduceRequest, RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use kafka_protocol::records::{
@@ -196,8 +197,21 @@ impl KafkaClient {
         offset: i64,
         max_wait_ms: i32,
     ) -> std::io::Result<Fetched> {
+        self.fetch_as(-1, name, partition, offset, max_wait_ms)
+    }
+
+    /// [`KafkaClient::fetch`] with the replica id `replica_id` (-1 a client,
+    /// -2 Kafka's debugging consumer).
+    pub fn fetch_as(
+        &mut self,
+        replica_id: i32,
+        name: &str,
+        partition: i32,
+        offset: i64,
+        max_wait_ms: i32,
+    ) -> std::io::Result<Fetched> {
         let req = FetchRequest::default()
-            .with_replica_id(BrokerId(-1))
+            .with_replica_id(BrokerId(replica_id))
             .with_max_wait_ms(max_wait_ms)
             .with_min_bytes(1)
             .with_max_bytes(1 << 20)
@@ -225,6 +239,31 @@ impl KafkaClient {
             }
         }
         Ok((p.error_code, p.high_watermark, out))
+    }
+
+    /// ListOffsets v5 for one timestamp (-2 earliest, -1 latest) with the
+    /// replica id `replica_id`; returns (error code, offset).
+    pub fn list_offset_as(
+        &mut self,
+        replica_id: i32,
+        name: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> std::io::Result<(i16, i64)> {
+        let req = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(replica_id))
+            .with_topics(vec![
+                ListOffsetsTopic::default()
+                    .with_name(topic(name))
+                    .with_partitions(vec![
+                        ListOffsetsPartition::default()
+                            .with_partition_index(partition)
+                            .with_timestamp(timestamp),
+                    ]),
+            ]);
+        let resp = self.send(&req, 5)?;
+        let p = &resp.topics[0].partitions[0];
+        Ok((p.error_code, p.offset))
     }
 
     /// Fetch everything from `offset` up to the high watermark.

@@ -37,6 +37,26 @@ const FETCH_VERSION: i16 = 12;
 const LIST_OFFSETS_VERSION: i16 = 7;
 const CREATE_TOPICS_VERSION: i16 = 4;
 
+/// Kafka's debugging consumer replica id (`Request.DebuggingConsumerId`,
+/// `ListOffsetsRequest.DEBUGGING_REPLICA_ID`). Kafka's ReplicaManager
+/// (core/src/main/scala/kafka/server/ReplicaManager.scala) requires the leader
+/// for every fetch or ListOffsets except one carrying this id: its
+/// `fetchOnlyFromLeader` is false for it alone. Such a Fetch reads the asked
+/// replica up to that replica's high watermark and answers with that HW; such a
+/// ListOffsets latest gets no isolation level (only -1 does) and so answers
+/// that replica's log end offset.
+const DEBUGGING_REPLICA_ID: i32 = -2;
+
+/// OFFSET_OUT_OF_RANGE: the log was truncated below an offset just listed.
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+
+/// How often [`KafkaClient::replica_offsets_within`] reads its two offsets
+/// again when appends or a truncation raced its two requests.
+const REPLICA_OFFSETS_ATTEMPTS: usize = 3;
+
+/// The whole-call deadline of [`KafkaClient::replica_offsets`].
+pub const REPLICA_OFFSETS_DEADLINE: Duration = Duration::from_secs(5);
+
 /// Responses larger than this are refused by default: a corrupt or hostile
 /// size prefix must not make the harness allocate gigabytes.
 pub const RESPONSE_BYTES_MAX_DEFAULT: usize = 64 << 20;
@@ -219,6 +239,14 @@ pub enum OffsetSpec {
     Earliest,
     /// The log end for the broker, which for a client is the high watermark.
     Latest,
+}
+
+/// One replica's own high watermark and log end offset, as the replica itself
+/// reports them (leader or follower), read with the debugging replica id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaOffsets {
+    pub high_watermark: i64,
+    pub log_end_offset: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -662,12 +690,142 @@ impl KafkaClient {
         spec: OffsetSpec,
         deadline: Duration,
     ) -> Result<i64, ClientError> {
+        self.list_offset_as(-1, topic, partition, spec, deadline)
+            .await
+    }
+
+    /// The high watermark and log end offset of the replica of `topic`-`partition`
+    /// on the broker this client is connected to — a follower as well as the
+    /// leader — asked with Kafka's debugging replica id (-2), under
+    /// [`REPLICA_OFFSETS_DEADLINE`]. See [`KafkaClient::replica_offsets_within`].
+    pub async fn replica_offsets(
+        &mut self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<ReplicaOffsets, ClientError> {
+        self.replica_offsets_within(topic, partition, REPLICA_OFFSETS_DEADLINE)
+            .await
+    }
+
+    /// [`KafkaClient::replica_offsets`] with every request inside `deadline`.
+    /// Two requests with replica id -2 (see [`DEBUGGING_REPLICA_ID`]):
+    /// ListOffsets latest answers the replica's LEO, then a Fetch at that
+    /// offset (no wait, 1 byte) answers nothing but the replica's HW. They are
+    /// two reads of a moving replica: if the HW read second is above the LEO
+    /// read first (appends and HW moves raced them) or the LEO is out of range
+    /// by the fetch (truncated meanwhile), both are read again, up to
+    /// three times in all; after that a racing pair is returned as read.
+    /// A broker that does not host the partition answers
+    /// UNKNOWN_TOPIC_OR_PARTITION, one that hosts its log but has no role for
+    /// it (yet) NOT_LEADER_OR_FOLLOWER, both as [`ClientError::Broker`].
+    pub async fn replica_offsets_within(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        deadline: Duration,
+    ) -> Result<ReplicaOffsets, ClientError> {
+        let end = tokio::time::Instant::now() + deadline;
+        let remaining = || {
+            let left = end.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                Err(ClientError::Timeout {
+                    deadline_ms: deadline_ms(deadline),
+                })
+            } else {
+                Ok(left)
+            }
+        };
+        let mut attempt = 1;
+        loop {
+            let log_end_offset = self
+                .list_offset_as(
+                    DEBUGGING_REPLICA_ID,
+                    topic,
+                    partition,
+                    OffsetSpec::Latest,
+                    remaining()?,
+                )
+                .await?;
+            let high_watermark = self
+                .debug_high_watermark(topic, partition, log_end_offset, remaining()?)
+                .await;
+            let last = attempt >= REPLICA_OFFSETS_ATTEMPTS;
+            match high_watermark {
+                Ok(high_watermark) if high_watermark <= log_end_offset || last => {
+                    return Ok(ReplicaOffsets {
+                        high_watermark,
+                        log_end_offset,
+                    });
+                }
+                Ok(_) => {}
+                Err(e) if e.code() == Some(OFFSET_OUT_OF_RANGE) && !last => {}
+                Err(e) => return Err(e),
+            }
+            attempt += 1;
+        }
+    }
+
+    /// A Fetch with the debugging replica id at `offset` that returns at once
+    /// and asks for one byte: only the answer's high watermark is used (a
+    /// batch the broker returns whole anyway, KIP-74, is not decoded).
+    async fn debug_high_watermark(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        deadline: Duration,
+    ) -> Result<i64, ClientError> {
+        let req = FetchRequest::default()
+            .with_replica_id(BrokerId(DEBUGGING_REPLICA_ID))
+            .with_max_wait_ms(0)
+            .with_min_bytes(0)
+            .with_max_bytes(1)
+            .with_isolation_level(0)
+            .with_session_id(0)
+            .with_session_epoch(-1)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic(topic_name(topic))
+                    .with_partitions(vec![
+                        FetchPartition::default()
+                            .with_partition(partition)
+                            .with_fetch_offset(offset)
+                            .with_partition_max_bytes(1),
+                    ]),
+            ]);
+        let resp = self.call(&req, FETCH_VERSION, deadline).await?;
+        if resp.error_code != 0 {
+            return Err(ClientError::broker(resp.error_code));
+        }
+        let p = resp
+            .responses
+            .iter()
+            .filter(|t| t.topic.0.as_str() == topic)
+            .flat_map(|t| t.partitions.iter())
+            .find(|p| p.partition_index == partition)
+            .ok_or_else(|| missing("Fetch", topic, partition))?;
+        match p.error_code {
+            0 => Ok(p.high_watermark),
+            code => Err(ClientError::broker(code)),
+        }
+    }
+
+    /// ListOffsets with the replica id `replica_id`: -1 a client, -2 the
+    /// debugging replica id (latest is then the asked replica's LEO).
+    async fn list_offset_as(
+        &mut self,
+        replica_id: i32,
+        topic: &str,
+        partition: i32,
+        spec: OffsetSpec,
+        deadline: Duration,
+    ) -> Result<i64, ClientError> {
         let timestamp = match spec {
             OffsetSpec::Earliest => -2,
             OffsetSpec::Latest => -1,
         };
         let req = ListOffsetsRequest::default()
-            .with_replica_id(BrokerId(-1))
+            .with_replica_id(BrokerId(replica_id))
             .with_isolation_level(0)
             .with_topics(vec![
                 ListOffsetsTopic::default()

@@ -9,5 +9,5 @@ pub mod kafka_client;
 pub use kafka_client::{
     ClientError, Compression, FetchOptions, Fetched, FetchedRecord, KafkaClient, Metadata,
     MetadataBroker, MetadataPartition, MetadataTopic, OffsetSpec, ProduceOptions, ProduceRecord,
-    Produced,
+    Produced, REPLICA_OFFSETS_DEADLINE, ReplicaOffsets,
 };

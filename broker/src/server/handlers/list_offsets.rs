@@ -1,5 +1,9 @@
 //! ListOffsets: earliest (-2) and latest (-1) only; latest is the high
-//! watermark for clients, as Kafka answers read_uncommitted consumers.
+//! watermark for clients, as Kafka answers read_uncommitted consumers. Only the
+//! leader answers, except for Kafka's debugging replica id -2
+//! (`DEBUGGING_REPLICA_ID`): any replica holding the log answers it, latest
+//! being that replica's log end offset, since Kafka applies an isolation level
+//! to replica id -1 only (`replica_manager::DEBUGGING_REPLICA_ID`).
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
