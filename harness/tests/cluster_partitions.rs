@@ -366,3 +366,57 @@ async fn cluster_partition_one_way_passes_bytes_in_one_direction_only() {
     }
     runtime.await_ready(READY).await.unwrap();
 }
+
+/// Whether a fresh connection through `link`'s proxy gets ApiVersions answered.
+async fn answers(runtime: &ProcessRuntime, link: Link) -> bool {
+    let address = runtime.link_address(link).unwrap();
+    match KafkaClient::connect(address, "partition-test", UNANSWERED).await {
+        Ok(_) => true,
+        Err(ClientError::Timeout { .. }) => false,
+        Err(e) => panic!("{}: {e}", link.proxy_name()),
+    }
+}
+
+/// Bridge 2 on three nodes splits 1 from 3 and keeps both with 2 and etcd;
+/// majority-minority with minority 3 keeps etcd with 1 and 2, so only 3's
+/// lease lapses. Each shown on the real proxies, then healed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_partition_bridge_and_majority_minority() {
+    let run = tempfile::tempdir().unwrap();
+    let runtime = start(&run).await;
+    let nodes = runtime.nodes();
+    let mut etcd = etcd(&runtime).await;
+    let mut partitions = Partitions::new();
+    let bb = |from, to| Link::BrokerToBroker { from, to };
+
+    partitions
+        .apply(runtime.proxies(), &PartitionSpec::Bridge(2), &nodes)
+        .await
+        .unwrap();
+    for (link, want) in [
+        (bb(1, 3), false),
+        (bb(3, 1), false),
+        (bb(1, 2), true),
+        (bb(2, 1), true),
+        (bb(2, 3), true),
+        (bb(3, 2), true),
+    ] {
+        assert_eq!(answers(&runtime, link).await, want, "{}", link.proxy_name());
+    }
+    assert_eq!(registered(&mut etcd).await, [1, 2, 3].into());
+    partitions.heal(runtime.proxies()).await.unwrap();
+    assert!(answers(&runtime, bb(1, 3)).await);
+
+    let spec = PartitionSpec::MajorityMinority { minority: vec![3] };
+    partitions
+        .apply(runtime.proxies(), &spec, &nodes)
+        .await
+        .unwrap();
+    let seen = await_registration(&mut etcd, 3, false).await;
+    assert!(seen.contains(&1) && seen.contains(&2), "{seen:?}");
+    assert!(answers(&runtime, bb(1, 2)).await && answers(&runtime, bb(2, 1)).await);
+    assert!(!answers(&runtime, bb(3, 1)).await && !answers(&runtime, bb(2, 3)).await);
+    partitions.heal(runtime.proxies()).await.unwrap();
+    await_registration(&mut etcd, 3, true).await;
+    runtime.await_ready(READY).await.unwrap();
+}
