@@ -13,7 +13,7 @@ use super::toxics::{ToxicKind, ToxicParseError};
 
 /// Which way the bytes flow through a proxy: `upstream` is client to server (the
 /// requests), `downstream` server to client (the responses), as Toxiproxy names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Stream {
     Upstream,
     Downstream,

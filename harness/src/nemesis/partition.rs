@@ -1,1 +1,607 @@
-//! Network partitions through the proxies (filled in next).
+//! Network partitions through the proxies.
+//!
+//! A partition is named by the direction bytes flow: [`blocked`] turns a
+//! [`PartitionSpec`] into the directed `(from, to)` endpoint pairs whose bytes
+//! are dropped, and [`cuts`] turns those into the proxy streams that realise
+//! them. Every directed link has its own proxy ([`Link::proxy_name`]), and a
+//! TCP connection carries bytes both ways, so "no byte from A reaches B" means
+//! two streams: the requests of the connections A dialled (proxy A→B's
+//! `Upstream`) and the responses of the connections B dialled (proxy B→A's
+//! `Downstream`). etcd never dials, so a pair involving etcd is one stream of
+//! the broker's `b<i>-etcd` proxy.
+//!
+//! Client links (`client-b<i>`) are never cut: the workload's clients stand
+//! outside the cluster, as Jepsen's control node does, so a partition changes
+//! what the brokers see of each other and of etcd, not what the harness sees.
+//!
+//! Each cut is epochal's `partition` toxic with [`OnHeal::Resume`]: while cut,
+//! connections stay open and their bytes are held; on heal the held bytes are
+//! delivered in order. That is what an iptables `DROP` rule (Jepsen's way to
+//! partition) does to TCP: the dropped segments are retransmitted and arrive
+//! once the rule goes, unless a peer gave up on the connection first, which it
+//! still may here (its own timeouts run while its bytes are held).
+//!
+//! [`Partitions`] holds the cuts in force: several partition faults accumulate
+//! (their union is cut) and [`Partitions::heal`] removes them all.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use epochal_faults::proxy::{OnHeal, Stream};
+use epochal_faults::toxiproxy_client::{ClientError, ToxiproxyClient};
+use serde::{Serialize, Serializer};
+
+use crate::runtime::{Link, NodeId};
+
+/// One end of a cluster link: a broker or etcd. Serialized (for the history)
+/// as the schedules name it: `"b2"`, `"etcd"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Endpoint {
+    Broker(NodeId),
+    Etcd,
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Broker(id) => write!(f, "b{id}"),
+            Endpoint::Etcd => f.write_str("etcd"),
+        }
+    }
+}
+
+impl Serialize for Endpoint {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// A partition, with its targets already resolved to node ids.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartitionSpec {
+    /// No byte between the node and any other broker or etcd, either way.
+    Isolate(NodeId),
+    /// The minority against the rest, both ways. etcd stays on the majority's
+    /// side: in a Kafka deployment the ZooKeeper (or KRaft) quorum is its own
+    /// majority of machines, so a minority of brokers cut off from the rest is
+    /// cut off from the quorum too, while the majority keeps it. Putting etcd
+    /// with the minority would instead let the minority keep its leases and
+    /// the controller, which no real deployment's majority-minority split does.
+    MajorityMinority { minority: Vec<NodeId> },
+    /// No byte from `from` reaches `to` on any connection between them,
+    /// whichever of the two dialled it; bytes from `to` to `from` still flow.
+    OneWay { from: NodeId, to: NodeId },
+    /// The other brokers split into two halves (sorted by id, the first half
+    /// the first ceil(k/2) of the k others); the bridge sees both halves, the
+    /// halves do not see each other. Everyone still reaches etcd.
+    Bridge(NodeId),
+    /// The node and etcd, both ways; its broker links still flow.
+    NodeFromEtcd(NodeId),
+}
+
+/// Why a partition was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum PartitionError {
+    #[error("partition names node {node}, which is not in the cluster {nodes:?}")]
+    UnknownNode { node: NodeId, nodes: Vec<NodeId> },
+    #[error("one-way partition from node {0} to itself")]
+    OneWayToSelf(NodeId),
+    #[error("majority-minority partition with an empty minority")]
+    EmptyMinority,
+    #[error(
+        "majority-minority partition's minority {minority:?} is not smaller than half of the \
+         {nodes} nodes"
+    )]
+    MinorityNotSmaller { minority: Vec<NodeId>, nodes: usize },
+    #[error(transparent)]
+    Proxy(#[from] ClientError),
+}
+
+impl PartitionSpec {
+    /// Every node the spec names, each once.
+    fn named(&self) -> Vec<NodeId> {
+        match self {
+            PartitionSpec::Isolate(n)
+            | PartitionSpec::Bridge(n)
+            | PartitionSpec::NodeFromEtcd(n) => {
+                vec![*n]
+            }
+            PartitionSpec::OneWay { from, to } => vec![*from, *to],
+            PartitionSpec::MajorityMinority { minority } => minority.clone(),
+        }
+    }
+
+    /// Checks the spec against the cluster's `nodes`: every named node is one
+    /// of them, a one-way partition joins two different nodes, and a minority
+    /// is non-empty and smaller than half of the nodes (duplicates count once).
+    pub fn validate(&self, nodes: &[NodeId]) -> Result<(), PartitionError> {
+        for node in self.named() {
+            if !nodes.contains(&node) {
+                let mut nodes = nodes.to_vec();
+                nodes.sort_unstable();
+                nodes.dedup();
+                return Err(PartitionError::UnknownNode { node, nodes });
+            }
+        }
+        match self {
+            PartitionSpec::OneWay { from, to } if from == to => {
+                Err(PartitionError::OneWayToSelf(*from))
+            }
+            PartitionSpec::MajorityMinority { minority } => {
+                let minority: BTreeSet<NodeId> = minority.iter().copied().collect();
+                let all: BTreeSet<NodeId> = nodes.iter().copied().collect();
+                if minority.is_empty() {
+                    Err(PartitionError::EmptyMinority)
+                } else if minority.len() * 2 >= all.len() {
+                    Err(PartitionError::MinorityNotSmaller {
+                        minority: minority.into_iter().collect(),
+                        nodes: all.len(),
+                    })
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Both directions between every member of `a` and every member of `b`.
+fn both_ways(
+    a: &BTreeSet<Endpoint>,
+    b: &BTreeSet<Endpoint>,
+    out: &mut BTreeSet<(Endpoint, Endpoint)>,
+) {
+    for &x in a {
+        for &y in b {
+            if x != y {
+                out.insert((x, y));
+                out.insert((y, x));
+            }
+        }
+    }
+}
+
+/// Directed `(from, to)` endpoint pairs whose bytes are dropped. Assumes
+/// `spec` passed [`PartitionSpec::validate`] against `nodes`; it never holds a
+/// pair `(x, x)`.
+pub fn blocked(spec: &PartitionSpec, nodes: &[NodeId]) -> BTreeSet<(Endpoint, Endpoint)> {
+    let brokers: BTreeSet<NodeId> = nodes.iter().copied().collect();
+    let set = |ids: &mut dyn Iterator<Item = NodeId>| -> BTreeSet<Endpoint> {
+        ids.map(Endpoint::Broker).collect()
+    };
+    let mut out = BTreeSet::new();
+    match spec {
+        PartitionSpec::Isolate(node) => {
+            let mut rest = set(&mut brokers.iter().copied().filter(|n| n != node));
+            rest.insert(Endpoint::Etcd);
+            both_ways(&[Endpoint::Broker(*node)].into(), &rest, &mut out);
+        }
+        PartitionSpec::MajorityMinority { minority } => {
+            let minority: BTreeSet<Endpoint> = set(&mut minority.iter().copied());
+            let mut majority = set(&mut brokers.iter().copied());
+            majority.retain(|e| !minority.contains(e));
+            majority.insert(Endpoint::Etcd);
+            both_ways(&minority, &majority, &mut out);
+        }
+        PartitionSpec::OneWay { from, to } => {
+            if from != to {
+                out.insert((Endpoint::Broker(*from), Endpoint::Broker(*to)));
+            }
+        }
+        PartitionSpec::Bridge(bridge) => {
+            let others: Vec<NodeId> = brokers.iter().copied().filter(|n| n != bridge).collect();
+            let (first, second) = others.split_at(others.len().div_ceil(2));
+            both_ways(
+                &set(&mut first.iter().copied()),
+                &set(&mut second.iter().copied()),
+                &mut out,
+            );
+        }
+        PartitionSpec::NodeFromEtcd(node) => {
+            both_ways(
+                &[Endpoint::Broker(*node)].into(),
+                &[Endpoint::Etcd].into(),
+                &mut out,
+            );
+        }
+    }
+    out
+}
+
+/// The proxy (dialler → dialled) for a connection `from` dials to `to`, if one
+/// exists: etcd never dials.
+fn proxy(from: Endpoint, to: Endpoint) -> Option<Link> {
+    match (from, to) {
+        (Endpoint::Broker(from), Endpoint::Broker(to)) => Some(Link::BrokerToBroker { from, to }),
+        (Endpoint::Broker(from), Endpoint::Etcd) => Some(Link::BrokerToEtcd(from)),
+        (Endpoint::Etcd, _) => None,
+    }
+}
+
+/// The proxy streams that realise `blocked`: for each `(A, B)`, proxy A→B's
+/// `Upstream` (A's requests on connections A dialled) and proxy B→A's
+/// `Downstream` (A's responses on connections B dialled); a proxy exists only
+/// from a broker, as etcd never dials. Client links are never cut.
+pub fn cuts(blocked: &BTreeSet<(Endpoint, Endpoint)>) -> BTreeSet<(Link, Stream)> {
+    let mut out = BTreeSet::new();
+    for &(a, b) in blocked {
+        if let Some(link) = proxy(a, b) {
+            out.insert((link, Stream::Upstream));
+        }
+        if let Some(link) = proxy(b, a) {
+            out.insert((link, Stream::Downstream));
+        }
+    }
+    out
+}
+
+/// The partitions in force: the union of every applied spec's cuts. Several
+/// faults accumulate; [`Partitions::heal`] removes all of them.
+#[derive(Debug, Default)]
+pub struct Partitions {
+    /// Streams cut by this value and not healed since.
+    cut: BTreeSet<(Link, Stream)>,
+}
+
+impl Partitions {
+    pub fn new() -> Self {
+        Partitions::default()
+    }
+
+    /// Validates `spec` against `nodes`, then cuts what it needs that is not
+    /// already cut (with [`OnHeal::Resume`]); returns its blocked pairs, for the
+    /// history. If a cut fails midway, the cuts made so far stay recorded, so
+    /// [`Partitions::heal`] still removes them.
+    pub async fn apply(
+        &mut self,
+        proxies: &ToxiproxyClient,
+        spec: &PartitionSpec,
+        nodes: &[NodeId],
+    ) -> Result<BTreeSet<(Endpoint, Endpoint)>, PartitionError> {
+        spec.validate(nodes)?;
+        let blocked = blocked(spec, nodes);
+        for (link, stream) in cuts(&blocked) {
+            if self.cut.contains(&(link, stream)) {
+                continue;
+            }
+            proxies
+                .partition(&link.proxy_name(), stream, OnHeal::Resume)
+                .await?;
+            self.cut.insert((link, stream));
+        }
+        Ok(blocked)
+    }
+
+    /// Removes every cut; held bytes are delivered. A cut already gone from
+    /// the proxy (404: reset by someone else) counts as healed. On an error the
+    /// cuts not yet removed stay recorded, so healing again retries them.
+    pub async fn heal(&mut self, proxies: &ToxiproxyClient) -> Result<(), ClientError> {
+        while let Some(&(link, stream)) = self.cut.first() {
+            match proxies.heal(&link.proxy_name(), stream).await {
+                Ok(()) => {}
+                Err(e) if e.status() == Some(404) => {}
+                Err(e) => return Err(e),
+            }
+            self.cut.remove(&(link, stream));
+        }
+        Ok(())
+    }
+
+    pub fn is_healed(&self) -> bool {
+        self.cut.is_empty()
+    }
+
+    /// The proxy streams currently cut.
+    pub fn cut(&self) -> &BTreeSet<(Link, Stream)> {
+        &self.cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use Endpoint::{Broker as B, Etcd};
+    use Stream::{Downstream as Down, Upstream as Up};
+
+    fn bb(from: NodeId, to: NodeId) -> Link {
+        Link::BrokerToBroker { from, to }
+    }
+
+    fn pairs(list: &[(Endpoint, Endpoint)]) -> BTreeSet<(Endpoint, Endpoint)> {
+        list.iter().copied().collect()
+    }
+
+    fn streams(list: &[(Link, Stream)]) -> BTreeSet<(Link, Stream)> {
+        list.iter().copied().collect()
+    }
+
+    const THREE: &[NodeId] = &[1, 2, 3];
+    const FIVE: &[NodeId] = &[1, 2, 3, 4, 5];
+
+    #[test]
+    fn isolate_three() {
+        let spec = PartitionSpec::Isolate(2);
+        let b = blocked(&spec, THREE);
+        assert_eq!(
+            b,
+            pairs(&[
+                (B(1), B(2)),
+                (B(2), B(1)),
+                (B(2), B(3)),
+                (B(2), Etcd),
+                (B(3), B(2)),
+                (Etcd, B(2)),
+            ])
+        );
+        assert_eq!(
+            cuts(&b),
+            streams(&[
+                (bb(1, 2), Up),
+                (bb(1, 2), Down),
+                (bb(2, 1), Up),
+                (bb(2, 1), Down),
+                (bb(2, 3), Up),
+                (bb(2, 3), Down),
+                (bb(3, 2), Up),
+                (bb(3, 2), Down),
+                (Link::BrokerToEtcd(2), Up),
+                (Link::BrokerToEtcd(2), Down),
+            ])
+        );
+    }
+
+    #[test]
+    fn isolate_five_cuts_both_streams_of_every_link_of_the_node() {
+        let b = blocked(&PartitionSpec::Isolate(5), FIVE);
+        let mut want = BTreeSet::new();
+        for other in 1..=4 {
+            want.insert((B(5), B(other)));
+            want.insert((B(other), B(5)));
+        }
+        want.insert((B(5), Etcd));
+        want.insert((Etcd, B(5)));
+        assert_eq!(b, want);
+        let mut want = BTreeSet::new();
+        for other in 1..=4 {
+            for stream in [Up, Down] {
+                want.insert((bb(5, other), stream));
+                want.insert((bb(other, 5), stream));
+            }
+        }
+        want.insert((Link::BrokerToEtcd(5), Up));
+        want.insert((Link::BrokerToEtcd(5), Down));
+        assert_eq!(cuts(&b), want);
+    }
+
+    #[test]
+    fn one_way_three_cuts_one_stream_of_each_proxy_between_them() {
+        let b = blocked(&PartitionSpec::OneWay { from: 1, to: 2 }, THREE);
+        assert_eq!(b, pairs(&[(B(1), B(2))]));
+        // b1's requests to b2, and b1's answers to b2's requests.
+        assert_eq!(cuts(&b), streams(&[(bb(1, 2), Up), (bb(2, 1), Down)]));
+        let b = blocked(&PartitionSpec::OneWay { from: 2, to: 1 }, THREE);
+        assert_eq!(cuts(&b), streams(&[(bb(1, 2), Down), (bb(2, 1), Up)]));
+    }
+
+    #[test]
+    fn one_way_five() {
+        let b = blocked(&PartitionSpec::OneWay { from: 5, to: 3 }, FIVE);
+        assert_eq!(b, pairs(&[(B(5), B(3))]));
+        assert_eq!(cuts(&b), streams(&[(bb(5, 3), Up), (bb(3, 5), Down)]));
+    }
+
+    #[test]
+    fn majority_minority_three_keeps_etcd_with_the_majority() {
+        let spec = PartitionSpec::MajorityMinority { minority: vec![3] };
+        let b = blocked(&spec, THREE);
+        assert_eq!(
+            b,
+            pairs(&[
+                (B(1), B(3)),
+                (B(2), B(3)),
+                (B(3), B(1)),
+                (B(3), B(2)),
+                (B(3), Etcd),
+                (Etcd, B(3)),
+            ])
+        );
+        assert_eq!(
+            cuts(&b),
+            streams(&[
+                (bb(1, 3), Up),
+                (bb(1, 3), Down),
+                (bb(2, 3), Up),
+                (bb(2, 3), Down),
+                (bb(3, 1), Up),
+                (bb(3, 1), Down),
+                (bb(3, 2), Up),
+                (bb(3, 2), Down),
+                (Link::BrokerToEtcd(3), Up),
+                (Link::BrokerToEtcd(3), Down),
+            ])
+        );
+    }
+
+    #[test]
+    fn majority_minority_five_leaves_the_minority_connected_inside() {
+        let spec = PartitionSpec::MajorityMinority {
+            minority: vec![4, 2],
+        };
+        let b = blocked(&spec, FIVE);
+        let mut want = BTreeSet::new();
+        for m in [2, 4] {
+            for x in [B(1), B(3), B(5), Etcd] {
+                want.insert((B(m), x));
+                want.insert((x, B(m)));
+            }
+        }
+        assert_eq!(b, want);
+        let mut want = BTreeSet::new();
+        for m in [2, 4] {
+            for x in [1, 3, 5] {
+                for stream in [Up, Down] {
+                    want.insert((bb(m, x), stream));
+                    want.insert((bb(x, m), stream));
+                }
+            }
+            want.insert((Link::BrokerToEtcd(m), Up));
+            want.insert((Link::BrokerToEtcd(m), Down));
+        }
+        assert_eq!(cuts(&b), want);
+        assert!(!b.contains(&(B(2), B(4))) && !b.contains(&(B(4), B(2))));
+    }
+
+    #[test]
+    fn bridge_three_splits_the_other_two() {
+        let b = blocked(&PartitionSpec::Bridge(2), THREE);
+        assert_eq!(b, pairs(&[(B(1), B(3)), (B(3), B(1))]));
+        assert_eq!(
+            cuts(&b),
+            streams(&[
+                (bb(1, 3), Up),
+                (bb(1, 3), Down),
+                (bb(3, 1), Up),
+                (bb(3, 1), Down),
+            ])
+        );
+    }
+
+    #[test]
+    fn bridge_five_first_half_is_the_first_ceil_of_the_sorted_others() {
+        // Others 1, 2, 4, 5 (unsorted input): halves {1, 2} and {4, 5}.
+        let b = blocked(&PartitionSpec::Bridge(3), &[5, 3, 1, 4, 2]);
+        let mut want = BTreeSet::new();
+        for x in [1, 2] {
+            for y in [4, 5] {
+                want.insert((B(x), B(y)));
+                want.insert((B(y), B(x)));
+            }
+        }
+        assert_eq!(b, want);
+        let mut want = BTreeSet::new();
+        for x in [1, 2] {
+            for y in [4, 5] {
+                for stream in [Up, Down] {
+                    want.insert((bb(x, y), stream));
+                    want.insert((bb(y, x), stream));
+                }
+            }
+        }
+        assert_eq!(cuts(&b), want);
+        // Four nodes: the bridge 4, others 1, 2, 3: halves {1, 2} and {3}.
+        let b = blocked(&PartitionSpec::Bridge(4), &[1, 2, 3, 4]);
+        assert_eq!(
+            b,
+            pairs(&[(B(1), B(3)), (B(2), B(3)), (B(3), B(1)), (B(3), B(2))])
+        );
+    }
+
+    #[test]
+    fn node_from_etcd_three_and_five() {
+        for nodes in [THREE, FIVE] {
+            let b = blocked(&PartitionSpec::NodeFromEtcd(1), nodes);
+            assert_eq!(b, pairs(&[(B(1), Etcd), (Etcd, B(1))]));
+            assert_eq!(
+                cuts(&b),
+                streams(&[(Link::BrokerToEtcd(1), Up), (Link::BrokerToEtcd(1), Down)])
+            );
+        }
+    }
+
+    #[test]
+    fn cuts_never_touch_client_links() {
+        for nodes in [THREE, FIVE] {
+            for &n in nodes {
+                for spec in [
+                    PartitionSpec::Isolate(n),
+                    PartitionSpec::Bridge(n),
+                    PartitionSpec::NodeFromEtcd(n),
+                    PartitionSpec::MajorityMinority { minority: vec![n] },
+                ] {
+                    let c = cuts(&blocked(&spec, nodes));
+                    assert!(
+                        c.iter().all(|(l, _)| !matches!(l, Link::ClientToBroker(_))),
+                        "{spec:?}: {c:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn validate_names_what_is_wrong() {
+        let err = |spec: PartitionSpec, nodes: &[NodeId]| spec.validate(nodes).unwrap_err();
+        assert!(matches!(
+            err(PartitionSpec::Isolate(4), THREE),
+            PartitionError::UnknownNode { node: 4, .. }
+        ));
+        assert_eq!(
+            err(PartitionSpec::Isolate(4), THREE).to_string(),
+            "partition names node 4, which is not in the cluster [1, 2, 3]"
+        );
+        assert!(matches!(
+            err(PartitionSpec::OneWay { from: 1, to: 7 }, THREE),
+            PartitionError::UnknownNode { node: 7, .. }
+        ));
+        assert!(matches!(
+            err(PartitionSpec::OneWay { from: 2, to: 2 }, THREE),
+            PartitionError::OneWayToSelf(2)
+        ));
+        assert!(matches!(
+            err(PartitionSpec::MajorityMinority { minority: vec![] }, THREE),
+            PartitionError::EmptyMinority
+        ));
+        assert!(matches!(
+            err(
+                PartitionSpec::MajorityMinority {
+                    minority: vec![1, 2]
+                },
+                THREE
+            ),
+            PartitionError::MinorityNotSmaller { nodes: 3, .. }
+        ));
+        // Two of four is half, not a minority.
+        assert!(matches!(
+            err(
+                PartitionSpec::MajorityMinority {
+                    minority: vec![1, 2]
+                },
+                &[1, 2, 3, 4]
+            ),
+            PartitionError::MinorityNotSmaller { nodes: 4, .. }
+        ));
+        assert!(matches!(
+            err(
+                PartitionSpec::MajorityMinority {
+                    minority: vec![1, 6]
+                },
+                FIVE
+            ),
+            PartitionError::UnknownNode { node: 6, .. }
+        ));
+        // A repeated id counts once.
+        PartitionSpec::MajorityMinority {
+            minority: vec![1, 1],
+        }
+        .validate(THREE)
+        .unwrap();
+        PartitionSpec::MajorityMinority {
+            minority: vec![1, 2],
+        }
+        .validate(FIVE)
+        .unwrap();
+        PartitionSpec::Bridge(1).validate(THREE).unwrap();
+    }
+
+    #[test]
+    fn endpoints_serialize_as_schedules_name_them() {
+        let b = blocked(&PartitionSpec::NodeFromEtcd(2), THREE);
+        assert_eq!(
+            serde_json::to_string(&b).unwrap(),
+            r#"[["b2","etcd"],["etcd","b2"]]"#
+        );
+    }
+}

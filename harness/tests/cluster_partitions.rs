@@ -1,0 +1,422 @@
+//! Partitions against a real cluster (etcd, the epochal-proxy, three brokers),
+//! each shown to take effect where it matters: registrations read from etcd
+//! directly, records read from a broker's own port, never through a proxy.
+//! Needs `etcd` on PATH and the workspace's binaries built
+//! (`cargo build --workspace --bins`). Every wait polls under a deadline.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use epochal::nemesis::partition::{Endpoint, PartitionSpec, Partitions, blocked, cuts};
+use epochal::runtime::{Link, NodeId, ProcessConfig, ProcessRuntime, Runtime};
+use epochal::workload::{ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord};
+use epochal_faults::proxy::{OnHeal, Stream, ToxicKind};
+
+const POLL: Duration = Duration::from_millis(50);
+/// Long enough for a lease (TTL 2 s) to lapse and be noticed, with room.
+const LAPSE: Duration = Duration::from_secs(20);
+const READY: Duration = Duration::from_secs(30);
+/// A call that should answer at once on loopback.
+const CALL: Duration = Duration::from_secs(5);
+/// How long a call through a cut stream waits before we call it unanswered.
+const UNANSWERED: Duration = Duration::from_millis(1500);
+
+/// The dir cargo put the binaries in: the test executable lives in its `deps/`.
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_owned();
+    for bin in ["epochal-broker", "epochal-proxy"] {
+        assert!(
+            dir.join(bin).is_file(),
+            "{} is missing: build the workspace first (cargo build --workspace --bins)",
+            dir.join(bin).display()
+        );
+    }
+    dir
+}
+
+async fn start(run: &tempfile::TempDir) -> ProcessRuntime {
+    let runtime = ProcessRuntime::start(ProcessConfig::new(3, bin_dir(), run.path()))
+        .await
+        .unwrap();
+    runtime.await_ready(READY).await.unwrap();
+    runtime
+}
+
+async fn etcd(runtime: &ProcessRuntime) -> etcd_client::Client {
+    etcd_client::Client::connect([runtime.etcd_endpoint()], None)
+        .await
+        .unwrap()
+}
+
+async fn registered(etcd: &mut etcd_client::Client) -> BTreeSet<NodeId> {
+    let response = etcd
+        .get(
+            "/epochal/brokers/ids/",
+            Some(etcd_client::GetOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
+    response
+        .kvs()
+        .iter()
+        .filter_map(|kv| kv.key_str().ok()?.rsplit('/').next()?.parse().ok())
+        .collect()
+}
+
+/// Polls etcd until `node`'s registration is present (or absent) as wanted;
+/// returns the registered set seen then.
+async fn await_registration(
+    etcd: &mut etcd_client::Client,
+    node: NodeId,
+    want: bool,
+) -> BTreeSet<NodeId> {
+    let deadline = Instant::now() + LAPSE;
+    loop {
+        let seen = registered(etcd).await;
+        if seen.contains(&node) == want {
+            return seen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "broker {node} registered != {want} after {LAPSE:?} (registered: {seen:?})"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Every toxic on every proxy, as (proxy name, stream), checking each is a
+/// `partition` that resumes on heal.
+async fn toxics_in_force(runtime: &ProcessRuntime) -> BTreeSet<(String, Stream)> {
+    let mut out = BTreeSet::new();
+    for (name, proxy) in runtime.proxies().proxies().await.unwrap() {
+        for toxic in proxy.toxics {
+            match toxic.toxic_kind().unwrap() {
+                ToxicKind::Partition(p) => assert_eq!(p.on_heal, OnHeal::Resume, "{name}"),
+                other => panic!("{name}: unexpected toxic {other:?}"),
+            }
+            out.insert((name.clone(), toxic.stream));
+        }
+    }
+    out
+}
+
+fn named(cuts: &BTreeSet<(Link, Stream)>) -> BTreeSet<(String, Stream)> {
+    cuts.iter()
+        .map(|(link, stream)| (link.proxy_name(), *stream))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_partition_isolate_lapses_only_the_isolated_registration_and_heals() {
+    let run = tempfile::tempdir().unwrap();
+    let runtime = start(&run).await;
+    let nodes = runtime.nodes();
+    let mut etcd = etcd(&runtime).await;
+    let mut partitions = Partitions::new();
+    assert!(partitions.is_healed());
+
+    let spec = PartitionSpec::Isolate(2);
+    let got = partitions
+        .apply(runtime.proxies(), &spec, &nodes)
+        .await
+        .unwrap();
+    assert_eq!(got, blocked(&spec, &nodes));
+    assert!(got.contains(&(Endpoint::Broker(2), Endpoint::Etcd)));
+    assert_eq!(toxics_in_force(&runtime).await, named(&cuts(&got)));
+    assert!(!partitions.is_healed());
+
+    // Faults accumulate: cutting node 2 from etcd again adds nothing.
+    partitions
+        .apply(runtime.proxies(), &PartitionSpec::NodeFromEtcd(2), &nodes)
+        .await
+        .unwrap();
+    assert_eq!(toxics_in_force(&runtime).await, named(&cuts(&got)));
+
+    let seen = await_registration(&mut etcd, 2, false).await;
+    assert!(
+        seen.contains(&1) && seen.contains(&3),
+        "the others stay registered: {seen:?}"
+    );
+
+    partitions.heal(runtime.proxies()).await.unwrap();
+    assert!(partitions.is_healed());
+    assert!(toxics_in_force(&runtime).await.is_empty());
+    await_registration(&mut etcd, 2, true).await;
+    runtime.await_ready(READY).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_partition_node_from_etcd_lapses_its_registration_while_its_broker_links_flow() {
+    let run = tempfile::tempdir().unwrap();
+    let runtime = start(&run).await;
+    let nodes = runtime.nodes();
+    let mut etcd = etcd(&runtime).await;
+    let mut partitions = Partitions::new();
+
+    let spec = PartitionSpec::NodeFromEtcd(3);
+    let got = partitions
+        .apply(runtime.proxies(), &spec, &nodes)
+        .await
+        .unwrap();
+    assert_eq!(
+        toxics_in_force(&runtime).await,
+        named(&cuts(&got)),
+        "only b3-etcd"
+    );
+    let seen = await_registration(&mut etcd, 3, false).await;
+    assert!(seen.contains(&1) && seen.contains(&2), "{seen:?}");
+
+    // With the lease gone, every broker link of node 3 still carries a request
+    // and its answer both ways (ApiVersions, which `connect` sends).
+    for other in [1, 2] {
+        for link in [
+            Link::BrokerToBroker { from: 3, to: other },
+            Link::BrokerToBroker { from: other, to: 3 },
+        ] {
+            let address = runtime.link_address(link).unwrap();
+            KafkaClient::connect(address, "partition-test", CALL)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", link.proxy_name()));
+        }
+    }
+    assert!(
+        !registered(&mut etcd).await.contains(&3),
+        "still cut from etcd"
+    );
+
+    partitions.heal(runtime.proxies()).await.unwrap();
+    await_registration(&mut etcd, 3, true).await;
+    runtime.await_ready(READY).await.unwrap();
+}
+
+/// The values in `partition` of topic `t`, read from `node`'s own port.
+async fn values(direct: &mut KafkaClient, partition: i32) -> Vec<Vec<u8>> {
+    let fetched = direct
+        .fetch("t", partition, 0, &FetchOptions::default(), CALL)
+        .await
+        .unwrap();
+    fetched
+        .records
+        .into_iter()
+        .filter_map(|r| r.value.map(|v| v.to_vec()))
+        .collect()
+}
+
+/// Polls until `value` is in `partition` as `direct` reads it.
+async fn await_value(direct: &mut KafkaClient, partition: i32, value: &[u8]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let seen = values(direct, partition).await;
+        if seen.iter().any(|v| v == value) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{:?} not in t-{partition}: {seen:?}",
+            String::from_utf8_lossy(value)
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Checks for `window` that `value` never shows up in `partition`.
+async fn assert_absent_for(
+    direct: &mut KafkaClient,
+    partition: i32,
+    value: &[u8],
+    window: Duration,
+) {
+    let until = Instant::now() + window;
+    while Instant::now() < until {
+        let seen = values(direct, partition).await;
+        assert!(
+            !seen.iter().any(|v| v == value),
+            "{:?} reached t-{partition} through a cut stream",
+            String::from_utf8_lossy(value)
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// An acks=1 produce of one value; through a cut it must go unanswered.
+async fn produce_unanswered(client: &mut KafkaClient, partition: i32, value: &[u8]) {
+    let options = ProduceOptions {
+        acks: 1,
+        ..ProduceOptions::default()
+    };
+    let result = client
+        .produce(
+            "t",
+            partition,
+            &[ProduceRecord::value(value.to_vec())],
+            &options,
+            UNANSWERED,
+        )
+        .await;
+    assert!(
+        matches!(result, Err(ClientError::Timeout { .. })),
+        "produce of {:?} through {} answered: {result:?}",
+        String::from_utf8_lossy(value),
+        client.addr()
+    );
+}
+
+/// Two single-replica partitions, t-0 led by b1 and t-1 by b2, so a record's
+/// arrival at a broker shows in that broker's own log at once (acks=1, the high
+/// watermark is the log end; read from the broker's own port). Produces go
+/// through the broker-to-broker proxies, as if one broker sent them to the
+/// other. Under one-way 1→2 a request sent to b1 through `b2-b1` arrives though
+/// its answer never comes back, while one sent to b2 through `b1-b2` never
+/// arrives; under 2→1 the roles of the very same two proxies swap, so the
+/// direction, not the proxy, decides. Healing delivers what was held
+/// (`OnHeal::Resume`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_partition_one_way_passes_bytes_in_one_direction_only() {
+    let run = tempfile::tempdir().unwrap();
+    let runtime = start(&run).await;
+    let nodes = runtime.nodes();
+    let mut etcd = etcd(&runtime).await;
+    etcd.put(
+        "/epochal/brokers/topics/t",
+        r#"{"partitions":{"0":[1],"1":[2]}}"#,
+        None,
+    )
+    .await
+    .unwrap();
+    let view = runtime.await_ready(READY).await.unwrap();
+    // The partition node n leads.
+    let led_by = |n: NodeId| n as i32 - 1;
+    for n in [1, 2] {
+        let partition = &view.partitions[&("t".to_string(), led_by(n) as u32)];
+        assert_eq!(partition.leader, Some(n), "{view:?}");
+    }
+
+    let connect = |address: String| async move {
+        KafkaClient::connect(&address, "partition-test", CALL)
+            .await
+            .unwrap_or_else(|e| panic!("connect {address}: {e}"))
+    };
+    let link_address = |from: NodeId, to: NodeId| {
+        runtime
+            .link_address(Link::BrokerToBroker { from, to })
+            .unwrap()
+            .to_owned()
+    };
+    let mut direct = std::collections::BTreeMap::new();
+    for n in [1, 2] {
+        direct.insert(
+            n,
+            connect(runtime.direct_address(n).unwrap().to_owned()).await,
+        );
+    }
+    // etcd names the leaders before they learn it: wait until each serves.
+    for (n, client) in direct.iter_mut() {
+        let deadline = Instant::now() + READY;
+        while let Err(e) = client
+            .fetch("t", led_by(*n), 0, &FetchOptions::default(), CALL)
+            .await
+        {
+            assert!(
+                Instant::now() < deadline,
+                "b{n} does not serve t-{}: {e}",
+                led_by(*n)
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+    let mut partitions = Partitions::new();
+
+    for (from, to) in [(1, 2), (2, 1)] {
+        let arrives = format!("one-way {from}->{to}: to b{from}, arrives").into_bytes();
+        let lost = format!("one-way {from}->{to}: to b{to}, held").into_bytes();
+        // Connected before the cut (ApiVersions went both ways through each).
+        // Bytes `to` → `from` flow: a request dialled from `to`'s side reaches
+        // `from`. Bytes `from` → `to` do not: its answer, and any request
+        // dialled from `from`'s side to `to`, are held.
+        let mut towards_from = connect(link_address(to, from)).await;
+        let mut towards_to = connect(link_address(from, to)).await;
+
+        let spec = PartitionSpec::OneWay { from, to };
+        let got = partitions
+            .apply(runtime.proxies(), &spec, &nodes)
+            .await
+            .unwrap();
+        assert_eq!(got, [(Endpoint::Broker(from), Endpoint::Broker(to))].into());
+        assert_eq!(toxics_in_force(&runtime).await, named(&cuts(&got)));
+
+        produce_unanswered(&mut towards_from, led_by(from), &arrives).await;
+        await_value(direct.get_mut(&from).unwrap(), led_by(from), &arrives).await;
+
+        produce_unanswered(&mut towards_to, led_by(to), &lost).await;
+        assert_absent_for(
+            direct.get_mut(&to).unwrap(),
+            led_by(to),
+            &lost,
+            Duration::from_secs(2),
+        )
+        .await;
+
+        // Healing delivers the held request (the connection it came on was
+        // dropped by the client's timeout; its close was held behind it).
+        partitions.heal(runtime.proxies()).await.unwrap();
+        assert!(toxics_in_force(&runtime).await.is_empty());
+        await_value(direct.get_mut(&to).unwrap(), led_by(to), &lost).await;
+    }
+    runtime.await_ready(READY).await.unwrap();
+}
+
+/// Whether a fresh connection through `link`'s proxy gets ApiVersions answered.
+async fn answers(runtime: &ProcessRuntime, link: Link) -> bool {
+    let address = runtime.link_address(link).unwrap();
+    match KafkaClient::connect(address, "partition-test", UNANSWERED).await {
+        Ok(_) => true,
+        Err(ClientError::Timeout { .. }) => false,
+        Err(e) => panic!("{}: {e}", link.proxy_name()),
+    }
+}
+
+/// Bridge 2 on three nodes splits 1 from 3 and keeps both with 2 and etcd;
+/// majority-minority with minority 3 keeps etcd with 1 and 2, so only 3's
+/// lease lapses. Each shown on the real proxies, then healed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_partition_bridge_and_majority_minority() {
+    let run = tempfile::tempdir().unwrap();
+    let runtime = start(&run).await;
+    let nodes = runtime.nodes();
+    let mut etcd = etcd(&runtime).await;
+    let mut partitions = Partitions::new();
+    let bb = |from, to| Link::BrokerToBroker { from, to };
+
+    partitions
+        .apply(runtime.proxies(), &PartitionSpec::Bridge(2), &nodes)
+        .await
+        .unwrap();
+    for (link, want) in [
+        (bb(1, 3), false),
+        (bb(3, 1), false),
+        (bb(1, 2), true),
+        (bb(2, 1), true),
+        (bb(2, 3), true),
+        (bb(3, 2), true),
+    ] {
+        assert_eq!(answers(&runtime, link).await, want, "{}", link.proxy_name());
+    }
+    assert_eq!(registered(&mut etcd).await, [1, 2, 3].into());
+    partitions.heal(runtime.proxies()).await.unwrap();
+    assert!(answers(&runtime, bb(1, 3)).await);
+
+    let spec = PartitionSpec::MajorityMinority { minority: vec![3] };
+    partitions
+        .apply(runtime.proxies(), &spec, &nodes)
+        .await
+        .unwrap();
+    let seen = await_registration(&mut etcd, 3, false).await;
+    assert!(seen.contains(&1) && seen.contains(&2), "{seen:?}");
+    assert!(answers(&runtime, bb(1, 2)).await && answers(&runtime, bb(2, 1)).await);
+    assert!(!answers(&runtime, bb(3, 1)).await && !answers(&runtime, bb(2, 3)).await);
+    partitions.heal(runtime.proxies()).await.unwrap();
+    await_registration(&mut etcd, 3, true).await;
+    runtime.await_ready(READY).await.unwrap();
+}
