@@ -40,6 +40,73 @@ pub struct Cli {
 pub enum Command {
     /// Print a broker data directory's replica state, like Kafka's DumpLogSegments.
     Inspect(InspectArgs),
+    /// Run a schedule against a real cluster and keep everything in the store.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RuntimeKind {
+    /// Nodes as local child processes on 127.0.0.1.
+    Process,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The schedule (TOML; docs/schedules.md).
+    pub schedule: PathBuf,
+    #[arg(long, value_enum, default_value = "process")]
+    pub runtime: RuntimeKind,
+    /// Where runs are kept (`<store>/adhoc/<schedule>/<timestamp>-<n>/`).
+    #[arg(long, default_value = "store")]
+    pub store: PathBuf,
+    /// A broker setting for every node, overriding the schedule (repeatable),
+    /// e.g. `--set truncation=high-watermark`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// The etcd binary.
+    #[arg(long, default_value = "etcd")]
+    pub etcd: PathBuf,
+    /// Do not echo harness.log to stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `epochal run`: the exit code follows the table above.
+pub fn run(args: &RunArgs, out: &mut impl Write) -> u8 {
+    let mut options = crate::run::RunOptions::new(&args.schedule, &args.store);
+    options.sets = args.sets.clone();
+    options.etcd = args.etcd.clone();
+    options.echo = !args.quiet;
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("epochal: starting the async runtime: {e}");
+            return EXIT_HARNESS_ERROR;
+        }
+    };
+    match runtime.block_on(crate::run::run(&options)) {
+        Ok(report) => {
+            if let Err(e) = crate::run::write_summary(&report, out) {
+                eprintln!("epochal: writing the summary: {e}");
+            }
+            match report.status {
+                crate::run::RunStatus::Completed => EXIT_VALID,
+                crate::run::RunStatus::Unknown(_) => EXIT_UNKNOWN,
+            }
+        }
+        Err(e) => {
+            eprintln!("epochal: {e}");
+            if e.is_usage() {
+                EXIT_USAGE
+            } else {
+                EXIT_HARNESS_ERROR
+            }
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -9,7 +9,10 @@
 pub mod cli;
 pub mod history;
 pub mod nemesis;
+pub mod observe;
 pub mod reader;
+pub mod run;
 pub mod runtime;
 pub mod schedule;
+pub mod store;
 pub mod workload;

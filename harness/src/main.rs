@@ -4,7 +4,7 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::Parser;
-use epochal::cli::{Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, inspect};
+use epochal::cli::{Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, inspect, run};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     };
     let result: anyhow::Result<()> = match &cli.command {
         Command::Inspect(args) => inspect(args, &mut io::stdout().lock()).map_err(Into::into),
+        Command::Run(args) => return ExitCode::from(run(args, &mut io::stdout().lock())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,379 @@
-//! The nemesis: faults fired at a running cluster. Targets resolve when a fault
-//! fires; partitions go through the proxies (`partition`), disk faults cut a
-//! stopped node's files (`disk`), process faults go through the runtime.
+//! The nemesis: faults fired at a running cluster, as Jepsen's nemesis does.
+//! A fault's target resolves when it fires, from etcd's view of the cluster at
+//! that moment (`leader of t-0`, `controller`, ...), and what it resolved to is
+//! returned for the history. Process faults go through the runtime, partitions
+//! through the proxies (`partition`), disk faults cut a dead node's files
+//! (`disk`).
 
 pub mod disk;
 pub mod partition;
+
+use serde_json::{Value, json};
+
+use crate::observe::{node_id, node_name};
+use crate::runtime::{ClusterView, NodeId, Runtime, RuntimeError};
+use crate::schedule::{Fault, Target};
+use disk::Truncate;
+use partition::{PartitionSpec, Partitions};
+
+#[derive(Debug, thiserror::Error)]
+pub enum NemesisError {
+    /// The target names nothing right now (no leader, no controller, no
+    /// follower): the schedule's assumption about the cluster did not hold.
+    #[error("{target:?} resolves to no node: {why}")]
+    Unresolved { target: String, why: String },
+    /// The fault cannot apply to the node in its current state.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error("partition: {0}")]
+    Partition(String),
+    #[error("disk: {0}")]
+    Disk(String),
+}
+
+impl NemesisError {
+    /// Whether the cluster, not the harness, made the fault impossible: the run
+    /// ends unknown rather than as a harness error.
+    pub fn is_cluster_state(&self) -> bool {
+        matches!(
+            self,
+            NemesisError::Unresolved { .. } | NemesisError::Refused(_)
+        )
+    }
+}
+
+/// The verb a fault is recorded under in the history (`f`).
+pub fn verb(fault: &Fault) -> &'static str {
+    match fault {
+        Fault::Pause(_) => "pause",
+        Fault::Resume(_) => "resume",
+        Fault::Crash(_) => "crash",
+        Fault::Restart(_) => "restart",
+        Fault::Stop(_) => "stop",
+        Fault::Start(_) => "start",
+        Fault::PowerLoss(_) => "power-loss",
+        Fault::TruncateLog(_) => "truncate-log",
+        Fault::Isolate(_) => "isolate",
+        Fault::MajorityMinority(_) => "majority-minority",
+        Fault::OneWay(_) => "one-way",
+        Fault::Bridge(_) => "bridge",
+        Fault::NodeFromEtcd(_) => "node-from-etcd",
+        Fault::Heal => "heal",
+    }
+}
+
+/// What the fault names, as written, for the invoke's value.
+pub fn described(fault: &Fault) -> Value {
+    match fault {
+        Fault::Heal => json!({}),
+        Fault::OneWay(one_way) => {
+            json!({ "from": one_way.from.to_string(), "to": one_way.to.to_string() })
+        }
+        Fault::TruncateLog(t) => json!({
+            "node": t.node.to_string(),
+            "partition": t.partition.to_string(),
+            "to_offset": t.to_offset,
+            "by_bytes": t.by_bytes,
+        }),
+        Fault::Pause(t)
+        | Fault::Resume(t)
+        | Fault::Crash(t)
+        | Fault::Restart(t)
+        | Fault::Stop(t)
+        | Fault::Start(t)
+        | Fault::PowerLoss(t)
+        | Fault::Isolate(t)
+        | Fault::MajorityMinority(t)
+        | Fault::Bridge(t)
+        | Fault::NodeFromEtcd(t) => json!({ "target": t.to_string() }),
+    }
+}
+
+/// The nemesis's state across steps: partitions in force and a seeded random
+/// source for `random minority`, so a schedule resolves the same way each run.
+pub struct Nemesis {
+    partitions: Partitions,
+    random: SplitMix64,
+}
+
+impl Nemesis {
+    pub fn new(seed: u64) -> Self {
+        Nemesis {
+            partitions: Partitions::new(),
+            random: SplitMix64(seed),
+        }
+    }
+
+    pub fn partitions_healed(&self) -> bool {
+        self.partitions.is_healed()
+    }
+
+    /// Resolves a target against `view` to the nodes it names now.
+    pub fn resolve(
+        &mut self,
+        target: &Target,
+        view: &ClusterView,
+        nodes: &[NodeId],
+    ) -> Result<Vec<NodeId>, NemesisError> {
+        let unresolved = |why: String| NemesisError::Unresolved {
+            target: target.to_string(),
+            why,
+        };
+        match target {
+            Target::Node(name) => Ok(vec![node_id(name)]),
+            Target::Controller => view
+                .controller
+                .map(|c| vec![c])
+                .ok_or_else(|| unresolved("etcd records no controller".into())),
+            Target::Leader => Err(unresolved(
+                "`leader` is for client operations; a fault names `leader of t-0`".into(),
+            )),
+            Target::LeaderOf(p) => view
+                .partition(&p.topic, p.partition)
+                .and_then(|state| state.leader)
+                .map(|l| vec![l])
+                .ok_or_else(|| unresolved(format!("etcd records no leader of {p}"))),
+            Target::AFollowerOf(p) => {
+                let state = view
+                    .partition(&p.topic, p.partition)
+                    .ok_or_else(|| unresolved(format!("etcd has no state for {p}")))?;
+                // The lowest-id follower, in-sync ones first: deterministic, and
+                // the one a scenario most often means (a follower that has the data).
+                let followers = |in_sync: bool| {
+                    state
+                        .replicas
+                        .iter()
+                        .copied()
+                        .filter(|r| Some(*r) != state.leader && state.isr.contains(r) == in_sync)
+                        .min()
+                };
+                followers(true)
+                    .or_else(|| followers(false))
+                    .map(|f| vec![f])
+                    .ok_or_else(|| unresolved(format!("{p} has no follower")))
+            }
+            Target::RandomMinority => {
+                // The largest minority, ⌊(n−1)/2⌋, at least one node.
+                let size = ((nodes.len().saturating_sub(1)) / 2).max(1);
+                let mut pool = nodes.to_vec();
+                let mut chosen = Vec::with_capacity(size);
+                while chosen.len() < size && !pool.is_empty() {
+                    let i = (self.random.next() % pool.len() as u64) as usize;
+                    chosen.push(pool.remove(i));
+                }
+                chosen.sort_unstable();
+                Ok(chosen)
+            }
+        }
+    }
+
+    /// Fires `fault`; returns what it resolved to and did, for the history.
+    pub async fn fire<R: Runtime>(
+        &mut self,
+        runtime: &mut R,
+        view: &ClusterView,
+        fault: &Fault,
+    ) -> Result<Value, NemesisError> {
+        let nodes = runtime.nodes();
+        let mut resolved = match fault {
+            Fault::Heal => Vec::new(),
+            Fault::OneWay(_) => Vec::new(),
+            Fault::TruncateLog(t) => self.resolve(&t.node, view, &nodes)?,
+            Fault::Pause(t)
+            | Fault::Resume(t)
+            | Fault::Crash(t)
+            | Fault::Restart(t)
+            | Fault::Stop(t)
+            | Fault::Start(t)
+            | Fault::PowerLoss(t)
+            | Fault::Isolate(t)
+            | Fault::MajorityMinority(t)
+            | Fault::Bridge(t)
+            | Fault::NodeFromEtcd(t) => self.resolve(t, view, &nodes)?,
+        };
+        let mut detail = json!({});
+        match fault {
+            Fault::Pause(_) => {
+                for &n in &resolved {
+                    running(runtime, n, "pause")?;
+                    runtime.pause_node(n).await?;
+                }
+            }
+            Fault::Resume(_) => {
+                for &n in &resolved {
+                    running(runtime, n, "resume")?;
+                    runtime.resume_node(n)?;
+                }
+            }
+            Fault::Crash(_) => {
+                for &n in &resolved {
+                    running(runtime, n, "crash")?;
+                    runtime.kill_node(n).await?;
+                }
+            }
+            Fault::Stop(_) => {
+                for &n in &resolved {
+                    running(runtime, n, "stop")?;
+                    runtime.stop_node(n).await?;
+                }
+            }
+            Fault::Restart(_) | Fault::Start(_) => {
+                for &n in &resolved {
+                    if runtime.is_running(n) {
+                        return Err(NemesisError::Refused(format!(
+                            "cannot {}: {} is running",
+                            verb(fault),
+                            node_name(n)
+                        )));
+                    }
+                    runtime.start_node(n).await?;
+                }
+            }
+            Fault::PowerLoss(_) => {
+                let mut cuts = Vec::new();
+                for &n in &resolved {
+                    if runtime.is_running(n) {
+                        runtime.kill_node(n).await?;
+                    }
+                    let cut = disk::power_loss(&runtime.data_dir(n)?)
+                        .map_err(|e| NemesisError::Disk(e.to_string()))?;
+                    cuts.push(json!({ "node": node_name(n), "cuts": cut }));
+                }
+                detail = json!({ "cut": cuts });
+            }
+            Fault::TruncateLog(t) => {
+                let how = match (t.to_offset, t.by_bytes) {
+                    (Some(offset), None) => Truncate::ToOffset(offset),
+                    (None, Some(bytes)) => Truncate::ByBytes(bytes),
+                    _ => unreachable!("the parser requires exactly one of to_offset, by_bytes"),
+                };
+                let mut cuts = Vec::new();
+                for &n in &resolved {
+                    if runtime.is_running(n) {
+                        return Err(NemesisError::Refused(format!(
+                            "cannot truncate-log: {} is running (crash or stop it first)",
+                            node_name(n)
+                        )));
+                    }
+                    let cut = disk::truncate_log(
+                        &runtime.data_dir(n)?,
+                        &t.partition.topic,
+                        t.partition.partition as i32,
+                        how,
+                    )
+                    .map_err(|e| NemesisError::Disk(e.to_string()))?;
+                    cuts.push(json!({ "node": node_name(n), "cut": cut }));
+                }
+                detail = json!({ "cut": cuts });
+            }
+            Fault::Isolate(_) | Fault::Bridge(_) | Fault::NodeFromEtcd(_) => {
+                let mut blocked = Vec::new();
+                for &n in &resolved {
+                    let spec = match fault {
+                        Fault::Isolate(_) => PartitionSpec::Isolate(n),
+                        Fault::Bridge(_) => PartitionSpec::Bridge(n),
+                        _ => PartitionSpec::NodeFromEtcd(n),
+                    };
+                    blocked.extend(self.partition(runtime, &spec, &nodes).await?);
+                }
+                detail = json!({ "blocked": blocked });
+            }
+            Fault::MajorityMinority(_) => {
+                let spec = PartitionSpec::MajorityMinority {
+                    minority: resolved.clone(),
+                };
+                detail = json!({ "blocked": self.partition(runtime, &spec, &nodes).await? });
+            }
+            Fault::OneWay(one_way) => {
+                let from = self.single(&one_way.from, view, &nodes)?;
+                let to = self.single(&one_way.to, view, &nodes)?;
+                resolved = vec![from, to];
+                let spec = PartitionSpec::OneWay { from, to };
+                detail = json!({ "blocked": self.partition(runtime, &spec, &nodes).await? });
+            }
+            Fault::Heal => {
+                self.partitions
+                    .heal(runtime.proxies())
+                    .await
+                    .map_err(|e| NemesisError::Partition(e.to_string()))?;
+            }
+        }
+        let mut value = described(fault);
+        let names: Vec<String> = resolved.iter().map(|&n| node_name(n)).collect();
+        value["nodes"] = json!(names);
+        if let (Value::Object(value), Value::Object(detail)) = (&mut value, detail) {
+            value.extend(detail);
+        }
+        Ok(value)
+    }
+
+    async fn partition<R: Runtime>(
+        &mut self,
+        runtime: &R,
+        spec: &PartitionSpec,
+        nodes: &[NodeId],
+    ) -> Result<Vec<String>, NemesisError> {
+        let blocked = self
+            .partitions
+            .apply(runtime.proxies(), spec, nodes)
+            .await
+            .map_err(|e| match e {
+                partition::PartitionError::Proxy(e) => NemesisError::Partition(e.to_string()),
+                // The targets do not make the partition asked for (e.g. a
+                // "minority" as large as the rest): the schedule's assumption failed.
+                other => NemesisError::Refused(other.to_string()),
+            })?;
+        Ok(blocked
+            .iter()
+            .map(|(from, to)| format!("{}->{}", endpoint(from), endpoint(to)))
+            .collect())
+    }
+
+    fn single(
+        &mut self,
+        target: &Target,
+        view: &ClusterView,
+        nodes: &[NodeId],
+    ) -> Result<NodeId, NemesisError> {
+        match self.resolve(target, view, nodes)?.as_slice() {
+            [one] => Ok(*one),
+            several => Err(NemesisError::Refused(format!(
+                "{target} resolves to {} nodes; one-way needs one on each side",
+                several.len()
+            ))),
+        }
+    }
+}
+
+fn endpoint(endpoint: &partition::Endpoint) -> String {
+    match endpoint {
+        partition::Endpoint::Broker(n) => node_name(*n),
+        partition::Endpoint::Etcd => "etcd".into(),
+    }
+}
+
+fn running<R: Runtime>(runtime: &R, node: NodeId, verb: &str) -> Result<(), NemesisError> {
+    if runtime.is_running(node) {
+        Ok(())
+    } else {
+        Err(NemesisError::Refused(format!(
+            "cannot {verb}: {} is not running",
+            node_name(node)
+        )))
+    }
+}
+
+/// SplitMix64: a tiny seeded generator, enough to pick nodes reproducibly.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}

@@ -20,6 +20,7 @@ pub mod finding;
 pub mod payload;
 pub mod record;
 pub mod segment;
+pub mod state_change;
 
 use std::collections::BTreeMap;
 use std::fs;

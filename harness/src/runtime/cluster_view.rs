@@ -23,6 +23,10 @@ pub struct PartitionView {
     /// `None` before the controller elected one, or when it recorded -1.
     pub leader: Option<u32>,
     pub isr: Vec<u32>,
+    /// The leader epoch recorded with the leader (-1 before the first election).
+    pub leader_epoch: i32,
+    /// The controller epoch of the controller that wrote this state.
+    pub controller_epoch: i32,
 }
 
 impl ClusterView {
@@ -85,8 +89,15 @@ impl ClusterView {
                 .filter(|l| *l >= 0)
                 .map(|l| l as u32);
             partition.isr = state.get("isr").map(ids).unwrap_or_default();
+            let int = |key: &str| state.get(key).and_then(Value::as_i64).unwrap_or(-1) as i32;
+            partition.leader_epoch = int("leader_epoch");
+            partition.controller_epoch = int("controller_epoch");
         }
         Ok(view)
+    }
+
+    pub fn partition(&self, topic: &str, partition: u32) -> Option<&PartitionView> {
+        self.partitions.get(&(topic.to_owned(), partition))
     }
 
     /// Ready: a controller, all `brokers` registered, and every partition with a
@@ -134,6 +145,7 @@ mod tests {
             replicas: vec![1, 2, 3],
             leader,
             isr: isr.to_vec(),
+            ..PartitionView::default()
         }
     }
 

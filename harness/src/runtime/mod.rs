@@ -100,6 +100,12 @@ pub trait Runtime {
     async fn pause_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
     /// SIGCONT.
     fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
+    /// Whether the node's process exists (paused counts as running).
+    fn is_running(&self, node: NodeId) -> bool;
+    /// Whether the node is stopped by SIGSTOP (state T), ours or a failpoint's.
+    fn is_paused(&self, node: NodeId) -> Result<bool, RuntimeError>;
+    /// The node's own address, bypassing every proxy: for observation only.
+    fn observe_address(&self, node: NodeId) -> Option<String>;
     /// Where a workload client reaches the node (through its client proxy).
     fn client_address(&self, node: NodeId) -> Result<String, RuntimeError>;
     /// etcd, directly: for observation only.

@@ -36,7 +36,8 @@ const UPSTREAM_NOT_YET: &str = "127.0.0.1:9";
 /// How often a wait re-checks its condition; every wait also has a deadline.
 const POLL_MS: u64 = 20;
 
-/// What to start. Paths are resolved before anything runs ([`ProcessConfig::preflight`]).
+/// What to start; the layout under `run_dir` is `etcd.log`, `proxy.log`, and per
+/// broker `b<i>/broker.log`, `b<i>/broker.toml` and `b<i>/data/`. Paths are resolved before anything runs ([`ProcessConfig::preflight`]).
 #[derive(Clone, Debug)]
 pub struct ProcessConfig {
     pub brokers: u32,
@@ -49,6 +50,12 @@ pub struct ProcessConfig {
     pub lease_ttl_s: u32,
     /// Extra flags for every broker (e.g. `--flush-messages 1`).
     pub broker_args: Vec<String>,
+    /// Per node: broker settings (the config file's snake_case keys), written
+    /// to `b<i>/broker.toml` and passed with `--config`. A node's
+    /// `lease_ttl_s` there replaces [`ProcessConfig::lease_ttl_s`].
+    pub node_settings: BTreeMap<NodeId, BTreeMap<String, toml::Value>>,
+    /// Per node: extra environment (e.g. `EPOCHAL_FAILPOINTS`).
+    pub node_env: BTreeMap<NodeId, Vec<(String, String)>>,
     pub start_timeout: Duration,
 }
 
@@ -61,6 +68,8 @@ impl ProcessConfig {
             run_dir: run_dir.into(),
             lease_ttl_s: 2,
             broker_args: Vec::new(),
+            node_settings: BTreeMap::new(),
+            node_env: BTreeMap::new(),
             start_timeout: Duration::from_secs(20),
         }
     }
@@ -187,6 +196,7 @@ impl Drop for Guarded {
 
 struct Broker {
     args: Vec<String>,
+    env: Vec<(String, String)>,
     data_dir: PathBuf,
     log: PathBuf,
     process: Option<Guarded>,
@@ -245,6 +255,11 @@ impl ProcessRuntime {
             let dir = config.run_dir.join(format!("b{i}"));
             let data_dir = dir.join("data");
             std::fs::create_dir_all(&data_dir).map_err(io("creating a data dir"))?;
+            let settings = config.node_settings.get(&i);
+            let lease_ttl_s = settings
+                .and_then(|s| s.get("lease_ttl_s"))
+                .and_then(toml::Value::as_integer)
+                .map_or(config.lease_ttl_s.to_string(), |l| l.to_string());
             let mut args = vec![
                 "--node-id".to_string(),
                 i.to_string(),
@@ -257,8 +272,15 @@ impl ProcessRuntime {
                 "--etcd".into(),
                 format!("http://{}", links[&Link::BrokerToEtcd(i)]),
                 "--lease-ttl-s".into(),
-                config.lease_ttl_s.to_string(),
+                lease_ttl_s,
             ];
+            if let Some(settings) = settings.filter(|s| !s.is_empty()) {
+                let file = dir.join("broker.toml");
+                let text = toml::to_string(settings).expect("settings are TOML values");
+                std::fs::write(&file, text).map_err(io("writing a broker config file"))?;
+                args.push("--config".into());
+                args.push(file.display().to_string());
+            }
             for &j in nodes.iter().filter(|&&j| j != i) {
                 args.push("--peer".into());
                 args.push(format!(
@@ -271,8 +293,9 @@ impl ProcessRuntime {
                 i,
                 Broker {
                     args,
+                    env: config.node_env.get(&i).cloned().unwrap_or_default(),
                     data_dir,
-                    log: config.run_dir.join(format!("b{i}.log")),
+                    log: dir.join("broker.log"),
                     process: None,
                     address: None,
                 },
@@ -495,17 +518,30 @@ impl Runtime for ProcessRuntime {
         if broker.process.is_some() {
             return Err(RuntimeError::AlreadyRunning(node));
         }
+        // A previous incarnation's `listening` names its old port; the broker
+        // removes it at start, but only once it runs, and a read before that
+        // would point the proxies at a dead port. Remove it before the spawn.
+        let listening = broker.data_dir.join("listening");
+        match std::fs::remove_file(&listening) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(RuntimeError::Io {
+                    what: format!("removing {}", listening.display()),
+                    source,
+                });
+            }
+        }
         let mut command = Command::new(broker_bin);
         command.args(&broker.args);
-        let listening = broker.data_dir.join("listening");
+        command.envs(broker.env.iter().map(|(k, v)| (k, v)));
         broker.process = Some(Guarded::spawn(
             command,
             format!("broker {node}"),
             broker.log.clone(),
             Stdio::null(),
         )?);
-        // The broker removes `listening` at start and writes it atomically once
-        // it serves, so a file from a previous incarnation is never read as this one.
+        // The broker writes `listening` atomically once it serves.
         let deadline = Instant::now() + timeout;
         let address = loop {
             if let Ok(address) = std::fs::read_to_string(&listening) {
@@ -546,6 +582,10 @@ impl Runtime for ProcessRuntime {
         let timeout = self.config.start_timeout;
         let process = self.running(node)?;
         signal::terminate(process.pid())?;
+        // A stopped process acts on SIGTERM only once continued.
+        if signal::is_stopped(process.pid())? {
+            signal::resume(process.pid())?;
+        }
         let deadline = Instant::now() + timeout;
         while process.child.try_wait().ok().flatten().is_none() {
             if Instant::now() > deadline {
@@ -595,6 +635,21 @@ impl Runtime for ProcessRuntime {
     fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
         let pid = self.running(node)?.pid();
         Ok(signal::resume(pid)?)
+    }
+
+    fn is_running(&self, node: NodeId) -> bool {
+        self.pid(node).is_some()
+    }
+
+    fn is_paused(&self, node: NodeId) -> Result<bool, RuntimeError> {
+        match self.pid(node) {
+            Some(pid) => Ok(signal::is_stopped(pid)?),
+            None => Ok(false),
+        }
+    }
+
+    fn observe_address(&self, node: NodeId) -> Option<String> {
+        self.direct_address(node).map(str::to_owned)
     }
 
     fn client_address(&self, node: NodeId) -> Result<String, RuntimeError> {

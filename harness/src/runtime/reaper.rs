@@ -34,7 +34,10 @@ pub fn unregister(pgid: i32) {
     }
 }
 
-/// Installs the SIGINT/SIGTERM handler once per process.
+/// Installs the SIGINT/SIGTERM handler once per process. The handler kills
+/// every recorded group, reaps the leaders, and exits 128 + the signal; the
+/// run's files need nothing more, because the history and harness.log are
+/// written a whole line at a time.
 pub fn install() {
     INSTALL.call_once(|| {
         let action = SigAction::new(
@@ -58,8 +61,17 @@ extern "C" fn on_signal(signal: libc::c_int) {
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
     }
-    // The killed children are reaped by init once we are gone; the exit status
-    // says which signal ended the run, as a shell would.
+    // Reap each group leader (waitpid is async-signal-safe; SIGKILL makes the
+    // wait short), so none is left even as a zombie for a parent that never
+    // reaps. The exit status says which signal ended the run, as a shell would.
+    for slot in &GROUPS {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 0 {
+            let mut status = 0;
+            // SAFETY: waitpid is async-signal-safe; the pid is our own child.
+            unsafe { libc::waitpid(pgid, &mut status, 0) };
+        }
+    }
     // SAFETY: _exit is async-signal-safe and skips atexit handlers.
     unsafe { libc::_exit(128 + signal) };
 }

@@ -63,6 +63,9 @@ pub struct Workload {
     pub await_timeout_ms: u64,
     /// Bound on one client request.
     pub request_timeout_ms: u64,
+    /// Seeds the nemesis's choices (`random minority`), so a schedule resolves
+    /// the same way on every run.
+    pub seed: u64,
 }
 
 impl Default for Workload {
@@ -73,6 +76,7 @@ impl Default for Workload {
             compression: Compression::None,
             await_timeout_ms: 30_000,
             request_timeout_ms: 10_000,
+            seed: 0,
         }
     }
 }

@@ -1,0 +1,311 @@
+//! Observation: what an `await` step waits on, seen only over connections no
+//! fault touches — etcd directly (leaders, ISRs, the controller), each broker's
+//! own port bypassing its proxies (offsets, asked as Kafka's debugging consumer),
+//! files in the data directory (checkpoints, the state-change log) and the
+//! process table (a SIGSTOPped node). A wait polls with a deadline; when the
+//! deadline passes it reports the condition and the last thing it saw.
+
+use std::time::{Duration, Instant};
+
+use crate::reader::checkpoint::{
+    RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, parse_offsets,
+};
+use crate::reader::state_change::read_state_changes;
+use crate::runtime::{ClusterView, NodeId, Runtime, RuntimeError};
+use crate::schedule::PartitionRef;
+use crate::schedule::condition::{Checkpoint, Condition, Offset};
+use crate::workload::kafka_client::KafkaClient;
+
+/// How often a wait re-checks; each check is cheap (one etcd range read, or
+/// one small request, or one file read).
+const POLL: Duration = Duration::from_millis(50);
+/// Bound on one observation request to a broker's own port.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ObserveError {
+    #[error("etcd (observation): {0}")]
+    Etcd(#[from] etcd_client::Error),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error("{condition:?} not within {timeout:?}; last seen: {seen}")]
+    Timeout {
+        condition: String,
+        timeout: Duration,
+        seen: String,
+    },
+}
+
+/// The answer of one look at the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    Met(String),
+    NotYet(String),
+}
+
+/// `b3` → 3. Names are validated when the schedule is parsed.
+pub fn node_id(name: &str) -> NodeId {
+    name.trim_start_matches('b')
+        .parse()
+        .expect("node names are validated at parse time")
+}
+
+pub fn node_name(id: NodeId) -> String {
+    format!("b{id}")
+}
+
+pub struct Observer {
+    etcd: etcd_client::Client,
+}
+
+impl Observer {
+    pub async fn connect(endpoint: &str) -> Result<Self, ObserveError> {
+        let options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_timeout(Duration::from_secs(5));
+        Ok(Observer {
+            etcd: etcd_client::Client::connect([endpoint], Some(options)).await?,
+        })
+    }
+
+    /// The cluster as etcd records it now.
+    pub async fn view(&mut self) -> Result<ClusterView, ObserveError> {
+        Ok(ClusterView::read(&mut self.etcd).await?)
+    }
+
+    /// Polls `condition` until it holds or `timeout` passes.
+    pub async fn await_condition<R: Runtime>(
+        &mut self,
+        runtime: &R,
+        condition: &Condition,
+        timeout: Duration,
+    ) -> Result<String, ObserveError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let seen = match self.check(runtime, condition).await {
+                Ok(Seen::Met(seen)) => return Ok(seen),
+                Ok(Seen::NotYet(seen)) => seen,
+                // etcd answering slowly is no reason to give up before the deadline.
+                Err(ObserveError::Etcd(e)) => format!("etcd: {e}"),
+                Err(e) => return Err(e),
+            };
+            if Instant::now() >= deadline {
+                return Err(ObserveError::Timeout {
+                    condition: condition.to_string(),
+                    timeout,
+                    seen,
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// One look.
+    pub async fn check<R: Runtime>(
+        &mut self,
+        runtime: &R,
+        condition: &Condition,
+    ) -> Result<Seen, ObserveError> {
+        let verdict = |met: bool, seen: String| {
+            if met {
+                Seen::Met(seen)
+            } else {
+                Seen::NotYet(seen)
+            }
+        };
+        Ok(match condition {
+            Condition::LeaderIs { partition, node } => {
+                let view = self.view().await?;
+                let leader = leader_of(&view, partition);
+                if leader != Some(node_id(node)) {
+                    return Ok(Seen::NotYet(format!(
+                        "leader of {partition} is {}",
+                        show_node(leader)
+                    )));
+                }
+                // Named in etcd is not yet leading: the node must also have
+                // applied the LeaderAndIsr that made it leader in this epoch, so
+                // a produce sent next reaches a leader, not NOT_LEADER.
+                let epoch = view
+                    .partition(&partition.topic, partition.partition)
+                    .map_or(-1, |p| p.leader_epoch);
+                let applied = applied_leader_and_isr(runtime, node, partition)?;
+                let leading = applied
+                    .iter()
+                    .any(|&(leader, e)| leader == node_id(node) as i32 && e == epoch);
+                verdict(
+                    leading,
+                    format!(
+                        "leader of {partition} is {node} in epoch {epoch}{}",
+                        if leading {
+                            ""
+                        } else {
+                            ", not yet applied by it"
+                        }
+                    ),
+                )
+            }
+            Condition::InIsr {
+                node,
+                partition,
+                member,
+            } => {
+                let view = self.view().await?;
+                let isr = view
+                    .partition(&partition.topic, partition.partition)
+                    .map(|p| p.isr.clone())
+                    .unwrap_or_default();
+                verdict(
+                    isr.contains(&node_id(node)) == *member,
+                    format!("ISR of {partition} is {isr:?}"),
+                )
+            }
+            Condition::ControllerIs { node, is } => {
+                let view = self.view().await?;
+                verdict(
+                    (view.controller == Some(node_id(node))) == *is,
+                    format!("controller is {}", show_node(view.controller)),
+                )
+            }
+            Condition::OffsetAtLeast {
+                offset,
+                node,
+                partition,
+                at_least,
+            } => {
+                let name = match offset {
+                    Offset::Hw => "HW",
+                    Offset::Leo => "LEO",
+                };
+                match replica_offsets(runtime, node_id(node), partition).await {
+                    Ok((hw, leo)) => {
+                        let value = if *offset == Offset::Hw { hw } else { leo };
+                        verdict(
+                            value >= *at_least,
+                            format!("{name} of {node} for {partition} is {value}"),
+                        )
+                    }
+                    Err(why) => Seen::NotYet(format!("{name} of {node} for {partition}: {why}")),
+                }
+            }
+            Condition::CheckpointIs {
+                checkpoint,
+                node,
+                partition,
+                value,
+            } => {
+                let file = match checkpoint {
+                    Checkpoint::Hw => REPLICATION_OFFSET_CHECKPOINT,
+                    Checkpoint::RecoveryPoint => RECOVERY_POINT_OFFSET_CHECKPOINT,
+                };
+                let path = runtime.data_dir(node_id(node))?.join(file);
+                let found = std::fs::read_to_string(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| parse_offsets(&path, &text).map_err(|e| e.to_string()))
+                    .map(|entries| {
+                        entries
+                            .into_iter()
+                            .find(|e| {
+                                e.topic == partition.topic
+                                    && e.partition == partition.partition as i32
+                            })
+                            .map(|e| e.offset)
+                    });
+                match found {
+                    Ok(Some(offset)) => verdict(
+                        offset == *value as i64,
+                        format!("{file} of {node} has {partition} at {offset}"),
+                    ),
+                    Ok(None) => Seen::NotYet(format!("{file} of {node} has no {partition}")),
+                    // Absent until first written; a torn read retries.
+                    Err(why) => Seen::NotYet(format!("{file} of {node}: {why}")),
+                }
+            }
+            Condition::AppliedLeaderAndIsr {
+                node,
+                partition,
+                leader_epoch,
+            } => {
+                let applied: Vec<i32> = applied_leader_and_isr(runtime, node, partition)?
+                    .into_iter()
+                    .map(|(_, epoch)| epoch)
+                    .collect();
+                verdict(
+                    applied.contains(&(*leader_epoch as i32)),
+                    format!(
+                        "{node} applied LeaderAndIsr for {partition} with leader epochs {applied:?}"
+                    ),
+                )
+            }
+            Condition::Stopped { node } => {
+                let id = node_id(node);
+                let paused = runtime.is_paused(id)?;
+                verdict(
+                    paused,
+                    if paused {
+                        format!("{node} is stopped")
+                    } else if runtime.is_running(id) {
+                        format!("{node} is running")
+                    } else {
+                        format!("{node} is not running")
+                    },
+                )
+            }
+        })
+    }
+}
+
+/// (leader, leader epoch) of every LeaderAndIsr `node` applied for `partition`,
+/// from its state-change log; a log that cannot be read yet reads as empty.
+fn applied_leader_and_isr<R: Runtime>(
+    runtime: &R,
+    node: &str,
+    partition: &PartitionRef,
+) -> Result<Vec<(i32, i32)>, ObserveError> {
+    let dir = runtime.data_dir(node_id(node))?;
+    Ok(read_state_changes(&dir)
+        .map(|entries| {
+            entries
+                .iter()
+                .filter(|e| {
+                    e.request == "LeaderAndIsr"
+                        && e.applied()
+                        && e.topic == partition.topic
+                        && e.partition == partition.partition as i32
+                })
+                .map(|e| (e.leader, e.leader_epoch))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+pub fn leader_of(view: &ClusterView, partition: &PartitionRef) -> Option<NodeId> {
+    view.partition(&partition.topic, partition.partition)
+        .and_then(|p| p.leader)
+}
+
+fn show_node(node: Option<NodeId>) -> String {
+    node.map_or_else(|| "none".to_owned(), node_name)
+}
+
+/// (HW, LEO) of one replica, asked on the broker's own port.
+pub async fn replica_offsets<R: Runtime>(
+    runtime: &R,
+    node: NodeId,
+    partition: &PartitionRef,
+) -> Result<(u64, u64), String> {
+    let address = runtime
+        .observe_address(node)
+        .ok_or_else(|| format!("{} is not running", node_name(node)))?;
+    let mut client = KafkaClient::connect(&address, "epochal-observer", PROBE_TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())?;
+    let offsets = client
+        .replica_offsets(&partition.topic, partition.partition as i32)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((
+        offsets.high_watermark.max(0) as u64,
+        offsets.log_end_offset.max(0) as u64,
+    ))
+}

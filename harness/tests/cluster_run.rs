@@ -1,0 +1,369 @@
+//! `epochal run` end to end, as a user runs it: the real binary, a real etcd,
+//! the proxy and three brokers, schedules from `tests/schedules/`. Each run's
+//! store is a temp dir; the assertions read what the run left there.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use epochal::history::{Op, OpType, Process, read_history};
+use serde_json::Value;
+
+fn schedule(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/schedules")
+        .join(name)
+}
+
+fn epochal() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_epochal"))
+}
+
+fn run(schedule: &Path, store: &Path, extra: &[&str]) -> Output {
+    epochal()
+        .arg("run")
+        .arg(schedule)
+        .arg("--store")
+        .arg(store)
+        .arg("--quiet")
+        .args(extra)
+        .output()
+        .expect("epochal runs")
+}
+
+fn show(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn latest(store: &Path) -> PathBuf {
+    std::fs::canonicalize(store.join("latest")).expect("store/latest points at the run")
+}
+
+/// The completions of nemesis ops with this `f`.
+fn nemesis<'a>(ops: &'a [Op], f: &str) -> Vec<&'a Op> {
+    ops.iter()
+        .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info && op.f == f)
+        .collect()
+}
+
+fn nodes(op: &Op) -> Vec<String> {
+    serde_json::from_value(op.value["nodes"].clone()).unwrap()
+}
+
+/// `epochal inspect --compact` of a node's frozen data dir: its t-0 records.
+fn inspected_records(run_dir: &Path, node: &str) -> Value {
+    let output = epochal()
+        .args(["inspect", "--compact"])
+        .arg(run_dir.join("nodes").join(node).join("data"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", show(&output));
+    let compact: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let replica = compact["replicas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["topic"] == "t" && r["partition"] == 0)
+        .unwrap_or_else(|| panic!("{node} holds no t-0: {compact}"))
+        .clone();
+    assert_eq!(replica["findings"], Value::Null, "{node}: {replica}");
+    replica["records"].clone()
+}
+
+fn broker_log(run_dir: &Path, node: &str) -> String {
+    std::fs::read_to_string(run_dir.join("nodes").join(node).join("broker.log")).unwrap()
+}
+
+#[test]
+fn cluster_run_kills_the_leader_and_keeps_history_logs_and_identical_replicas() {
+    let store = tempfile::tempdir().unwrap();
+    let output = run(&schedule("crash_restart.toml"), store.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("status: completed"), "{stdout}");
+    assert!(stdout.contains("t-0: identical on b1, b2, b3"), "{stdout}");
+
+    let dir = latest(store.path());
+    assert!(
+        dir.starts_with(std::fs::canonicalize(store.path().join("adhoc/crash_restart")).unwrap())
+    );
+    let applied = std::fs::read_to_string(dir.join("schedule.toml")).unwrap();
+    assert!(applied.contains("min_insync_replicas = 2"), "{applied}");
+    assert!(
+        std::fs::read_to_string(dir.join("harness.log"))
+            .unwrap()
+            .contains("completed")
+    );
+
+    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
+    let crash = nemesis(&ops, "crash");
+    assert_eq!(crash.len(), 1);
+    assert_eq!(crash[0].value["target"], "leader of t-0");
+    assert_eq!(nodes(crash[0]), ["b1"]);
+    let sends: Vec<&Op> = ops
+        .iter()
+        .filter(|op| op.f == "send" && op.kind == OpType::Ok)
+        .collect();
+    assert_eq!(sends.len(), 2);
+    assert_eq!(sends[0].value["node"], "b1");
+    assert_eq!(sends[0].value["offsets"], serde_json::json!([0, 1, 2]));
+    assert_eq!(sends[1].value["node"], "b2");
+    assert_eq!(sends[1].value["offsets"], serde_json::json!([3, 4]));
+    let poll = ops
+        .iter()
+        .find(|op| op.f == "poll" && op.kind == OpType::Ok)
+        .unwrap();
+    assert_eq!(
+        poll.value["records"],
+        serde_json::json!([[0, 1], [1, 2], [2, 3], [3, 4], [4, 5]])
+    );
+
+    // Every node's log and frozen data dir are in the store, and the replicas
+    // are the same record for record, epoch for epoch.
+    let expected = serde_json::json!([
+        [0, 0, "1"],
+        [1, 0, "2"],
+        [2, 0, "3"],
+        [3, 1, "4"],
+        [4, 1, "5"]
+    ]);
+    for node in ["b1", "b2", "b3"] {
+        assert!(broker_log(&dir, node).contains("broker ready"));
+        assert_eq!(inspected_records(&dir, node), expected, "{node}");
+    }
+    // b1 was killed and started again: two incarnations in one log.
+    assert_eq!(broker_log(&dir, "b1").matches("broker ready").count(), 2);
+}
+
+#[test]
+fn cluster_run_fires_every_fault_kind_and_records_what_each_resolved_to() {
+    let store = tempfile::tempdir().unwrap();
+    let output = run(&schedule("every_fault.toml"), store.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    let dir = latest(store.path());
+    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
+
+    let one = |f: &str| -> &Op {
+        let found = nemesis(&ops, f);
+        assert_eq!(found.len(), 1, "{f}: {found:?}");
+        assert_eq!(found[0].error, None, "{f}");
+        found[0]
+    };
+    // Targets resolved when fired: the leader was b1, then b2 led and its
+    // lowest in-sync follower was b1.
+    assert_eq!(nodes(one("pause")), ["b1"]);
+    assert_eq!(nodes(one("resume")), ["b1"]);
+    assert_eq!(nodes(one("stop")), ["b3"]);
+    assert_eq!(nodes(one("start")), ["b3"]);
+    assert_eq!(nodes(one("power-loss")), ["b3"]);
+    assert_eq!(nodes(one("crash")), ["b1"]);
+    assert_eq!(nodes(one("truncate-log")), ["b1"]);
+    assert_eq!(nodes(one("isolate")), ["b3"]);
+    assert_eq!(nodes(one("one-way")), ["b2", "b3"]);
+    assert_eq!(nodes(one("node-from-etcd")), ["b3"]);
+    assert_eq!(nemesis(&ops, "heal").len(), 3);
+
+    // Partitions name the directed pairs they cut.
+    let blocked = |f: &str| -> Vec<String> {
+        serde_json::from_value(one(f).value["blocked"].clone()).unwrap()
+    };
+    assert_eq!(blocked("one-way"), ["b2->b3"]);
+    assert_eq!(blocked("node-from-etcd"), ["b3->etcd", "etcd->b3"]);
+    let isolate = blocked("isolate");
+    for pair in [
+        "b3->b1", "b1->b3", "b3->b2", "b2->b3", "b3->etcd", "etcd->b3",
+    ] {
+        assert!(isolate.iter().any(|p| p == pair), "{pair} in {isolate:?}");
+    }
+
+    // The disk faults say what they cut: power loss took b3 back to its
+    // recovery point (3) from 5; truncate-log took b1 to offset 1.
+    let power = one("power-loss").value.to_string();
+    assert!(power.contains("\"log_end_offset_before\":5"), "{power}");
+    assert!(power.contains("\"log_end_offset_after\":3"), "{power}");
+    let truncated = one("truncate-log").value.to_string();
+    assert!(
+        truncated.contains("\"log_end_offset_after\":1"),
+        "{truncated}"
+    );
+
+    // A stop is a clean shutdown; a crash and a power loss are not.
+    assert!(broker_log(&dir, "b3").contains("stopped cleanly"));
+    assert!(!broker_log(&dir, "b1").contains("stopped cleanly"));
+    assert_eq!(broker_log(&dir, "b1").matches("broker ready").count(), 2);
+    assert_eq!(broker_log(&dir, "b3").matches("broker ready").count(), 3);
+
+    // After all of it, one log on every replica.
+    let b2 = inspected_records(&dir, "b2");
+    assert_eq!(b2.as_array().unwrap().len(), 6, "{b2}");
+    for node in ["b1", "b3"] {
+        assert_eq!(inspected_records(&dir, node), b2, "{node}");
+    }
+}
+
+/// The children of `pid`, from /proc.
+fn children(pid: u32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The fields after the parenthesised command: state, ppid, ...
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
+        if ppid == pid {
+            found.push(child);
+        }
+    }
+    found
+}
+
+#[test]
+fn cluster_run_interrupted_leaves_no_child_and_a_valid_history() {
+    let store = tempfile::tempdir().unwrap();
+    let mut child = epochal()
+        .arg("run")
+        .arg(schedule("await_forever.toml"))
+        .arg("--store")
+        .arg(store.path())
+        .arg("--quiet")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run is inside its long await, with writes acknowledged.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let log =
+            std::fs::read_to_string(store.path().join("latest/harness.log")).unwrap_or_default();
+        if log.contains("await b2 is stopped") {
+            break;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("epochal exited early: {status}; harness.log:\n{log}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run never reached its await:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pids = children(child.id());
+    // etcd, the proxy and three brokers.
+    assert_eq!(pids.len(), 5, "children {pids:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "epochal did not exit on SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130), "exit status {status}");
+    for pid in pids {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "child {pid} is still there after SIGINT"
+        );
+    }
+    let dir = latest(store.path());
+    let ops = read_history(dir.join("history.jsonl")).expect("the history so far is valid");
+    let acked = ops
+        .iter()
+        .filter(|op| op.f == "send" && op.kind == OpType::Ok)
+        .count();
+    assert_eq!(acked, 1, "{ops:?}");
+    assert!(dir.join("nodes/b1/broker.log").is_file());
+}
+
+fn expect_usage_error(output: &Output, mentions: &[&str]) {
+    assert_eq!(output.status.code(), Some(3), "{}", show(output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for m in mentions {
+        assert!(stderr.contains(m), "stderr should mention {m:?}:\n{stderr}");
+    }
+}
+
+const HEAD: &str = r#"[cluster]
+brokers = 3
+
+[[cluster.topic]]
+name = "t"
+partitions = 1
+replication_factor = 3
+"#;
+
+#[test]
+fn run_rejects_a_malformed_schedule_naming_line_and_key_before_starting_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let cases: &[(&str, &[&str])] = &[
+        // A typo in a step key: line 10, key `awiat`.
+        (
+            "[[step]]\nawiat = \"leader of t-0 is b1\"\n",
+            &["typo.toml:10:", "awiat"],
+        ),
+        ("[[step]]\nfault = { crash = \"b7\" }\n", &["b7"]),
+        (
+            "[[step]]\nproduce = { partition = \"t-9\", values = [1] }\n",
+            &["t-9"],
+        ),
+        (
+            "[cluster.settings]\nflush_everything = true\n",
+            &["flush_everything"],
+        ),
+    ];
+    for (body, mentions) in cases {
+        let file = dir.path().join("typo.toml");
+        std::fs::write(&file, format!("{HEAD}\n{body}")).unwrap();
+        expect_usage_error(&run(&file, &store, &[]), mentions);
+    }
+    let file = dir.path().join("fine.toml");
+    std::fs::write(&file, HEAD).unwrap();
+    expect_usage_error(&run(&file, &store, &["--set", "bogus=1"]), &["bogus"]);
+    expect_usage_error(
+        &run(&file, &store, &["--set", "truncation=sideways"]),
+        &["truncation", "sideways"],
+    );
+    expect_usage_error(
+        &run(&dir.path().join("absent.toml"), &store, &[]),
+        &["absent.toml"],
+    );
+    // Nothing was started, so nothing was stored.
+    assert!(!store.join("adhoc").exists());
+}
+
+#[test]
+fn run_names_missing_binaries_as_a_harness_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fine.toml");
+    std::fs::write(&file, HEAD).unwrap();
+    let output = epochal()
+        .arg("run")
+        .arg(&file)
+        .arg("--store")
+        .arg(dir.path().join("store"))
+        .arg("--quiet")
+        .env("EPOCHAL_BIN_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4), "{}", show(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("epochal-broker") && stderr.contains("epochal-proxy"),
+        "{stderr}"
+    );
+}
