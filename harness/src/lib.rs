@@ -6,6 +6,7 @@
 //! replica state — never the broker's code) and `cli`; will hold `nemesis`,
 //! `checker`, `store`, `report` and `gate`.
 
+pub mod checker;
 pub mod cli;
 pub mod history;
 pub mod nemesis;
@@ -15,4 +16,5 @@ pub mod run;
 pub mod runtime;
 pub mod schedule;
 pub mod store;
+pub mod timeline;
 pub mod workload;

@@ -512,6 +512,15 @@ impl Run<'_> {
         }
     }
 
+    async fn partition_state(
+        &mut self,
+        partition: &PartitionRef,
+    ) -> Option<crate::runtime::PartitionView> {
+        let view = self.observer().view().await.ok()?;
+        view.partition(&partition.topic, partition.partition)
+            .cloned()
+    }
+
     async fn client(&mut self, node: NodeId) -> Result<&mut KafkaClient, ClientError> {
         if !self.clients.contains_key(&node) {
             let address = self
@@ -602,6 +611,12 @@ impl Run<'_> {
                     Value::Null
                 };
                 value["offsets"] = offsets;
+                // The ISR as etcd records it just after the ack: the replicas
+                // the lost-write rule holds to account (DESIGN.md).
+                if let Some(state) = self.partition_state(&produce.partition).await {
+                    value["isr"] = json!(state.isr);
+                    value["leader_epoch"] = json!(state.leader_epoch);
+                }
                 (OpType::Ok, None)
             }
             Err((kind, e)) => {

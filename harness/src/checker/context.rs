@@ -1,0 +1,105 @@
+//! What the checkers look at, loaded from a run directory (store.rs has the
+//! layout), so a stored run can be checked again with no cluster.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::history::{Op, read_history};
+use crate::reader::state_change::{StateChange, read_state_changes};
+use crate::reader::{DataDirState, read_data_dir};
+use crate::schedule::Schedule;
+use crate::timeline::Timeline;
+
+/// Everything a run left: the checkers' input.
+#[derive(Debug, Clone, Default)]
+pub struct RunData {
+    pub dir: PathBuf,
+    pub schedule: Option<Schedule>,
+    /// Validated on load.
+    pub history: Vec<Op>,
+    /// Node name (`b1`) → its frozen data directory, as the reader saw it.
+    pub replicas: BTreeMap<String, DataDirState>,
+    /// Node name → its state-change log.
+    pub state_changes: BTreeMap<String, Vec<StateChange>>,
+    /// etcd's history of the partition-state and controller keys; `None` when
+    /// the run did not record one (checkers needing it are then unknown).
+    pub timeline: Option<Timeline>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{}: not a run directory (no history.jsonl)", .0.display())]
+    NotARun(PathBuf),
+    #[error(transparent)]
+    Schedule(#[from] crate::schedule::ScheduleError),
+    #[error(transparent)]
+    History(#[from] crate::history::HistoryError),
+    #[error(transparent)]
+    Read(#[from] crate::reader::ReadError),
+    #[error(transparent)]
+    StateChange(#[from] crate::reader::state_change::StateChangeError),
+    #[error("{}: {error}", path.display())]
+    Timeline { path: PathBuf, error: String },
+}
+
+impl RunData {
+    /// Loads a run directory: `schedule.toml`, `history.jsonl` (validated),
+    /// each `nodes/b<i>/data` through the reader, the state-change logs and
+    /// `timeline.json` when present.
+    pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        let history_path = dir.join("history.jsonl");
+        if !history_path.is_file() {
+            return Err(LoadError::NotARun(dir.to_owned()));
+        }
+        let schedule_path = dir.join("schedule.toml");
+        let schedule = if schedule_path.is_file() {
+            Some(Schedule::load(&schedule_path)?)
+        } else {
+            None
+        };
+        let history = read_history(&history_path)?;
+        let mut replicas = BTreeMap::new();
+        let mut state_changes = BTreeMap::new();
+        let nodes = dir.join("nodes");
+        if let Ok(entries) = std::fs::read_dir(&nodes) {
+            let mut names: Vec<String> = entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| crate::schedule::model::is_node_name(n))
+                .collect();
+            names.sort_by_key(|n| n[1..].parse::<u32>().unwrap_or(u32::MAX));
+            for name in names {
+                let data = nodes.join(&name).join("data");
+                if !data.is_dir() {
+                    continue;
+                }
+                state_changes.insert(name.clone(), read_state_changes(&data)?);
+                replicas.insert(name, read_data_dir(&data)?);
+            }
+        }
+        let timeline_path = dir.join("timeline.json");
+        let timeline = if timeline_path.is_file() {
+            let text =
+                std::fs::read_to_string(&timeline_path).map_err(|e| LoadError::Timeline {
+                    path: timeline_path.clone(),
+                    error: e.to_string(),
+                })?;
+            Some(
+                serde_json::from_str(&text).map_err(|e| LoadError::Timeline {
+                    path: timeline_path.clone(),
+                    error: e.to_string(),
+                })?,
+            )
+        } else {
+            None
+        };
+        Ok(RunData {
+            dir: dir.to_owned(),
+            schedule,
+            history,
+            replicas,
+            state_changes,
+            timeline,
+        })
+    }
+}
