@@ -11,6 +11,7 @@
 //! | 2 | unknown: the run could not decide (an await timed out, a checker could not run) |
 //! | 3 | usage error: bad arguments or a malformed schedule |
 //! | 4 | harness error: e.g. a data directory that does not exist, a node that will not start |
+//! | 130 | interrupted by SIGINT (143: SIGTERM); every child is killed and reaped first |
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -40,8 +41,80 @@ pub struct Cli {
 pub enum Command {
     /// Print a broker data directory's replica state, like Kafka's DumpLogSegments.
     Inspect(InspectArgs),
-    /// Run a schedule against a real cluster and keep everything in the store.
+    /// Run a schedule against a real cluster, keep everything in the store, check it.
     Run(RunArgs),
+    /// Re-check a stored run offline (no cluster): the same verdict `run` gave.
+    Check(CheckArgs),
+    /// Run again the schedule a stored run applied (its `schedule.toml`), or a schedule file.
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// A run directory (`<store>/adhoc/<schedule>/<timestamp>-<n>`, or `<store>/latest`).
+    pub run_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A run directory (its `schedule.toml`, settings included) or a schedule file.
+    pub source: PathBuf,
+    #[arg(long, value_enum, default_value = "process")]
+    pub runtime: RuntimeKind,
+    #[arg(long, default_value = "store")]
+    pub store: PathBuf,
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    #[arg(long, default_value = "etcd")]
+    pub etcd: PathBuf,
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `epochal check`: the exit code follows the table above.
+pub fn check(args: &CheckArgs, out: &mut impl Write) -> u8 {
+    match crate::report::check_dir(&args.run_dir) {
+        Ok(report) => {
+            let _ = writeln!(out, "run: {}", args.run_dir.display());
+            if let Err(e) = crate::report::write_report(&report, out) {
+                eprintln!("epochal: writing the report: {e}");
+            }
+            exit_code(report.verdict)
+        }
+        Err(e @ crate::checker::LoadError::NotARun(_)) => {
+            eprintln!("epochal: {e}");
+            EXIT_USAGE
+        }
+        Err(e) => {
+            eprintln!("epochal: {e}");
+            EXIT_HARNESS_ERROR
+        }
+    }
+}
+
+/// `epochal replay`: a run of the stored `schedule.toml` (or the file given).
+pub fn replay(args: &ReplayArgs, out: &mut impl Write) -> u8 {
+    // A stored run replays under its schedule's name, not "schedule".
+    let (schedule, name) = if args.source.is_dir() {
+        let dir = std::fs::canonicalize(&args.source).unwrap_or_else(|_| args.source.clone());
+        let name = dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        (args.source.join("schedule.toml"), name)
+    } else {
+        (args.source.clone(), None)
+    };
+    let run_args = RunArgs {
+        schedule,
+        runtime: args.runtime,
+        store: args.store.clone(),
+        sets: args.sets.clone(),
+        etcd: args.etcd.clone(),
+        quiet: args.quiet,
+        name,
+    };
+    run(&run_args, out)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -69,6 +142,9 @@ pub struct RunArgs {
     /// Do not echo harness.log to stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// The name runs are stored under (default: the schedule's file stem).
+    #[arg(skip)]
+    pub name: Option<String>,
 }
 
 /// `epochal run`: the exit code follows the table above.
@@ -77,6 +153,7 @@ pub fn run(args: &RunArgs, out: &mut impl Write) -> u8 {
     options.sets = args.sets.clone();
     options.etcd = args.etcd.clone();
     options.echo = !args.quiet;
+    options.name = args.name.clone();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -90,13 +167,12 @@ pub fn run(args: &RunArgs, out: &mut impl Write) -> u8 {
     };
     match runtime.block_on(crate::run::run(&options)) {
         Ok(report) => {
-            if let Err(e) = crate::run::write_summary(&report, out) {
+            if let Err(e) = crate::run::write_summary(&report, out)
+                .and_then(|()| crate::report::write_report(&report.report, out))
+            {
                 eprintln!("epochal: writing the summary: {e}");
             }
-            match report.status {
-                crate::run::RunStatus::Completed => EXIT_VALID,
-                crate::run::RunStatus::Unknown(_) => EXIT_UNKNOWN,
-            }
+            exit_code(report.report.verdict)
         }
         Err(e) => {
             eprintln!("epochal: {e}");
@@ -148,5 +224,14 @@ pub fn inspect(args: &InspectArgs, out: &mut impl Write) -> Result<(), InspectEr
         // `epochal inspect DIR | head` closing the pipe early is not an error.
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
+    }
+}
+
+/// The exit code of a verdict (the table above).
+pub fn exit_code(verdict: crate::checker::Verdict) -> u8 {
+    match verdict {
+        crate::checker::Verdict::Valid => EXIT_VALID,
+        crate::checker::Verdict::Invalid => EXIT_INVALID,
+        crate::checker::Verdict::Unknown => EXIT_UNKNOWN,
     }
 }

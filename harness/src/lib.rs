@@ -12,6 +12,7 @@ pub mod history;
 pub mod nemesis;
 pub mod observe;
 pub mod reader;
+pub mod report;
 pub mod run;
 pub mod runtime;
 pub mod schedule;

@@ -4,7 +4,7 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::Parser;
-use epochal::cli::{Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, inspect, run};
+use epochal::cli::{Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, check, inspect, replay, run};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -19,6 +19,8 @@ fn main() -> ExitCode {
     let result: anyhow::Result<()> = match &cli.command {
         Command::Inspect(args) => inspect(args, &mut io::stdout().lock()).map_err(Into::into),
         Command::Run(args) => return ExitCode::from(run(args, &mut io::stdout().lock())),
+        Command::Check(args) => return ExitCode::from(check(args, &mut io::stdout().lock())),
+        Command::Replay(args) => return ExitCode::from(replay(args, &mut io::stdout().lock())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -407,6 +407,10 @@ async fn start_etcd(
             "50",
             "--election-timeout",
             "300",
+            // Compaction off (0 = never): the checkers read etcd's whole
+            // revision history of the cluster's decisions (timeline.rs).
+            "--auto-compaction-retention",
+            "0",
         ]);
         let mut etcd = Guarded::spawn(command, "etcd".into(), log.clone(), Stdio::null())?;
         let deadline = Instant::now() + config.start_timeout;
