@@ -217,8 +217,8 @@ fn consumer_truncated_read_against_the_final_replica_logs() {
     assert_eq!(
         e.details["replicas"],
         json!({
-            "b1": {"value": null, "log_end_offset": 2},
-            "b2": {"value": 8, "log_end_offset": 3},
+            "b1": {"value": null, "log_end_offset": 2, "findings": 0},
+            "b2": {"value": 8, "log_end_offset": 3, "findings": 0},
         })
     );
     assert!(e.summary.contains("b1 holds nothing"), "{}", e.summary);

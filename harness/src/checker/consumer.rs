@@ -144,8 +144,9 @@ pub(crate) fn payload_value(payload: Option<&Payload>) -> Value {
 
 /// What the replicas hold for one partition after the final heal.
 struct FinalLog<'a> {
-    /// Node → (offset → value of its data records), for each node hosting it.
-    replicas: BTreeMap<&'a str, (i64, BTreeMap<i64, Value>)>,
+    /// Node → (log end offset, findings, offset → value of its data
+    /// records), for each node hosting the partition.
+    replicas: BTreeMap<&'a str, (i64, usize, BTreeMap<i64, Value>)>,
     /// Offsets some replica holds as control records.
     control: BTreeSet<i64>,
 }
@@ -170,8 +171,10 @@ fn final_log<'a>(replicas: &'a BTreeMap<String, DataDirState>, partition: &str) 
                 values.insert(record.offset, payload_value(record.value.as_ref()));
             }
         }
-        log.replicas
-            .insert(node.as_str(), (replica.log_end_offset, values));
+        log.replicas.insert(
+            node.as_str(),
+            (replica.log_end_offset, replica.findings.len(), values),
+        );
     }
     log
 }
@@ -262,7 +265,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 logs.get(partition)?
                     .replicas
                     .values()
-                    .find_map(|(_, values)| values.get(&offset).cloned())
+                    .find_map(|(_, _, values)| values.get(&offset).cloned())
             })
             .unwrap_or(Value::Null)
     };
@@ -355,7 +358,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         let held: BTreeMap<&str, Option<&Value>> = logs[partition]
             .replicas
             .iter()
-            .map(|(node, (_, values))| (*node, values.get(offset)))
+            .map(|(node, (_, _, values))| (*node, values.get(offset)))
             .collect();
         if held.values().all(|v| *v == Some(value)) {
             continue;
@@ -371,11 +374,10 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         let replicas: BTreeMap<&str, Value> = logs[partition]
             .replicas
             .iter()
-            .map(|(node, (leo, values))| {
-                (
-                    *node,
-                    json!({"value": values.get(offset), "log_end_offset": leo}),
-                )
+            .map(|(node, (leo, findings, values))| {
+                let held = json!({"value": values.get(offset), "log_end_offset": leo,
+                                  "findings": findings});
+                (*node, held)
             })
             .collect();
         evidence.push(Evidence {

@@ -82,7 +82,14 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let mut across_leaders = 0u64;
     let mut after_leader_change = 0u64;
 
+    // (process, partition) → the highest offset it consumed so far.
+    let mut consumed: BTreeMap<(String, &str), i64> = BTreeMap::new();
     for poll in &polls {
+        let key = (poll.process.to_string(), poll.partition.as_str());
+        let before = consumed.get(&key).copied();
+        if let Some(last) = poll.records.iter().map(|(o, _)| *o).max() {
+            consumed.insert(key, before.map_or(last, |b| b.max(last)));
+        }
         if let Some((offset, _)) = poll.records.iter().find(|(o, _)| *o < poll.from_offset) {
             evidence.push(Evidence {
                 anomaly: "consumed-offset-regressed".into(),
@@ -93,7 +100,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 details: json!({
                     "partition": poll.partition, "index": poll.index,
                     "process": poll.process, "from_offset": poll.from_offset,
-                    "offset": offset,
+                    "offset": offset, "consumed_before": before,
                 }),
             });
         }
@@ -292,11 +299,22 @@ mod tests {
     fn checker_watermark_record_below_from_offset_is_invalid() {
         let history = vec![
             op(0, 0, OpType::Invoke, json!({})),
-            op(1, 0, OpType::Ok, ok("b1", 4, json!([[3, 13], [4, 14]]), 5)),
+            op(1, 0, OpType::Ok, ok("b1", 0, json!([[0, 10], [3, 13]]), 5)),
+            op(2, 0, OpType::Invoke, json!({})),
+            op(3, 0, OpType::Ok, ok("b1", 4, json!([[3, 13], [4, 14]]), 5)),
         ];
-        let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
+        let result = check(&run(history.clone(), Some(vec![leader(1, 1, 0)]))).unwrap();
         assert_eq!(result.verdict, Verdict::Invalid);
-        assert_eq!(result.evidence[0].anomaly, "consumed-offset-regressed");
-        assert_eq!(result.evidence[0].details["offset"], json!(3));
+        assert_eq!(result.evidence.len(), 1);
+        let e = &result.evidence[0];
+        assert_eq!(e.anomaly, "consumed-offset-regressed");
+        assert_eq!(e.details["offset"], json!(3));
+        assert_eq!(e.details["index"], json!(3));
+        assert_eq!(e.details["consumed_before"], json!(3));
+        // Asking for offset 3 again is a re-read the consumer asked for.
+        let mut history = history;
+        history[3].value["from_offset"] = json!(3);
+        let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
+        assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.evidence);
     }
 }
