@@ -224,6 +224,23 @@ fn consumer_truncated_read_against_the_final_replica_logs() {
     assert!(e.summary.contains("b1 holds nothing"), "{}", e.summary);
     assert!(e.summary.contains("b2 holds 8"), "{}", e.summary);
 
+    // One replica still holding the read value does not excuse the other.
+    let mut run = Run::new();
+    run.replica("b1", &[plain_batch(0, false, &[(0, "1"), (1, "2")])]);
+    run.replica("b2", &[plain_batch(0, false, &[(0, "1"), (1, "5")])]);
+    run.poll(0, "b1", 1, json!([[1, 2]]), 2);
+    let result = consumer_check(&run);
+    assert_eq!(anomalies(&result), vec!["truncated-read"]);
+    assert_eq!(
+        result.evidence[0].details["replicas"]["b1"]["value"],
+        json!(2)
+    );
+    assert!(
+        !result.evidence[0].summary.contains("b1"),
+        "{}",
+        result.evidence[0].summary
+    );
+
     // Reading only what both still hold is fine.
     let mut run = Run::new();
     run.replica("b1", &[plain_batch(0, false, &[(0, "1"), (1, "2")])]);
