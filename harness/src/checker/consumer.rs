@@ -35,8 +35,9 @@ pub fn checker() -> Checker {
             offset; a poll returns the records from its fetch offset on, contiguously and in \
             strictly increasing offset order; and a record a consumer saw (below the high \
             watermark, so committed) is still at its offset in every replica after the final heal.",
-        source: "Kafka documentation, Design 4.1 / 4.7 (a partition is an ordered, immutable \
-            sequence of records, each with a sequential offset; a message is committed once all \
+        source: "Kafka documentation: Introduction (each partition is an ordered, immutable \
+            sequence of records, each assigned a sequential offset) and Design 4.7 Replication \
+            (a message is committed once all \
             in-sync replicas have it, and only committed messages are given to consumers; a \
             committed message will not be lost as long as one in-sync replica is alive). \
             Jepsen's Kafka workload (jepsen.tests.kafka) for the anomalies' names: \
