@@ -16,7 +16,9 @@
 //!
 //! A `send` that ends `fail` definitely did not happen; `info` may have.
 
+pub mod consumer;
 pub mod context;
+pub mod high_watermark;
 
 use std::collections::BTreeMap;
 
@@ -113,7 +115,7 @@ pub struct Checker {
 
 /// Every checker, in report order. Each module adds its own entry here.
 pub fn all() -> Vec<Checker> {
-    Vec::new()
+    vec![high_watermark::checker(), consumer::checker()]
 }
 
 /// The whole report of one run: each checker's result and the merged verdict.

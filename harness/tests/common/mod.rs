@@ -58,3 +58,46 @@ pub fn files_under(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     }
     files
 }
+
+/// One uncompressed v2 batch of `(offset, value)` records in leader epoch
+/// `epoch`, written by kafka-protocol's encoder as `reader_fixtures.rs` does
+/// (never the broker crate); `control` sets the control bit (a transaction
+/// marker's batch).
+pub fn plain_batch(epoch: i32, control: bool, records: &[(i64, &str)]) -> Vec<u8> {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let first = records.first().map_or(0, |(offset, _)| *offset);
+    let records: Vec<Record> = records
+        .iter()
+        .map(|(offset, value)| Record {
+            transactional: control,
+            control,
+            partition_leader_epoch: epoch,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: *offset,
+            // The encoder cuts a batch where `offset - sequence` changes.
+            sequence: -1 + (offset - first) as i32,
+            timestamp: 1_700_000_000_000 + offset,
+            key: None,
+            value: Some(bytes::Bytes::copy_from_slice(value.as_bytes())),
+            headers: Default::default(),
+        })
+        .collect();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    let mut buf = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
+    buf.to_vec()
+}
+
+/// Writes `batches` back to back as `<data>/<partition>/00000000000000000000.log`.
+pub fn write_log(data: &Path, partition: &str, batches: &[Vec<u8>]) {
+    let dir = data.join(partition);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(format!("{:020}.log", 0)), batches.concat()).unwrap();
+}

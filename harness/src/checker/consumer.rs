@@ -1,0 +1,510 @@
+//! Consumer anomalies in the terms of Jepsen's Kafka workload
+//! (`jepsen.tests.kafka`), over this harness's bounded polls:
+//!
+//! - `inconsistent-offsets`: one offset of a partition carries two different
+//!   values across every ok poll and every acknowledged `acks=all` send.
+//! - `poll-skip`: a poll asked from `from_offset` and its first record is at a
+//!   higher offset: the records between were skipped.
+//! - `int-poll-skip`: within one poll, two successive records have offsets
+//!   with a gap between them.
+//! - `int-nonmonotonic-poll`: within one poll, a record's offset is not above
+//!   the previous record's.
+//! - `truncated-read`: a poll saw value v at offset o, and after the final
+//!   heal a replica of the partition holds another value, or nothing, at o.
+//!
+//! Skips rely on Kafka offsets being contiguous: this workload uses neither
+//! compaction nor transactions, so every offset below the log end holds a
+//! record. Offsets a replica holds as control records (transaction markers,
+//! which the client drops) are still exempt from the skip rules.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use super::{CheckResult, Checker, Evidence, RunData};
+use crate::history::{Op, OpType, Process};
+use crate::reader::{DataDirState, Payload};
+
+const NAME: &str = "consumer";
+
+pub fn checker() -> Checker {
+    Checker {
+        name: NAME,
+        guarantee: "A partition is one totally ordered log in which each offset holds one record \
+            for good: every poll and every acknowledged (acks=all) send agree on the value at an \
+            offset; a poll returns the records from its fetch offset on, contiguously and in \
+            strictly increasing offset order; and a record a consumer saw (below the high \
+            watermark, so committed) is still at its offset in every replica after the final heal.",
+        source: "Kafka documentation: Introduction (each partition is an ordered, immutable \
+            sequence of records, each assigned a sequential offset) and Design 4.7 Replication \
+            (a message is committed once all \
+            in-sync replicas have it, and only committed messages are given to consumers; a \
+            committed message will not be lost as long as one in-sync replica is alive). \
+            Jepsen's Kafka workload (jepsen.tests.kafka) for the anomalies' names: \
+            inconsistent-offsets, poll-skip, int-poll-skip, int-nonmonotonic-poll.",
+        not_checked: "Successive polls of one consumer are not compared for skips or going \
+            backwards (each poll names its own from_offset; the high-watermark checker covers \
+            records below it). A poll that ends before its high watermark, or returns nothing \
+            though its from_offset is below it, is not a skip here. Sends with acks=1 or 0 \
+            are not sources for inconsistent-offsets (Kafka lets an acks=1 write be lost and \
+            its offset reused); lost or duplicated writes are other checkers' business. \
+            Truncated reads are judged on the replicas as read after the final heal: a replica \
+            that never caught up (a run that did not quiesce) shows as holding nothing, and a \
+            partition no replica hosts makes this rule unknown. Values are compared as the \
+            workload writes them (decimal text); keys, headers and timestamps are not compared.",
+        check,
+    }
+}
+
+/// One ok poll, as the history records it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Poll {
+    /// The invoke's index and the ok's.
+    pub invoke_index: u64,
+    pub index: u64,
+    pub process: Process,
+    pub partition: String,
+    pub from_offset: i64,
+    pub node: Option<String>,
+    pub records: Vec<(i64, Value)>,
+    pub high_watermark: i64,
+}
+
+/// Every ok poll in history order; an ok poll without its fields is an error
+/// (the history is not what this checker understands).
+pub(crate) fn polls(history: &[Op]) -> Result<Vec<Poll>, String> {
+    let mut invoked: BTreeMap<String, u64> = BTreeMap::new();
+    let mut polls = Vec::new();
+    for op in history.iter().filter(|op| op.f == "poll") {
+        let process = op.process.to_string();
+        if op.kind == OpType::Invoke {
+            invoked.insert(process, op.index);
+            continue;
+        }
+        let invoke_index = invoked.remove(&process).unwrap_or(op.index);
+        if op.kind != OpType::Ok {
+            continue;
+        }
+        let bad = |what: &str| format!("ok poll at index {}: {what}", op.index);
+        let v = &op.value;
+        let partition = v["partition"]
+            .as_str()
+            .ok_or_else(|| bad("no partition"))?
+            .to_owned();
+        let from_offset = v["from_offset"]
+            .as_i64()
+            .ok_or_else(|| bad("no from_offset"))?;
+        let high_watermark = v["high_watermark"]
+            .as_i64()
+            .ok_or_else(|| bad("no high_watermark"))?;
+        let records = v["records"]
+            .as_array()
+            .ok_or_else(|| bad("no records"))?
+            .iter()
+            .map(|r| match r.as_array().map(Vec::as_slice) {
+                Some([offset, value]) => offset
+                    .as_i64()
+                    .map(|o| (o, value.clone()))
+                    .ok_or_else(|| bad("a record's offset is not an integer")),
+                _ => Err(bad("a record is not [offset, value]")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        polls.push(Poll {
+            invoke_index,
+            index: op.index,
+            process: op.process,
+            partition,
+            from_offset,
+            node: v["node"].as_str().map(str::to_owned),
+            records,
+            high_watermark,
+        });
+    }
+    Ok(polls)
+}
+
+/// `t-0` → (`t`, 0): split at the last dash, as Kafka names partition dirs.
+pub(crate) fn split_partition(name: &str) -> Option<(&str, i32)> {
+    let (topic, partition) = name.rsplit_once('-')?;
+    Some((topic, partition.parse().ok()?))
+}
+
+/// A stored value the way the history records a polled one (run.rs):
+/// decimal text is a number, other text a string, no value null.
+pub(crate) fn payload_value(payload: Option<&Payload>) -> Value {
+    match payload {
+        None => Value::Null,
+        Some(bytes) => {
+            let text = String::from_utf8_lossy(bytes.as_bytes());
+            text.parse::<i64>()
+                .map(|n| json!(n))
+                .unwrap_or_else(|_| json!(text))
+        }
+    }
+}
+
+/// What the replicas hold for one partition after the final heal.
+struct FinalLog<'a> {
+    /// Node → (log end offset, findings, offset → value of its data
+    /// records), for each node hosting the partition.
+    replicas: BTreeMap<&'a str, (i64, usize, BTreeMap<i64, Value>)>,
+    /// Offsets some replica holds as control records.
+    control: BTreeSet<i64>,
+}
+
+fn final_log<'a>(replicas: &'a BTreeMap<String, DataDirState>, partition: &str) -> FinalLog<'a> {
+    let mut log = FinalLog {
+        replicas: BTreeMap::new(),
+        control: BTreeSet::new(),
+    };
+    let Some((topic, number)) = split_partition(partition) else {
+        return log;
+    };
+    for (node, dir) in replicas {
+        let Some(replica) = dir.replica(topic, number) else {
+            continue;
+        };
+        let mut values = BTreeMap::new();
+        for (batch, record) in replica.records() {
+            if batch.is_control() {
+                log.control.insert(record.offset);
+            } else {
+                values.insert(record.offset, payload_value(record.value.as_ref()));
+            }
+        }
+        log.replicas.insert(
+            node.as_str(),
+            (replica.log_end_offset, replica.findings.len(), values),
+        );
+    }
+    log
+}
+
+/// Where a value at an offset was seen: history indices of polls and sends.
+#[derive(Default)]
+struct Sightings {
+    value: Value,
+    polls: Vec<u64>,
+    sends: Vec<u64>,
+}
+
+fn check(run: &RunData) -> Result<CheckResult, String> {
+    let polls = polls(&run.history)?;
+    let mut evidence = Vec::new();
+
+    // Every value seen at each (partition, offset), keyed by its JSON text.
+    let mut seen: BTreeMap<(String, i64), BTreeMap<String, Sightings>> = BTreeMap::new();
+    let mut sight = |partition: &str, offset: i64, value: &Value, index: u64, send: bool| {
+        let entry = seen
+            .entry((partition.to_owned(), offset))
+            .or_default()
+            .entry(value.to_string())
+            .or_insert_with(|| Sightings {
+                value: value.clone(),
+                ..Sightings::default()
+            });
+        if send {
+            entry.sends.push(index);
+        } else {
+            entry.polls.push(index);
+        }
+    };
+    let mut acked_sends = 0u64;
+    for op in &run.history {
+        if op.f != "send" || op.kind != OpType::Ok || op.value["acks"] != "all" {
+            continue;
+        }
+        let (Some(partition), Some(values), Some(offsets)) = (
+            op.value["partition"].as_str(),
+            op.value["values"].as_array(),
+            op.value["offsets"].as_array(),
+        ) else {
+            continue;
+        };
+        acked_sends += 1;
+        for (value, offset) in values.iter().zip(offsets) {
+            if let Some(offset) = offset.as_i64() {
+                sight(partition, offset, value, op.index, true);
+            }
+        }
+    }
+    for poll in &polls {
+        for (offset, value) in &poll.records {
+            sight(&poll.partition, *offset, value, poll.index, false);
+        }
+    }
+    for ((partition, offset), values) in &seen {
+        if values.len() < 2 {
+            continue;
+        }
+        let listed: Vec<Value> = values
+            .values()
+            .map(|s| json!({"value": s.value, "polls": s.polls, "sends": s.sends}))
+            .collect();
+        let shown: Vec<String> = values.values().map(|s| s.value.to_string()).collect();
+        evidence.push(Evidence {
+            anomaly: "inconsistent-offsets".into(),
+            summary: format!(
+                "{partition} offset {offset} was seen with {} values: {}",
+                values.len(),
+                shown.join(", ")
+            ),
+            details: json!({"partition": partition, "offset": offset, "values": listed}),
+        });
+    }
+
+    let partitions: BTreeSet<&str> = polls.iter().map(|p| p.partition.as_str()).collect();
+    let logs: BTreeMap<&str, FinalLog> = partitions
+        .iter()
+        .map(|p| (*p, final_log(&run.replicas, p)))
+        .collect();
+    let known_value = |partition: &str, offset: i64| -> Value {
+        seen.get(&(partition.to_owned(), offset))
+            .and_then(|values| values.values().next())
+            .map(|s| s.value.clone())
+            .or_else(|| {
+                logs.get(partition)?
+                    .replicas
+                    .values()
+                    .find_map(|(_, _, values)| values.get(&offset).cloned())
+            })
+            .unwrap_or(Value::Null)
+    };
+
+    // Skips and order, within each poll.
+    for poll in &polls {
+        let control = &logs[poll.partition.as_str()].control;
+        let mut expected = poll.from_offset;
+        let mut previous: Option<i64> = None;
+        for (offset, _) in &poll.records {
+            let offset = *offset;
+            if let Some(prev) = previous
+                && offset <= prev
+            {
+                evidence.push(Evidence {
+                    anomaly: "int-nonmonotonic-poll".into(),
+                    summary: format!(
+                        "poll at index {} of {} returned offset {offset} after offset {prev}",
+                        poll.index, poll.partition
+                    ),
+                    details: json!({
+                        "partition": poll.partition, "index": poll.index,
+                        "process": poll.process, "offset": offset, "after": prev,
+                    }),
+                });
+            } else if offset > expected {
+                let skipped: Vec<i64> = (expected..offset)
+                    .filter(|o| !control.contains(o))
+                    .collect();
+                if !skipped.is_empty() {
+                    let anomaly = if previous.is_some() {
+                        "int-poll-skip"
+                    } else {
+                        "poll-skip"
+                    };
+                    let shown: Vec<Value> = skipped
+                        .iter()
+                        .take(10)
+                        .map(|&o| json!([o, known_value(&poll.partition, o)]))
+                        .collect();
+                    let from = match previous {
+                        Some(prev) => format!("offset {prev}"),
+                        None => format!("from_offset {}", poll.from_offset),
+                    };
+                    evidence.push(Evidence {
+                        anomaly: anomaly.into(),
+                        summary: format!(
+                            "poll at index {} of {} went from {from} to offset {offset}, \
+                             skipping {} record(s)",
+                            poll.index,
+                            poll.partition,
+                            skipped.len()
+                        ),
+                        details: json!({
+                            "partition": poll.partition, "index": poll.index,
+                            "process": poll.process, "from_offset": poll.from_offset,
+                            "after": previous, "offset": offset,
+                            "skipped_count": skipped.len(),
+                            "skipped": shown,
+                        }),
+                    });
+                }
+            }
+            expected = expected.max(offset + 1);
+            previous = Some(offset);
+        }
+    }
+
+    // Reads of values the final log does not hold, one piece of evidence per
+    // (partition, offset, value) with every poll that read it.
+    let mut reads: BTreeMap<(&str, i64, String), (Value, Vec<u64>)> = BTreeMap::new();
+    let mut unhosted: BTreeSet<&str> = BTreeSet::new();
+    for poll in &polls {
+        if poll.records.is_empty() {
+            continue;
+        }
+        if logs[poll.partition.as_str()].replicas.is_empty() {
+            unhosted.insert(&poll.partition);
+            continue;
+        }
+        for (offset, value) in &poll.records {
+            reads
+                .entry((&poll.partition, *offset, value.to_string()))
+                .or_insert_with(|| (value.clone(), Vec::new()))
+                .1
+                .push(poll.index);
+        }
+    }
+    for ((partition, offset, _), (value, indices)) in &reads {
+        let held: BTreeMap<&str, Option<&Value>> = logs[partition]
+            .replicas
+            .iter()
+            .map(|(node, (_, _, values))| (*node, values.get(offset)))
+            .collect();
+        if held.values().all(|v| *v == Some(value)) {
+            continue;
+        }
+        let shown: Vec<String> = held
+            .iter()
+            .filter(|(_, v)| **v != Some(value))
+            .map(|(node, v)| match v {
+                Some(other) => format!("{node} holds {other}"),
+                None => format!("{node} holds nothing"),
+            })
+            .collect();
+        let replicas: BTreeMap<&str, Value> = logs[partition]
+            .replicas
+            .iter()
+            .map(|(node, (leo, findings, values))| {
+                let held = json!({"value": values.get(offset), "log_end_offset": leo,
+                                  "findings": findings});
+                (*node, held)
+            })
+            .collect();
+        evidence.push(Evidence {
+            anomaly: "truncated-read".into(),
+            summary: format!(
+                "{partition} offset {offset}: polls read {value}, after the final heal {}",
+                shown.join(", ")
+            ),
+            details: json!({
+                "partition": partition, "offset": offset, "value": value,
+                "polls": indices, "replicas": replicas,
+            }),
+        });
+    }
+
+    let records_read: usize = polls.iter().map(|p| p.records.len()).sum();
+    let result = if !evidence.is_empty() {
+        let kinds: BTreeSet<&str> = evidence.iter().map(|e| e.anomaly.as_str()).collect();
+        CheckResult::invalid(
+            NAME,
+            format!(
+                "{} anomalies: {}",
+                evidence.len(),
+                kinds.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+            evidence,
+        )
+    } else if !unhosted.is_empty() {
+        CheckResult::unknown(
+            NAME,
+            format!(
+                "no other anomaly, but no replica hosts {}: truncated reads not checked there",
+                unhosted.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        )
+    } else {
+        CheckResult::valid(
+            NAME,
+            format!(
+                "{} polls ({records_read} records) and {acked_sends} acks=all sends agree; \
+                 no skips, no reordering, every read record still held",
+                polls.len()
+            ),
+        )
+    };
+    Ok(result
+        .with_count("polls", polls.len() as u64)
+        .with_count("records-read", records_read as u64)
+        .with_count("acks-all-sends", acked_sends))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::Verdict;
+
+    fn op(index: u64, process: u64, kind: OpType, f: &str, value: Value) -> Op {
+        Op {
+            index,
+            time_ns: index,
+            process: Process::Client(process),
+            kind,
+            f: f.into(),
+            value,
+            error: None,
+        }
+    }
+
+    /// An ok poll of t-0 on process 0, invoke then ok.
+    fn poll(index: u64, from: i64, records: Value, hw: i64) -> [Op; 2] {
+        let invoke = json!({"partition": "t-0", "from_offset": from, "node": "b1"});
+        let mut ok = invoke.clone();
+        ok["records"] = records;
+        ok["high_watermark"] = json!(hw);
+        [
+            op(index, 0, OpType::Invoke, "poll", invoke),
+            op(index + 1, 0, OpType::Ok, "poll", ok),
+        ]
+    }
+
+    fn run(ops: Vec<Op>) -> RunData {
+        RunData {
+            history: ops,
+            ..RunData::default()
+        }
+    }
+
+    fn anomalies(result: &CheckResult) -> Vec<&str> {
+        result.evidence.iter().map(|e| e.anomaly.as_str()).collect()
+    }
+
+    #[test]
+    fn checker_consumer_names_a_within_poll_gap_and_reordering() {
+        let ops: Vec<Op> = poll(0, 0, json!([[0, 10], [2, 12], [1, 11]]), 3).into();
+        let result = check(&run(ops)).unwrap();
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert_eq!(
+            anomalies(&result),
+            vec!["int-poll-skip", "int-nonmonotonic-poll"]
+        );
+        assert_eq!(result.evidence[0].details["skipped"], json!([[1, 11]]));
+        assert_eq!(result.evidence[1].details["index"], json!(1));
+    }
+
+    #[test]
+    fn checker_consumer_contiguous_polls_are_not_skips() {
+        let mut ops: Vec<Op> = poll(0, 3, json!([[3, 13], [4, 14]]), 5).into();
+        ops.extend(poll(2, 5, json!([]), 5));
+        let result = check(&run(ops)).unwrap();
+        assert!(result.evidence.is_empty(), "{:?}", result.evidence);
+        // No replica hosts t-0 here: the truncated-read rule cannot run.
+        assert_eq!(result.verdict, Verdict::Unknown);
+    }
+
+    #[test]
+    fn checker_consumer_a_malformed_ok_poll_is_an_error() {
+        let mut ops: Vec<Op> = poll(0, 0, json!([[0, 1]]), 1).into();
+        ops[1].value["records"] = json!([[0]]);
+        assert!(check(&run(ops)).is_err());
+    }
+
+    #[test]
+    fn checker_consumer_stored_values_read_as_the_history_writes_them() {
+        assert_eq!(payload_value(Some(&Payload::from("42"))), json!(42));
+        assert_eq!(payload_value(Some(&Payload::from("x"))), json!("x"));
+        assert_eq!(payload_value(None), Value::Null);
+        assert_eq!(split_partition("a-b-3"), Some(("a-b", 3)));
+    }
+}

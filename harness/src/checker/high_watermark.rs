@@ -1,0 +1,320 @@
+//! The high watermark, or what a consumer consumed, going backwards.
+//!
+//! Two rules over the ok polls of each partition:
+//!
+//! - `high-watermark-regressed`: poll B was invoked after poll A completed
+//!   (history order), both were served by the same node, and B saw a lower
+//!   high watermark than A, while etcd's timeline shows that node leading the
+//!   partition in one leader epoch only. Within a leader epoch the leader's
+//!   high watermark only advances (Kafka's leader moves it forward as the
+//!   ISR's log end offsets do), so this holds across client processes too.
+//! - `consumed-offset-regressed`: a poll returned a record below the
+//!   from_offset it asked for — below the position it asked to consume from.
+//!   Every poll here names its from_offset, so a consumer that re-reads older
+//!   offsets asked to, and that is not an anomaly.
+//!
+//! Across a leader change the high watermark may go backwards in Kafka:
+//! KIP-207 describes a new leader whose high watermark lags the old one's
+//! until its followers catch up, and fixes only ListOffsets (which answers
+//! OFFSET_NOT_AVAILABLE meanwhile), not Fetch. So a drop between polls served
+//! by different nodes, or by a node that led in several epochs, is counted,
+//! not invalid; a drop on one node when there is no timeline to tell is
+//! unknown.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::json;
+
+use super::consumer::{Poll, polls, split_partition};
+use super::{CheckResult, Checker, Evidence, RunData};
+use crate::timeline::Timeline;
+
+const NAME: &str = "high-watermark";
+
+pub fn checker() -> Checker {
+    Checker {
+        name: NAME,
+        guarantee: "The high watermark a partition's leader reports to consumers never decreases \
+            while it stays leader in one leader epoch: a poll invoked after another completed on \
+            the same leader sees a high watermark at least as high, whichever client made it. \
+            A poll never returns records below the offset it asked to fetch from.",
+        source: "Kafka documentation, Design 4.7 (the high watermark is the offset of the last \
+            committed message; only committed messages are given to consumers) and the Fetch \
+            API (records are returned from the fetch offset on); KIP-207 for where the high \
+            watermark may go backwards (a new leader lagging its predecessor), which this \
+            checker therefore does not hold against Kafka.",
+        not_checked: "A drop across a leader change is counted, not invalid (KIP-207): polls \
+            served by different nodes, or by a node that led the partition in more than one \
+            leader epoch per etcd's timeline. Without a timeline a same-node drop is unknown. \
+            Polls whose intervals overlap are not ordered. ListOffsets answers and the high \
+            watermarks in replicas' checkpoints are not compared here. Records at or above the \
+            high watermark are not looked for (the client cuts a poll at it).",
+        check,
+    }
+}
+
+/// The distinct leader epochs in which `node` led `partition`, per the
+/// timeline; `None` when the timeline says nothing about the partition.
+fn epochs_led(timeline: &Timeline, partition: &str, node: &str) -> Option<BTreeSet<i32>> {
+    let (topic, number) = split_partition(partition)?;
+    let id: i32 = node.strip_prefix('b')?.parse().ok()?;
+    let states: Vec<_> = timeline
+        .partition_states
+        .iter()
+        .filter(|s| s.topic == topic && i64::from(s.partition) == i64::from(number))
+        .collect();
+    if states.is_empty() {
+        return None;
+    }
+    Some(
+        states
+            .iter()
+            .filter(|s| s.leader == id)
+            .map(|s| s.leader_epoch)
+            .collect(),
+    )
+}
+
+fn check(run: &RunData) -> Result<CheckResult, String> {
+    let polls = polls(&run.history)?;
+    let mut evidence = Vec::new();
+    let mut unresolved = Vec::new();
+    let mut across_leaders = 0u64;
+    let mut after_leader_change = 0u64;
+
+    // (process, partition) → the highest offset it consumed so far.
+    let mut consumed: BTreeMap<(String, &str), i64> = BTreeMap::new();
+    for poll in &polls {
+        let key = (poll.process.to_string(), poll.partition.as_str());
+        let before = consumed.get(&key).copied();
+        if let Some(last) = poll.records.iter().map(|(o, _)| *o).max() {
+            consumed.insert(key, before.map_or(last, |b| b.max(last)));
+        }
+        if let Some((offset, _)) = poll.records.iter().find(|(o, _)| *o < poll.from_offset) {
+            evidence.push(Evidence {
+                anomaly: "consumed-offset-regressed".into(),
+                summary: format!(
+                    "poll at index {} of {} asked from offset {} and returned offset {offset}",
+                    poll.index, poll.partition, poll.from_offset
+                ),
+                details: json!({
+                    "partition": poll.partition, "index": poll.index,
+                    "process": poll.process, "from_offset": poll.from_offset,
+                    "offset": offset, "consumed_before": before,
+                }),
+            });
+        }
+    }
+
+    // For each poll, the highest high watermark of the polls of its
+    // partition that completed before it was invoked, per serving node.
+    let mut by_completion: Vec<&Poll> = polls.iter().collect();
+    by_completion.sort_by_key(|p| p.index);
+    let mut by_invoke: Vec<&Poll> = polls.iter().collect();
+    by_invoke.sort_by_key(|p| p.invoke_index);
+    // (partition, node) → the poll with the highest HW completed so far.
+    let mut highest: BTreeMap<(&str, Option<&str>), &Poll> = BTreeMap::new();
+    let mut completed = by_completion.into_iter().peekable();
+    for later in by_invoke {
+        while let Some(done) = completed.next_if(|p| p.index < later.invoke_index) {
+            let key = (done.partition.as_str(), done.node.as_deref());
+            let best = highest.entry(key).or_insert(done);
+            if done.high_watermark > best.high_watermark {
+                *best = done;
+            }
+        }
+        let mut other_node_higher = false;
+        for ((partition, node), earlier) in &highest {
+            if *partition != later.partition || earlier.high_watermark <= later.high_watermark {
+                continue;
+            }
+            if *node != later.node.as_deref() || node.is_none() {
+                other_node_higher = true;
+                continue;
+            }
+            let node = node.unwrap_or_default();
+            let epochs = run
+                .timeline
+                .as_ref()
+                .and_then(|t| epochs_led(t, partition, node));
+            let details = json!({
+                "partition": partition, "node": node,
+                "earlier": {"index": earlier.index, "process": earlier.process,
+                            "high_watermark": earlier.high_watermark},
+                "later": {"index": later.index, "invoke_index": later.invoke_index,
+                          "process": later.process, "high_watermark": later.high_watermark},
+                "leader_epochs_of_node": epochs,
+            });
+            match epochs {
+                Some(epochs) if epochs.len() == 1 => evidence.push(Evidence {
+                    anomaly: "high-watermark-regressed".into(),
+                    summary: format!(
+                        "{partition} on {node}: poll at index {} saw high watermark {}, poll at \
+                         index {} (invoked after) saw {}, within {node}'s one leader epoch",
+                        earlier.index, earlier.high_watermark, later.index, later.high_watermark
+                    ),
+                    details,
+                }),
+                Some(epochs) if epochs.len() > 1 => after_leader_change += 1,
+                _ => unresolved.push(details),
+            }
+        }
+        if other_node_higher {
+            across_leaders += 1;
+        }
+    }
+
+    let result = if !evidence.is_empty() {
+        let kinds: BTreeSet<&str> = evidence.iter().map(|e| e.anomaly.as_str()).collect();
+        CheckResult::invalid(
+            NAME,
+            format!(
+                "{} anomalies: {}",
+                evidence.len(),
+                kinds.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+            evidence,
+        )
+    } else if let Some(first) = unresolved.first() {
+        CheckResult::unknown(
+            NAME,
+            format!(
+                "{} high watermark drop(s) on one node with no timeline to tell whether \
+                 leadership changed between, first: {first}",
+                unresolved.len()
+            ),
+        )
+    } else {
+        CheckResult::valid(
+            NAME,
+            format!(
+                "{} polls: no high watermark drop on one leader, no record below a from_offset",
+                polls.len()
+            ),
+        )
+    };
+    Ok(result
+        .with_count("polls", polls.len() as u64)
+        .with_count("drops-across-leaders", across_leaders)
+        .with_count("drops-after-leader-change", after_leader_change))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::Verdict;
+    use crate::history::{Op, OpType, Process};
+    use crate::timeline::PartitionStateChange;
+    use serde_json::Value;
+
+    fn op(index: u64, process: u64, kind: OpType, value: Value) -> Op {
+        Op {
+            index,
+            time_ns: index,
+            process: Process::Client(process),
+            kind,
+            f: "poll".into(),
+            value,
+            error: None,
+        }
+    }
+
+    fn ok(node: &str, from: i64, records: Value, hw: i64) -> Value {
+        json!({"partition": "t-0", "from_offset": from, "node": node,
+               "records": records, "high_watermark": hw})
+    }
+
+    fn leader(revision: i64, leader: i32, leader_epoch: i32) -> PartitionStateChange {
+        PartitionStateChange {
+            revision,
+            topic: "t".into(),
+            partition: 0,
+            leader,
+            leader_epoch,
+            isr: vec![1, 2, 3],
+            controller_epoch: 1,
+        }
+    }
+
+    fn run(history: Vec<Op>, states: Option<Vec<PartitionStateChange>>) -> RunData {
+        RunData {
+            history,
+            timeline: states.map(|partition_states| Timeline {
+                partition_states,
+                controllers: Vec::new(),
+            }),
+            ..RunData::default()
+        }
+    }
+
+    /// Process 0 polls b1 (HW 5), then process 1 polls `node` (HW 3).
+    fn two_polls(node: &str) -> Vec<Op> {
+        vec![
+            op(0, 0, OpType::Invoke, json!({})),
+            op(1, 0, OpType::Ok, ok("b1", 0, json!([]), 5)),
+            op(2, 1, OpType::Invoke, json!({})),
+            op(3, 1, OpType::Ok, ok(node, 0, json!([]), 3)),
+        ]
+    }
+
+    #[test]
+    fn checker_watermark_drop_on_one_leader_epoch_is_invalid_across_processes() {
+        let result = check(&run(two_polls("b1"), Some(vec![leader(1, 1, 0)]))).unwrap();
+        assert_eq!(result.verdict, Verdict::Invalid);
+        let e = &result.evidence[0];
+        assert_eq!(e.anomaly, "high-watermark-regressed");
+        assert_eq!(e.details["earlier"]["high_watermark"], json!(5));
+        assert_eq!(e.details["later"]["index"], json!(3));
+    }
+
+    #[test]
+    fn checker_watermark_drop_across_leaders_is_counted_not_invalid() {
+        let mut states = vec![leader(1, 1, 0), leader(2, 2, 1)];
+        let result = check(&run(two_polls("b2"), Some(states.clone()))).unwrap();
+        assert_eq!(result.verdict, Verdict::Valid);
+        assert_eq!(result.counts["drops-across-leaders"], 1);
+        // b1 led again in a later epoch: a drop on b1 is KIP-207's case too.
+        states.push(leader(3, 1, 2));
+        let result = check(&run(two_polls("b1"), Some(states))).unwrap();
+        assert_eq!(result.verdict, Verdict::Valid);
+        assert_eq!(result.counts["drops-after-leader-change"], 1);
+        // No timeline: the same-node drop cannot be judged.
+        let result = check(&run(two_polls("b1"), None)).unwrap();
+        assert_eq!(result.verdict, Verdict::Unknown);
+    }
+
+    #[test]
+    fn checker_watermark_overlapping_polls_are_not_ordered() {
+        let history = vec![
+            op(0, 0, OpType::Invoke, json!({})),
+            op(1, 1, OpType::Invoke, json!({})),
+            op(2, 0, OpType::Ok, ok("b1", 0, json!([]), 5)),
+            op(3, 1, OpType::Ok, ok("b1", 0, json!([]), 3)),
+        ];
+        let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
+        assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.evidence);
+    }
+
+    #[test]
+    fn checker_watermark_record_below_from_offset_is_invalid() {
+        let history = vec![
+            op(0, 0, OpType::Invoke, json!({})),
+            op(1, 0, OpType::Ok, ok("b1", 0, json!([[0, 10], [3, 13]]), 5)),
+            op(2, 0, OpType::Invoke, json!({})),
+            op(3, 0, OpType::Ok, ok("b1", 4, json!([[3, 13], [4, 14]]), 5)),
+        ];
+        let result = check(&run(history.clone(), Some(vec![leader(1, 1, 0)]))).unwrap();
+        assert_eq!(result.verdict, Verdict::Invalid);
+        assert_eq!(result.evidence.len(), 1);
+        let e = &result.evidence[0];
+        assert_eq!(e.anomaly, "consumed-offset-regressed");
+        assert_eq!(e.details["offset"], json!(3));
+        assert_eq!(e.details["index"], json!(3));
+        assert_eq!(e.details["consumed_before"], json!(3));
+        // Asking for offset 3 again is a re-read the consumer asked for.
+        let mut history = history;
+        history[3].value["from_offset"] = json!(3);
+        let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
+        assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.evidence);
+    }
+}
