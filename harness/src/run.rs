@@ -735,6 +735,9 @@ impl Run<'_> {
             Ok(()) => {
                 value["records"] = json!(records);
                 value["high_watermark"] = json!(high_watermark);
+                if let Some(state) = self.partition_state(&consume.partition).await {
+                    value["leader_epoch"] = json!(state.leader_epoch);
+                }
                 (OpType::Ok, None)
             }
             Err(e) => {

@@ -11,7 +11,7 @@
 //! | f | process | invoke value | completion value (ok) |
 //! |---|---|---|---|
 //! | `send` | client | `{partition: "t-0", values: [i64], acks: "all"/"1"/"0", node: "b1"/null}` | the same plus `offsets: [i64]` (null for acks=0), `isr: [u32]` and `leader_epoch` read from etcd just after the ack |
-//! | `poll` | client | `{partition, from_offset, node}` | the same plus `records: [[offset, value]]`, `high_watermark` |
+//! | `poll` | client | `{partition, from_offset, node}` | the same plus `records: [[offset, value]]`, `high_watermark` (of the first fetch), `leader_epoch` from etcd just after |
 //! | fault verbs (`crash`, `power-loss`, ...) | nemesis | `{target}` or the fault's fields | `info` with `nodes: ["b1"]` and what it did |
 //!
 //! A `send` that ends `fail` definitely did not happen; `info` may have.
