@@ -17,6 +17,12 @@
 //! A `send` that ends `fail` definitely did not happen; `info` may have.
 
 pub mod context;
+pub mod divergence;
+pub mod duplicates;
+pub mod epoch_file;
+mod final_log;
+pub mod lost_write;
+pub mod offset_changed;
 
 use std::collections::BTreeMap;
 
@@ -113,7 +119,13 @@ pub struct Checker {
 
 /// Every checker, in report order. Each module adds its own entry here.
 pub fn all() -> Vec<Checker> {
-    Vec::new()
+    vec![
+        lost_write::checker(),
+        offset_changed::checker(),
+        divergence::checker(),
+        epoch_file::checker(),
+        duplicates::checker(),
+    ]
 }
 
 /// The whole report of one run: each checker's result and the merged verdict.
