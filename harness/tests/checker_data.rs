@@ -275,6 +275,20 @@ fn lost_acks_all_write_without_unclean_election_is_invalid_naming_value_and_offs
 }
 
 #[test]
+fn lost_write_evidence_is_bounded_but_every_loss_is_counted() {
+    let (dir, mut history) = run_with("all", lost);
+    let many: Vec<i64> = (100..160).collect();
+    let offsets: Vec<i64> = (3..63).collect();
+    history.send(&many, "all", &offsets, &[1, 2, 3], 0);
+    clean_failover(dir.path());
+    let result = lost_write(dir.path());
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(count(&result, "lost-acks-all"), 61);
+    assert_eq!(result.evidence.len(), 50);
+    assert!(result.message.starts_with("61 "), "{}", result.message);
+}
+
+#[test]
 fn lost_acks_all_write_after_an_unclean_election_is_valid_and_counted() {
     let (dir, _history) = run_with("all", lost);
     unclean_failover(dir.path());

@@ -14,10 +14,15 @@ use serde_json::{Value, json};
 
 use crate::history::{Op, OpType, Process};
 
-use super::final_log::{FinalLog, final_log, node_name, parse_partition, unclean_elections};
+use super::final_log::{
+    FinalLog, final_log, node_name, offsets_by_value, parse_partition, unclean_elections,
+};
 use super::{CheckResult, Checker, Evidence, RunData};
 
 pub const NAME: &str = "lost-write";
+
+/// Anomalies reported one by one; the counts cover them all.
+pub(crate) const EVIDENCE_MAX: usize = 50;
 
 pub fn checker() -> Checker {
     Checker {
@@ -271,10 +276,36 @@ fn power_lost_nodes(run: &RunData, acked: &AckedValue) -> BTreeMap<String, u64> 
     lost
 }
 
-/// A final log with its value → offsets map.
-pub(crate) type IndexedLog<'a> = (FinalLog<'a>, BTreeMap<String, Vec<i64>>);
+/// A final log with its value → offsets map and the values each holder has.
+pub(crate) struct IndexedLog<'a> {
+    pub log: FinalLog<'a>,
+    pub by_value: BTreeMap<String, Vec<i64>>,
+    /// Per holder of the partition: the values its replica holds.
+    held: Vec<(&'a str, BTreeSet<String>)>,
+}
 
-/// Final logs per partition, chosen once.
+impl IndexedLog<'_> {
+    /// Nodes whose replica of the partition does not hold the value anywhere.
+    pub(crate) fn lacking(&self, value: &str) -> Vec<String> {
+        self.held
+            .iter()
+            .filter(|(_, values)| !values.contains(value))
+            .map(|(node, _)| (*node).to_owned())
+            .collect()
+    }
+}
+
+/// One line from each reason a value could not be judged, with the first
+/// value it held back.
+pub(crate) fn unknown_message(unknown: BTreeMap<String, String>) -> String {
+    unknown
+        .into_iter()
+        .map(|(why, first)| format!("{why} (first: {first})"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Final logs per partition, chosen and indexed once.
 pub(crate) struct FinalLogs<'a> {
     run: &'a RunData,
     logs: BTreeMap<String, Result<IndexedLog<'a>, String>>,
@@ -288,34 +319,26 @@ impl<'a> FinalLogs<'a> {
         }
     }
 
-    /// The final log of the value's partition and its value → offsets map.
+    /// The final log of the value's partition, indexed.
     pub(crate) fn get(&mut self, acked: &AckedValue) -> Result<&IndexedLog<'a>, &String> {
         let run = self.run;
         self.logs
             .entry(acked.partition.clone())
             .or_insert_with(|| {
-                final_log(run, &acked.topic, acked.partition_number).map(|log| {
-                    let map = log.offsets_by_value();
-                    (log, map)
+                final_log(run, &acked.topic, acked.partition_number).map(|log| IndexedLog {
+                    by_value: log.offsets_by_value(),
+                    held: log
+                        .holders
+                        .iter()
+                        .map(|(node, replica)| {
+                            (*node, offsets_by_value(replica).into_keys().collect())
+                        })
+                        .collect(),
+                    log,
                 })
             })
             .as_ref()
     }
-}
-
-/// Nodes whose replica of the partition does not hold the value anywhere.
-pub(crate) fn lacking(log: &FinalLog<'_>, value: &str) -> Vec<String> {
-    log.holders
-        .iter()
-        .filter(|(_, replica)| {
-            !replica.compact().records.iter().any(|r| {
-                r.value
-                    .as_ref()
-                    .is_some_and(|v| v.as_bytes() == value.as_bytes())
-            })
-        })
-        .map(|(node, _)| (*node).to_owned())
-        .collect()
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
@@ -323,10 +346,11 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let mut logs = FinalLogs::new(run);
     let mut evidence = Vec::new();
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut unknown: BTreeSet<String> = BTreeSet::new();
+    // Why not → the first value it held back.
+    let mut unknown: BTreeMap<String, String> = BTreeMap::new();
     for a in &acked {
         *counts.entry("acknowledged").or_default() += 1;
-        let (log, by_value) = match logs.get(a) {
+        let indexed = match logs.get(a) {
             Ok(found) => found,
             Err(why) => {
                 *counts
@@ -337,13 +361,14 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                     })
                     .or_default() += 1;
                 if a.acks == Acks::All {
-                    unknown.insert(why.clone());
+                    unknown.entry(why.clone()).or_insert_with(|| a.describe());
                 }
                 continue;
             }
         };
         let text = a.value.to_string();
-        if by_value.contains_key(&text) {
+        let log = &indexed.log;
+        if indexed.by_value.contains_key(&text) {
             continue;
         }
         match a.acks {
@@ -355,14 +380,19 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 }
                 Judgement::Undetermined(why) => {
                     *counts.entry("lost-acks-all-undetermined").or_default() += 1;
-                    unknown.insert(format!("{}: {why}", a.describe()));
+                    unknown.entry(why).or_insert_with(|| a.describe());
                 }
                 Judgement::NotExcused => {
                     *counts.entry("lost-acks-all").or_default() += 1;
-                    let lacking = lacking(log, &text);
+                    if evidence.len() >= EVIDENCE_MAX {
+                        continue;
+                    }
+                    let lacking = indexed.lacking(&text);
                     let mut details = a.details();
                     details["final_log"] = json!(log.chosen);
                     details["final_log_node"] = json!(log.node);
+                    // Damage in the final log is often why a value is missing.
+                    details["final_log_findings"] = json!(log.replica.findings.len());
                     details["lacking"] = json!(lacking);
                     evidence.push(Evidence {
                         anomaly: "lost-acknowledged-write".into(),
@@ -384,12 +414,12 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             NAME,
             format!(
                 "{} acknowledged acks=all value(s) lost without excuse",
-                evidence.len()
+                counts.get("lost-acks-all").copied().unwrap_or(0)
             ),
             evidence,
         )
     } else if !unknown.is_empty() {
-        CheckResult::unknown(NAME, unknown.into_iter().collect::<Vec<_>>().join("; "))
+        CheckResult::unknown(NAME, unknown_message(unknown))
     } else {
         CheckResult::valid(
             NAME,

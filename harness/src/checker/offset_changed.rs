@@ -3,11 +3,13 @@
 //! truncated away at o and written again (or o was rewritten), which Kafka
 //! allows only with the excuses of the lost-write rule.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::lost_write::{Acks, FinalLogs, Judgement, acked_values, judge};
+use super::lost_write::{
+    Acks, EVIDENCE_MAX, FinalLogs, Judgement, acked_values, judge, unknown_message,
+};
 use super::{CheckResult, Checker, Evidence, RunData};
 
 pub const NAME: &str = "offset-changed";
@@ -35,20 +37,22 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let mut logs = FinalLogs::new(run);
     let mut evidence = Vec::new();
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut unknown: BTreeSet<String> = BTreeSet::new();
+    // Why not → the first value it held back.
+    let mut unknown: BTreeMap<String, String> = BTreeMap::new();
     for a in &acked {
         let Some(offset) = a.offset else { continue };
         *counts.entry("checked").or_default() += 1;
-        let (log, by_value) = match logs.get(a) {
+        let indexed = match logs.get(a) {
             Ok(found) => found,
             Err(why) => {
                 if a.acks == Acks::All {
-                    unknown.insert(why.clone());
+                    unknown.entry(why.clone()).or_insert_with(|| a.describe());
                 }
                 continue;
             }
         };
-        let Some(found) = by_value.get(&a.value.to_string()) else {
+        let log = &indexed.log;
+        let Some(found) = indexed.by_value.get(&a.value.to_string()) else {
             continue;
         };
         if found.contains(&offset) {
@@ -66,10 +70,13 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 *counts
                     .entry("offset-changed-acks-all-undetermined")
                     .or_default() += 1;
-                unknown.insert(format!("{}: {why}", a.describe()));
+                unknown.entry(why).or_insert_with(|| a.describe());
             }
             Judgement::NotExcused => {
                 *counts.entry("offset-changed-acks-all").or_default() += 1;
+                if evidence.len() >= EVIDENCE_MAX {
+                    continue;
+                }
                 let there = log
                     .replica
                     .compact()
@@ -111,12 +118,12 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             NAME,
             format!(
                 "{} acknowledged acks=all value(s) moved from their acked offset",
-                evidence.len()
+                counts.get("offset-changed-acks-all").copied().unwrap_or(0)
             ),
             evidence,
         )
     } else if !unknown.is_empty() {
-        CheckResult::unknown(NAME, unknown.into_iter().collect::<Vec<_>>().join("; "))
+        CheckResult::unknown(NAME, unknown_message(unknown))
     } else {
         CheckResult::valid(
             NAME,
