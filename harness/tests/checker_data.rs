@@ -296,6 +296,13 @@ fn lost_acks_all_write_after_an_unclean_election_is_valid_and_counted() {
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
     assert_eq!(count(&result, "lost-acks-all-excused"), 1);
     assert!(result.evidence.is_empty());
+    assert!(
+        result
+            .message
+            .contains("unclean election of b2 at leader epoch 1"),
+        "{}",
+        result.message
+    );
 }
 
 #[test]

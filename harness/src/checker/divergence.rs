@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::reader::{Payload, ReplicaState};
 
-use super::final_log::{holders, node_name, states};
+use super::final_log::{holders, node_name, partitions, states};
 use super::{CheckResult, Checker, Evidence, RunData};
 
 pub const NAME: &str = "divergence";
@@ -105,11 +105,7 @@ fn first_divergence(replicas: &[(&str, &ReplicaState)]) -> Option<Divergence> {
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
-    let partitions: BTreeSet<(String, i32)> = run
-        .replicas
-        .values()
-        .flat_map(|dir| dir.replicas.iter().map(|r| (r.topic.clone(), r.partition)))
-        .collect();
+    let partitions = partitions(run);
     let mut evidence = Vec::new();
     let mut compared = 0u64;
     let mut skipped = 0u64;

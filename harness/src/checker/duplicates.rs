@@ -7,13 +7,11 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use super::final_log::{final_log, holders, offsets_by_value};
+use super::final_log::{final_log, holders, offsets_by_value, partitions};
+use super::lost_write::EVIDENCE_MAX;
 use super::{CheckResult, Checker, Evidence, RunData};
 
 pub const NAME: &str = "duplicates";
-
-/// Duplicates reported one by one; the count covers them all.
-const EVIDENCE_MAX: usize = 50;
 
 pub fn checker() -> Checker {
     Checker {
@@ -32,11 +30,7 @@ pub fn checker() -> Checker {
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
-    let partitions: BTreeSet<(String, i32)> = run
-        .replicas
-        .values()
-        .flat_map(|dir| dir.replicas.iter().map(|r| (r.topic.clone(), r.partition)))
-        .collect();
+    let partitions = partitions(run);
     if partitions.is_empty() {
         return Ok(CheckResult::unknown(
             NAME,

@@ -2,7 +2,7 @@
 //! the unclean elections in etcd's timeline, and partition names as the
 //! history writes them (`t-0`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::reader::{CompactRecord, ReplicaState};
 use crate::timeline::{PartitionStateChange, Timeline};
@@ -21,6 +21,14 @@ pub(crate) fn parse_partition(name: &str) -> Option<(String, i32)> {
 /// Node name of a broker id, as the run directory and the history spell it.
 pub(crate) fn node_name(id: impl std::fmt::Display) -> String {
     format!("b{id}")
+}
+
+/// Every partition any node holds a replica of, as (topic, partition).
+pub(crate) fn partitions(run: &RunData) -> BTreeSet<(String, i32)> {
+    run.replicas
+        .values()
+        .flat_map(|dir| dir.replicas.iter().map(|r| (r.topic.clone(), r.partition)))
+        .collect()
 }
 
 /// Every node holding a replica of the partition, in node order.

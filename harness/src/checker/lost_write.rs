@@ -295,6 +295,15 @@ impl IndexedLog<'_> {
     }
 }
 
+/// `; excused by: …` naming each excuse used, or nothing.
+pub(crate) fn excused_by(excuses: &BTreeSet<String>) -> String {
+    if excuses.is_empty() {
+        return String::new();
+    }
+    let named: Vec<&str> = excuses.iter().map(String::as_str).collect();
+    format!("; excused by: {}", named.join(", "))
+}
+
 /// One line from each reason a value could not be judged, with the first
 /// value it held back.
 pub(crate) fn unknown_message(unknown: BTreeMap<String, String>) -> String {
@@ -348,6 +357,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     // Why not → the first value it held back.
     let mut unknown: BTreeMap<String, String> = BTreeMap::new();
+    let mut excuses: BTreeSet<String> = BTreeSet::new();
     for a in &acked {
         *counts.entry("acknowledged").or_default() += 1;
         let indexed = match logs.get(a) {
@@ -375,8 +385,9 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             Acks::One => *counts.entry("lost-acks-1").or_default() += 1,
             Acks::Zero => *counts.entry("lost-acks-0").or_default() += 1,
             Acks::All => match judge(run, a) {
-                Judgement::Excused(_) => {
+                Judgement::Excused(why) => {
                     *counts.entry("lost-acks-all-excused").or_default() += 1;
+                    excuses.insert(why);
                 }
                 Judgement::Undetermined(why) => {
                     *counts.entry("lost-acks-all-undetermined").or_default() += 1;
@@ -424,8 +435,9 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         CheckResult::valid(
             NAME,
             format!(
-                "{} acknowledged value(s) checked; no acks=all write lost without excuse",
-                acked.len()
+                "{} acknowledged value(s) checked; no acks=all write lost without excuse{}",
+                acked.len(),
+                excused_by(&excuses)
             ),
         )
     };

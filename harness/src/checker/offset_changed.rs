@@ -3,12 +3,12 @@
 //! truncated away at o and written again (or o was rewritten), which Kafka
 //! allows only with the excuses of the lost-write rule.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 
 use super::lost_write::{
-    Acks, EVIDENCE_MAX, FinalLogs, Judgement, acked_values, judge, unknown_message,
+    Acks, EVIDENCE_MAX, FinalLogs, Judgement, acked_values, excused_by, judge, unknown_message,
 };
 use super::{CheckResult, Checker, Evidence, RunData};
 
@@ -39,6 +39,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     // Why not → the first value it held back.
     let mut unknown: BTreeMap<String, String> = BTreeMap::new();
+    let mut excuses: BTreeSet<String> = BTreeSet::new();
     for a in &acked {
         let Some(offset) = a.offset else { continue };
         *counts.entry("checked").or_default() += 1;
@@ -63,8 +64,9 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             continue;
         }
         match judge(run, a) {
-            Judgement::Excused(_) => {
+            Judgement::Excused(why) => {
                 *counts.entry("offset-changed-acks-all-excused").or_default() += 1;
+                excuses.insert(why);
             }
             Judgement::Undetermined(why) => {
                 *counts
@@ -127,7 +129,10 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     } else {
         CheckResult::valid(
             NAME,
-            "every acknowledged value found is at its acked offset",
+            format!(
+                "every acknowledged value found is at its acked offset, or excused{}",
+                excused_by(&excuses)
+            ),
         )
     };
     for (name, n) in counts {
