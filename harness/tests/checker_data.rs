@@ -370,6 +370,19 @@ fn lost_acks_all_write_with_no_timeline_is_unknown() {
     assert_eq!(result.verdict, Verdict::Unknown, "{result:?}");
     assert!(result.message.contains("no timeline"), "{}", result.message);
 
+    // A timeline of another partition says nothing about this one.
+    let (dir, _history) = run_with("all", lost);
+    let mut other = state(1, 1, 0, &[1]);
+    other.topic = "u".into();
+    write_timeline(dir.path(), vec![other]);
+    let result = lost_write(dir.path());
+    assert_eq!(result.verdict, Verdict::Unknown, "{result:?}");
+    assert!(
+        result.message.contains("no timeline of t-0"),
+        "{}",
+        result.message
+    );
+
     // The replicas disagree and nobody says which is final.
     let (dir, _history) = run_with("all", lost);
     write_node(dir.path(), "b1", full(), &[(0, 0)]);

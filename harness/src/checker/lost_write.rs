@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::history::{Op, OpType, Process};
 
 use super::final_log::{
-    FinalLog, final_log, node_name, offsets_by_value, parse_partition, unclean_elections,
+    FinalLog, final_log, node_name, offsets_by_value, parse_partition, states, unclean_elections,
 };
 use super::{CheckResult, Checker, Evidence, RunData};
 
@@ -42,7 +42,10 @@ pub fn checker() -> Checker {
             acked offset). acks=1 and acks=0 losses are only counted. A value's position (see \
             offset-changed) and duplicates (see duplicates). Writes whose ack recorded no ISR or \
             leader epoch, or partitions whose final log cannot be chosen, make the verdict \
-            unknown rather than valid. Records in damaged (non-intact) batches count as absent.",
+            unknown rather than valid. Records in damaged (non-intact) batches count as absent. \
+            The ISR and leader epoch are etcd's just after the ack, not at it: an election in \
+            between makes the rule stricter (an unclean election at that very epoch does not \
+            excuse).",
         check,
     }
 }
@@ -199,7 +202,12 @@ pub(crate) fn judge(run: &RunData, acked: &AckedValue) -> Judgement {
     if isr.is_empty() {
         return Judgement::Undetermined("the ack recorded an empty ISR".into());
     }
-    if let Some(timeline) = &run.timeline
+    // A timeline with no state for the partition rules nothing out.
+    let timeline = run
+        .timeline
+        .as_ref()
+        .filter(|t| !states(t, &acked.topic, acked.partition_number).is_empty());
+    if let Some(timeline) = timeline
         && let Some(election) = unclean_elections(timeline, &acked.topic, acked.partition_number)
             .into_iter()
             .find(|s| i64::from(s.leader_epoch) > leader_epoch)
@@ -221,10 +229,11 @@ pub(crate) fn judge(run: &RunData, acked: &AckedValue) -> Judgement {
             "power loss of every ISR member (history indices {indices:?})"
         ));
     }
-    if run.timeline.is_none() {
-        return Judgement::Undetermined(
-            "no timeline: an unclean election after the ack cannot be ruled out".into(),
-        );
+    if timeline.is_none() {
+        return Judgement::Undetermined(format!(
+            "no timeline of {}: an unclean election after the ack cannot be ruled out",
+            acked.partition
+        ));
     }
     Judgement::NotExcused
 }
