@@ -18,7 +18,13 @@
 
 pub mod consumer;
 pub mod context;
+pub mod divergence;
+pub mod duplicates;
+pub mod epoch_file;
+mod final_log;
 pub mod high_watermark;
+pub mod lost_write;
+pub mod offset_changed;
 
 use std::collections::BTreeMap;
 
@@ -115,7 +121,15 @@ pub struct Checker {
 
 /// Every checker, in report order. Each module adds its own entry here.
 pub fn all() -> Vec<Checker> {
-    vec![high_watermark::checker(), consumer::checker()]
+    vec![
+        lost_write::checker(),
+        offset_changed::checker(),
+        divergence::checker(),
+        epoch_file::checker(),
+        high_watermark::checker(),
+        consumer::checker(),
+        duplicates::checker(),
+    ]
 }
 
 /// The whole report of one run: each checker's result and the merged verdict.

@@ -4,6 +4,8 @@
 //! uses only part of it.
 #![allow(dead_code)]
 
+pub mod segments;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,173 @@
+//! Replicas agree after heal: below the lowest log end offset of the replicas
+//! compared, every replica holds the same records at the same offsets with the
+//! same batch leader epochs. The replicas compared are the final ISR (etcd's
+//! last state of the partition), or every replica when the timeline has no
+//! state for the partition.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::reader::{Payload, ReplicaState};
+
+use super::final_log::{holders, node_name, partitions, states};
+use super::{CheckResult, Checker, Evidence, RunData};
+
+pub const NAME: &str = "divergence";
+
+pub fn checker() -> Checker {
+    Checker {
+        name: NAME,
+        guarantee: "After the cluster heals and quiesces, the in-sync replicas of a partition hold \
+            identical logs up to their common end: the same record (value, control or data) at \
+            every offset, in a batch of the same partition leader epoch.",
+        source: "Kafka documentation, Design §4.7 Replication (followers replicate the leader's log \
+            in the same order, at the same offsets); KIP-101 \"Alter Replication Protocol to use \
+            Leader Epoch rather than High Watermark for Truncation\" (its scenarios 1 and 2 are \
+            replica divergence) and KIP-279 (divergence after fast leader fail-over).",
+        not_checked: "Anything at or past the lowest log end offset of the replicas compared (a \
+            lagging replica is not divergent). Replicas outside the final ISR when the timeline \
+            names one. Offsets below the highest log start (first segment base) of the replicas. \
+            Keys, headers, timestamps and batch boundaries. Records in damaged batches count as \
+            absent, so damage below the common end is reported as divergence; damage at the tail \
+            only lowers that replica's log end.",
+        check,
+    }
+}
+
+/// What a replica holds at one offset: batch epoch, control flag, value.
+type Slot = (i32, bool, Option<Payload>);
+
+fn slots(replica: &ReplicaState, from: i64, to: i64) -> BTreeMap<i64, Slot> {
+    replica
+        .records()
+        .filter(|(_, r)| r.offset >= from && r.offset < to)
+        .map(|(b, r)| {
+            (
+                r.offset,
+                (b.partition_leader_epoch, b.is_control(), r.value.clone()),
+            )
+        })
+        .collect()
+}
+
+fn describe(slot: Option<&Slot>) -> Value {
+    match slot {
+        None => json!("nothing"),
+        Some((epoch, control, value)) => json!({
+            "epoch": epoch,
+            "control": control,
+            "value": value,
+        }),
+    }
+}
+
+fn short(slot: Option<&Slot>) -> String {
+    match slot {
+        None => "nothing".into(),
+        Some((epoch, true, _)) => format!("a control record (epoch {epoch})"),
+        Some((epoch, false, value)) => format!(
+            "{} (epoch {epoch})",
+            value.as_ref().map_or("null".into(), |v| v.to_string())
+        ),
+    }
+}
+
+/// Where replicas first differ: the offset, the common end, and what each
+/// replica holds there.
+type Divergence = (i64, i64, Vec<(String, Option<Slot>)>);
+
+/// The first offset below the common end where the replicas differ, or `None`.
+fn first_divergence(replicas: &[(&str, &ReplicaState)]) -> Option<Divergence> {
+    let end = replicas.iter().map(|(_, r)| r.log_end_offset).min()?;
+    let start = replicas
+        .iter()
+        .map(|(_, r)| r.segments.first().map_or(0, |s| s.base_offset))
+        .max()?;
+    let held: Vec<BTreeMap<i64, Slot>> =
+        replicas.iter().map(|(_, r)| slots(r, start, end)).collect();
+    let offsets: BTreeSet<i64> = held.iter().flat_map(|h| h.keys().copied()).collect();
+    for offset in offsets {
+        let at: Vec<Option<&Slot>> = held.iter().map(|h| h.get(&offset)).collect();
+        if at.windows(2).any(|w| w[0] != w[1]) {
+            return Some((
+                offset,
+                end,
+                replicas
+                    .iter()
+                    .zip(at)
+                    .map(|((node, _), slot)| ((*node).to_owned(), slot.cloned()))
+                    .collect(),
+            ));
+        }
+    }
+    None
+}
+
+fn check(run: &RunData) -> Result<CheckResult, String> {
+    let partitions = partitions(run);
+    let mut evidence = Vec::new();
+    let mut compared = 0u64;
+    let mut skipped = 0u64;
+    for (topic, partition) in &partitions {
+        let all = holders(run, topic, *partition);
+        let isr: Option<BTreeSet<String>> = run.timeline.as_ref().and_then(|t| {
+            states(t, topic, *partition)
+                .last()
+                .map(|s| s.isr.iter().map(node_name).collect())
+        });
+        let chosen: Vec<(&str, &ReplicaState)> = all
+            .iter()
+            .filter(|(node, _)| isr.as_ref().is_none_or(|isr| isr.contains(*node)))
+            .copied()
+            .collect();
+        skipped += (all.len() - chosen.len()) as u64;
+        if chosen.len() < 2 {
+            continue;
+        }
+        compared += 1;
+        if let Some((offset, end, held)) = first_divergence(&chosen) {
+            let summary = held
+                .iter()
+                .map(|(node, slot)| format!("{node} holds {}", short(slot.as_ref())))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let holds: serde_json::Map<String, Value> = held
+                .iter()
+                .map(|(node, slot)| (node.clone(), describe(slot.as_ref())))
+                .collect();
+            evidence.push(Evidence {
+                anomaly: "replica-divergence".into(),
+                summary: format!(
+                    "{topic}-{partition} diverges at offset {offset} (common end {end}): {summary}"
+                ),
+                details: json!({
+                    "partition": format!("{topic}-{partition}"),
+                    "offset": offset,
+                    "common_end": end,
+                    "replicas": chosen.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+                    "holds": holds,
+                }),
+            });
+        }
+    }
+    let result = if !evidence.is_empty() {
+        CheckResult::invalid(
+            NAME,
+            format!("{} partition(s) with diverging replicas", evidence.len()),
+            evidence,
+        )
+    } else if partitions.is_empty() {
+        CheckResult::unknown(NAME, "the run left no replica to compare")
+    } else if compared == 0 {
+        CheckResult::valid(NAME, "no partition had two in-sync replicas to compare")
+    } else {
+        CheckResult::valid(
+            NAME,
+            format!("{compared} partition(s): replicas agree up to their common end"),
+        )
+    };
+    Ok(result
+        .with_count("partitions-compared", compared)
+        .with_count("replicas-outside-final-isr", skipped))
+}

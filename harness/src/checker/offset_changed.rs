@@ -1,0 +1,142 @@
+//! Acknowledged offsets are stable: a value the broker acknowledged at offset
+//! o is, in the partition's final log, at o. A value found only elsewhere was
+//! truncated away at o and written again (or o was rewritten), which Kafka
+//! allows only with the excuses of the lost-write rule.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::json;
+
+use super::lost_write::{
+    Acks, EVIDENCE_MAX, FinalLogs, Judgement, acked_values, excused_by, judge, unknown_message,
+};
+use super::{CheckResult, Checker, Evidence, RunData};
+
+pub const NAME: &str = "offset-changed";
+
+pub fn checker() -> Checker {
+    Checker {
+        name: NAME,
+        guarantee: "A value acknowledged with acks=all at offset o is at offset o in the partition's \
+            final log (the offset of a committed record never changes), unless an unclean leader \
+            election followed the ack or every member of its ISR lost unflushed bytes in a power loss.",
+        source: "Kafka documentation, Design §4.7 Replication (committed messages and the log's \
+            offsets are the same on every in-sync replica); KIP-101 (truncation by leader epoch so \
+            that replicas never diverge at a committed offset) and KIP-279 (the fix for fast \
+            leader changes); DESIGN.md \"Lost write, precisely\".",
+        not_checked: "Values not in the final log at all (lost-write reports them). acks=0 writes \
+            (the broker names no offset). acks=1 moves are only counted. A value at its acked offset \
+            and also elsewhere is a duplicate, not a move (see duplicates). Partitions with no final \
+            log, and acks=all moves that cannot be judged, make the verdict unknown.",
+        check,
+    }
+}
+
+fn check(run: &RunData) -> Result<CheckResult, String> {
+    let acked = acked_values(&run.history)?;
+    let mut logs = FinalLogs::new(run);
+    let mut evidence = Vec::new();
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    // Why not → the first value it held back.
+    let mut unknown: BTreeMap<String, String> = BTreeMap::new();
+    let mut excuses: BTreeSet<String> = BTreeSet::new();
+    for a in &acked {
+        let Some(offset) = a.offset else { continue };
+        *counts.entry("checked").or_default() += 1;
+        let indexed = match logs.get(a) {
+            Ok(found) => found,
+            Err(why) => {
+                if a.acks == Acks::All {
+                    unknown.entry(why.clone()).or_insert_with(|| a.describe());
+                }
+                continue;
+            }
+        };
+        let log = &indexed.log;
+        let Some(found) = indexed.by_value.get(&a.value.to_string()) else {
+            continue;
+        };
+        if found.contains(&offset) {
+            continue;
+        }
+        if a.acks != Acks::All {
+            *counts.entry("offset-changed-acks-1").or_default() += 1;
+            continue;
+        }
+        match judge(run, a) {
+            Judgement::Excused(why) => {
+                *counts.entry("offset-changed-acks-all-excused").or_default() += 1;
+                excuses.insert(why);
+            }
+            Judgement::Undetermined(why) => {
+                *counts
+                    .entry("offset-changed-acks-all-undetermined")
+                    .or_default() += 1;
+                unknown.entry(why).or_insert_with(|| a.describe());
+            }
+            Judgement::NotExcused => {
+                *counts.entry("offset-changed-acks-all").or_default() += 1;
+                if evidence.len() >= EVIDENCE_MAX {
+                    continue;
+                }
+                let there = log
+                    .replica
+                    .compact()
+                    .records
+                    .into_iter()
+                    .find(|r| r.offset == offset);
+                let holds = there.as_ref().map_or("nothing".to_owned(), |r| {
+                    format!(
+                        "{} (epoch {})",
+                        r.value
+                            .as_ref()
+                            .map_or("a null value".into(), |v| v.to_string()),
+                        r.epoch
+                    )
+                });
+                let mut details = a.details();
+                details["found_at"] = json!(found);
+                details["final_log"] = json!(log.chosen);
+                details["final_log_node"] = json!(log.node);
+                details["final_log_at_acked_offset"] = json!(there.map(|r| json!({
+                    "epoch": r.epoch,
+                    "value": r.value,
+                })));
+                evidence.push(Evidence {
+                    anomaly: "acknowledged-offset-changed".into(),
+                    summary: format!(
+                        "{} is at offset {found:?} in the final log ({}), which holds {holds} at \
+                         offset {offset}",
+                        a.describe(),
+                        log.chosen,
+                    ),
+                    details,
+                });
+            }
+        }
+    }
+    let mut result = if !evidence.is_empty() {
+        CheckResult::invalid(
+            NAME,
+            format!(
+                "{} acknowledged acks=all value(s) moved from their acked offset",
+                counts.get("offset-changed-acks-all").copied().unwrap_or(0)
+            ),
+            evidence,
+        )
+    } else if !unknown.is_empty() {
+        CheckResult::unknown(NAME, unknown_message(unknown))
+    } else {
+        CheckResult::valid(
+            NAME,
+            format!(
+                "every acknowledged value found is at its acked offset, or excused{}",
+                excused_by(&excuses)
+            ),
+        )
+    };
+    for (name, n) in counts {
+        result = result.with_count(name, n);
+    }
+    Ok(result)
+}
