@@ -4,7 +4,8 @@
 //!
 //! `fixtures_are_what_the_encoder_writes` regenerates every fixture into a
 //! tempdir and demands the committed files be equal byte for byte, so the
-//! fixtures cannot drift from the spec below. After changing the spec, or when
+//! fixtures cannot drift from the spec below (the writer is
+//! `common/encode.rs`, shared with the checker tests). After changing the spec, or when
 //! a codec library's version or backend (flate2's feature set) changes the
 //! compressed bytes, rewrite them with
 //! `EPOCHAL_REGENERATE_FIXTURES=1 cargo nextest run -p epochal fixtures_are_what_the_encoder_writes`.
@@ -13,95 +14,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use bytes::{BufMut, Bytes, BytesMut};
 use epochal::reader::{self, Codec, Payload, read_data_dir};
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 
 mod common;
+use common::encode::{
+    BASE_TIMESTAMP_MS, SpecCodec, SpecDataDir, SpecRecord, SpecReplica, SpecSegment, batch,
+    encode_batch, records, text, write_fixture,
+};
 use common::files_under;
-
-const BASE_TIMESTAMP_MS: i64 = 1_700_000_000_000;
-
-/// How a batch is compressed on disk. Snappy comes in two framings: the raw
-/// block kafka-protocol and librdkafka write, and the xerial stream the Java
-/// client writes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum SpecCodec {
-    None,
-    Gzip,
-    SnappyRaw,
-    SnappyXerial,
-    Lz4,
-    Zstd,
-}
-
-#[derive(Debug, Clone)]
-struct SpecRecord {
-    offset: i64,
-    key: Option<Vec<u8>>,
-    value: Option<Vec<u8>>,
-    headers: Vec<(&'static str, Option<Vec<u8>>)>,
-}
-
-#[derive(Debug, Clone)]
-struct SpecBatch {
-    epoch: i32,
-    codec: SpecCodec,
-    /// `(producer id, producer epoch)`; sequences then follow the offsets.
-    producer: Option<(i64, i16)>,
-    records: Vec<SpecRecord>,
-}
-
-#[derive(Debug, Clone)]
-struct SpecSegment {
-    base_offset: i64,
-    batches: Vec<SpecBatch>,
-}
-
-#[derive(Debug, Clone)]
-struct SpecReplica {
-    topic: &'static str,
-    partition: i32,
-    segments: Vec<SpecSegment>,
-    epochs: Vec<(i32, i64)>,
-}
-
-#[derive(Debug, Clone)]
-struct SpecDataDir {
-    name: &'static str,
-    replicas: Vec<SpecReplica>,
-    high_watermarks: Vec<(&'static str, i32, i64)>,
-    recovery_points: Vec<(&'static str, i32, i64)>,
-    clean_shutdown: bool,
-}
-
-fn text(s: impl Into<String>) -> Option<Vec<u8>> {
-    Some(s.into().into_bytes())
-}
-
-/// Plain records `offsets`, keyed `k<offset mod 3>`, valued `v<offset>`.
-fn records(offsets: std::ops::RangeInclusive<i64>) -> Vec<SpecRecord> {
-    offsets
-        .map(|offset| SpecRecord {
-            offset,
-            key: text(format!("k{}", offset % 3)),
-            value: text(format!("v{offset}")),
-            headers: Vec::new(),
-        })
-        .collect()
-}
-
-fn batch(epoch: i32, codec: SpecCodec, records: Vec<SpecRecord>) -> SpecBatch {
-    SpecBatch {
-        epoch,
-        codec,
-        producer: None,
-        records,
-    }
-}
 
 /// `t-0`: three segments, four epochs, every codec, multi-record batches, a
 /// null key, headers, a tombstone, a binary key and value, an idempotent
@@ -181,121 +101,6 @@ fn committed(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
-}
-
-// ---- writing ----------------------------------------------------------------
-
-fn encode_batch(spec: &SpecBatch) -> Vec<u8> {
-    let records: Vec<Record> = spec
-        .records
-        .iter()
-        .map(|record| {
-            let mut encoded = Record {
-                transactional: false,
-                control: false,
-                partition_leader_epoch: spec.epoch,
-                producer_id: spec.producer.map_or(-1, |(id, _)| id),
-                producer_epoch: spec.producer.map_or(-1, |(_, epoch)| epoch),
-                timestamp_type: TimestampType::Creation,
-                offset: record.offset,
-                // The encoder cuts a batch wherever `offset - sequence` changes,
-                // so sequences must step with offsets even without a producer
-                // id; the batch's baseSequence is the first one (-1 then).
-                sequence: spec.producer.map_or(-1, |_| 0)
-                    + (record.offset - spec.records[0].offset) as i32,
-                timestamp: BASE_TIMESTAMP_MS + record.offset,
-                key: record.key.clone().map(Bytes::from),
-                value: record.value.clone().map(Bytes::from),
-                headers: Default::default(),
-            };
-            for (key, value) in &record.headers {
-                encoded.headers.insert(
-                    StrBytes::from_static_str(key),
-                    value.clone().map(Bytes::from),
-                );
-            }
-            encoded
-        })
-        .collect();
-    let compression = match spec.codec {
-        SpecCodec::None => Compression::None,
-        SpecCodec::Gzip => Compression::Gzip,
-        SpecCodec::SnappyRaw | SpecCodec::SnappyXerial => Compression::Snappy,
-        SpecCodec::Lz4 => Compression::Lz4,
-        SpecCodec::Zstd => Compression::Zstd,
-    };
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression,
-    };
-    let mut buf = BytesMut::new();
-    if spec.codec == SpecCodec::SnappyXerial {
-        RecordBatchEncoder::encode_with_custom_compression(
-            &mut buf,
-            &records,
-            &options,
-            Some(|plain: &mut BytesMut, out: &mut BytesMut, _| {
-                xerial_snappy(plain, out);
-                Ok(())
-            }),
-        )
-        .expect("encode");
-    } else {
-        RecordBatchEncoder::encode(&mut buf, &records, &options).expect("encode");
-    }
-    buf.to_vec()
-}
-
-/// snappy-java's stream framing, as Kafka's Java producer writes it. Blocks
-/// are cut small here (Java uses 32 KiB) so the fixture holds several.
-fn xerial_snappy(plain: &[u8], out: &mut BytesMut) {
-    out.put_slice(b"\x82SNAPPY\x00");
-    out.put_i32(1);
-    out.put_i32(1);
-    for chunk in plain.chunks(16) {
-        let block = snap::raw::Encoder::new()
-            .compress_vec(chunk)
-            .expect("snappy");
-        out.put_i32(block.len() as i32);
-        out.put_slice(&block);
-    }
-}
-
-fn write_fixture(spec: &SpecDataDir, root: &Path) {
-    fs::create_dir_all(root).unwrap();
-    for replica in &spec.replicas {
-        let dir = root.join(format!("{}-{}", replica.topic, replica.partition));
-        fs::create_dir_all(&dir).unwrap();
-        for segment in &replica.segments {
-            let bytes: Vec<u8> = segment.batches.iter().flat_map(encode_batch).collect();
-            fs::write(dir.join(format!("{:020}.log", segment.base_offset)), bytes).unwrap();
-        }
-        let mut epochs = format!("0\n{}\n", replica.epochs.len());
-        for (epoch, start_offset) in &replica.epochs {
-            epochs.push_str(&format!("{epoch} {start_offset}\n"));
-        }
-        fs::write(dir.join("leader-epoch-checkpoint"), epochs).unwrap();
-    }
-    let offsets = |entries: &[(&str, i32, i64)]| {
-        let mut text = format!("0\n{}\n", entries.len());
-        for (topic, partition, offset) in entries {
-            text.push_str(&format!("{topic} {partition} {offset}\n"));
-        }
-        text
-    };
-    fs::write(
-        root.join("replication-offset-checkpoint"),
-        offsets(&spec.high_watermarks),
-    )
-    .unwrap();
-    fs::write(
-        root.join("recovery-point-offset-checkpoint"),
-        offsets(&spec.recovery_points),
-    )
-    .unwrap();
-    if spec.clean_shutdown {
-        fs::write(root.join(".kafka_cleanshutdown"), b"").unwrap();
-    }
 }
 
 #[test]

@@ -1,8 +1,11 @@
-//! Helpers shared by the integration tests that work on a copy of the
-//! committed `reader-basic` fixture (see `reader_fixtures.rs` for how it is
-//! written and what it holds). Each test binary compiles its own copy and
-//! uses only part of it.
+//! Helpers shared by the integration tests: a copy of the committed
+//! `reader-basic` fixture (see `reader_fixtures.rs` for how it is written and
+//! what it holds), the data-directory writer (`encode`) and a real etcd
+//! (`etcd`). Each test binary compiles its own copy and uses only part of it.
 #![allow(dead_code)]
+
+pub mod encode;
+pub mod etcd;
 
 use std::collections::BTreeMap;
 use std::fs;
