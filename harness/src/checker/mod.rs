@@ -17,6 +17,8 @@
 //! A `send` that ends `fail` definitely did not happen; `info` may have.
 
 pub mod context;
+pub mod fencing;
+pub mod leaders;
 
 use std::collections::BTreeMap;
 
@@ -113,7 +115,7 @@ pub struct Checker {
 
 /// Every checker, in report order. Each module adds its own entry here.
 pub fn all() -> Vec<Checker> {
-    Vec::new()
+    vec![leaders::checker(), fencing::checker()]
 }
 
 /// The whole report of one run: each checker's result and the merged verdict.
