@@ -30,7 +30,8 @@ pub fn checker() -> Checker {
         source: "KIP-101 (Alter Replication Protocol to use Leader Epoch rather than High \
             Watermark for Truncation): the leader epoch is assigned by the controller and \
             stamped by the leader on every batch (partitionLeaderEpoch); Kafka \
-            documentation, Replication (\"a leader ... all writes go to the leader\"); \
+            documentation, Replication (\"each partition in Kafka has a single leader and \
+            zero or more followers\"); \
             epochal DESIGN.md (one leader per epoch).",
         not_checked: "Leaderless states (leader -1) are not leaders. Rule (b) reads only \
             applied LeaderAndIsr entries (UpdateMetadata and rejected entries are not \

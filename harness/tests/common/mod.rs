@@ -1,11 +1,12 @@
 //! Helpers shared by the integration tests: a copy of the committed
 //! `reader-basic` fixture (see `reader_fixtures.rs` for how it is written and
-//! what it holds), the data-directory writer (`encode`) and a real etcd
-//! (`etcd`). Each test binary compiles its own copy and uses only part of it.
+//! what it holds), the data-directory writer (`encode`), a real etcd
+//! (`etcd`) and hand-built run directories for the checkers (`run_dir`). Each test binary compiles its own copy and uses only part of it.
 #![allow(dead_code)]
 
 pub mod encode;
 pub mod etcd;
+pub mod run_dir;
 
 use std::collections::BTreeMap;
 use std::fs;
