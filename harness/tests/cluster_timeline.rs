@@ -1,6 +1,7 @@
 //! `read_timeline` against a real etcd: every write of the partition-state and
 //! controller keys comes back with its exact revision and value, in order;
-//! other keys are ignored; a deleted controller key is `broker_id: None`.
+//! other keys are ignored; a deleted controller key is `broker_id: None`. And
+//! a real failover's timeline, checked by the leader and fencing checkers.
 
 use std::time::{Duration, Instant};
 
@@ -158,4 +159,116 @@ async fn timeline_read_from_nothing_listening_errs_within_its_deadline() {
     let result = read_timeline_within(&endpoint, Duration::from_millis(500)).await;
     assert!(result.is_err(), "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// The current state of `t-0` in etcd, read directly.
+async fn t0_state(etcd: &str) -> Option<serde_json::Value> {
+    let mut client = Client::connect([etcd], None).await.ok()?;
+    let answer = client.get(state_key("t", 0), None).await.ok()?;
+    serde_json::from_slice(answer.kvs().first()?.value()).ok()
+}
+
+/// Polls etcd's `t-0` state until `want` holds of it, under a deadline.
+async fn await_t0(etcd: &str, what: &str, want: impl Fn(&serde_json::Value) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let state = t0_state(etcd).await;
+        if state.as_ref().is_some_and(&want) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: t-0 is {state:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A real failover: three brokers, the leader of `t-0` killed and restarted.
+/// etcd's timeline shows each leadership with a higher leader epoch, and the
+/// two checkers that read it find the run valid — every applied decision is
+/// one etcd recorded, one leader per epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_timeline_of_a_failover_passes_the_leader_and_fencing_checkers() {
+    use epochal::checker::{self, RunData, Verdict, fencing, leaders};
+    use epochal::reader::read_data_dir;
+    use epochal::reader::state_change::read_state_changes;
+    use epochal::runtime::{ProcessConfig, ProcessRuntime, Runtime};
+    use epochal::workload::KafkaClient;
+
+    let exe = std::env::current_exe().unwrap();
+    let bin_dir = exe.parent().unwrap().parent().unwrap().to_owned();
+    let run_dir = tempfile::tempdir().unwrap();
+    let config = ProcessConfig::new(3, bin_dir, run_dir.path());
+    let mut runtime = ProcessRuntime::start(config).await.unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let etcd = runtime.etcd_endpoint().to_owned();
+    let call = Duration::from_secs(10);
+    let mut client = KafkaClient::connect(&runtime.client_address(1).unwrap(), "tl", call)
+        .await
+        .unwrap();
+    client.create_topic("t", 1, 3, 10_000, call).await.unwrap();
+    await_t0(&etcd, "a leader and a full ISR", |s| {
+        s["leader"].as_i64() != Some(-1) && s["isr"].as_array().is_some_and(|isr| isr.len() == 3)
+    })
+    .await;
+    let first = t0_state(&etcd).await.unwrap();
+    let old = first["leader"].as_i64().unwrap() as u32;
+    runtime.kill_node(old).await.unwrap();
+    await_t0(&etcd, "a new leader", |s| {
+        s["leader"]
+            .as_i64()
+            .is_some_and(|l| l != -1 && l != i64::from(old))
+    })
+    .await;
+    runtime.start_node(old).await.unwrap();
+    await_t0(&etcd, "the old leader back in the ISR", |s| {
+        s["isr"]
+            .as_array()
+            .is_some_and(|isr| isr.contains(&serde_json::json!(old)))
+    })
+    .await;
+
+    let timeline = read_timeline(&etcd).await.unwrap();
+    let states = timeline.states_of("t", 0);
+    assert!(states.len() >= 2, "{states:?}");
+    assert!(
+        states
+            .windows(2)
+            .all(|w| w[0].revision < w[1].revision && w[0].leader_epoch <= w[1].leader_epoch),
+        "{states:?}"
+    );
+    let leaders_seen: std::collections::BTreeSet<i32> = states
+        .iter()
+        .map(|s| s.leader)
+        .filter(|&l| l != -1)
+        .collect();
+    assert!(leaders_seen.len() >= 2, "{states:?}");
+    assert!(timeline.unclean_elections().is_empty(), "{states:?}");
+    assert!(
+        timeline.controllers.iter().any(|c| c.broker_id.is_some()),
+        "{:?}",
+        timeline.controllers
+    );
+
+    let mut run = RunData {
+        timeline: Some(timeline),
+        ..RunData::default()
+    };
+    for node in 1..=3 {
+        let data = runtime.data_dir(node).unwrap();
+        run.state_changes
+            .insert(format!("b{node}"), read_state_changes(&data).unwrap());
+        run.replicas
+            .insert(format!("b{node}"), read_data_dir(&data).unwrap());
+    }
+    assert!(
+        run.state_changes[&format!("b{old}")]
+            .iter()
+            .any(|e| e.applied() && e.request == "LeaderAndIsr"),
+        "{:?}",
+        run.state_changes
+    );
+    let report = checker::check(&run, &[leaders::checker(), fencing::checker()]);
+    for result in &report.results {
+        assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
+    }
+    runtime.shutdown().await.unwrap();
 }
