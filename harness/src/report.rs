@@ -47,7 +47,9 @@ impl RunEnd {
 pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
     let mut report = checker::check(run, &checker::all());
     if let Some(why) = &end.unknown {
-        report.results.insert(0, CheckResult::unknown("run", why.clone()));
+        report
+            .results
+            .insert(0, CheckResult::unknown("run", why.clone()));
         report.verdict = report.verdict.max(Verdict::Unknown);
     }
     report
@@ -79,7 +81,11 @@ pub fn write_report(report: &Report, out: &mut impl Write) -> std::io::Result<()
             writeln!(out, "           {name}: {n}")?;
         }
         for evidence in &result.evidence {
-            writeln!(out, "           - {}: {}", evidence.anomaly, evidence.summary)?;
+            writeln!(
+                out,
+                "           - {}: {}",
+                evidence.anomaly, evidence.summary
+            )?;
         }
     }
     writeln!(out, "verdict: {}", report.verdict)

@@ -31,10 +31,10 @@ use serde_json::{Value, json};
 
 use crate::checker::Report;
 use crate::history::kafka_errors::{Outcome, produce_outcome};
-use crate::report::{self, RunEnd};
 use crate::history::{HistoryWriter, OpType, Process, WriteError};
 use crate::nemesis::{Nemesis, NemesisError, described, verb};
 use crate::observe::{ObserveError, Observer, node_id, node_name, replica_offsets};
+use crate::report::{self, RunEnd};
 use crate::runtime::{NodeId, ProcessConfig, ProcessRuntime, Runtime, RuntimeError, reaper};
 use crate::schedule::{
     Acks, BROKER_SETTINGS, Compression, Condition, Consume, Fault, HARNESS_OWNED_SETTINGS,
@@ -1006,7 +1006,9 @@ pub fn write_summary(report: &RunReport, out: &mut impl std::io::Write) -> std::
         // Records only: epoch files may legitimately differ (a leader records
         // its epoch at election, before any batch; KAFKA-7415). The checkers
         // judge those.
-        let same = replicas.windows(2).all(|w| w[0].1.records == w[1].1.records);
+        let same = replicas
+            .windows(2)
+            .all(|w| w[0].1.records == w[1].1.records);
         writeln!(
             out,
             "  {topic}-{partition}: records {} on {}",

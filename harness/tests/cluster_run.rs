@@ -86,7 +86,10 @@ fn cluster_run_kills_the_leader_and_keeps_history_logs_and_identical_replicas() 
     assert_eq!(output.status.code(), Some(0), "{}", show(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("status: completed"), "{stdout}");
-    assert!(stdout.contains("t-0: records identical on b1, b2, b3"), "{stdout}");
+    assert!(
+        stdout.contains("t-0: records identical on b1, b2, b3"),
+        "{stdout}"
+    );
 
     let dir = latest(store.path());
     assert!(

@@ -21,8 +21,10 @@ pub mod context;
 pub mod divergence;
 pub mod duplicates;
 pub mod epoch_file;
+pub mod fencing;
 mod final_log;
 pub mod high_watermark;
+pub mod leaders;
 pub mod lost_write;
 pub mod offset_changed;
 
@@ -126,6 +128,8 @@ pub fn all() -> Vec<Checker> {
         offset_changed::checker(),
         divergence::checker(),
         epoch_file::checker(),
+        leaders::checker(),
+        fencing::checker(),
         high_watermark::checker(),
         consumer::checker(),
         duplicates::checker(),

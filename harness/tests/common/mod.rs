@@ -1,9 +1,11 @@
-//! Helpers shared by the integration tests that work on a copy of the
-//! committed `reader-basic` fixture (see `reader_fixtures.rs` for how it is
-//! written and what it holds). Each test binary compiles its own copy and
-//! uses only part of it.
+//! Helpers shared by the integration tests: a copy of the committed
+//! `reader-basic` fixture (see `reader_fixtures.rs` for how it is written and
+//! what it holds), the data-directory writer (`segments`), a real etcd
+//! (`etcd`) and hand-built run directories for the checkers (`run_dir`). Each test binary compiles its own copy and uses only part of it.
 #![allow(dead_code)]
 
+pub mod etcd;
+pub mod run_dir;
 pub mod segments;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,323 @@
+//! Stale controllers are fenced. Since KAFKA-532 every controller decision
+//! carries the controller epoch, and a broker rejects a decision whose epoch is
+//! below the newest it has seen (STALE_CONTROLLER_EPOCH), so a controller that
+//! was paused or cut off and resumes cannot undo its successor's decisions.
+//! This checker reads what each broker applied, from its state-change log, and
+//! etcd's timeline of what controllers committed. A rejected entry is the fence
+//! working and is never evidence.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::json;
+
+use super::{CheckResult, Checker, Evidence, RunData};
+use crate::reader::state_change::StateChange;
+use crate::timeline::Timeline;
+
+pub const NAME: &str = "stale-controller-fenced";
+
+pub fn checker() -> Checker {
+    Checker {
+        name: NAME,
+        guarantee: "No broker applies a decision from a stale controller: (1) no applied \
+            LeaderAndIsr, UpdateMetadata or StopReplica carries a controller epoch lower than \
+            one the same broker applied earlier in its state-change log; (2) every applied \
+            LeaderAndIsr names a (leader, leader epoch) that etcd recorded for that \
+            partition — a decision no controller committed is what a stale controller sends.",
+        source: "KAFKA-532 (Multiple controllers can co-exist during soft failures): the \
+            controller epoch, StaleControllerEpochCode, and the broker's \
+            `if (request.controllerEpoch < controllerEpoch)` rejection of LeaderAndIsr, \
+            UpdateMetadata and StopReplica; LeaderElectionTest.\
+            testLeaderElectionWithStaleControllerEpoch; broker/README.md, \
+            \"Controller-epoch fencing\".",
+        not_checked: "Rule 1 compares each broker only with itself, along its whole log: \
+            across a restart too, where Kafka's broker forgets its controller epoch (a stale \
+            decision applied after a restart is flagged, as it is still stale), but a broker \
+            that never saw the newer epoch before the stale decision arrived cannot be caught \
+            by rule 1 (rule 2 may catch it). Rule 2 matches only (partition, leader, leader \
+            epoch), not the ISR or the controller epoch; a stale controller that still \
+            managed to write its decision to etcd (KAFKA-532's per-path check lets it, for \
+            a partition the new controller never touched) passes rule 2 and is caught only \
+            by rule 1. Rule 2 does not read UpdateMetadata or StopReplica. Decisions a \
+            broker received but did not log (a crash mid-write) are not seen. Rule 1 needs \
+            the state-change logs; rule 2 needs them and etcd's timeline — without the \
+            timeline, rule 2 is skipped and the verdict is at best unknown.",
+        check,
+    }
+}
+
+pub fn check(run: &RunData) -> Result<CheckResult, String> {
+    if run.state_changes.is_empty() {
+        return Ok(CheckResult::unknown(
+            NAME,
+            "no state-change logs: both rules read what brokers applied, and there is nothing",
+        ));
+    }
+    let mut evidence = stale_epochs_applied(&run.state_changes);
+    if let Some(timeline) = &run.timeline {
+        evidence.extend(uncommitted_decisions_applied(&run.state_changes, timeline));
+    }
+    let applied = run
+        .state_changes
+        .values()
+        .flatten()
+        .filter(|entry| entry.applied())
+        .count() as u64;
+    let rejected = run
+        .state_changes
+        .values()
+        .flatten()
+        .filter(|entry| !entry.applied())
+        .count() as u64;
+    let result = if !evidence.is_empty() {
+        let n = evidence.len();
+        CheckResult::invalid(
+            NAME,
+            format!("{n} stale or uncommitted controller decisions applied"),
+            evidence,
+        )
+    } else if run.timeline.is_none() {
+        CheckResult::unknown(
+            NAME,
+            "rule 1 (controller epochs never go backwards in a broker's applied decisions) \
+             holds; rule 2 (every applied LeaderAndIsr was committed in etcd) needs etcd's \
+             timeline, which the run did not record",
+        )
+    } else {
+        CheckResult::valid(
+            NAME,
+            "no broker applied a decision with a stale controller epoch or one etcd never \
+             recorded",
+        )
+    };
+    Ok(result
+        .with_count("applied", applied)
+        .with_count("rejected", rejected))
+}
+
+fn entry_json(node: &str, index: usize, entry: &StateChange) -> serde_json::Value {
+    json!({
+        "node": node,
+        "entry": index,
+        "time_ms": entry.time_ms,
+        "request": entry.request,
+        "controller_id": entry.controller_id,
+        "controller_epoch": entry.controller_epoch,
+        "topic": entry.topic,
+        "partition": entry.partition,
+        "leader": entry.leader,
+        "leader_epoch": entry.leader_epoch,
+        "isr": entry.isr,
+    })
+}
+
+/// Rule 1: along each broker's log, an applied entry whose controller epoch is
+/// below the highest applied before it. One evidence per (broker, stale
+/// controller, stale epoch, newer epoch), naming the first such entry.
+fn stale_epochs_applied(logs: &BTreeMap<String, Vec<StateChange>>) -> Vec<Evidence> {
+    let mut evidence = Vec::new();
+    for (node, entries) in logs {
+        let mut newest: Option<(usize, &StateChange)> = None;
+        let mut found: BTreeMap<(i32, i32, i32), (usize, usize, usize)> = BTreeMap::new();
+        for (index, entry) in entries.iter().enumerate() {
+            if !entry.applied() {
+                continue;
+            }
+            match newest {
+                Some((newer_index, newer)) if entry.controller_epoch < newer.controller_epoch => {
+                    found
+                        .entry((
+                            entry.controller_id,
+                            entry.controller_epoch,
+                            newer.controller_epoch,
+                        ))
+                        .and_modify(|(_, _, count)| *count += 1)
+                        .or_insert((index, newer_index, 1));
+                }
+                Some((_, newer)) if entry.controller_epoch == newer.controller_epoch => {}
+                _ => newest = Some((index, entry)),
+            }
+        }
+        for ((_, stale_epoch, newer_epoch), (index, newer_index, count)) in found {
+            let (entry, newer) = (&entries[index], &entries[newer_index]);
+            evidence.push(Evidence {
+                anomaly: "stale-controller-epoch-applied".into(),
+                summary: format!(
+                    "{node} applied {} for {}-{} (leader {}, leader epoch {}) from controller \
+                     {} at controller epoch {stale_epoch} after applying controller epoch \
+                     {newer_epoch} ({count} such entries)",
+                    entry.request,
+                    entry.topic,
+                    entry.partition,
+                    entry.leader,
+                    entry.leader_epoch,
+                    entry.controller_id
+                ),
+                details: json!({
+                    "node": node,
+                    "stale": entry_json(node, index, entry),
+                    "newer_applied_before": entry_json(node, newer_index, newer),
+                    "stale_entries": count,
+                }),
+            });
+        }
+    }
+    evidence
+}
+
+/// Rule 2: an applied LeaderAndIsr whose (leader, leader epoch) etcd never
+/// recorded for its partition. The evidence shows what etcd did record for
+/// that partition and leader epoch, with revisions.
+fn uncommitted_decisions_applied(
+    logs: &BTreeMap<String, Vec<StateChange>>,
+    timeline: &Timeline,
+) -> Vec<Evidence> {
+    let committed: BTreeSet<(&str, i64, i32, i32)> = timeline
+        .partition_states
+        .iter()
+        .map(|s| {
+            (
+                s.topic.as_str(),
+                i64::from(s.partition),
+                s.leader,
+                s.leader_epoch,
+            )
+        })
+        .collect();
+    let mut evidence = Vec::new();
+    for (node, entries) in logs {
+        for (index, entry) in entries.iter().enumerate() {
+            if entry.request != "LeaderAndIsr" || !entry.applied() {
+                continue;
+            }
+            let key = (
+                entry.topic.as_str(),
+                i64::from(entry.partition),
+                entry.leader,
+                entry.leader_epoch,
+            );
+            if committed.contains(&key) {
+                continue;
+            }
+            let recorded: Vec<serde_json::Value> = timeline
+                .partition_states
+                .iter()
+                .filter(|s| {
+                    s.topic == entry.topic
+                        && i64::from(s.partition) == i64::from(entry.partition)
+                        && s.leader_epoch == entry.leader_epoch
+                })
+                .map(|s| {
+                    json!({
+                        "revision": s.revision,
+                        "leader": s.leader,
+                        "leader_epoch": s.leader_epoch,
+                        "isr": s.isr,
+                        "controller_epoch": s.controller_epoch,
+                    })
+                })
+                .collect();
+            evidence.push(Evidence {
+                anomaly: "uncommitted-decision-applied".into(),
+                summary: format!(
+                    "{node} applied LeaderAndIsr for {}-{} naming leader {} at leader epoch {} \
+                     (controller {}, controller epoch {}), which etcd never recorded{}",
+                    entry.topic,
+                    entry.partition,
+                    entry.leader,
+                    entry.leader_epoch,
+                    entry.controller_id,
+                    entry.controller_epoch,
+                    match recorded.first() {
+                        Some(first) => format!(
+                            "; etcd's leader for that epoch: {} (revision {})",
+                            first["leader"], first["revision"]
+                        ),
+                        None => String::new(),
+                    }
+                ),
+                details: json!({
+                    "applied": entry_json(node, index, entry),
+                    "etcd_states_in_that_epoch": recorded,
+                }),
+            });
+        }
+    }
+    evidence
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::Verdict;
+    use crate::timeline::PartitionStateChange;
+
+    fn entry(request: &str, controller_epoch: i32, leader: i32, epoch: i32) -> StateChange {
+        StateChange {
+            time_ms: 1,
+            request: request.into(),
+            controller_id: controller_epoch,
+            controller_epoch,
+            topic: "t".into(),
+            partition: 0,
+            leader,
+            leader_epoch: epoch,
+            isr: vec![leader],
+            outcome: "applied".into(),
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn fencing_rule_1_flags_a_lower_epoch_applied_after_a_higher_one_not_a_rejected_one() {
+        let mut logs = BTreeMap::new();
+        let mut fenced = entry("LeaderAndIsr", 1, 1, 1);
+        fenced.outcome = "rejected".into();
+        logs.insert(
+            "b1".to_owned(),
+            vec![
+                entry("LeaderAndIsr", 1, 1, 0),
+                entry("UpdateMetadata", 2, 2, 1),
+                fenced,
+                entry("LeaderAndIsr", 2, 2, 1),
+            ],
+        );
+        // Another broker applying epoch 1 after b1 saw 2 is not b1's history.
+        logs.insert("b2".to_owned(), vec![entry("LeaderAndIsr", 1, 1, 0)]);
+        assert!(stale_epochs_applied(&logs).is_empty());
+        logs.get_mut("b1")
+            .unwrap()
+            .push(entry("StopReplica", 1, 1, 1));
+        let evidence = stale_epochs_applied(&logs);
+        assert_eq!(evidence.len(), 1, "{evidence:?}");
+        assert_eq!(evidence[0].details["stale"]["entry"], 4);
+        assert_eq!(evidence[0].details["newer_applied_before"]["entry"], 1);
+    }
+
+    #[test]
+    fn fencing_checker_without_timeline_is_unknown_naming_rule_2() {
+        let mut run = RunData::default();
+        run.state_changes
+            .insert("b1".into(), vec![entry("LeaderAndIsr", 1, 1, 0)]);
+        let result = check(&run).unwrap();
+        assert_eq!(result.verdict, Verdict::Unknown);
+        assert!(result.message.contains("rule 2"), "{}", result.message);
+        run.timeline = Some(Timeline {
+            partition_states: vec![PartitionStateChange {
+                revision: 5,
+                topic: "t".into(),
+                partition: 0,
+                leader: 1,
+                leader_epoch: 0,
+                isr: vec![1],
+                controller_epoch: 1,
+            }],
+            controllers: vec![],
+        });
+        assert_eq!(check(&run).unwrap().verdict, Verdict::Valid);
+        assert_eq!(
+            check(&RunData::default()).unwrap().verdict,
+            Verdict::Unknown
+        );
+    }
+}

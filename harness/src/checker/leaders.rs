@@ -1,0 +1,386 @@
+//! One leader per leader epoch. A leader epoch names one leadership of a
+//! partition: the controller picks one leader and bumps the epoch, and the
+//! leader stamps every batch it appends with it (KIP-101). Two leaders in one
+//! epoch break the premise truncation rests on — that an epoch's records came
+//! from one log — so followers can keep records the leader never had. This
+//! checker looks for it three ways, each from evidence the brokers cannot
+//! rewrite after the fact: etcd's timeline, the brokers' state-change logs,
+//! and the batches on every replica's disk.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::json;
+
+use super::{CheckResult, Checker, Evidence, RunData};
+use crate::reader::state_change::StateChange;
+use crate::reader::{DataDirState, Payload};
+use crate::timeline::Timeline;
+
+pub const NAME: &str = "one-leader-per-epoch";
+
+pub fn checker() -> Checker {
+    Checker {
+        name: NAME,
+        guarantee: "A partition has at most one leader per leader epoch: (a) etcd never \
+            records two different leaders for one (partition, leader epoch); (b) no two \
+            applied LeaderAndIsr decisions, on any brokers, name different leaders for one \
+            (partition, leader epoch); (c) no two replicas hold different values at one \
+            offset in batches stamped with the same partition leader epoch (two brokers \
+            appended as leader in one epoch).",
+        source: "KIP-101 (Alter Replication Protocol to use Leader Epoch rather than High \
+            Watermark for Truncation): the leader epoch is assigned by the controller and \
+            stamped by the leader on every batch (partitionLeaderEpoch); Kafka \
+            documentation, Replication (\"each partition in Kafka has a single leader and \
+            zero or more followers\"); \
+            epochal DESIGN.md (one leader per epoch).",
+        not_checked: "Leaderless states (leader -1) are not leaders. Rule (b) reads only \
+            applied LeaderAndIsr entries (UpdateMetadata and rejected entries are not \
+            leadership). Rule (c) compares record values only (not keys, headers or \
+            timestamps), only intact batches, and only offsets two replicas both still \
+            hold: a second leader whose records were all truncated away leaves no trace \
+            on disk. Two leaders that wrote the same values at the same offsets are not \
+            told apart. Whether a leader acted after losing leadership in a *later* epoch \
+            is not this checker's question (see the fencing checker). Each rule is \
+            skipped, and the verdict at best unknown, when its input is missing: (a) \
+            without etcd's timeline, (b) without state-change logs, (c) without replicas.",
+        check,
+    }
+}
+
+pub fn check(run: &RunData) -> Result<CheckResult, String> {
+    let mut evidence = Vec::new();
+    let mut skipped = Vec::new();
+    match &run.timeline {
+        Some(timeline) => evidence.extend(etcd_leaders(timeline)),
+        None => skipped.push("(a) needs etcd's timeline, which the run did not record"),
+    }
+    if run.state_changes.is_empty() {
+        skipped.push("(b) needs the brokers' state-change logs; there are none");
+    } else {
+        evidence.extend(applied_leaders(&run.state_changes));
+    }
+    if run.replicas.is_empty() {
+        skipped.push("(c) needs the replicas' data directories; there are none");
+    } else {
+        evidence.extend(replica_writers(&run.replicas));
+    }
+    let applied = run
+        .state_changes
+        .values()
+        .flatten()
+        .filter(|entry| is_applied_leader_and_isr(entry))
+        .count() as u64;
+    let states = run
+        .timeline
+        .as_ref()
+        .map_or(0, |t| t.partition_states.len() as u64);
+    let result = if !evidence.is_empty() {
+        let n = evidence.len();
+        CheckResult::invalid(
+            NAME,
+            format!("{n} (partition, leader epoch) pairs with two leaders"),
+            evidence,
+        )
+    } else if !skipped.is_empty() {
+        CheckResult::unknown(
+            NAME,
+            format!(
+                "no two leaders found in what was checked, but rule {}",
+                skipped.join("; rule ")
+            ),
+        )
+    } else {
+        CheckResult::valid(
+            NAME,
+            "one leader per (partition, leader epoch) in etcd, in the applied decisions \
+             and on disk",
+        )
+    };
+    Ok(result
+        .with_count("etcd-partition-states", states)
+        .with_count("applied-leader-and-isr", applied))
+}
+
+fn is_applied_leader_and_isr(entry: &StateChange) -> bool {
+    entry.request == "LeaderAndIsr" && entry.applied()
+}
+
+/// Rule (a): every state key write with a leader, grouped by (partition,
+/// leader epoch); more than one leader in a group is evidence.
+fn etcd_leaders(timeline: &Timeline) -> Vec<Evidence> {
+    let mut groups: BTreeMap<(&str, u32, i32), BTreeMap<i32, Vec<i64>>> = BTreeMap::new();
+    for state in timeline.partition_states.iter().filter(|s| s.leader != -1) {
+        groups
+            .entry((&state.topic, state.partition, state.leader_epoch))
+            .or_default()
+            .entry(state.leader)
+            .or_default()
+            .push(state.revision);
+    }
+    groups
+        .into_iter()
+        .filter(|(_, leaders)| leaders.len() > 1)
+        .map(|((topic, partition, epoch), leaders)| {
+            let named: Vec<String> = leaders
+                .iter()
+                .map(|(leader, revisions)| format!("{leader} (revisions {revisions:?})"))
+                .collect();
+            Evidence {
+                anomaly: "two-leaders-in-etcd".into(),
+                summary: format!(
+                    "{topic}-{partition} leader epoch {epoch}: etcd recorded leaders {}",
+                    named.join(" and ")
+                ),
+                details: json!({
+                    "topic": topic,
+                    "partition": partition,
+                    "leader_epoch": epoch,
+                    "leaders": leaders
+                        .iter()
+                        .map(|(leader, revisions)| json!({"leader": leader, "revisions": revisions}))
+                        .collect::<Vec<_>>(),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// Rule (b): applied LeaderAndIsr entries of every broker, grouped by
+/// (partition, leader epoch); more than one leader in a group is evidence.
+fn applied_leaders(logs: &BTreeMap<String, Vec<StateChange>>) -> Vec<Evidence> {
+    type Seen<'a> = Vec<(&'a str, usize, &'a StateChange)>;
+    let mut groups: BTreeMap<(&str, i32, i32), BTreeMap<i32, Seen<'_>>> = BTreeMap::new();
+    for (node, entries) in logs {
+        for (index, entry) in entries.iter().enumerate() {
+            if !is_applied_leader_and_isr(entry) || entry.leader == -1 {
+                continue;
+            }
+            groups
+                .entry((&entry.topic, entry.partition, entry.leader_epoch))
+                .or_default()
+                .entry(entry.leader)
+                .or_default()
+                .push((node, index, entry));
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|(_, leaders)| leaders.len() > 1)
+        .map(|((topic, partition, epoch), leaders)| {
+            let named: Vec<String> = leaders
+                .iter()
+                .map(|(leader, seen)| {
+                    let nodes: BTreeSet<&str> = seen.iter().map(|(node, _, _)| *node).collect();
+                    format!("{leader} (applied by {})", Vec::from_iter(nodes).join(", "))
+                })
+                .collect();
+            Evidence {
+                anomaly: "two-leaders-applied".into(),
+                summary: format!(
+                    "{topic}-{partition} leader epoch {epoch}: brokers applied LeaderAndIsr \
+                     naming leaders {}",
+                    named.join(" and ")
+                ),
+                details: json!({
+                    "topic": topic,
+                    "partition": partition,
+                    "leader_epoch": epoch,
+                    "leaders": leaders.iter().map(|(leader, seen)| json!({
+                        "leader": leader,
+                        "applied": seen.iter().map(|(node, index, entry)| json!({
+                            "node": node,
+                            "entry": index,
+                            "time_ms": entry.time_ms,
+                            "controller_id": entry.controller_id,
+                            "controller_epoch": entry.controller_epoch,
+                        })).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// One record as one replica holds it.
+struct Held<'a> {
+    node: &'a str,
+    epoch: i32,
+    value: Option<&'a Payload>,
+    file: String,
+    position: u64,
+}
+
+/// Rule (c): for every offset two replicas both hold in batches of the same
+/// partition leader epoch, the values must be equal. One evidence per
+/// (partition, epoch, pair of replicas), naming the first differing offset.
+fn replica_writers(replicas: &BTreeMap<String, DataDirState>) -> Vec<Evidence> {
+    let mut offsets: BTreeMap<(&str, i32), BTreeMap<i64, Vec<Held<'_>>>> = BTreeMap::new();
+    for (node, dir) in replicas {
+        for replica in &dir.replicas {
+            let by_offset = offsets
+                .entry((&replica.topic, replica.partition))
+                .or_default();
+            for (batch, record) in replica.records() {
+                by_offset.entry(record.offset).or_default().push(Held {
+                    node,
+                    epoch: batch.partition_leader_epoch,
+                    value: record.value.as_ref(),
+                    file: batch.file.display().to_string(),
+                    position: batch.position,
+                });
+            }
+        }
+    }
+    // (topic, partition, epoch, node a, node b) → (first offset, its two holdings, count).
+    type Pair<'a> = (&'a str, i32, i32, &'a str, &'a str);
+    let mut found: BTreeMap<Pair<'_>, (i64, usize, &Held<'_>, &Held<'_>)> = BTreeMap::new();
+    for (&(topic, partition), by_offset) in &offsets {
+        for (&offset, held) in by_offset {
+            for (i, a) in held.iter().enumerate() {
+                for b in &held[i + 1..] {
+                    if a.epoch != b.epoch || a.value == b.value || a.node == b.node {
+                        continue;
+                    }
+                    let (a, b) = if a.node < b.node { (a, b) } else { (b, a) };
+                    found
+                        .entry((topic, partition, a.epoch, a.node, b.node))
+                        .and_modify(|(_, count, _, _)| *count += 1)
+                        .or_insert((offset, 1, a, b));
+                }
+            }
+        }
+    }
+    let shown = |value: Option<&Payload>| value.map_or("null".to_owned(), |v| v.to_string());
+    found
+        .into_iter()
+        .map(
+            |((topic, partition, epoch, _, _), (offset, count, a, b))| Evidence {
+                anomaly: "two-writers-in-one-epoch".into(),
+                summary: format!(
+                    "{topic}-{partition} offset {offset}, leader epoch {epoch}: {} holds {}, \
+                     {} holds {} ({count} offsets differ in this epoch)",
+                    a.node,
+                    shown(a.value),
+                    b.node,
+                    shown(b.value)
+                ),
+                details: json!({
+                    "topic": topic,
+                    "partition": partition,
+                    "leader_epoch": epoch,
+                    "first_offset": offset,
+                    "differing_offsets": count,
+                    "replicas": ([a, b]).iter().map(|held| json!({
+                        "node": held.node,
+                        "value": held.value,
+                        "file": held.file,
+                        "batch_position": held.position,
+                    })).collect::<Vec<_>>(),
+                }),
+            },
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::Verdict;
+    use crate::timeline::PartitionStateChange;
+
+    fn state(revision: i64, leader: i32, epoch: i32) -> PartitionStateChange {
+        PartitionStateChange {
+            revision,
+            topic: "t".into(),
+            partition: 0,
+            leader,
+            leader_epoch: epoch,
+            isr: vec![1, 2, 3],
+            controller_epoch: 1,
+        }
+    }
+
+    fn applied(leader: i32, epoch: i32) -> StateChange {
+        StateChange {
+            time_ms: 1,
+            request: "LeaderAndIsr".into(),
+            controller_id: 1,
+            controller_epoch: 1,
+            topic: "t".into(),
+            partition: 0,
+            leader,
+            leader_epoch: epoch,
+            isr: vec![1, 2],
+            outcome: "applied".into(),
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn leader_rule_a_flags_two_leaders_in_one_epoch_in_etcd_but_not_leaderless_states() {
+        let clean = Timeline {
+            partition_states: vec![
+                state(2, 1, 0),
+                state(3, 1, 0),
+                state(4, -1, 0),
+                state(5, 2, 1),
+            ],
+            controllers: vec![],
+        };
+        assert!(etcd_leaders(&clean).is_empty());
+        let mut two = clean.clone();
+        two.partition_states.push(state(6, 3, 1));
+        let evidence = etcd_leaders(&two);
+        assert_eq!(evidence.len(), 1, "{evidence:?}");
+        assert_eq!(evidence[0].details["leader_epoch"], 1);
+        assert!(
+            evidence[0].summary.contains("2 (revisions [5])"),
+            "{}",
+            evidence[0].summary
+        );
+        assert!(
+            evidence[0].summary.contains("3 (revisions [6])"),
+            "{}",
+            evidence[0].summary
+        );
+    }
+
+    #[test]
+    fn leader_rule_b_flags_applied_decisions_only() {
+        let mut logs = BTreeMap::new();
+        logs.insert("b1".to_owned(), vec![applied(1, 0), applied(2, 1)]);
+        let mut rejected = applied(3, 1);
+        rejected.outcome = "rejected".into();
+        let mut metadata = applied(3, 1);
+        metadata.request = "UpdateMetadata".into();
+        logs.insert("b2".to_owned(), vec![applied(2, 1), rejected, metadata]);
+        assert!(applied_leaders(&logs).is_empty());
+        logs.get_mut("b2").unwrap().push(applied(3, 1));
+        let evidence = applied_leaders(&logs);
+        assert_eq!(evidence.len(), 1, "{evidence:?}");
+        assert!(
+            evidence[0]
+                .summary
+                .contains("2 (applied by b1, b2) and 3 (applied by b2)"),
+            "{}",
+            evidence[0].summary
+        );
+    }
+
+    #[test]
+    fn leader_checker_is_unknown_when_a_rule_lacks_its_input() {
+        let run = RunData::default();
+        let result = check(&run).unwrap();
+        assert_eq!(result.verdict, Verdict::Unknown);
+        assert!(
+            result.message.contains("(a) needs etcd's timeline"),
+            "{}",
+            result.message
+        );
+        // Invalid wins over a skipped rule.
+        let mut run = RunData::default();
+        run.state_changes
+            .insert("b1".into(), vec![applied(1, 0), applied(2, 0)]);
+        assert_eq!(check(&run).unwrap().verdict, Verdict::Invalid);
+    }
+}

@@ -1,0 +1,274 @@
+//! `read_timeline` against a real etcd: every write of the partition-state and
+//! controller keys comes back with its exact revision and value, in order;
+//! other keys are ignored; a deleted controller key is `broker_id: None`. And
+//! a real failover's timeline, checked by the leader and fencing checkers.
+
+use std::time::{Duration, Instant};
+
+use epochal::timeline::{
+    ControllerChange, PartitionStateChange, Timeline, read_timeline, read_timeline_within,
+};
+use etcd_client::Client;
+
+mod common;
+use common::etcd::{free_port, start_etcd};
+
+fn state_key(topic: &str, partition: u32) -> String {
+    format!("/epochal/brokers/topics/{topic}/partitions/{partition}/state")
+}
+
+fn state(
+    revision: i64,
+    topic: &str,
+    partition: u32,
+    (leader, leader_epoch, controller_epoch): (i32, i32, i32),
+    isr: &[i32],
+) -> PartitionStateChange {
+    PartitionStateChange {
+        revision,
+        topic: topic.into(),
+        partition,
+        leader,
+        leader_epoch,
+        isr: isr.to_vec(),
+        controller_epoch,
+    }
+}
+
+#[tokio::test]
+async fn cluster_timeline_reads_every_revision_of_state_and_controller_keys() {
+    let etcd = start_etcd().await;
+    let mut client = Client::connect([etcd.endpoint.as_str()], None)
+        .await
+        .unwrap();
+    // A fresh etcd: nothing written yet.
+    assert_eq!(
+        read_timeline(&etcd.endpoint).await.unwrap(),
+        Timeline::default()
+    );
+
+    let mut put = async |key: &str, value: &str| -> i64 {
+        client
+            .put(key, value, None)
+            .await
+            .unwrap()
+            .header()
+            .unwrap()
+            .revision()
+    };
+    let c1 = put("/epochal/controller", r#"{"broker_id":1}"#).await;
+    put("/epochal/controller_epoch", "1").await;
+    put("/epochal/brokers/ids/1", r#"{"id":1}"#).await;
+    let s1 = put(
+        &state_key("t", 0),
+        r#"{"leader":1,"leader_epoch":0,"isr":[1,2],"controller_epoch":1}"#,
+    )
+    .await;
+    let s2 = put(
+        &state_key("a-b", 3),
+        r#"{"leader":2,"leader_epoch":0,"isr":[2],"controller_epoch":1,"extra":7}"#,
+    )
+    .await;
+    put("/epochal/brokers/topics/t", r#"{"partitions":{"0":[1,2]}}"#).await;
+    let s3 = put(
+        &state_key("t", 0),
+        r#"{"leader":2,"leader_epoch":1,"isr":[2],"controller_epoch":1}"#,
+    )
+    .await;
+    let deleted = client
+        .delete("/epochal/controller", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    let mut put = async |key: &str, value: &str| -> i64 {
+        client
+            .put(key, value, None)
+            .await
+            .unwrap()
+            .header()
+            .unwrap()
+            .revision()
+    };
+    let c2 = put("/epochal/controller", r#"{"broker_id":2,"epoch":2}"#).await;
+    let s4 = put(
+        &state_key("t", 0),
+        r#"{"leader":-1,"leader_epoch":2,"isr":[2],"controller_epoch":2}"#,
+    )
+    .await;
+    // The newest revision is outside /epochal/: the read must still end.
+    let last = put("/elsewhere", "x").await;
+    assert!(c1 < s1 && s1 < s2 && s2 < s3 && s3 < deleted && deleted < c2 && c2 < s4 && s4 < last);
+
+    let started = Instant::now();
+    let timeline = read_timeline(&etcd.endpoint).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        timeline,
+        Timeline {
+            partition_states: vec![
+                state(s1, "t", 0, (1, 0, 1), &[1, 2]),
+                state(s2, "a-b", 3, (2, 0, 1), &[2]),
+                state(s3, "t", 0, (2, 1, 1), &[2]),
+                state(s4, "t", 0, (-1, 2, 2), &[2]),
+            ],
+            controllers: vec![
+                ControllerChange {
+                    revision: c1,
+                    broker_id: Some(1),
+                    epoch: None
+                },
+                ControllerChange {
+                    revision: deleted,
+                    broker_id: None,
+                    epoch: None
+                },
+                ControllerChange {
+                    revision: c2,
+                    broker_id: Some(2),
+                    epoch: Some(2)
+                },
+            ],
+        }
+    );
+    assert_eq!(
+        timeline
+            .states_of("t", 0)
+            .iter()
+            .map(|s| s.revision)
+            .collect::<Vec<_>>(),
+        vec![s1, s3, s4]
+    );
+    assert!(timeline.unclean_elections().is_empty());
+
+    // A value that is not a partition state is an error naming key and
+    // revision, never a timeline with a hole.
+    let bad = put(&state_key("t", 1), "not json").await;
+    let error = read_timeline(&etcd.endpoint).await.unwrap_err().to_string();
+    assert!(
+        error.contains(&state_key("t", 1)) && error.contains(&format!("revision {bad}")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn timeline_read_from_nothing_listening_errs_within_its_deadline() {
+    let endpoint = format!("http://127.0.0.1:{}", free_port());
+    let started = Instant::now();
+    let result = read_timeline_within(&endpoint, Duration::from_millis(500)).await;
+    assert!(result.is_err(), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// The current state of `t-0` in etcd, read directly.
+async fn t0_state(etcd: &str) -> Option<serde_json::Value> {
+    let mut client = Client::connect([etcd], None).await.ok()?;
+    let answer = client.get(state_key("t", 0), None).await.ok()?;
+    serde_json::from_slice(answer.kvs().first()?.value()).ok()
+}
+
+/// Polls etcd's `t-0` state until `want` holds of it, under a deadline.
+async fn await_t0(etcd: &str, what: &str, want: impl Fn(&serde_json::Value) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let state = t0_state(etcd).await;
+        if state.as_ref().is_some_and(&want) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: t-0 is {state:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A real failover: three brokers, the leader of `t-0` killed and restarted.
+/// etcd's timeline shows each leadership with a higher leader epoch, and the
+/// two checkers that read it find the run valid — every applied decision is
+/// one etcd recorded, one leader per epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_timeline_of_a_failover_passes_the_leader_and_fencing_checkers() {
+    use epochal::checker::{self, RunData, Verdict, fencing, leaders};
+    use epochal::reader::read_data_dir;
+    use epochal::reader::state_change::read_state_changes;
+    use epochal::runtime::{ProcessConfig, ProcessRuntime, Runtime};
+    use epochal::workload::KafkaClient;
+
+    let exe = std::env::current_exe().unwrap();
+    let bin_dir = exe.parent().unwrap().parent().unwrap().to_owned();
+    let run_dir = tempfile::tempdir().unwrap();
+    let config = ProcessConfig::new(3, bin_dir, run_dir.path());
+    let mut runtime = ProcessRuntime::start(config).await.unwrap();
+    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let etcd = runtime.etcd_endpoint().to_owned();
+    let call = Duration::from_secs(10);
+    let mut client = KafkaClient::connect(&runtime.client_address(1).unwrap(), "tl", call)
+        .await
+        .unwrap();
+    client.create_topic("t", 1, 3, 10_000, call).await.unwrap();
+    await_t0(&etcd, "a leader and a full ISR", |s| {
+        s["leader"].as_i64() != Some(-1) && s["isr"].as_array().is_some_and(|isr| isr.len() == 3)
+    })
+    .await;
+    let first = t0_state(&etcd).await.unwrap();
+    let old = first["leader"].as_i64().unwrap() as u32;
+    runtime.kill_node(old).await.unwrap();
+    await_t0(&etcd, "a new leader", |s| {
+        s["leader"]
+            .as_i64()
+            .is_some_and(|l| l != -1 && l != i64::from(old))
+    })
+    .await;
+    runtime.start_node(old).await.unwrap();
+    await_t0(&etcd, "the old leader back in the ISR", |s| {
+        s["isr"]
+            .as_array()
+            .is_some_and(|isr| isr.contains(&serde_json::json!(old)))
+    })
+    .await;
+
+    let timeline = read_timeline(&etcd).await.unwrap();
+    let states = timeline.states_of("t", 0);
+    assert!(states.len() >= 2, "{states:?}");
+    assert!(
+        states
+            .windows(2)
+            .all(|w| w[0].revision < w[1].revision && w[0].leader_epoch <= w[1].leader_epoch),
+        "{states:?}"
+    );
+    let leaders_seen: std::collections::BTreeSet<i32> = states
+        .iter()
+        .map(|s| s.leader)
+        .filter(|&l| l != -1)
+        .collect();
+    assert!(leaders_seen.len() >= 2, "{states:?}");
+    assert!(timeline.unclean_elections().is_empty(), "{states:?}");
+    assert!(
+        timeline.controllers.iter().any(|c| c.broker_id.is_some()),
+        "{:?}",
+        timeline.controllers
+    );
+
+    let mut run = RunData {
+        timeline: Some(timeline),
+        ..RunData::default()
+    };
+    for node in 1..=3 {
+        let data = runtime.data_dir(node).unwrap();
+        run.state_changes
+            .insert(format!("b{node}"), read_state_changes(&data).unwrap());
+        run.replicas
+            .insert(format!("b{node}"), read_data_dir(&data).unwrap());
+    }
+    assert!(
+        run.state_changes[&format!("b{old}")]
+            .iter()
+            .any(|e| e.applied() && e.request == "LeaderAndIsr"),
+        "{:?}",
+        run.state_changes
+    );
+    let report = checker::check(&run, &[leaders::checker(), fencing::checker()]);
+    for result in &report.results {
+        assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
+    }
+    runtime.shutdown().await.unwrap();
+}
