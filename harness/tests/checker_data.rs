@@ -295,7 +295,9 @@ fn lost_acks_all_write_after_an_unclean_election_is_valid_and_counted() {
     let result = lost_write(dir.path());
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
     assert_eq!(count(&result, "lost-acks-all-excused"), 1);
-    assert!(result.evidence.is_empty());
+    // Reported by value, as allowed.
+    assert_eq!(result.evidence.len(), 1);
+    assert_eq!(result.evidence[0].anomaly, "lost-acks-all-write-excused");
     assert!(
         result
             .message

@@ -37,8 +37,10 @@ struct Run {
     ops: Vec<Op>,
 }
 
-/// Runs the schedule under `truncation`; the run must complete (exit 0).
-fn run(truncation: &str) -> Run {
+/// Runs the schedule under `truncation`; the run must complete with the
+/// verdict `expect` (exit 0 valid, 1 invalid), and `epochal check` on the
+/// stored run, with no cluster, must say the same.
+fn run(truncation: &str, expect: i32) -> Run {
     let store = tempfile::tempdir().unwrap();
     let output = epochal()
         .arg("run")
@@ -50,13 +52,22 @@ fn run(truncation: &str) -> Run {
         .arg(format!("truncation={truncation}"))
         .output()
         .expect("epochal runs");
-    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
-    assert!(
-        String::from_utf8_lossy(&output.stdout).contains("status: completed"),
-        "{}",
-        show(&output)
-    );
+    assert_eq!(output.status.code(), Some(expect), "{}", show(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(stdout.contains("status: completed"), "{}", show(&output));
     let dir = std::fs::canonicalize(store.path().join("latest")).unwrap();
+    let checked = epochal().arg("check").arg(&dir).output().unwrap();
+    assert_eq!(checked.status.code(), Some(expect), "{}", show(&checked));
+    // The offline report is the run's, line for line.
+    let report = |text: &str| text[text.find("checks:").unwrap()..].to_owned();
+    assert_eq!(
+        report(&String::from_utf8_lossy(&checked.stdout)),
+        report(&stdout)
+    );
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let verdict = if expect == 0 { "valid" } else { "invalid" };
+    assert_eq!(results["verdict"], verdict, "{results}");
     let applied = std::fs::read_to_string(dir.join("schedule.toml")).unwrap();
     assert!(
         applied.contains(&format!("truncation = \"{truncation}\"")),
@@ -228,8 +239,22 @@ impl Run {
 
 #[test]
 fn cluster_kip101_high_watermark_truncation_loses_an_acked_write() {
-    let run = run("high-watermark");
+    let run = run("high-watermark", 1);
     let leader = run.check_scenario_and_clean_election();
+
+    // The lost-write checker names the value and the offset it was acked at.
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.dir.join("results.json")).unwrap())
+            .unwrap();
+    let lost = results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["checker"] == "lost-write")
+        .unwrap();
+    assert_eq!(lost["verdict"], "invalid", "{lost}");
+    let summary = lost["evidence"][0]["summary"].as_str().unwrap();
+    assert!(summary.contains("value 2 acked at offset 1"), "{summary}");
 
     // m1 and m2 were both acknowledged with acks=all, each with b2 in the ISR.
     let acked = run.acked();
@@ -253,7 +278,7 @@ fn cluster_kip101_high_watermark_truncation_loses_an_acked_write() {
 }
 
 fn every_acked_write_survives(truncation: &str) {
-    let run = run(truncation);
+    let run = run(truncation, 0);
     let leader = run.check_scenario_and_clean_election();
     let acked = run.acked();
     assert_eq!(acked, BTreeMap::from([(1, 0), (2, 1)]), "{truncation}");

@@ -370,3 +370,85 @@ fn run_names_missing_binaries_as_a_harness_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn cluster_run_an_acks_1_write_lost_to_an_unclean_election_is_counted_and_valid() {
+    let store = tempfile::tempdir().unwrap();
+    let output = run(&schedule("unclean_acks_1.toml"), store.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("lost-acks-1: 1"), "{stdout}");
+    assert!(stdout.contains("verdict: valid"), "{stdout}");
+    let dir = latest(store.path());
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let lost = results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["checker"] == "lost-write")
+        .unwrap()
+        .clone();
+    assert_eq!(lost["verdict"], "valid", "{lost}");
+    assert_eq!(lost["counts"]["lost-acks-1"], 1, "{lost}");
+    // Reported by value: 2 was acked with acks=1 at offset 1.
+    assert_eq!(
+        lost["evidence"][0]["anomaly"], "lost-acks-1-write",
+        "{lost}"
+    );
+    assert!(
+        lost["evidence"][0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("value 2 acked at offset 1"),
+        "{lost}"
+    );
+    // The loss came from an unclean election, which etcd's timeline shows:
+    // b2 led epoch 1 though the ISR before it was [1].
+    let timeline: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("timeline.json")).unwrap()).unwrap();
+    let states = timeline["partition_states"].as_array().unwrap();
+    assert!(
+        states
+            .windows(2)
+            .any(|w| w[1]["leader"] == 2 && w[0]["isr"] == serde_json::json!([1])),
+        "{timeline}"
+    );
+}
+
+#[test]
+fn cluster_run_an_await_that_times_out_is_unknown_naming_the_condition() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("never.toml");
+    std::fs::write(
+        &file,
+        format!("{HEAD}\n[[step]]\nawait = \"b2 is stopped\"\ntimeout_ms = 500\n"),
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let output = run(&file, &store, &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", show(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("status: unknown: step 1: await \"b2 is stopped\" not within 500ms"),
+        "{stdout}"
+    );
+    // Offline, the stored run is unknown for the same reason.
+    let checked = epochal().arg("check").arg(latest(&store)).output().unwrap();
+    assert_eq!(checked.status.code(), Some(2), "{}", show(&checked));
+    assert!(String::from_utf8_lossy(&checked.stdout).contains("b2 is stopped"));
+    // Replaying the stored run applies the same schedule under the same name.
+    let replayed = epochal()
+        .arg("replay")
+        .arg(latest(&store))
+        .arg("--store")
+        .arg(&store)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert_eq!(replayed.status.code(), Some(2), "{}", show(&replayed));
+    let runs = std::fs::read_dir(store.join("adhoc/never"))
+        .unwrap()
+        .count();
+    assert_eq!(runs, 2);
+}

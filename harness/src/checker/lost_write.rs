@@ -363,6 +363,8 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let acked = acked_values(&run.history)?;
     let mut logs = FinalLogs::new(run);
     let mut evidence = Vec::new();
+    // Legitimate losses, listed after any violation (they never make it invalid).
+    let mut reported = Vec::new();
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     // Why not → the first value it held back.
     let mut unknown: BTreeMap<String, String> = BTreeMap::new();
@@ -390,12 +392,33 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         if indexed.by_value.contains_key(&text) {
             continue;
         }
+        // Losses Kafka allows are reported by value too, not only counted.
+        let mut report = |anomaly: &str, why: &str| {
+            if reported.len() < EVIDENCE_MAX {
+                reported.push(Evidence {
+                    anomaly: anomaly.into(),
+                    summary: format!(
+                        "{} is not in the final log ({}): allowed, {why}",
+                        a.describe(),
+                        log.chosen
+                    ),
+                    details: a.details(),
+                });
+            }
+        };
         match a.acks {
-            Acks::One => *counts.entry("lost-acks-1").or_default() += 1,
-            Acks::Zero => *counts.entry("lost-acks-0").or_default() += 1,
+            Acks::One => {
+                *counts.entry("lost-acks-1").or_default() += 1;
+                report("lost-acks-1-write", "acks=1 waits for the leader alone");
+            }
+            Acks::Zero => {
+                *counts.entry("lost-acks-0").or_default() += 1;
+                report("lost-acks-0-write", "acks=0 waits for nothing");
+            }
             Acks::All => match judge(run, a) {
                 Judgement::Excused(why) => {
                     *counts.entry("lost-acks-all-excused").or_default() += 1;
+                    report("lost-acks-all-write-excused", &why);
                     excuses.insert(why);
                 }
                 Judgement::Undetermined(why) => {
@@ -450,6 +473,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             ),
         )
     };
+    result.evidence.extend(reported);
     for (name, n) in counts {
         result = result.with_count(name, n);
     }

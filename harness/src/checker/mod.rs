@@ -72,6 +72,8 @@ pub struct CheckResult {
     pub verdict: Verdict,
     /// Why, for unknown; a one-line account otherwise.
     pub message: String,
+    /// The anomalies; a valid result may also list what it reports but Kafka
+    /// allows (e.g. an acks=1 write lost), each named as such.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Evidence>,
     /// Things counted but not invalid (e.g. acks=1 writes lost, duplicates).
