@@ -47,6 +47,73 @@ pub enum Command {
     Check(CheckArgs),
     /// Run again the schedule a stored run applied (its `schedule.toml`), or a schedule file.
     Replay(ReplayArgs),
+    /// Run every scenario of the suites under every setting; pass only if each meets its expectation.
+    Gate(GateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// Suite files, or directories whose `*.toml` suites are taken.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "process")]
+    pub runtime: RuntimeKind,
+    /// Write a JUnit XML report here (one case per scenario and setting).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// How many runs at once.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    #[arg(long, default_value = "store")]
+    pub store: PathBuf,
+    #[arg(long, default_value = "etcd")]
+    pub etcd: PathBuf,
+}
+
+/// `epochal gate`: 0 when every case meets its expectation, 1 when any does
+/// not (an unknown or a run that failed included), 3 for a malformed suite,
+/// 4 when the report cannot be written.
+pub fn gate(args: &GateArgs, out: &mut impl Write) -> u8 {
+    let suites = match crate::gate::load_suites(&args.paths) {
+        Ok(suites) if suites.iter().any(|s| !s.suite.scenarios.is_empty()) => suites,
+        Ok(_) => {
+            eprintln!("epochal: no scenarios in {:?}", args.paths);
+            return EXIT_USAGE;
+        }
+        Err(e) => {
+            eprintln!("epochal: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("epochal: starting the async runtime: {e}");
+            return EXIT_HARNESS_ERROR;
+        }
+    };
+    let options = crate::gate::GateOptions {
+        store: args.store.clone(),
+        bin_dir: crate::run::default_bin_dir(),
+        etcd: args.etcd.clone(),
+        jobs: args.jobs,
+    };
+    let cases = runtime.block_on(crate::gate::run_gate(&suites, &options));
+    let _ = crate::gate::write_table(&cases, out);
+    if let Some(path) = &args.junit
+        && let Err(e) = std::fs::write(path, crate::gate::junit(&cases))
+    {
+        eprintln!("epochal: {}: {e}", path.display());
+        return EXIT_HARNESS_ERROR;
+    }
+    if !cases.is_empty() && cases.iter().all(|c| c.met) {
+        EXIT_VALID
+    } else {
+        EXIT_INVALID
+    }
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@
 
 pub mod checker;
 pub mod cli;
+pub mod gate;
 pub mod history;
 pub mod nemesis;
 pub mod observe;

@@ -4,7 +4,9 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::Parser;
-use epochal::cli::{Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, check, inspect, replay, run};
+use epochal::cli::{
+    Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, check, gate, inspect, replay, run,
+};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -21,6 +23,7 @@ fn main() -> ExitCode {
         Command::Run(args) => return ExitCode::from(run(args, &mut io::stdout().lock())),
         Command::Check(args) => return ExitCode::from(check(args, &mut io::stdout().lock())),
         Command::Replay(args) => return ExitCode::from(replay(args, &mut io::stdout().lock())),
+        Command::Gate(args) => return ExitCode::from(gate(args, &mut io::stdout().lock())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -64,6 +64,9 @@ pub struct RunOptions {
     pub echo: bool,
     /// The name runs are stored under; default: the schedule's file stem.
     pub name: Option<String>,
+    /// Where under the store the run goes (`[suite, scenario, setting]` for the
+    /// gate); default `["adhoc", name]`.
+    pub group: Option<Vec<String>>,
 }
 
 impl RunOptions {
@@ -76,6 +79,7 @@ impl RunOptions {
             etcd: "etcd".into(),
             echo: false,
             name: None,
+            group: None,
         }
     }
 }
@@ -243,7 +247,12 @@ pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
     });
     // Ctrl-C from here on kills whatever children exist and exits 130.
     reaper::install();
-    let dir = store::create_run_dir(&options.store, &["adhoc", &name])?;
+    let group: Vec<String> = options
+        .group
+        .clone()
+        .unwrap_or_else(|| vec!["adhoc".into(), name.clone()]);
+    let group: Vec<&str> = group.iter().map(String::as_str).collect();
+    let dir = store::create_run_dir(&options.store, &group)?;
     std::fs::write(dir.join("schedule.toml"), schedule.to_toml())
         .map_err(|e| RunError::Harness(format!("{}: {e}", dir.join("schedule.toml").display())))?;
     store::link_latest(&options.store, &dir)?;

@@ -1,0 +1,133 @@
+//! `epochal gate` over the real suites: every case meets its expectation, the
+//! JUnit file parses and lists every scenario and setting, and a suite whose
+//! expectation is wrong fails the gate naming the scenario.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn suites() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites")
+}
+
+fn gate(args: &[&str], store: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epochal"))
+        .arg("gate")
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .expect("epochal runs")
+}
+
+fn show(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn cluster_gate_bug_suite_meets_every_expectation_and_writes_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let suite = suites().join("bugs.toml");
+    let output = gate(
+        &[
+            suite.to_str().unwrap(),
+            "--jobs",
+            "2",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &dir.path().join("store"),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("PASS"));
+
+    // Every scenario and setting the suite names is one JUnit case, passed.
+    let text = std::fs::read_to_string(&junit).unwrap();
+    let report = quick_junit::Report::deserialize_from_str(&text).expect("JUnit parses");
+    let suite_text = std::fs::read_to_string(&suite).unwrap();
+    let declared: toml::Table = toml::from_str(&suite_text).unwrap();
+    let mut expected = Vec::new();
+    for scenario in declared["scenario"].as_array().unwrap() {
+        for setting in scenario["setting"].as_array().unwrap() {
+            let set: Vec<&str> = setting["set"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            expected.push(format!(
+                "{} [{}]",
+                scenario["name"].as_str().unwrap(),
+                set.join(",")
+            ));
+        }
+    }
+    let cases: Vec<String> = report
+        .test_suites
+        .iter()
+        .flat_map(|s| &s.test_cases)
+        .map(|c| c.name.to_string())
+        .collect();
+    assert_eq!(cases, expected);
+    assert_eq!(report.failures, 0);
+    assert_eq!(report.errors, 0);
+}
+
+#[test]
+fn cluster_gate_fails_when_a_bug_reproduction_stops_reproducing() {
+    // The KIP-101 schedule under a setting that fixes the bug, with the suite
+    // claiming it must reproduce: an unexpected pass fails the gate.
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = suites().join("kip-101-scenario-1.toml");
+    let suite = dir.path().join("wrong.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[[scenario]]\nname = \"claims-a-bug\"\nschedule = {:?}\n\n[[scenario.setting]]\nset = [\"truncation=current\"]\nexpect = \"invalid\"\nanomaly = \"lost-acknowledged-write\"\n",
+            schedule.display().to_string()
+        ),
+    )
+    .unwrap();
+    let junit = dir.path().join("junit.xml");
+    let output = gate(
+        &[suite.to_str().unwrap(), "--junit", junit.to_str().unwrap()],
+        &dir.path().join("store"),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", show(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("FAIL   wrong/claims-a-bug"), "{stdout}");
+    assert!(stdout.contains("the bug did not reproduce"), "{stdout}");
+    let report =
+        quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(&junit).unwrap())
+            .unwrap();
+    assert_eq!(report.failures, 1);
+}
+
+#[test]
+fn gate_rejects_a_malformed_suite_naming_file_and_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("bad.toml");
+    std::fs::write(
+        &suite,
+        "[[scenario]]\nname = \"x\"\nschedule = \"missing.toml\"\n\n[[scenario.setting]]\nexpect = \"valid\"\n",
+    )
+    .unwrap();
+    let output = gate(&[suite.to_str().unwrap()], &dir.path().join("store"));
+    assert_eq!(output.status.code(), Some(3), "{}", show(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bad.toml")
+            && stderr.contains("scenario x")
+            && stderr.contains("missing.toml"),
+        "{stderr}"
+    );
+    std::fs::write(&suite, "[[scenario]]\nname = \"x\"\nschedul = \"a.toml\"\n").unwrap();
+    let output = gate(&[suite.to_str().unwrap()], &dir.path().join("store"));
+    assert_eq!(output.status.code(), Some(3), "{}", show(&output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("bad.toml:3:"));
+}
