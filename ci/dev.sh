@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # epochal's one entry point for set-up, the main job and the tests.
 #
-#   bash ci/dev.sh demo   # the main job (an `epochal run` of a failover schedule until the suites land)
+#   bash ci/dev.sh demo   # the main job: `epochal gate suites/` on the process runtime
 #   bash ci/dev.sh test   # fmt, clippy and every test, as CI runs them
 #
 # It installs what the build and the tests need when it is missing: Debian's

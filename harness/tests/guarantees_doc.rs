@@ -1,0 +1,42 @@
+//! GUARANTEES.md stays in step with the code: every checker the harness runs is
+//! in its guarantee table, and every scenario of the bug suite in its bug table.
+
+use std::path::Path;
+
+fn doc() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../GUARANTEES.md")).unwrap()
+}
+
+#[test]
+fn every_checker_is_in_the_guarantee_table() {
+    let doc = doc();
+    for checker in epochal::checker::all() {
+        assert!(
+            doc.contains(&format!("| `{}` |", checker.name)),
+            "GUARANTEES.md does not list checker {}",
+            checker.name
+        );
+        assert!(!checker.guarantee.is_empty() && !checker.source.is_empty());
+        assert!(!checker.not_checked.is_empty(), "{}", checker.name);
+    }
+}
+
+#[test]
+fn every_bug_scenario_is_in_the_bug_table() {
+    let doc = doc();
+    let suites = epochal::gate::load_suites(&[
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/bugs.toml")
+    ])
+    .unwrap();
+    for scenario in &suites[0].suite.scenarios {
+        assert!(
+            doc.contains(&format!(
+                "| `{}` (`suites/{}`)",
+                scenario.name,
+                scenario.schedule.display()
+            )),
+            "GUARANTEES.md's bug table lacks {}",
+            scenario.name
+        );
+    }
+}
