@@ -61,6 +61,14 @@ pub struct Scenario {
     pub settings: Vec<Setting>,
     #[serde(default, rename = "path")]
     pub paths: Vec<PathAssertion>,
+    /// Whether the scenario is scripted closely enough to snapshot its history
+    /// and final state (tests/cluster_gate.rs); default yes.
+    #[serde(default = "yes")]
+    pub snapshot: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -238,7 +246,8 @@ pub fn setting_label(setting: &Setting) -> String {
     setting.set.join(",")
 }
 
-fn setting_dir(setting: &Setting) -> String {
+/// The store directory name of a setting: `truncation-high-watermark`.
+pub fn setting_dir(setting: &Setting) -> String {
     setting_label(setting).replace(['=', ','], "-")
 }
 

@@ -17,6 +17,7 @@ pub mod report;
 pub mod run;
 pub mod runtime;
 pub mod schedule;
+pub mod snapshot;
 pub mod store;
 pub mod timeline;
 pub mod workload;

@@ -76,6 +76,33 @@ fn cluster_gate_bug_suite_meets_every_expectation_and_writes_junit() {
     assert_eq!(cases, expected);
     assert_eq!(report.failures, 0);
     assert_eq!(report.errors, 0);
+
+    // Each scripted scenario and setting against its snapshot: the history
+    // (times and etcd revisions redacted), each replica's final log and epoch
+    // file, etcd's timeline and the verdict with its evidence.
+    let store = dir.path().join("store");
+    let loaded = epochal::gate::load_suites(&[suite]).unwrap();
+    for scenario in loaded[0].suite.scenarios.iter().filter(|s| s.snapshot) {
+        for setting in &scenario.settings {
+            let setting_dir = epochal::gate::setting_dir(setting);
+            let parent = store.join("bugs").join(&scenario.name).join(&setting_dir);
+            let runs: Vec<PathBuf> = std::fs::read_dir(&parent)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            assert_eq!(runs.len(), 1, "{runs:?}");
+            let normalized = epochal::snapshot::normalized(&runs[0]).unwrap();
+            insta::with_settings!({
+                snapshot_path => "../../snapshots",
+                prepend_module_to_snapshot => false,
+            }, {
+                insta::assert_json_snapshot!(
+                    format!("bugs__{}__{}", scenario.name, setting_dir),
+                    normalized
+                );
+            });
+        }
+    }
 }
 
 #[test]

@@ -1,0 +1,163 @@
+//! A stored run in the form snapshot tests compare: the history with only what
+//! varies between identical runs taken out (times; etcd revisions), each
+//! replica's final `(offset, epoch, value)` log and epoch file, the etcd
+//! timeline without revisions, and the verdict with its evidence. Offsets,
+//! epochs, values, nodes and outcomes all stay: a change in any of them is a
+//! change in behaviour.
+
+use serde_json::{Value, json};
+
+use crate::checker::{LoadError, RunData};
+use crate::report::{RESULTS, RunEnd};
+
+/// The normalized form of the run in `dir`.
+pub fn normalized(dir: &std::path::Path) -> Result<Value, LoadError> {
+    let run = RunData::load(dir)?;
+    let history: Vec<Value> = run
+        .history
+        .iter()
+        .map(|op| {
+            let mut line = json!({
+                "index": op.index,
+                "process": op.process.to_string(),
+                "type": op.kind,
+                "f": op.f,
+                "value": op.value,
+            });
+            if let Some(error) = &op.error {
+                line["error"] = json!(error);
+            }
+            line
+        })
+        .collect();
+    let replicas: serde_json::Map<String, Value> = run
+        .replicas
+        .iter()
+        .map(|(node, state)| {
+            let replicas: Vec<Value> = state
+                .compact()
+                .replicas
+                .into_iter()
+                .map(|r| {
+                    json!({
+                        "partition": format!("{}-{}", r.topic, r.partition),
+                        "log": r.records,
+                        "leader_epochs": r.leader_epochs,
+                        "log_end_offset": r.log_end_offset,
+                        "findings": r.findings.len(),
+                    })
+                })
+                .collect();
+            (node.clone(), json!(replicas))
+        })
+        .collect();
+    let timeline = run.timeline.as_ref().map(|t| {
+        let states: Vec<Value> = t
+            .partition_states
+            .iter()
+            .map(|s| {
+                json!({
+                    "partition": format!("{}-{}", s.topic, s.partition),
+                    "leader": s.leader,
+                    "leader_epoch": s.leader_epoch,
+                    "isr": s.isr,
+                    "controller_epoch": s.controller_epoch,
+                })
+            })
+            .collect();
+        let controllers: Vec<Value> = t.controllers.iter().map(|c| json!(c.broker_id)).collect();
+        json!({ "partition_states": states, "controllers": controllers })
+    });
+    let results: Value = std::fs::read_to_string(dir.join(RESULTS))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    let mut normalized = json!({
+        "run": RunEnd::read(dir),
+        "history": history,
+        "replicas": replicas,
+        "timeline": timeline,
+        "results": results,
+    });
+    redact_revisions(&mut normalized);
+    Ok(normalized)
+}
+
+/// etcd revisions count every write in the cluster (registrations, controller
+/// moves), so they are redacted wherever they appear: `revision`/`revisions`
+/// fields and "revision N" in text.
+fn redact_revisions(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key.contains("revision") {
+                    *v = json!("[revision]");
+                } else {
+                    redact_revisions(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_revisions),
+        Value::String(text) => {
+            if text.contains("revision") {
+                *text = redact_text(text);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn redact_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("revision") {
+        let (before, after) = rest.split_at(at);
+        out.push_str(before);
+        // "revision 18", "revisions [3, 7]", "revision=18"
+        let word_end = after
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(after.len());
+        out.push_str(&after[..word_end]);
+        let tail = &after[word_end..];
+        let skip = tail
+            .find(|c: char| !(c.is_ascii_digit() || " =,[]".contains(c)))
+            .unwrap_or(tail.len());
+        if tail[..skip].chars().any(|c| c.is_ascii_digit()) {
+            out.push_str(" [revision]");
+            let trailing = &tail[..skip];
+            if trailing.ends_with(' ') {
+                out.push(' ');
+            }
+        } else {
+            out.push_str(&tail[..skip]);
+        }
+        rest = &tail[skip..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revisions_are_redacted_in_fields_and_text_and_nothing_else() {
+        let mut value = json!({
+            "revision": 18,
+            "summary": "b2, the final leader (etcd revision 18); leader epoch 2",
+            "list": ["etcd revisions [3, 7] name b1", 5],
+            "offset": 18,
+        });
+        redact_revisions(&mut value);
+        assert_eq!(
+            value,
+            json!({
+                "revision": "[revision]",
+                "summary": "b2, the final leader (etcd revision [revision]); leader epoch 2",
+                "list": ["etcd revisions [revision] name b1", 5],
+                "offset": 18,
+            })
+        );
+    }
+}
