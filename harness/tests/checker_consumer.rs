@@ -7,6 +7,7 @@
 use epochal::checker::{CheckResult, RunData, Verdict, consumer, high_watermark};
 use epochal::history::{HistoryWriter, OpType, Process};
 use epochal::reader::read_data_dir;
+use epochal::timeline::{PartitionStateChange, Timeline};
 use serde_json::{Value, json};
 
 mod common;
@@ -294,4 +295,69 @@ fn watermark_regression_on_one_leader_from_a_stored_run() {
 fn watermark_checkers_are_listed() {
     let names: Vec<&str> = epochal::checker::all().iter().map(|c| c.name).collect();
     assert!(names.contains(&"consumer") && names.contains(&"high-watermark"));
+}
+
+/// Two acks=all sends at offset 0 under ISR [1] in leader epoch `acked_epoch`
+/// (value 1, b1 leading alone) and epoch 2 (value 2); etcd's timeline: b1
+/// leads epoch 1 with ISR [1], then b2 leads epoch 2 with ISR [2] — an unclean
+/// election (b2 was not in [1]) when `unclean`, else a clean one from ISR [1, 2].
+fn offset_reused_after_failover(unclean: bool, acked_epoch: i64) -> CheckResult {
+    let mut run = Run::new();
+    for node in ["b1", "b2"] {
+        run.replica(node, &[plain_batch(2, false, &[(0, "2")])]);
+    }
+    for (value, epoch, isr) in [(1, acked_epoch, json!([1])), (2, 2, json!([2]))] {
+        run.op(
+            9,
+            "send",
+            json!({"partition": "t-0", "values": [value], "acks": "all", "node": "b1"}),
+            json!({"offsets": [0], "isr": isr, "leader_epoch": epoch}),
+        );
+    }
+    let state = |revision, leader, leader_epoch, isr: &[i32]| PartitionStateChange {
+        revision,
+        topic: "t".into(),
+        partition: 0,
+        leader,
+        leader_epoch,
+        isr: isr.to_vec(),
+        controller_epoch: 1,
+    };
+    let first_isr: &[i32] = if unclean { &[1] } else { &[1, 2] };
+    let timeline = Timeline {
+        partition_states: vec![state(5, 1, 1, first_isr), state(9, 2, 2, &[2])],
+        controllers: vec![],
+    };
+    std::fs::write(
+        run.dir.path().join("timeline.json"),
+        serde_json::to_string(&timeline).unwrap(),
+    )
+    .unwrap();
+    consumer_check(&run)
+}
+
+#[test]
+fn consumer_an_acks_all_send_lost_to_a_later_unclean_election_may_have_its_offset_reused() {
+    // KIP-101's unclean-election case: b1's acked 1 at offset 0 is lost when
+    // b2 is elected uncleanly in epoch 2, and b2 acks 2 at offset 0.
+    let result = offset_reused_after_failover(true, 1);
+    assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
+    assert_eq!(result.counts["acks-all-values-excused"], 1);
+
+    // A clean failover excuses nothing: two acks=all values at one offset.
+    let result = offset_reused_after_failover(false, 1);
+    assert_eq!(
+        anomalies(&result),
+        vec!["inconsistent-offsets"],
+        "{result:?}"
+    );
+    assert_eq!(result.counts["acks-all-values-excused"], 0);
+
+    // Acked in the unclean election's own epoch: the election came first.
+    let result = offset_reused_after_failover(true, 2);
+    assert_eq!(
+        anomalies(&result),
+        vec!["inconsistent-offsets"],
+        "{result:?}"
+    );
 }

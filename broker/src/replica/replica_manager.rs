@@ -777,8 +777,24 @@ impl ReplicaManager {
                 let now = Instant::now();
                 if was_leader {
                     // Same leadership, new epoch (e.g. the controller dropped a
-                    // lost follower): keep what we know of the followers.
-                    next.followers = current.followers.clone();
+                    // lost follower): keep what we know of the followers in the
+                    // new ISR. One the controller left out starts over, as
+                    // Kafka's makeLeader resets a non-ISR replica's last
+                    // caught-up time to 0: it rejoins only after it fetches in
+                    // this epoch, not on a position it had before it was
+                    // dropped (it may be gone; Kafka expands on fetches only).
+                    next.followers = current
+                        .followers
+                        .iter()
+                        .map(|(id, f)| {
+                            let kept = if state.isr.contains(id) {
+                                f.clone()
+                            } else {
+                                FollowerState::new(false, now)
+                            };
+                            (*id, kept)
+                        })
+                        .collect();
                     next.leadership = current.leadership;
                 } else {
                     next.leadership = self.leaderships.fetch_add(1, Ordering::Relaxed);
@@ -1114,6 +1130,31 @@ mod tests {
         // Leadership moving away answers the waiter NOT_LEADER_OR_FOLLOWER.
         rm.apply_leader_and_isr(vec![(tp(), state(2, 1, vec![2]))]);
         assert_eq!(rm.ack_status(&tp(), &second), AckStatus::NotLeader);
+    }
+
+    #[test]
+    fn a_follower_the_controller_dropped_rejoins_only_after_fetching_in_the_new_epoch() {
+        // KIP-101's unclean-election case starts so: follower 2 is caught up
+        // (both logs empty) and stops; the controller keeps leader 1 in epoch
+        // 1 with ISR [1]. 2's last position (0) equals the HW, but it has not
+        // fetched since: the leader must not take it back (Kafka's makeLeader
+        // resets a non-ISR replica's caught-up time; expansion needs a fetch).
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        rm.read(&tp(), 0, 1 << 20, 2, 0).unwrap();
+        let lag = Duration::from_secs(60);
+        assert!(rm.pending_isr_changes(lag).is_empty(), "2 is in sync");
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1]))]);
+        assert!(
+            rm.pending_isr_changes(lag).is_empty(),
+            "2 has not fetched in epoch 1"
+        );
+        // Its fetch in epoch 1 at the leader's end brings it back.
+        rm.read(&tp(), 0, 1 << 20, 2, 1).unwrap();
+        let changes = rm.pending_isr_changes(lag);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!((changes[0].leader_epoch, &changes[0].isr), (1, &vec![1, 2]));
     }
 
     #[test]
