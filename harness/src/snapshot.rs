@@ -109,11 +109,7 @@ fn redact_revisions(value: &mut Value) {
             }
         }
         Value::Array(items) => items.iter_mut().for_each(redact_revisions),
-        Value::String(text) => {
-            if text.contains("revision") {
-                *text = redact_text(text);
-            }
-        }
+        Value::String(text) if text.contains("revision") => *text = redact_text(text),
         _ => {}
     }
 }

@@ -51,6 +51,18 @@ impl FollowerState {
         }
     }
 
+    /// As Kafka 2.x's `makeLeader` resets every remote replica on each
+    /// LeaderAndIsr that makes this broker leader, the same leader in a new
+    /// epoch included (`Replica.resetLastCaughtUpTime`): an ISR member counts
+    /// as caught up now, any other replica as never, so it can rejoin only by
+    /// fetching in this epoch (Kafka expands the ISR on a fetch only). Its last
+    /// known log end is kept.
+    pub fn reset_caught_up(&mut self, in_isr: bool, leader_leo: i64, now: Instant) {
+        self.last_caught_up = in_isr.then_some(now);
+        self.last_fetch = Some(now);
+        self.last_fetch_leader_leo = leader_leo;
+    }
+
     /// Record a fetch at `fetch_offset` made when the leader's LEO was
     /// `leader_leo` (Kafka 2.x `Replica.updateLogReadResult`): caught up now if
     /// it asked for the leader's end; caught up as of its previous fetch if it

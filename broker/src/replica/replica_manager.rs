@@ -777,24 +777,15 @@ impl ReplicaManager {
                 let now = Instant::now();
                 if was_leader {
                     // Same leadership, new epoch (e.g. the controller dropped a
-                    // lost follower): keep what we know of the followers in the
-                    // new ISR. One the controller left out starts over, as
-                    // Kafka's makeLeader resets a non-ISR replica's last
-                    // caught-up time to 0: it rejoins only after it fetches in
-                    // this epoch, not on a position it had before it was
-                    // dropped (it may be gone; Kafka expands on fetches only).
-                    next.followers = current
-                        .followers
-                        .iter()
-                        .map(|(id, f)| {
-                            let kept = if state.isr.contains(id) {
-                                f.clone()
-                            } else {
-                                FollowerState::new(false, now)
-                            };
-                            (*id, kept)
-                        })
-                        .collect();
+                    // lost follower): keep what we know of the followers, but
+                    // not that one caught up before this epoch (Kafka 2.x
+                    // makeLeader): a follower the controller dropped because
+                    // it is gone must not be taken straight back into the ISR
+                    // on the strength of a fetch it made before it died.
+                    next.followers = current.followers.clone();
+                    for (id, follower) in &mut next.followers {
+                        follower.reset_caught_up(state.isr.contains(id), leo, now);
+                    }
                     next.leadership = current.leadership;
                 } else {
                     next.leadership = self.leaderships.fetch_add(1, Ordering::Relaxed);
@@ -980,6 +971,39 @@ mod tests {
         assert!(!read.records.is_empty());
         assert_eq!(rm.list_offset(&tp(), -1, -1).unwrap(), (3, 0));
         assert_eq!(rm.list_offset(&tp(), -2, -1).unwrap(), (0, 0));
+    }
+
+    /// The controller drops follower 2 (its registration went) in a new epoch
+    /// with the same leader. 2 had caught up before, but until it fetches in
+    /// the new epoch the leader must not put it back (Kafka 2.x makeLeader
+    /// resets lastCaughtUpTime; the ISR expands only on a fetch).
+    #[test]
+    fn a_follower_dropped_by_the_controller_rejoins_only_by_fetching_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        let lag = Duration::from_secs(60);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        rm.append_as_leader(&tp(), batch(1), 1).unwrap();
+        // 2 fetches at the leader's end: caught up, HW 1.
+        rm.read(&tp(), 1, 1 << 20, 2, 0).unwrap();
+        assert_eq!(rm.high_watermark(&tp()), Some(1));
+        assert!(rm.pending_isr_changes(lag).is_empty());
+
+        let mut shrunk = state(1, 1, vec![1]);
+        shrunk.partition_epoch = 1;
+        let d = rm.apply_leader_and_isr(vec![(tp(), shrunk)]);
+        assert!(d[0].result.is_ok());
+        assert!(
+            rm.pending_isr_changes(lag).is_empty(),
+            "a follower that has not fetched in epoch 1 is not proposed back"
+        );
+
+        // 2 fetches in epoch 1 at the leader's end: now it rejoins.
+        rm.read(&tp(), 1, 1 << 20, 2, 1).unwrap();
+        let changes = rm.pending_isr_changes(lag);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(changes[0].isr, vec![1, 2]);
+        assert_eq!(changes[0].leader_epoch, 1);
     }
 
     #[test]
