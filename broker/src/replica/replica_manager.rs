@@ -178,6 +178,13 @@ fn maybe_advance_hw(node_id: i32, partition: &Partition, log: &mut PartitionLog)
     }
 }
 
+/// Whether a control request addressed to registration `requested` (its
+/// create revision) names a newer registration than `ours`, the one this
+/// broker's session has switched to. -1 (unknown) is never ahead.
+fn registration_ahead(ours: i64, requested: i64) -> bool {
+    requested > ours
+}
+
 impl ReplicaManager {
     pub fn new(
         node_id: i32,
@@ -221,6 +228,37 @@ impl ReplicaManager {
     /// so an append between the check and the await is not missed).
     pub fn appended(&self) -> &Notify {
         &self.appended
+    }
+
+    /// Wait (at most one lease TTL) until this broker's session has caught up
+    /// with the registration a LeaderAndIsr was addressed to. A broker that
+    /// registers again under a new lease puts its key, and the controller may
+    /// see the put and send it its state before the put's answer reaches the
+    /// broker: applied then, the decision would be bound to the old lease and
+    /// the role it grants would be dead on arrival, with nothing ever resending
+    /// it. `broker_epoch` is the request's (the registration's create revision
+    /// as the controller saw it; -1 when unknown).
+    pub async fn await_registration(&self, broker_epoch: i64) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        if !registration_ahead(session.lease().broker_epoch, broker_epoch) {
+            return;
+        }
+        tracing::info!(
+            broker_epoch,
+            ours = session.lease().broker_epoch,
+            "LeaderAndIsr for a registration the session has not switched to yet; waiting"
+        );
+        let mut leases = session.subscribe();
+        let caught_up = leases.wait_for(|l| !registration_ahead(l.broker_epoch, broker_epoch));
+        if tokio::time::timeout(session.ttl, caught_up).await.is_err() {
+            tracing::warn!(
+                broker_epoch,
+                ours = session.lease().broker_epoch,
+                "LeaderAndIsr for a registration this broker has not seen; applying under the current lease"
+            );
+        }
     }
 
     fn current_lease(&self) -> i64 {
@@ -903,6 +941,27 @@ mod tests {
 
     use super::*;
     use crate::replica::store::LogConfig;
+
+    /// The race `await_registration` closes: the controller answers a
+    /// re-registration (create revision 17) before the broker's session has
+    /// switched from its old one (5). Requests for the registration the broker
+    /// already has, for an older one (a stale controller's), or with no broker
+    /// epoch (-1, old request versions) are applied at once.
+    #[test]
+    fn a_request_for_a_registration_the_session_has_not_reached_waits() {
+        assert!(registration_ahead(5, 17));
+        assert!(!registration_ahead(17, 17));
+        assert!(!registration_ahead(17, 5));
+        assert!(!registration_ahead(17, -1));
+    }
+
+    #[tokio::test]
+    async fn without_a_session_nothing_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs = LogManager::open(dir.path(), LogConfig::default()).unwrap();
+        let rm = ReplicaManager::new(1, 1, Truncation::Current, logs, None);
+        rm.await_registration(i64::MAX).await;
+    }
 
     fn batch(n: usize) -> Bytes {
         let records: Vec<Record> = (0..n)

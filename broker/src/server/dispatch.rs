@@ -210,6 +210,7 @@ pub async fn handle(broker: &Broker, mut frame: Bytes) -> Result<Reply, Dispatch
         }
         ApiKey::LeaderAndIsr => {
             let req: LeaderAndIsrRequest = decode_body(key, version, &mut frame)?;
+            broker.replicas.await_registration(req.broker_epoch).await;
             encode_response(
                 key,
                 version,

@@ -1,0 +1,403 @@
+//! KAFKA-532 (`suites/kafka-532-stale-controller.toml`) end to end: the real
+//! `epochal` binary, a real etcd, the proxy and three brokers. Controller b1 is
+//! stopped by its failpoint holding "b2 is gone" while b2 comes back, leads
+//! t-0 for a new controller and shrinks the ISR to itself. Under
+//! `controller_epoch_fencing=false` b1 resumes, elects itself from its stale view
+//! and tells b1 and b3 but not b2, which keeps acknowledging acks=all writes as
+//! leader of the old epoch: one of them is lost when b2 finally learns. Under
+//! `true` b1's write is refused, it resigns, and every checker is valid.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use epochal::history::{Op, OpType, Process, read_history};
+use epochal::reader::state_change::{StateChange, read_state_changes};
+use serde_json::{Value, json};
+
+fn schedule() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/kafka-532-stale-controller.toml")
+}
+
+fn epochal() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_epochal"))
+}
+
+fn show(output: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// What one run of the scenario left in its store.
+struct Run {
+    _store: tempfile::TempDir,
+    dir: PathBuf,
+    ops: Vec<Op>,
+    results: Value,
+}
+
+/// Runs the schedule under `controller_epoch_fencing=fencing`; the run must
+/// complete with the verdict `expect` (exit 0 valid, 1 invalid), and `epochal
+/// check` on the stored run, with no cluster, must say the same.
+fn run(fencing: bool, expect: i32) -> Run {
+    let store = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let output = epochal()
+        .arg("run")
+        .arg(schedule())
+        .arg("--store")
+        .arg(store.path())
+        .arg("--quiet")
+        .arg("--set")
+        .arg(format!("controller_epoch_fencing={fencing}"))
+        .output()
+        .expect("epochal runs");
+    println!(
+        "controller_epoch_fencing={fencing}: exit {:?} in {:.1} s",
+        output.status.code(),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(output.status.code(), Some(expect), "{}", show(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(stdout.contains("status: completed"), "{}", show(&output));
+    let dir = std::fs::canonicalize(store.path().join("latest")).unwrap();
+    let checked = epochal().arg("check").arg(&dir).output().unwrap();
+    assert_eq!(checked.status.code(), Some(expect), "{}", show(&checked));
+    let report = |text: &str| text[text.find("checks:").unwrap()..].to_owned();
+    assert_eq!(
+        report(&String::from_utf8_lossy(&checked.stdout)),
+        report(&stdout)
+    );
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let verdict = if expect == 0 { "valid" } else { "invalid" };
+    assert_eq!(results["verdict"], verdict, "{results}");
+    let applied = std::fs::read_to_string(dir.join("schedule.toml")).unwrap();
+    assert!(
+        applied.contains(&format!("controller_epoch_fencing = {fencing}")),
+        "{applied}"
+    );
+    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
+    Run {
+        _store: store,
+        dir,
+        ops,
+        results,
+    }
+}
+
+impl Run {
+    /// The ok sends: value → the ok op's value (offsets, ISR, leader epoch, node).
+    fn acked(&self) -> BTreeMap<i64, Value> {
+        let mut acked = BTreeMap::new();
+        for op in self
+            .ops
+            .iter()
+            .filter(|op| op.f == "send" && op.kind == OpType::Ok)
+        {
+            assert_eq!(op.value["acks"], "all", "{op:?}");
+            for v in op.value["values"].as_array().unwrap() {
+                acked.insert(v.as_i64().unwrap(), op.value.clone());
+            }
+        }
+        acked
+    }
+
+    /// (f, nodes) of every completed nemesis op, in order.
+    fn nemesis(&self) -> Vec<(String, Vec<String>)> {
+        self.ops
+            .iter()
+            .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info)
+            .map(|op| {
+                (
+                    op.f.clone(),
+                    serde_json::from_value(op.value["nodes"].clone()).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    /// etcd's t-0 states in revision order: (leader, leader epoch, ISR,
+    /// controller epoch).
+    fn states(&self) -> Vec<(i64, i64, Vec<i64>, i64)> {
+        let timeline: Value =
+            serde_json::from_str(&std::fs::read_to_string(self.dir.join("timeline.json")).unwrap())
+                .unwrap();
+        timeline["partition_states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["topic"] == "t" && s["partition"] == 0)
+            .map(|s| {
+                (
+                    s["leader"].as_i64().unwrap(),
+                    s["leader_epoch"].as_i64().unwrap(),
+                    serde_json::from_value(s["isr"].clone()).unwrap(),
+                    s["controller_epoch"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    fn state_changes(&self, node: &str) -> Vec<StateChange> {
+        read_state_changes(&self.dir.join("nodes").join(node).join("data"))
+            .unwrap()
+            .into_iter()
+            .filter(|c| {
+                c.request == "LeaderAndIsr" && c.applied() && c.topic == "t" && c.partition == 0
+            })
+            .collect()
+    }
+
+    fn broker_log(&self, node: &str) -> String {
+        std::fs::read_to_string(self.dir.join("nodes").join(node).join("broker.log")).unwrap()
+    }
+
+    fn checker(&self, name: &str) -> &Value {
+        self.results["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["checker"] == name)
+            .unwrap_or_else(|| panic!("no {name} result: {}", self.results))
+    }
+
+    /// `epochal inspect --compact` of a node's frozen data dir: t-0's records
+    /// as (offset, value).
+    fn records(&self, node: &str) -> Vec<(i64, i64)> {
+        let output = epochal()
+            .args(["inspect", "--compact"])
+            .arg(self.dir.join("nodes").join(node).join("data"))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", show(&output));
+        let compact: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let replica = compact["replicas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["topic"] == "t" && r["partition"] == 0)
+            .unwrap_or_else(|| panic!("{node} holds no t-0: {compact}"))
+            .clone();
+        assert_eq!(replica["findings"], Value::Null, "{node}: {replica}");
+        replica["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r[0].as_i64().unwrap(),
+                    r[2].as_str().unwrap().parse().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    /// The part both settings share, up to the resume: the faults fired as
+    /// written, b1 stopped at its failpoint and resumed, the new controller
+    /// elected b2 (epoch 1, controller epoch 2), b2 shrank the ISR to [2], and
+    /// values 1–3 (ISR [1, 2, 3]) and 4 (ISR [2], on b2 alone) were
+    /// acknowledged with acks=all. Returns etcd's states after that prefix.
+    fn check_the_setup(&self) -> Vec<(i64, i64, Vec<i64>, i64)> {
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            self.nemesis(),
+            vec![
+                ("crash".into(), n(&["b2"])),
+                ("restart".into(), n(&["b2"])),
+                ("one-way".into(), n(&["b3", "b2"])),
+                ("resume".into(), n(&["b1"])),
+                ("crash".into(), n(&["b2"])),
+                ("heal".into(), n(&[])),
+                ("start".into(), n(&["b2"])),
+            ]
+        );
+        let b1 = self.broker_log("b1");
+        assert!(
+            b1.contains("failpoint: stopping (SIGSTOP) until SIGCONT failpoint=controller-before-broker-loss"),
+            "b1 never stopped at its failpoint"
+        );
+        assert!(b1.contains("failpoint: resumed failpoint=controller-before-broker-loss"));
+
+        let acked = self.acked();
+        assert_eq!(
+            acked.keys().copied().collect::<Vec<_>>(),
+            vec![1, 2, 3, 4, 5]
+        );
+        for v in [1, 2, 3] {
+            assert_eq!(acked[&v]["isr"], json!([1, 2, 3]), "{}", acked[&v]);
+            assert_eq!(acked[&v]["node"], "b1");
+        }
+        assert_eq!(acked[&1]["offsets"], json!([0, 1, 2]));
+        assert_eq!(acked[&4]["node"], "b2");
+        assert_eq!(acked[&4]["offsets"], json!([3]));
+        assert_eq!(acked[&4]["isr"], json!([2]));
+        assert_eq!(acked[&4]["leader_epoch"], 1);
+        assert_eq!(acked[&5]["node"], "b2");
+        assert_eq!(acked[&5]["offsets"], json!([4]));
+
+        let states = self.states();
+        assert_eq!(
+            states[..3],
+            [
+                (1, 0, vec![1, 2, 3], 1),
+                (2, 1, vec![2, 3], 2),
+                (2, 1, vec![2], 2),
+            ],
+            "{states:?}"
+        );
+        states[3..].to_vec()
+    }
+}
+
+#[test]
+fn cluster_kafka532_without_fencing_the_stale_controller_deposes_a_live_leader_and_an_acked_write_is_lost()
+ {
+    let run = run(false, 1);
+    let after = run.check_the_setup();
+
+    // The stale decision: b1, at controller epoch 1, elected itself in leader
+    // epoch 2 from its stale view (b2 dead) — the next state in etcd. Every
+    // later state keeps leader 1, epoch 2: no other election happened.
+    assert_eq!(after[0], (1, 2, vec![1], 1), "{after:?}");
+    assert!(after.iter().all(|s| (s.0, s.1) == (1, 2)), "{after:?}");
+    // b1 then resigned for its lapsed session (or the lease it replaced it
+    // with), not for any fence.
+    assert!(
+        run.broker_log("b1")
+            .contains("resigned as controller epoch=1 reason=controller moved: own etcd"),
+        "{}",
+        run.broker_log("b1")
+    );
+    // b3 applied it after having applied controller epoch 2; b2 was never sent
+    // it: b2 applied no LeaderAndIsr of controller epoch 1 past epoch 0 (its
+    // epoch 2 came from the newer controller after its restart), and then
+    // truncated values 4 and 5.
+    let b3 = run.state_changes("b3");
+    assert!(
+        b3.iter()
+            .any(|c| c.controller_epoch == 1 && c.leader == 1 && c.leader_epoch == 2),
+        "{b3:?}"
+    );
+    let b2 = run.state_changes("b2");
+    assert!(
+        b2.iter()
+            .all(|c| c.controller_epoch >= 2 || c.leader_epoch == 0),
+        "{b2:?}"
+    );
+    assert!(
+        run.broker_log("b2")
+            .contains("follower truncated its log topic=t partition=0 from=5 to=3"),
+        "b2 did not truncate values 4 and 5"
+    );
+
+    // Value 5 was acknowledged by b2 as leader of epoch 1, after etcd already
+    // named b1 leader of epoch 2 with ISR [1].
+    let acked = run.acked();
+    assert_eq!(acked[&5]["leader_epoch"], 2, "{}", acked[&5]);
+    assert_eq!(acked[&5]["isr"][0], 1, "{}", acked[&5]);
+
+    // The lost-write checker names value 5 (not excused) and value 4 (excused
+    // by the stale, unclean election that came after its ack).
+    let lost = run.checker("lost-write");
+    assert_eq!(lost["verdict"], "invalid", "{lost}");
+    let evidence = lost["evidence"].as_array().unwrap();
+    let unexcused: Vec<&Value> = evidence
+        .iter()
+        .filter(|e| e["anomaly"] == "lost-acknowledged-write")
+        .collect();
+    assert_eq!(unexcused.len(), 1, "{lost}");
+    assert_eq!(unexcused[0]["details"]["value"], 5, "{lost}");
+    assert_eq!(unexcused[0]["details"]["acked_offset"], 4, "{lost}");
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e["anomaly"] == "lost-acks-all-write-excused"
+                && e["details"]["value"] == 4
+                && e["summary"]
+                    .as_str()
+                    .unwrap()
+                    .contains("unclean election of b1 at leader epoch 2")),
+        "{lost}"
+    );
+    assert_eq!(lost["counts"]["lost-acks-all"], 1, "{lost}");
+
+    // The fencing checker sees b3 take the stale decision.
+    let fenced = run.checker("stale-controller-fenced");
+    assert_eq!(fenced["verdict"], "invalid", "{fenced}");
+    assert!(
+        fenced["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["anomaly"] == "stale-controller-epoch-applied"
+                && e["details"]["node"] == "b3"
+                && e["details"]["stale"]["controller_epoch"] == 1),
+        "{fenced}"
+    );
+
+    // The loss is final: every replica holds values 1–3 only.
+    for node in ["b1", "b2", "b3"] {
+        assert_eq!(run.records(node), vec![(0, 1), (1, 2), (2, 3)], "{node}");
+    }
+}
+
+#[test]
+fn cluster_kafka532_with_fencing_the_stale_controller_resigns_and_every_checker_is_valid() {
+    let run = run(true, 0);
+    let after = run.check_the_setup();
+
+    // b1's write was refused by the per-path rule; it resigned without writing.
+    assert!(
+        run.broker_log("b1")
+            .contains("resigned as controller epoch=1 reason=controller moved: /epochal/brokers/topics/t/partitions/0/state: stored controller epoch 2, writer's 1"),
+        "{}",
+        run.broker_log("b1")
+    );
+    assert!(
+        after.iter().all(|s| s.3 >= 2),
+        "a state from controller epoch 1 after the takeover: {after:?}"
+    );
+    // b2 took b1 back into its ISR, then lost leadership only by its crash,
+    // cleanly, to b1 (in the ISR) in epoch 2.
+    let mut isr = after[0].2.clone();
+    isr.sort();
+    assert_eq!(
+        (after[0].0, after[0].1, isr),
+        (2, 1, vec![1, 2]),
+        "{after:?}"
+    );
+    assert_eq!((after[1].0, after[1].1), (1, 2), "{after:?}");
+    let acked = run.acked();
+    let mut isr: Vec<i64> = serde_json::from_value(acked[&5]["isr"].clone()).unwrap();
+    isr.sort();
+    assert_eq!(isr, vec![1, 2], "{}", acked[&5]);
+    assert_eq!(acked[&5]["leader_epoch"], 1, "{}", acked[&5]);
+
+    for result in run.results["results"].as_array().unwrap() {
+        assert_eq!(result["verdict"], "valid", "{result}");
+    }
+    // Nothing of controller epoch 1 was applied after the new controller spoke.
+    for node in ["b1", "b2", "b3"] {
+        let changes = run.state_changes(node);
+        if let Some(first_new) = changes.iter().position(|c| c.controller_epoch >= 2) {
+            assert!(
+                changes[first_new..].iter().all(|c| c.controller_epoch >= 2),
+                "{node}: {changes:?}"
+            );
+        }
+    }
+    // Every acknowledged value, at its offset, on every replica.
+    for node in ["b1", "b2", "b3"] {
+        assert_eq!(
+            run.records(node),
+            vec![(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)],
+            "{node}"
+        );
+    }
+}
