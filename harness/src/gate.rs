@@ -19,7 +19,7 @@
 //! expect = "valid"
 //!
 //! [[scenario.path]]
-//! acked_at_least = 2                          # ok sends in the history
+//! acked_at_least = 2                          # values acknowledged (ok sends)
 //! [[scenario.path]]
 //! fault = "crash"                             # a nemesis op that completed without error
 //! [[scenario.path]]
@@ -421,13 +421,14 @@ fn reasons(report: &Report) -> String {
 fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(), String> {
     use crate::history::{OpType, Process};
     if let Some(n) = assertion.acked_at_least {
-        let acked = run
+        let acked: u64 = run
             .history
             .iter()
             .filter(|op| op.f == "send" && op.kind == OpType::Ok)
-            .count() as u64;
+            .map(|op| op.value["values"].as_array().map_or(0, |v| v.len() as u64))
+            .sum();
         if acked < n {
-            return Err(format!("{acked} sends acknowledged, wanted at least {n}"));
+            return Err(format!("{acked} values acknowledged, wanted at least {n}"));
         }
     }
     if let Some(f) = &assertion.fault {
