@@ -363,9 +363,12 @@ pub fn judge(scenario: &Scenario, setting: &Setting, report: &Report, dir: &Path
         (Expect::Invalid, Verdict::Valid) => {
             failures.push("expected invalid, the run is valid: the bug did not reproduce".into())
         }
-        (_, verdict) => failures.push(format!(
-            "expected {:?}, got {verdict}: {}",
-            setting.expect,
+        (expect, verdict) => failures.push(format!(
+            "expected {}, got {verdict}: {}",
+            match expect {
+                Expect::Valid => "valid",
+                Expect::Invalid => "invalid",
+            },
             reasons(report)
         )),
     }

@@ -136,6 +136,43 @@ fn cluster_gate_fails_when_a_bug_reproduction_stops_reproducing() {
 }
 
 #[test]
+fn cluster_gate_fails_when_the_broker_has_a_fix_removed() {
+    // The broker's test-only switch undoes the KIP-101 fix on `current`
+    // (followers truncate to their high watermark again); the scenario that
+    // passes on `current` must now fail the gate, naming itself and the anomaly.
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = suites().join("kip-101-scenario-1.toml");
+    let suite = dir.path().join("fixed.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[[scenario]]\nname = \"kip-101-scenario-1\"\nschedule = {:?}\n\n[[scenario.setting]]\nset = [\"truncation=current\"]\nexpect = \"valid\"\n",
+            schedule.display().to_string()
+        ),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_epochal"))
+        .arg("gate")
+        .arg(&suite)
+        .arg("--store")
+        .arg(dir.path().join("store"))
+        .env("EPOCHAL_TEST_REMOVE_FIX", "current-truncates-to-hw")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", show(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("FAIL   fixed/kip-101-scenario-1         truncation=current"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("expected valid, got invalid"), "{stdout}");
+    assert!(
+        stdout.contains("lost-acknowledged-write: value 2 acked at offset 1"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn gate_rejects_a_malformed_suite_naming_file_and_scenario() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("bad.toml");

@@ -69,6 +69,9 @@ pub struct ReplicaManager {
     node_id: i32,
     min_insync_replicas: i32,
     truncation: Truncation,
+    /// The rule a new follower starts truncating by: `truncation`, except
+    /// when a test removed a fix ([`ReplicaManager::with_follower_truncation`]).
+    follower_truncation: Truncation,
     /// The etcd session leadership depends on; None (unit tests) is always live.
     session: Option<Arc<Session>>,
     inner: Mutex<Inner>,
@@ -197,6 +200,7 @@ impl ReplicaManager {
             node_id,
             min_insync_replicas,
             truncation,
+            follower_truncation: truncation,
             session,
             inner: Mutex::new(Inner {
                 logs,
@@ -206,6 +210,14 @@ impl ReplicaManager {
             appended: Notify::new(),
             leaderships: AtomicU64::new(1),
         }
+    }
+
+    /// Test only: a follower starts truncating by `rule` instead of the
+    /// configured setting — how the gate's own test removes a fix on purpose
+    /// (harness/tests/cluster_gate.rs, `EPOCHAL_TEST_REMOVE_FIX`).
+    pub fn with_follower_truncation(mut self, rule: Truncation) -> Self {
+        self.follower_truncation = rule;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -570,7 +582,7 @@ impl ReplicaManager {
         let log = self
             .followed(&mut inner, tp, leader_epoch)
             .map_err(StorageOrRole::Role)?;
-        begin_truncation(self.truncation, tp, log)
+        begin_truncation(self.follower_truncation, tp, log)
     }
 
     /// Apply the leader's answer for one round of truncation.
