@@ -255,20 +255,30 @@ impl Observer {
     }
 }
 
-/// (leader, leader epoch) of every LeaderAndIsr `node` applied for `partition`,
-/// from its state-change log; a log that cannot be read yet reads as empty.
+/// (leader, leader epoch) of every LeaderAndIsr `node`'s latest incarnation
+/// applied for `partition`, from its state-change log (lines of earlier
+/// incarnations do not count: a restarted broker has applied nothing yet); a
+/// log that cannot be read yet reads as empty.
 fn applied_leader_and_isr<R: Runtime>(
     runtime: &R,
     node: &str,
     partition: &PartitionRef,
 ) -> Result<Vec<(i32, i32)>, ObserveError> {
-    let dir = runtime.data_dir(node_id(node))?;
+    let id = node_id(node);
+    let dir = runtime.data_dir(id)?;
+    // Whole milliseconds, as the log writes them; a line written in the same
+    // millisecond as the spawn can only be the new incarnation's.
+    let since_ms = runtime.started_at(id).map_or(0, |t| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    });
     Ok(read_state_changes(&dir)
         .map(|entries| {
             entries
                 .iter()
                 .filter(|e| {
                     e.request == "LeaderAndIsr"
+                        && e.time_ms >= since_ms
                         && e.applied()
                         && e.topic == partition.topic
                         && e.partition == partition.partition as i32

@@ -104,6 +104,9 @@ pub trait Runtime {
     fn is_running(&self, node: NodeId) -> bool;
     /// Whether the node is stopped by SIGSTOP (state T), ours or a failpoint's.
     fn is_paused(&self, node: NodeId) -> Result<bool, RuntimeError>;
+    /// When the node's latest incarnation was started (wall clock), so files it
+    /// shares with earlier ones (the state-change log) can be read from then on.
+    fn started_at(&self, node: NodeId) -> Option<std::time::SystemTime>;
     /// The node's own address, bypassing every proxy: for observation only.
     fn observe_address(&self, node: NodeId) -> Option<String>;
     /// Where a workload client reaches the node (through its client proxy).

@@ -202,6 +202,8 @@ struct Broker {
     process: Option<Guarded>,
     /// The port it bound, direct (for observation, never for workload traffic).
     address: Option<String>,
+    /// When the latest incarnation was spawned.
+    started_at: Option<std::time::SystemTime>,
 }
 
 pub struct ProcessRuntime {
@@ -298,6 +300,7 @@ impl ProcessRuntime {
                     log: dir.join("broker.log"),
                     process: None,
                     address: None,
+                    started_at: None,
                 },
             );
         }
@@ -539,6 +542,8 @@ impl Runtime for ProcessRuntime {
         let mut command = Command::new(broker_bin);
         command.args(&broker.args);
         command.envs(broker.env.iter().map(|(k, v)| (k, v)));
+        // Taken just before the spawn: every line the new process writes is later.
+        broker.started_at = Some(std::time::SystemTime::now());
         broker.process = Some(Guarded::spawn(
             command,
             format!("broker {node}"),
@@ -650,6 +655,10 @@ impl Runtime for ProcessRuntime {
             Some(pid) => Ok(signal::is_stopped(pid)?),
             None => Ok(false),
         }
+    }
+
+    fn started_at(&self, node: NodeId) -> Option<std::time::SystemTime> {
+        self.brokers.get(&node)?.started_at
     }
 
     fn observe_address(&self, node: NodeId) -> Option<String> {
