@@ -77,17 +77,7 @@ pub fn described(fault: &Fault) -> Value {
             "to_offset": t.to_offset,
             "by_bytes": t.by_bytes,
         }),
-        Fault::Pause(t)
-        | Fault::Resume(t)
-        | Fault::Crash(t)
-        | Fault::Restart(t)
-        | Fault::Stop(t)
-        | Fault::Start(t)
-        | Fault::PowerLoss(t)
-        | Fault::Isolate(t)
-        | Fault::MajorityMinority(t)
-        | Fault::Bridge(t)
-        | Fault::NodeFromEtcd(t) => json!({ "target": t.to_string() }),
+        other => json!({ "target": other.target().map(ToString::to_string) }),
     }
 }
 
@@ -177,21 +167,11 @@ impl Nemesis {
         fault: &Fault,
     ) -> Result<Value, NemesisError> {
         let nodes = runtime.nodes();
-        let mut resolved = match fault {
-            Fault::Heal => Vec::new(),
-            Fault::OneWay(_) => Vec::new(),
-            Fault::TruncateLog(t) => self.resolve(&t.node, view, &nodes)?,
-            Fault::Pause(t)
-            | Fault::Resume(t)
-            | Fault::Crash(t)
-            | Fault::Restart(t)
-            | Fault::Stop(t)
-            | Fault::Start(t)
-            | Fault::PowerLoss(t)
-            | Fault::Isolate(t)
-            | Fault::MajorityMinority(t)
-            | Fault::Bridge(t)
-            | Fault::NodeFromEtcd(t) => self.resolve(t, view, &nodes)?,
+        let mut resolved = match (fault, fault.target()) {
+            (Fault::TruncateLog(t), _) => self.resolve(&t.node, view, &nodes)?,
+            (_, Some(t)) => self.resolve(t, view, &nodes)?,
+            // Heal names nobody; one-way resolves its two ends below.
+            (_, None) => Vec::new(),
         };
         let mut detail = json!({});
         match fault {

@@ -160,6 +160,27 @@ pub enum Fault {
     Heal,
 }
 
+impl Fault {
+    /// The single target of a fault that names one (all but one-way,
+    /// truncate-log and heal).
+    pub fn target(&self) -> Option<&Target> {
+        match self {
+            Fault::Pause(t)
+            | Fault::Resume(t)
+            | Fault::Crash(t)
+            | Fault::Restart(t)
+            | Fault::Stop(t)
+            | Fault::Start(t)
+            | Fault::PowerLoss(t)
+            | Fault::Isolate(t)
+            | Fault::MajorityMinority(t)
+            | Fault::Bridge(t)
+            | Fault::NodeFromEtcd(t) => Some(t),
+            Fault::TruncateLog(_) | Fault::OneWay(_) | Fault::Heal => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OneWay {

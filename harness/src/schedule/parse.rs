@@ -292,18 +292,10 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
             ..
         } = step;
         for f in fault.iter().chain(faults.iter().flatten()) {
+            if let Some(t) = f.target() {
+                target(t, false)?;
+            }
             match f {
-                Fault::Pause(t)
-                | Fault::Resume(t)
-                | Fault::Crash(t)
-                | Fault::Restart(t)
-                | Fault::Stop(t)
-                | Fault::Start(t)
-                | Fault::PowerLoss(t)
-                | Fault::Isolate(t)
-                | Fault::MajorityMinority(t)
-                | Fault::Bridge(t)
-                | Fault::NodeFromEtcd(t) => target(t, false)?,
                 Fault::OneWay(w) => {
                     target(&w.from, false)?;
                     target(&w.to, false)?;
@@ -317,7 +309,8 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
                         ));
                     }
                 }
-                Fault::Heal => {}
+                // The rest name one target, checked above.
+                _ => {}
             }
         }
         if faults.as_ref().is_some_and(Vec::is_empty) {
