@@ -2,15 +2,15 @@
 //! JUnit file parses and lists every scenario and setting, and a suite whose
 //! expectation is wrong fails the gate naming the scenario.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn suites() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites")
-}
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::scenario::{epochal, show, suite_file};
 
 fn gate(args: &[&str], store: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epochal"))
+    epochal()
         .arg("gate")
         .args(args)
         .arg("--store")
@@ -19,20 +19,11 @@ fn gate(args: &[&str], store: &Path) -> Output {
         .expect("epochal runs")
 }
 
-fn show(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 #[test]
 fn cluster_gate_bug_suite_meets_every_expectation_and_writes_junit() {
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("junit.xml");
-    let suite = suites().join("bugs.toml");
+    let suite = suite_file("bugs.toml");
     let output = gate(
         &[
             suite.to_str().unwrap(),
@@ -110,7 +101,7 @@ fn cluster_gate_fails_when_a_bug_reproduction_stops_reproducing() {
     // The KIP-101 schedule under a setting that fixes the bug, with the suite
     // claiming it must reproduce: an unexpected pass fails the gate.
     let dir = tempfile::tempdir().unwrap();
-    let schedule = suites().join("kip-101-scenario-1.toml");
+    let schedule = suite_file("kip-101-scenario-1.toml");
     let suite = dir.path().join("wrong.toml");
     std::fs::write(
         &suite,
@@ -141,7 +132,7 @@ fn cluster_gate_fails_when_the_broker_has_a_fix_removed() {
     // (followers truncate to their high watermark again); the scenario that
     // passes on `current` must now fail the gate, naming itself and the anomaly.
     let dir = tempfile::tempdir().unwrap();
-    let schedule = suites().join("kip-101-scenario-1.toml");
+    let schedule = suite_file("kip-101-scenario-1.toml");
     let suite = dir.path().join("fixed.toml");
     std::fs::write(
         &suite,
@@ -151,7 +142,7 @@ fn cluster_gate_fails_when_the_broker_has_a_fix_removed() {
         ),
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_epochal"))
+    let output = epochal()
         .arg("gate")
         .arg(&suite)
         .arg("--store")

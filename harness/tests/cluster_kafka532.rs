@@ -7,201 +7,47 @@
 //! leader of the old epoch: one of them is lost when b2 finally learns. Under
 //! `true` b1's write is refused, it resigns, and every checker is valid.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Instant;
+mod common;
 
-use epochal::history::{Op, OpType, Process, read_history};
-use epochal::reader::state_change::{StateChange, read_state_changes};
+use std::collections::BTreeMap;
+
+use common::scenario::{self, Run, suite_file};
 use serde_json::{Value, json};
 
-fn schedule() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/kafka-532-stale-controller.toml")
-}
-
-fn epochal() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_epochal"))
-}
-
-fn show(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// What one run of the scenario left in its store.
-struct Run {
-    _store: tempfile::TempDir,
-    dir: PathBuf,
-    ops: Vec<Op>,
-    results: Value,
-}
-
-/// Runs the schedule under `controller_epoch_fencing=fencing`; the run must
-/// complete with the verdict `expect` (exit 0 valid, 1 invalid), and `epochal
-/// check` on the stored run, with no cluster, must say the same.
+/// Runs the schedule under `controller_epoch_fencing=fencing`, which must end
+/// with the verdict `expect` (see [`scenario::run`]) and apply that setting.
 fn run(fencing: bool, expect: i32) -> Run {
-    let store = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let output = epochal()
-        .arg("run")
-        .arg(schedule())
-        .arg("--store")
-        .arg(store.path())
-        .arg("--quiet")
-        .arg("--set")
-        .arg(format!("controller_epoch_fencing={fencing}"))
-        .output()
-        .expect("epochal runs");
-    println!(
-        "controller_epoch_fencing={fencing}: exit {:?} in {:.1} s",
-        output.status.code(),
-        started.elapsed().as_secs_f64()
+    let run = scenario::run(
+        &suite_file("kafka-532-stale-controller.toml"),
+        &[&format!("controller_epoch_fencing={fencing}")],
+        expect,
     );
-    assert_eq!(output.status.code(), Some(expect), "{}", show(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(stdout.contains("status: completed"), "{}", show(&output));
-    let dir = std::fs::canonicalize(store.path().join("latest")).unwrap();
-    let checked = epochal().arg("check").arg(&dir).output().unwrap();
-    assert_eq!(checked.status.code(), Some(expect), "{}", show(&checked));
-    let report = |text: &str| text[text.find("checks:").unwrap()..].to_owned();
-    assert_eq!(
-        report(&String::from_utf8_lossy(&checked.stdout)),
-        report(&stdout)
-    );
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let verdict = if expect == 0 { "valid" } else { "invalid" };
-    assert_eq!(results["verdict"], verdict, "{results}");
-    let applied = std::fs::read_to_string(dir.join("schedule.toml")).unwrap();
-    assert!(
-        applied.contains(&format!("controller_epoch_fencing = {fencing}")),
-        "{applied}"
-    );
-    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
-    Run {
-        _store: store,
-        dir,
-        ops,
-        results,
-    }
+    run.assert_applied(&[&format!("controller_epoch_fencing = {fencing}")]);
+    run
 }
 
 impl Run {
-    /// The ok sends: value → the ok op's value (offsets, ISR, leader epoch, node).
-    fn acked(&self) -> BTreeMap<i64, Value> {
+    /// The ok sends: value → the ok op's value (offsets, ISR, leader epoch,
+    /// node), asserting each is acks=all.
+    fn acked_sends(&self) -> BTreeMap<i64, Value> {
         let mut acked = BTreeMap::new();
-        for op in self
-            .ops
-            .iter()
-            .filter(|op| op.f == "send" && op.kind == OpType::Ok)
-        {
-            assert_eq!(op.value["acks"], "all", "{op:?}");
-            for v in op.value["values"].as_array().unwrap() {
-                acked.insert(v.as_i64().unwrap(), op.value.clone());
+        for send in self.sends() {
+            assert_eq!(send["acks"], "all", "{send}");
+            for v in send["values"].as_array().unwrap() {
+                acked.insert(v.as_i64().unwrap(), send.clone());
             }
         }
         acked
     }
 
-    /// (f, nodes) of every completed nemesis op, in order.
-    fn nemesis(&self) -> Vec<(String, Vec<String>)> {
-        self.ops
-            .iter()
-            .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info)
-            .map(|op| {
-                (
-                    op.f.clone(),
-                    serde_json::from_value(op.value["nodes"].clone()).unwrap(),
-                )
-            })
-            .collect()
-    }
-
     /// etcd's t-0 states in revision order: (leader, leader epoch, ISR,
     /// controller epoch).
     fn states(&self) -> Vec<(i64, i64, Vec<i64>, i64)> {
-        let timeline: Value =
-            serde_json::from_str(&std::fs::read_to_string(self.dir.join("timeline.json")).unwrap())
-                .unwrap();
-        timeline["partition_states"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["topic"] == "t" && s["partition"] == 0)
-            .map(|s| {
-                (
-                    s["leader"].as_i64().unwrap(),
-                    s["leader_epoch"].as_i64().unwrap(),
-                    serde_json::from_value(s["isr"].clone()).unwrap(),
-                    s["controller_epoch"].as_i64().unwrap(),
-                )
-            })
-            .collect()
-    }
-
-    fn state_changes(&self, node: &str) -> Vec<StateChange> {
-        read_state_changes(&self.dir.join("nodes").join(node).join("data"))
-            .unwrap()
+        self.t0_leaders()
             .into_iter()
-            .filter(|c| {
-                c.request == "LeaderAndIsr" && c.applied() && c.topic == "t" && c.partition == 0
-            })
-            .collect()
-    }
-
-    fn broker_log(&self, node: &str) -> String {
-        std::fs::read_to_string(self.dir.join("nodes").join(node).join("broker.log")).unwrap()
-    }
-
-    fn checker(&self, name: &str) -> &Value {
-        self.results["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["checker"] == name)
-            .unwrap_or_else(|| panic!("no {name} result: {}", self.results))
-    }
-
-    /// `epochal inspect --compact` of a node's frozen data dir: t-0's records
-    /// as (offset, value).
-    fn records(&self, node: &str) -> Vec<(i64, i64)> {
-        let output = epochal()
-            .args(["inspect", "--compact"])
-            .arg(self.dir.join("nodes").join(node).join("data"))
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", show(&output));
-        let compact: Value = serde_json::from_slice(&output.stdout).unwrap();
-        let replica = compact["replicas"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["topic"] == "t" && r["partition"] == 0)
-            .unwrap_or_else(|| panic!("{node} holds no t-0: {compact}"))
-            .clone();
-        // A checkpoint written before a truncation can name an offset past the
-        // new log end until the next periodic checkpoint: timing, not damage.
-        let damage: Vec<&Value> = replica["findings"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| f["kind"] != "checkpoint_past_log_end")
-            .collect();
-        assert!(damage.is_empty(), "{node}: {replica}");
-        replica["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r[0].as_i64().unwrap(),
-                    r[2].as_str().unwrap().parse().unwrap(),
-                )
+            .zip(self.t0_states())
+            .map(|((leader, epoch, isr), s)| {
+                (leader, epoch, isr, s["controller_epoch"].as_i64().unwrap())
             })
             .collect()
     }
@@ -212,19 +58,15 @@ impl Run {
     /// values 1–3 (ISR [1, 2, 3]) and 4 (ISR [2], on b2 alone) were
     /// acknowledged with acks=all. Returns etcd's states after that prefix.
     fn check_the_setup(&self) -> Vec<(i64, i64, Vec<i64>, i64)> {
-        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            self.nemesis(),
-            vec![
-                ("crash".into(), n(&["b2"])),
-                ("restart".into(), n(&["b2"])),
-                ("one-way".into(), n(&["b3", "b2"])),
-                ("resume".into(), n(&["b1"])),
-                ("crash".into(), n(&["b2"])),
-                ("heal".into(), n(&[])),
-                ("start".into(), n(&["b2"])),
-            ]
-        );
+        self.assert_nemesis(&[
+            ("crash", &["b2"]),
+            ("restart", &["b2"]),
+            ("one-way", &["b3", "b2"]),
+            ("resume", &["b1"]),
+            ("crash", &["b2"]),
+            ("heal", &[]),
+            ("start", &["b2"]),
+        ]);
         let b1 = self.broker_log("b1");
         assert!(
             b1.contains("failpoint: stopping (SIGSTOP) until SIGCONT failpoint=controller-before-broker-loss"),
@@ -232,7 +74,7 @@ impl Run {
         );
         assert!(b1.contains("failpoint: resumed failpoint=controller-before-broker-loss"));
 
-        let acked = self.acked();
+        let acked = self.acked_sends();
         assert_eq!(
             acked.keys().copied().collect::<Vec<_>>(),
             vec![1, 2, 3, 4, 5]
@@ -306,7 +148,7 @@ fn cluster_kafka532_without_fencing_the_stale_controller_deposes_a_live_leader_a
 
     // Value 5 was acknowledged by b2 as leader of epoch 1, after etcd already
     // named b1 leader of epoch 2 with ISR [1].
-    let acked = run.acked();
+    let acked = run.acked_sends();
     assert_eq!(acked[&5]["leader_epoch"], 2, "{}", acked[&5]);
     assert_eq!(acked[&5]["isr"][0], 1, "{}", acked[&5]);
 
@@ -381,15 +223,13 @@ fn cluster_kafka532_with_fencing_the_stale_controller_resigns_and_every_checker_
         "{after:?}"
     );
     assert_eq!((after[1].0, after[1].1), (1, 2), "{after:?}");
-    let acked = run.acked();
+    let acked = run.acked_sends();
     let mut isr: Vec<i64> = serde_json::from_value(acked[&5]["isr"].clone()).unwrap();
     isr.sort();
     assert_eq!(isr, vec![1, 2], "{}", acked[&5]);
     assert_eq!(acked[&5]["leader_epoch"], 1, "{}", acked[&5]);
 
-    for result in run.results["results"].as_array().unwrap() {
-        assert_eq!(result["verdict"], "valid", "{result}");
-    }
+    run.others_valid(&[]);
     // Nothing of controller epoch 1 was applied after the new controller spoke.
     for node in ["b1", "b2", "b3"] {
         let changes = run.state_changes(node);

@@ -5,209 +5,42 @@
 //! acknowledged acks=all write is lost. Under the epoch-based settings A does not
 //! cut before hearing from the leader, and every acknowledged write survives.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use epochal::history::{Op, OpType, Process, read_history};
-use epochal::reader::state_change::{StateChange, read_state_changes};
-use serde_json::Value;
+use common::scenario::{self, Run};
+use epochal::history::OpType;
+use epochal::reader::state_change::StateChange;
 
-fn schedule() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/kip-101-scenario-1.toml")
-}
-
-fn epochal() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_epochal"))
-}
-
-fn show(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+/// Runs the schedule under `truncation`, which must end with the verdict
+/// `expect` (see [`scenario::run_truncation`]) with clean elections only.
+fn run(truncation: &str, expect: i32) -> Run {
+    // A loss under unclean election would be legitimate; this one must not be.
+    scenario::run_truncation(
+        "kip-101-scenario-1.toml",
+        truncation,
+        &["unclean_leader_election = false"],
+        expect,
     )
 }
 
-/// What one run of the scenario left in its store.
-struct Run {
-    _store: tempfile::TempDir,
-    dir: PathBuf,
-    ops: Vec<Op>,
-}
-
-/// Runs the schedule under `truncation`; the run must complete with the
-/// verdict `expect` (exit 0 valid, 1 invalid), and `epochal check` on the
-/// stored run, with no cluster, must say the same.
-fn run(truncation: &str, expect: i32) -> Run {
-    let store = tempfile::tempdir().unwrap();
-    let output = epochal()
-        .arg("run")
-        .arg(schedule())
-        .arg("--store")
-        .arg(store.path())
-        .arg("--quiet")
-        .arg("--set")
-        .arg(format!("truncation={truncation}"))
-        .output()
-        .expect("epochal runs");
-    assert_eq!(output.status.code(), Some(expect), "{}", show(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(stdout.contains("status: completed"), "{}", show(&output));
-    let dir = std::fs::canonicalize(store.path().join("latest")).unwrap();
-    let checked = epochal().arg("check").arg(&dir).output().unwrap();
-    assert_eq!(checked.status.code(), Some(expect), "{}", show(&checked));
-    // The offline report is the run's, line for line.
-    let report = |text: &str| text[text.find("checks:").unwrap()..].to_owned();
-    assert_eq!(
-        report(&String::from_utf8_lossy(&checked.stdout)),
-        report(&stdout)
-    );
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let verdict = if expect == 0 { "valid" } else { "invalid" };
-    assert_eq!(results["verdict"], verdict, "{results}");
-    let applied = std::fs::read_to_string(dir.join("schedule.toml")).unwrap();
-    assert!(
-        applied.contains(&format!("truncation = \"{truncation}\"")),
-        "{applied}"
-    );
-    // A loss under unclean election would be legitimate; this one must not be.
-    assert!(
-        applied.contains("unclean_leader_election = false"),
-        "{applied}"
-    );
-    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
-    Run {
-        _store: store,
-        dir,
-        ops,
-    }
-}
-
 impl Run {
-    /// The acknowledged sends: value → offset, each acks=all.
-    fn acked(&self) -> BTreeMap<i64, i64> {
-        let mut acked = BTreeMap::new();
-        for op in self
-            .ops
-            .iter()
-            .filter(|op| op.f == "send" && op.kind == OpType::Ok)
-        {
-            assert_eq!(op.value["acks"], "all", "{op:?}");
-            let values = op.value["values"].as_array().unwrap();
-            let offsets = op.value["offsets"].as_array().unwrap();
-            assert_eq!(values.len(), offsets.len(), "{op:?}");
-            for (v, o) in values.iter().zip(offsets) {
-                acked.insert(v.as_i64().unwrap(), o.as_i64().unwrap());
-            }
-        }
-        acked
-    }
-
-    /// The ok send that acknowledged `value`.
-    fn send_of(&self, value: i64) -> &Op {
-        self.ops
-            .iter()
-            .find(|op| {
-                op.f == "send"
-                    && op.kind == OpType::Ok
-                    && op.value["values"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .any(|v| v.as_i64() == Some(value))
-            })
-            .unwrap_or_else(|| panic!("no ok send of {value}"))
-    }
-
-    /// (f, nodes) of every completed nemesis op, in order.
-    fn nemesis(&self) -> Vec<(String, Vec<String>)> {
-        self.ops
-            .iter()
-            .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info)
-            .map(|op| {
-                (
-                    op.f.clone(),
-                    serde_json::from_value(op.value["nodes"].clone()).unwrap(),
-                )
-            })
-            .collect()
-    }
-
-    fn state_changes(&self, node: &str) -> Vec<StateChange> {
-        read_state_changes(&self.dir.join("nodes").join(node).join("data"))
-            .unwrap()
-            .into_iter()
-            .filter(|c| {
-                c.request == "LeaderAndIsr" && c.applied() && c.topic == "t" && c.partition == 0
-            })
-            .collect()
-    }
-
-    fn broker_log(&self, node: &str) -> String {
-        std::fs::read_to_string(self.dir.join("nodes").join(node).join("broker.log")).unwrap()
-    }
-
-    /// `epochal inspect --compact` of a node's frozen data dir: t-0's records
-    /// as (offset, value).
-    fn records(&self, node: &str) -> Vec<(i64, i64)> {
-        let output = epochal()
-            .args(["inspect", "--compact"])
-            .arg(self.dir.join("nodes").join(node).join("data"))
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", show(&output));
-        let compact: Value = serde_json::from_slice(&output.stdout).unwrap();
-        let replica = compact["replicas"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["topic"] == "t" && r["partition"] == 0)
-            .unwrap_or_else(|| panic!("{node} holds no t-0: {compact}"))
-            .clone();
-        // A checkpoint written before a truncation can name an offset past the
-        // new log end until the next periodic checkpoint: timing, not damage.
-        let damage: Vec<&Value> = replica["findings"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| f["kind"] != "checkpoint_past_log_end")
-            .collect();
-        assert!(damage.is_empty(), "{node}: {replica}");
-        replica["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r[0].as_i64().unwrap(),
-                    r[2].as_str().unwrap().parse().unwrap(),
-                )
-            })
-            .collect()
-    }
-
     /// The scenario ran as written, and b2's election was clean: the final
     /// leader is b2, elected by the controller (b2 itself, once b1's lease
     /// lapsed) in the epoch after one whose ISR still held b2. Returns the
     /// final leader's name.
     fn check_scenario_and_clean_election(&self) -> &'static str {
-        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            self.nemesis(),
-            vec![
-                ("stop".into(), n(&["b2"])),
-                ("start".into(), n(&["b2"])),
-                ("one-way".into(), n(&["b2", "b1"])),
-                ("crash".into(), n(&["b2"])),
-                ("restart".into(), n(&["b2"])),
-                ("crash".into(), n(&["b1"])),
-                ("heal".into(), n(&[])),
-                ("start".into(), n(&["b1"])),
-            ]
-        );
+        self.assert_nemesis(&[
+            ("stop", &["b2"]),
+            ("start", &["b2"]),
+            ("one-way", &["b2", "b1"]),
+            ("crash", &["b2"]),
+            ("restart", &["b2"]),
+            ("crash", &["b1"]),
+            ("heal", &[]),
+            ("start", &["b1"]),
+        ]);
         let one_way = self
             .ops
             .iter()
@@ -251,15 +84,7 @@ fn cluster_kip101_high_watermark_truncation_loses_an_acked_write() {
     let leader = run.check_scenario_and_clean_election();
 
     // The lost-write checker names the value and the offset it was acked at.
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(run.dir.join("results.json")).unwrap())
-            .unwrap();
-    let lost = results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["checker"] == "lost-write")
-        .unwrap();
+    let lost = run.checker("lost-write");
     assert_eq!(lost["verdict"], "invalid", "{lost}");
     let summary = lost["evidence"][0]["summary"].as_str().unwrap();
     assert!(summary.contains("value 2 acked at offset 1"), "{summary}");

@@ -9,142 +9,26 @@
 //! power loss, so its loss is excused on every setting (DESIGN.md, "Lost write,
 //! precisely").
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use epochal::history::{Op, OpType, Process, read_history};
-use epochal::reader::state_change::{StateChange, read_state_changes};
-use serde_json::{Value, json};
+use common::scenario::{self, Run};
+use serde_json::json;
 
-fn schedule() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/kip-101-scenario-2.toml")
-}
-
-fn epochal() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_epochal"))
-}
-
-fn show(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+/// Runs the schedule under `truncation`, which must end with the verdict
+/// `expect` (see [`scenario::run_truncation`]) with clean elections only.
+fn run(truncation: &str, expect: i32) -> Run {
+    // No loss may be put down to an unclean election.
+    scenario::run_truncation(
+        "kip-101-scenario-2.toml",
+        truncation,
+        &["unclean_leader_election = false"],
+        expect,
     )
 }
 
-/// What one run of the scenario left in its store.
-struct Run {
-    _store: tempfile::TempDir,
-    dir: PathBuf,
-    ops: Vec<Op>,
-    results: Value,
-}
-
-/// Runs the schedule under `truncation`; the run must complete with the
-/// verdict `expect` (exit 0 valid, 1 invalid), and `epochal check` on the
-/// stored run, with no cluster, must say the same.
-fn run(truncation: &str, expect: i32) -> Run {
-    let store = tempfile::tempdir().unwrap();
-    let output = epochal()
-        .arg("run")
-        .arg(schedule())
-        .arg("--store")
-        .arg(store.path())
-        .arg("--quiet")
-        .arg("--set")
-        .arg(format!("truncation={truncation}"))
-        .output()
-        .expect("epochal runs");
-    assert_eq!(output.status.code(), Some(expect), "{}", show(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(stdout.contains("status: completed"), "{}", show(&output));
-    let dir = std::fs::canonicalize(store.path().join("latest")).unwrap();
-    let checked = epochal().arg("check").arg(&dir).output().unwrap();
-    assert_eq!(checked.status.code(), Some(expect), "{}", show(&checked));
-    let report = |text: &str| text[text.find("checks:").unwrap()..].to_owned();
-    assert_eq!(
-        report(&String::from_utf8_lossy(&checked.stdout)),
-        report(&stdout)
-    );
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let verdict = if expect == 0 { "valid" } else { "invalid" };
-    assert_eq!(results["verdict"], verdict, "{results}");
-    let applied = std::fs::read_to_string(dir.join("schedule.toml")).unwrap();
-    assert!(
-        applied.contains(&format!("truncation = \"{truncation}\"")),
-        "{applied}"
-    );
-    // No loss may be put down to an unclean election.
-    assert!(
-        applied.contains("unclean_leader_election = false"),
-        "{applied}"
-    );
-    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
-    Run {
-        _store: store,
-        dir,
-        ops,
-        results,
-    }
-}
-
 impl Run {
-    /// The acknowledged sends: value → offset, each acks=all.
-    fn acked(&self) -> BTreeMap<i64, i64> {
-        let mut acked = BTreeMap::new();
-        for op in self
-            .ops
-            .iter()
-            .filter(|op| op.f == "send" && op.kind == OpType::Ok)
-        {
-            assert_eq!(op.value["acks"], "all", "{op:?}");
-            let values = op.value["values"].as_array().unwrap();
-            let offsets = op.value["offsets"].as_array().unwrap();
-            for (v, o) in values.iter().zip(offsets) {
-                acked.insert(v.as_i64().unwrap(), o.as_i64().unwrap());
-            }
-        }
-        acked
-    }
-
-    /// The ok send that acknowledged `value`.
-    fn send_of(&self, value: i64) -> &Op {
-        self.ops
-            .iter()
-            .find(|op| {
-                op.f == "send"
-                    && op.kind == OpType::Ok
-                    && op.value["values"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .any(|v| v.as_i64() == Some(value))
-            })
-            .unwrap_or_else(|| panic!("no ok send of {value}"))
-    }
-
-    /// (f, nodes) of every completed nemesis op, in order (the final heal
-    /// records none here: nothing is left cut, paused or down).
-    fn nemesis(&self) -> Vec<(String, Vec<String>)> {
-        self.nemesis_ops()
-            .map(|op| {
-                (
-                    op.f.clone(),
-                    serde_json::from_value(op.value["nodes"].clone()).unwrap(),
-                )
-            })
-            .collect()
-    }
-
-    fn nemesis_ops(&self) -> impl Iterator<Item = &Op> {
-        self.ops
-            .iter()
-            .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info)
-    }
-
     /// What the power loss of `node` cut from its t-0: (LEO before, LEO after,
     /// bytes removed).
     fn power_loss_cut(&self, node: &str) -> (i64, i64, i64) {
@@ -171,116 +55,20 @@ impl Run {
         )
     }
 
-    fn state_changes(&self, node: &str) -> Vec<StateChange> {
-        read_state_changes(&self.dir.join("nodes").join(node).join("data"))
-            .unwrap()
-            .into_iter()
-            .filter(|c| {
-                c.request == "LeaderAndIsr" && c.applied() && c.topic == "t" && c.partition == 0
-            })
-            .collect()
-    }
-
-    fn broker_log(&self, node: &str) -> String {
-        std::fs::read_to_string(self.dir.join("nodes").join(node).join("broker.log")).unwrap()
-    }
-
-    /// etcd's partition states of t-0: (leader, leader epoch, ISR).
-    fn timeline(&self) -> Vec<(i64, i64, Vec<i64>)> {
-        let timeline: Value =
-            serde_json::from_str(&std::fs::read_to_string(self.dir.join("timeline.json")).unwrap())
-                .unwrap();
-        timeline["partition_states"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["topic"] == "t" && s["partition"] == 0)
-            .map(|s| {
-                (
-                    s["leader"].as_i64().unwrap(),
-                    s["leader_epoch"].as_i64().unwrap(),
-                    serde_json::from_value(s["isr"].clone()).unwrap(),
-                )
-            })
-            .collect()
-    }
-
-    /// The result of checker `name` in results.json.
-    fn checker(&self, name: &str) -> &Value {
-        self.results["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["checker"] == name)
-            .unwrap_or_else(|| panic!("no {name} result: {}", self.results))
-    }
-
-    /// Every checker but those named is valid.
-    fn others_valid(&self, except: &[&str]) {
-        for r in self.results["results"].as_array().unwrap() {
-            if !except.contains(&r["checker"].as_str().unwrap()) {
-                assert_eq!(r["verdict"], "valid", "{r}");
-            }
-        }
-    }
-
-    /// `epochal inspect --compact` of a node's frozen data dir: t-0's records
-    /// as (offset, batch leader epoch, value).
-    fn records(&self, node: &str) -> Vec<(i64, i64, i64)> {
-        let output = epochal()
-            .args(["inspect", "--compact"])
-            .arg(self.dir.join("nodes").join(node).join("data"))
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", show(&output));
-        let compact: Value = serde_json::from_slice(&output.stdout).unwrap();
-        let replica = compact["replicas"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["topic"] == "t" && r["partition"] == 0)
-            .unwrap_or_else(|| panic!("{node} holds no t-0: {compact}"))
-            .clone();
-        // A checkpoint written before a truncation can name an offset past the
-        // new log end until the next periodic checkpoint: timing, not damage.
-        let damage: Vec<&Value> = replica["findings"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| f["kind"] != "checkpoint_past_log_end")
-            .collect();
-        assert!(damage.is_empty(), "{node}: {replica}");
-        replica["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r[0].as_i64().unwrap(),
-                    r[1].as_i64().unwrap(),
-                    r[2].as_str().unwrap().parse().unwrap(),
-                )
-            })
-            .collect()
-    }
-
     /// The scenario ran as written, the same way under every setting: both
     /// power losses, A's cutting nothing and B's cutting m2; m2 acked under
     /// ISR {b1}; b1 the only leader, elected cleanly each time, and m3 acked in
     /// leader epoch 2, newer than m2's epoch 1.
     fn check_scenario(&self) {
-        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            self.nemesis(),
-            vec![
-                ("crash".into(), n(&["b2"])),
-                ("restart".into(), n(&["b2"])),
-                ("power-loss".into(), n(&["b2"])),
-                ("power-loss".into(), n(&["b1"])),
-                ("restart".into(), n(&["b1"])),
-                ("restart".into(), n(&["b2"])),
-            ]
-        );
+        // The final heal records none here: nothing is left cut, paused or down.
+        self.assert_nemesis(&[
+            ("crash", &["b2"]),
+            ("restart", &["b2"]),
+            ("power-loss", &["b2"]),
+            ("power-loss", &["b1"]),
+            ("restart", &["b1"]),
+            ("restart", &["b2"]),
+        ]);
         // A had fsynced all it held; B had flushed m1 only (its segment roll).
         assert_eq!(self.power_loss_cut("b2"), (2, 2, 0));
         let (before, after, removed) = self.power_loss_cut("b1");
@@ -298,7 +86,7 @@ impl Run {
         // etcd: b1 leads throughout; b2 leaves the ISR twice (its crash, its
         // power loss) and rejoins twice; every leader is in the ISR before it.
         assert_eq!(
-            self.timeline(),
+            self.t0_leaders(),
             vec![
                 (1, 0, vec![1, 2]),
                 (1, 1, vec![1]),
@@ -382,8 +170,8 @@ fn cluster_kip101_scenario2_high_watermark_truncation_leaves_the_replicas_diverg
         !run.broker_log("b2").contains("from=2 to=1"),
         "b2 truncated m2"
     );
-    assert_eq!(run.records("b1"), vec![(0, 0, 1), (1, 2, 3)]);
-    assert_eq!(run.records("b2"), vec![(0, 0, 1), (1, 1, 2)]);
+    assert_eq!(run.records_with_epochs("b1"), vec![(0, 0, 1), (1, 2, 3)]);
+    assert_eq!(run.records_with_epochs("b2"), vec![(0, 0, 1), (1, 1, 2)]);
 }
 
 fn the_follower_truncates_the_divergent_record(truncation: &str) {
@@ -404,7 +192,7 @@ fn the_follower_truncates_the_divergent_record(truncation: &str) {
     );
     for node in ["b1", "b2"] {
         assert_eq!(
-            run.records(node),
+            run.records_with_epochs(node),
             vec![(0, 0, 1), (1, 2, 3)],
             "{truncation}: {node}"
         );

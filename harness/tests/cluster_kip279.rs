@@ -13,216 +13,72 @@
 //!   (0) without asking, so A drops the acks=all batch and is then cleanly
 //!   elected without it: lost-write.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-use epochal::history::{Op, OpType, Process, read_history};
-use epochal::reader::state_change::{StateChange, read_state_changes};
+use std::ops::Deref;
+
+use common::scenario::{self, Run};
+use epochal::history::OpType;
 use serde_json::{Value, json};
 
-fn schedule() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/kip-279-fast-failover.toml")
-}
-
-fn epochal() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_epochal"))
-}
-
-fn show(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// What one run of the scenario left in its store.
-struct Run {
+/// What one run of the scenario left in its store, under one truncation
+/// setting.
+struct FailoverRun {
+    run: Run,
     truncation: String,
-    _store: tempfile::TempDir,
-    dir: PathBuf,
-    ops: Vec<Op>,
-    results: Value,
     /// The leader epoch A led in when the scenario began (E).
     epoch: i64,
 }
 
-/// Runs the schedule under `truncation`; the run must complete with the
-/// verdict `expect` (exit 0 valid, 1 invalid), and `epochal check` on the
-/// stored run, with no cluster, must say the same. Then checks that the
-/// scenario ran as written (see [`Run::check_scenario`]).
-fn run(truncation: &str, expect: i32) -> Run {
-    let store = tempfile::tempdir().unwrap();
-    let output = epochal()
-        .arg("run")
-        .arg(schedule())
-        .arg("--store")
-        .arg(store.path())
-        .arg("--quiet")
-        .arg("--set")
-        .arg(format!("truncation={truncation}"))
-        .output()
-        .expect("epochal runs");
-    assert_eq!(output.status.code(), Some(expect), "{}", show(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(stdout.contains("status: completed"), "{}", show(&output));
-    let dir = std::fs::canonicalize(store.path().join("latest")).unwrap();
-    let checked = epochal().arg("check").arg(&dir).output().unwrap();
-    assert_eq!(checked.status.code(), Some(expect), "{}", show(&checked));
-    let report = |text: &str| text[text.find("checks:").unwrap()..].to_owned();
-    assert_eq!(
-        report(&String::from_utf8_lossy(&checked.stdout)),
-        report(&stdout)
-    );
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let verdict = if expect == 0 { "valid" } else { "invalid" };
-    assert_eq!(results["verdict"], verdict, "{results}");
-    let applied = std::fs::read_to_string(dir.join("schedule.toml")).unwrap();
-    assert!(
-        applied.contains(&format!("truncation = \"{truncation}\"")),
-        "{applied}"
-    );
+impl Deref for FailoverRun {
+    type Target = Run;
+
+    fn deref(&self) -> &Run {
+        &self.run
+    }
+}
+
+/// Runs the schedule under `truncation`, which must end with the verdict
+/// `expect` (see [`scenario::run_truncation`]) with clean elections only.
+/// Then checks that the scenario ran as written (see
+/// [`FailoverRun::check_scenario`]).
+fn run(truncation: &str, expect: i32) -> FailoverRun {
     // A loss or divergence under unclean election could be legitimate; every
     // election here must be clean.
-    assert!(
-        applied.contains("unclean_leader_election = false"),
-        "{applied}"
+    let run = scenario::run_truncation(
+        "kip-279-fast-failover.toml",
+        truncation,
+        &["unclean_leader_election = false"],
+        expect,
     );
-    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
-    let mut run = Run {
+    let mut run = FailoverRun {
+        run,
         truncation: truncation.to_owned(),
-        _store: store,
-        dir,
-        ops,
-        results,
         epoch: -1,
     };
     run.epoch = run.check_scenario();
     run
 }
 
-impl Run {
-    /// (f, nodes) of every completed nemesis op, in order.
-    fn nemesis(&self) -> Vec<(String, Vec<String>)> {
-        self.ops
-            .iter()
-            .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info)
-            .map(|op| {
-                (
-                    op.f.clone(),
-                    serde_json::from_value(op.value["nodes"].clone()).unwrap(),
-                )
-            })
-            .collect()
-    }
-
-    /// The ok sends, in order.
-    fn sends(&self) -> Vec<&Value> {
-        self.ops
-            .iter()
-            .filter(|op| op.f == "send" && op.kind == OpType::Ok)
-            .map(|op| &op.value)
-            .collect()
-    }
-
-    fn state_changes(&self, node: &str) -> Vec<StateChange> {
-        read_state_changes(&self.dir.join("nodes").join(node).join("data"))
-            .unwrap()
-            .into_iter()
-            .filter(|c| {
-                c.request == "LeaderAndIsr" && c.applied() && c.topic == "t" && c.partition == 0
-            })
-            .collect()
-    }
-
-    fn broker_log(&self, node: &str) -> String {
-        std::fs::read_to_string(self.dir.join("nodes").join(node).join("broker.log")).unwrap()
-    }
-
-    /// `epochal inspect --compact` of a node's frozen data dir: t-0's records
-    /// as (offset, batch leader epoch, value).
-    fn records(&self, node: &str) -> Vec<(i64, i64, i64)> {
-        let output = epochal()
-            .args(["inspect", "--compact"])
-            .arg(self.dir.join("nodes").join(node).join("data"))
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", show(&output));
-        let compact: Value = serde_json::from_slice(&output.stdout).unwrap();
-        let replica = compact["replicas"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["topic"] == "t" && r["partition"] == 0)
-            .unwrap_or_else(|| panic!("{node} holds no t-0: {compact}"))
-            .clone();
-        // A checkpoint written before a truncation can name an offset past the
-        // new log end until the next periodic checkpoint: timing, not damage.
-        let damage: Vec<&Value> = replica["findings"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| f["kind"] != "checkpoint_past_log_end")
-            .collect();
-        assert!(damage.is_empty(), "{node}: {replica}");
-        replica["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r[0].as_i64().unwrap(),
-                    r[1].as_i64().unwrap(),
-                    r[2].as_str().unwrap().parse().unwrap(),
-                )
-            })
-            .collect()
-    }
-
-    fn checker(&self, name: &str) -> &Value {
-        self.results["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["checker"] == name)
-            .unwrap_or_else(|| panic!("no {name} result: {}", self.results))
-    }
-
-    /// Every checker but those named is valid.
-    fn others_valid(&self, except: &[&str]) {
-        for r in self.results["results"].as_array().unwrap() {
-            let name = r["checker"].as_str().unwrap();
-            if !except.contains(&name) {
-                assert_eq!(r["verdict"], "valid", "{}: {r}", self.truncation);
-            }
-        }
-    }
-
+impl FailoverRun {
     /// The faults fired as written, the sends were acknowledged as the scenario
     /// needs, and leadership went A (E), B (E+1), A (E+2), each move made by the
     /// controller b3 with both replicas in the ISR (clean). Returns E.
     fn check_scenario(&self) -> i64 {
         let t = &self.truncation;
-        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            self.nemesis(),
-            vec![
-                ("stop".into(), n(&["b2"])),
-                ("stop".into(), n(&["b1"])),
-                ("start".into(), n(&["b1"])),
-                ("start".into(), n(&["b2"])),
-                ("one-way".into(), n(&["b1", "b2"])),
-                ("crash".into(), n(&["b1"])),
-                ("restart".into(), n(&["b1"])),
-                ("one-way".into(), n(&["b2", "b1"])),
-                ("crash".into(), n(&["b2"])),
-                ("restart".into(), n(&["b2"])),
-                ("heal".into(), n(&[])),
-            ],
-            "{t}"
-        );
+        self.assert_nemesis(&[
+            ("stop", &["b2"]),
+            ("stop", &["b1"]),
+            ("start", &["b1"]),
+            ("start", &["b2"]),
+            ("one-way", &["b1", "b2"]),
+            ("crash", &["b1"]),
+            ("restart", &["b1"]),
+            ("one-way", &["b2", "b1"]),
+            ("crash", &["b2"]),
+            ("restart", &["b2"]),
+            ("heal", &[]),
+        ]);
         let blocked: Vec<&Value> = self
             .ops
             .iter()
@@ -258,15 +114,7 @@ impl Run {
 
         // etcd's timeline: the last three leader epochs are A, B, A, each with
         // both replicas in the ISR, all written by the controller b3.
-        let timeline: Value =
-            serde_json::from_str(&std::fs::read_to_string(self.dir.join("timeline.json")).unwrap())
-                .unwrap();
-        let states: Vec<&Value> = timeline["partition_states"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["topic"] == "t" && s["partition"] == 0)
-            .collect();
+        let states = self.t0_states();
         let at = |epoch: i64| -> Vec<(i64, Value)> {
             states
                 .iter()
@@ -286,6 +134,7 @@ impl Run {
             e + 2,
             "{t}: no later epoch: {states:?}"
         );
+        let timeline = self.timeline();
         let controllers = timeline["controllers"].as_array().unwrap();
         assert_eq!(controllers.last().unwrap()["broker_id"], 3, "{t}");
 
@@ -372,7 +221,7 @@ fn cluster_kip279_kip_101_answer_leaves_the_replicas_diverged() {
         "b2 truncated"
     );
     assert_eq!(
-        run.records("b1"),
+        run.records_with_epochs("b1"),
         vec![
             (0, e, 1),
             (1, e, 2),
@@ -383,7 +232,7 @@ fn cluster_kip279_kip_101_answer_leaves_the_replicas_diverged() {
         ]
     );
     assert_eq!(
-        run.records("b2"),
+        run.records_with_epochs("b2"),
         vec![
             (0, e, 1),
             (1, e, 2),
@@ -433,7 +282,7 @@ fn cluster_kip279_high_watermark_truncation_loses_the_acked_batch() {
             "{node} asked"
         );
         assert_eq!(
-            run.records(node),
+            run.records_with_epochs(node),
             vec![(0, e + 2, 7), (1, e + 2, 8)],
             "{node}"
         );
@@ -463,8 +312,8 @@ fn replicas_stay_identical(truncation: &str) {
         (4, e + 2, 7),
         (5, e + 2, 8),
     ];
-    assert_eq!(run.records("b1"), a, "{truncation}");
-    assert_eq!(run.records("b2"), a, "{truncation}");
+    assert_eq!(run.records_with_epochs("b1"), a, "{truncation}");
+    assert_eq!(run.records_with_epochs("b2"), a, "{truncation}");
     // B's acks=1 batch is gone, which acks=1 allows; lost-write counts it.
     let lost = run.checker("lost-write");
     assert_eq!(lost["counts"]["lost-acks-1"], 2, "{truncation}: {lost}");

@@ -2,10 +2,13 @@
 //! the proxy and three brokers, schedules from `tests/schedules/`. Each run's
 //! store is a temp dir; the assertions read what the run left there.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::scenario::{broker_log, epochal, inspect_t0, latest, read_results, run_quietly, show};
 use epochal::history::{Op, OpType, Process, read_history};
 use serde_json::Value;
 
@@ -13,35 +16,6 @@ fn schedule(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/schedules")
         .join(name)
-}
-
-fn epochal() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_epochal"))
-}
-
-fn run(schedule: &Path, store: &Path, extra: &[&str]) -> Output {
-    epochal()
-        .arg("run")
-        .arg(schedule)
-        .arg("--store")
-        .arg(store)
-        .arg("--quiet")
-        .args(extra)
-        .output()
-        .expect("epochal runs")
-}
-
-fn show(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn latest(store: &Path) -> PathBuf {
-    std::fs::canonicalize(store.join("latest")).expect("store/latest points at the run")
 }
 
 /// The completions of nemesis ops with this `f`.
@@ -55,42 +29,10 @@ fn nodes(op: &Op) -> Vec<String> {
     serde_json::from_value(op.value["nodes"].clone()).unwrap()
 }
 
-/// `epochal inspect --compact` of a node's frozen data dir: its t-0 records.
-fn inspected_records(run_dir: &Path, node: &str) -> Value {
-    let output = epochal()
-        .args(["inspect", "--compact"])
-        .arg(run_dir.join("nodes").join(node).join("data"))
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", show(&output));
-    let compact: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let replica = compact["replicas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["topic"] == "t" && r["partition"] == 0)
-        .unwrap_or_else(|| panic!("{node} holds no t-0: {compact}"))
-        .clone();
-    // A checkpoint written before a truncation can name an offset past the
-    // new log end until the next periodic checkpoint: timing, not damage.
-    let damage: Vec<&Value> = replica["findings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|f| f["kind"] != "checkpoint_past_log_end")
-        .collect();
-    assert!(damage.is_empty(), "{node}: {replica}");
-    replica["records"].clone()
-}
-
-fn broker_log(run_dir: &Path, node: &str) -> String {
-    std::fs::read_to_string(run_dir.join("nodes").join(node).join("broker.log")).unwrap()
-}
-
 #[test]
 fn cluster_run_kills_the_leader_and_keeps_history_logs_and_identical_replicas() {
     let store = tempfile::tempdir().unwrap();
-    let output = run(&schedule("crash_restart.toml"), store.path(), &[]);
+    let output = run_quietly(&schedule("crash_restart.toml"), store.path(), &[]);
     assert_eq!(output.status.code(), Some(0), "{}", show(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("status: completed"), "{stdout}");
@@ -145,7 +87,7 @@ fn cluster_run_kills_the_leader_and_keeps_history_logs_and_identical_replicas() 
     ]);
     for node in ["b1", "b2", "b3"] {
         assert!(broker_log(&dir, node).contains("broker ready"));
-        assert_eq!(inspected_records(&dir, node), expected, "{node}");
+        assert_eq!(inspect_t0(&dir, node), expected, "{node}");
     }
     // b1 was killed and started again: two incarnations in one log.
     assert_eq!(broker_log(&dir, "b1").matches("broker ready").count(), 2);
@@ -154,7 +96,7 @@ fn cluster_run_kills_the_leader_and_keeps_history_logs_and_identical_replicas() 
 #[test]
 fn cluster_run_fires_every_fault_kind_and_records_what_each_resolved_to() {
     let store = tempfile::tempdir().unwrap();
-    let output = run(&schedule("every_fault.toml"), store.path(), &[]);
+    let output = run_quietly(&schedule("every_fault.toml"), store.path(), &[]);
     assert_eq!(output.status.code(), Some(0), "{}", show(&output));
     let dir = latest(store.path());
     let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
@@ -210,10 +152,10 @@ fn cluster_run_fires_every_fault_kind_and_records_what_each_resolved_to() {
     assert_eq!(broker_log(&dir, "b3").matches("broker ready").count(), 3);
 
     // After all of it, one log on every replica.
-    let b2 = inspected_records(&dir, "b2");
+    let b2 = inspect_t0(&dir, "b2");
     assert_eq!(b2.as_array().unwrap().len(), 6, "{b2}");
     for node in ["b1", "b3"] {
-        assert_eq!(inspected_records(&dir, node), b2, "{node}");
+        assert_eq!(inspect_t0(&dir, node), b2, "{node}");
     }
 }
 
@@ -340,17 +282,20 @@ fn run_rejects_a_malformed_schedule_naming_line_and_key_before_starting_anything
     for (body, mentions) in cases {
         let file = dir.path().join("typo.toml");
         std::fs::write(&file, format!("{HEAD}\n{body}")).unwrap();
-        expect_usage_error(&run(&file, &store, &[]), mentions);
+        expect_usage_error(&run_quietly(&file, &store, &[]), mentions);
     }
     let file = dir.path().join("fine.toml");
     std::fs::write(&file, HEAD).unwrap();
-    expect_usage_error(&run(&file, &store, &["--set", "bogus=1"]), &["bogus"]);
     expect_usage_error(
-        &run(&file, &store, &["--set", "truncation=sideways"]),
+        &run_quietly(&file, &store, &["--set", "bogus=1"]),
+        &["bogus"],
+    );
+    expect_usage_error(
+        &run_quietly(&file, &store, &["--set", "truncation=sideways"]),
         &["truncation", "sideways"],
     );
     expect_usage_error(
-        &run(&dir.path().join("absent.toml"), &store, &[]),
+        &run_quietly(&dir.path().join("absent.toml"), &store, &[]),
         &["absent.toml"],
     );
     // Nothing was started, so nothing was stored.
@@ -382,14 +327,13 @@ fn run_names_missing_binaries_as_a_harness_error() {
 #[test]
 fn cluster_run_an_acks_1_write_lost_to_an_unclean_election_is_counted_and_valid() {
     let store = tempfile::tempdir().unwrap();
-    let output = run(&schedule("unclean_acks_1.toml"), store.path(), &[]);
+    let output = run_quietly(&schedule("unclean_acks_1.toml"), store.path(), &[]);
     assert_eq!(output.status.code(), Some(0), "{}", show(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("lost-acks-1: 1"), "{stdout}");
     assert!(stdout.contains("verdict: valid"), "{stdout}");
     let dir = latest(store.path());
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let results = read_results(&dir);
     let lost = results["results"]
         .as_array()
         .unwrap()
@@ -434,7 +378,7 @@ fn cluster_run_an_await_that_times_out_is_unknown_naming_the_condition() {
     )
     .unwrap();
     let store = dir.path().join("store");
-    let output = run(&file, &store, &[]);
+    let output = run_quietly(&file, &store, &[]);
     assert_eq!(output.status.code(), Some(2), "{}", show(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(

@@ -8,200 +8,55 @@
 //! Every loss of A's acknowledged writes is excused by the unclean election
 //! that followed it, in every setting.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-use epochal::history::{Op, OpType, Process, read_history};
+use common::scenario::{self, Run};
 use epochal::timeline::Timeline;
 use serde_json::{Value, json};
 
-fn schedule() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/kip-101-unclean-election.toml")
-}
-
-fn epochal() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_epochal"))
-}
-
-fn show(output: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+/// Runs the schedule under `truncation`, which must end with the verdict
+/// `expect` (see [`scenario::run_truncation`]) on the mail's premise.
+fn run(truncation: &str, expect: i32) -> Run {
+    // The mail's premise: unclean election on, min.isr=1.
+    scenario::run_truncation(
+        "kip-101-unclean-election.toml",
+        truncation,
+        &["unclean_leader_election = true", "min_insync_replicas = 1"],
+        expect,
     )
 }
 
-/// What one run of the scenario left in its store.
-struct Run {
-    _store: tempfile::TempDir,
-    dir: PathBuf,
-    ops: Vec<Op>,
-    results: Value,
-}
-
-/// Runs the schedule under `truncation`; the run must complete with the
-/// verdict `expect` (exit 0 valid, 1 invalid), and `epochal check` on the
-/// stored run, with no cluster, must say the same.
-fn run(truncation: &str, expect: i32) -> Run {
-    let store = tempfile::tempdir().unwrap();
-    let output = epochal()
-        .arg("run")
-        .arg(schedule())
-        .arg("--store")
-        .arg(store.path())
-        .arg("--quiet")
-        .arg("--set")
-        .arg(format!("truncation={truncation}"))
-        .output()
-        .expect("epochal runs");
-    assert_eq!(output.status.code(), Some(expect), "{}", show(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(stdout.contains("status: completed"), "{}", show(&output));
-    let dir = std::fs::canonicalize(store.path().join("latest")).unwrap();
-    let checked = epochal().arg("check").arg(&dir).output().unwrap();
-    assert_eq!(checked.status.code(), Some(expect), "{}", show(&checked));
-    let report = |text: &str| text[text.find("checks:").unwrap()..].to_owned();
-    assert_eq!(
-        report(&String::from_utf8_lossy(&checked.stdout)),
-        report(&stdout)
-    );
-    let results: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let verdict = if expect == 0 { "valid" } else { "invalid" };
-    assert_eq!(results["verdict"], verdict, "{results}");
-    let applied = std::fs::read_to_string(dir.join("schedule.toml")).unwrap();
-    assert!(
-        applied.contains(&format!("truncation = \"{truncation}\"")),
-        "{applied}"
-    );
-    // The mail's premise: unclean election on, min.isr=1.
-    assert!(
-        applied.contains("unclean_leader_election = true"),
-        "{applied}"
-    );
-    assert!(applied.contains("min_insync_replicas = 1"), "{applied}");
-    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
-    Run {
-        _store: store,
-        dir,
-        ops,
-        results,
-    }
-}
-
 impl Run {
-    fn checker(&self, name: &str) -> &Value {
-        self.results["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["checker"] == name)
-            .unwrap_or_else(|| panic!("no checker {name}: {}", self.results))
-    }
-
-    /// Every checker but those named is valid.
-    fn others_valid(&self, except: &[&str]) {
-        for result in self.results["results"].as_array().unwrap() {
-            let name = result["checker"].as_str().unwrap();
-            if !except.contains(&name) {
-                assert_eq!(result["verdict"], "valid", "{name}: {result}");
-            }
-        }
-    }
-
-    /// (f, nodes) of every completed nemesis op, in order.
-    fn nemesis(&self) -> Vec<(String, Vec<String>)> {
-        self.ops
-            .iter()
-            .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info)
-            .map(|op| {
-                (
-                    op.f.clone(),
-                    serde_json::from_value(op.value["nodes"].clone()).unwrap(),
-                )
-            })
-            .collect()
-    }
-
-    fn broker_log(&self, node: &str) -> String {
-        std::fs::read_to_string(self.dir.join("nodes").join(node).join("broker.log")).unwrap()
-    }
-
-    /// `epochal inspect --compact` of a node's frozen data dir: t-0's records
-    /// as (offset, value).
-    fn records(&self, node: &str) -> Vec<(i64, i64)> {
-        let output = epochal()
-            .args(["inspect", "--compact"])
-            .arg(self.dir.join("nodes").join(node).join("data"))
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", show(&output));
-        let compact: Value = serde_json::from_slice(&output.stdout).unwrap();
-        let replica = compact["replicas"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["topic"] == "t" && r["partition"] == 0)
-            .unwrap_or_else(|| panic!("{node} holds no t-0: {compact}"))
-            .clone();
-        // A checkpoint written before a truncation can name an offset past the
-        // new log end until the next periodic checkpoint: timing, not damage.
-        let damage: Vec<&Value> = replica["findings"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| f["kind"] != "checkpoint_past_log_end")
-            .collect();
-        assert!(damage.is_empty(), "{node}: {replica}");
-        replica["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r[0].as_i64().unwrap(),
-                    r[2].as_str().unwrap().parse().unwrap(),
-                )
-            })
-            .collect()
-    }
-
     /// The mail's steps ran as written, whatever the setting: each broker
     /// wrote while alone, and leadership alternated A, B, A, B through
     /// unclean elections.
     fn check_scenario(&self) {
-        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         // B down; A:0; A down, B up; B:0; B down, A up; A:1; A down, B up;
         // B:1; A up. Nothing was left for the final heal to do.
-        assert_eq!(
-            self.nemesis(),
-            vec![
-                ("stop".into(), n(&["b2"])),
-                ("stop".into(), n(&["b1"])),
-                ("start".into(), n(&["b2"])),
-                ("stop".into(), n(&["b2"])),
-                ("start".into(), n(&["b1"])),
-                ("stop".into(), n(&["b1"])),
-                ("start".into(), n(&["b2"])),
-                ("start".into(), n(&["b1"])),
-            ]
-        );
+        self.assert_nemesis(&[
+            ("stop", &["b2"]),
+            ("stop", &["b1"]),
+            ("start", &["b2"]),
+            ("stop", &["b2"]),
+            ("start", &["b1"]),
+            ("stop", &["b1"]),
+            ("start", &["b2"]),
+            ("start", &["b1"]),
+        ]);
 
         // Four acks=all writes, each by the broker leading alone: (value,
         // node, offset, ISR just after the ack, leader epoch).
         let sends: Vec<(i64, String, i64, Value, i64)> = self
-            .ops
-            .iter()
-            .filter(|op| op.f == "send" && op.kind == OpType::Ok)
-            .map(|op| {
-                assert_eq!(op.value["acks"], "all", "{op:?}");
+            .sends()
+            .into_iter()
+            .map(|send| {
+                assert_eq!(send["acks"], "all", "{send}");
                 (
-                    op.value["values"][0].as_i64().unwrap(),
-                    op.value["node"].as_str().unwrap().to_owned(),
-                    op.value["offsets"][0].as_i64().unwrap(),
-                    op.value["isr"].clone(),
-                    op.value["leader_epoch"].as_i64().unwrap(),
+                    send["values"][0].as_i64().unwrap(),
+                    send["node"].as_str().unwrap().to_owned(),
+                    send["offsets"][0].as_i64().unwrap(),
+                    send["isr"].clone(),
+                    send["leader_epoch"].as_i64().unwrap(),
                 )
             })
             .collect();
@@ -219,9 +74,7 @@ impl Run {
         // makes epoch 1 (the mail's LeaderEpoch0); epochs 2, 3, 4 are unclean
         // elections of B, A, B (each leader outside the ISR before it); A's
         // return adds it to epoch 4's ISR without a new epoch.
-        let timeline: Timeline =
-            serde_json::from_str(&std::fs::read_to_string(self.dir.join("timeline.json")).unwrap())
-                .unwrap();
+        let timeline: Timeline = serde_json::from_value(self.timeline()).unwrap();
         let states: Vec<(i32, i32, Vec<i32>)> = timeline
             .partition_states
             .iter()

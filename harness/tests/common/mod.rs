@@ -1,11 +1,14 @@
 //! Helpers shared by the integration tests: a copy of the committed
 //! `reader-basic` fixture (see `reader_fixtures.rs` for how it is written and
 //! what it holds), the data-directory writer (`segments`), a real etcd
-//! (`etcd`) and hand-built run directories for the checkers (`run_dir`). Each test binary compiles its own copy and uses only part of it.
+//! (`etcd`), hand-built run directories for the checkers (`run_dir`) and
+//! scenario runs of the real binary and what they stored (`scenario`). Each
+//! test binary compiles its own copy and uses only part of it.
 #![allow(dead_code)]
 
 pub mod etcd;
 pub mod run_dir;
+pub mod scenario;
 pub mod segments;
 
 use std::collections::BTreeMap;
