@@ -126,16 +126,8 @@ pub struct CheckArgs {
 pub struct ReplayArgs {
     /// A run directory (its `schedule.toml`, settings included) or a schedule file.
     pub source: PathBuf,
-    #[arg(long, value_enum, default_value = "process")]
-    pub runtime: RuntimeKind,
-    #[arg(long, default_value = "store")]
-    pub store: PathBuf,
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
-    #[arg(long, default_value = "etcd")]
-    pub etcd: PathBuf,
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub settings: RunSettings,
 }
 
 /// `epochal check`: the exit code follows the table above.
@@ -172,16 +164,7 @@ pub fn replay(args: &ReplayArgs, out: &mut impl Write) -> u8 {
     } else {
         (args.source.clone(), None)
     };
-    let run_args = RunArgs {
-        schedule,
-        runtime: args.runtime,
-        store: args.store.clone(),
-        sets: args.sets.clone(),
-        etcd: args.etcd.clone(),
-        quiet: args.quiet,
-        name,
-    };
-    run(&run_args, out)
+    run_schedule(&schedule, name, &args.settings, out)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -194,6 +177,13 @@ pub enum RuntimeKind {
 pub struct RunArgs {
     /// The schedule (TOML; docs/schedules.md).
     pub schedule: PathBuf,
+    #[command(flatten)]
+    pub settings: RunSettings,
+}
+
+/// How a schedule runs: shared by `run` and `replay`.
+#[derive(Debug, Clone, Args)]
+pub struct RunSettings {
     #[arg(long, value_enum, default_value = "process")]
     pub runtime: RuntimeKind,
     /// Where runs are kept (`<store>/adhoc/<schedule>/<timestamp>-<n>/`).
@@ -209,18 +199,25 @@ pub struct RunArgs {
     /// Do not echo harness.log to stderr.
     #[arg(long)]
     pub quiet: bool,
-    /// The name runs are stored under (default: the schedule's file stem).
-    #[arg(skip)]
-    pub name: Option<String>,
 }
 
 /// `epochal run`: the exit code follows the table above.
 pub fn run(args: &RunArgs, out: &mut impl Write) -> u8 {
-    let mut options = crate::run::RunOptions::new(&args.schedule, &args.store);
-    options.sets = args.sets.clone();
-    options.etcd = args.etcd.clone();
-    options.echo = !args.quiet;
-    options.name = args.name.clone();
+    run_schedule(&args.schedule, None, &args.settings, out)
+}
+
+/// Runs `schedule`, stored under `name` (default: its file stem).
+fn run_schedule(
+    schedule: &std::path::Path,
+    name: Option<String>,
+    settings: &RunSettings,
+    out: &mut impl Write,
+) -> u8 {
+    let mut options = crate::run::RunOptions::new(schedule, &settings.store);
+    options.sets = settings.sets.clone();
+    options.etcd = settings.etcd.clone();
+    options.echo = !settings.quiet;
+    options.name = name;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

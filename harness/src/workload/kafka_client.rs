@@ -315,6 +315,36 @@ fn dropped(e: std::io::Error) -> ClientError {
     ClientError::Dropped(e)
 }
 
+/// A sessionless read-uncommitted Fetch of one partition, as `replica_id`
+/// (-1 a consumer, -2 Kafka's debugging consumer).
+fn fetch_request(
+    replica_id: i32,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    options: &FetchOptions,
+) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(BrokerId(replica_id))
+        .with_max_wait_ms(options.max_wait_ms)
+        .with_min_bytes(options.min_bytes)
+        .with_max_bytes(options.max_bytes)
+        .with_isolation_level(0)
+        // No fetch sessions (KIP-227): epoch -1 asks for a full fetch.
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(topic_name(topic))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(options.max_bytes),
+                ]),
+        ])
+}
+
 impl KafkaClient {
     /// Connect to `addr` within `connect_timeout` and check, through
     /// ApiVersions (under the same deadline), that the broker speaks every
@@ -626,25 +656,7 @@ impl KafkaClient {
         options: &FetchOptions,
         deadline: Duration,
     ) -> Result<Fetched, ClientError> {
-        let req = FetchRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_max_wait_ms(options.max_wait_ms)
-            .with_min_bytes(options.min_bytes)
-            .with_max_bytes(options.max_bytes)
-            .with_isolation_level(0)
-            // No fetch sessions (KIP-227): epoch -1 asks for a full fetch.
-            .with_session_id(0)
-            .with_session_epoch(-1)
-            .with_topics(vec![
-                FetchTopic::default()
-                    .with_topic(topic_name(topic))
-                    .with_partitions(vec![
-                        FetchPartition::default()
-                            .with_partition(partition)
-                            .with_fetch_offset(offset)
-                            .with_partition_max_bytes(options.max_bytes),
-                    ]),
-            ]);
+        let req = fetch_request(-1, topic, partition, offset, options);
         let resp = self.call(&req, FETCH_VERSION, deadline).await?;
         if resp.error_code != 0 {
             return Err(ClientError::broker(resp.error_code));
@@ -775,24 +787,12 @@ impl KafkaClient {
         offset: i64,
         deadline: Duration,
     ) -> Result<i64, ClientError> {
-        let req = FetchRequest::default()
-            .with_replica_id(BrokerId(DEBUGGING_REPLICA_ID))
-            .with_max_wait_ms(0)
-            .with_min_bytes(0)
-            .with_max_bytes(1)
-            .with_isolation_level(0)
-            .with_session_id(0)
-            .with_session_epoch(-1)
-            .with_topics(vec![
-                FetchTopic::default()
-                    .with_topic(topic_name(topic))
-                    .with_partitions(vec![
-                        FetchPartition::default()
-                            .with_partition(partition)
-                            .with_fetch_offset(offset)
-                            .with_partition_max_bytes(1),
-                    ]),
-            ]);
+        let options = FetchOptions {
+            max_bytes: 1,
+            max_wait_ms: 0,
+            min_bytes: 0,
+        };
+        let req = fetch_request(DEBUGGING_REPLICA_ID, topic, partition, offset, &options);
         let resp = self.call(&req, FETCH_VERSION, deadline).await?;
         if resp.error_code != 0 {
             return Err(ClientError::broker(resp.error_code));
