@@ -49,6 +49,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Run every scenario of the suites under every setting; pass only if each meets its expectation.
     Gate(GateArgs),
+    /// Remove what Docker runs left behind (containers, networks) and epochal images no longer current.
+    Gc(GcArgs),
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +102,7 @@ pub fn gate(args: &GateArgs, out: &mut impl Write) -> u8 {
         bin_dir: crate::run::default_bin_dir(),
         etcd: args.etcd.clone(),
         jobs: args.jobs,
+        runtime: args.runtime,
     };
     let cases = runtime.block_on(crate::gate::run_gate(&suites, &options));
     let _ = crate::gate::write_table(&cases, out);
@@ -171,6 +174,9 @@ pub fn replay(args: &ReplayArgs, out: &mut impl Write) -> u8 {
 pub enum RuntimeKind {
     /// Nodes as local child processes on 127.0.0.1.
     Process,
+    /// Each node a Docker container of its own on a network made for the run;
+    /// images built locally, nothing pulled (runtime/docker).
+    Docker,
 }
 
 #[derive(Debug, Args)]
@@ -218,6 +224,7 @@ fn run_schedule(
     options.etcd = settings.etcd.clone();
     options.echo = !settings.quiet;
     options.name = name;
+    options.runtime = settings.runtime;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -297,5 +304,54 @@ pub fn exit_code(verdict: crate::checker::Verdict) -> u8 {
         crate::checker::Verdict::Valid => EXIT_VALID,
         crate::checker::Verdict::Invalid => EXIT_INVALID,
         crate::checker::Verdict::Unknown => EXIT_UNKNOWN,
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Where `epochal-broker` and `epochal-proxy` are (default: beside `epochal`),
+    /// to tell current images from stale ones.
+    #[arg(long)]
+    pub bin_dir: Option<PathBuf>,
+    #[arg(long, default_value = "etcd")]
+    pub etcd: PathBuf,
+}
+
+/// `epochal gc`: removes every container and network of any epochal run, and
+/// every epochal image whose tag is not the hash of what it would hold now.
+/// 0 when all went, 4 when Docker could not be reached or something stayed.
+pub fn gc(args: &GcArgs, out: &mut impl Write) -> u8 {
+    let bin_dir = args
+        .bin_dir
+        .clone()
+        .unwrap_or_else(crate::run::default_bin_dir);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("epochal: starting the async runtime: {e}");
+            return EXIT_HARNESS_ERROR;
+        }
+    };
+    match runtime.block_on(crate::runtime::docker::gc(&bin_dir, &args.etcd)) {
+        Ok(report) => {
+            let _ = writeln!(
+                out,
+                "removed {} containers, {} networks, {} images",
+                report.containers,
+                report.networks,
+                report.images.len()
+            );
+            for image in &report.images {
+                let _ = writeln!(out, "  image {image}");
+            }
+            EXIT_VALID
+        }
+        Err(e) => {
+            eprintln!("epochal: gc: {e}");
+            EXIT_HARNESS_ERROR
+        }
     }
 }

@@ -272,6 +272,7 @@ pub struct GateOptions {
     pub bin_dir: PathBuf,
     pub etcd: PathBuf,
     pub jobs: usize,
+    pub runtime: crate::cli::RuntimeKind,
 }
 
 /// Runs every scenario under every setting, at most `jobs` at once.
@@ -297,6 +298,7 @@ pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<Case
             etcd: options.etcd.clone(),
             echo: false,
             name: None,
+            runtime: options.runtime,
             group: Some(vec![
                 suite.name.clone(),
                 scenario.name.clone(),

@@ -3,7 +3,7 @@
 //! the next starts (store.rs has the layout):
 //!
 //! 1. load the schedule, apply `--set`, write `schedule.toml` as applied;
-//! 2. start the cluster (process runtime), create the topics, await ready;
+//! 2. start the cluster (process or Docker runtime), create the topics, await ready;
 //! 3. the steps, in order: faults through the nemesis, client operations through
 //!    the client proxies, awaits over direct observation; every op streamed to
 //!    `history.jsonl` as it happens;
@@ -30,12 +30,15 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::checker::Report;
+use crate::cli::RuntimeKind;
 use crate::history::kafka_errors::{Outcome, produce_outcome};
 use crate::history::{HistoryWriter, OpType, Process, WriteError};
 use crate::nemesis::{Nemesis, NemesisError, described, verb};
 use crate::observe::{ObserveError, Observer, node_id, node_name, replica_offsets};
 use crate::report::{self, RunEnd};
-use crate::runtime::{NodeId, ProcessConfig, ProcessRuntime, Runtime, RuntimeError, reaper};
+use crate::runtime::{
+    DockerRuntime, NodeId, ProcessConfig, ProcessRuntime, Runtime, RuntimeError, reaper,
+};
 use crate::schedule::{
     Acks, BROKER_SETTINGS, Compression, Condition, Consume, Fault, HARNESS_OWNED_SETTINGS,
     PartitionRef, Produce, Schedule, ScheduleError, Step, Target,
@@ -67,6 +70,8 @@ pub struct RunOptions {
     /// Where under the store the run goes (`[suite, scenario, setting]` for the
     /// gate); default `["adhoc", name]`.
     pub group: Option<Vec<String>>,
+    /// Where the nodes run: local processes or Docker containers.
+    pub runtime: RuntimeKind,
 }
 
 impl RunOptions {
@@ -80,6 +85,7 @@ impl RunOptions {
             echo: false,
             name: None,
             group: None,
+            runtime: RuntimeKind::Process,
         }
     }
 }
@@ -265,7 +271,27 @@ pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
     let history = HistoryWriter::create(dir.join("history.jsonl"))?;
 
     let config = process_config(&schedule, options, &dir);
-    let runtime = match ProcessRuntime::start(config).await {
+    match options.runtime {
+        RuntimeKind::Process => {
+            let started = ProcessRuntime::start(config).await;
+            drive(started, schedule, dir, history, log).await
+        }
+        RuntimeKind::Docker => {
+            let started = DockerRuntime::start(config).await;
+            drive(started, schedule, dir, history, log).await
+        }
+    }
+}
+
+/// Phases 3 to 6 on a started (or failed) cluster, whatever its runtime.
+async fn drive<R: Runtime>(
+    started: Result<R, RuntimeError>,
+    schedule: Schedule,
+    dir: PathBuf,
+    history: HistoryWriter,
+    mut log: RunLog,
+) -> Result<RunReport, RunError> {
+    let runtime = match started {
         Ok(runtime) => runtime,
         Err(e) => {
             log.line(format!("cluster did not start: {e}"));
@@ -325,9 +351,9 @@ pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
     })
 }
 
-struct Run<'a> {
+struct Run<'a, R: Runtime> {
     schedule: &'a Schedule,
-    runtime: ProcessRuntime,
+    runtime: R,
     history: HistoryWriter,
     log: RunLog,
     nemesis: Nemesis,
@@ -340,7 +366,7 @@ struct Run<'a> {
     next_process: u64,
 }
 
-impl Run<'_> {
+impl<R: Runtime> Run<'_, R> {
     async fn body(&mut self) -> Result<RunStatus, RunError> {
         let setup = self.setup().await?;
         if let RunStatus::Unknown(_) = setup {

@@ -127,7 +127,7 @@ async fn cluster_kill_restart_and_pause_a_broker() {
         Some('T')
     );
     await_registration(&etcd, 3, false, Duration::from_secs(20)).await;
-    runtime.resume_node(3).unwrap();
+    runtime.resume_node(3).await.unwrap();
     runtime.await_ready(Duration::from_secs(30)).await.unwrap();
 
     let old = runtime.pid(1).unwrap();

@@ -184,7 +184,7 @@ impl Nemesis {
             Fault::Resume(_) => {
                 for &n in &resolved {
                     running(runtime, n, "resume")?;
-                    runtime.resume_node(n)?;
+                    runtime.resume_node(n).await?;
                 }
             }
             Fault::Crash(_) => {

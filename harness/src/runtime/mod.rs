@@ -5,16 +5,19 @@
 //! (etcd directly, files on disk), and it leaves no child behind on any exit.
 
 pub mod cluster_view;
+pub mod docker;
 pub mod process;
 pub mod reaper;
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use epochal_faults::signal::SignalError;
 use epochal_faults::toxiproxy_client::{ClientError, ToxiproxyClient};
 
 pub use cluster_view::{ClusterView, PartitionView};
+pub use docker::DockerRuntime;
 pub use process::{ProcessConfig, ProcessRuntime};
 
 /// A broker's id (`--node-id`), 1-based.
@@ -63,6 +66,21 @@ pub enum RuntimeError {
         timeout: Duration,
         detail: Option<String>,
     },
+    #[error("{what} exited early (exit code {code}); its log: {}", .log.display())]
+    ContainerExited {
+        what: String,
+        code: i64,
+        log: PathBuf,
+    },
+    #[error("docker: {what}: {source}")]
+    Docker {
+        what: String,
+        source: Box<testcontainers::bollard::errors::Error>,
+    },
+    #[error("building image {tag}: {detail}")]
+    ImageBuild { tag: String, detail: String },
+    #[error("removing Docker objects: {}", .0.join("; "))]
+    Cleanup(Vec<String>),
     #[error("no node {0}")]
     UnknownNode(NodeId),
     #[error("node {0} is not running")]
@@ -79,7 +97,7 @@ pub enum RuntimeError {
     Signal(#[from] SignalError),
 }
 
-/// One protocol for every backend (process now, Docker later), so the same
+/// One protocol for every backend (process and Docker), so the same
 /// scenario runs on both. Used through generics, never `dyn`, so async methods
 /// need no boxing; `Send` bounds are not promised (a runtime lives on one task).
 #[allow(async_fn_in_trait)]
@@ -99,7 +117,7 @@ pub trait Runtime {
     /// SIGSTOP, and awaited until the kernel reports it stopped.
     async fn pause_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
     /// SIGCONT.
-    fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
+    async fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
     /// Whether the node's process exists (paused counts as running).
     fn is_running(&self, node: NodeId) -> bool;
     /// Whether the node is stopped by SIGSTOP (state T), ours or a failpoint's.
@@ -118,4 +136,33 @@ pub trait Runtime {
     fn proxies(&self) -> &ToxiproxyClient;
     /// Kills and reaps every child.
     async fn shutdown(self) -> Result<(), RuntimeError>;
+}
+
+/// Awaits a controller, every broker in `all` registered, and a leader and full
+/// ISR for every partition, read from etcd at `endpoint`; the error names what
+/// is still missing at the deadline.
+pub async fn await_cluster_ready(
+    endpoint: &str,
+    all: &BTreeSet<NodeId>,
+    timeout: Duration,
+) -> Result<ClusterView, RuntimeError> {
+    /// How often the view is read again.
+    const POLL: Duration = Duration::from_millis(20);
+    let deadline = Instant::now() + timeout;
+    let mut client = etcd_client::Client::connect([endpoint], None).await?;
+    loop {
+        let view = ClusterView::read(&mut client).await?;
+        let missing = match view.ready(all) {
+            Ok(()) => return Ok(view),
+            Err(missing) => missing,
+        };
+        if Instant::now() > deadline {
+            return Err(RuntimeError::Timeout {
+                what: "cluster ready".into(),
+                timeout,
+                detail: Some(missing),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
 }

@@ -111,7 +111,7 @@ impl ProcessConfig {
     }
 }
 
-fn find_executable(name: &Path) -> Option<PathBuf> {
+pub(super) fn find_executable(name: &Path) -> Option<PathBuf> {
     if name.components().count() > 1 {
         return name.is_file().then(|| name.to_owned());
     }
@@ -439,7 +439,7 @@ async fn start_etcd(
     Err(last.expect("an attempt failed"))
 }
 
-async fn etcd_healthy(endpoint: &str) -> bool {
+pub(super) async fn etcd_healthy(endpoint: &str) -> bool {
     let options = etcd_client::ConnectOptions::new()
         .with_connect_timeout(Duration::from_millis(500))
         .with_timeout(Duration::from_millis(500));
@@ -498,24 +498,8 @@ impl Runtime for ProcessRuntime {
     }
 
     async fn await_ready(&self, timeout: Duration) -> Result<ClusterView, RuntimeError> {
-        let deadline = Instant::now() + timeout;
-        let mut client = etcd_client::Client::connect([self.etcd_endpoint.as_str()], None).await?;
         let all: BTreeSet<NodeId> = self.brokers.keys().copied().collect();
-        loop {
-            let view = ClusterView::read(&mut client).await?;
-            let missing = match view.ready(&all) {
-                Ok(()) => return Ok(view),
-                Err(missing) => missing,
-            };
-            if Instant::now() > deadline {
-                return Err(RuntimeError::Timeout {
-                    what: "cluster ready".into(),
-                    timeout,
-                    detail: Some(missing),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
-        }
+        super::await_cluster_ready(&self.etcd_endpoint, &all, timeout).await
     }
 
     async fn start_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
@@ -641,7 +625,7 @@ impl Runtime for ProcessRuntime {
         Ok(())
     }
 
-    fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
+    async fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
         let pid = self.running(node)?.pid();
         Ok(signal::resume(pid)?)
     }

@@ -5,9 +5,17 @@
 //! SIGKILL to each group before the harness exits. PR_SET_PDEATHSIG is not used:
 //! it fires when the spawning *thread* exits, and tokio's blocking threads are
 //! short-lived.
+//!
+//! Containers are not our children: a Docker run arms [`arm_docker`], and the
+//! handler then runs, before it exits, one prepared `sh -c` that removes every
+//! container and network labelled with this harness process's session (fork and
+//! execve are async-signal-safe; the command line is built when armed, not in
+//! the handler). testcontainers' watchdog is not used: it stops one container at
+//! a time, leaves networks, and re-raises the signal.
 
-use std::sync::Once;
+use std::ffi::CString;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Once, OnceLock};
 
 use nix::libc;
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
@@ -32,6 +40,42 @@ pub fn unregister(pgid: i32) {
     for slot in &GROUPS {
         let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
     }
+}
+
+/// The prepared Docker cleanup: `/bin/sh`, and a null-terminated argv whose
+/// strings live for the whole process.
+struct DockerCleanup {
+    sh: CString,
+    argv: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the pointers are into leaked CStrings, never freed nor written.
+unsafe impl Send for DockerCleanup {}
+unsafe impl Sync for DockerCleanup {}
+
+static DOCKER: OnceLock<DockerCleanup> = OnceLock::new();
+
+/// The shell command that removes every container, then every network, with
+/// label `key=value`.
+pub fn docker_cleanup_script(key: &str, value: &str) -> String {
+    let filter = format!("label={key}={value}");
+    format!(
+        "docker ps -aq --filter {filter} | xargs -r docker rm -f -v >/dev/null 2>&1; \
+         docker network ls -q --filter {filter} | xargs -r docker network rm >/dev/null 2>&1"
+    )
+}
+
+/// Makes SIGINT/SIGTERM also remove this process's Docker containers and
+/// networks (those labelled `epochal.session=<session>`). Once per process.
+pub fn arm_docker(session: &str) {
+    DOCKER.get_or_init(|| {
+        let script = docker_cleanup_script(super::docker::api::LABEL_SESSION, session);
+        let leak = |s: &str| -> *const libc::c_char { CString::new(s).expect("no NUL").into_raw() };
+        DockerCleanup {
+            sh: CString::new("/bin/sh").expect("no NUL"),
+            argv: vec![leak("sh"), leak("-c"), leak(&script), std::ptr::null()],
+        }
+    });
 }
 
 /// Installs the SIGINT/SIGTERM handler once per process. The handler kills
@@ -70,6 +114,24 @@ extern "C" fn on_signal(signal: libc::c_int) {
             let mut status = 0;
             // SAFETY: waitpid is async-signal-safe; the pid is our own child.
             unsafe { libc::waitpid(pgid, &mut status, 0) };
+        }
+    }
+    if let Some(cleanup) = DOCKER.get() {
+        // SAFETY: fork, execve, waitpid and _exit are async-signal-safe; the
+        // child only execs (with this process's environment, for PATH and
+        // DOCKER_HOST) or exits.
+        unsafe {
+            let child = libc::fork();
+            if child == 0 {
+                unsafe extern "C" {
+                    static environ: *const *const libc::c_char;
+                }
+                libc::execve(cleanup.sh.as_ptr(), cleanup.argv.as_ptr(), environ);
+                libc::_exit(127);
+            } else if child > 0 {
+                let mut status = 0;
+                libc::waitpid(child, &mut status, 0);
+            }
         }
     }
     // SAFETY: _exit is async-signal-safe and skips atexit handlers.

@@ -1,0 +1,195 @@
+//! The three images, built locally with nothing pulled: `FROM scratch` plus one
+//! binary and the shared libraries `ldd` says it loads (the dynamic loader,
+//! libc, libgcc_s, libm…), each at the path the loader looks for it. The build
+//! context is a tar made in memory; the tag is a hash of that tar, so an image
+//! whose binary did not change is reused, and `epochal gc` can tell a stale
+//! image from the current one.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+use testcontainers::bollard::Docker;
+use testcontainers::bollard::query_parameters::BuildImageOptions;
+
+use super::api::{LABEL_IMAGE, LABEL_PROJECT, docker_error};
+use crate::runtime::RuntimeError;
+
+/// One image to make: its name (`epochal-<name>`), the binary, and where the
+/// binary goes inside the image (the entrypoint).
+#[derive(Clone, Debug)]
+pub struct ImageSpec {
+    pub name: &'static str,
+    pub binary: PathBuf,
+    pub at: &'static str,
+}
+
+/// A build context ready to send, and the tag it hashes to.
+pub struct Context {
+    pub tag: String,
+    pub tar: Vec<u8>,
+}
+
+impl ImageSpec {
+    pub fn repository(&self) -> String {
+        format!("epochal-{}", self.name)
+    }
+
+    /// The tar: a Dockerfile and `rootfs/` holding the binary and its libraries.
+    /// Every header is fixed (mode, owner, mtime 0) so equal inputs hash equal.
+    pub fn context(&self) -> Result<Context, RuntimeError> {
+        let io = |what: String| move |source| RuntimeError::Io { what, source };
+        let mut files = vec![(
+            self.at.trim_start_matches('/').to_owned(),
+            self.binary.clone(),
+        )];
+        for library in shared_libraries(&self.binary)? {
+            let inside = library.to_string_lossy().trim_start_matches('/').to_owned();
+            files.push((inside, library));
+        }
+        let dockerfile = format!(
+            "FROM scratch\nCOPY rootfs/ /\nLABEL {LABEL_PROJECT}=\"epochal\" {LABEL_IMAGE}=\"{}\"\nENTRYPOINT [\"{}\"]\n",
+            self.name, self.at
+        );
+        let mut tar = tar::Builder::new(Vec::new());
+        append(&mut tar, "Dockerfile", dockerfile.as_bytes(), 0o644)
+            .map_err(io("writing the Dockerfile".into()))?;
+        for (inside, host) in files {
+            // Read through symlinks: the image holds a regular file at the path
+            // the loader asks for.
+            let bytes = std::fs::read(&host).map_err(io(format!("reading {}", host.display())))?;
+            append(&mut tar, &format!("rootfs/{inside}"), &bytes, 0o755)
+                .map_err(io(format!("adding {} to the image", host.display())))?;
+        }
+        let tar = tar
+            .into_inner()
+            .map_err(io("finishing the image context".into()))?;
+        let hash = Sha256::digest(&tar);
+        let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Context {
+            tag: format!("{}:{hex}", self.repository()),
+            tar,
+        })
+    }
+}
+
+fn append(
+    tar: &mut tar::Builder<Vec<u8>>,
+    path: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> std::io::Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(mode);
+    header.set_mtime(0);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_entry_type(tar::EntryType::Regular);
+    tar.append_data(&mut header, path, bytes)
+}
+
+/// The libraries `ldd` lists with a path: `name => /path (addr)` and the
+/// loader's own `/path (addr)` line; the vDSO has no file and is skipped.
+fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, RuntimeError> {
+    let output = Command::new("ldd")
+        .arg(binary)
+        .output()
+        .map_err(|source| RuntimeError::Io {
+            what: format!("running ldd on {}", binary.display()),
+            source,
+        })?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    if text.contains("not a dynamic executable") || text.contains("statically linked") {
+        return Ok(Vec::new());
+    }
+    if !output.status.success() {
+        return Err(RuntimeError::Missing(vec![format!(
+            "the libraries of {} (ldd failed: {})",
+            binary.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )]));
+    }
+    let mut libraries = Vec::new();
+    for line in text.lines() {
+        let path = match line.split_once("=>") {
+            Some((_, rest)) => rest.split_whitespace().next(),
+            None => line.split_whitespace().next(),
+        };
+        match path {
+            Some(path) if path.starts_with('/') => libraries.push(PathBuf::from(path)),
+            Some("not") => {
+                return Err(RuntimeError::Missing(vec![format!(
+                    "a library of {}: {}",
+                    binary.display(),
+                    line.trim()
+                )]));
+            }
+            _ => {}
+        }
+    }
+    Ok(libraries)
+}
+
+/// The image for `spec`, built unless its tag already exists; returns the tag.
+pub async fn ensure(docker: &Docker, spec: &ImageSpec) -> Result<String, RuntimeError> {
+    let context = spec.context()?;
+    if docker.inspect_image(&context.tag).await.is_ok() {
+        return Ok(context.tag);
+    }
+    let options = BuildImageOptions {
+        dockerfile: "Dockerfile".into(),
+        t: Some(context.tag.clone()),
+        rm: true,
+        forcerm: true,
+        ..Default::default()
+    };
+    let body = testcontainers::bollard::body_full(context.tar.into());
+    let mut stream = docker.build_image(options, None, Some(body));
+    let mut transcript = String::new();
+    while let Some(item) = stream.next().await {
+        let info = item.map_err(|e| docker_error(format!("building {}", context.tag), e))?;
+        if let Some(line) = &info.stream {
+            transcript.push_str(line);
+        }
+        if let Some(error) = info.error_detail.and_then(|d| d.message) {
+            return Err(RuntimeError::ImageBuild {
+                tag: context.tag,
+                detail: format!("{error}\n{transcript}"),
+            });
+        }
+    }
+    docker
+        .inspect_image(&context.tag)
+        .await
+        .map_err(|e| docker_error(format!("image {} after its build", context.tag), e))?;
+    Ok(context.tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_holds_the_binary_its_loader_and_libc_and_hashes_stably() {
+        let spec = ImageSpec {
+            name: "test",
+            binary: PathBuf::from("/bin/true"),
+            at: "/true",
+        };
+        let (a, b) = (spec.context().unwrap(), spec.context().unwrap());
+        assert_eq!(a.tag, b.tag);
+        assert!(a.tag.starts_with("epochal-test:"));
+        let mut archive = tar::Archive::new(a.tar.as_slice());
+        let names: Vec<String> = archive
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert!(names.contains(&"Dockerfile".to_owned()), "{names:?}");
+        assert!(names.contains(&"rootfs/true".to_owned()), "{names:?}");
+        assert!(names.iter().any(|n| n.contains("ld-linux")), "{names:?}");
+        assert!(names.iter().any(|n| n.ends_with("/libc.so.6")), "{names:?}");
+    }
+}
