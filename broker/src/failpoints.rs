@@ -132,6 +132,26 @@ pub fn configure_from_env() -> Result<Vec<(Failpoint, String)>, FailpointError> 
     Ok(parsed)
 }
 
+/// Set by a runtime that runs the broker as PID 1 of a PID namespace (the
+/// Docker runtime): a file path through which `stop` asks to be stopped.
+pub const STOP_REQUEST_ENV: &str = "EPOCHAL_STOP_REQUEST";
+
+/// `stop` for PID 1 of a PID namespace. The kernel drops a signal that the
+/// namespace's init sends itself unless it has a handler, and SIGSTOP can have
+/// none, so `raise` would do nothing. Only a process outside (the harness, in
+/// the parent namespace) can stop it: this thread creates `request` and waits
+/// until the runtime, having seen it, has SIGSTOPped the whole process and
+/// removed the file; after SIGCONT the thread finds it gone and goes on.
+fn stop_from_outside(request: &std::path::Path) {
+    if let Err(e) = std::fs::write(request, b"stop") {
+        tracing::error!(error = %e, path = %request.display(), "failpoint: cannot ask to be stopped");
+        return;
+    }
+    while request.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Pass through `point`: nothing unless it is configured; `stop` stops this
 /// process until SIGCONT; the `fail` crate's own tasks (sleep, panic, print…)
 /// act as that crate defines.
@@ -141,9 +161,12 @@ pub fn hit(point: Failpoint) {
         && arg == STOP_ARG
     {
         tracing::warn!(failpoint = %point, "failpoint: stopping (SIGSTOP) until SIGCONT");
-        // SAFETY: raise only sends a signal to this process.
-        unsafe {
-            libc::raise(libc::SIGSTOP);
+        match std::env::var_os(STOP_REQUEST_ENV) {
+            Some(request) if std::process::id() == 1 => stop_from_outside(request.as_ref()),
+            // SAFETY: raise only sends a signal to this process.
+            _ => unsafe {
+                libc::raise(libc::SIGSTOP);
+            },
         }
         tracing::warn!(failpoint = %point, "failpoint: resumed");
     }

@@ -6,6 +6,7 @@
 //! test binary compiles its own copy and uses only part of it.
 #![allow(dead_code)]
 
+pub mod docker;
 pub mod etcd;
 pub mod run_dir;
 pub mod scenario;

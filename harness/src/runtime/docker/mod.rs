@@ -54,6 +54,12 @@ const PROXY_API_PORT: u16 = 8474;
 /// The proxy container's link listeners: this plus the link's index.
 const LINK_PORT_BASE: u16 = 20000;
 const POLL_MS: u64 = 20;
+/// The broker's `stop` failpoint as PID 1 asks for its SIGSTOP through this
+/// file in its data dir (broker/src/failpoints.rs); [`StopWatcher`] answers.
+const STOP_REQUEST_ENV: &str = "EPOCHAL_STOP_REQUEST";
+const STOP_REQUEST_FILE: &str = "stop-request";
+/// In the run dir: the value of the run's `epochal.run` label.
+pub const RUN_ID_FILE: &str = "docker-run-id";
 
 /// A container of the run.
 struct Container {
@@ -85,6 +91,80 @@ pub struct DockerRuntime {
     /// Each link's listener port inside the proxy container.
     link_ports: BTreeMap<Link, u16>,
     brokers: BTreeMap<NodeId, Broker>,
+    watcher: StopWatcher,
+}
+
+/// Stops a broker that asks for it. A failpoint's `stop` raises SIGSTOP on the
+/// broker itself, which PID 1 of a namespace cannot do (the kernel drops it), so
+/// there the failpoint writes `stop-request` in its data dir and waits; this
+/// thread sees the file, sends SIGSTOP from the host (the parent namespace,
+/// which the kernel obeys), awaits state T and removes the file. The schedule's
+/// `resume` then continues the broker as usual.
+struct StopWatcher {
+    /// Running brokers: the request file on the host and the PID 1's host pid.
+    watched: std::sync::Arc<std::sync::Mutex<BTreeMap<NodeId, (PathBuf, i32)>>>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StopWatcher {
+    fn new() -> Self {
+        StopWatcher {
+            watched: Default::default(),
+            done: Default::default(),
+            thread: None,
+        }
+    }
+
+    /// Starts the thread (for runs with failpoints only: nothing else asks).
+    fn spawn(&mut self) {
+        use std::sync::atomic::Ordering;
+        let (watched, done) = (self.watched.clone(), self.done.clone());
+        self.thread = Some(std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                let requests: Vec<(PathBuf, i32)> = watched
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .values()
+                    .filter(|(request, _)| request.exists())
+                    .cloned()
+                    .collect();
+                for (request, pid) in requests {
+                    if signal::pause(pid).is_ok() {
+                        let deadline = Instant::now() + Duration::from_secs(5);
+                        while !signal::is_stopped(pid).unwrap_or(true) && Instant::now() < deadline
+                        {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    }
+                    let _ = std::fs::remove_file(&request);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }));
+    }
+
+    fn set(&self, node: NodeId, entry: Option<(PathBuf, i32)>) {
+        let mut watched = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        match entry {
+            Some(entry) => watched.insert(node, entry),
+            None => watched.remove(&node),
+        };
+    }
+
+    /// Ends the thread, before the containers go (their pids may be reused).
+    fn stop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for StopWatcher {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 /// What the images hold.
@@ -108,15 +188,49 @@ fn image_specs(config: &ProcessConfig, etcd: PathBuf) -> [ImageSpec; 3] {
     ]
 }
 
-/// A port on 127.0.0.1 free now; Docker binds it for a published port.
+/// A host port for a published container port: free now, and outside the
+/// kernel's ephemeral range, so that while its container is down (killed,
+/// awaiting a restart) no outgoing connection can take it as its local port and
+/// make the restart fail with "address already in use". Ports handed out stay
+/// reserved for the life of the process, so concurrent runs never share one.
 fn free_port() -> Result<u16, RuntimeError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|source| RuntimeError::Io {
-            what: "picking a free port".into(),
-            source,
+    use std::sync::Mutex;
+    static RESERVED: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let (low, high) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| {
+            let mut parts = range.split_whitespace().map(|p| p.parse::<u16>().ok());
+            Some((parts.next()??, parts.next()??))
         })
+        .unwrap_or((32768, 60999));
+    // Below the ephemeral range if there is room there, else above it.
+    let (first, last) = if low > 11_000 {
+        (10_000, low - 1)
+    } else {
+        (high.saturating_add(1), u16::MAX)
+    };
+    let span = u32::from(last - first) + 1;
+    // Start somewhere different in each process, so two harnesses rarely probe
+    // the same ports.
+    let seed = std::process::id().wrapping_mul(2_654_435_761)
+        ^ SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+    let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+    for step in 0..span {
+        let port = first + ((seed.wrapping_add(step)) % span) as u16;
+        if reserved.contains(&port) {
+            continue;
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            reserved.insert(port);
+            return Ok(port);
+        }
+    }
+    Err(RuntimeError::Io {
+        what: format!("picking a free port in {first}..={last}"),
+        source: std::io::Error::new(std::io::ErrorKind::AddrInUse, "every port is taken"),
+    })
 }
 
 /// A container to create: what the runtime varies between etcd, proxy and brokers.
@@ -150,6 +264,10 @@ impl DockerRuntime {
             images.push(image::ensure(&docker, &spec).await?);
         }
         let run_id = api::new_run_id();
+        // Beside the nodes' files, so a person (or a test) can find the run's
+        // containers: `docker ps -a --filter label=epochal.run=<id>`.
+        std::fs::write(config.run_dir.join(RUN_ID_FILE), &run_id)
+            .map_err(io("writing the docker run id"))?;
         // Ctrl-C from here on removes this session's containers and networks.
         reaper::install();
         reaper::arm_docker(api::session_id());
@@ -161,6 +279,7 @@ impl DockerRuntime {
             links: BTreeMap::new(),
             link_ports: BTreeMap::new(),
             brokers: BTreeMap::new(),
+            watcher: StopWatcher::new(),
             run_id,
         };
         // From here the runtime exists, so its Drop removes what was made.
@@ -168,6 +287,9 @@ impl DockerRuntime {
         runtime.start_etcd(&images[1]).await?;
         runtime.start_proxy(&images[2]).await?;
         runtime.create_brokers(&images[0]).await?;
+        if !runtime.config.node_env.is_empty() {
+            runtime.watcher.spawn();
+        }
         for node in runtime.nodes() {
             runtime.start_node(node).await?;
         }
@@ -480,7 +602,7 @@ impl DockerRuntime {
                 self.link_ports[&Link::ClientToBroker(i)]
             ));
             cmd.extend(self.config.broker_args.iter().cloned());
-            let env = self
+            let mut env: Vec<String> = self
                 .config
                 .node_env
                 .get(&i)
@@ -488,6 +610,7 @@ impl DockerRuntime {
                 .flatten()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
+            env.push(format!("{STOP_REQUEST_ENV}=/data/{STOP_REQUEST_FILE}"));
             let observe_port = free_port()?;
             let container = self
                 .create(Spec {
@@ -581,6 +704,7 @@ impl DockerRuntime {
 
     fn forget(&mut self, node: NodeId) -> Result<(), RuntimeError> {
         self.broker_mut(node)?.pid = None;
+        self.watcher.set(node, None);
         Ok(())
     }
 }
@@ -608,7 +732,9 @@ impl Runtime for DockerRuntime {
         if broker.pid.is_some() {
             return Err(RuntimeError::AlreadyRunning(node));
         }
-        // A previous incarnation's `listening` would read as up at once.
+        // A previous incarnation's `listening` would read as up at once, and
+        // its unanswered stop request would stop the new one.
+        let _ = std::fs::remove_file(broker.data_dir.join(STOP_REQUEST_FILE));
         let listening = broker.data_dir.join("listening");
         match std::fs::remove_file(&listening) {
             Ok(()) => {}
@@ -625,6 +751,8 @@ impl Runtime for DockerRuntime {
         let broker = self.broker_mut(node)?;
         broker.started_at = Some(started_at);
         broker.pid = Some(pid);
+        let request = broker.data_dir.join(STOP_REQUEST_FILE);
+        self.watcher.set(node, Some((request, pid)));
         let deadline = Instant::now() + timeout;
         loop {
             if std::fs::read_to_string(&listening).is_ok_and(|a| !a.trim().is_empty()) {
@@ -762,6 +890,7 @@ impl Runtime for DockerRuntime {
     }
 
     async fn shutdown(mut self) -> Result<(), RuntimeError> {
+        self.watcher.stop();
         let removed = api::remove_labelled(&self.docker, LABEL_RUN, &self.run_id, true).await;
         // Nothing left for Drop to do.
         self.run_id.clear();
@@ -773,6 +902,7 @@ impl Drop for DockerRuntime {
     /// Removes every container (saving its output) and the network of the run,
     /// on every exit path: a finished run, an error, a panic.
     fn drop(&mut self) {
+        self.watcher.stop();
         if self.run_id.is_empty() {
             return;
         }

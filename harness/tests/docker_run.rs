@@ -1,0 +1,142 @@
+//! `epochal run --runtime docker` end to end, as a user runs it: the real
+//! binary, every node in a container of its own. After a completed run, after
+//! a failed one and after Ctrl-C, `docker ps -a` and `docker network ls`
+//! filtered by the run's label show nothing. Needs Docker, `etcd` (Debian's
+//! etcd-server) and the workspace's binaries; without Docker these tests fail
+//! saying so.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::docker::{Cleanup, assert_nothing_left, containers, require_docker, run_id};
+use common::scenario::{broker_log, epochal, latest, read_results, run_quietly, show};
+
+fn schedule(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/schedules")
+        .join(name)
+}
+
+#[test]
+fn cluster_docker_run_completes_valid_and_leaves_nothing() {
+    require_docker();
+    let store = tempfile::tempdir().unwrap();
+    let output = run_quietly(
+        &schedule("crash_restart.toml"),
+        store.path(),
+        &["--runtime", "docker"],
+    );
+    let dir = latest(store.path());
+    let run = run_id(&dir);
+    let _cleanup = Cleanup(Some(run.clone()));
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert_eq!(read_results(&dir)["verdict"], "valid");
+    assert_nothing_left(&run, "after a completed run");
+    // Each broker's output was saved from its container, across its restart:
+    // b1 (crashed and restarted) came up twice.
+    for node in ["b1", "b2", "b3"] {
+        assert!(broker_log(&dir, node).contains("broker ready"), "{node}");
+        assert!(
+            dir.join("nodes").join(node).join("data/t-0").is_dir(),
+            "{node}"
+        );
+    }
+    assert_eq!(broker_log(&dir, "b1").matches("broker ready").count(), 2);
+    assert!(dir.join("nodes/etcd.log").is_file() && dir.join("nodes/proxy.log").is_file());
+}
+
+#[test]
+fn cluster_docker_failed_run_leaves_nothing() {
+    require_docker();
+    let store = tempfile::tempdir().unwrap();
+    let file = store.path().join("times_out.toml");
+    std::fs::write(
+        &file,
+        "[cluster]\nbrokers = 2\n\n[[step]]\nawait = \"b2 is stopped\"\ntimeout_ms = 1000\n",
+    )
+    .unwrap();
+    let output = run_quietly(&file, store.path(), &["--runtime", "docker"]);
+    let dir = latest(store.path());
+    let run = run_id(&dir);
+    let _cleanup = Cleanup(Some(run.clone()));
+    assert_eq!(output.status.code(), Some(2), "unknown: {}", show(&output));
+    assert_nothing_left(&run, "after a run whose await timed out");
+}
+
+#[test]
+fn cluster_docker_run_interrupted_leaves_nothing() {
+    require_docker();
+    let store = tempfile::tempdir().unwrap();
+    let mut child = epochal()
+        .arg("run")
+        .arg(schedule("await_forever.toml"))
+        .args(["--runtime", "docker", "--quiet", "--store"])
+        .arg(store.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut cleanup = Cleanup(None);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let dir = loop {
+        let log =
+            std::fs::read_to_string(store.path().join("latest/harness.log")).unwrap_or_default();
+        if log.contains("await b2 is stopped") {
+            break latest(store.path());
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("epochal exited early: {status}; harness.log:\n{log}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run never reached its await:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let run = run_id(&dir);
+    cleanup.0 = Some(run.clone());
+    // During the run each broker is a container of its own, beside etcd's and
+    // the proxy's.
+    let names = containers(&run);
+    let roles: Vec<&str> = names.iter().filter_map(|n| n.rsplit('-').next()).collect();
+    assert_eq!(roles, ["b1", "b2", "b3", "etcd", "proxy"], "{names:?}");
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "epochal did not exit on SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130), "exit status {status}");
+    assert_nothing_left(&run, "after SIGINT");
+}
+
+#[test]
+fn docker_unreachable_is_a_clear_harness_error() {
+    let store = tempfile::tempdir().unwrap();
+    let output = epochal()
+        .arg("run")
+        .arg(schedule("crash_restart.toml"))
+        .args(["--runtime", "docker", "--quiet", "--store"])
+        .arg(store.path())
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4), "{}", show(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Docker daemon at /nonexistent/docker.sock"),
+        "{}",
+        show(&output)
+    );
+}

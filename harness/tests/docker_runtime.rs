@@ -1,0 +1,202 @@
+//! The Docker runtime against real containers: each broker is a container of
+//! its own, reached only through ports published on 127.0.0.1; SIGSTOP sent
+//! through the Engine API reaches the broker process itself (PID 1 of its
+//! container), which stops answering and later resumes with its state intact;
+//! dropping the runtime leaves nothing. Needs Docker, `etcd` (Debian's
+//! etcd-server) and the workspace's binaries; without Docker these tests fail
+//! saying so.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::docker::{Cleanup, assert_nothing_left, containers, networks, require_docker};
+use epochal::runtime::{DockerRuntime, ProcessConfig, Runtime};
+use epochal::workload::kafka_client::KafkaClient;
+use epochal::workload::{FetchOptions, ProduceOptions, ProduceRecord};
+
+/// The dir cargo put the binaries in: the test executable lives in its `deps/`.
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_owned();
+    for bin in ["epochal-broker", "epochal-proxy"] {
+        assert!(
+            dir.join(bin).is_file(),
+            "{} is missing: build the workspace first (cargo build --workspace --bins)",
+            dir.join(bin).display()
+        );
+    }
+    dir
+}
+
+const READY: Duration = Duration::from_secs(60);
+
+/// Puts topic `t` (one partition on b1, b2, b3) the way CreateTopics does.
+async fn create_topic(runtime: &DockerRuntime) {
+    let mut client = etcd_client::Client::connect([runtime.etcd_endpoint()], None)
+        .await
+        .unwrap();
+    client
+        .put(
+            "/epochal/brokers/topics/t",
+            r#"{"partitions":{"0":[1,2,3]}}"#,
+            None,
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_docker_each_broker_is_its_own_container_and_drop_removes_all() {
+    require_docker();
+    let run = tempfile::tempdir().unwrap();
+    let runtime = DockerRuntime::start(ProcessConfig::new(3, bin_dir(), run.path()))
+        .await
+        .unwrap();
+    let id = runtime.run_id().to_owned();
+    let _cleanup = Cleanup(Some(id.clone()));
+    let view = runtime.await_ready(READY).await.unwrap();
+    assert_eq!(view.brokers, [1, 2, 3].into());
+
+    let names = containers(&id);
+    let expected: Vec<String> = ["b1", "b2", "b3", "etcd", "proxy"]
+        .iter()
+        .map(|role| format!("epochal-{id}-{role}"))
+        .collect();
+    assert_eq!(names, expected);
+    assert_eq!(networks(&id), [format!("epochal-{id}")]);
+    // Every address the harness uses is on the host's loopback.
+    for node in runtime.nodes() {
+        assert!(
+            runtime
+                .observe_address(node)
+                .unwrap()
+                .starts_with("127.0.0.1:")
+        );
+        assert!(
+            runtime
+                .client_address(node)
+                .unwrap()
+                .starts_with("127.0.0.1:")
+        );
+        assert_ne!(
+            runtime.observe_address(node).unwrap(),
+            runtime.client_address(node).unwrap()
+        );
+        // The data dir is the run's own, bind-mounted: the broker wrote there.
+        assert!(runtime.data_dir(node).unwrap().join("listening").is_file());
+    }
+    assert!(runtime.etcd_endpoint().starts_with("http://127.0.0.1:"));
+
+    drop(runtime);
+    assert_nothing_left(&id, "after drop");
+    assert!(run.path().join("b1/broker.log").is_file());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_docker_sigstop_reaches_the_broker_itself() {
+    require_docker();
+    let run = tempfile::tempdir().unwrap();
+    let mut config = ProcessConfig::new(3, bin_dir(), run.path());
+    // A long lease and lag time: the pause must cost the leader neither its
+    // session nor a follower, so its state after resuming is the state before.
+    config.lease_ttl_s = 60;
+    for node in 1..=3 {
+        let settings = [(
+            "replica_lag_time_max_ms".to_owned(),
+            toml::Value::Integer(60_000),
+        )];
+        config.node_settings.insert(node, settings.into());
+    }
+    let mut runtime = DockerRuntime::start(config).await.unwrap();
+    let id = runtime.run_id().to_owned();
+    let _cleanup = Cleanup(Some(id.clone()));
+    create_topic(&runtime).await;
+    let before = runtime.await_ready(READY).await.unwrap();
+    let partition = before.partitions[&("t".to_owned(), 0)].clone();
+    let leader = partition.leader.unwrap();
+
+    let options = ProduceOptions::default();
+    let deadline = Duration::from_secs(10);
+    let mut producer =
+        KafkaClient::connect(&runtime.client_address(leader).unwrap(), "t", deadline)
+            .await
+            .unwrap();
+    let first = producer
+        .produce(
+            "t",
+            0,
+            &[ProduceRecord::value(Bytes::from("1"))],
+            &options,
+            deadline,
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.base_offset, 0);
+
+    runtime.pause_node(leader).await.unwrap();
+    let pid = runtime.pid(leader).unwrap();
+    assert_eq!(epochal_faults::signal::proc_state(pid).unwrap(), Some('T'));
+    assert!(runtime.is_paused(leader).unwrap());
+    // The stopped process is PID 1 of the broker's container.
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let nspid = status.lines().find(|l| l.starts_with("NSpid:")).unwrap();
+    assert_eq!(nspid.split_whitespace().last(), Some("1"), "{nspid}");
+    // Docker still accepts on the published port; the broker answers nothing.
+    let observe = runtime.observe_address(leader).unwrap();
+    let silent = KafkaClient::connect(&observe, "probe", Duration::from_secs(2)).await;
+    assert!(silent.is_err(), "a SIGSTOPped broker answered");
+
+    runtime.resume_node(leader).await.unwrap();
+    assert!(!runtime.is_paused(leader).unwrap());
+    KafkaClient::connect(&observe, "probe", deadline)
+        .await
+        .expect("the resumed broker answers again");
+    // Same leader, same epoch, same ISR: nothing happened to it but a pause.
+    let after = runtime.await_ready(READY).await.unwrap();
+    assert_eq!(after.partitions[&("t".to_owned(), 0)], partition);
+    let mut producer =
+        KafkaClient::connect(&runtime.client_address(leader).unwrap(), "t", deadline)
+            .await
+            .unwrap();
+    let second = producer
+        .produce(
+            "t",
+            0,
+            &[ProduceRecord::value(Bytes::from("2"))],
+            &options,
+            deadline,
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.base_offset, 1);
+    let fetched = producer
+        .fetch("t", 0, 0, &FetchOptions::default(), deadline)
+        .await
+        .unwrap();
+    let values: Vec<Option<Bytes>> = fetched.records.iter().map(|r| r.value.clone()).collect();
+    assert_eq!(values, [Some(Bytes::from("1")), Some(Bytes::from("2"))]);
+
+    // Stop and start it (SIGTERM awaited, the same container on the same data),
+    // and pause then kill another: a paused container is killed too.
+    runtime.stop_node(leader).await.unwrap();
+    assert!(!runtime.is_running(leader));
+    runtime.start_node(leader).await.unwrap();
+    let other = if leader == 1 { 2 } else { 1 };
+    runtime.pause_node(other).await.unwrap();
+    runtime.kill_node(other).await.unwrap();
+    runtime.start_node(other).await.unwrap();
+    runtime.await_ready(READY).await.unwrap();
+    let log = std::fs::read_to_string(run.path().join(format!("b{leader}/broker.log")));
+    assert!(
+        log.is_err() || log.unwrap().is_empty(),
+        "saved only at removal"
+    );
+    runtime.shutdown().await.unwrap();
+    assert_nothing_left(&id, "after shutdown");
+    let log = std::fs::read_to_string(run.path().join(format!("b{leader}/broker.log"))).unwrap();
+    assert_eq!(log.matches("broker ready").count(), 2, "{log}");
+    assert!(log.contains("stopped cleanly"), "{log}");
+}
