@@ -87,15 +87,8 @@ pub fn gate(args: &GateArgs, out: &mut impl Write) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("epochal: starting the async runtime: {e}");
-            return EXIT_HARNESS_ERROR;
-        }
+    let Some(runtime) = current_thread_runtime() else {
+        return EXIT_HARNESS_ERROR;
     };
     let options = crate::gate::GateOptions {
         store: args.store.clone(),
@@ -315,27 +308,25 @@ pub struct GcArgs {
     pub bin_dir: Option<PathBuf>,
     #[arg(long, default_value = "etcd")]
     pub etcd: PathBuf,
+    /// Also remove the containers and networks of runs whose harness is still
+    /// running (by default only those of harnesses that are gone).
+    #[arg(long)]
+    pub all: bool,
 }
 
-/// `epochal gc`: removes every container and network of any epochal run, and
-/// every epochal image whose tag is not the hash of what it would hold now.
+/// `epochal gc`: removes the containers and networks that runs of dead
+/// harnesses left (all runs' with `--all`), and every epochal image whose tag
+/// is not the hash of what it would hold now.
 /// 0 when all went, 4 when Docker could not be reached or something stayed.
 pub fn gc(args: &GcArgs, out: &mut impl Write) -> u8 {
     let bin_dir = args
         .bin_dir
         .clone()
         .unwrap_or_else(crate::run::default_bin_dir);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("epochal: starting the async runtime: {e}");
-            return EXIT_HARNESS_ERROR;
-        }
+    let Some(runtime) = current_thread_runtime() else {
+        return EXIT_HARNESS_ERROR;
     };
-    match runtime.block_on(crate::runtime::docker::gc(&bin_dir, &args.etcd)) {
+    match runtime.block_on(crate::runtime::docker::gc(&bin_dir, &args.etcd, args.all)) {
         Ok(report) => {
             let _ = writeln!(
                 out,
@@ -354,4 +345,13 @@ pub fn gc(args: &GcArgs, out: &mut impl Write) -> u8 {
             EXIT_HARNESS_ERROR
         }
     }
+}
+
+/// A single-threaded tokio runtime, or `None` after saying why there is none.
+fn current_thread_runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .inspect_err(|e| eprintln!("epochal: starting the async runtime: {e}"))
+        .ok()
 }

@@ -8,28 +8,14 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::bin_dir;
 use common::docker::{Cleanup, assert_nothing_left, containers, networks, require_docker};
 use epochal::runtime::{DockerRuntime, ProcessConfig, Runtime};
 use epochal::workload::kafka_client::KafkaClient;
 use epochal::workload::{FetchOptions, ProduceOptions, ProduceRecord};
-
-/// The dir cargo put the binaries in: the test executable lives in its `deps/`.
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_owned();
-    for bin in ["epochal-broker", "epochal-proxy"] {
-        assert!(
-            dir.join(bin).is_file(),
-            "{} is missing: build the workspace first (cargo build --workspace --bins)",
-            dir.join(bin).display()
-        );
-    }
-    dir
-}
 
 const READY: Duration = Duration::from_secs(60);
 

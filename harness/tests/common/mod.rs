@@ -18,6 +18,20 @@ use std::path::{Path, PathBuf};
 
 use epochal::reader::{DataDirState, read_data_dir};
 
+/// The dir cargo put the binaries in: the test executable lives in its `deps/`.
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_owned();
+    for bin in ["epochal-broker", "epochal-proxy"] {
+        assert!(
+            dir.join(bin).is_file(),
+            "{} is missing: build the workspace first (cargo build --workspace --bins)",
+            dir.join(bin).display()
+        );
+    }
+    dir
+}
+
 pub fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reader-basic")
 }

@@ -231,6 +231,55 @@ pub async fn remove_labelled(
     }
 }
 
+/// Whether the harness process that made session `session` (`<pid>-<time>`)
+/// may still be running on this machine. A reused pid reads as alive: gc then
+/// keeps the objects, which is the safe mistake.
+fn session_alive(session: &str) -> bool {
+    session
+        .split_once('-')
+        .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
+}
+
+/// Removes the containers and networks of every epochal session whose harness
+/// process is gone: what a killed harness (SIGKILL, a crash, a lost machine
+/// session) could not remove itself.
+pub async fn remove_orphans(docker: &Docker) -> Result<Removed, RuntimeError> {
+    let project = label_filter(LABEL_PROJECT, "epochal");
+    let mut sessions = std::collections::BTreeSet::new();
+    let containers = docker
+        .list_containers(Some(ListContainersOptions {
+            all: true,
+            filters: Some(project.clone()),
+            ..Default::default()
+        }))
+        .await
+        .map_err(|e| docker_error("listing epochal containers", e))?;
+    sessions.extend(
+        containers
+            .into_iter()
+            .filter_map(|c| c.labels?.remove(LABEL_SESSION)),
+    );
+    let networks = docker
+        .list_networks(Some(ListNetworksOptions {
+            filters: Some(project),
+        }))
+        .await
+        .map_err(|e| docker_error("listing epochal networks", e))?;
+    sessions.extend(
+        networks
+            .into_iter()
+            .filter_map(|n| n.labels?.remove(LABEL_SESSION)),
+    );
+    let mut removed = Removed::default();
+    for session in sessions.iter().filter(|s| !session_alive(s)) {
+        let more = remove_labelled(docker, LABEL_SESSION, session, false).await?;
+        removed.containers += more.containers;
+        removed.networks += more.networks;
+    }
+    Ok(removed)
+}
+
 /// [`remove_labelled`] from synchronous code (a `Drop`): on a thread of its
 /// own with its own runtime and client, so it works inside or outside tokio.
 pub fn remove_labelled_blocking(key: &str, value: &str) -> Result<Removed, RuntimeError> {

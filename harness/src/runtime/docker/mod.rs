@@ -924,18 +924,23 @@ pub struct GcReport {
     pub images: Vec<String>,
 }
 
-/// Removes every container and network of any epochal run (a run still going
-/// loses its cluster too), then every epochal image that is not the current
-/// one for its name: the hash of what it would hold now, from `bin_dir` and
+/// Removes the containers and networks of epochal runs whose harness process
+/// is gone (with `all`, of every epochal run, even one still going), then every
+/// epochal image that is not the current one for its name: the hash of what it would hold now, from `bin_dir` and
 /// `etcd`. An image whose binary is missing here is kept (nothing to compare).
 pub async fn gc(
     bin_dir: &std::path::Path,
     etcd: &std::path::Path,
+    all: bool,
 ) -> Result<GcReport, RuntimeError> {
     use testcontainers::bollard::query_parameters::{ListImagesOptions, RemoveImageOptions};
 
     let docker = api::connect()?;
-    let removed = api::remove_labelled(&docker, api::LABEL_PROJECT, "epochal", false).await?;
+    let removed = if all {
+        api::remove_labelled(&docker, api::LABEL_PROJECT, "epochal", false).await?
+    } else {
+        api::remove_orphans(&docker).await?
+    };
     let config = ProcessConfig::new(1, bin_dir, ".");
     let etcd = super::process::find_executable(etcd).unwrap_or_else(|| etcd.to_owned());
     let mut current = BTreeMap::new();
