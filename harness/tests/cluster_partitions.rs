@@ -4,10 +4,12 @@
 //! Needs `etcd` on PATH and the workspace's binaries built
 //! (`cargo build --workspace --bins`). Every wait polls under a deadline.
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use common::bin_dir;
 use epochal::nemesis::partition::{Endpoint, PartitionSpec, Partitions, blocked, cuts};
 use epochal::runtime::{Link, NodeId, ProcessConfig, ProcessRuntime, Runtime};
 use epochal::workload::{ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord};
@@ -21,20 +23,6 @@ const READY: Duration = Duration::from_secs(30);
 const CALL: Duration = Duration::from_secs(5);
 /// How long a call through a cut stream waits before we call it unanswered.
 const UNANSWERED: Duration = Duration::from_millis(1500);
-
-/// The dir cargo put the binaries in: the test executable lives in its `deps/`.
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_owned();
-    for bin in ["epochal-broker", "epochal-proxy"] {
-        assert!(
-            dir.join(bin).is_file(),
-            "{} is missing: build the workspace first (cargo build --workspace --bins)",
-            dir.join(bin).display()
-        );
-    }
-    dir
-}
 
 async fn start(run: &tempfile::TempDir) -> ProcessRuntime {
     let runtime = ProcessRuntime::start(ProcessConfig::new(3, bin_dir(), run.path()))

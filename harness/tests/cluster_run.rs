@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::scenario::{broker_log, epochal, inspect_t0, latest, read_results, run_quietly, show};
+use common::scenario::{
+    broker_log, epochal, inspect_t0, interrupt, latest, read_results, run_quietly, show,
+};
 use epochal::history::{Op, OpType, Process, read_history};
 use serde_json::Value;
 
@@ -212,19 +214,7 @@ fn cluster_run_interrupted_leaves_no_child_and_a_valid_history() {
     let pids = children(child.id());
     // etcd, the proxy and three brokers.
     assert_eq!(pids.len(), 5, "children {pids:?}");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "epochal did not exit on SIGINT");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = interrupt(&mut child, Duration::from_secs(30));
     assert_eq!(status.code(), Some(130), "exit status {status}");
     for pid in pids {
         assert!(

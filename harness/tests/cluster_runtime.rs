@@ -4,25 +4,14 @@
 //! missing. Needs `etcd` on PATH and the workspace's binaries built
 //! (`cargo build --workspace --bins`).
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use common::bin_dir;
 use epochal::runtime::{Link, ProcessConfig, ProcessRuntime, Runtime, RuntimeError};
 use epochal_faults::proxy::{OnHeal, Stream};
-
-/// The dir cargo put the binaries in: the test executable lives in its `deps/`.
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_owned();
-    for bin in ["epochal-broker", "epochal-proxy"] {
-        assert!(
-            dir.join(bin).is_file(),
-            "{} is missing: build the workspace first (cargo build --workspace --bins)",
-            dir.join(bin).display()
-        );
-    }
-    dir
-}
 
 async fn registered(etcd: &str, node: u32) -> bool {
     let mut client = etcd_client::Client::connect([etcd], None).await.unwrap();

@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::docker::{Cleanup, assert_nothing_left, containers, require_docker, run_id};
-use common::scenario::{broker_log, epochal, latest, read_results, run_quietly, show};
+use common::scenario::{broker_log, epochal, interrupt, latest, read_results, run_quietly, show};
 
 fn schedule(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -104,19 +104,7 @@ fn cluster_docker_run_interrupted_leaves_nothing() {
     let roles: Vec<&str> = names.iter().filter_map(|n| n.rsplit('-').next()).collect();
     assert_eq!(roles, ["b1", "b2", "b3", "etcd", "proxy"], "{names:?}");
 
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "epochal did not exit on SIGINT");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = interrupt(&mut child, Duration::from_secs(60));
     assert_eq!(status.code(), Some(130), "exit status {status}");
     assert_nothing_left(&run, "after SIGINT");
 }

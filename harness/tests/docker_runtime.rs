@@ -85,6 +85,10 @@ async fn cluster_docker_each_broker_is_its_own_container_and_drop_removes_all() 
     runtime.kill_node(2).await.unwrap();
     assert!(!runtime.is_paused(2).unwrap());
     runtime.start_node(2).await.unwrap();
+    // Stopping a paused broker continues it, so it acts on SIGTERM at once.
+    runtime.pause_node(3).await.unwrap();
+    runtime.stop_node(3).await.unwrap();
+    runtime.start_node(3).await.unwrap();
     runtime.await_ready(READY).await.unwrap();
     assert_eq!(containers(&id), expected, "the same containers");
 
@@ -96,6 +100,7 @@ async fn cluster_docker_each_broker_is_its_own_container_and_drop_removes_all() 
     assert!(log("b1").contains("stopped cleanly"), "{}", log("b1"));
     assert_eq!(log("b2").matches("broker ready").count(), 2);
     assert!(!log("b2").contains("stopped cleanly"), "{}", log("b2"));
+    assert!(log("b3").contains("stopped cleanly"), "{}", log("b3"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

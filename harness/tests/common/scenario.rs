@@ -320,3 +320,24 @@ impl Run {
         }
     }
 }
+
+/// SIGINT to `child` (an `epochal` run), then its exit status, waited for up to
+/// `within`.
+pub fn interrupt(
+    child: &mut std::process::Child,
+    within: std::time::Duration,
+) -> std::process::ExitStatus {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "epochal did not exit on SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -926,8 +926,9 @@ pub struct GcReport {
 
 /// Removes the containers and networks of epochal runs whose harness process
 /// is gone (with `all`, of every epochal run, even one still going), then every
-/// epochal image that is not the current one for its name: the hash of what it would hold now, from `bin_dir` and
-/// `etcd`. An image whose binary is missing here is kept (nothing to compare).
+/// epochal image that is not the current one for its name: the hash of what it
+/// would hold now, from `bin_dir` and `etcd`. An image whose binary is missing
+/// here is kept (nothing to compare), and so is one a container still uses.
 pub async fn gc(
     bin_dir: &std::path::Path,
     etcd: &std::path::Path,
@@ -976,14 +977,24 @@ pub async fn gc(
         if image.repo_tags.iter().any(|t| t == want) {
             continue;
         }
-        let options = RemoveImageOptions {
-            force: true,
-            ..Default::default()
+        // By tag and without force: an image a container still uses (a run
+        // of another checkout, say) is refused by Docker (409) and kept.
+        let names = if image.repo_tags.is_empty() {
+            vec![image.id.clone()]
+        } else {
+            image.repo_tags.clone()
         };
-        let name = image.repo_tags.first().cloned().unwrap_or(image.id.clone());
-        match docker.remove_image(&image.id, Some(options), None).await {
-            Ok(_) => report.images.push(name),
-            Err(e) => failures.push(format!("image {name}: {e}")),
+        for name in names {
+            match docker
+                .remove_image(&name, None::<RemoveImageOptions>, None)
+                .await
+            {
+                Ok(_) => report.images.push(name),
+                Err(DockerError::DockerResponseServerError {
+                    status_code: 409, ..
+                }) => {}
+                Err(e) => failures.push(format!("image {name}: {e}")),
+            }
         }
     }
     if failures.is_empty() {
