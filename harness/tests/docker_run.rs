@@ -128,3 +128,41 @@ fn docker_unreachable_is_a_clear_harness_error() {
         show(&output)
     );
 }
+
+#[test]
+fn cluster_docker_run_fires_every_fault_kind_and_stays_valid() {
+    require_docker();
+    let store = tempfile::tempdir().unwrap();
+    let output = run_quietly(
+        &schedule("every_fault.toml"),
+        store.path(),
+        &["--runtime", "docker"],
+    );
+    let dir = latest(store.path());
+    let run = run_id(&dir);
+    let _cleanup = Cleanup(Some(run.clone()));
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert_eq!(read_results(&dir)["verdict"], "valid");
+    // Pause, stop, power loss, crash, truncate-log and every partition kind
+    // fired on containers, each a completed nemesis op.
+    let history = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    for f in [
+        "pause",
+        "resume",
+        "stop",
+        "start",
+        "power-loss",
+        "crash",
+        "truncate-log",
+        "isolate",
+        "one-way",
+        "node-from-etcd",
+        "heal",
+    ] {
+        assert!(
+            history.contains(&format!("\"f\":\"{f}\"")),
+            "no {f} in the history"
+        );
+    }
+    assert_nothing_left(&run, "after a run of every fault");
+}
