@@ -244,6 +244,8 @@ struct Spec<'a> {
     /// Container port → host port, published on 127.0.0.1 only.
     publish: Vec<(u16, u16)>,
     log: PathBuf,
+    /// `uid:gid` to run as (the default is the image's, root).
+    user: Option<String>,
 }
 
 impl DockerRuntime {
@@ -346,6 +348,7 @@ impl DockerRuntime {
             })
             .collect();
         let body = ContainerCreateBody {
+            user: spec.user,
             hostname: Some(spec.alias.to_owned()),
             image: Some(spec.image.to_owned()),
             cmd: Some(spec.cmd),
@@ -457,6 +460,7 @@ impl DockerRuntime {
                 binds: Vec::new(),
                 publish: vec![(ETCD_PORT, host_port)],
                 log: self.config.run_dir.join("etcd.log"),
+                user: None,
             })
             .await?;
         let pid = self.start_container(&container).await?;
@@ -523,6 +527,7 @@ impl DockerRuntime {
                 binds: Vec::new(),
                 publish,
                 log: self.config.run_dir.join("proxy.log"),
+                user: None,
             })
             .await?;
         let pid = self.start_container(&container).await?;
@@ -551,6 +556,14 @@ impl DockerRuntime {
         let io = |what: &str| {
             let what = what.to_owned();
             move |source| RuntimeError::Io { what, source }
+        };
+        // Brokers write as the owner of the run's store, so whoever ran the
+        // harness owns (and can remove) what they wrote through the bind mount.
+        let owner = {
+            use std::os::unix::fs::MetadataExt;
+            let meta =
+                std::fs::metadata(&self.config.run_dir).map_err(io("reading the run dir"))?;
+            format!("{}:{}", meta.uid(), meta.gid())
         };
         let nodes: Vec<NodeId> = (1..=self.config.brokers).collect();
         for &i in &nodes {
@@ -622,6 +635,7 @@ impl DockerRuntime {
                     binds,
                     publish: vec![(BROKER_PORT, observe_port)],
                     log: dir.join("broker.log"),
+                    user: Some(owner.clone()),
                 })
                 .await?;
             self.brokers.insert(
