@@ -10,9 +10,11 @@
 mod common;
 
 use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
-use common::docker::{assert_nothing_left, require_docker, run_id};
-use common::scenario::{epochal, show, suite_file};
+use common::docker::{assert_nothing_left, containers, require_docker, run_id};
+use common::scenario::{epochal, interrupt, show, suite_file};
 
 /// `bugs.toml`'s scenario `name`, as a suite of its own in `dir` (its schedule
 /// named by absolute path).
@@ -43,8 +45,11 @@ fn run_dirs(store: &Path) -> Vec<std::path::PathBuf> {
             found.push(dir);
             continue;
         }
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            if entry.file_type().unwrap().is_dir() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(entry.path());
             }
         }
@@ -73,4 +78,43 @@ fn cluster_docker_gate_kafka_532_meets_its_expectations_and_leaves_nothing() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("gate: 2/2 met — PASS"), "{}", show(&output));
     assert_eq!(runs.len(), 2, "{runs:?}");
+}
+
+#[test]
+fn cluster_docker_gate_interrupted_leaves_nothing_of_any_case() {
+    require_docker();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = one_scenario_suite("kafka-532-stale-controller", dir.path());
+    let store = dir.path().join("store");
+    let mut child = epochal()
+        .arg("gate")
+        .arg(&suite)
+        .args(["--runtime", "docker", "--jobs", "2", "--store"])
+        .arg(&store)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Both cases under way at once, each with all five containers made.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let runs = loop {
+        let ids: Vec<String> = run_dirs(&store)
+            .iter()
+            .filter(|run| run.join("nodes/docker-run-id").is_file())
+            .map(|run| run_id(run))
+            .collect();
+        if ids.len() == 2 && ids.iter().all(|id| containers(id).len() == 5) {
+            break ids;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the gate ended before both cases started: {status}");
+        }
+        assert!(Instant::now() < deadline, "both cases never ran at once");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let status = interrupt(&mut child, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(130), "exit status {status}");
+    for run in &runs {
+        assert_nothing_left(run, "after SIGINT to the gate");
+    }
 }
