@@ -483,17 +483,28 @@ fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(), String> {
 
 /// The summary table on stdout.
 pub fn write_table(cases: &[CaseResult], out: &mut impl std::io::Write) -> std::io::Result<()> {
+    let names: Vec<String> = cases
+        .iter()
+        .map(|c| format!("{}/{}", c.suite, c.scenario))
+        .collect();
+    // Each column as wide as its widest cell, so long settings stay aligned.
+    let width = |header: &str, cells: &mut dyn Iterator<Item = usize>| {
+        cells.chain([header.len()]).max().unwrap_or(0)
+    };
+    let scenario_w = width("scenario", &mut names.iter().map(String::len));
+    let setting_w = width("setting", &mut cases.iter().map(|c| c.setting.len()));
+    let expected_w = width("expected", &mut cases.iter().map(|c| c.expected.len()));
+    let got_w = width("got", &mut cases.iter().map(|c| c.got.len()));
     writeln!(
         out,
-        "{:<6} {:<32} {:<36} {:<34} {:<8} {:>7}",
+        "{:<6} {:<scenario_w$} {:<setting_w$} {:<expected_w$} {:<got_w$} {:>7}",
         "result", "scenario", "setting", "expected", "got", "time"
     )?;
-    for case in cases {
+    for (case, name) in cases.iter().zip(&names) {
         writeln!(
             out,
-            "{:<6} {:<32} {:<36} {:<34} {:<8} {:>6.1}s",
+            "{:<6} {name:<scenario_w$} {:<setting_w$} {:<expected_w$} {:<got_w$} {:>6.1}s",
             if case.met { "ok" } else { "FAIL" },
-            format!("{}/{}", case.suite, case.scenario),
             case.setting,
             case.expected,
             case.got,
