@@ -17,6 +17,7 @@
 //! [[scenario.setting]]
 //! set = ["truncation=current"]
 //! expect = "valid"
+//! # snapshot = false                        # this setting's run is not snapshotted
 //!
 //! [[scenario.path]]
 //! acked_at_least = 2                          # values acknowledged (ok sends)
@@ -81,6 +82,19 @@ pub struct Setting {
     /// For `invalid`: the anomaly some checker's evidence must name.
     #[serde(default)]
     pub anomaly: Option<String>,
+    /// Overrides the scenario's `snapshot` for this setting alone (a setting
+    /// whose run has a race of the system's own in what it records).
+    #[serde(default)]
+    pub snapshot: Option<bool>,
+}
+
+impl Scenario {
+    /// The settings whose runs are compared with snapshots.
+    pub fn snapshotted(&self) -> impl Iterator<Item = &Setting> {
+        self.settings
+            .iter()
+            .filter(|s| s.snapshot.unwrap_or(self.snapshot))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
