@@ -29,14 +29,21 @@ pub enum Failpoint {
     ControllerAfterWrite,
     /// A leader appended a producer's batches and has not answered the produce.
     LeaderAfterAppend,
+    /// A broker is about to campaign for the controller key (at start, and each
+    /// time the key is vacated). `return` makes it sit this one vacancy out:
+    /// it waits until someone else holds the key, then campaigns as usual at
+    /// the next vacancy — so a scenario can pin which broker succeeds a
+    /// controller.
+    ControllerBeforeCampaign,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 4] = [
+    pub const ALL: [Failpoint; 5] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
         Failpoint::LeaderAfterAppend,
+        Failpoint::ControllerBeforeCampaign,
     ];
 
     pub fn name(self) -> &'static str {
@@ -45,6 +52,7 @@ impl Failpoint {
             Failpoint::ControllerBeforeBrokerLoss => "controller-before-broker-loss",
             Failpoint::ControllerAfterWrite => "controller-after-write",
             Failpoint::LeaderAfterAppend => "leader-after-append",
+            Failpoint::ControllerBeforeCampaign => "controller-before-campaign",
         }
     }
 
@@ -156,19 +164,27 @@ fn stop_from_outside(request: &std::path::Path) {
 /// process until SIGCONT; the `fail` crate's own tasks (sleep, panic, print…)
 /// act as that crate defines.
 pub fn hit(point: Failpoint) {
-    let arg = fail::eval(point.name(), |arg| arg);
-    if let Some(Some(arg)) = arg
-        && arg == STOP_ARG
-    {
-        tracing::warn!(failpoint = %point, "failpoint: stopping (SIGSTOP) until SIGCONT");
-        match std::env::var_os(STOP_REQUEST_ENV) {
-            Some(request) if std::process::id() == 1 => stop_from_outside(request.as_ref()),
-            // SAFETY: raise only sends a signal to this process.
-            _ => unsafe {
-                libc::raise(libc::SIGSTOP);
-            },
+    hit_or_return(point);
+}
+
+/// As [`hit`], and true when the point's action was a `return` (other than
+/// `stop`): the caller skips what the point guards.
+pub fn hit_or_return(point: Failpoint) -> bool {
+    match fail::eval(point.name(), |arg| arg) {
+        Some(Some(arg)) if arg == STOP_ARG => {
+            tracing::warn!(failpoint = %point, "failpoint: stopping (SIGSTOP) until SIGCONT");
+            match std::env::var_os(STOP_REQUEST_ENV) {
+                Some(request) if std::process::id() == 1 => stop_from_outside(request.as_ref()),
+                // SAFETY: raise only sends a signal to this process.
+                _ => unsafe {
+                    libc::raise(libc::SIGSTOP);
+                },
+            }
+            tracing::warn!(failpoint = %point, "failpoint: resumed");
+            false
         }
-        tracing::warn!(failpoint = %point, "failpoint: resumed");
+        Some(_) => true,
+        None => false,
     }
 }
 
@@ -205,5 +221,15 @@ mod tests {
             parse("stop").unwrap_err(),
             FailpointError::Malformed { .. }
         ));
+    }
+
+    #[test]
+    fn a_counted_return_fires_once_on_the_chosen_pass() {
+        // The registry is process-wide: this test alone arms this point.
+        let point = Failpoint::ControllerBeforeCampaign;
+        fail::cfg(point.name(), &translate("1*off->1*return")).unwrap();
+        let passes: Vec<bool> = (0..4).map(|_| hit_or_return(point)).collect();
+        fail::remove(point.name());
+        assert_eq!(passes, [false, true, false, false]);
     }
 }

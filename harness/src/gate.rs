@@ -17,6 +17,7 @@
 //! [[scenario.setting]]
 //! set = ["truncation=current"]
 //! expect = "valid"
+//! # snapshot = false                        # this setting's run is not snapshotted
 //!
 //! [[scenario.path]]
 //! acked_at_least = 2                          # values acknowledged (ok sends)
@@ -81,6 +82,19 @@ pub struct Setting {
     /// For `invalid`: the anomaly some checker's evidence must name.
     #[serde(default)]
     pub anomaly: Option<String>,
+    /// Overrides the scenario's `snapshot` for this setting alone (a setting
+    /// whose run has a race of the system's own in what it records).
+    #[serde(default)]
+    pub snapshot: Option<bool>,
+}
+
+impl Scenario {
+    /// The settings whose runs are compared with snapshots.
+    pub fn snapshotted(&self) -> impl Iterator<Item = &Setting> {
+        self.settings
+            .iter()
+            .filter(|s| s.snapshot.unwrap_or(self.snapshot))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -485,17 +499,28 @@ fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(), String> {
 
 /// The summary table on stdout.
 pub fn write_table(cases: &[CaseResult], out: &mut impl std::io::Write) -> std::io::Result<()> {
+    let names: Vec<String> = cases
+        .iter()
+        .map(|c| format!("{}/{}", c.suite, c.scenario))
+        .collect();
+    // Each column as wide as its widest cell, so long settings stay aligned.
+    let width = |header: &str, cells: &mut dyn Iterator<Item = usize>| {
+        cells.chain([header.len()]).max().unwrap_or(0)
+    };
+    let scenario_w = width("scenario", &mut names.iter().map(String::len));
+    let setting_w = width("setting", &mut cases.iter().map(|c| c.setting.len()));
+    let expected_w = width("expected", &mut cases.iter().map(|c| c.expected.len()));
+    let got_w = width("got", &mut cases.iter().map(|c| c.got.len()));
     writeln!(
         out,
-        "{:<6} {:<32} {:<36} {:<34} {:<8} {:>7}",
+        "{:<6} {:<scenario_w$} {:<setting_w$} {:<expected_w$} {:<got_w$} {:>7}",
         "result", "scenario", "setting", "expected", "got", "time"
     )?;
-    for case in cases {
+    for (case, name) in cases.iter().zip(&names) {
         writeln!(
             out,
-            "{:<6} {:<32} {:<36} {:<34} {:<8} {:>6.1}s",
+            "{:<6} {name:<scenario_w$} {:<setting_w$} {:<expected_w$} {:<got_w$} {:>6.1}s",
             if case.met { "ok" } else { "FAIL" },
-            format!("{}/{}", case.suite, case.scenario),
             case.setting,
             case.expected,
             case.got,

@@ -26,13 +26,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::checker::Report;
 use crate::cli::RuntimeKind;
-use crate::history::kafka_errors::{Outcome, produce_outcome};
-use crate::history::{HistoryWriter, OpType, Process, WriteError};
+use crate::history::{HistoryWriter, OpType, Process, SharedHistory, WriteError};
 use crate::nemesis::{Nemesis, NemesisError, described, verb};
 use crate::observe::{ObserveError, Observer, node_id, node_name, replica_offsets};
 use crate::report::{self, RunEnd};
@@ -40,12 +38,14 @@ use crate::runtime::{
     DockerRuntime, NodeId, ProcessConfig, ProcessRuntime, Runtime, RuntimeError, reaper,
 };
 use crate::schedule::{
-    Acks, BROKER_SETTINGS, Compression, Condition, Consume, Fault, HARNESS_OWNED_SETTINGS,
-    PartitionRef, Produce, Schedule, ScheduleError, Step, Target,
+    BROKER_SETTINGS, Condition, Consume, Fault, HARNESS_OWNED_SETTINGS, PartitionRef, Produce,
+    Schedule, ScheduleError, Step, Target,
 };
 use crate::store::{self, RunLog, StoreError};
-use crate::workload::kafka_client::{self, ClientError, KafkaClient};
-use crate::workload::{FetchOptions, ProduceOptions, ProduceRecord};
+use crate::workload::ProduceOptions;
+use crate::workload::background::{Processes, SEND_MARGIN, Workers};
+use crate::workload::kafka_client::{ClientError, KafkaClient};
+use crate::workload::ops::{self, acks_name, client_outcome, wire_compression};
 
 /// Bound on the final quiesce: time for restarted brokers to recover, catch up
 /// and rejoin the ISR after the last fault.
@@ -268,7 +268,7 @@ pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
         options.schedule.display(),
         dir.display()
     ));
-    let history = HistoryWriter::create(dir.join("history.jsonl"))?;
+    let history = SharedHistory::new(HistoryWriter::create(dir.join("history.jsonl"))?);
 
     let config = process_config(&schedule, options, &dir);
     match options.runtime {
@@ -288,7 +288,7 @@ async fn drive<R: Runtime>(
     started: Result<R, RuntimeError>,
     schedule: Schedule,
     dir: PathBuf,
-    history: HistoryWriter,
+    history: SharedHistory,
     mut log: RunLog,
 ) -> Result<RunReport, RunError> {
     let runtime = match started {
@@ -307,7 +307,8 @@ async fn drive<R: Runtime>(
         observer: None,
         clients: BTreeMap::new(),
         workers: BTreeMap::new(),
-        next_process: 0,
+        processes: Processes::default(),
+        background: None,
     };
     let outcome = run.body().await;
     // etcd's history of the cluster's decisions, while etcd still runs.
@@ -354,7 +355,7 @@ async fn drive<R: Runtime>(
 struct Run<'a, R: Runtime> {
     schedule: &'a Schedule,
     runtime: R,
-    history: HistoryWriter,
+    history: SharedHistory,
     log: RunLog,
     nemesis: Nemesis,
     observer: Option<Observer>,
@@ -363,7 +364,9 @@ struct Run<'a, R: Runtime> {
     /// A schedule's logical worker → its current history process (a new one
     /// after each `info`, as Jepsen retires a crashed process).
     workers: BTreeMap<u64, u64>,
-    next_process: u64,
+    processes: Processes,
+    /// `[workload.background]`'s workers, while they run.
+    background: Option<Workers>,
 }
 
 impl<R: Runtime> Run<'_, R> {
@@ -372,6 +375,7 @@ impl<R: Runtime> Run<'_, R> {
         if let RunStatus::Unknown(_) = setup {
             return Ok(setup);
         }
+        self.start_background().await?;
         let mut status = RunStatus::Completed;
         for (i, step) in self.schedule.steps.iter().enumerate() {
             let number = i + 1;
@@ -383,11 +387,61 @@ impl<R: Runtime> Run<'_, R> {
                 }
             }
         }
+        if let Some(workers) = self.background.take() {
+            let acknowledged = workers.acknowledged();
+            workers
+                .stop()
+                .await
+                .map_err(|e| RunError::Harness(e.to_string()))?;
+            self.log.line(format!(
+                "background workload stopped: {acknowledged} sends acknowledged"
+            ));
+        }
         let settled = self.final_heal().await?;
         Ok(match (status, settled) {
             (RunStatus::Unknown(why), _) => RunStatus::Unknown(why),
             (RunStatus::Completed, settled) => settled,
         })
+    }
+
+    /// Starts `[workload.background]`'s workers on the ready cluster.
+    async fn start_background(&mut self) -> Result<(), RunError> {
+        let Some(config) = &self.schedule.workload.background else {
+            return Ok(());
+        };
+        let partitions = self
+            .schedule
+            .cluster
+            .topics
+            .iter()
+            .flat_map(|t| {
+                (0..t.partitions).map(|partition| PartitionRef {
+                    topic: t.name.clone(),
+                    partition,
+                })
+            })
+            .collect();
+        let mut addresses = BTreeMap::new();
+        for node in self.runtime.nodes() {
+            addresses.insert(node, self.runtime.client_address(node)?);
+        }
+        let workers = Workers::start(
+            config,
+            &self.schedule.workload,
+            partitions,
+            addresses,
+            self.runtime.etcd_endpoint(),
+            self.history.clone(),
+            self.processes.clone(),
+        )
+        .await
+        .map_err(|e| RunError::Harness(e.to_string()))?;
+        self.log.line(format!(
+            "background workload: {} producers, {} consumers, every {} ms",
+            config.producers, config.consumers, config.interval_ms
+        ));
+        self.background = Some(workers);
+        Ok(())
     }
 
     fn observer(&mut self) -> &mut Observer {
@@ -469,6 +523,26 @@ impl<R: Runtime> Run<'_, R> {
                 "step {number}: await {condition} (within {timeout:?})"
             ));
             let started = Instant::now();
+            if let Condition::Acknowledged { more } = condition {
+                let workers = self
+                    .background
+                    .as_mut()
+                    .expect("the parser requires background producers");
+                return Ok(match workers.await_acknowledged(*more, timeout).await {
+                    Ok(n) => {
+                        self.log.line(format!(
+                            "step {number}: {n} more writes acknowledged after {} ms",
+                            started.elapsed().as_millis()
+                        ));
+                        RunStatus::Completed
+                    }
+                    Err(n) => {
+                        let e = format!("\"{condition}\" not within {timeout:?}; {n} were");
+                        self.log.line(format!("step {number}: {e}"));
+                        RunStatus::Unknown(format!("await {e}"))
+                    }
+                });
+            }
             let observer = self.observer.as_mut().expect("connected in setup");
             return match observer
                 .await_condition(&self.runtime, condition, timeout)
@@ -534,8 +608,7 @@ impl<R: Runtime> Run<'_, R> {
         if let Some(&p) = self.workers.get(&worker) {
             return p;
         }
-        let p = self.next_process;
-        self.next_process += 1;
+        let p = self.processes.next();
         self.workers.insert(worker, p);
         p
     }
@@ -636,11 +709,6 @@ impl<R: Runtime> Run<'_, R> {
             ));
             return Ok(());
         };
-        let records: Vec<ProduceRecord> = produce
-            .values
-            .iter()
-            .map(|v| ProduceRecord::value(Bytes::from(v.to_string())))
-            .collect();
         let options = ProduceOptions {
             acks: acks.wire(),
             records_per_batch: records_per_batch.max(1) as usize,
@@ -648,33 +716,23 @@ impl<R: Runtime> Run<'_, R> {
             timeout_ms: self.schedule.workload.request_timeout_ms as i32,
         };
         // The broker's own acks=all wait, then a margin for the answer to travel.
-        let deadline = self.request_timeout() + Duration::from_secs(2);
+        let deadline = self.request_timeout() + SEND_MARGIN;
         // A connection that cannot be made (or fails its version check) never
         // carried the produce: a definite failure whatever the error.
         let result = match self.client(node).await {
-            Ok(client) => client
-                .produce(
-                    &produce.partition.topic,
-                    produce.partition.partition as i32,
-                    &records,
-                    &options,
-                    deadline,
-                )
-                .await
-                .map_err(|e| (client_outcome(&e, acks.wire()), e)),
+            Ok(client) => ops::send(
+                client,
+                &produce.partition,
+                &produce.values,
+                &options,
+                deadline,
+            )
+            .await
+            .map_err(|e| (client_outcome(&e, acks.wire()), e)),
             Err(e) => Err((OpType::Fail, e)),
         };
         let (kind, error) = match result {
-            Ok(produced) => {
-                let offsets: Value = if produced.base_offset >= 0 {
-                    json!(
-                        (0..produce.values.len() as i64)
-                            .map(|i| produced.base_offset + i)
-                            .collect::<Vec<_>>()
-                    )
-                } else {
-                    Value::Null
-                };
+            Ok(offsets) => {
                 value["offsets"] = offsets;
                 // The ISR as etcd records it just after the ack: the replicas
                 // the lost-write rule holds to account (DESIGN.md).
@@ -730,46 +788,18 @@ impl<R: Runtime> Run<'_, R> {
             return Ok(());
         };
         let deadline = self.request_timeout();
-        let topic = consume.partition.topic.clone();
-        let partition = consume.partition.partition as i32;
-        let mut offset = consume.from_offset as i64;
-        let mut records = Vec::new();
-        let mut high_watermark = -1;
-        // Read up to the high watermark seen by the first fetch: a bounded poll.
-        let result: Result<(), ClientError> = async {
-            let options = FetchOptions {
-                max_wait_ms: 0,
-                ..FetchOptions::default()
-            };
-            loop {
-                let client = self.client(node).await?;
-                let fetched = client
-                    .fetch(&topic, partition, offset, &options, deadline)
-                    .await?;
-                if high_watermark < 0 {
-                    high_watermark = fetched.high_watermark;
-                }
-                let Some(last) = fetched.records.last() else {
-                    return Ok(());
-                };
-                offset = last.offset + 1;
-                records.extend(
-                    fetched
-                        .records
-                        .iter()
-                        .filter(|r| r.offset < high_watermark)
-                        .map(|r| json!([r.offset, payload_value(r.value.as_ref())])),
-                );
-                if offset >= high_watermark {
-                    return Ok(());
-                }
+        let result = match self.client(node).await {
+            Ok(client) => {
+                ops::poll(client, &consume.partition, consume.from_offset, deadline).await
             }
-        }
-        .await;
+            Err(e) => Err(e),
+        };
+        let mut read = 0;
         let (kind, error) = match result {
-            Ok(()) => {
-                value["records"] = json!(records);
-                value["high_watermark"] = json!(high_watermark);
+            Ok(polled) => {
+                read = polled.records.len();
+                value["records"] = json!(polled.records);
+                value["high_watermark"] = json!(polled.high_watermark);
                 if let Some(state) = self.partition_state(&consume.partition).await {
                     value["leader_epoch"] = json!(state.leader_epoch);
                 }
@@ -786,7 +816,7 @@ impl<R: Runtime> Run<'_, R> {
             consume.partition,
             node_name(node),
             consume.from_offset,
-            records.len()
+            read
         ));
         self.history
             .append(Process::Client(process), kind, "poll", value, error)?;
@@ -901,58 +931,6 @@ impl<R: Runtime> Run<'_, R> {
             }
         }
         Ok(())
-    }
-}
-
-fn acks_name(acks: Acks) -> &'static str {
-    match acks {
-        Acks::All => "all",
-        Acks::Leader => "1",
-        Acks::None => "0",
-    }
-}
-
-fn wire_compression(c: Compression) -> kafka_client::Compression {
-    match c {
-        Compression::None => kafka_client::Compression::None,
-        Compression::Gzip => kafka_client::Compression::Gzip,
-        Compression::Snappy => kafka_client::Compression::Snappy,
-        Compression::Lz4 => kafka_client::Compression::Lz4,
-        Compression::Zstd => kafka_client::Compression::Zstd,
-    }
-}
-
-/// A produce's outcome when the client got no ok: `fail` only when the broker
-/// definitely did not apply it (kafka_errors.rs), or the request was never
-/// sent; `info` otherwise.
-fn client_outcome(error: &ClientError, acks: i16) -> OpType {
-    match error {
-        ClientError::Broker { code, .. } => match produce_outcome(*code, acks) {
-            Outcome::Definite => OpType::Fail,
-            Outcome::Indefinite => OpType::Info,
-        },
-        // Never sent: nothing listened, or the connection was already gone.
-        ClientError::Refused { .. } | ClientError::Connect { .. } | ClientError::Closed => {
-            OpType::Fail
-        }
-        // Refused at connect time by the version check: nothing was produced.
-        ClientError::Unsupported { .. } => OpType::Fail,
-        ClientError::Timeout { .. } | ClientError::Dropped(_) | ClientError::Protocol(_) => {
-            OpType::Info
-        }
-    }
-}
-
-/// A record's value as the workload wrote it (a decimal number), else as text.
-fn payload_value(value: Option<&Bytes>) -> Value {
-    match value {
-        None => Value::Null,
-        Some(bytes) => {
-            let text = String::from_utf8_lossy(bytes);
-            text.parse::<i64>()
-                .map(|n| json!(n))
-                .unwrap_or_else(|_| json!(text))
-        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! A stored run in the form snapshot tests compare: the history with only what
-//! varies between identical runs taken out (times; etcd revisions), each
+//! varies between identical runs taken out (times, wall-clock `time_ms`
+//! stamps in evidence, etcd revisions), each
 //! replica's final `(offset, epoch, value)` log and epoch file, the etcd
 //! timeline without revisions, and each checker's verdict, message and
 //! evidence (not its counts, some of which count control traffic). Offsets,
@@ -99,25 +100,28 @@ pub fn normalized(dir: &std::path::Path) -> Result<Value, LoadError> {
         "timeline": timeline,
         "results": results,
     });
-    redact_revisions(&mut normalized);
+    redact(&mut normalized);
     Ok(normalized)
 }
 
 /// etcd revisions count every write in the cluster (registrations, controller
 /// moves), so they are redacted wherever they appear: `revision`/`revisions`
-/// fields and "revision N" in text.
-fn redact_revisions(value: &mut Value) {
+/// fields and "revision N" in text. Wall-clock stamps (`time_ms`, e.g. of a
+/// state-change entry quoted as evidence) go too.
+fn redact(value: &mut Value) {
     match value {
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
                 if key.contains("revision") {
                     *v = json!("[revision]");
+                } else if key == "time_ms" || key == "time_ns" {
+                    *v = json!("[time]");
                 } else {
-                    redact_revisions(v);
+                    redact(v);
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(redact_revisions),
+        Value::Array(items) => items.iter_mut().for_each(redact),
         Value::String(text) if text.contains("revision") => *text = redact_text(text),
         _ => {}
     }
@@ -158,14 +162,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn revisions_are_redacted_in_fields_and_text_and_nothing_else() {
+    fn revisions_and_times_are_redacted_in_fields_and_text_and_nothing_else() {
         let mut value = json!({
             "revision": 18,
             "summary": "b2, the final leader (etcd revision 18); leader epoch 2",
             "list": ["etcd revisions [3, 7] name b1", 5],
             "offset": 18,
+            "stale": { "time_ms": 1796058852532_u64, "leader_epoch": 2 },
         });
-        redact_revisions(&mut value);
+        redact(&mut value);
         assert_eq!(
             value,
             json!({
@@ -173,6 +178,7 @@ mod tests {
                 "summary": "b2, the final leader (etcd revision [revision]); leader epoch 2",
                 "list": ["etcd revisions [revision] name b1", 5],
                 "offset": 18,
+                "stale": { "time_ms": "[time]", "leader_epoch": 2 },
             })
         );
     }

@@ -19,14 +19,37 @@ fn gate(args: &[&str], store: &Path) -> Output {
         .expect("epochal runs")
 }
 
+/// The suite files under `suites/` (those with `[[scenario]]` tables), in
+/// name order, read as plain TOML: what the gate must have run.
+fn declared_suites(dir: &Path) -> Vec<(String, toml::Table)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|path| {
+            let table: toml::Table =
+                toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            table.contains_key("scenario").then(|| {
+                let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+                (name, table)
+            })
+        })
+        .collect()
+}
+
+/// The README's main command: the gate over every suite in `suites/`.
 #[test]
-fn cluster_gate_bug_suite_meets_every_expectation_and_writes_junit() {
+fn cluster_gate_over_every_suite_meets_every_expectation_and_writes_junit() {
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("junit.xml");
-    let suite = suite_file("bugs.toml");
+    let suites = suite_file("");
     let output = gate(
         &[
-            suite.to_str().unwrap(),
+            suites.to_str().unwrap(),
             "--jobs",
             "2",
             "--junit",
@@ -37,25 +60,32 @@ fn cluster_gate_bug_suite_meets_every_expectation_and_writes_junit() {
     assert_eq!(output.status.code(), Some(0), "{}", show(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("PASS"));
 
-    // Every scenario and setting the suite names is one JUnit case, passed.
+    // Every scenario and setting each suite names is one JUnit case, passed,
+    // and the bug and guarantees suites are both there.
     let text = std::fs::read_to_string(&junit).unwrap();
     let report = quick_junit::Report::deserialize_from_str(&text).expect("JUnit parses");
-    let suite_text = std::fs::read_to_string(&suite).unwrap();
-    let declared: toml::Table = toml::from_str(&suite_text).unwrap();
+    let declared = declared_suites(&suites);
+    let names: Vec<&str> = declared.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        names.contains(&"bugs") && names.contains(&"guarantees"),
+        "{names:?}"
+    );
     let mut expected = Vec::new();
-    for scenario in declared["scenario"].as_array().unwrap() {
-        for setting in scenario["setting"].as_array().unwrap() {
-            let set: Vec<&str> = setting["set"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_str().unwrap())
-                .collect();
-            expected.push(format!(
-                "{} [{}]",
-                scenario["name"].as_str().unwrap(),
-                set.join(",")
-            ));
+    for (_, suite) in &declared {
+        for scenario in suite["scenario"].as_array().unwrap() {
+            for setting in scenario["setting"].as_array().unwrap() {
+                let set: Vec<&str> = setting["set"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap())
+                    .collect();
+                expected.push(format!(
+                    "{} [{}]",
+                    scenario["name"].as_str().unwrap(),
+                    set.join(",")
+                ));
+            }
         }
     }
     let cases: Vec<String> = report
@@ -72,28 +102,35 @@ fn cluster_gate_bug_suite_meets_every_expectation_and_writes_junit() {
     // (times and etcd revisions redacted), each replica's final log and epoch
     // file, etcd's timeline and the verdict with its evidence.
     let store = dir.path().join("store");
-    let loaded = epochal::gate::load_suites(&[suite]).unwrap();
-    for scenario in loaded[0].suite.scenarios.iter().filter(|s| s.snapshot) {
-        for setting in &scenario.settings {
-            let setting_dir = epochal::gate::setting_dir(setting);
-            let parent = store.join("bugs").join(&scenario.name).join(&setting_dir);
-            let runs: Vec<PathBuf> = std::fs::read_dir(&parent)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .collect();
-            assert_eq!(runs.len(), 1, "{runs:?}");
-            let normalized = epochal::snapshot::normalized(&runs[0]).unwrap();
-            insta::with_settings!({
-                snapshot_path => "../../snapshots",
-                prepend_module_to_snapshot => false,
-            }, {
-                insta::assert_json_snapshot!(
-                    format!("bugs__{}__{}", scenario.name, setting_dir),
-                    normalized
-                );
-            });
+    let mut snapshotted = 0;
+    for loaded in epochal::gate::load_suites(&[suites]).unwrap() {
+        for scenario in &loaded.suite.scenarios {
+            for setting in scenario.snapshotted() {
+                let setting_dir = epochal::gate::setting_dir(setting);
+                let parent = store
+                    .join(&loaded.name)
+                    .join(&scenario.name)
+                    .join(&setting_dir);
+                let runs: Vec<PathBuf> = std::fs::read_dir(&parent)
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .collect();
+                assert_eq!(runs.len(), 1, "{runs:?}");
+                let normalized = epochal::snapshot::normalized(&runs[0]).unwrap();
+                insta::with_settings!({
+                    snapshot_path => "../../snapshots",
+                    prepend_module_to_snapshot => false,
+                }, {
+                    insta::assert_json_snapshot!(
+                        format!("{}__{}__{}", loaded.name, scenario.name, setting_dir),
+                        normalized
+                    );
+                });
+                snapshotted += 1;
+            }
         }
     }
+    assert!(snapshotted >= 17, "{snapshotted} snapshots compared");
 }
 
 #[test]
@@ -153,7 +190,9 @@ fn cluster_gate_fails_when_the_broker_has_a_fix_removed() {
     assert_eq!(output.status.code(), Some(1), "{}", show(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains("FAIL   fixed/kip-101-scenario-1         truncation=current"),
+        stdout.lines().any(|l| l.starts_with("FAIL ")
+            && l.contains(" fixed/kip-101-scenario-1 ")
+            && l.contains(" truncation=current ")),
         "{stdout}"
     );
     assert!(stdout.contains("expected valid, got invalid"), "{stdout}");

@@ -1,5 +1,6 @@
 //! GUARANTEES.md stays in step with the code: every checker the harness runs is
-//! in its guarantee table, and every scenario of the bug suite in its bug table.
+//! in its guarantee table, every scenario of the bug suite in its bug table, and
+//! every scenario of the guarantees suite in its guarantees-suite table.
 
 use std::path::Path;
 
@@ -38,5 +39,27 @@ fn every_bug_scenario_is_in_the_bug_table() {
             "GUARANTEES.md's bug table lacks {}",
             scenario.name
         );
+    }
+}
+
+#[test]
+fn every_guarantees_scenario_is_in_its_table() {
+    let doc = doc();
+    let suites = epochal::gate::load_suites(&[
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/guarantees.toml")
+    ])
+    .unwrap();
+    assert!(suites[0].suite.scenarios.len() >= 6);
+    for scenario in &suites[0].suite.scenarios {
+        assert!(
+            doc.contains(&format!(
+                "| `{}` (`suites/{}`) |",
+                scenario.name,
+                scenario.schedule.display()
+            )),
+            "GUARANTEES.md's guarantees-suite table lacks {}",
+            scenario.name
+        );
+        assert!(!scenario.snapshot, "{}: verdicts only", scenario.name);
     }
 }

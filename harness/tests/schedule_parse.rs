@@ -236,3 +236,43 @@ fn a_typo_in_a_table_header_a_bad_value_and_a_missing_key_are_located() {
     assert_eq!((line, key.as_deref()), (10, Some("produce")), "{text}");
     assert!(text.contains("missing field `values`"), "{text}");
 }
+
+#[test]
+fn background_workload_mistakes_are_named_with_their_line() {
+    // An acknowledgement await with nobody producing could never be met.
+    let (line, what, text) = invalid(&format!(
+        "{BASE}\n[[step]]\nawait = \"10 more writes acknowledged\"\n"
+    ));
+    assert_eq!(line, Some(9));
+    assert!(matches!(what, Invalid::BadStep { step: 1, .. }), "{text}");
+    assert!(text.contains("no producers"), "{text}");
+    let (line, what, _) = invalid(&format!(
+        "{BASE}\n[workload.background]\nconsumers = 1\n\n[[step]]\nawait = \"10 more writes acknowledged\"\n"
+    ));
+    assert_eq!(line, Some(12));
+    assert!(matches!(what, Invalid::BadStep { step: 1, .. }));
+    // A partition the cluster does not have, and a background of nobody.
+    let (line, what, _) = invalid(&format!(
+        "{BASE}\n[workload.background]\nproducers = 1\npartitions = [\"t-3\"]\n"
+    ));
+    assert_eq!(line, Some(9));
+    assert!(matches!(what, Invalid::UnknownPartition { partition, .. } if partition == "t-3"));
+    let (line, what, _) = invalid(&format!("{BASE}\n[workload.background]\ninterval_ms = 5\n"));
+    assert_eq!(line, Some(9));
+    assert_eq!(what, Invalid::EmptyBackground);
+    // A misspelt key is a syntax error at its line.
+    let (line, key, _) = syntax(&format!("{BASE}\n[workload.background]\nproducer = 1\n"));
+    assert_eq!((line, key.as_deref()), (10, Some("producer")));
+    // And a well-formed one reads back with its defaults filled in.
+    let s = parse(&format!(
+        "{BASE}\n[workload.background]\nproducers = 2\n\n[[step]]\nawait = \"25 more writes acknowledged\"\n"
+    ))
+    .unwrap();
+    let b = s.workload.background.as_ref().unwrap();
+    assert_eq!((b.producers, b.consumers, b.interval_ms), (2, 0, 20));
+    assert_eq!(
+        s.steps[0].await_.as_ref().unwrap().to_string(),
+        "25 more writes acknowledged"
+    );
+    assert_eq!(parse(&s.to_toml()).unwrap(), s);
+}

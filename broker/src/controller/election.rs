@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use super::controller::{Controller, ControllerSettings};
 use super::metadata_store::{MetadataStore, controller_key};
 use super::session::Session;
+use crate::failpoints::{self, Failpoint};
 
 const RETRY_BACKOFF: Duration = Duration::from_millis(300);
 
@@ -29,6 +30,15 @@ pub async fn run(
         // A fenced broker does not campaign: its lease may already be gone.
         if !session.is_live() {
             backoff(&mut shutdown).await;
+            continue;
+        }
+        // A scenario may have this broker sit one election out (failpoints.rs).
+        if failpoints::hit_or_return(Failpoint::ControllerBeforeCampaign) {
+            tracing::warn!("failpoint: sitting this controller election out");
+            if let Err(e) = wait_for_key(&store, &mut shutdown, Key::Held).await {
+                tracing::warn!(%e, "watching the controller key failed");
+                backoff(&mut shutdown).await;
+            }
             continue;
         }
         // The session's current lease: after a re-registration, a new one.
@@ -56,7 +66,7 @@ pub async fn run(
                 }
             },
             Ok(None) => {
-                if let Err(e) = wait_for_vacancy(&store, &mut shutdown).await {
+                if let Err(e) = wait_for_key(&store, &mut shutdown, Key::Vacant).await {
                     tracing::warn!(%e, "watching the controller key failed");
                     backoff(&mut shutdown).await;
                 }
@@ -75,13 +85,23 @@ async fn backoff(shutdown: &mut watch::Receiver<bool>) {
     }
 }
 
-/// Return once the controller key is absent (or on shutdown).
-async fn wait_for_vacancy(
+/// What [`wait_for_key`] waits for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    /// Nobody holds the controller key.
+    Vacant,
+    /// Somebody does.
+    Held,
+}
+
+/// Return once the controller key is as `want` (or on shutdown).
+async fn wait_for_key(
     store: &MetadataStore,
     shutdown: &mut watch::Receiver<bool>,
+    want: Key,
 ) -> Result<(), super::metadata_store::StoreError> {
     let (current, revision) = store.controller().await?;
-    if current.is_none() {
+    if current.is_some() == (want == Key::Held) {
         return Ok(());
     }
     let mut stream = store
@@ -91,13 +111,17 @@ async fn wait_for_vacancy(
             Some(WatchOptions::new().with_start_revision(revision + 1)),
         )
         .await?;
+    let wanted = match want {
+        Key::Vacant => EventType::Delete,
+        Key::Held => EventType::Put,
+    };
     loop {
         tokio::select! {
             _ = shutdown.changed() => return Ok(()),
             msg = stream.message() => match msg? {
                 None => return Ok(()),
                 Some(resp) => {
-                    if resp.canceled() || resp.events().iter().any(|e| e.event_type() == EventType::Delete) {
+                    if resp.canceled() || resp.events().iter().any(|e| e.event_type() == wanted) {
                         return Ok(());
                     }
                 }

@@ -328,6 +328,40 @@ impl HistoryWriter {
     }
 }
 
+/// One history written by several tasks (the scripted steps and the
+/// background workers): each op is stamped and written under one lock, so the
+/// file's order is the order ops happened in.
+#[derive(Clone)]
+pub struct SharedHistory(std::sync::Arc<std::sync::Mutex<HistoryWriter>>);
+
+impl SharedHistory {
+    pub fn new(writer: HistoryWriter) -> Self {
+        Self(std::sync::Arc::new(std::sync::Mutex::new(writer)))
+    }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, HistoryWriter> {
+        // A writer poisoned by a panicking task still holds whole lines only.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn append(
+        &self,
+        process: Process,
+        kind: OpType,
+        f: &str,
+        value: Value,
+        error: Option<String>,
+    ) -> Result<Op, WriteError> {
+        self.writer().append(process, kind, f, value, error)
+    }
+
+    pub fn invoke(&self, process: Process, f: &str, value: Value) -> Result<Op, WriteError> {
+        self.writer().invoke(process, f, value)
+    }
+}
+
 /// Reads a history file and validates it, naming the first bad line.
 pub fn read_history(path: impl AsRef<Path>) -> Result<Vec<Op>, HistoryError> {
     let path = path.as_ref();

@@ -72,4 +72,5 @@ pub const FAILPOINTS: &[&str] = &[
     "controller-before-broker-loss",
     "controller-after-write",
     "leader-after-append",
+    "controller-before-campaign",
 ];

@@ -49,6 +49,12 @@ pub enum Condition {
     Stopped {
         node: String,
     },
+    /// The background producers had `more` sends acknowledged since the
+    /// await began: the cluster is taking writes again. Counted by the
+    /// workload itself, not observed.
+    Acknowledged {
+        more: u64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +73,8 @@ pub enum Checkpoint {
 
 const FORMS: &str = "leader of P is X | X in ISR of P | X not in ISR of P | HW of X for P >= N | \
 LEO of X for P >= N | controller is X | controller is not X | checkpoint hw of X for P is N | \
-checkpoint recovery-point of X for P is N | X applied LeaderAndIsr for P with leader epoch E | X is stopped";
+checkpoint recovery-point of X for P is N | X applied LeaderAndIsr for P with leader epoch E | X is stopped | \
+N more writes acknowledged";
 
 impl std::str::FromStr for Condition {
     type Err = String;
@@ -150,6 +157,7 @@ impl std::str::FromStr for Condition {
                     .map_err(|_| format!("{e:?} in {s:?} is not a leader epoch"))?,
             },
             [x, "is", "stopped"] => Condition::Stopped { node: node(x)? },
+            [n, "more", "writes", "acknowledged"] => Condition::Acknowledged { more: number(n)? },
             _ => return Err(format!("{s:?} is not a condition; one of: {FORMS}")),
         })
     }
@@ -170,7 +178,7 @@ impl From<Condition> for String {
 
 impl Condition {
     /// The node names and partitions it mentions, for validation.
-    pub fn nodes_and_partition(&self) -> (&str, Option<&PartitionRef>) {
+    pub fn nodes_and_partition(&self) -> (Option<&str>, Option<&PartitionRef>) {
         match self {
             Condition::LeaderIs { partition, node }
             | Condition::InIsr {
@@ -184,8 +192,11 @@ impl Condition {
             }
             | Condition::AppliedLeaderAndIsr {
                 node, partition, ..
-            } => (node, Some(partition)),
-            Condition::ControllerIs { node, .. } | Condition::Stopped { node } => (node, None),
+            } => (Some(node), Some(partition)),
+            Condition::ControllerIs { node, .. } | Condition::Stopped { node } => {
+                (Some(node), None)
+            }
+            Condition::Acknowledged { .. } => (None, None),
         }
     }
 }
@@ -239,6 +250,7 @@ impl fmt::Display for Condition {
                 "{node} applied LeaderAndIsr for {partition} with leader epoch {leader_epoch}"
             ),
             Condition::Stopped { node } => write!(f, "{node} is stopped"),
+            Condition::Acknowledged { more } => write!(f, "{more} more writes acknowledged"),
         }
     }
 }

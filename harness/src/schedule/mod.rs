@@ -13,8 +13,8 @@ mod parse;
 pub use broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS, SettingKind};
 pub use condition::{Checkpoint, Condition, Offset};
 pub use model::{
-    Acks, Cluster, Compression, Consume, Fault, NodeConfig, OneWay, PartitionRef, Produce,
-    Schedule, Step, Target, Topic, TruncateLog, Workload,
+    Acks, Background, Cluster, Compression, Consume, Fault, NodeConfig, OneWay, PartitionRef,
+    Produce, Schedule, Step, Target, Topic, TruncateLog, Workload,
 };
 pub use parse::{Invalid, ScheduleError};
 

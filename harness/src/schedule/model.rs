@@ -66,6 +66,41 @@ pub struct Workload {
     /// Seeds the nemesis's choices (`random minority`), so a schedule resolves
     /// the same way on every run.
     pub seed: u64,
+    /// Producers and consumers that run from the moment the cluster is ready
+    /// until the last step is done, beside the scripted steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<Background>,
+}
+
+/// `[workload.background]`: clients that keep producing and consuming while
+/// the steps run, as Jepsen's workload clients do. Producers write the values
+/// [`Background::FIRST_VALUE`], +1, ... (each value once in the run); each
+/// worker goes round the partitions, one request at a time, `interval_ms`
+/// apart. Steps synchronise with them through the `N more writes
+/// acknowledged` await.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Background {
+    #[serde(default)]
+    pub producers: u32,
+    #[serde(default)]
+    pub consumers: u32,
+    /// Pause between one worker's requests.
+    #[serde(default = "Background::default_interval_ms")]
+    pub interval_ms: u64,
+    /// Partitions the workers use; default every partition of every topic.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<PartitionRef>,
+}
+
+impl Background {
+    /// Background values start here, clear of the small values scripted
+    /// produce steps write, so the two never collide in one run.
+    pub const FIRST_VALUE: i64 = 1_000_000;
+
+    fn default_interval_ms() -> u64 {
+        20
+    }
 }
 
 impl Default for Workload {
@@ -77,6 +112,7 @@ impl Default for Workload {
             await_timeout_ms: 30_000,
             request_timeout_ms: 10_000,
             seed: 0,
+            background: None,
         }
     }
 }

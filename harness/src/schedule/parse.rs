@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS};
+use super::condition::Condition;
 use super::model::{Fault, PartitionRef, Schedule, Step, Target};
 
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +76,8 @@ pub enum Invalid {
     UnknownFailpoint { failpoint: String, node: String },
     #[error("step {step}: {why}")]
     BadStep { step: usize, why: String },
+    #[error("[workload.background] needs at least one producer or consumer, and a topic to use")]
+    EmptyBackground,
 }
 
 pub(super) fn parse(file: &Path, src: &str) -> Result<Schedule, ScheduleError> {
@@ -231,6 +234,18 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
     };
 
     settings(&s.cluster.settings, "cluster.settings", src)?;
+    if let Some(b) = &s.workload.background {
+        let line = key_line(src, "background");
+        for p in &b.partitions {
+            partition(p, line)?;
+        }
+        if b.producers + b.consumers == 0 {
+            return Err((line, Invalid::EmptyBackground));
+        }
+        if s.cluster.topics.is_empty() {
+            return Err((line, Invalid::EmptyBackground));
+        }
+    }
     for (name, config) in &s.cluster.node {
         node(name, key_line(src, name))?;
         settings(
@@ -336,9 +351,17 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
         }
         if let Some(c) = await_ {
             let (n, p) = c.nodes_and_partition();
-            node(n, line)?;
+            if let Some(n) = n {
+                node(n, line)?;
+            }
             if let Some(p) = p {
                 partition(p, line)?;
+            }
+            let producers = s.workload.background.as_ref().map_or(0, |b| b.producers);
+            if matches!(c, Condition::Acknowledged { .. }) && producers == 0 {
+                return Err(bad(format!(
+                    "`{c}` counts background producers' acks, and [workload.background] has no producers"
+                )));
             }
         }
     }

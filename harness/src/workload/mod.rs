@@ -1,10 +1,13 @@
-//! The workload: the harness's own Kafka client and, later, the generators that
-//! drive it. A client operation's outcome is data (ok, a broker error code, a
-//! timeout, a lost connection) because the history's ok/fail/info rests on it.
+//! The workload: the harness's own Kafka client, the client operations the
+//! history records (ops.rs) and the background workers that drive them. A
+//! client operation's outcome is data (ok, a broker error code, a timeout, a
+//! lost connection) because the history's ok/fail/info rests on it.
 //! Nothing here may depend on the broker crate: it speaks Kafka's wire protocol
 //! through `kafka-protocol` only, so it works against any Kafka-format broker.
 
+pub mod background;
 pub mod kafka_client;
+pub mod ops;
 
 pub use kafka_client::{
     ClientError, Compression, FetchOptions, Fetched, FetchedRecord, KafkaClient, Metadata,

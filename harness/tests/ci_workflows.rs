@@ -1,0 +1,47 @@
+//! The workflow files in `ci/workflows/` call scripts in `ci/` that also run by
+//! hand: every `bash ci/...` they name exists, and the nightly and release
+//! workflows run the gate on both runtimes.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn workflow(name: &str) -> String {
+    std::fs::read_to_string(root().join("ci/workflows").join(name)).unwrap()
+}
+
+/// The `ci/` scripts a workflow calls with `bash ci/NAME`.
+fn scripts(text: &str) -> Vec<String> {
+    text.split("bash ci/")
+        .skip(1)
+        .map(|rest| {
+            rest.split(|c: char| c.is_whitespace() || c == '"')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn every_script_a_workflow_calls_exists() {
+    for name in ["nightly.yml", "release.yml"] {
+        let text = workflow(name);
+        let called = scripts(&text);
+        assert!(!called.is_empty(), "{name} calls no ci/ script");
+        for script in called {
+            let path = root().join("ci").join(&script);
+            assert!(path.is_file(), "{name} calls ci/{script}, which is missing");
+        }
+    }
+    // The nightly script runs the gate on both runtimes and the determinism
+    // check; the release workflow gates on both runtimes.
+    let nightly = std::fs::read_to_string(root().join("ci/nightly.sh")).unwrap();
+    assert!(nightly.contains("ci/gate.sh process docker"), "{nightly}");
+    assert!(nightly.contains("ci/determinism 5"), "{nightly}");
+    assert!(workflow("nightly.yml").contains("upload-artifact"));
+    assert!(workflow("release.yml").contains("bash ci/gate.sh process docker"));
+    assert!(workflow("release.yml").contains("needs: gate"));
+}
