@@ -993,10 +993,18 @@ pub async fn gc(
         }
         // By tag and without force: an image a container still uses (a run
         // of another checkout, say) is refused by Docker (409) and kept.
-        let names = if image.repo_tags.is_empty() {
+        // A dangling image (its tag taken by a newer build of the same
+        // contents, e.g. two harnesses building at once) lists `<none>:<none>`.
+        let tags: Vec<String> = image
+            .repo_tags
+            .iter()
+            .filter(|t| t.as_str() != "<none>:<none>")
+            .cloned()
+            .collect();
+        let names = if tags.is_empty() {
             vec![image.id.clone()]
         } else {
-            image.repo_tags.clone()
+            tags
         };
         for name in names {
             match docker
