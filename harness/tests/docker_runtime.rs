@@ -197,3 +197,26 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
     let log = std::fs::read_to_string(run.path().join(format!("b{leader}/broker.log"))).unwrap();
     assert_eq!(log.matches("broker ready").count(), 1, "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_docker_a_broker_that_exits_at_start_is_named_with_its_output_and_nothing_is_left()
+{
+    require_docker();
+    let run = tempfile::tempdir().unwrap();
+    let mut config = ProcessConfig::new(1, bin_dir(), run.path());
+    config.broker_args = vec!["--no-such-flag".into()];
+    let err = DockerRuntime::start(config).await.err().unwrap();
+    let text = err.to_string();
+    assert!(
+        matches!(err, epochal::runtime::RuntimeError::ContainerExited { .. }),
+        "{text}"
+    );
+    assert!(
+        text.contains("-b1") && text.contains("exit code 2"),
+        "{text}"
+    );
+    let log = std::fs::read_to_string(run.path().join("b1/broker.log")).unwrap();
+    assert!(log.contains("--no-such-flag"), "{log}");
+    let id = std::fs::read_to_string(run.path().join("docker-run-id")).unwrap();
+    assert_nothing_left(id.trim(), "after a failed start");
+}

@@ -28,6 +28,7 @@ pub mod api;
 pub mod image;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -422,6 +423,33 @@ impl DockerRuntime {
         }
     }
 
+    /// Polls `up` until it holds, the container's PID 1 (`pid`) ends (its
+    /// exit code and saved output are the error) or the start timeout passes.
+    async fn await_serving<Up: Future<Output = bool>>(
+        &self,
+        container: &Container,
+        pid: i32,
+        what: &str,
+        mut up: impl FnMut() -> Up,
+    ) -> Result<(), RuntimeError> {
+        let timeout = self.config.start_timeout;
+        let deadline = Instant::now() + timeout;
+        while !up().await {
+            if signal::proc_state(pid)?.is_none_or(|s| s == 'Z') {
+                return Err(self.exited(container).await);
+            }
+            if Instant::now() > deadline {
+                return Err(RuntimeError::Timeout {
+                    what: format!("{what} (container {})", container.name),
+                    timeout,
+                    detail: Some(format!("its output goes to {}", container.log.display())),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+        }
+        Ok(())
+    }
+
     async fn start_etcd(&mut self, image: &str) -> Result<(), RuntimeError> {
         let host_port = free_port()?;
         let client_url = format!("http://0.0.0.0:{ETCD_PORT}");
@@ -465,20 +493,10 @@ impl DockerRuntime {
             .await?;
         let pid = self.start_container(&container).await?;
         let endpoint = format!("http://127.0.0.1:{host_port}");
-        let deadline = Instant::now() + self.config.start_timeout;
-        while !super::process::etcd_healthy(&endpoint).await {
-            if signal::proc_state(pid)?.is_none_or(|s| s == 'Z') {
-                return Err(self.exited(&container).await);
-            }
-            if Instant::now() > deadline {
-                return Err(RuntimeError::Timeout {
-                    what: format!("etcd healthy (container {})", container.name),
-                    timeout: self.config.start_timeout,
-                    detail: None,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
-        }
+        self.await_serving(&container, pid, "etcd healthy", || {
+            super::process::etcd_healthy(&endpoint)
+        })
+        .await?;
         self.etcd_endpoint = endpoint;
         Ok(())
     }
@@ -534,20 +552,10 @@ impl DockerRuntime {
         self.proxies = ToxiproxyClient::new(format!("127.0.0.1:{api_port}"));
         // Docker accepts on a published port before the process inside listens,
         // so only an answer from the API says it is up.
-        let deadline = Instant::now() + self.config.start_timeout;
-        while self.proxies.version().await.is_err() {
-            if signal::proc_state(pid)?.is_none_or(|s| s == 'Z') {
-                return Err(self.exited(&container).await);
-            }
-            if Instant::now() > deadline {
-                return Err(RuntimeError::Timeout {
-                    what: format!("the proxy API (container {})", container.name),
-                    timeout: self.config.start_timeout,
-                    detail: None,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
-        }
+        self.await_serving(&container, pid, "the proxy API", || async {
+            self.proxies.version().await.is_ok()
+        })
+        .await?;
         self.proxies.populate(&proxies).await?;
         Ok(())
     }
@@ -741,7 +749,6 @@ impl Runtime for DockerRuntime {
     }
 
     async fn start_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
-        let timeout = self.config.start_timeout;
         let broker = self.broker(node)?;
         if broker.pid.is_some() {
             return Err(RuntimeError::AlreadyRunning(node));
@@ -767,32 +774,18 @@ impl Runtime for DockerRuntime {
         broker.pid = Some(pid);
         let request = broker.data_dir.join(STOP_REQUEST_FILE);
         self.watcher.set(node, Some((request, pid)));
-        let deadline = Instant::now() + timeout;
-        loop {
-            if std::fs::read_to_string(&listening).is_ok_and(|a| !a.trim().is_empty()) {
-                return Ok(());
-            }
-            if signal::proc_state(pid)?.is_none_or(|s| s == 'Z') {
-                self.forget(node)?;
-                let broker = self.broker(node)?;
-                return Err(self.exited(&broker.container).await);
-            }
-            if Instant::now() > deadline {
-                let broker = self.broker(node)?;
-                return Err(RuntimeError::Timeout {
-                    what: format!(
-                        "broker {node} listening (container {})",
-                        broker.container.name
-                    ),
-                    timeout,
-                    detail: Some(format!(
-                        "its output goes to {}",
-                        broker.container.log.display()
-                    )),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+        let broker = self.broker(node)?;
+        let what = format!("broker {node} listening");
+        let serving = self
+            .await_serving(&broker.container, pid, &what, || {
+                let up = std::fs::read_to_string(&listening).is_ok_and(|a| !a.trim().is_empty());
+                std::future::ready(up)
+            })
+            .await;
+        if let Err(RuntimeError::ContainerExited { .. }) = serving {
+            self.forget(node)?;
         }
+        serving
     }
 
     async fn stop_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
