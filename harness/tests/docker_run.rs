@@ -20,20 +20,24 @@ fn schedule(name: &str) -> PathBuf {
         .join(name)
 }
 
-#[test]
-fn cluster_docker_run_completes_valid_and_leaves_nothing() {
+/// `epochal run <schedule> --runtime docker` into a temp store, asserted to
+/// exit 0 with a valid verdict: the store, the run dir, the run id, and a
+/// guard that removes the run's containers if the test fails.
+fn run_valid(name: &str) -> (tempfile::TempDir, PathBuf, String, Cleanup) {
     require_docker();
     let store = tempfile::tempdir().unwrap();
-    let output = run_quietly(
-        &schedule("crash_restart.toml"),
-        store.path(),
-        &["--runtime", "docker"],
-    );
+    let output = run_quietly(&schedule(name), store.path(), &["--runtime", "docker"]);
     let dir = latest(store.path());
     let run = run_id(&dir);
-    let _cleanup = Cleanup(Some(run.clone()));
+    let cleanup = Cleanup(Some(run.clone()));
     assert_eq!(output.status.code(), Some(0), "{}", show(&output));
     assert_eq!(read_results(&dir)["verdict"], "valid");
+    (store, dir, run, cleanup)
+}
+
+#[test]
+fn cluster_docker_run_completes_valid_and_leaves_nothing() {
+    let (_store, dir, run, _cleanup) = run_valid("crash_restart.toml");
     assert_nothing_left(&run, "after a completed run");
     // Each broker's output was saved from its container, across its restart:
     // b1 (crashed and restarted) came up twice.
@@ -131,18 +135,7 @@ fn docker_unreachable_is_a_clear_harness_error() {
 
 #[test]
 fn cluster_docker_run_fires_every_fault_kind_and_stays_valid() {
-    require_docker();
-    let store = tempfile::tempdir().unwrap();
-    let output = run_quietly(
-        &schedule("every_fault.toml"),
-        store.path(),
-        &["--runtime", "docker"],
-    );
-    let dir = latest(store.path());
-    let run = run_id(&dir);
-    let _cleanup = Cleanup(Some(run.clone()));
-    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
-    assert_eq!(read_results(&dir)["verdict"], "valid");
+    let (_store, dir, run, _cleanup) = run_valid("every_fault.toml");
     // Pause, stop, power loss, crash, truncate-log and every partition kind
     // fired on containers, each a completed nemesis op.
     let history = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
