@@ -1,6 +1,8 @@
 //! `epochal gate --runtime docker` on the KAFKA-532 scenario of the bug suite
 //! (both settings): each case meets the expectation it has on the
-//! process runtime, and no run leaves a container or a network. This scenario
+//! process runtime, the snapshotted setting's run matches the process
+//! runtime's snapshot to the letter, and no run leaves a container or a
+//! network. This scenario
 //! is the one that needs the broker's `stop` failpoint, which works differently
 //! for PID 1 of a container (broker/src/failpoints.rs). The whole suite on
 //! docker (`epochal gate suites/bugs.toml --runtime docker`) takes about five
@@ -30,7 +32,9 @@ fn one_scenario_suite(name: &str, dir: &Path) -> std::path::PathBuf {
         &format!("schedule = \"{name}.toml\""),
         &format!("schedule = {:?}", schedule.display().to_string()),
     );
-    let file = dir.join("suite.toml");
+    // Named as the real suite, so the store's layout (and the snapshot names)
+    // are those of `epochal gate suites/`.
+    let file = dir.join("bugs.toml");
     std::fs::write(&file, block).unwrap();
     file
 }
@@ -80,6 +84,25 @@ fn cluster_docker_gate_kafka_532_meets_its_expectations_and_leaves_nothing() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("gate: 2/2 met — PASS"), "{}", show(&output));
     assert_eq!(runs.len(), 2, "{runs:?}");
+
+    // The snapshotted setting's run is the process runtime's, to the letter:
+    // the same normalized history, replica files, etcd timeline and verdict
+    // (snapshots/, written from process runs by cluster_gate.rs).
+    let setting = "controller_epoch_fencing-true";
+    let run = runs
+        .iter()
+        .find(|r| r.parent().unwrap().ends_with(setting))
+        .unwrap();
+    let normalized = epochal::snapshot::normalized(run).unwrap();
+    insta::with_settings!({
+        snapshot_path => "../../snapshots",
+        prepend_module_to_snapshot => false,
+    }, {
+        insta::assert_json_snapshot!(
+            format!("bugs__kafka-532-stale-controller__{setting}"),
+            normalized
+        );
+    });
 }
 
 #[test]
