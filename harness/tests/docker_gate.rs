@@ -1,13 +1,13 @@
 //! `epochal gate --runtime docker` on the KAFKA-532 scenario of the bug suite
-//! (both settings): each case meets the expectation it has on the
-//! process runtime, the snapshotted setting's run matches the process
-//! runtime's snapshot to the letter, and no run leaves a container or a
-//! network. This scenario
-//! is the one that needs the broker's `stop` failpoint, which works differently
-//! for PID 1 of a container (broker/src/failpoints.rs). The whole suite on
-//! docker (`epochal gate suites/bugs.toml --runtime docker`) takes about five
-//! minutes, longer than a test may run here; CI runs it as a command. Needs
-//! Docker; without it this test fails saying so.
+//! (both settings): each case meets the expectation it has on the process
+//! runtime, the snapshotted setting's run matches the process runtime's
+//! snapshot to the letter, and no run leaves a container or a network; and a
+//! gate interrupted while two docker cases run removes both. This scenario is
+//! the one that needs the broker's `stop` failpoint, which works differently
+//! for PID 1 of a container (broker/src/failpoints.rs). The whole gate on
+//! docker (`epochal gate suites/ --runtime docker --jobs 2`, about four
+//! minutes) is longer than a test may run here; CI runs it as a command
+//! (ci/gate.sh). Needs Docker; without it these tests fail saying so.
 
 mod common;
 
