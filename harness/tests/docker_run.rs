@@ -111,6 +111,11 @@ fn cluster_docker_run_interrupted_leaves_nothing() {
     let status = interrupt(&mut child, Duration::from_secs(60));
     assert_eq!(status.code(), Some(130), "exit status {status}");
     assert_nothing_left(&run, "after SIGINT");
+    // Killed first (data dirs frozen), then their output saved, as the process
+    // runtime's Ctrl-C leaves its logs.
+    for node in ["b1", "b2", "b3"] {
+        assert!(broker_log(&dir, node).contains("broker ready"), "{node}");
+    }
 }
 
 #[test]

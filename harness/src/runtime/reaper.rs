@@ -55,13 +55,21 @@ unsafe impl Sync for DockerCleanup {}
 
 static DOCKER: OnceLock<DockerCleanup> = OnceLock::new();
 
-/// The shell command that removes every container, then every network, with
-/// label `key=value`.
+/// The shell command that ends a run's containers as the process runtime ends
+/// its children on Ctrl-C: SIGKILL to every container with label `key=value`
+/// (which freezes its data dir), then each one's output saved where its
+/// `epochal.log` label says, then every container and network removed.
 pub fn docker_cleanup_script(key: &str, value: &str) -> String {
-    let filter = format!("label={key}={value}");
+    let log = super::docker::api::LABEL_LOG;
     format!(
-        "docker ps -aq --filter {filter} | xargs -r docker rm -f -v >/dev/null 2>&1; \
-         docker network ls -q --filter {filter} | xargs -r docker network rm >/dev/null 2>&1"
+        "f='label={key}={value}'; \
+         docker ps -q --filter \"$f\" | xargs -r docker kill >/dev/null 2>&1; \
+         for c in $(docker ps -aq --filter \"$f\"); do \
+           l=$(docker inspect -f '{{{{index .Config.Labels \"{log}\"}}}}' \"$c\" 2>/dev/null); \
+           [ -n \"$l\" ] && docker logs \"$c\" >\"$l\" 2>&1; \
+         done; \
+         docker ps -aq --filter \"$f\" | xargs -r docker rm -f -v >/dev/null 2>&1; \
+         docker network ls -q --filter \"$f\" | xargs -r docker network rm >/dev/null 2>&1"
     )
 }
 
