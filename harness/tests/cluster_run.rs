@@ -6,10 +6,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::scenario::{
-    broker_log, epochal, inspect_t0, interrupt, latest, read_results, run_quietly, show,
+    await_harness_log, broker_log, epochal, inspect_t0, interrupt, latest, read_results,
+    run_quietly, show,
 };
 use epochal::history::{Op, OpType, Process, read_history};
 use serde_json::Value;
@@ -195,22 +196,12 @@ fn cluster_run_interrupted_leaves_no_child_and_a_valid_history() {
         .spawn()
         .unwrap();
     // Wait until the run is inside its long await, with writes acknowledged.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let log =
-            std::fs::read_to_string(store.path().join("latest/harness.log")).unwrap_or_default();
-        if log.contains("await b2 is stopped") {
-            break;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("epochal exited early: {status}; harness.log:\n{log}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the run never reached its await:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    await_harness_log(
+        store.path(),
+        "await b2 is stopped",
+        &mut child,
+        Duration::from_secs(90),
+    );
     let pids = children(child.id());
     // etcd, the proxy and three brokers.
     assert_eq!(pids.len(), 5, "children {pids:?}");

@@ -9,10 +9,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::docker::{Cleanup, assert_nothing_left, containers, require_docker, run_id};
-use common::scenario::{broker_log, epochal, interrupt, latest, read_results, run_quietly, show};
+use common::scenario::{
+    await_harness_log, broker_log, epochal, interrupt, latest, read_results, run_quietly, show,
+};
 
 fn schedule(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -84,22 +86,12 @@ fn cluster_docker_run_interrupted_leaves_nothing() {
         .spawn()
         .unwrap();
     let mut cleanup = Cleanup(None);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let dir = loop {
-        let log =
-            std::fs::read_to_string(store.path().join("latest/harness.log")).unwrap_or_default();
-        if log.contains("await b2 is stopped") {
-            break latest(store.path());
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("epochal exited early: {status}; harness.log:\n{log}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the run never reached its await:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let dir = await_harness_log(
+        store.path(),
+        "await b2 is stopped",
+        &mut child,
+        Duration::from_secs(120),
+    );
     let run = run_id(&dir);
     cleanup.0 = Some(run.clone());
     // During the run each broker is a container of its own, beside etcd's and

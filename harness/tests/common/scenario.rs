@@ -341,3 +341,29 @@ pub fn interrupt(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Polls `<store>/latest/harness.log` until it holds `needle` (a run of
+/// `child` reaching a step), failing if `child` exits first or after `within`;
+/// returns the run directory.
+pub fn await_harness_log(
+    store: &Path,
+    needle: &str,
+    child: &mut std::process::Child,
+    within: std::time::Duration,
+) -> PathBuf {
+    let deadline = Instant::now() + within;
+    loop {
+        let log = std::fs::read_to_string(store.join("latest/harness.log")).unwrap_or_default();
+        if log.contains(needle) {
+            return latest(store);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("epochal exited early: {status}; harness.log:\n{log}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run never logged {needle:?}:\n{log}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
