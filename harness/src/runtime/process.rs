@@ -111,7 +111,7 @@ impl ProcessConfig {
     }
 }
 
-pub(super) fn find_executable(name: &Path) -> Option<PathBuf> {
+pub(crate) fn find_executable(name: &Path) -> Option<PathBuf> {
     if name.components().count() > 1 {
         return name.is_file().then(|| name.to_owned());
     }

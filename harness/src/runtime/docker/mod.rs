@@ -25,7 +25,9 @@
 //!   runtime removes them all, and Ctrl-C does too (reaper.rs).
 
 pub mod api;
+mod gc;
 pub mod image;
+mod watcher;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
@@ -45,7 +47,9 @@ use testcontainers::bollard::query_parameters::{CreateContainerOptions, KillCont
 
 use super::{ClusterView, Link, NodeId, ProcessConfig, Runtime, RuntimeError, reaper};
 use api::{LABEL_LOG, LABEL_RUN, docker_error};
+pub use gc::{GcReport, gc};
 use image::ImageSpec;
+use watcher::StopWatcher;
 
 /// Ports inside the containers (each container has its own address, so they
 /// can be fixed there; the host side is always picked free).
@@ -93,79 +97,6 @@ pub struct DockerRuntime {
     link_ports: BTreeMap<Link, u16>,
     brokers: BTreeMap<NodeId, Broker>,
     watcher: StopWatcher,
-}
-
-/// Stops a broker that asks for it. A failpoint's `stop` raises SIGSTOP on the
-/// broker itself, which PID 1 of a namespace cannot do (the kernel drops it), so
-/// there the failpoint writes `stop-request` in its data dir and waits; this
-/// thread sees the file, sends SIGSTOP from the host (the parent namespace,
-/// which the kernel obeys), awaits state T and removes the file. The schedule's
-/// `resume` then continues the broker as usual.
-struct StopWatcher {
-    /// Running brokers: the request file on the host and the PID 1's host pid.
-    watched: std::sync::Arc<std::sync::Mutex<BTreeMap<NodeId, (PathBuf, i32)>>>,
-    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl StopWatcher {
-    fn new() -> Self {
-        StopWatcher {
-            watched: Default::default(),
-            done: Default::default(),
-            thread: None,
-        }
-    }
-
-    /// Starts the thread (for runs with failpoints only: nothing else asks).
-    fn spawn(&mut self) {
-        use std::sync::atomic::Ordering;
-        let (watched, done) = (self.watched.clone(), self.done.clone());
-        self.thread = Some(std::thread::spawn(move || {
-            while !done.load(Ordering::SeqCst) {
-                let requests: Vec<(PathBuf, i32)> = watched
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .values()
-                    .filter(|(request, _)| request.exists())
-                    .cloned()
-                    .collect();
-                for (request, pid) in requests {
-                    if signal::pause(pid).is_ok() {
-                        let deadline = Instant::now() + Duration::from_secs(5);
-                        while !signal::is_stopped(pid).unwrap_or(true) && Instant::now() < deadline
-                        {
-                            std::thread::sleep(Duration::from_millis(1));
-                        }
-                    }
-                    let _ = std::fs::remove_file(&request);
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        }));
-    }
-
-    fn set(&self, node: NodeId, entry: Option<(PathBuf, i32)>) {
-        let mut watched = self.watched.lock().unwrap_or_else(|e| e.into_inner());
-        match entry {
-            Some(entry) => watched.insert(node, entry),
-            None => watched.remove(&node),
-        };
-    }
-
-    /// Ends the thread, before the containers go (their pids may be reused).
-    fn stop(&mut self) {
-        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for StopWatcher {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 /// What the images hold.
@@ -919,102 +850,5 @@ impl Drop for DockerRuntime {
                 self.run_id
             );
         }
-    }
-}
-
-/// What `epochal gc` removed.
-#[derive(Debug, Default)]
-pub struct GcReport {
-    pub containers: usize,
-    pub networks: usize,
-    /// The tags (or ids) of the images removed.
-    pub images: Vec<String>,
-}
-
-/// Removes the containers and networks of epochal runs whose harness process
-/// is gone (with `all`, of every epochal run, even one still going), then every
-/// epochal image that is not the current one for its name: the hash of what it
-/// would hold now, from `bin_dir` and `etcd`. An image whose binary is missing
-/// here is kept (nothing to compare), and so is one a container still uses.
-pub async fn gc(
-    bin_dir: &std::path::Path,
-    etcd: &std::path::Path,
-    all: bool,
-) -> Result<GcReport, RuntimeError> {
-    use testcontainers::bollard::query_parameters::{ListImagesOptions, RemoveImageOptions};
-
-    let docker = api::connect()?;
-    let removed = if all {
-        api::remove_labelled(&docker, api::LABEL_PROJECT, "epochal", false).await?
-    } else {
-        api::remove_orphans(&docker).await?
-    };
-    let config = ProcessConfig::new(1, bin_dir, ".");
-    let etcd = super::process::find_executable(etcd).unwrap_or_else(|| etcd.to_owned());
-    let mut current = BTreeMap::new();
-    for spec in image_specs(&config, etcd) {
-        if spec.binary.is_file() {
-            current.insert(spec.repository(), spec.context()?.tag);
-        }
-    }
-    let images = docker
-        .list_images(Some(ListImagesOptions {
-            filters: Some(HashMap::from([(
-                "label".to_owned(),
-                vec![format!("{}=epochal", api::LABEL_PROJECT)],
-            )])),
-            ..Default::default()
-        }))
-        .await
-        .map_err(|e| docker_error("listing epochal images", e))?;
-    let mut report = GcReport {
-        containers: removed.containers,
-        networks: removed.networks,
-        images: Vec::new(),
-    };
-    let mut failures = Vec::new();
-    for image in images {
-        let repository = image
-            .labels
-            .get(api::LABEL_IMAGE)
-            .map(|n| format!("epochal-{n}"));
-        let Some(want) = repository.and_then(|r| current.get(&r)) else {
-            continue;
-        };
-        if image.repo_tags.iter().any(|t| t == want) {
-            continue;
-        }
-        // By tag and without force: an image a container still uses (a run
-        // of another checkout, say) is refused by Docker (409) and kept.
-        // A dangling image (its tag taken by a newer build of the same
-        // contents, e.g. two harnesses building at once) lists `<none>:<none>`.
-        let tags: Vec<String> = image
-            .repo_tags
-            .iter()
-            .filter(|t| t.as_str() != "<none>:<none>")
-            .cloned()
-            .collect();
-        let names = if tags.is_empty() {
-            vec![image.id.clone()]
-        } else {
-            tags
-        };
-        for name in names {
-            match docker
-                .remove_image(&name, None::<RemoveImageOptions>, None)
-                .await
-            {
-                Ok(_) => report.images.push(name),
-                Err(DockerError::DockerResponseServerError {
-                    status_code: 409, ..
-                }) => {}
-                Err(e) => failures.push(format!("image {name}: {e}")),
-            }
-        }
-    }
-    if failures.is_empty() {
-        Ok(report)
-    } else {
-        Err(RuntimeError::Cleanup(failures))
     }
 }
