@@ -2,7 +2,7 @@
 # epochal's one entry point for set-up, the main job and the tests.
 #
 #   bash ci/dev.sh demo   # the main job: `epochal gate suites/` on the process runtime
-#   bash ci/dev.sh test   # fmt, clippy and every test, as CI runs them
+#   bash ci/dev.sh test   # fmt, clippy, every test, then the gate on docker, as CI runs them
 #
 # It installs what the build and the tests need when it is missing: Debian's
 # etcd-server (the coordinator under test clusters), protobuf-compiler (etcd-client's
@@ -37,6 +37,16 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 }
 
+# The Docker runtime's tests and gate need a running Docker engine (images are
+# built locally from the workspace's binaries; nothing is pulled).
+ensure_docker() {
+  if ! docker info >/dev/null 2>&1; then
+    echo "epochal's Docker runtime tests need a running Docker engine and its CLI" >&2
+    echo "(docker info failed); install docker.io and start dockerd first" >&2
+    exit 1
+  fi
+}
+
 ensure_nextest() {
   cargo nextest --version >/dev/null 2>&1 && return 0
   echo "== installing cargo-nextest"
@@ -64,6 +74,7 @@ case "$cmd" in
     ;;
   test)
     ensure_debian_packages
+    ensure_docker
     ensure_nextest
     ensure_python_client
     echo "== cargo fmt --check"
@@ -72,6 +83,9 @@ case "$cmd" in
     cargo clippy --workspace --all-targets -- -D warnings
     echo "== cargo nextest"
     cargo nextest run --workspace --profile ci
+    # The process runtime's full gate ran as a test (cluster_gate.rs); the same
+    # suites on the Docker runtime run here, alone, as a user runs them.
+    EPOCHAL_STORE=target/ci-store bash ci/gate.sh docker
     ;;
   *)
     echo "usage: bash ci/dev.sh demo|test" >&2
