@@ -504,13 +504,13 @@ pub fn write_table(cases: &[CaseResult], out: &mut impl std::io::Write) -> std::
         .map(|c| format!("{}/{}", c.suite, c.scenario))
         .collect();
     // Each column as wide as its widest cell, so long settings stay aligned.
-    let width = |header: &str, cells: &mut dyn Iterator<Item = usize>| {
-        cells.chain([header.len()]).max().unwrap_or(0)
-    };
-    let scenario_w = width("scenario", &mut names.iter().map(String::len));
-    let setting_w = width("setting", &mut cases.iter().map(|c| c.setting.len()));
-    let expected_w = width("expected", &mut cases.iter().map(|c| c.expected.len()));
-    let got_w = width("got", &mut cases.iter().map(|c| c.got.len()));
+    fn width(header: &str, cells: impl Iterator<Item = usize>) -> usize {
+        cells.fold(header.len(), usize::max)
+    }
+    let scenario_w = width("scenario", names.iter().map(String::len));
+    let setting_w = width("setting", cases.iter().map(|c| c.setting.len()));
+    let expected_w = width("expected", cases.iter().map(|c| c.expected.len()));
+    let got_w = width("got", cases.iter().map(|c| c.got.len()));
     writeln!(
         out,
         "{:<6} {:<scenario_w$} {:<setting_w$} {:<expected_w$} {:<got_w$} {:>7}",

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::bin_dir;
+use common::etcd::assign_topic_t;
 use epochal::runtime::{Link, ProcessConfig, ProcessRuntime, Runtime, RuntimeError};
 use epochal_faults::proxy::{OnHeal, Stream};
 
@@ -91,17 +92,7 @@ async fn cluster_kill_restart_and_pause_a_broker() {
 
     // A topic assigned the way CreateTopics does (broker/README.md's key layout):
     // ready now also means a leader and a full ISR for both partitions.
-    let mut client = etcd_client::Client::connect([etcd.as_str()], None)
-        .await
-        .unwrap();
-    client
-        .put(
-            "/epochal/brokers/topics/t",
-            r#"{"partitions":{"0":[1,2,3],"1":[2,3,1]}}"#,
-            None,
-        )
-        .await
-        .unwrap();
+    assign_topic_t(&etcd, r#"{"0":[1,2,3],"1":[2,3,1]}"#).await;
     let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
     assert_eq!(view.partitions.len(), 2, "{view:?}");
     for partition in view.partitions.values() {
@@ -237,15 +228,8 @@ async fn cluster_cutting_a_follower_from_its_leader_shrinks_the_isr() {
     config.broker_args = vec!["--replica-lag-time-max-ms".into(), "1000".into()];
     let runtime = ProcessRuntime::start(config).await.unwrap();
     runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    assign_topic_t(runtime.etcd_endpoint(), r#"{"0":[1,2,3]}"#).await;
     let mut client = etcd_client::Client::connect([runtime.etcd_endpoint()], None)
-        .await
-        .unwrap();
-    client
-        .put(
-            "/epochal/brokers/topics/t",
-            r#"{"partitions":{"0":[1,2,3]}}"#,
-            None,
-        )
         .await
         .unwrap();
     let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();

@@ -13,26 +13,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::bin_dir;
 use common::docker::{Cleanup, assert_nothing_left, containers, networks, require_docker};
+use common::etcd::assign_topic_t;
 use epochal::runtime::{DockerRuntime, ProcessConfig, Runtime};
 use epochal::workload::kafka_client::KafkaClient;
 use epochal::workload::{FetchOptions, ProduceOptions, ProduceRecord};
 
 const READY: Duration = Duration::from_secs(60);
-
-/// Puts topic `t` (one partition on b1, b2, b3) the way CreateTopics does.
-async fn create_topic(runtime: &DockerRuntime) {
-    let mut client = etcd_client::Client::connect([runtime.etcd_endpoint()], None)
-        .await
-        .unwrap();
-    client
-        .put(
-            "/epochal/brokers/topics/t",
-            r#"{"partitions":{"0":[1,2,3]}}"#,
-            None,
-        )
-        .await
-        .unwrap();
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_docker_each_broker_is_its_own_container_and_drop_removes_all() {
@@ -121,7 +107,8 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
     let mut runtime = DockerRuntime::start(config).await.unwrap();
     let id = runtime.run_id().to_owned();
     let _cleanup = Cleanup(Some(id.clone()));
-    create_topic(&runtime).await;
+    // Topic `t`, one partition on b1, b2, b3.
+    assign_topic_t(runtime.etcd_endpoint(), r#"{"0":[1,2,3]}"#).await;
     let before = runtime.await_ready(READY).await.unwrap();
     let partition = before.partitions[&("t".to_owned(), 0)].clone();
     let leader = partition.leader.unwrap();

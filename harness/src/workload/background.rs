@@ -24,8 +24,8 @@ use tokio::task::JoinSet;
 use super::kafka_client::{ClientError, KafkaClient, ProduceOptions};
 use super::ops::{self, acks_name, client_outcome, wire_compression};
 use crate::history::{OpType, Process, SharedHistory, WriteError};
-use crate::observe::{leader_of, node_name};
-use crate::runtime::{ClusterView, NodeId};
+use crate::observe::node_name;
+use crate::runtime::{ClusterView, NodeId, PartitionView};
 use crate::schedule::{Acks, Background, PartitionRef, Workload};
 
 /// Extra time a send's answer may take beyond the broker's own acks=all wait.
@@ -233,10 +233,35 @@ impl Worker {
     }
 
     /// The partition's state in etcd now (`None` when etcd cannot say).
-    async fn state(&mut self, partition: &PartitionRef) -> Option<(ClusterView, Option<NodeId>)> {
+    async fn state(&mut self, partition: &PartitionRef) -> Option<PartitionView> {
         let view = ClusterView::read(&mut self.etcd).await.ok()?;
-        let leader = leader_of(&view, partition);
-        Some((view, leader))
+        view.partition(&partition.topic, partition.partition)
+            .cloned()
+    }
+
+    /// Invokes `f` with `value` on this worker's process, aimed at the
+    /// partition's leader as etcd names it now (added to `value` as `node`);
+    /// with no leader known the op fails at once and `None` is returned.
+    async fn begin(
+        &mut self,
+        f: &str,
+        partition: &PartitionRef,
+        value: &mut Value,
+    ) -> Result<Option<NodeId>, WriteError> {
+        let node = self.state(partition).await.and_then(|s| s.leader);
+        value["node"] = json!(node.map(node_name));
+        self.context
+            .history
+            .invoke(Process::Client(self.process), f, value.clone())?;
+        if node.is_none() {
+            let why = if f == "send" {
+                "no leader to send to"
+            } else {
+                "no leader to read from"
+            };
+            self.record(OpType::Fail, f, value.clone(), Some(why.into()))?;
+        }
+        Ok(node)
     }
 
     async fn client(&mut self, node: NodeId) -> Result<&mut KafkaClient, ClientError> {
@@ -270,23 +295,12 @@ impl Worker {
         while self.next_turn().await {
             let partition = self.partition();
             let v = context.next_value.fetch_add(1, Ordering::Relaxed);
-            let node = self.state(&partition).await.and_then(|(_, leader)| leader);
             let mut value = json!({
                 "partition": partition.to_string(),
                 "values": [v],
                 "acks": acks_name(context.acks),
-                "node": node.map(node_name),
             });
-            context
-                .history
-                .invoke(Process::Client(self.process), "send", value.clone())?;
-            let Some(node) = node else {
-                self.record(
-                    OpType::Fail,
-                    "send",
-                    value,
-                    Some("no leader to send to".into()),
-                )?;
+            let Some(node) = self.begin("send", &partition, &mut value).await? else {
                 continue;
             };
             let deadline = context.request_timeout + SEND_MARGIN;
@@ -299,9 +313,7 @@ impl Worker {
             match result {
                 Ok(offsets) => {
                     value["offsets"] = offsets;
-                    if let Some((view, _)) = self.state(&partition).await
-                        && let Some(state) = view.partition(&partition.topic, partition.partition)
-                    {
+                    if let Some(state) = self.state(&partition).await {
                         value["isr"] = json!(state.isr);
                         value["leader_epoch"] = json!(state.leader_epoch);
                     }
@@ -327,22 +339,11 @@ impl Worker {
         while self.next_turn().await {
             let partition = self.partition();
             let from = positions.get(&partition.to_string()).copied().unwrap_or(0);
-            let node = self.state(&partition).await.and_then(|(_, leader)| leader);
             let mut value = json!({
                 "partition": partition.to_string(),
                 "from_offset": from,
-                "node": node.map(node_name),
             });
-            context
-                .history
-                .invoke(Process::Client(self.process), "poll", value.clone())?;
-            let Some(node) = node else {
-                self.record(
-                    OpType::Fail,
-                    "poll",
-                    value,
-                    Some("no leader to read from".into()),
-                )?;
+            let Some(node) = self.begin("poll", &partition, &mut value).await? else {
                 continue;
             };
             let result = match self.client(node).await {
@@ -356,9 +357,7 @@ impl Worker {
                     }
                     value["records"] = json!(polled.records);
                     value["high_watermark"] = json!(polled.high_watermark);
-                    if let Some((view, _)) = self.state(&partition).await
-                        && let Some(s) = view.partition(&partition.topic, partition.partition)
-                    {
+                    if let Some(s) = self.state(&partition).await {
                         value["leader_epoch"] = json!(s.leader_epoch);
                     }
                     self.record(OpType::Ok, "poll", value, None)?;

@@ -98,3 +98,19 @@ async fn etcd_healthy(port: u16) -> bool {
         Ok(Some(true))
     )
 }
+
+/// Assigns topic `t`'s partitions (`{"0":[1,2,3],...}`) the way CreateTopics
+/// does (broker/README.md's key layout), through the etcd at `endpoint`.
+pub async fn assign_topic_t(endpoint: &str, partitions: &str) {
+    let mut client = etcd_client::Client::connect([endpoint], None)
+        .await
+        .unwrap();
+    client
+        .put(
+            "/epochal/brokers/topics/t",
+            format!(r#"{{"partitions":{partitions}}}"#),
+            None,
+        )
+        .await
+        .unwrap();
+}
