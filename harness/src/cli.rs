@@ -128,10 +128,10 @@ pub struct ReplayArgs {
 
 /// `epochal check`: the exit code follows the table above.
 pub fn check(args: &CheckArgs, out: &mut impl Write) -> u8 {
-    match crate::report::check_dir(&args.run_dir) {
+    match crate::run::check_dir(&crate::run_dir::RunDir::open(&args.run_dir)) {
         Ok(report) => {
             let _ = writeln!(out, "run: {}", args.run_dir.display());
-            if let Err(e) = crate::report::write_report(&report, out) {
+            if let Err(e) = crate::run::write_report(&report, out) {
                 eprintln!("epochal: writing the report: {e}");
             }
             exit_code(report.verdict)
@@ -232,7 +232,7 @@ fn run_schedule(
     match runtime.block_on(crate::run::run(&options)) {
         Ok(report) => {
             if let Err(e) = crate::run::write_summary(&report, out)
-                .and_then(|()| crate::report::write_report(&report.report, out))
+                .and_then(|()| crate::run::write_report(&report.report, out))
             {
                 eprintln!("epochal: writing the summary: {e}");
             }

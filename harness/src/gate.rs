@@ -43,6 +43,7 @@ use serde::Deserialize;
 
 use crate::checker::{Report, RunData, Verdict};
 use crate::run::{self, RunOptions};
+use crate::run_dir::RunDir;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -362,7 +363,7 @@ async fn run_case(
         Err(e) => case.failures.push(format!("the run failed: {e}")),
         Ok(report) => {
             case.got = report.report.verdict.to_string();
-            case.run_dir = Some(report.dir.clone());
+            case.run_dir = Some(report.dir.path().to_owned());
             case.failures = judge(scenario, setting, &report.report, &report.dir);
             case.met = case.failures.is_empty();
         }
@@ -372,7 +373,7 @@ async fn run_case(
 }
 
 /// Why a finished run does not meet its expectation (empty: it does).
-pub fn judge(scenario: &Scenario, setting: &Setting, report: &Report, dir: &Path) -> Vec<String> {
+pub fn judge(scenario: &Scenario, setting: &Setting, report: &Report, dir: &RunDir) -> Vec<String> {
     let mut failures = Vec::new();
     match (setting.expect, report.verdict) {
         (Expect::Valid, Verdict::Valid) | (Expect::Invalid, Verdict::Invalid) => {}
@@ -443,8 +444,8 @@ fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(), String> {
         let acked: u64 = run
             .history
             .iter()
-            .filter(|op| op.f == "send" && op.kind == OpType::Ok)
-            .map(|op| op.value["values"].as_array().map_or(0, |v| v.len() as u64))
+            .filter_map(|op| op.acked_send())
+            .map(|(send, _)| send.values.len() as u64)
             .sum();
         if acked < n {
             return Err(format!("{acked} values acknowledged, wanted at least {n}"));
@@ -454,7 +455,7 @@ fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(), String> {
         let fired = run.history.iter().any(|op| {
             op.process == Process::Nemesis
                 && op.kind == OpType::Info
-                && &op.f == f
+                && op.f() == f
                 && op.error.is_none()
         });
         if !fired {

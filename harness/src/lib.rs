@@ -1,23 +1,28 @@
 //! epochal: the fault-injection conformance harness.
 //!
-//! Holds `runtime` (the process runtime; docker to come), `schedule` (TOML
-//! schedules with awaits), `history` (Jepsen-style ops, streamed and validated),
-//! `workload` (its own Kafka client), `reader` (its own reader of Kafka-format
-//! replica state — never the broker's code) and `cli`; will hold `nemesis`,
-//! `checker`, `store`, `report` and `gate`.
+//! The vocabulary first: `node` (a broker, `b1` ⇄ id 1), `topic_partition`
+//! (`t-0`), `schedule` (TOML in, typed steps out), `history` (typed Jepsen-style
+//! ops on disk), `run_dir` (what a run directory holds). Then the parts of a
+//! run, in the order data flows: `runtime` starts the cluster, `observe` reads
+//! it over connections no fault touches, `nemesis` breaks it, `workload` drives
+//! it through op-recording clients, `run` plays a schedule phase by phase,
+//! `reader` reads every replica's files independently of the broker, `checker`
+//! judges, `gate` runs suites and `cli` is the binary's edge.
 
 pub mod checker;
 pub mod cli;
 pub mod gate;
 pub mod history;
 pub mod nemesis;
+pub mod node;
 pub mod observe;
 pub mod reader;
-pub mod report;
 pub mod run;
+pub mod run_dir;
 pub mod runtime;
 pub mod schedule;
 pub mod snapshot;
 pub mod store;
 pub mod timeline;
+pub mod topic_partition;
 pub mod workload;

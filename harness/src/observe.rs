@@ -43,17 +43,6 @@ pub enum Seen {
     NotYet(String),
 }
 
-/// `b3` → 3. Names are validated when the schedule is parsed.
-pub fn node_id(name: &str) -> NodeId {
-    name.trim_start_matches('b')
-        .parse()
-        .expect("node names are validated at parse time")
-}
-
-pub fn node_name(id: NodeId) -> String {
-    format!("b{id}")
-}
-
 pub struct Observer {
     etcd: etcd_client::Client,
 }
@@ -66,6 +55,11 @@ impl Observer {
         Ok(Observer {
             etcd: etcd_client::Client::connect([endpoint], Some(options)).await?,
         })
+    }
+
+    /// A handle on the observer's etcd connection (cheap: it shares the channel).
+    pub fn etcd(&self) -> etcd_client::Client {
+        self.etcd.clone()
     }
 
     /// The cluster as etcd records it now.
@@ -116,8 +110,8 @@ impl Observer {
         Ok(match condition {
             Condition::LeaderIs { partition, node } => {
                 let view = self.view().await?;
-                let leader = leader_of(&view, partition);
-                if leader != Some(node_id(node)) {
+                let leader = view.leader_of(partition);
+                if leader != Some(*node) {
                     return Ok(Seen::NotYet(format!(
                         "leader of {partition} is {}",
                         show_node(leader)
@@ -126,13 +120,11 @@ impl Observer {
                 // Named in etcd is not yet leading: the node must also have
                 // applied the LeaderAndIsr that made it leader in this epoch, so
                 // a produce sent next reaches a leader, not NOT_LEADER.
-                let epoch = view
-                    .partition(&partition.topic, partition.partition)
-                    .map_or(-1, |p| p.leader_epoch);
-                let applied = applied_leader_and_isr(runtime, node, partition)?;
+                let epoch = view.partition(partition).map_or(-1, |p| p.leader_epoch);
+                let applied = applied_leader_and_isr(runtime, *node, partition)?;
                 let leading = applied
                     .iter()
-                    .any(|&(leader, e)| leader == node_id(node) as i32 && e == epoch);
+                    .any(|&(leader, e)| leader == node.broker_id() && e == epoch);
                 verdict(
                     leading,
                     format!(
@@ -152,18 +144,18 @@ impl Observer {
             } => {
                 let view = self.view().await?;
                 let isr = view
-                    .partition(&partition.topic, partition.partition)
+                    .partition(partition)
                     .map(|p| p.isr.clone())
                     .unwrap_or_default();
                 verdict(
-                    isr.contains(&node_id(node)) == *member,
-                    format!("ISR of {partition} is {isr:?}"),
+                    isr.contains(node) == *member,
+                    format!("ISR of {partition} is {:?}", NodeId::ids(&isr)),
                 )
             }
             Condition::ControllerIs { node, is } => {
                 let view = self.view().await?;
                 verdict(
-                    (view.controller == Some(node_id(node))) == *is,
+                    (view.controller == Some(*node)) == *is,
                     format!("controller is {}", show_node(view.controller)),
                 )
             }
@@ -177,7 +169,7 @@ impl Observer {
                     Offset::Hw => "HW",
                     Offset::Leo => "LEO",
                 };
-                match replica_offsets(runtime, node_id(node), partition).await {
+                match replica_offsets(runtime, *node, partition).await {
                     Ok((hw, leo)) => {
                         let value = if *offset == Offset::Hw { hw } else { leo };
                         verdict(
@@ -198,7 +190,7 @@ impl Observer {
                     Checkpoint::Hw => REPLICATION_OFFSET_CHECKPOINT,
                     Checkpoint::RecoveryPoint => RECOVERY_POINT_OFFSET_CHECKPOINT,
                 };
-                let path = runtime.data_dir(node_id(node))?.join(file);
+                let path = runtime.data_dir(*node)?.join(file);
                 let found = std::fs::read_to_string(&path)
                     .map_err(|e| e.to_string())
                     .and_then(|text| parse_offsets(&path, &text).map_err(|e| e.to_string()))
@@ -207,7 +199,7 @@ impl Observer {
                             .into_iter()
                             .find(|e| {
                                 e.topic == partition.topic
-                                    && e.partition == partition.partition as i32
+                                    && e.partition == partition.wire_partition()
                             })
                             .map(|e| e.offset)
                     });
@@ -226,7 +218,7 @@ impl Observer {
                 partition,
                 leader_epoch,
             } => {
-                let applied: Vec<i32> = applied_leader_and_isr(runtime, node, partition)?
+                let applied: Vec<i32> = applied_leader_and_isr(runtime, *node, partition)?
                     .into_iter()
                     .map(|(_, epoch)| epoch)
                     .collect();
@@ -238,7 +230,7 @@ impl Observer {
                 )
             }
             Condition::Stopped { node } => {
-                let id = node_id(node);
+                let id = *node;
                 let paused = runtime.is_paused(id)?;
                 verdict(
                     paused,
@@ -266,10 +258,9 @@ impl Observer {
 /// log that cannot be read yet reads as empty.
 fn applied_leader_and_isr<R: Runtime>(
     runtime: &R,
-    node: &str,
+    id: NodeId,
     partition: &PartitionRef,
 ) -> Result<Vec<(i32, i32)>, ObserveError> {
-    let id = node_id(node);
     let dir = runtime.data_dir(id)?;
     // Whole milliseconds, as the log writes them; a line written in the same
     // millisecond as the spawn can only be the new incarnation's.
@@ -286,7 +277,7 @@ fn applied_leader_and_isr<R: Runtime>(
                         && e.time_ms >= since_ms
                         && e.applied()
                         && e.topic == partition.topic
-                        && e.partition == partition.partition as i32
+                        && e.partition == partition.wire_partition()
                 })
                 .map(|e| (e.leader, e.leader_epoch))
                 .collect()
@@ -294,13 +285,8 @@ fn applied_leader_and_isr<R: Runtime>(
         .unwrap_or_default())
 }
 
-pub fn leader_of(view: &ClusterView, partition: &PartitionRef) -> Option<NodeId> {
-    view.partition(&partition.topic, partition.partition)
-        .and_then(|p| p.leader)
-}
-
 fn show_node(node: Option<NodeId>) -> String {
-    node.map_or_else(|| "none".to_owned(), node_name)
+    node.map_or_else(|| "none".to_owned(), |n| n.to_string())
 }
 
 /// (HW, LEO) of one replica, asked on the broker's own port.
@@ -311,12 +297,12 @@ pub async fn replica_offsets<R: Runtime>(
 ) -> Result<(u64, u64), String> {
     let address = runtime
         .observe_address(node)
-        .ok_or_else(|| format!("{} is not running", node_name(node)))?;
+        .ok_or_else(|| format!("{node} is not running"))?;
     let mut client = KafkaClient::connect(&address, "epochal-observer", PROBE_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
     let offsets = client
-        .replica_offsets(&partition.topic, partition.partition as i32)
+        .replica_offsets(&partition.topic, partition.wire_partition())
         .await
         .map_err(|e| e.to_string())?;
     Ok((

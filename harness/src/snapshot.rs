@@ -10,29 +10,14 @@
 use serde_json::{Value, json};
 
 use crate::checker::{LoadError, RunData};
+use crate::history::Op;
 use crate::reader::FindingKind;
-use crate::report::{RESULTS, RunEnd};
+use crate::run_dir::RunDir;
 
 /// The normalized form of the run in `dir`.
-pub fn normalized(dir: &std::path::Path) -> Result<Value, LoadError> {
+pub fn normalized(dir: &RunDir) -> Result<Value, LoadError> {
     let run = RunData::load(dir)?;
-    let history: Vec<Value> = run
-        .history
-        .iter()
-        .map(|op| {
-            let mut line = json!({
-                "index": op.index,
-                "process": op.process.to_string(),
-                "type": op.kind,
-                "f": op.f,
-                "value": op.value,
-            });
-            if let Some(error) = &op.error {
-                line["error"] = json!(error);
-            }
-            line
-        })
-        .collect();
+    let history: Vec<Value> = run.history.iter().map(Op::normalized).collect();
     let replicas: serde_json::Map<String, Value> = run
         .replicas
         .iter()
@@ -79,7 +64,7 @@ pub fn normalized(dir: &std::path::Path) -> Result<Value, LoadError> {
         let controllers: Vec<Value> = t.controllers.iter().map(|c| json!(c.broker_id)).collect();
         json!({ "partition_states": states, "controllers": controllers })
     });
-    let mut results: Value = std::fs::read_to_string(dir.join(RESULTS))
+    let mut results: Value = std::fs::read_to_string(dir.results())
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null);
@@ -94,7 +79,7 @@ pub fn normalized(dir: &std::path::Path) -> Result<Value, LoadError> {
         }
     }
     let mut normalized = json!({
-        "run": RunEnd::read(dir),
+        "run": dir.read_end(),
         "history": history,
         "replicas": replicas,
         "timeline": timeline,

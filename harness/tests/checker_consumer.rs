@@ -5,7 +5,7 @@
 //! must be rejected and a near-identical one that must be accepted.
 
 use epochal::checker::{CheckResult, RunData, Verdict, consumer, high_watermark};
-use epochal::history::{HistoryWriter, OpType, Process};
+use epochal::history::{Body, HistoryWriter, OpType, Process};
 use epochal::reader::read_data_dir;
 use epochal::timeline::{PartitionStateChange, Timeline};
 use serde_json::{Value, json};
@@ -28,12 +28,24 @@ impl Run {
 
     fn op(&mut self, process: u64, f: &str, invoke: Value, ok: Value) {
         let p = Process::Client(process);
-        self.history.invoke(p, f, invoke.clone()).unwrap();
+        self.history
+            .invoke(
+                p,
+                Body::from_value(f, OpType::Invoke, invoke.clone()).unwrap(),
+            )
+            .unwrap();
         let mut value = invoke;
         for (k, v) in ok.as_object().unwrap() {
             value[k] = v.clone();
         }
-        self.history.append(p, OpType::Ok, f, value, None).unwrap();
+        self.history
+            .append(
+                p,
+                OpType::Ok,
+                Body::from_value(f, OpType::Ok, value).unwrap(),
+                None,
+            )
+            .unwrap();
     }
 
     fn send(&mut self, acks: &str, values: Value, offsets: Value) {
@@ -63,7 +75,7 @@ impl Run {
     }
 
     fn load(&self) -> RunData {
-        RunData::load(self.dir.path()).unwrap()
+        RunData::load(&epochal::run_dir::RunDir::open(self.dir.path())).unwrap()
     }
 }
 
@@ -377,7 +389,10 @@ fn send_all_with_isr(run: &mut Run, values: Value, offsets: Value, isr: &[i64], 
 fn power_loss(run: &mut Run, node: &str, end_after: i64) {
     let target = json!({"target": node});
     run.history
-        .invoke(Process::Nemesis, "power-loss", target.clone())
+        .invoke(
+            Process::Nemesis,
+            Body::from_value("power-loss", OpType::Invoke, target.clone()).unwrap(),
+        )
         .unwrap();
     let mut value = target;
     value["nodes"] = json!([node]);
@@ -386,7 +401,12 @@ fn power_loss(run: &mut Run, node: &str, end_after: i64) {
         "bytes_removed": 69, "segments_deleted": [],
     }]}]);
     run.history
-        .append(Process::Nemesis, OpType::Info, "power-loss", value, None)
+        .append(
+            Process::Nemesis,
+            OpType::Info,
+            Body::from_value("power-loss", OpType::Info, value).unwrap(),
+            None,
+        )
         .unwrap();
 }
 

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::Path;
 
 use epochal::checker::{self, CheckResult, Checker, RunData, Verdict};
-use epochal::history::{HistoryWriter, OpType, Process};
+use epochal::history::{Body, HistoryWriter, OpType, Process};
 use epochal::timeline::{PartitionStateChange, Timeline};
 use serde_json::{Value, json};
 
@@ -105,7 +105,12 @@ impl History {
         let process = Process::Client(self.client);
         self.client += 1;
         let mut value = json!({"partition": "t-0", "values": values, "acks": acks, "node": "b1"});
-        self.writer.invoke(process, "send", value.clone()).unwrap();
+        self.writer
+            .invoke(
+                process,
+                Body::from_value("send", OpType::Invoke, value.clone()).unwrap(),
+            )
+            .unwrap();
         value["offsets"] = if acks == "0" {
             Value::Null
         } else {
@@ -114,7 +119,12 @@ impl History {
         value["isr"] = json!(isr);
         value["leader_epoch"] = json!(epoch);
         self.writer
-            .append(process, OpType::Ok, "send", value, None)
+            .append(
+                process,
+                OpType::Ok,
+                Body::from_value("send", OpType::Ok, value).unwrap(),
+                None,
+            )
             .unwrap()
             .index
     }
@@ -122,9 +132,16 @@ impl History {
     /// A power loss of `nodes`, as the nemesis records it; `cut` is its
     /// `cut` field when given.
     fn power_loss(&mut self, nodes: &[&str], cut: Option<Value>) {
-        let target = json!({"target": nodes.join(",")});
+        // One node is named; several are what a `random minority` resolved to.
+        let target = match nodes {
+            [node] => json!({"target": node}),
+            _ => json!({"target": "random minority"}),
+        };
         self.writer
-            .invoke(Process::Nemesis, "power-loss", target.clone())
+            .invoke(
+                Process::Nemesis,
+                Body::from_value("power-loss", OpType::Invoke, target.clone()).unwrap(),
+            )
             .unwrap();
         let mut value = target;
         value["nodes"] = json!(nodes);
@@ -132,7 +149,12 @@ impl History {
             value["cut"] = cut;
         }
         self.writer
-            .append(Process::Nemesis, OpType::Info, "power-loss", value, None)
+            .append(
+                Process::Nemesis,
+                OpType::Info,
+                Body::from_value("power-loss", OpType::Info, value).unwrap(),
+                None,
+            )
             .unwrap();
     }
 }
@@ -183,7 +205,7 @@ fn unclean_failover(run: &Path) {
 }
 
 fn check(run: &Path, checker: Checker) -> CheckResult {
-    let data = RunData::load(run).unwrap();
+    let data = RunData::load(&epochal::run_dir::RunDir::open(run)).unwrap();
     let result = (checker.check)(&data).unwrap();
     assert!(!checker.guarantee.is_empty() && !checker.source.is_empty());
     assert!(!checker.not_checked.is_empty());
@@ -404,7 +426,7 @@ fn lost_write_in_a_damaged_final_leader_log_is_invalid() {
     assert_eq!(lost_write(dir.path()).verdict, Verdict::Valid);
     // b2, the final leader, has a corrupt batch where value 3 is.
     corrupt_last_byte(&dir.path().join("nodes/b2").join(SEGMENT));
-    let data = RunData::load(dir.path()).unwrap();
+    let data = RunData::load(&epochal::run_dir::RunDir::open(dir.path())).unwrap();
     assert!(data.replicas["b2"].all_findings().count() > 0);
     let result = lost_write(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
@@ -532,7 +554,7 @@ fn divergence_in_a_damaged_middle_batch_is_reported_but_a_torn_tail_is_not() {
         .unwrap()
         .set_len(length - 5)
         .unwrap();
-    let data = RunData::load(dir.path()).unwrap();
+    let data = RunData::load(&epochal::run_dir::RunDir::open(dir.path())).unwrap();
     assert_eq!(data.replicas["b3"].replicas[0].log_end_offset, 3);
     let result = divergence(dir.path());
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
@@ -641,7 +663,7 @@ fn epoch_file_accepts_superseded_epochs_and_entries_past_a_truncated_log_end() {
         .set_len(last.position)
         .unwrap();
     History::new(dir.path());
-    let data = RunData::load(dir.path()).unwrap();
+    let data = RunData::load(&epochal::run_dir::RunDir::open(dir.path())).unwrap();
     assert_eq!(data.replicas["b3"].replicas[0].log_end_offset, 2);
     let result = epoch_file(dir.path());
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");

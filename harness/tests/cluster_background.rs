@@ -72,8 +72,8 @@ fn cluster_background_workers_interleave_and_the_ack_await_counts_acks_after_a_c
     // Each value sent once, counting up from 1000000.
     let sent: Vec<i64> = ops
         .iter()
-        .filter(|op| op.f == "send" && op.kind == OpType::Invoke)
-        .map(|op| op.value["values"][0].as_i64().unwrap())
+        .filter(|op| op.f() == "send" && op.kind == OpType::Invoke)
+        .map(|op| op.value()["values"][0].as_i64().unwrap())
         .collect();
     let distinct: BTreeSet<i64> = sent.iter().copied().collect();
     assert_eq!(distinct.len(), sent.len());
@@ -86,7 +86,7 @@ fn cluster_background_workers_interleave_and_the_ack_await_counts_acks_after_a_c
     // just before its crash may complete after the crash op.)
     let at = |f: &str| {
         ops.iter()
-            .position(|op| op.process == Process::Nemesis && op.f == f && op.kind == OpType::Info)
+            .position(|op| op.process == Process::Nemesis && op.f() == f && op.kind == OpType::Info)
             .unwrap_or_else(|| panic!("no {f}"))
     };
     let (crash, restart) = (at("crash"), at("restart"));
@@ -95,12 +95,12 @@ fn cluster_background_workers_interleave_and_the_ack_await_counts_acks_after_a_c
         let ops = &ops[range];
         let invoked: BTreeSet<i64> = ops
             .iter()
-            .filter(|op| op.f == "send" && op.kind == OpType::Invoke)
-            .map(|op| op.value["values"][0].as_i64().unwrap())
+            .filter(|op| op.f() == "send" && op.kind == OpType::Invoke)
+            .map(|op| op.value()["values"][0].as_i64().unwrap())
             .collect();
         ops.iter()
-            .filter(|op| op.f == "send" && op.kind == OpType::Ok)
-            .filter(|op| invoked.contains(&op.value["values"][0].as_i64().unwrap()))
+            .filter(|op| op.f() == "send" && op.kind == OpType::Ok)
+            .filter(|op| invoked.contains(&op.value()["values"][0].as_i64().unwrap()))
             .collect()
     };
     let during = acked(crash..restart);
@@ -109,26 +109,26 @@ fn cluster_background_workers_interleave_and_the_ack_await_counts_acks_after_a_c
         "{} acked while b1 was down",
         during.len()
     );
-    assert!(during.iter().all(|op| op.value["node"] != "b1"));
+    assert!(during.iter().all(|op| op.value()["node"] != "b1"));
     let after = acked(restart..ops.len());
     assert!(after.len() >= 30, "{} acked after the restart", after.len());
     // An ack carries the ISR and leader epoch etcd showed just after it.
     assert!(
         during
             .iter()
-            .all(|op| op.value["isr"].is_array() && op.value["leader_epoch"].is_i64())
+            .all(|op| op.value()["isr"].is_array() && op.value()["leader_epoch"].is_i64())
     );
 
     // The consumers read records, both partitions, and the run is valid.
     let read: BTreeSet<String> = ops
         .iter()
-        .filter(|op| op.f == "poll" && op.kind == OpType::Ok)
+        .filter(|op| op.f() == "poll" && op.kind == OpType::Ok)
         .filter(|op| {
-            op.value["records"]
+            op.value()["records"]
                 .as_array()
                 .is_some_and(|r| !r.is_empty())
         })
-        .map(|op| op.value["partition"].as_str().unwrap().to_owned())
+        .map(|op| op.value()["partition"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(read, BTreeSet::from(["t-0".to_owned(), "t-1".to_owned()]));
     let results = read_results(&dir);
@@ -156,19 +156,21 @@ fn cluster_background_ack_await_that_cannot_be_met_ends_the_run_unknown() {
     assert_every_op_completed(&ops);
     let stop = ops
         .iter()
-        .position(|op| op.process == Process::Nemesis && op.f == "stop" && op.kind == OpType::Info)
+        .position(|op| {
+            op.process == Process::Nemesis && op.f() == "stop" && op.kind == OpType::Info
+        })
         .unwrap();
     // (Sends invoked after the stop: one acked just before it may complete
     // after it, its ok being recorded after an etcd read.)
     let invoked: BTreeSet<i64> = ops[stop..]
         .iter()
-        .filter(|op| op.f == "send" && op.kind == OpType::Invoke)
-        .map(|op| op.value["values"][0].as_i64().unwrap())
+        .filter(|op| op.f() == "send" && op.kind == OpType::Invoke)
+        .map(|op| op.value()["values"][0].as_i64().unwrap())
         .collect();
     let failed = ops[stop..]
         .iter()
-        .filter(|op| op.f == "send" && op.kind != OpType::Invoke)
-        .filter(|op| invoked.contains(&op.value["values"][0].as_i64().unwrap()))
+        .filter(|op| op.f() == "send" && op.kind != OpType::Invoke)
+        .filter(|op| invoked.contains(&op.value()["values"][0].as_i64().unwrap()))
         .inspect(|op| assert_ne!(op.kind, OpType::Ok, "{op:?}"))
         .count();
     assert!(failed > 0);

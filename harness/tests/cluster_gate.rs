@@ -116,7 +116,9 @@ fn cluster_gate_over_every_suite_meets_every_expectation_and_writes_junit() {
                     .map(|e| e.unwrap().path())
                     .collect();
                 assert_eq!(runs.len(), 1, "{runs:?}");
-                let normalized = epochal::snapshot::normalized(&runs[0]).unwrap();
+                let normalized =
+                    epochal::snapshot::normalized(&epochal::run_dir::RunDir::open(&runs[0]))
+                        .unwrap();
                 insta::with_settings!({
                     snapshot_path => "../../snapshots",
                     prepend_module_to_snapshot => false,

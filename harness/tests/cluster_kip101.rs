@@ -44,9 +44,9 @@ impl Run {
         let one_way = self
             .ops
             .iter()
-            .find(|op| op.f == "one-way" && op.kind == OpType::Info)
+            .find(|op| op.f() == "one-way" && op.kind == OpType::Info)
             .unwrap();
-        assert_eq!(one_way.value["blocked"], serde_json::json!(["b2->b1"]));
+        assert_eq!(one_way.value()["blocked"], serde_json::json!(["b2->b1"]));
 
         // The final leader: the leader of the newest epoch any node applied.
         let mut all: Vec<StateChange> = ["b1", "b2"]
@@ -92,7 +92,7 @@ fn cluster_kip101_high_watermark_truncation_loses_an_acked_write() {
     // m1 and m2 were both acknowledged with acks=all, each with b2 in the ISR.
     let acked = run.acked();
     assert_eq!(acked, BTreeMap::from([(1, 0), (2, 1)]));
-    assert_eq!(run.send_of(2).value["isr"], serde_json::json!([1, 2]));
+    assert_eq!(run.send_of(2).value()["isr"], serde_json::json!([1, 2]));
 
     // b2 restarted, cut back to its checkpointed HW, and was elected without m2.
     assert!(

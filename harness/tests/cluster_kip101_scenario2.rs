@@ -34,9 +34,9 @@ impl Run {
     fn power_loss_cut(&self, node: &str) -> (i64, i64, i64) {
         let op = self
             .nemesis_ops()
-            .find(|op| op.f == "power-loss" && op.value["nodes"] == json!([node]))
+            .find(|op| op.f() == "power-loss" && op.value()["nodes"] == json!([node]))
             .unwrap_or_else(|| panic!("no power loss of {node}"));
-        let cut = op.value["cut"]
+        let cut = op.value()["cut"]
             .as_array()
             .unwrap()
             .iter()
@@ -77,11 +77,11 @@ impl Run {
 
         // Three acks=all writes; m3 reuses m2's offset.
         assert_eq!(self.acked(), BTreeMap::from([(1, 0), (2, 1), (3, 1)]));
-        assert_eq!(self.send_of(1).value["isr"], json!([1, 2]));
-        assert_eq!(self.send_of(2).value["isr"], json!([1]));
-        assert_eq!(self.send_of(2).value["leader_epoch"], json!(1));
-        assert_eq!(self.send_of(3).value["isr"], json!([1]));
-        assert_eq!(self.send_of(3).value["leader_epoch"], json!(2));
+        assert_eq!(self.send_of(1).value()["isr"], json!([1, 2]));
+        assert_eq!(self.send_of(2).value()["isr"], json!([1]));
+        assert_eq!(self.send_of(2).value()["leader_epoch"], json!(1));
+        assert_eq!(self.send_of(3).value()["isr"], json!([1]));
+        assert_eq!(self.send_of(3).value()["leader_epoch"], json!(2));
 
         // etcd: b1 leads throughout; b2 leaves the ISR twice (its crash, its
         // power loss) and rejoins twice; every leader is in the ISR before it.

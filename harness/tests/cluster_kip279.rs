@@ -79,13 +79,13 @@ impl FailoverRun {
             ("restart", &["b2"]),
             ("heal", &[]),
         ]);
-        let blocked: Vec<&Value> = self
+        let blocked: Vec<Value> = self
             .ops
             .iter()
-            .filter(|op| op.f == "one-way" && op.kind == OpType::Info)
-            .map(|op| &op.value["blocked"])
+            .filter(|op| op.f() == "one-way" && op.kind == OpType::Info)
+            .map(|op| op.value()["blocked"].clone())
             .collect();
-        assert_eq!(blocked, vec![&json!(["b1->b2"]), &json!(["b2->b1"])], "{t}");
+        assert_eq!(blocked, vec![json!(["b1->b2"]), json!(["b2->b1"])], "{t}");
 
         // The four batches: A's first (acks=all, so B had it), A's second
         // (acks=1, after the cut), B's (acks=1, at the same offsets), A's last.
@@ -94,7 +94,7 @@ impl FailoverRun {
         let e = sends[0]["leader_epoch"].as_i64().unwrap();
         assert!(e >= 3, "{t}: the setup takes at least three epochs: {e}");
         let expect = |i: usize, node: &str, acks: &str, values: [i64; 2], epoch: i64| {
-            let s = sends[i];
+            let s = &sends[i];
             assert_eq!(s["node"], node, "{t}: {s}");
             assert_eq!(s["acks"], acks, "{t}: {s}");
             assert_eq!(s["values"], json!(values), "{t}: {s}");

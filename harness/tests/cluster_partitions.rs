@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use common::bin_dir;
 use epochal::nemesis::partition::{Endpoint, PartitionSpec, Partitions, blocked, cuts};
-use epochal::runtime::{Link, NodeId, ProcessConfig, ProcessRuntime, Runtime};
+use epochal::node::NodeId;
+use epochal::runtime::{Link, ProcessConfig, ProcessRuntime, Runtime};
+use epochal::topic_partition::PartitionRef;
 use epochal::workload::{ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord};
 use epochal_faults::proxy::{OnHeal, Stream, ToxicKind};
 
@@ -105,33 +107,37 @@ async fn cluster_partition_isolate_lapses_only_the_isolated_registration_and_hea
     let mut partitions = Partitions::new();
     assert!(partitions.is_healed());
 
-    let spec = PartitionSpec::Isolate(2);
+    let spec = PartitionSpec::Isolate(NodeId::new(2));
     let got = partitions
         .apply(runtime.proxies(), &spec, &nodes)
         .await
         .unwrap();
     assert_eq!(got, blocked(&spec, &nodes));
-    assert!(got.contains(&(Endpoint::Broker(2), Endpoint::Etcd)));
+    assert!(got.contains(&(Endpoint::Broker(NodeId::new(2)), Endpoint::Etcd)));
     assert_eq!(toxics_in_force(&runtime).await, named(&cuts(&got)));
     assert!(!partitions.is_healed());
 
     // Faults accumulate: cutting node 2 from etcd again adds nothing.
     partitions
-        .apply(runtime.proxies(), &PartitionSpec::NodeFromEtcd(2), &nodes)
+        .apply(
+            runtime.proxies(),
+            &PartitionSpec::NodeFromEtcd(NodeId::new(2)),
+            &nodes,
+        )
         .await
         .unwrap();
     assert_eq!(toxics_in_force(&runtime).await, named(&cuts(&got)));
 
-    let seen = await_registration(&mut etcd, 2, false).await;
+    let seen = await_registration(&mut etcd, NodeId::new(2), false).await;
     assert!(
-        seen.contains(&1) && seen.contains(&3),
+        seen.contains(&NodeId::new(1)) && seen.contains(&NodeId::new(3)),
         "the others stay registered: {seen:?}"
     );
 
     partitions.heal(runtime.proxies()).await.unwrap();
     assert!(partitions.is_healed());
     assert!(toxics_in_force(&runtime).await.is_empty());
-    await_registration(&mut etcd, 2, true).await;
+    await_registration(&mut etcd, NodeId::new(2), true).await;
     runtime.await_ready(READY).await.unwrap();
 }
 
@@ -143,7 +149,7 @@ async fn cluster_partition_node_from_etcd_lapses_its_registration_while_its_brok
     let mut etcd = etcd(&runtime).await;
     let mut partitions = Partitions::new();
 
-    let spec = PartitionSpec::NodeFromEtcd(3);
+    let spec = PartitionSpec::NodeFromEtcd(NodeId::new(3));
     let got = partitions
         .apply(runtime.proxies(), &spec, &nodes)
         .await
@@ -153,15 +159,24 @@ async fn cluster_partition_node_from_etcd_lapses_its_registration_while_its_brok
         named(&cuts(&got)),
         "only b3-etcd"
     );
-    let seen = await_registration(&mut etcd, 3, false).await;
-    assert!(seen.contains(&1) && seen.contains(&2), "{seen:?}");
+    let seen = await_registration(&mut etcd, NodeId::new(3), false).await;
+    assert!(
+        seen.contains(&NodeId::new(1)) && seen.contains(&NodeId::new(2)),
+        "{seen:?}"
+    );
 
     // With the lease gone, every broker link of node 3 still carries a request
     // and its answer both ways (ApiVersions, which `connect` sends).
-    for other in [1, 2] {
+    for other in [NodeId::new(1), NodeId::new(2)] {
         for link in [
-            Link::BrokerToBroker { from: 3, to: other },
-            Link::BrokerToBroker { from: other, to: 3 },
+            Link::BrokerToBroker {
+                from: NodeId::new(3),
+                to: other,
+            },
+            Link::BrokerToBroker {
+                from: other,
+                to: NodeId::new(3),
+            },
         ] {
             let address = runtime.link_address(link).unwrap();
             KafkaClient::connect(address, "partition-test", CALL)
@@ -170,12 +185,12 @@ async fn cluster_partition_node_from_etcd_lapses_its_registration_while_its_brok
         }
     }
     assert!(
-        !registered(&mut etcd).await.contains(&3),
+        !registered(&mut etcd).await.contains(&NodeId::new(3)),
         "still cut from etcd"
     );
 
     partitions.heal(runtime.proxies()).await.unwrap();
-    await_registration(&mut etcd, 3, true).await;
+    await_registration(&mut etcd, NodeId::new(3), true).await;
     runtime.await_ready(READY).await.unwrap();
 }
 
@@ -275,9 +290,10 @@ async fn cluster_partition_one_way_passes_bytes_in_one_direction_only() {
     .unwrap();
     let view = runtime.await_ready(READY).await.unwrap();
     // The partition node n leads.
-    let led_by = |n: NodeId| n as i32 - 1;
-    for n in [1, 2] {
-        let partition = &view.partitions[&("t".to_string(), led_by(n) as u32)];
+    let led_by = |n: NodeId| n.broker_id() - 1;
+    let (b1, b2) = (NodeId::new(1), NodeId::new(2));
+    for n in [b1, b2] {
+        let partition = &view.partitions[&PartitionRef::new("t", led_by(n) as u32)];
         assert_eq!(partition.leader, Some(n), "{view:?}");
     }
 
@@ -293,7 +309,7 @@ async fn cluster_partition_one_way_passes_bytes_in_one_direction_only() {
             .to_owned()
     };
     let mut direct = std::collections::BTreeMap::new();
-    for n in [1, 2] {
+    for n in [b1, b2] {
         direct.insert(
             n,
             connect(runtime.direct_address(n).unwrap().to_owned()).await,
@@ -308,7 +324,7 @@ async fn cluster_partition_one_way_passes_bytes_in_one_direction_only() {
         {
             assert!(
                 Instant::now() < deadline,
-                "b{n} does not serve t-{}: {e}",
+                "{n} does not serve t-{}: {e}",
                 led_by(*n)
             );
             tokio::time::sleep(POLL).await;
@@ -316,9 +332,9 @@ async fn cluster_partition_one_way_passes_bytes_in_one_direction_only() {
     }
     let mut partitions = Partitions::new();
 
-    for (from, to) in [(1, 2), (2, 1)] {
-        let arrives = format!("one-way {from}->{to}: to b{from}, arrives").into_bytes();
-        let lost = format!("one-way {from}->{to}: to b{to}, held").into_bytes();
+    for (from, to) in [(b1, b2), (b2, b1)] {
+        let arrives = format!("one-way {from}->{to}: to {from}, arrives").into_bytes();
+        let lost = format!("one-way {from}->{to}: to {to}, held").into_bytes();
         // Connected before the cut (ApiVersions went both ways through each).
         // Bytes `to` → `from` flow: a request dialled from `to`'s side reaches
         // `from`. Bytes `from` → `to` do not: its answer, and any request
@@ -375,10 +391,17 @@ async fn cluster_partition_bridge_and_majority_minority() {
     let nodes = runtime.nodes();
     let mut etcd = etcd(&runtime).await;
     let mut partitions = Partitions::new();
-    let bb = |from, to| Link::BrokerToBroker { from, to };
+    let bb = |from, to| Link::BrokerToBroker {
+        from: NodeId::new(from),
+        to: NodeId::new(to),
+    };
 
     partitions
-        .apply(runtime.proxies(), &PartitionSpec::Bridge(2), &nodes)
+        .apply(
+            runtime.proxies(),
+            &PartitionSpec::Bridge(NodeId::new(2)),
+            &nodes,
+        )
         .await
         .unwrap();
     for (link, want) in [
@@ -391,20 +414,25 @@ async fn cluster_partition_bridge_and_majority_minority() {
     ] {
         assert_eq!(answers(&runtime, link).await, want, "{}", link.proxy_name());
     }
-    assert_eq!(registered(&mut etcd).await, [1, 2, 3].into());
+    assert_eq!(registered(&mut etcd).await, NodeId::all(3).collect());
     partitions.heal(runtime.proxies()).await.unwrap();
     assert!(answers(&runtime, bb(1, 3)).await);
 
-    let spec = PartitionSpec::MajorityMinority { minority: vec![3] };
+    let spec = PartitionSpec::MajorityMinority {
+        minority: vec![NodeId::new(3)],
+    };
     partitions
         .apply(runtime.proxies(), &spec, &nodes)
         .await
         .unwrap();
-    let seen = await_registration(&mut etcd, 3, false).await;
-    assert!(seen.contains(&1) && seen.contains(&2), "{seen:?}");
+    let seen = await_registration(&mut etcd, NodeId::new(3), false).await;
+    assert!(
+        seen.contains(&NodeId::new(1)) && seen.contains(&NodeId::new(2)),
+        "{seen:?}"
+    );
     assert!(answers(&runtime, bb(1, 2)).await && answers(&runtime, bb(2, 1)).await);
     assert!(!answers(&runtime, bb(3, 1)).await && !answers(&runtime, bb(2, 3)).await);
     partitions.heal(runtime.proxies()).await.unwrap();
-    await_registration(&mut etcd, 3, true).await;
+    await_registration(&mut etcd, NodeId::new(3), true).await;
     runtime.await_ready(READY).await.unwrap();
 }

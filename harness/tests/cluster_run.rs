@@ -24,12 +24,12 @@ fn schedule(name: &str) -> PathBuf {
 /// The completions of nemesis ops with this `f`.
 fn nemesis<'a>(ops: &'a [Op], f: &str) -> Vec<&'a Op> {
     ops.iter()
-        .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info && op.f == f)
+        .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info && op.f() == f)
         .collect()
 }
 
 fn nodes(op: &Op) -> Vec<String> {
-    serde_json::from_value(op.value["nodes"].clone()).unwrap()
+    serde_json::from_value(op.value()["nodes"].clone()).unwrap()
 }
 
 #[test]
@@ -59,23 +59,23 @@ fn cluster_run_kills_the_leader_and_keeps_history_logs_and_identical_replicas() 
     let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
     let crash = nemesis(&ops, "crash");
     assert_eq!(crash.len(), 1);
-    assert_eq!(crash[0].value["target"], "leader of t-0");
+    assert_eq!(crash[0].value()["target"], "leader of t-0");
     assert_eq!(nodes(crash[0]), ["b1"]);
     let sends: Vec<&Op> = ops
         .iter()
-        .filter(|op| op.f == "send" && op.kind == OpType::Ok)
+        .filter(|op| op.f() == "send" && op.kind == OpType::Ok)
         .collect();
     assert_eq!(sends.len(), 2);
-    assert_eq!(sends[0].value["node"], "b1");
-    assert_eq!(sends[0].value["offsets"], serde_json::json!([0, 1, 2]));
-    assert_eq!(sends[1].value["node"], "b2");
-    assert_eq!(sends[1].value["offsets"], serde_json::json!([3, 4]));
+    assert_eq!(sends[0].value()["node"], "b1");
+    assert_eq!(sends[0].value()["offsets"], serde_json::json!([0, 1, 2]));
+    assert_eq!(sends[1].value()["node"], "b2");
+    assert_eq!(sends[1].value()["offsets"], serde_json::json!([3, 4]));
     let poll = ops
         .iter()
-        .find(|op| op.f == "poll" && op.kind == OpType::Ok)
+        .find(|op| op.f() == "poll" && op.kind == OpType::Ok)
         .unwrap();
     assert_eq!(
-        poll.value["records"],
+        poll.value()["records"],
         serde_json::json!([[0, 1], [1, 2], [2, 3], [3, 4], [4, 5]])
     );
 
@@ -126,7 +126,7 @@ fn cluster_run_fires_every_fault_kind_and_records_what_each_resolved_to() {
 
     // Partitions name the directed pairs they cut.
     let blocked = |f: &str| -> Vec<String> {
-        serde_json::from_value(one(f).value["blocked"].clone()).unwrap()
+        serde_json::from_value(one(f).value()["blocked"].clone()).unwrap()
     };
     assert_eq!(blocked("one-way"), ["b2->b3"]);
     assert_eq!(blocked("node-from-etcd"), ["b3->etcd", "etcd->b3"]);
@@ -139,10 +139,10 @@ fn cluster_run_fires_every_fault_kind_and_records_what_each_resolved_to() {
 
     // The disk faults say what they cut: power loss took b3 back to its
     // recovery point (3) from 5; truncate-log took b1 to offset 1.
-    let power = one("power-loss").value.to_string();
+    let power = one("power-loss").value().to_string();
     assert!(power.contains("\"log_end_offset_before\":5"), "{power}");
     assert!(power.contains("\"log_end_offset_after\":3"), "{power}");
-    let truncated = one("truncate-log").value.to_string();
+    let truncated = one("truncate-log").value().to_string();
     assert!(
         truncated.contains("\"log_end_offset_after\":1"),
         "{truncated}"
@@ -217,7 +217,7 @@ fn cluster_run_interrupted_leaves_no_child_and_a_valid_history() {
     let ops = read_history(dir.join("history.jsonl")).expect("the history so far is valid");
     let acked = ops
         .iter()
-        .filter(|op| op.f == "send" && op.kind == OpType::Ok)
+        .filter(|op| op.f() == "send" && op.kind == OpType::Ok)
         .count();
     assert_eq!(acked, 1, "{ops:?}");
     assert!(dir.join("nodes/b1/broker.log").is_file());

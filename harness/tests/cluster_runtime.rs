@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use common::bin_dir;
 use common::etcd::assign_topic_t;
+use epochal::node::NodeId;
 use epochal::runtime::{Link, ProcessConfig, ProcessRuntime, Runtime, RuntimeError};
+use epochal::topic_partition::PartitionRef;
 use epochal_faults::proxy::{OnHeal, Stream};
 
 async fn registered(etcd: &str, node: u32) -> bool {
@@ -42,15 +44,21 @@ async fn cluster_three_brokers_come_up_ready_through_their_proxies_and_leave_not
     let config = ProcessConfig::new(3, bin_dir(), run.path());
     let runtime = ProcessRuntime::start(config).await.unwrap();
     let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
-    assert_eq!(view.brokers, [1, 2, 3].into());
+    assert_eq!(view.brokers, NodeId::all(3).collect());
     assert!(view.controller.is_some());
 
     // Each broker→broker proxy points at its target's own port, learned after
     // the target started.
-    for to in [1, 3] {
+    for to in [NodeId::new(1), NodeId::new(3)] {
         let proxy = runtime
             .proxies()
-            .proxy(&Link::BrokerToBroker { from: 2, to }.proxy_name())
+            .proxy(
+                &Link::BrokerToBroker {
+                    from: NodeId::new(2),
+                    to,
+                }
+                .proxy_name(),
+            )
             .await
             .unwrap();
         assert_eq!(Some(proxy.upstream.as_str()), runtime.direct_address(to));
@@ -59,7 +67,7 @@ async fn cluster_three_brokers_come_up_ready_through_their_proxies_and_leave_not
     // Cut broker 2 from etcd, both ways, at its proxy: its lease (TTL 2 s) lapses
     // and etcd, read directly, drops its registration; healing brings it back.
     let etcd = runtime.etcd_endpoint().to_owned();
-    let link = Link::BrokerToEtcd(2).proxy_name();
+    let link = Link::BrokerToEtcd(NodeId::new(2)).proxy_name();
     for stream in [Stream::Upstream, Stream::Downstream] {
         runtime
             .proxies()
@@ -100,33 +108,36 @@ async fn cluster_kill_restart_and_pause_a_broker() {
         assert_eq!(partition.isr.len(), 3, "{view:?}");
     }
 
-    runtime.pause_node(3).await.unwrap();
-    let paused = runtime.pid(3).unwrap();
+    runtime.pause_node(NodeId::new(3)).await.unwrap();
+    let paused = runtime.pid(NodeId::new(3)).unwrap();
     assert_eq!(
         epochal_faults::signal::proc_state(paused).unwrap(),
         Some('T')
     );
     await_registration(&etcd, 3, false, Duration::from_secs(20)).await;
-    runtime.resume_node(3).await.unwrap();
+    runtime.resume_node(NodeId::new(3)).await.unwrap();
     runtime.await_ready(Duration::from_secs(30)).await.unwrap();
 
-    let old = runtime.pid(1).unwrap();
-    runtime.kill_node(1).await.unwrap();
+    let old = runtime.pid(NodeId::new(1)).unwrap();
+    runtime.kill_node(NodeId::new(1)).await.unwrap();
     assert!(!alive(old));
     assert!(matches!(
-        runtime.kill_node(1).await,
-        Err(RuntimeError::NotRunning(1))
+        runtime.kill_node(NodeId::new(1)).await,
+        Err(RuntimeError::NotRunning(n)) if n == NodeId::new(1)
     ));
-    runtime.start_node(1).await.unwrap();
+    runtime.start_node(NodeId::new(1)).await.unwrap();
     // The client proxy follows the restarted broker to its new port.
     let proxy = runtime
         .proxies()
-        .proxy(&Link::ClientToBroker(1).proxy_name())
+        .proxy(&Link::ClientToBroker(NodeId::new(1)).proxy_name())
         .await
         .unwrap();
-    assert_eq!(Some(proxy.upstream.as_str()), runtime.direct_address(1));
-    runtime.stop_node(2).await.unwrap();
-    runtime.start_node(2).await.unwrap();
+    assert_eq!(
+        Some(proxy.upstream.as_str()),
+        runtime.direct_address(NodeId::new(1))
+    );
+    runtime.stop_node(NodeId::new(2)).await.unwrap();
+    runtime.start_node(NodeId::new(2)).await.unwrap();
     runtime.await_ready(Duration::from_secs(30)).await.unwrap();
     let pids = runtime.pids();
     runtime.shutdown().await.unwrap();
@@ -233,8 +244,8 @@ async fn cluster_cutting_a_follower_from_its_leader_shrinks_the_isr() {
         .await
         .unwrap();
     let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
-    let leader = view.partitions[&("t".to_string(), 0)].leader.unwrap();
-    let follower = [1, 2, 3].into_iter().find(|&n| n != leader).unwrap();
+    let leader = view.partitions[&PartitionRef::new("t", 0)].leader.unwrap();
+    let follower = NodeId::all(3).find(|&n| n != leader).unwrap();
 
     // The follower's fetches to the leader run only through this one proxy.
     // Checked by hand: cutting the leader's client proxy instead leaves the ISR
@@ -257,7 +268,7 @@ async fn cluster_cutting_a_follower_from_its_leader_shrinks_the_isr() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let view = ClusterView::read(&mut client).await.unwrap();
-        let partition = &view.partitions[&("t".to_string(), 0)];
+        let partition = &view.partitions[&PartitionRef::new("t", 0)];
         if !partition.isr.contains(&follower) {
             assert_eq!(partition.leader, Some(leader), "{view:?}");
             break;

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use epochal::node::NodeId;
 use epochal::timeline::{
     ControllerChange, PartitionStateChange, Timeline, read_timeline, read_timeline_within,
 };
@@ -201,21 +202,22 @@ async fn cluster_timeline_of_a_failover_passes_the_leader_and_fencing_checkers()
     runtime.await_ready(Duration::from_secs(30)).await.unwrap();
     let etcd = runtime.etcd_endpoint().to_owned();
     let call = Duration::from_secs(10);
-    let mut client = KafkaClient::connect(&runtime.client_address(1).unwrap(), "tl", call)
-        .await
-        .unwrap();
+    let mut client =
+        KafkaClient::connect(&runtime.client_address(NodeId::new(1)).unwrap(), "tl", call)
+            .await
+            .unwrap();
     client.create_topic("t", 1, 3, 10_000, call).await.unwrap();
     await_t0(&etcd, "a leader and a full ISR", |s| {
         s["leader"].as_i64() != Some(-1) && s["isr"].as_array().is_some_and(|isr| isr.len() == 3)
     })
     .await;
     let first = t0_state(&etcd).await.unwrap();
-    let old = first["leader"].as_i64().unwrap() as u32;
+    let old = NodeId::new(first["leader"].as_i64().unwrap() as u32);
     runtime.kill_node(old).await.unwrap();
     await_t0(&etcd, "a new leader", |s| {
         s["leader"]
             .as_i64()
-            .is_some_and(|l| l != -1 && l != i64::from(old))
+            .is_some_and(|l| l != -1 && l != i64::from(old.id()))
     })
     .await;
     runtime.start_node(old).await.unwrap();
@@ -252,15 +254,15 @@ async fn cluster_timeline_of_a_failover_passes_the_leader_and_fencing_checkers()
         timeline: Some(timeline),
         ..RunData::default()
     };
-    for node in 1..=3 {
+    for node in NodeId::all(3) {
         let data = runtime.data_dir(node).unwrap();
         run.state_changes
-            .insert(format!("b{node}"), read_state_changes(&data).unwrap());
+            .insert(node.to_string(), read_state_changes(&data).unwrap());
         run.replicas
-            .insert(format!("b{node}"), read_data_dir(&data).unwrap());
+            .insert(node.to_string(), read_data_dir(&data).unwrap());
     }
     assert!(
-        run.state_changes[&format!("b{old}")]
+        run.state_changes[&old.to_string()]
             .iter()
             .any(|e| e.applied() && e.request == "LeaderAndIsr"),
         "{:?}",

@@ -93,7 +93,7 @@ fn cluster_docker_gate_kafka_532_meets_its_expectations_and_leaves_nothing() {
         .iter()
         .find(|r| r.parent().unwrap().ends_with(setting))
         .unwrap();
-    let normalized = epochal::snapshot::normalized(run).unwrap();
+    let normalized = epochal::snapshot::normalized(&epochal::run_dir::RunDir::open(run)).unwrap();
     insta::with_settings!({
         snapshot_path => "../../snapshots",
         prepend_module_to_snapshot => false,

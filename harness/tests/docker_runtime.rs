@@ -14,7 +14,9 @@ use bytes::Bytes;
 use common::bin_dir;
 use common::docker::{Cleanup, assert_nothing_left, containers, networks, require_docker};
 use common::etcd::assign_topic_t;
+use epochal::node::NodeId;
 use epochal::runtime::{DockerRuntime, ProcessConfig, Runtime};
+use epochal::topic_partition::PartitionRef;
 use epochal::workload::kafka_client::KafkaClient;
 use epochal::workload::{FetchOptions, ProduceOptions, ProduceRecord};
 
@@ -30,7 +32,7 @@ async fn cluster_docker_each_broker_is_its_own_container_and_drop_removes_all() 
     let id = runtime.run_id().to_owned();
     let _cleanup = Cleanup(Some(id.clone()));
     let view = runtime.await_ready(READY).await.unwrap();
-    assert_eq!(view.brokers, [1, 2, 3].into());
+    assert_eq!(view.brokers, NodeId::all(3).collect());
 
     let names = containers(&id);
     let expected: Vec<String> = ["b1", "b2", "b3", "etcd", "proxy"]
@@ -64,17 +66,19 @@ async fn cluster_docker_each_broker_is_its_own_container_and_drop_removes_all() 
 
     // Stop (SIGTERM, awaited) and start b1: the same container on the same
     // data. Pause b2 and kill it: a paused container is killed too; start it.
-    runtime.stop_node(1).await.unwrap();
-    assert!(!runtime.is_running(1) && runtime.observe_address(1).is_none());
-    runtime.start_node(1).await.unwrap();
-    runtime.pause_node(2).await.unwrap();
-    runtime.kill_node(2).await.unwrap();
-    assert!(!runtime.is_paused(2).unwrap());
-    runtime.start_node(2).await.unwrap();
+    runtime.stop_node(NodeId::new(1)).await.unwrap();
+    assert!(
+        !runtime.is_running(NodeId::new(1)) && runtime.observe_address(NodeId::new(1)).is_none()
+    );
+    runtime.start_node(NodeId::new(1)).await.unwrap();
+    runtime.pause_node(NodeId::new(2)).await.unwrap();
+    runtime.kill_node(NodeId::new(2)).await.unwrap();
+    assert!(!runtime.is_paused(NodeId::new(2)).unwrap());
+    runtime.start_node(NodeId::new(2)).await.unwrap();
     // Stopping a paused broker continues it, so it acts on SIGTERM at once.
-    runtime.pause_node(3).await.unwrap();
-    runtime.stop_node(3).await.unwrap();
-    runtime.start_node(3).await.unwrap();
+    runtime.pause_node(NodeId::new(3)).await.unwrap();
+    runtime.stop_node(NodeId::new(3)).await.unwrap();
+    runtime.start_node(NodeId::new(3)).await.unwrap();
     runtime.await_ready(READY).await.unwrap();
     assert_eq!(containers(&id), expected, "the same containers");
 
@@ -97,7 +101,7 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
     // A long lease and lag time: the pause must cost the leader neither its
     // session nor a follower, so its state after resuming is the state before.
     config.lease_ttl_s = 60;
-    for node in 1..=3 {
+    for node in NodeId::all(3) {
         let settings = [(
             "replica_lag_time_max_ms".to_owned(),
             toml::Value::Integer(60_000),
@@ -110,7 +114,7 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
     // Topic `t`, one partition on b1, b2, b3.
     assign_topic_t(runtime.etcd_endpoint(), r#"{"0":[1,2,3]}"#).await;
     let before = runtime.await_ready(READY).await.unwrap();
-    let partition = before.partitions[&("t".to_owned(), 0)].clone();
+    let partition = before.partitions[&PartitionRef::new("t", 0)].clone();
     let leader = partition.leader.unwrap();
 
     let options = ProduceOptions::default();
@@ -151,7 +155,7 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
         .expect("the resumed broker answers again");
     // Same leader, same epoch, same ISR: nothing happened to it but a pause.
     let after = runtime.await_ready(READY).await.unwrap();
-    assert_eq!(after.partitions[&("t".to_owned(), 0)], partition);
+    assert_eq!(after.partitions[&PartitionRef::new("t", 0)], partition);
     let mut producer =
         KafkaClient::connect(&runtime.client_address(leader).unwrap(), "t", deadline)
             .await

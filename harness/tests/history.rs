@@ -1,29 +1,41 @@
 //! A history written by the streaming writer reads back identical and valid;
 //! each invalid shape is caught on the line it is on.
 
-use epochal::history::{HistoryError, HistoryWriter, OpType, Process, ShapeError, read_history};
+use epochal::history::{
+    Body, HistoryError, HistoryWriter, OpType, Process, ShapeError, read_history,
+};
 use serde_json::json;
+
+fn body(f: &str, kind: OpType, value: serde_json::Value) -> Body {
+    Body::from_value(f, kind, value).unwrap()
+}
 
 #[test]
 fn written_history_reads_back_valid_and_identical() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("history.jsonl");
     let mut w = HistoryWriter::create(&path).unwrap();
+    let send = json!({"partition": "t-0", "values": [1], "acks": "all", "node": "b1"});
+    let poll = json!({"partition": "t-0", "from_offset": 0, "node": null});
     let mut written = Vec::new();
     written.push(
-        w.invoke(Process::Client(0), "send", json!([["t-0", 1]]))
-            .unwrap(),
+        w.invoke(
+            Process::Client(0),
+            body("send", OpType::Invoke, send.clone()),
+        )
+        .unwrap(),
     );
+    let crash = json!({"target": "leader of t-0"});
     written.push(
-        w.invoke(Process::Nemesis, "crash", json!("leader of t-0"))
+        w.invoke(Process::Nemesis, body("crash", OpType::Invoke, crash))
             .unwrap(),
     );
+    let crashed = json!({"target": "leader of t-0", "nodes": ["b1"]});
     written.push(
         w.append(
             Process::Nemesis,
             OpType::Info,
-            "crash",
-            json!({"resolved": "b1"}),
+            body("crash", OpType::Info, crashed),
             None,
         )
         .unwrap(),
@@ -32,19 +44,23 @@ fn written_history_reads_back_valid_and_identical() {
         w.append(
             Process::Client(0),
             OpType::Info,
-            "send",
-            json!([["t-0", 1]]),
+            body("send", OpType::Info, send),
             Some("REQUEST_TIMED_OUT".into()),
         )
         .unwrap(),
     );
-    written.push(w.invoke(Process::Client(1), "poll", json!(null)).unwrap());
+    written.push(
+        w.invoke(
+            Process::Client(1),
+            body("poll", OpType::Invoke, poll.clone()),
+        )
+        .unwrap(),
+    );
     written.push(
         w.append(
             Process::Client(1),
             OpType::Fail,
-            "poll",
-            json!(null),
+            body("poll", OpType::Fail, poll),
             Some("x".into()),
         )
         .unwrap(),
@@ -65,8 +81,13 @@ fn writer_never_overwrites_a_history() {
 }
 
 fn line(index: u64, process: &str, kind: &str, f: &str) -> String {
+    let value = match f {
+        "send" => r#"{"partition":"t-0","values":[1],"acks":"all","node":"b1"}"#,
+        "poll" => r#"{"partition":"t-0","from_offset":0,"node":"b1"}"#,
+        _ => r#"{"target":"b1"}"#,
+    };
     format!(
-        r#"{{"index":{index},"time_ns":{index},"process":{process},"type":"{kind}","f":"{f}","value":null}}"#
+        r#"{{"index":{index},"time_ns":{index},"process":{process},"type":"{kind}","f":"{f}","value":{value}}}"#
     )
 }
 

@@ -1,12 +1,13 @@
-//! What the checkers look at, loaded from a run directory (store.rs has the
+//! What the checkers look at, loaded from a run directory (run_dir.rs has the
 //! layout), so a stored run can be checked again with no cluster.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::history::{Op, read_history};
 use crate::reader::state_change::{StateChange, read_state_changes};
 use crate::reader::{DataDirState, read_data_dir};
+use crate::run_dir::RunDir;
 use crate::schedule::Schedule;
 use crate::timeline::Timeline;
 
@@ -46,38 +47,25 @@ impl RunData {
     /// Loads a run directory: `schedule.toml`, `history.jsonl` (validated),
     /// each `nodes/b<i>/data` through the reader, the state-change logs and
     /// `timeline.json` when present.
-    pub fn load(dir: &Path) -> Result<Self, LoadError> {
-        let history_path = dir.join("history.jsonl");
-        if !history_path.is_file() {
-            return Err(LoadError::NotARun(dir.to_owned()));
+    pub fn load(dir: &RunDir) -> Result<Self, LoadError> {
+        if !dir.is_run() {
+            return Err(LoadError::NotARun(dir.path().to_owned()));
         }
-        let schedule_path = dir.join("schedule.toml");
+        let schedule_path = dir.schedule();
         let schedule = if schedule_path.is_file() {
             Some(Schedule::load(&schedule_path)?)
         } else {
             None
         };
-        let history = read_history(&history_path)?;
+        let history = read_history(dir.history())?;
         let mut replicas = BTreeMap::new();
         let mut state_changes = BTreeMap::new();
-        let nodes = dir.join("nodes");
-        if let Ok(entries) = std::fs::read_dir(&nodes) {
-            let mut names: Vec<String> = entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| crate::schedule::model::is_node_name(n))
-                .collect();
-            names.sort_by_key(|n| n[1..].parse::<u32>().unwrap_or(u32::MAX));
-            for name in names {
-                let data = nodes.join(&name).join("data");
-                if !data.is_dir() {
-                    continue;
-                }
-                state_changes.insert(name.clone(), read_state_changes(&data)?);
-                replicas.insert(name, read_data_dir(&data)?);
-            }
+        for node in dir.nodes_with_data() {
+            let data = dir.data_dir(node);
+            state_changes.insert(node.to_string(), read_state_changes(&data)?);
+            replicas.insert(node.to_string(), read_data_dir(&data)?);
         }
-        let timeline_path = dir.join("timeline.json");
+        let timeline_path = dir.timeline();
         let timeline = if timeline_path.is_file() {
             let text =
                 std::fs::read_to_string(&timeline_path).map_err(|e| LoadError::Timeline {
@@ -94,7 +82,7 @@ impl RunData {
             None
         };
         Ok(RunData {
-            dir: dir.to_owned(),
+            dir: dir.path().to_owned(),
             schedule,
             history,
             replicas,

@@ -9,15 +9,6 @@ use crate::timeline::{PartitionStateChange, Timeline};
 
 use super::RunData;
 
-/// `t-0` → (`t`, 0); the partition is after the last dash.
-pub(crate) fn parse_partition(name: &str) -> Option<(String, i32)> {
-    let (topic, partition) = name.rsplit_once('-')?;
-    if topic.is_empty() {
-        return None;
-    }
-    Some((topic.to_owned(), partition.parse().ok()?))
-}
-
 /// Node name of a broker id, as the run directory and the history spell it.
 pub(crate) fn node_name(id: impl std::fmt::Display) -> String {
     format!("b{id}")
@@ -185,14 +176,6 @@ mod tests {
             isr: isr.to_vec(),
             controller_epoch: 1,
         }
-    }
-
-    #[test]
-    fn partitions_split_at_the_last_dash() {
-        assert_eq!(parse_partition("t-0"), Some(("t".into(), 0)));
-        assert_eq!(parse_partition("a-b-3"), Some(("a-b".into(), 3)));
-        assert_eq!(parse_partition("t"), None);
-        assert_eq!(parse_partition("-1"), None);
     }
 
     #[test]

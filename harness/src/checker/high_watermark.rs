@@ -213,8 +213,7 @@ mod tests {
             time_ns: index,
             process: Process::Client(process),
             kind,
-            f: "poll".into(),
-            value,
+            body: crate::history::Body::from_value("poll", kind, value).unwrap(),
             error: None,
         }
     }
@@ -250,9 +249,19 @@ mod tests {
     /// Process 0 polls b1 (HW 5), then process 1 polls `node` (HW 3).
     fn two_polls(node: &str) -> Vec<Op> {
         vec![
-            op(0, 0, OpType::Invoke, json!({})),
+            op(
+                0,
+                0,
+                OpType::Invoke,
+                json!({"partition": "t-0", "from_offset": 0}),
+            ),
             op(1, 0, OpType::Ok, ok("b1", 0, json!([]), 5)),
-            op(2, 1, OpType::Invoke, json!({})),
+            op(
+                2,
+                1,
+                OpType::Invoke,
+                json!({"partition": "t-0", "from_offset": 0}),
+            ),
             op(3, 1, OpType::Ok, ok(node, 0, json!([]), 3)),
         ]
     }
@@ -286,8 +295,18 @@ mod tests {
     #[test]
     fn checker_watermark_overlapping_polls_are_not_ordered() {
         let history = vec![
-            op(0, 0, OpType::Invoke, json!({})),
-            op(1, 1, OpType::Invoke, json!({})),
+            op(
+                0,
+                0,
+                OpType::Invoke,
+                json!({"partition": "t-0", "from_offset": 0}),
+            ),
+            op(
+                1,
+                1,
+                OpType::Invoke,
+                json!({"partition": "t-0", "from_offset": 0}),
+            ),
             op(2, 0, OpType::Ok, ok("b1", 0, json!([]), 5)),
             op(3, 1, OpType::Ok, ok("b1", 0, json!([]), 3)),
         ];
@@ -298,9 +317,19 @@ mod tests {
     #[test]
     fn checker_watermark_record_below_from_offset_is_invalid() {
         let history = vec![
-            op(0, 0, OpType::Invoke, json!({})),
+            op(
+                0,
+                0,
+                OpType::Invoke,
+                json!({"partition": "t-0", "from_offset": 0}),
+            ),
             op(1, 0, OpType::Ok, ok("b1", 0, json!([[0, 10], [3, 13]]), 5)),
-            op(2, 0, OpType::Invoke, json!({})),
+            op(
+                2,
+                0,
+                OpType::Invoke,
+                json!({"partition": "t-0", "from_offset": 0}),
+            ),
             op(3, 0, OpType::Ok, ok("b1", 4, json!([[3, 13], [4, 14]]), 5)),
         ];
         let result = check(&run(history.clone(), Some(vec![leader(1, 1, 0)]))).unwrap();
@@ -313,7 +342,9 @@ mod tests {
         assert_eq!(e.details["consumed_before"], json!(3));
         // Asking for offset 3 again is a re-read the consumer asked for.
         let mut history = history;
-        history[3].value["from_offset"] = json!(3);
+        if let crate::history::Body::Poll(poll) = &mut history[3].body {
+            poll.from_offset = 3;
+        }
         let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
         assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.evidence);
     }

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::history::{Op, OpType, Process};
+use crate::history::{Op, OpType, Process, Verb};
 
 use super::final_log::{
-    FinalLog, final_log, node_name, offsets_by_value, parse_partition, states, unclean_elections,
+    FinalLog, final_log, node_name, offsets_by_value, states, unclean_elections,
 };
 use super::{CheckResult, Checker, Evidence, RunData};
 
@@ -121,61 +121,37 @@ impl AckedValue {
 pub(crate) fn acked_values(history: &[Op]) -> Result<Vec<AckedValue>, String> {
     let mut acked = Vec::new();
     for op in history {
-        if op.f != "send" || op.kind != OpType::Ok || op.process == Process::Nemesis {
+        if op.process == Process::Nemesis {
             continue;
         }
+        let Some((send, ack)) = op.acked_send() else {
+            continue;
+        };
         let bad = |what: &str| format!("history index {}: send ok {what}", op.index);
-        let v = &op.value;
-        let partition = v["partition"]
-            .as_str()
-            .ok_or_else(|| bad("has no partition"))?;
-        let (topic, partition_number) =
-            parse_partition(partition).ok_or_else(|| bad("names no topic-partition"))?;
-        let acks = match &v["acks"] {
-            Value::String(s) if s == "all" || s == "-1" => Acks::All,
-            Value::String(s) if s == "1" => Acks::One,
-            Value::String(s) if s == "0" => Acks::Zero,
-            Value::Number(n) if n.as_i64() == Some(-1) => Acks::All,
-            Value::Number(n) if n.as_i64() == Some(1) => Acks::One,
-            Value::Number(n) if n.as_i64() == Some(0) => Acks::Zero,
-            _ => return Err(bad("has no acks of all, 1 or 0")),
+        let acks = match send.acks {
+            crate::schedule::Acks::All => Acks::All,
+            crate::schedule::Acks::Leader => Acks::One,
+            crate::schedule::Acks::None => Acks::Zero,
         };
-        let values: Vec<i64> = v["values"]
-            .as_array()
-            .ok_or_else(|| bad("has no values"))?
-            .iter()
-            .map(|x| {
-                x.as_i64()
-                    .ok_or_else(|| bad("has a value that is not an integer"))
-            })
-            .collect::<Result<_, _>>()?;
-        let offsets: Option<Vec<i64>> = match &v["offsets"] {
-            Value::Null => None,
-            Value::Array(a) => Some(
-                a.iter()
-                    .map(|x| x.as_i64().ok_or_else(|| bad("has a non-integer offset")))
-                    .collect::<Result<_, _>>()?,
-            ),
-            _ => return Err(bad("has offsets that are not a list")),
-        };
-        if let Some(offsets) = &offsets
-            && offsets.len() != values.len()
+        if let Some(offsets) = &ack.offsets
+            && offsets.len() != send.values.len()
         {
             return Err(bad("has a different number of offsets and values"));
         }
-        let isr = v["isr"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_i64).collect());
-        let leader_epoch = v["leader_epoch"].as_i64();
-        for (i, value) in values.into_iter().enumerate() {
+        let isr: Option<Vec<i64>> = ack
+            .isr
+            .as_ref()
+            .map(|isr| isr.iter().map(|&id| i64::from(id)).collect());
+        let leader_epoch = ack.leader_epoch.map(i64::from);
+        for (i, &value) in send.values.iter().enumerate() {
             acked.push(AckedValue {
                 index: op.index,
-                partition: partition.to_owned(),
-                topic: topic.clone(),
-                partition_number,
+                partition: send.partition.to_string(),
+                topic: send.partition.topic.clone(),
+                partition_number: send.partition.wire_partition(),
                 value,
                 acks,
-                offset: offsets.as_ref().map(|o| o[i]),
+                offset: ack.offsets.as_ref().map(|o| o[i]),
                 isr: isr.clone(),
                 leader_epoch,
             });
@@ -246,29 +222,29 @@ fn power_lost_nodes(run: &RunData, acked: &AckedValue) -> BTreeMap<String, u64> 
     let dir = format!("{}-{}", acked.topic, acked.partition_number);
     let mut lost = BTreeMap::new();
     for op in &run.history {
+        let Some(fault) = op.fault() else {
+            continue;
+        };
         if op.process != Process::Nemesis
-            || op.f != "power-loss"
+            || fault.verb != Verb::PowerLoss
             || op.kind == OpType::Invoke
             || op.error.is_some()
             || op.index <= acked.index
         {
             continue;
         }
-        let Some(nodes) = op.value["nodes"].as_array() else {
+        let Some(done) = &fault.done else {
             continue;
         };
-        for node in nodes.iter().filter_map(Value::as_str) {
-            let cut = op.value["cut"].as_array().and_then(|cuts| {
-                cuts.iter()
-                    .find(|c| c["node"].as_str() == Some(node))
-                    .and_then(|c| c["cuts"].as_array())
-                    .map(|replicas| {
-                        replicas
-                            .iter()
-                            .find(|r| r["replica"].as_str() == Some(dir.as_str()))
-                            .and_then(|r| r["log_end_offset_after"].as_i64())
-                    })
+        for node in &done.nodes {
+            let cut = done.cut.as_ref().and_then(|cuts| {
+                cuts.iter().find(|c| c.node == *node).map(|c| {
+                    c.replicas()
+                        .find(|r| r.replica == dir)
+                        .map(|r| r.log_end_offset_after)
+                })
             });
+            let node = node.to_string();
             let reached = match (cut, acked.offset) {
                 // No cut recorded for this node: its name is the evidence.
                 (None, _) => true,
@@ -278,7 +254,7 @@ fn power_lost_nodes(run: &RunData, acked: &AckedValue) -> BTreeMap<String, u64> 
                 (Some(Some(end_after)), Some(offset)) => end_after <= offset,
             };
             if reached {
-                lost.entry(node.to_owned()).or_insert(op.index);
+                lost.entry(node).or_insert(op.index);
             }
         }
     }

@@ -14,6 +14,12 @@
 //! because their effect on the cluster is not an ok/fail answer.
 
 pub mod kafka_errors;
+pub mod op;
+
+pub use op::{
+    Acked, Aim, Body, Done, FaultOp, NodeCut, Op, Poll, PolledRecord, Read, RecordValue,
+    ReplicaCut, Send, Verb,
+};
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -22,7 +28,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// Who performed an operation: a numbered workload client, or the nemesis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -78,24 +83,6 @@ pub enum OpType {
     Ok,
     Fail,
     Info,
-}
-
-/// One line of the history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Op {
-    pub index: u64,
-    /// Nanoseconds since the run's history was opened (monotonic clock).
-    pub time_ns: u64,
-    pub process: Process,
-    #[serde(rename = "type")]
-    pub kind: OpType,
-    /// The operation's function: `send`, `poll`, `crash`, `isolate`, ...
-    pub f: String,
-    #[serde(default)]
-    pub value: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 /// Why an op cannot follow the ones before it.
@@ -192,23 +179,24 @@ impl Validator {
                 if let Some((pending, _)) = self.pending.get(&op.process) {
                     return Err(ShapeError::DoubleInvoke {
                         process: op.process,
-                        f: op.f.clone(),
+                        f: op.f().to_owned(),
                         pending: *pending,
                     });
                 }
-                self.pending.insert(op.process, (op.index, op.f.clone()));
+                self.pending
+                    .insert(op.process, (op.index, op.f().to_owned()));
             }
             OpType::Ok | OpType::Fail | OpType::Info => {
                 let Some((pending, invoked)) = self.pending.get(&op.process) else {
                     return Err(ShapeError::CompletionWithoutInvoke {
                         process: op.process,
-                        f: op.f.clone(),
+                        f: op.f().to_owned(),
                     });
                 };
-                if *invoked != op.f {
+                if invoked != op.f() {
                     return Err(ShapeError::CompletionMismatch {
                         process: op.process,
-                        f: op.f.clone(),
+                        f: op.f().to_owned(),
                         invoked: invoked.clone(),
                         pending: *pending,
                     });
@@ -289,8 +277,7 @@ impl HistoryWriter {
         &mut self,
         process: Process,
         kind: OpType,
-        f: &str,
-        value: Value,
+        body: Body,
         error: Option<String>,
     ) -> Result<Op, WriteError> {
         let op = Op {
@@ -298,8 +285,7 @@ impl HistoryWriter {
             time_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
             process,
             kind,
-            f: f.to_owned(),
-            value,
+            body,
             error,
         };
         self.validator
@@ -323,8 +309,8 @@ impl HistoryWriter {
         Ok(op)
     }
 
-    pub fn invoke(&mut self, process: Process, f: &str, value: Value) -> Result<Op, WriteError> {
-        self.append(process, OpType::Invoke, f, value, None)
+    pub fn invoke(&mut self, process: Process, body: Body) -> Result<Op, WriteError> {
+        self.append(process, OpType::Invoke, body, None)
     }
 }
 
@@ -350,15 +336,14 @@ impl SharedHistory {
         &self,
         process: Process,
         kind: OpType,
-        f: &str,
-        value: Value,
+        body: Body,
         error: Option<String>,
     ) -> Result<Op, WriteError> {
-        self.writer().append(process, kind, f, value, error)
+        self.writer().append(process, kind, body, error)
     }
 
-    pub fn invoke(&self, process: Process, f: &str, value: Value) -> Result<Op, WriteError> {
-        self.writer().invoke(process, f, value)
+    pub fn invoke(&self, process: Process, body: Body) -> Result<Op, WriteError> {
+        self.writer().invoke(process, body)
     }
 }
 
@@ -397,21 +382,30 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A body of `f` with the least value its invoke can have.
+    fn body(f: &str) -> Body {
+        let value = match f {
+            "send" => json!({"partition": "t-0", "values": [1], "acks": "all"}),
+            "poll" => json!({"partition": "t-0", "from_offset": 0}),
+            _ => json!({"target": "b1"}),
+        };
+        Body::from_value(f, OpType::Invoke, value).unwrap()
+    }
+
     fn op(index: u64, process: Process, kind: OpType, f: &str) -> Op {
         Op {
             index,
             time_ns: index,
             process,
             kind,
-            f: f.into(),
-            value: Value::Null,
+            body: body(f),
             error: None,
         }
     }
 
     #[test]
     fn process_is_a_number_or_nemesis_on_disk() {
-        let line = serde_json::to_string(&op(0, Process::Nemesis, OpType::Info, "kill")).unwrap();
+        let line = serde_json::to_string(&op(0, Process::Nemesis, OpType::Info, "crash")).unwrap();
         assert!(line.contains("\"process\":\"nemesis\""), "{line}");
         let line =
             serde_json::to_string(&op(0, Process::Client(3), OpType::Invoke, "send")).unwrap();
@@ -452,11 +446,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("history.jsonl");
         let mut w = HistoryWriter::create(&path).unwrap();
-        w.invoke(Process::Client(0), "send", json!([[0, 1]]))
-            .unwrap();
-        let err = w
-            .invoke(Process::Client(0), "send", json!([[0, 2]]))
-            .unwrap_err();
+        w.invoke(Process::Client(0), body("send")).unwrap();
+        let err = w.invoke(Process::Client(0), body("send")).unwrap_err();
         assert!(matches!(
             err,
             WriteError::Shape {

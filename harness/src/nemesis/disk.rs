@@ -40,48 +40,29 @@ use std::fs::{self, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::reader::checkpoint::{CLEAN_SHUTDOWN_MARKER, RECOVERY_POINT_OFFSET_CHECKPOINT};
 use crate::reader::{DataDirState, FindingKind, ReadError, ReplicaState, read_data_dir};
 
 /// Index files Kafka keeps beside each `<base offset>.log`.
 const INDEX_SUFFIXES: [&str; 3] = ["index", "timeindex", "txnindex"];
 
-/// How [`truncate_log`] shortens a log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Truncate {
-    /// Remove the offset and everything after it, at batch boundaries, as
-    /// Kafka's `LogSegment.truncateTo` does: it cuts at
-    /// `translateOffset(offset)`, the first batch whose last offset is
-    /// `>= offset`, so the batch holding the offset goes whole and the log
-    /// may end below `offset`. As Kafka's `Log.truncateTo`, segments whose
-    /// base offset is above the offset are deleted and the one holding the
-    /// cut is kept, even when it is left empty.
-    ToOffset(u64),
-    /// Chop this many bytes off the end of the log, wherever that falls: it
-    /// may leave a torn batch, which recovery must find. When it exceeds the
-    /// last segment it carries on into earlier ones; segments it empties are
-    /// deleted, except the first, which is kept (at zero bytes) so the log
-    /// keeps its start offset.
-    ByBytes(u64),
-}
+/// How [`truncate_log`] shortens a log:
+/// - `ToOffset`: remove the offset and everything after it, at batch
+///   boundaries, as Kafka's `LogSegment.truncateTo` does: it cuts at
+///   `translateOffset(offset)`, the first batch whose last offset is
+///   `>= offset`, so the batch holding the offset goes whole and the log may
+///   end below `offset`. As Kafka's `Log.truncateTo`, segments whose base
+///   offset is above the offset are deleted and the one holding the cut is
+///   kept, even when it is left empty.
+/// - `ByBytes`: chop this many bytes off the end of the log, wherever that
+///   falls: it may leave a torn batch, which recovery must find. When it
+///   exceeds the last segment it carries on into earlier ones; segments it
+///   empties are deleted, except the first, which is kept (at zero bytes) so
+///   the log keeps its start offset.
+pub use crate::schedule::Truncate;
 
 /// What a disk fault did to one replica, for the run's history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cut {
-    /// The replica directory, e.g. `t-0`.
-    pub replica: String,
-    /// The log end offset the reader found before the cut and after it.
-    pub log_end_offset_before: i64,
-    pub log_end_offset_after: i64,
-    /// Bytes removed from `.log` files (index files not counted).
-    pub bytes_removed: u64,
-    /// `.log` files deleted whole, relative to the data directory, in log
-    /// order. Their index siblings went with them.
-    pub segments_deleted: Vec<PathBuf>,
-}
+pub use crate::history::ReplicaCut as Cut;
 
 /// A disk fault that could not be applied. Every variant names the file or
 /// directory concerned. A fault checks everything it can before changing
@@ -505,10 +486,6 @@ mod tests {
                 "bytes_removed": 447,
                 "segments_deleted": ["t-0/00000000000000000010.log"],
             })
-        );
-        assert_eq!(
-            serde_json::to_value(Truncate::ByBytes(3)).unwrap(),
-            serde_json::json!({"by_bytes": 3})
         );
     }
 }

@@ -8,12 +8,9 @@
 pub mod disk;
 pub mod partition;
 
-use serde_json::{Value, json};
-
-use crate::observe::{node_id, node_name};
+use crate::history::{Done, NodeCut, Verb};
 use crate::runtime::{ClusterView, NodeId, Runtime, RuntimeError};
 use crate::schedule::{Fault, Target};
-use disk::Truncate;
 use partition::{PartitionSpec, Partitions};
 
 #[derive(Debug, thiserror::Error)]
@@ -41,43 +38,6 @@ impl NemesisError {
             self,
             NemesisError::Unresolved { .. } | NemesisError::Refused(_)
         )
-    }
-}
-
-/// The verb a fault is recorded under in the history (`f`).
-pub fn verb(fault: &Fault) -> &'static str {
-    match fault {
-        Fault::Pause(_) => "pause",
-        Fault::Resume(_) => "resume",
-        Fault::Crash(_) => "crash",
-        Fault::Restart(_) => "restart",
-        Fault::Stop(_) => "stop",
-        Fault::Start(_) => "start",
-        Fault::PowerLoss(_) => "power-loss",
-        Fault::TruncateLog(_) => "truncate-log",
-        Fault::Isolate(_) => "isolate",
-        Fault::MajorityMinority(_) => "majority-minority",
-        Fault::OneWay(_) => "one-way",
-        Fault::Bridge(_) => "bridge",
-        Fault::NodeFromEtcd(_) => "node-from-etcd",
-        Fault::Heal => "heal",
-    }
-}
-
-/// What the fault names, as written, for the invoke's value.
-pub fn described(fault: &Fault) -> Value {
-    match fault {
-        Fault::Heal => json!({}),
-        Fault::OneWay(one_way) => {
-            json!({ "from": one_way.from.to_string(), "to": one_way.to.to_string() })
-        }
-        Fault::TruncateLog(t) => json!({
-            "node": t.node.to_string(),
-            "partition": t.partition.to_string(),
-            "to_offset": t.to_offset,
-            "by_bytes": t.by_bytes,
-        }),
-        other => json!({ "target": other.target().map(ToString::to_string) }),
     }
 }
 
@@ -112,7 +72,7 @@ impl Nemesis {
             why,
         };
         match target {
-            Target::Node(name) => Ok(vec![node_id(name)]),
+            Target::Node(node) => Ok(vec![*node]),
             Target::Controller => view
                 .controller
                 .map(|c| vec![c])
@@ -121,13 +81,12 @@ impl Nemesis {
                 "`leader` is for client operations; a fault names `leader of t-0`".into(),
             )),
             Target::LeaderOf(p) => view
-                .partition(&p.topic, p.partition)
-                .and_then(|state| state.leader)
+                .leader_of(p)
                 .map(|l| vec![l])
                 .ok_or_else(|| unresolved(format!("etcd records no leader of {p}"))),
             Target::AFollowerOf(p) => {
                 let state = view
-                    .partition(&p.topic, p.partition)
+                    .partition(p)
                     .ok_or_else(|| unresolved(format!("etcd has no state for {p}")))?;
                 // The lowest-id follower, in-sync ones first: deterministic, and
                 // the one a scenario most often means (a follower that has the data).
@@ -165,7 +124,8 @@ impl Nemesis {
         runtime: &mut R,
         view: &ClusterView,
         fault: &Fault,
-    ) -> Result<Value, NemesisError> {
+    ) -> Result<Done, NemesisError> {
+        let verb = Verb::of(fault);
         let nodes = runtime.nodes();
         let mut resolved = match (fault, fault.target()) {
             (Fault::TruncateLog(t), _) => self.resolve(&t.node, view, &nodes)?,
@@ -173,7 +133,7 @@ impl Nemesis {
             // Heal names nobody; one-way resolves its two ends below.
             (_, None) => Vec::new(),
         };
-        let mut detail = json!({});
+        let mut done = Done::default();
         match fault {
             Fault::Pause(_) => {
                 for &n in &resolved {
@@ -203,9 +163,7 @@ impl Nemesis {
                 for &n in &resolved {
                     if runtime.is_running(n) {
                         return Err(NemesisError::Refused(format!(
-                            "cannot {}: {} is running",
-                            verb(fault),
-                            node_name(n)
+                            "cannot {verb}: {n} is running"
                         )));
                     }
                     runtime.start_node(n).await?;
@@ -219,34 +177,38 @@ impl Nemesis {
                     }
                     let cut = disk::power_loss(&runtime.data_dir(n)?)
                         .map_err(|e| NemesisError::Disk(e.to_string()))?;
-                    cuts.push(json!({ "node": node_name(n), "cuts": cut }));
+                    cuts.push(NodeCut {
+                        node: n,
+                        cuts: Some(cut),
+                        cut: None,
+                    });
                 }
-                detail = json!({ "cut": cuts });
+                done.cut = Some(cuts);
             }
             Fault::TruncateLog(t) => {
-                let how = match (t.to_offset, t.by_bytes) {
-                    (Some(offset), None) => Truncate::ToOffset(offset),
-                    (None, Some(bytes)) => Truncate::ByBytes(bytes),
-                    _ => unreachable!("the parser requires exactly one of to_offset, by_bytes"),
-                };
+                let how = t.cut;
                 let mut cuts = Vec::new();
                 for &n in &resolved {
                     if runtime.is_running(n) {
                         return Err(NemesisError::Refused(format!(
                             "cannot truncate-log: {} is running (crash or stop it first)",
-                            node_name(n)
+                            n
                         )));
                     }
                     let cut = disk::truncate_log(
                         &runtime.data_dir(n)?,
                         &t.partition.topic,
-                        t.partition.partition as i32,
+                        t.partition.wire_partition(),
                         how,
                     )
                     .map_err(|e| NemesisError::Disk(e.to_string()))?;
-                    cuts.push(json!({ "node": node_name(n), "cut": cut }));
+                    cuts.push(NodeCut {
+                        node: n,
+                        cuts: None,
+                        cut: Some(cut),
+                    });
                 }
-                detail = json!({ "cut": cuts });
+                done.cut = Some(cuts);
             }
             Fault::Isolate(_) | Fault::Bridge(_) | Fault::NodeFromEtcd(_) => {
                 let mut blocked = Vec::new();
@@ -258,20 +220,20 @@ impl Nemesis {
                     };
                     blocked.extend(self.partition(runtime, &spec, &nodes).await?);
                 }
-                detail = json!({ "blocked": blocked });
+                done.blocked = Some(blocked);
             }
             Fault::MajorityMinority(_) => {
                 let spec = PartitionSpec::MajorityMinority {
                     minority: resolved.clone(),
                 };
-                detail = json!({ "blocked": self.partition(runtime, &spec, &nodes).await? });
+                done.blocked = Some(self.partition(runtime, &spec, &nodes).await?);
             }
             Fault::OneWay(one_way) => {
                 let from = self.single(&one_way.from, view, &nodes)?;
                 let to = self.single(&one_way.to, view, &nodes)?;
                 resolved = vec![from, to];
                 let spec = PartitionSpec::OneWay { from, to };
-                detail = json!({ "blocked": self.partition(runtime, &spec, &nodes).await? });
+                done.blocked = Some(self.partition(runtime, &spec, &nodes).await?);
             }
             Fault::Heal => {
                 self.partitions
@@ -280,13 +242,8 @@ impl Nemesis {
                     .map_err(|e| NemesisError::Partition(e.to_string()))?;
             }
         }
-        let mut value = described(fault);
-        let names: Vec<String> = resolved.iter().map(|&n| node_name(n)).collect();
-        value["nodes"] = json!(names);
-        if let (Value::Object(value), Value::Object(detail)) = (&mut value, detail) {
-            value.extend(detail);
-        }
-        Ok(value)
+        done.nodes = resolved;
+        Ok(done)
     }
 
     async fn partition<R: Runtime>(
@@ -329,7 +286,7 @@ impl Nemesis {
 
 fn endpoint(endpoint: &partition::Endpoint) -> String {
     match endpoint {
-        partition::Endpoint::Broker(n) => node_name(*n),
+        partition::Endpoint::Broker(n) => n.to_string(),
         partition::Endpoint::Etcd => "etcd".into(),
     }
 }
@@ -340,7 +297,7 @@ fn running<R: Runtime>(runtime: &R, node: NodeId, verb: &str) -> Result<(), Neme
     } else {
         Err(NemesisError::Refused(format!(
             "cannot {verb}: {} is not running",
-            node_name(node)
+            node
         )))
     }
 }

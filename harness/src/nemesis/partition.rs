@@ -44,7 +44,7 @@ pub enum Endpoint {
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Endpoint::Broker(id) => write!(f, "b{id}"),
+            Endpoint::Broker(id) => write!(f, "{id}"),
             Endpoint::Etcd => f.write_str("etcd"),
         }
     }
@@ -83,15 +83,19 @@ pub enum PartitionSpec {
 /// Why a partition was not applied.
 #[derive(Debug, thiserror::Error)]
 pub enum PartitionError {
-    #[error("partition names node {node}, which is not in the cluster {nodes:?}")]
+    #[error(
+        "partition names {node}, which is not in the cluster ({})",
+        nodes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
     UnknownNode { node: NodeId, nodes: Vec<NodeId> },
-    #[error("one-way partition from node {0} to itself")]
+    #[error("one-way partition from {0} to itself")]
     OneWayToSelf(NodeId),
     #[error("majority-minority partition with an empty minority")]
     EmptyMinority,
     #[error(
-        "majority-minority partition's minority {minority:?} is not smaller than half of the \
-         {nodes} nodes"
+        "majority-minority partition's minority {:?} is not smaller than half of the \
+         {nodes} nodes",
+        NodeId::ids(minority)
     )]
     MinorityNotSmaller { minority: Vec<NodeId>, nodes: usize },
     #[error(transparent)]
@@ -303,11 +307,27 @@ impl Partitions {
 mod tests {
     use super::*;
 
-    use Endpoint::{Broker as B, Etcd};
+    use Endpoint::Etcd;
     use Stream::{Downstream as Down, Upstream as Up};
 
-    fn bb(from: NodeId, to: NodeId) -> Link {
-        Link::BrokerToBroker { from, to }
+    fn n(id: u32) -> NodeId {
+        NodeId::new(id)
+    }
+
+    fn nodes(ids: &[u32]) -> Vec<NodeId> {
+        ids.iter().copied().map(n).collect()
+    }
+
+    fn bb(from: u32, to: u32) -> Link {
+        Link::BrokerToBroker {
+            from: n(from),
+            to: n(to),
+        }
+    }
+
+    #[allow(non_snake_case)]
+    fn B(id: u32) -> Endpoint {
+        Endpoint::Broker(n(id))
     }
 
     fn pairs(list: &[(Endpoint, Endpoint)]) -> BTreeSet<(Endpoint, Endpoint)> {
@@ -318,12 +338,18 @@ mod tests {
         list.iter().copied().collect()
     }
 
-    const THREE: &[NodeId] = &[1, 2, 3];
-    const FIVE: &[NodeId] = &[1, 2, 3, 4, 5];
+    const THREE: &[NodeId] = &[NodeId::new(1), NodeId::new(2), NodeId::new(3)];
+    const FIVE: &[NodeId] = &[
+        NodeId::new(1),
+        NodeId::new(2),
+        NodeId::new(3),
+        NodeId::new(4),
+        NodeId::new(5),
+    ];
 
     #[test]
     fn isolate_three() {
-        let spec = PartitionSpec::Isolate(2);
+        let spec = PartitionSpec::Isolate(n(2));
         let b = blocked(&spec, THREE);
         assert_eq!(
             b,
@@ -347,15 +373,15 @@ mod tests {
                 (bb(2, 3), Down),
                 (bb(3, 2), Up),
                 (bb(3, 2), Down),
-                (Link::BrokerToEtcd(2), Up),
-                (Link::BrokerToEtcd(2), Down),
+                (Link::BrokerToEtcd(n(2)), Up),
+                (Link::BrokerToEtcd(n(2)), Down),
             ])
         );
     }
 
     #[test]
     fn isolate_five_cuts_both_streams_of_every_link_of_the_node() {
-        let b = blocked(&PartitionSpec::Isolate(5), FIVE);
+        let b = blocked(&PartitionSpec::Isolate(n(5)), FIVE);
         let mut want = BTreeSet::new();
         for other in 1..=4 {
             want.insert((B(5), B(other)));
@@ -371,31 +397,51 @@ mod tests {
                 want.insert((bb(other, 5), stream));
             }
         }
-        want.insert((Link::BrokerToEtcd(5), Up));
-        want.insert((Link::BrokerToEtcd(5), Down));
+        want.insert((Link::BrokerToEtcd(n(5)), Up));
+        want.insert((Link::BrokerToEtcd(n(5)), Down));
         assert_eq!(cuts(&b), want);
     }
 
     #[test]
     fn one_way_three_cuts_one_stream_of_each_proxy_between_them() {
-        let b = blocked(&PartitionSpec::OneWay { from: 1, to: 2 }, THREE);
+        let b = blocked(
+            &PartitionSpec::OneWay {
+                from: n(1),
+                to: n(2),
+            },
+            THREE,
+        );
         assert_eq!(b, pairs(&[(B(1), B(2))]));
         // b1's requests to b2, and b1's answers to b2's requests.
         assert_eq!(cuts(&b), streams(&[(bb(1, 2), Up), (bb(2, 1), Down)]));
-        let b = blocked(&PartitionSpec::OneWay { from: 2, to: 1 }, THREE);
+        let b = blocked(
+            &PartitionSpec::OneWay {
+                from: n(2),
+                to: n(1),
+            },
+            THREE,
+        );
         assert_eq!(cuts(&b), streams(&[(bb(1, 2), Down), (bb(2, 1), Up)]));
     }
 
     #[test]
     fn one_way_five() {
-        let b = blocked(&PartitionSpec::OneWay { from: 5, to: 3 }, FIVE);
+        let b = blocked(
+            &PartitionSpec::OneWay {
+                from: n(5),
+                to: n(3),
+            },
+            FIVE,
+        );
         assert_eq!(b, pairs(&[(B(5), B(3))]));
         assert_eq!(cuts(&b), streams(&[(bb(5, 3), Up), (bb(3, 5), Down)]));
     }
 
     #[test]
     fn majority_minority_three_keeps_etcd_with_the_majority() {
-        let spec = PartitionSpec::MajorityMinority { minority: vec![3] };
+        let spec = PartitionSpec::MajorityMinority {
+            minority: nodes(&[3]),
+        };
         let b = blocked(&spec, THREE);
         assert_eq!(
             b,
@@ -419,8 +465,8 @@ mod tests {
                 (bb(3, 1), Down),
                 (bb(3, 2), Up),
                 (bb(3, 2), Down),
-                (Link::BrokerToEtcd(3), Up),
-                (Link::BrokerToEtcd(3), Down),
+                (Link::BrokerToEtcd(n(3)), Up),
+                (Link::BrokerToEtcd(n(3)), Down),
             ])
         );
     }
@@ -428,7 +474,7 @@ mod tests {
     #[test]
     fn majority_minority_five_leaves_the_minority_connected_inside() {
         let spec = PartitionSpec::MajorityMinority {
-            minority: vec![4, 2],
+            minority: nodes(&[4, 2]),
         };
         let b = blocked(&spec, FIVE);
         let mut want = BTreeSet::new();
@@ -447,8 +493,8 @@ mod tests {
                     want.insert((bb(x, m), stream));
                 }
             }
-            want.insert((Link::BrokerToEtcd(m), Up));
-            want.insert((Link::BrokerToEtcd(m), Down));
+            want.insert((Link::BrokerToEtcd(n(m)), Up));
+            want.insert((Link::BrokerToEtcd(n(m)), Down));
         }
         assert_eq!(cuts(&b), want);
         assert!(!b.contains(&(B(2), B(4))) && !b.contains(&(B(4), B(2))));
@@ -456,7 +502,7 @@ mod tests {
 
     #[test]
     fn bridge_three_splits_the_other_two() {
-        let b = blocked(&PartitionSpec::Bridge(2), THREE);
+        let b = blocked(&PartitionSpec::Bridge(n(2)), THREE);
         assert_eq!(b, pairs(&[(B(1), B(3)), (B(3), B(1))]));
         assert_eq!(
             cuts(&b),
@@ -472,7 +518,7 @@ mod tests {
     #[test]
     fn bridge_five_first_half_is_the_first_ceil_of_the_sorted_others() {
         // Others 1, 2, 4, 5 (unsorted input): halves {1, 2} and {4, 5}.
-        let b = blocked(&PartitionSpec::Bridge(3), &[5, 3, 1, 4, 2]);
+        let b = blocked(&PartitionSpec::Bridge(n(3)), &nodes(&[5, 3, 1, 4, 2]));
         let mut want = BTreeSet::new();
         for x in [1, 2] {
             for y in [4, 5] {
@@ -492,7 +538,7 @@ mod tests {
         }
         assert_eq!(cuts(&b), want);
         // Four nodes: the bridge 4, others 1, 2, 3: halves {1, 2} and {3}.
-        let b = blocked(&PartitionSpec::Bridge(4), &[1, 2, 3, 4]);
+        let b = blocked(&PartitionSpec::Bridge(n(4)), &nodes(&[1, 2, 3, 4]));
         assert_eq!(
             b,
             pairs(&[(B(1), B(3)), (B(2), B(3)), (B(3), B(1)), (B(3), B(2))])
@@ -502,11 +548,14 @@ mod tests {
     #[test]
     fn node_from_etcd_three_and_five() {
         for nodes in [THREE, FIVE] {
-            let b = blocked(&PartitionSpec::NodeFromEtcd(1), nodes);
+            let b = blocked(&PartitionSpec::NodeFromEtcd(n(1)), nodes);
             assert_eq!(b, pairs(&[(B(1), Etcd), (Etcd, B(1))]));
             assert_eq!(
                 cuts(&b),
-                streams(&[(Link::BrokerToEtcd(1), Up), (Link::BrokerToEtcd(1), Down)])
+                streams(&[
+                    (Link::BrokerToEtcd(n(1)), Up),
+                    (Link::BrokerToEtcd(n(1)), Down)
+                ])
             );
         }
     }
@@ -535,29 +584,34 @@ mod tests {
     fn validate_names_what_is_wrong() {
         let err = |spec: PartitionSpec, nodes: &[NodeId]| spec.validate(nodes).unwrap_err();
         assert!(matches!(
-            err(PartitionSpec::Isolate(4), THREE),
-            PartitionError::UnknownNode { node: 4, .. }
+            err(PartitionSpec::Isolate(n(4)), THREE),
+            PartitionError::UnknownNode { node, .. } if node == n(4)
         ));
         assert_eq!(
-            err(PartitionSpec::Isolate(4), THREE).to_string(),
-            "partition names node 4, which is not in the cluster [1, 2, 3]"
+            err(PartitionSpec::Isolate(n(4)), THREE).to_string(),
+            "partition names b4, which is not in the cluster (b1, b2, b3)"
         );
         assert!(matches!(
-            err(PartitionSpec::OneWay { from: 1, to: 7 }, THREE),
-            PartitionError::UnknownNode { node: 7, .. }
+            err(PartitionSpec::OneWay { from: n(1), to: n(7) }, THREE),
+            PartitionError::UnknownNode { node, .. } if node == n(7)
         ));
         assert!(matches!(
-            err(PartitionSpec::OneWay { from: 2, to: 2 }, THREE),
-            PartitionError::OneWayToSelf(2)
+            err(PartitionSpec::OneWay { from: n(2), to: n(2) }, THREE),
+            PartitionError::OneWayToSelf(node) if node == n(2)
         ));
         assert!(matches!(
-            err(PartitionSpec::MajorityMinority { minority: vec![] }, THREE),
+            err(
+                PartitionSpec::MajorityMinority {
+                    minority: nodes(&[])
+                },
+                THREE
+            ),
             PartitionError::EmptyMinority
         ));
         assert!(matches!(
             err(
                 PartitionSpec::MajorityMinority {
-                    minority: vec![1, 2]
+                    minority: nodes(&[1, 2])
                 },
                 THREE
             ),
@@ -567,38 +621,38 @@ mod tests {
         assert!(matches!(
             err(
                 PartitionSpec::MajorityMinority {
-                    minority: vec![1, 2]
+                    minority: nodes(&[1, 2])
                 },
-                &[1, 2, 3, 4]
+                &nodes(&[1, 2, 3, 4])
             ),
             PartitionError::MinorityNotSmaller { nodes: 4, .. }
         ));
         assert!(matches!(
             err(
                 PartitionSpec::MajorityMinority {
-                    minority: vec![1, 6]
+                    minority: nodes(&[1, 6])
                 },
                 FIVE
             ),
-            PartitionError::UnknownNode { node: 6, .. }
+            PartitionError::UnknownNode { node, .. } if node == n(6)
         ));
         // A repeated id counts once.
         PartitionSpec::MajorityMinority {
-            minority: vec![1, 1],
+            minority: nodes(&[1, 1]),
         }
         .validate(THREE)
         .unwrap();
         PartitionSpec::MajorityMinority {
-            minority: vec![1, 2],
+            minority: nodes(&[1, 2]),
         }
         .validate(FIVE)
         .unwrap();
-        PartitionSpec::Bridge(1).validate(THREE).unwrap();
+        PartitionSpec::Bridge(n(1)).validate(THREE).unwrap();
     }
 
     #[test]
     fn endpoints_serialize_as_schedules_name_them() {
-        let b = blocked(&PartitionSpec::NodeFromEtcd(2), THREE);
+        let b = blocked(&PartitionSpec::NodeFromEtcd(n(2)), THREE);
         assert_eq!(
             serde_json::to_string(&b).unwrap(),
             r#"[["b2","etcd"],["etcd","b2"]]"#

@@ -7,22 +7,25 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::node::NodeId;
+use crate::topic_partition::PartitionRef;
+
 /// Everything under `/epochal` the harness needs to call a cluster ready
 /// (key layout: broker/README.md, "etcd key layout").
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClusterView {
     pub revision: i64,
-    pub controller: Option<u32>,
-    pub brokers: BTreeSet<u32>,
-    pub partitions: BTreeMap<(String, u32), PartitionView>,
+    pub controller: Option<NodeId>,
+    pub brokers: BTreeSet<NodeId>,
+    pub partitions: BTreeMap<PartitionRef, PartitionView>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PartitionView {
-    pub replicas: Vec<u32>,
+    pub replicas: Vec<NodeId>,
     /// `None` before the controller elected one, or when it recorded -1.
-    pub leader: Option<u32>,
-    pub isr: Vec<u32>,
+    pub leader: Option<NodeId>,
+    pub isr: Vec<NodeId>,
     /// The leader epoch recorded with the leader (-1 before the first election).
     pub leader_epoch: i32,
     /// The controller epoch of the controller that wrote this state.
@@ -54,11 +57,11 @@ impl ClusterView {
                     view.controller = json
                         .as_ref()
                         .and_then(|j| j.get("broker_id"))
-                        .and_then(Value::as_u64)
-                        .map(|id| id as u32);
+                        .and_then(Value::as_i64)
+                        .and_then(|id| NodeId::from_broker_id(i32::try_from(id).ok()?));
                 }
                 ["brokers", "ids", id] => {
-                    if let Ok(id) = id.parse() {
+                    if let Some(id) = id.parse().ok().and_then(NodeId::from_broker_id) {
                         view.brokers.insert(id);
                     }
                 }
@@ -68,7 +71,7 @@ impl ClusterView {
                     {
                         let Ok(p) = p.parse() else { continue };
                         view.partitions
-                            .entry((topic.to_string(), p))
+                            .entry(PartitionRef::new(*topic, p))
                             .or_default()
                             .replicas = ids(replicas);
                     }
@@ -82,12 +85,14 @@ impl ClusterView {
             }
         }
         for (topic, p, state) in states {
-            let partition = view.partitions.entry((topic, p)).or_default();
+            let partition = view
+                .partitions
+                .entry(PartitionRef::new(topic, p))
+                .or_default();
             partition.leader = state
                 .get("leader")
                 .and_then(Value::as_i64)
-                .filter(|l| *l >= 0)
-                .map(|l| l as u32);
+                .and_then(|l| NodeId::from_broker_id(i32::try_from(l).ok()?));
             partition.isr = state.get("isr").map(ids).unwrap_or_default();
             let int = |key: &str| state.get(key).and_then(Value::as_i64).unwrap_or(-1) as i32;
             partition.leader_epoch = int("leader_epoch");
@@ -96,29 +101,35 @@ impl ClusterView {
         Ok(view)
     }
 
-    pub fn partition(&self, topic: &str, partition: u32) -> Option<&PartitionView> {
-        self.partitions.get(&(topic.to_owned(), partition))
+    pub fn partition(&self, partition: &PartitionRef) -> Option<&PartitionView> {
+        self.partitions.get(partition)
+    }
+
+    /// The partition's leader as etcd names it now.
+    pub fn leader_of(&self, partition: &PartitionRef) -> Option<NodeId> {
+        self.partition(partition).and_then(|p| p.leader)
     }
 
     /// Ready: a controller, all `brokers` registered, and every partition with a
     /// leader and its full replica set in the ISR. `Err` names what is missing.
-    pub fn ready(&self, brokers: &BTreeSet<u32>) -> Result<(), String> {
+    pub fn ready(&self, brokers: &BTreeSet<NodeId>) -> Result<(), String> {
         if self.controller.is_none() {
             return Err("no controller".into());
         }
         if let Some(missing) = brokers.difference(&self.brokers).next() {
-            return Err(format!("broker {missing} not registered"));
+            return Err(format!("broker {} not registered", missing.id()));
         }
-        for ((topic, p), partition) in &self.partitions {
+        for (p, partition) in &self.partitions {
             if partition.leader.is_none() {
-                return Err(format!("{topic}-{p} has no leader"));
+                return Err(format!("{p} has no leader"));
             }
             let isr: BTreeSet<_> = partition.isr.iter().collect();
             let replicas: BTreeSet<_> = partition.replicas.iter().collect();
             if replicas.is_empty() || isr != replicas {
                 return Err(format!(
-                    "{topic}-{p} ISR {:?} is not its replicas {:?}",
-                    partition.isr, partition.replicas
+                    "{p} ISR {:?} is not its replicas {:?}",
+                    NodeId::ids(&partition.isr),
+                    NodeId::ids(&partition.replicas)
                 ));
             }
         }
@@ -126,13 +137,13 @@ impl ClusterView {
     }
 }
 
-fn ids(value: &Value) -> Vec<u32> {
+fn ids(value: &Value) -> Vec<NodeId> {
     value
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(Value::as_u64)
-        .map(|id| id as u32)
+        .filter_map(Value::as_i64)
+        .filter_map(|id| NodeId::from_broker_id(i32::try_from(id).ok()?))
         .collect()
 }
 
@@ -140,32 +151,36 @@ fn ids(value: &Value) -> Vec<u32> {
 mod tests {
     use super::*;
 
+    fn nodes(ids: &[u32]) -> Vec<NodeId> {
+        ids.iter().map(|&n| NodeId::new(n)).collect()
+    }
+
     fn partition(leader: Option<u32>, isr: &[u32]) -> PartitionView {
         PartitionView {
-            replicas: vec![1, 2, 3],
-            leader,
-            isr: isr.to_vec(),
+            replicas: nodes(&[1, 2, 3]),
+            leader: leader.map(NodeId::new),
+            isr: nodes(isr),
             ..PartitionView::default()
         }
     }
 
     #[test]
     fn ready_names_the_first_thing_missing() {
-        let all: BTreeSet<u32> = [1, 2, 3].into();
+        let all: BTreeSet<NodeId> = nodes(&[1, 2, 3]).into_iter().collect();
         let mut view = ClusterView::default();
         assert_eq!(view.ready(&all).unwrap_err(), "no controller");
-        view.controller = Some(1);
-        view.brokers = [1, 2].into();
+        view.controller = Some(NodeId::new(1));
+        view.brokers = nodes(&[1, 2]).into_iter().collect();
         assert_eq!(view.ready(&all).unwrap_err(), "broker 3 not registered");
         view.brokers = all.clone();
         view.partitions
-            .insert(("t".into(), 0), partition(None, &[1, 2, 3]));
+            .insert(PartitionRef::new("t", 0), partition(None, &[1, 2, 3]));
         assert_eq!(view.ready(&all).unwrap_err(), "t-0 has no leader");
         view.partitions
-            .insert(("t".into(), 0), partition(Some(1), &[1, 3]));
+            .insert(PartitionRef::new("t", 0), partition(Some(1), &[1, 3]));
         assert!(view.ready(&all).unwrap_err().contains("ISR [1, 3]"));
         view.partitions
-            .insert(("t".into(), 0), partition(Some(1), &[3, 2, 1]));
+            .insert(PartitionRef::new("t", 0), partition(Some(1), &[3, 2, 1]));
         assert_eq!(view.ready(&all), Ok(()));
     }
 }

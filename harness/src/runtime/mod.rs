@@ -20,8 +20,7 @@ pub use cluster_view::{ClusterView, PartitionView};
 pub use docker::DockerRuntime;
 pub use process::{ProcessConfig, ProcessRuntime};
 
-/// A broker's id (`--node-id`), 1-based.
-pub type NodeId = u32;
+pub use crate::node::NodeId;
 
 /// A directed link of the cluster; each has its own proxy, named by
 /// [`Link::proxy_name`], so a fault can cut one direction of one link.
@@ -38,9 +37,9 @@ pub enum Link {
 impl Link {
     pub fn proxy_name(self) -> String {
         match self {
-            Link::ClientToBroker(to) => format!("client-b{to}"),
-            Link::BrokerToBroker { from, to } => format!("b{from}-b{to}"),
-            Link::BrokerToEtcd(from) => format!("b{from}-etcd"),
+            Link::ClientToBroker(to) => format!("client-{to}"),
+            Link::BrokerToBroker { from, to } => format!("{from}-{to}"),
+            Link::BrokerToEtcd(from) => format!("{from}-etcd"),
         }
     }
 }

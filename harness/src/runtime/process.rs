@@ -233,7 +233,7 @@ impl ProcessRuntime {
         let (proxy, proxy_address) = start_proxy(&config).await?;
         let proxies = ToxiproxyClient::new(&proxy_address);
 
-        let nodes: Vec<NodeId> = (1..=config.brokers).collect();
+        let nodes: Vec<NodeId> = NodeId::all(config.brokers).collect();
         let etcd_address = etcd_endpoint.trim_start_matches("http://").to_owned();
         let mut links = BTreeMap::new();
         for &i in &nodes {
@@ -254,7 +254,7 @@ impl ProcessRuntime {
 
         let mut brokers = BTreeMap::new();
         for &i in &nodes {
-            let dir = config.run_dir.join(format!("b{i}"));
+            let dir = config.run_dir.join(i.to_string());
             let data_dir = dir.join("data");
             std::fs::create_dir_all(&data_dir).map_err(io("creating a data dir"))?;
             let settings = config.node_settings.get(&i);
@@ -264,7 +264,7 @@ impl ProcessRuntime {
                 .map_or(config.lease_ttl_s.to_string(), |l| l.to_string());
             let mut args = vec![
                 "--node-id".to_string(),
-                i.to_string(),
+                i.id().to_string(),
                 "--listen".into(),
                 "127.0.0.1:0".into(),
                 "--advertised".into(),
@@ -286,7 +286,8 @@ impl ProcessRuntime {
             for &j in nodes.iter().filter(|&&j| j != i) {
                 args.push("--peer".into());
                 args.push(format!(
-                    "{j}={}",
+                    "{}={}",
+                    j.id(),
                     links[&Link::BrokerToBroker { from: i, to: j }]
                 ));
             }

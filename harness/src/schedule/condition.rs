@@ -7,47 +7,48 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{PartitionRef, is_node_name};
+use super::model::PartitionRef;
+use crate::node::NodeId;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum Condition {
     LeaderIs {
         partition: PartitionRef,
-        node: String,
+        node: NodeId,
     },
     InIsr {
-        node: String,
+        node: NodeId,
         partition: PartitionRef,
         member: bool,
     },
     /// High watermark (`Offset::Hw`) or log end offset of `node`'s replica ≥ `at_least`.
     OffsetAtLeast {
         offset: Offset,
-        node: String,
+        node: NodeId,
         partition: PartitionRef,
         at_least: u64,
     },
     ControllerIs {
-        node: String,
+        node: NodeId,
         is: bool,
     },
     /// `node`'s checkpoint file for the partition holds exactly `value`.
     CheckpointIs {
         checkpoint: Checkpoint,
-        node: String,
+        node: NodeId,
         partition: PartitionRef,
         value: u64,
     },
     /// `node`'s state-change log shows a LeaderAndIsr for the partition with this leader epoch.
     AppliedLeaderAndIsr {
-        node: String,
+        node: NodeId,
         partition: PartitionRef,
         leader_epoch: u32,
     },
     /// The node's process is stopped (state T), e.g. at a `stop` failpoint.
     Stopped {
-        node: String,
+        node: NodeId,
     },
     /// The background producers had `more` sends acknowledged since the
     /// await began: the cluster is taking writes again. Counted by the
@@ -81,11 +82,8 @@ impl std::str::FromStr for Condition {
     fn from_str(s: &str) -> Result<Self, String> {
         let words: Vec<&str> = s.split_whitespace().collect();
         let node = |w: &str| {
-            if is_node_name(w) {
-                Ok(w.to_owned())
-            } else {
-                Err(format!("{w:?} in {s:?} is not a node name like \"b1\""))
-            }
+            w.parse::<NodeId>()
+                .map_err(|_| format!("{w:?} in {s:?} is not a node name like \"b1\""))
         };
         let number = |w: &str| {
             w.parse::<u64>()
@@ -178,7 +176,7 @@ impl From<Condition> for String {
 
 impl Condition {
     /// The node names and partitions it mentions, for validation.
-    pub fn nodes_and_partition(&self) -> (Option<&str>, Option<&PartitionRef>) {
+    pub fn nodes_and_partition(&self) -> (Option<NodeId>, Option<&PartitionRef>) {
         match self {
             Condition::LeaderIs { partition, node }
             | Condition::InIsr {
@@ -192,9 +190,9 @@ impl Condition {
             }
             | Condition::AppliedLeaderAndIsr {
                 node, partition, ..
-            } => (Some(node), Some(partition)),
+            } => (Some(*node), Some(partition)),
             Condition::ControllerIs { node, .. } | Condition::Stopped { node } => {
-                (Some(node), None)
+                (Some(*node), None)
             }
             Condition::Acknowledged { .. } => (None, None),
         }

@@ -9,16 +9,20 @@ mod broker_settings;
 pub mod condition;
 pub mod model;
 mod parse;
+pub mod step;
 
 pub use broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS, SettingKind};
 pub use condition::{Checkpoint, Condition, Offset};
 pub use model::{
     Acks, Background, Cluster, Compression, Consume, Fault, NodeConfig, OneWay, PartitionRef,
-    Produce, Schedule, Step, Target, Topic, TruncateLog, Workload,
+    Produce, Schedule, Target, Topic, Truncate, TruncateLog, Workload,
 };
 pub use parse::{Invalid, ScheduleError};
+pub use step::Step;
 
 use std::path::Path;
+
+use crate::node::NodeId;
 
 impl Schedule {
     /// Reads, parses and validates a schedule file.
@@ -41,10 +45,8 @@ impl Schedule {
         toml::to_string(self).expect("a schedule always serializes to TOML")
     }
 
-    /// Node names, `b1` .. `bN`.
-    pub fn node_names(&self) -> Vec<String> {
-        (1..=self.cluster.brokers)
-            .map(|n| format!("b{n}"))
-            .collect()
+    /// The cluster's nodes, `b1` .. `bN`.
+    pub fn nodes(&self) -> Vec<NodeId> {
+        NodeId::all(self.cluster.brokers).collect()
     }
 }

@@ -7,7 +7,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::condition::Condition;
+use super::step::Step;
+use crate::node::NodeId;
+pub use crate::topic_partition::PartitionRef;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -148,28 +150,6 @@ pub enum Compression {
     Zstd,
 }
 
-/// One step. Exactly one of `fault`, `faults`, `produce`, `consume`, `await`
-/// is set (checked in `parse.rs`): a flat table keeps toml's errors pointing at
-/// the very key that is wrong, which an enum's buffered variants would not.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Step {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fault: Option<Fault>,
-    /// Several faults fired together, in order, e.g. stop one node and resume another.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub faults: Option<Vec<Fault>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub produce: Option<Produce>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub consume: Option<Consume>,
-    #[serde(default, rename = "await", skip_serializing_if = "Option::is_none")]
-    pub await_: Option<Condition>,
-    /// For `await`: how long the condition may take before the run ends unknown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-}
-
 /// A fault, named by its verb. Partitions are named by the direction bytes flow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -226,14 +206,63 @@ pub struct OneWay {
 
 /// Cut one replica's log: to an offset, or by a number of bytes off its end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "TruncateLogTable", into = "TruncateLogTable")]
 pub struct TruncateLog {
     pub node: Target,
     pub partition: PartitionRef,
+    pub cut: Truncate,
+}
+
+/// Where `truncate-log` cuts a log (nemesis/disk.rs says how exactly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Truncate {
+    /// Remove this offset and everything after it, at batch boundaries.
+    ToOffset(u64),
+    /// Chop this many bytes off the end of the log, wherever that falls.
+    ByBytes(u64),
+}
+
+/// `truncate-log` as written: exactly one of `to_offset` and `by_bytes`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TruncateLogTable {
+    node: Target,
+    partition: PartitionRef,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to_offset: Option<u64>,
+    to_offset: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by_bytes: Option<u64>,
+    by_bytes: Option<u64>,
+}
+
+impl TryFrom<TruncateLogTable> for TruncateLog {
+    type Error = &'static str;
+    fn try_from(t: TruncateLogTable) -> Result<Self, Self::Error> {
+        let cut = match (t.to_offset, t.by_bytes) {
+            (Some(offset), None) => Truncate::ToOffset(offset),
+            (None, Some(bytes)) => Truncate::ByBytes(bytes),
+            _ => return Err("truncate-log needs exactly one of to_offset, by_bytes"),
+        };
+        Ok(TruncateLog {
+            node: t.node,
+            partition: t.partition,
+            cut,
+        })
+    }
+}
+
+impl From<TruncateLog> for TruncateLogTable {
+    fn from(t: TruncateLog) -> Self {
+        let (to_offset, by_bytes) = match t.cut {
+            Truncate::ToOffset(offset) => (Some(offset), None),
+            Truncate::ByBytes(bytes) => (None, Some(bytes)),
+        };
+        TruncateLogTable {
+            node: t.node,
+            partition: t.partition,
+            to_offset,
+            by_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,54 +294,11 @@ pub struct Consume {
     pub process: Option<u64>,
 }
 
-/// `t-0`: topic `t`, partition 0 (split at the last `-`, as Kafka names dirs).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct PartitionRef {
-    pub topic: String,
-    pub partition: u32,
-}
-
-impl TryFrom<String> for PartitionRef {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
-impl std::str::FromStr for PartitionRef {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("{s:?} is not a partition like \"t-0\"");
-        let (topic, n) = s.rsplit_once('-').ok_or_else(bad)?;
-        if topic.is_empty() {
-            return Err(bad());
-        }
-        let partition = n.parse().map_err(|_| bad())?;
-        Ok(Self {
-            topic: topic.to_owned(),
-            partition,
-        })
-    }
-}
-
-impl From<PartitionRef> for String {
-    fn from(p: PartitionRef) -> String {
-        p.to_string()
-    }
-}
-
-impl fmt::Display for PartitionRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
-
 /// Whom a fault or a client op is aimed at; resolved to nodes when it fires.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum Target {
-    Node(String),
+    Node(NodeId),
     Controller,
     /// For client ops: the partition's current leader.
     Leader,
@@ -338,7 +324,7 @@ impl std::str::FromStr for Target {
             ["random", "minority"] => Target::RandomMinority,
             ["leader", "of", p] => Target::LeaderOf(p.parse()?),
             ["a", "follower", "of", p] => Target::AFollowerOf(p.parse()?),
-            [node] if is_node_name(node) => Target::Node((*node).to_owned()),
+            [node] if NodeId::is_name(node) => Target::Node(node.parse()?),
             _ => {
                 return Err(format!(
                     "{s:?} is not a target (b2, controller, leader, leader of t-0, a follower of t-0, random minority)"
@@ -346,12 +332,6 @@ impl std::str::FromStr for Target {
             }
         })
     }
-}
-
-/// `b` and a number: the shape of a node name (its range is checked later).
-pub(crate) fn is_node_name(s: &str) -> bool {
-    s.strip_prefix('b')
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 impl From<Target> for String {
@@ -363,7 +343,7 @@ impl From<Target> for String {
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::Node(n) => f.write_str(n),
+            Target::Node(n) => write!(f, "{n}"),
             Target::Controller => f.write_str("controller"),
             Target::Leader => f.write_str("leader"),
             Target::LeaderOf(p) => write!(f, "leader of {p}"),

@@ -8,7 +8,22 @@ use std::path::{Path, PathBuf};
 
 use super::broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS};
 use super::condition::Condition;
-use super::model::{Fault, PartitionRef, Schedule, Step, Target};
+use serde::Deserialize;
+
+use super::model::{Cluster, Fault, PartitionRef, Schedule, Target, Workload};
+use super::step::{ONE_KIND, Step, StepTable, TIMEOUT_WITHOUT_AWAIT};
+use crate::node::NodeId;
+
+/// A schedule as written: steps still flat tables, checked before they are typed.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScheduleTable {
+    cluster: Cluster,
+    #[serde(default)]
+    workload: Workload,
+    #[serde(default)]
+    step: Vec<StepTable>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
@@ -81,13 +96,31 @@ pub enum Invalid {
 }
 
 pub(super) fn parse(file: &Path, src: &str) -> Result<Schedule, ScheduleError> {
-    let schedule: Schedule = toml::from_str(src).map_err(|err| syntax_error(file, src, &err))?;
-    validate(&schedule, src).map_err(|(line, what)| ScheduleError::Invalid {
+    let table: ScheduleTable = toml::from_str(src).map_err(|err| syntax_error(file, src, &err))?;
+    let invalid = |(line, what)| ScheduleError::Invalid {
         file: file.to_owned(),
         line,
         what,
-    })?;
-    Ok(schedule)
+    };
+    validate(&table, src).map_err(invalid)?;
+    let mut steps = Vec::with_capacity(table.step.len());
+    for (i, step) in table.step.into_iter().enumerate() {
+        let step = Step::try_from(step).map_err(|why| {
+            invalid((
+                step_line(src, i),
+                Invalid::BadStep {
+                    step: i + 1,
+                    why: why.to_owned(),
+                },
+            ))
+        })?;
+        steps.push(step);
+    }
+    Ok(Schedule {
+        cluster: table.cluster,
+        workload: table.workload,
+        steps,
+    })
 }
 
 fn syntax_error(file: &Path, src: &str, err: &toml::de::Error) -> ScheduleError {
@@ -166,7 +199,7 @@ fn key_line(src: &str, key: &str) -> Option<usize> {
 
 type Failure = (Option<usize>, Invalid);
 
-fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
+fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
     let brokers = s.cluster.brokers;
     if brokers == 0 {
         return Err((key_line(src, "brokers"), Invalid::NoBrokers));
@@ -197,9 +230,8 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
     }
     let node = |name: &str, line: Option<usize>| -> Result<(), Failure> {
         let ok = name
-            .strip_prefix('b')
-            .and_then(|n| n.parse::<u32>().ok())
-            .is_some_and(|n| (1..=brokers).contains(&n));
+            .parse::<NodeId>()
+            .is_ok_and(|n| (1..=brokers).contains(&n.id()));
         if ok {
             Ok(())
         } else {
@@ -266,13 +298,13 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
         }
     }
 
-    for (i, step) in s.steps.iter().enumerate() {
+    for (i, step) in s.step.iter().enumerate() {
         let line = step_line(src, i);
         let number = i + 1;
         let bad = |why: String| (line, Invalid::BadStep { step: number, why });
         let target = |t: &Target, client: bool| -> Result<(), Failure> {
             match t {
-                Target::Node(n) => node(n, line),
+                Target::Node(n) => node(&n.to_string(), line),
                 Target::LeaderOf(p) | Target::AFollowerOf(p) => partition(p, line),
                 Target::Leader if !client => Err(bad(
                     "`leader` alone names no partition; write `leader of t-0`".into(),
@@ -291,14 +323,12 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
             step.await_.is_some(),
         ];
         if kinds.iter().filter(|&&k| k).count() != 1 {
-            return Err(bad(
-                "needs exactly one of fault, faults, produce, consume, await".into(),
-            ));
+            return Err(bad(ONE_KIND.into()));
         }
         if step.timeout_ms.is_some() && step.await_.is_none() {
-            return Err(bad("timeout_ms belongs to an await".into()));
+            return Err(bad(TIMEOUT_WITHOUT_AWAIT.into()));
         }
-        let Step {
+        let StepTable {
             fault,
             faults,
             produce,
@@ -318,11 +348,6 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
                 Fault::TruncateLog(t) => {
                     target(&t.node, false)?;
                     partition(&t.partition, line)?;
-                    if t.to_offset.is_some() == t.by_bytes.is_some() {
-                        return Err(bad(
-                            "truncate-log needs exactly one of to_offset, by_bytes".into()
-                        ));
-                    }
                 }
                 // The rest name one target, checked above.
                 _ => {}
@@ -352,7 +377,7 @@ fn validate(s: &Schedule, src: &str) -> Result<(), Failure> {
         if let Some(c) = await_ {
             let (n, p) = c.nodes_and_partition();
             if let Some(n) = n {
-                node(n, line)?;
+                node(&n.to_string(), line)?;
             }
             if let Some(p) = p {
                 partition(p, line)?;

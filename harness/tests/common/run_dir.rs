@@ -41,7 +41,7 @@ pub fn load_run(root: &Path, nodes: &[Node], timeline: Option<&Timeline>) -> Run
         )
         .unwrap();
     }
-    RunData::load(root).unwrap()
+    RunData::load(&epochal::run_dir::RunDir::open(root)).unwrap()
 }
 
 /// A state-change entry for `t-0`.

@@ -173,8 +173,8 @@ impl Run {
         self.nemesis_ops()
             .map(|op| {
                 (
-                    op.f.clone(),
-                    serde_json::from_value(op.value["nodes"].clone()).unwrap(),
+                    op.f().to_owned(),
+                    serde_json::from_value(op.value()["nodes"].clone()).unwrap(),
                 )
             })
             .collect()
@@ -189,12 +189,12 @@ impl Run {
         assert_eq!(self.nemesis(), expected, "{:?}", self.sets);
     }
 
-    /// The values of the ok sends, in order.
-    pub fn sends(&self) -> Vec<&Value> {
+    /// The values of the ok sends, in order, as the history file has them.
+    pub fn sends(&self) -> Vec<Value> {
         self.ops
             .iter()
-            .filter(|op| op.f == "send" && op.kind == OpType::Ok)
-            .map(|op| &op.value)
+            .filter(|op| op.f() == "send" && op.kind == OpType::Ok)
+            .map(|op| op.value())
             .collect()
     }
 
@@ -218,9 +218,9 @@ impl Run {
         self.ops
             .iter()
             .find(|op| {
-                op.f == "send"
+                op.f() == "send"
                     && op.kind == OpType::Ok
-                    && op.value["values"]
+                    && op.value()["values"]
                         .as_array()
                         .unwrap()
                         .iter()

@@ -433,15 +433,15 @@ impl DockerRuntime {
     }
 
     async fn start_proxy(&mut self, image: &str) -> Result<(), RuntimeError> {
-        let nodes: Vec<NodeId> = (1..=self.config.brokers).collect();
+        let nodes: Vec<NodeId> = NodeId::all(self.config.brokers).collect();
         let mut wanted = Vec::new();
         for &i in &nodes {
-            wanted.push((Link::ClientToBroker(i), format!("b{i}:{BROKER_PORT}")));
+            wanted.push((Link::ClientToBroker(i), format!("{i}:{BROKER_PORT}")));
             wanted.push((Link::BrokerToEtcd(i), format!("etcd:{ETCD_PORT}")));
             for &j in nodes.iter().filter(|&&j| j != i) {
                 wanted.push((
                     Link::BrokerToBroker { from: i, to: j },
-                    format!("b{j}:{BROKER_PORT}"),
+                    format!("{j}:{BROKER_PORT}"),
                 ));
             }
         }
@@ -504,9 +504,9 @@ impl DockerRuntime {
                 std::fs::metadata(&self.config.run_dir).map_err(io("reading the run dir"))?;
             format!("{}:{}", meta.uid(), meta.gid())
         };
-        let nodes: Vec<NodeId> = (1..=self.config.brokers).collect();
+        let nodes: Vec<NodeId> = NodeId::all(self.config.brokers).collect();
         for &i in &nodes {
-            let dir = self.config.run_dir.join(format!("b{i}"));
+            let dir = self.config.run_dir.join(i.to_string());
             let data_dir = dir.join("data");
             std::fs::create_dir_all(&data_dir).map_err(io("creating a data dir"))?;
             let settings = self.config.node_settings.get(&i);
@@ -516,7 +516,7 @@ impl DockerRuntime {
                 .map_or(self.config.lease_ttl_s.to_string(), |l| l.to_string());
             let mut cmd = vec![
                 "--node-id".to_string(),
-                i.to_string(),
+                i.id().to_string(),
                 "--listen".into(),
                 format!("0.0.0.0:{BROKER_PORT}"),
                 "--advertised".into(),
@@ -540,7 +540,8 @@ impl DockerRuntime {
             for &j in nodes.iter().filter(|&&j| j != i) {
                 cmd.push("--peer".into());
                 cmd.push(format!(
-                    "{j}={}",
+                    "{}={}",
+                    j.id(),
                     self.links[&Link::BrokerToBroker { from: i, to: j }]
                 ));
             }
@@ -550,7 +551,8 @@ impl DockerRuntime {
             // the container network sees it.
             cmd.push("--peer".into());
             cmd.push(format!(
-                "{i}=proxy:{}",
+                "{}=proxy:{}",
+                i.id(),
                 self.link_ports[&Link::ClientToBroker(i)]
             ));
             cmd.extend(self.config.broker_args.iter().cloned());
@@ -566,8 +568,8 @@ impl DockerRuntime {
             let observe_port = free_port()?;
             let container = self
                 .create(Spec {
-                    name: format!("epochal-{}-b{i}", self.run_id),
-                    alias: &format!("b{i}"),
+                    name: format!("epochal-{}-{i}", self.run_id),
+                    alias: &i.to_string(),
                     image,
                     cmd,
                     env,

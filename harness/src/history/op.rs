@@ -1,0 +1,625 @@
+//! What one line of the history says, typed. A line is Jepsen's envelope
+//! (`index, time_ns, process, type, f, value, error`); `f` and `type` decide
+//! the shape of `value`, and that shape is [`Body`]:
+//!
+//! | f | process | invoke value | `ok` adds |
+//! |---|---|---|---|
+//! | `send` | client | [`Send`]: `{partition, values, acks, node}` | [`Acked`]: `offsets` (null under acks=0), and the `isr` and `leader_epoch` etcd showed just after the ack |
+//! | `poll` | client | [`Poll`]: `{partition, from_offset, node}` | [`Read`]: `records: [[offset, value]]`, `high_watermark` of the first fetch, `leader_epoch` from etcd just after |
+//! | fault verbs (`crash`, `power-loss`, ...) | nemesis | [`Aim`]: the fault as written | [`Done`]: `nodes` it resolved to, and the `blocked` links or `cut` logs |
+//!
+//! A `fail` or `info` completion repeats its invoke's value and carries the
+//! error. The JSON on disk is the format every earlier run wrote; [`Op`]
+//! reads and writes exactly it, so a stored run checks the same way forever.
+//! This file is the only place a history value is built or taken apart.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{OpType, Process};
+use crate::node::NodeId;
+use crate::schedule::{Acks, Fault, PartitionRef, Target, Truncate};
+
+/// One line of the history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op {
+    pub index: u64,
+    /// Nanoseconds since the run's history was opened (monotonic clock).
+    pub time_ns: u64,
+    pub process: Process,
+    pub kind: OpType,
+    pub body: Body,
+    pub error: Option<String>,
+}
+
+impl Op {
+    /// The operation's function as the history names it: `send`, `poll`,
+    /// `crash`, `isolate`, ...
+    pub fn f(&self) -> &str {
+        self.body.f()
+    }
+
+    /// The op's `value` as the history file holds it: for tools and tests
+    /// that speak the file format; checkers read the typed [`Body`].
+    pub fn value(&self) -> Value {
+        self.body.to_value(self.kind)
+    }
+
+    pub fn send(&self) -> Option<&Send> {
+        match &self.body {
+            Body::Send(send) => Some(send),
+            _ => None,
+        }
+    }
+
+    pub fn poll(&self) -> Option<&Poll> {
+        match &self.body {
+            Body::Poll(poll) => Some(poll),
+            _ => None,
+        }
+    }
+
+    pub fn fault(&self) -> Option<&FaultOp> {
+        match &self.body {
+            Body::Fault(fault) => Some(fault),
+            _ => None,
+        }
+    }
+
+    /// An acknowledged send: the send and what its ack said.
+    pub fn acked_send(&self) -> Option<(&Send, &Acked)> {
+        let send = self.send().filter(|_| self.kind == OpType::Ok)?;
+        Some((send, send.acked.as_ref()?))
+    }
+
+    /// An ok poll: the poll and what it read.
+    pub fn read(&self) -> Option<(&Poll, &Read)> {
+        let poll = self.poll().filter(|_| self.kind == OpType::Ok)?;
+        Some((poll, poll.read.as_ref()?))
+    }
+}
+
+/// What an op did, by its `f`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    Send(Send),
+    Poll(Poll),
+    Fault(FaultOp),
+}
+
+impl Body {
+    pub fn f(&self) -> &str {
+        match self {
+            Body::Send(_) => "send",
+            Body::Poll(_) => "poll",
+            Body::Fault(fault) => fault.verb.name(),
+        }
+    }
+}
+
+/// A produce of `values` to one partition, one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Send {
+    pub partition: PartitionRef,
+    pub values: Vec<i64>,
+    pub acks: Acks,
+    /// The node it went to (`null`: no leader was known, and it failed).
+    #[serde(default)]
+    pub node: Option<NodeId>,
+    /// On an `ok` only.
+    #[serde(skip)]
+    pub acked: Option<Acked>,
+}
+
+/// What an acknowledged send learned.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Acked {
+    /// The offset of each value, in order; `None` under acks=0, which
+    /// answers none.
+    #[serde(default)]
+    pub offsets: Option<Vec<i64>>,
+    /// The ISR etcd recorded just after the ack, as broker ids: the
+    /// replicas the lost-write rule holds to account (DESIGN.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isr: Option<Vec<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_epoch: Option<i32>,
+}
+
+/// A bounded read of one partition from an offset up to the high watermark
+/// its first fetch saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Poll {
+    pub partition: PartitionRef,
+    pub from_offset: u64,
+    #[serde(default)]
+    pub node: Option<NodeId>,
+    /// On an `ok` only.
+    #[serde(skip)]
+    pub read: Option<Read>,
+}
+
+/// What an ok poll read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Read {
+    pub records: Vec<PolledRecord>,
+    pub high_watermark: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_epoch: Option<i32>,
+}
+
+/// `[offset, value]`: one record a poll returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolledRecord(pub i64, pub RecordValue);
+
+impl PolledRecord {
+    pub fn offset(&self) -> i64 {
+        self.0
+    }
+
+    pub fn value(&self) -> &RecordValue {
+        &self.1
+    }
+}
+
+/// A record's value as the workload wrote it: decimal text reads as a number,
+/// other text as a string, no value as null.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RecordValue {
+    Number(i64),
+    Text(String),
+    Null,
+}
+
+impl RecordValue {
+    /// From the record's bytes (`None`: a null value).
+    pub fn from_bytes(bytes: Option<&[u8]>) -> RecordValue {
+        match bytes {
+            None => RecordValue::Null,
+            Some(bytes) => {
+                let text = String::from_utf8_lossy(bytes);
+                text.parse::<i64>()
+                    .map(RecordValue::Number)
+                    .unwrap_or_else(|_| RecordValue::Text(text.into_owned()))
+            }
+        }
+    }
+
+    pub fn as_number(&self) -> Option<i64> {
+        match self {
+            RecordValue::Number(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+/// `5`, `"text"` or `null`, as JSON prints it.
+impl std::fmt::Display for RecordValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordValue::Number(n) => write!(f, "{n}"),
+            RecordValue::Text(t) => write!(f, "{}", Value::String(t.clone())),
+            RecordValue::Null => f.write_str("null"),
+        }
+    }
+}
+
+/// A fault the nemesis fired: its verb, its aim as written, and (on the
+/// completion, when it worked) what it resolved to and did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultOp {
+    pub verb: Verb,
+    pub aim: Aim,
+    pub done: Option<Done>,
+}
+
+impl FaultOp {
+    /// The invoke of `fault`.
+    pub fn of(fault: &Fault) -> FaultOp {
+        FaultOp {
+            verb: Verb::of(fault),
+            aim: Aim::of(fault),
+            done: None,
+        }
+    }
+}
+
+/// The fault verbs, as the history's `f` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verb {
+    Pause,
+    Resume,
+    Crash,
+    Restart,
+    Stop,
+    Start,
+    PowerLoss,
+    TruncateLog,
+    Isolate,
+    MajorityMinority,
+    OneWay,
+    Bridge,
+    NodeFromEtcd,
+    Heal,
+}
+
+impl Verb {
+    pub const ALL: [Verb; 14] = [
+        Verb::Pause,
+        Verb::Resume,
+        Verb::Crash,
+        Verb::Restart,
+        Verb::Stop,
+        Verb::Start,
+        Verb::PowerLoss,
+        Verb::TruncateLog,
+        Verb::Isolate,
+        Verb::MajorityMinority,
+        Verb::OneWay,
+        Verb::Bridge,
+        Verb::NodeFromEtcd,
+        Verb::Heal,
+    ];
+
+    pub fn of(fault: &Fault) -> Verb {
+        match fault {
+            Fault::Pause(_) => Verb::Pause,
+            Fault::Resume(_) => Verb::Resume,
+            Fault::Crash(_) => Verb::Crash,
+            Fault::Restart(_) => Verb::Restart,
+            Fault::Stop(_) => Verb::Stop,
+            Fault::Start(_) => Verb::Start,
+            Fault::PowerLoss(_) => Verb::PowerLoss,
+            Fault::TruncateLog(_) => Verb::TruncateLog,
+            Fault::Isolate(_) => Verb::Isolate,
+            Fault::MajorityMinority(_) => Verb::MajorityMinority,
+            Fault::OneWay(_) => Verb::OneWay,
+            Fault::Bridge(_) => Verb::Bridge,
+            Fault::NodeFromEtcd(_) => Verb::NodeFromEtcd,
+            Fault::Heal => Verb::Heal,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Pause => "pause",
+            Verb::Resume => "resume",
+            Verb::Crash => "crash",
+            Verb::Restart => "restart",
+            Verb::Stop => "stop",
+            Verb::Start => "start",
+            Verb::PowerLoss => "power-loss",
+            Verb::TruncateLog => "truncate-log",
+            Verb::Isolate => "isolate",
+            Verb::MajorityMinority => "majority-minority",
+            Verb::OneWay => "one-way",
+            Verb::Bridge => "bridge",
+            Verb::NodeFromEtcd => "node-from-etcd",
+            Verb::Heal => "heal",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Verb> {
+        Verb::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+impl std::fmt::Display for Verb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a fault names, as the schedule wrote it (resolved only when it fires).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Aim {
+    OneWay {
+        from: Target,
+        to: Target,
+    },
+    TruncateLog {
+        node: Target,
+        partition: PartitionRef,
+        to_offset: Option<u64>,
+        by_bytes: Option<u64>,
+    },
+    Target {
+        target: Target,
+    },
+    /// `heal` names nobody.
+    Nobody {},
+}
+
+impl Aim {
+    pub fn of(fault: &Fault) -> Aim {
+        match fault {
+            Fault::Heal => Aim::Nobody {},
+            Fault::OneWay(w) => Aim::OneWay {
+                from: w.from.clone(),
+                to: w.to.clone(),
+            },
+            Fault::TruncateLog(t) => {
+                let (to_offset, by_bytes) = match t.cut {
+                    Truncate::ToOffset(offset) => (Some(offset), None),
+                    Truncate::ByBytes(bytes) => (None, Some(bytes)),
+                };
+                Aim::TruncateLog {
+                    node: t.node.clone(),
+                    partition: t.partition.clone(),
+                    to_offset,
+                    by_bytes,
+                }
+            }
+            other => Aim::Target {
+                target: other
+                    .target()
+                    .expect("every other fault names one target")
+                    .clone(),
+            },
+        }
+    }
+}
+
+/// What a fault that worked resolved to and did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    /// The nodes its target resolved to when it fired (for one-way: from, to).
+    pub nodes: Vec<NodeId>,
+    /// Partitions: the links now cut, `b2->b1`, `b1->etcd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<Vec<String>>,
+    /// Disk faults: what was cut, per node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Vec<NodeCut>>,
+}
+
+/// One node's logs after a disk fault: `power-loss` cuts every replica
+/// (`cuts`), `truncate-log` one (`cut`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeCut {
+    pub node: NodeId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuts: Option<Vec<ReplicaCut>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<ReplicaCut>,
+}
+
+impl NodeCut {
+    /// Every replica cut on this node.
+    pub fn replicas(&self) -> impl Iterator<Item = &ReplicaCut> {
+        self.cuts.iter().flatten().chain(self.cut.iter())
+    }
+}
+
+/// What a disk fault did to one replica.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaCut {
+    /// The replica directory, e.g. `t-0`.
+    pub replica: String,
+    /// The log end offset the reader found before the cut and after it.
+    pub log_end_offset_before: i64,
+    pub log_end_offset_after: i64,
+    /// Bytes removed from `.log` files (index files not counted).
+    pub bytes_removed: u64,
+    /// `.log` files deleted whole, relative to the data directory, in log
+    /// order. Their index siblings went with them.
+    pub segments_deleted: Vec<std::path::PathBuf>,
+}
+
+/// A line as JSON has it, before its value is understood.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Line {
+    pub index: u64,
+    pub time_ns: u64,
+    pub process: Process,
+    #[serde(rename = "type")]
+    pub kind: OpType,
+    pub f: String,
+    #[serde(default)]
+    pub value: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl From<&Op> for Line {
+    fn from(op: &Op) -> Line {
+        Line {
+            index: op.index,
+            time_ns: op.time_ns,
+            process: op.process,
+            kind: op.kind,
+            f: op.f().to_owned(),
+            value: op.body.to_value(op.kind),
+            error: op.error.clone(),
+        }
+    }
+}
+
+impl TryFrom<Line> for Op {
+    type Error = String;
+    fn try_from(line: Line) -> Result<Op, String> {
+        let body = Body::from_value(&line.f, line.kind, line.value)?;
+        Ok(Op {
+            index: line.index,
+            time_ns: line.time_ns,
+            process: line.process,
+            kind: line.kind,
+            body,
+            error: line.error,
+        })
+    }
+}
+
+impl Serialize for Op {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Line::from(self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Op {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Op, D::Error> {
+        let line = Line::deserialize(deserializer)?;
+        Op::try_from(line).map_err(serde::de::Error::custom)
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("every body part serializes to a JSON object"),
+    }
+}
+
+fn to_object(part: &impl Serialize) -> Map<String, Value> {
+    object(serde_json::to_value(part).expect("history values always serialize"))
+}
+
+impl Op {
+    /// The op as snapshot tests compare it: everything but its time, which
+    /// varies between identical runs.
+    pub fn normalized(&self) -> Value {
+        let mut line = serde_json::json!({
+            "index": self.index,
+            "process": self.process.to_string(),
+            "type": self.kind,
+            "f": self.f(),
+            "value": self.body.to_value(self.kind),
+        });
+        if let Some(error) = &self.error {
+            line["error"] = Value::String(error.clone());
+        }
+        line
+    }
+}
+
+impl Body {
+    /// The op's `value` as the history writes it.
+    pub fn to_value(&self, kind: OpType) -> Value {
+        let map = match self {
+            Body::Send(send) => {
+                let mut map = to_object(send);
+                if let (OpType::Ok, Some(acked)) = (kind, &send.acked) {
+                    map.extend(to_object(acked));
+                }
+                map
+            }
+            Body::Poll(poll) => {
+                let mut map = to_object(poll);
+                if let (OpType::Ok, Some(read)) = (kind, &poll.read) {
+                    map.extend(to_object(read));
+                }
+                map
+            }
+            Body::Fault(fault) => {
+                let mut map = to_object(&fault.aim);
+                if let Some(done) = &fault.done {
+                    map.extend(to_object(done));
+                }
+                map
+            }
+        };
+        Value::Object(map)
+    }
+
+    /// Reads the `value` of an op with this `f` and type.
+    pub fn from_value(f: &str, kind: OpType, value: Value) -> Result<Body, String> {
+        let bad = |e: serde_json::Error| format!("{f} {kind:?} value: {e}").to_lowercase();
+        Ok(match f {
+            "send" => {
+                let mut send: Send = serde_json::from_value(value.clone()).map_err(bad)?;
+                if kind == OpType::Ok {
+                    send.acked = Some(serde_json::from_value(value).map_err(bad)?);
+                }
+                Body::Send(send)
+            }
+            "poll" => {
+                let mut poll: Poll = serde_json::from_value(value.clone()).map_err(bad)?;
+                if kind == OpType::Ok {
+                    poll.read = Some(serde_json::from_value(value).map_err(bad)?);
+                }
+                Body::Poll(poll)
+            }
+            verb => {
+                let verb = Verb::from_name(verb)
+                    .ok_or_else(|| format!("f {verb:?} is neither send, poll nor a fault verb"))?;
+                let aim: Aim = serde_json::from_value(value.clone()).map_err(bad)?;
+                let done = match value.get("nodes") {
+                    Some(_) => Some(serde_json::from_value(value).map_err(bad)?),
+                    None => None,
+                };
+                Body::Fault(FaultOp { verb, aim, done })
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(line: &str) -> Op {
+        let op: Op = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        let again = serde_json::to_value(&op).unwrap();
+        let original: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(again, original, "{line}");
+        op
+    }
+
+    #[test]
+    fn every_shape_the_runs_write_reads_and_writes_back_unchanged() {
+        let send = round_trip(
+            r#"{"index":1,"time_ns":5,"process":0,"type":"ok","f":"send","value":{"acks":"all","isr":[1,2],"leader_epoch":0,"node":"b1","offsets":[0],"partition":"t-0","values":[1]}}"#,
+        );
+        let (s, acked) = send.acked_send().unwrap();
+        assert_eq!(
+            (s.values.as_slice(), acked.offsets.as_deref()),
+            (&[1][..], Some(&[0][..]))
+        );
+        round_trip(
+            r#"{"index":1,"time_ns":5,"process":0,"type":"ok","f":"send","value":{"acks":"0","node":"b1","offsets":null,"partition":"t-0","values":[1]}}"#,
+        );
+        round_trip(
+            r#"{"index":0,"time_ns":5,"process":3,"type":"fail","f":"send","value":{"acks":"1","node":null,"partition":"t-0","values":[1]},"error":"no leader to send to"}"#,
+        );
+        let poll = round_trip(
+            r#"{"index":2,"time_ns":5,"process":1,"type":"ok","f":"poll","value":{"from_offset":0,"high_watermark":2,"leader_epoch":1,"node":"b2","partition":"t-0","records":[[0,1],[1,"x"],[2,null]]}}"#,
+        );
+        let (_, read) = poll.read().unwrap();
+        assert_eq!(read.records[1].value(), &RecordValue::Text("x".into()));
+        round_trip(
+            r#"{"index":3,"time_ns":5,"process":"nemesis","type":"info","f":"one-way","value":{"blocked":["b2->b1"],"from":"b2","nodes":["b2","b1"],"to":"b1"}}"#,
+        );
+        round_trip(
+            r#"{"index":3,"time_ns":5,"process":"nemesis","type":"invoke","f":"heal","value":{}}"#,
+        );
+        round_trip(
+            r#"{"index":3,"time_ns":5,"process":"nemesis","type":"info","f":"heal","value":{"nodes":[]}}"#,
+        );
+        round_trip(
+            r#"{"index":3,"time_ns":5,"process":"nemesis","type":"invoke","f":"truncate-log","value":{"by_bytes":17,"node":"b3","partition":"t-0","to_offset":null}}"#,
+        );
+        let cut = round_trip(
+            r#"{"index":4,"time_ns":5,"process":"nemesis","type":"info","f":"power-loss","value":{"cut":[{"cuts":[{"bytes_removed":70,"log_end_offset_after":1,"log_end_offset_before":2,"replica":"t-0","segments_deleted":[]}],"node":"b1"}],"nodes":["b1"],"target":"leader of t-0"}}"#,
+        );
+        let done = cut.fault().unwrap().done.as_ref().unwrap();
+        assert_eq!(done.cut.as_ref().unwrap()[0].replicas().count(), 1);
+        round_trip(
+            r#"{"index":4,"time_ns":5,"process":"nemesis","type":"info","f":"crash","value":{"target":"controller"},"error":"\"controller\" resolves to no node"}"#,
+        );
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_shape_names_its_f() {
+        let bad = r#"{"index":0,"time_ns":0,"process":0,"type":"invoke","f":"send","value":[1]}"#;
+        let e = serde_json::from_str::<Op>(bad).unwrap_err().to_string();
+        assert!(e.contains("send"), "{e}");
+        let bad =
+            r#"{"index":0,"time_ns":0,"process":0,"type":"invoke","f":"frobnicate","value":{}}"#;
+        let e = serde_json::from_str::<Op>(bad).unwrap_err().to_string();
+        assert!(e.contains("frobnicate"), "{e}");
+    }
+}

@@ -1,0 +1,64 @@
+//! Phase 6, and `epochal check`: a run's verdict from its directory alone.
+//! The checkers' report is merged with how the run itself ended (`run.json`),
+//! written to `results.json` and told to a person on stdout; `epochal check`
+//! rebuilds the same report from the stored files, with no cluster.
+
+use std::io::Write;
+
+use crate::checker::{self, CheckResult, LoadError, Report, RunData, Verdict};
+use crate::run_dir::{RunDir, RunEnd};
+
+use super::RunError;
+
+/// Checks a loaded run and folds in how it ended: a run that did not finish
+/// or could not establish its premise is at best unknown; an anomaly found
+/// anyway still makes it invalid.
+pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
+    let mut report = checker::check(run, &checker::all());
+    if let Some(why) = &end.unknown {
+        report
+            .results
+            .insert(0, CheckResult::unknown("run", why.clone()));
+        report.verdict = report.verdict.max(Verdict::Unknown);
+    }
+    report
+}
+
+/// Loads a run directory and checks it.
+pub fn check_dir(dir: &RunDir) -> Result<Report, LoadError> {
+    let run = RunData::load(dir)?;
+    Ok(verdict(&run, &dir.read_end()))
+}
+
+/// Checks a run that just ended and keeps the report in `results.json`.
+pub(super) fn check_and_store(dir: &RunDir) -> Result<Report, RunError> {
+    let report = check_dir(dir)
+        .map_err(|e| RunError::Harness(format!("checking {}: {e}", dir.path().display())))?;
+    dir.write_results(&report)?;
+    Ok(report)
+}
+
+/// The human summary: one line per checker, then each anomaly's evidence.
+pub fn write_report(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(out, "checks:")?;
+    for result in &report.results {
+        writeln!(
+            out,
+            "  {:<8} {:<28} {}",
+            result.verdict.to_string(),
+            result.checker,
+            result.message
+        )?;
+        for (name, n) in &result.counts {
+            writeln!(out, "           {name}: {n}")?;
+        }
+        for evidence in &result.evidence {
+            writeln!(
+                out,
+                "           - {}: {}",
+                evidence.anomaly, evidence.summary
+            )?;
+        }
+    }
+    writeln!(out, "verdict: {}", report.verdict)
+}

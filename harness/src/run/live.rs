@@ -1,0 +1,93 @@
+//! A run in progress: the cluster and what every phase acts through — the
+//! runtime, the history, the harness log, the observer (etcd directly), the
+//! nemesis and the run's clients. Phases borrow it in turn; none of them owns
+//! the run.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::history::SharedHistory;
+use crate::nemesis::Nemesis;
+use crate::node::NodeId;
+use crate::observe::Observer;
+use crate::runtime::{ClusterView, Runtime};
+use crate::schedule::Schedule;
+use crate::store::RunLog;
+use crate::workload::client::{Clients, Processes, RecordingClient};
+
+use super::RunError;
+
+pub(super) struct Live<R: Runtime> {
+    pub runtime: R,
+    pub history: SharedHistory,
+    pub log: RunLog,
+    pub observer: Observer,
+    pub nemesis: Nemesis,
+    /// What every client of the run shares (history, processes, addresses).
+    pub clients: Clients,
+    /// The scripted steps' clients, by the schedule's `process` (its worker).
+    pub scripted: BTreeMap<u64, RecordingClient>,
+}
+
+impl<R: Runtime> Live<R> {
+    /// Connects the observer and the clients' etcd handle to a started cluster.
+    pub async fn connect(
+        runtime: R,
+        schedule: &Schedule,
+        history: SharedHistory,
+        log: RunLog,
+    ) -> Result<Live<R>, (RunLog, RunError)> {
+        let connected = async {
+            let observer = Observer::connect(runtime.etcd_endpoint())
+                .await
+                .map_err(|e| RunError::Harness(e.to_string()))?;
+            let mut addresses = BTreeMap::new();
+            for node in runtime.nodes() {
+                addresses.insert(node, runtime.client_address(node)?);
+            }
+            Ok::<_, RunError>((observer, addresses))
+        };
+        let (observer, addresses) = match connected.await {
+            Ok(connected) => connected,
+            Err(e) => return Err((log, e)),
+        };
+        let clients = Clients {
+            history: history.clone(),
+            processes: Processes::default(),
+            etcd: observer.etcd(),
+            addresses: Arc::new(addresses),
+            request_timeout: Duration::from_millis(schedule.workload.request_timeout_ms),
+        };
+        Ok(Live {
+            runtime,
+            history,
+            log,
+            observer,
+            nemesis: Nemesis::new(schedule.workload.seed),
+            clients,
+            scripted: BTreeMap::new(),
+        })
+    }
+
+    /// The cluster as etcd records it now.
+    pub async fn view(&mut self) -> Result<ClusterView, RunError> {
+        self.observer
+            .view()
+            .await
+            .map_err(|e| RunError::Harness(e.to_string()))
+    }
+
+    /// The scripted client for a schedule's worker (made at its first op).
+    pub fn scripted_client(&mut self, worker: u64) -> &mut RecordingClient {
+        let clients = &self.clients;
+        self.scripted
+            .entry(worker)
+            .or_insert_with(|| clients.client("epochal"))
+    }
+
+    /// The cluster's nodes.
+    pub fn nodes(&self) -> Vec<NodeId> {
+        self.runtime.nodes()
+    }
+}

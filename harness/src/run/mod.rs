@@ -1,0 +1,253 @@
+//! `epochal run`: a schedule in, a real cluster, real faults, a history on disk
+//! out. The phases go one way, each in its own file, each leaving its output in
+//! the run directory (run_dir.rs) before the next starts:
+//!
+//! 1. here: load the schedule, apply `--set` (settings.rs), write
+//!    `schedule.toml` as applied, open the history and the harness log, and
+//!    start the cluster on the chosen runtime;
+//! 2. setup.rs: create the topics and await a ready cluster;
+//! 3. steps.rs: the steps in order — faults through the nemesis, client
+//!    operations through op-recording clients, awaits over direct observation
+//!    — beside `[workload.background]`'s workers; every op streamed to
+//!    `history.jsonl` as it happens;
+//! 4. quiesce.rs: the final heal (partitions removed, paused nodes resumed,
+//!    dead nodes started, each a nemesis op), then a bounded quiesce;
+//! 5. collect.rs: etcd's timeline to `timeline.json`, every broker killed
+//!    (SIGKILL: no shutdown hook rewrites a file) so each data directory stays
+//!    as the cluster left it, and `run.json` saying how the run ended;
+//! 6. check.rs: the checkers read it all back from the run directory, as
+//!    `epochal check` would, and their report goes to `results.json`.
+//!
+//! An await that times out, a target that resolves to nothing, or a cluster that
+//! will not quiesce makes the run unknown; phases 4 and 5 still run so the
+//! evidence is kept. Ctrl-C kills every child (runtime/reaper.rs) and leaves the
+//! history as far as it got: every line is written whole.
+
+mod check;
+mod collect;
+mod live;
+mod quiesce;
+mod settings;
+mod setup;
+mod steps;
+mod summary;
+
+use std::path::{Path, PathBuf};
+
+pub use check::{check_dir, verdict, write_report};
+pub use settings::{apply_sets, cluster_config};
+pub use summary::write_summary;
+
+use crate::checker::Report;
+use crate::cli::RuntimeKind;
+use crate::history::{HistoryWriter, SharedHistory, WriteError};
+use crate::nemesis::NemesisError;
+use crate::run_dir::RunDir;
+use crate::runtime::{DockerRuntime, ProcessRuntime, Runtime, RuntimeError, reaper};
+use crate::schedule::{Schedule, ScheduleError};
+use crate::store::{RunLog, StoreError};
+use live::Live;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub schedule: PathBuf,
+    pub store: PathBuf,
+    /// `KEY=VALUE` broker settings applied to every node, overriding the schedule.
+    pub sets: Vec<String>,
+    /// Where `epochal-broker` and `epochal-proxy` are.
+    pub bin_dir: PathBuf,
+    /// The etcd binary (a path or a name on `PATH`).
+    pub etcd: PathBuf,
+    /// Echo `harness.log` to stderr.
+    pub echo: bool,
+    /// The name runs are stored under; default: the schedule's file stem.
+    pub name: Option<String>,
+    /// Where under the store the run goes (`[suite, scenario, setting]` for the
+    /// gate); default `["adhoc", name]`.
+    pub group: Option<Vec<String>>,
+    /// Where the nodes run: local processes or Docker containers.
+    pub runtime: RuntimeKind,
+}
+
+impl RunOptions {
+    pub fn new(schedule: impl Into<PathBuf>, store: impl Into<PathBuf>) -> Self {
+        RunOptions {
+            schedule: schedule.into(),
+            store: store.into(),
+            sets: Vec::new(),
+            bin_dir: default_bin_dir(),
+            etcd: "etcd".into(),
+            echo: false,
+            name: None,
+            group: None,
+            runtime: RuntimeKind::Process,
+        }
+    }
+}
+
+/// `EPOCHAL_BIN_DIR`, else the directory `epochal` itself runs from (cargo puts
+/// every workspace binary there).
+pub fn default_bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("EPOCHAL_BIN_DIR") {
+        return dir.into();
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_owned))
+        .unwrap_or_else(|| ".".into())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The schedule or the command line is wrong; nothing was started.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error("--set {arg}: {why}")]
+    BadSet { arg: String, why: String },
+    /// The harness could not do its part (a broker that will not start, a
+    /// store that cannot be written); the run directory says how far it got.
+    #[error("{0}")]
+    Harness(String),
+}
+
+impl RunError {
+    pub fn is_usage(&self) -> bool {
+        matches!(self, RunError::Schedule(_) | RunError::BadSet { .. })
+    }
+}
+
+impl From<StoreError> for RunError {
+    fn from(e: StoreError) -> Self {
+        RunError::Harness(e.to_string())
+    }
+}
+
+impl From<WriteError> for RunError {
+    fn from(e: WriteError) -> Self {
+        RunError::Harness(format!("history: {e}"))
+    }
+}
+
+impl From<RuntimeError> for RunError {
+    fn from(e: RuntimeError) -> Self {
+        RunError::Harness(e.to_string())
+    }
+}
+
+impl From<NemesisError> for RunError {
+    fn from(e: NemesisError) -> Self {
+        RunError::Harness(e.to_string())
+    }
+}
+
+/// How a run ended, short of a verdict (the checkers give that).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Every step ran and the cluster quiesced.
+    Completed,
+    /// The run could not establish what it set out to: why.
+    Unknown(String),
+}
+
+#[derive(Debug)]
+pub struct RunReport {
+    pub dir: RunDir,
+    pub status: RunStatus,
+    pub schedule: Schedule,
+    /// The checkers' verdict, with the run's own end folded in.
+    pub report: Report,
+}
+
+/// Runs a schedule end to end; see the module docs for the phases.
+pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
+    let mut schedule = Schedule::load(&options.schedule)?;
+    apply_sets(&mut schedule, &options.sets)?;
+    let name = options.name.clone().unwrap_or_else(|| {
+        options
+            .schedule
+            .file_stem()
+            .map_or("schedule".into(), |s| s.to_string_lossy().into_owned())
+    });
+    // Ctrl-C from here on kills whatever children exist and exits 130.
+    reaper::install();
+    let group: Vec<String> = options
+        .group
+        .clone()
+        .unwrap_or_else(|| vec!["adhoc".into(), name.clone()]);
+    let group: Vec<&str> = group.iter().map(String::as_str).collect();
+    let dir = RunDir::create(&options.store, &group)?;
+    dir.write_schedule(&schedule)?;
+    let mut log = RunLog::create(&dir.harness_log(), options.echo)?;
+    log.line(format!(
+        "run of {} in {}",
+        options.schedule.display(),
+        dir.path().display()
+    ));
+    let history = SharedHistory::new(HistoryWriter::create(dir.history())?);
+
+    let config = cluster_config(&schedule, options, &dir);
+    match options.runtime {
+        RuntimeKind::Process => {
+            let started = ProcessRuntime::start(config).await;
+            drive(started, schedule, dir, history, log).await
+        }
+        RuntimeKind::Docker => {
+            let started = DockerRuntime::start(config).await;
+            drive(started, schedule, dir, history, log).await
+        }
+    }
+}
+
+/// Phases 2 to 6 on a started (or failed) cluster, whatever its runtime.
+async fn drive<R: Runtime>(
+    started: Result<R, RuntimeError>,
+    schedule: Schedule,
+    dir: RunDir,
+    history: SharedHistory,
+    mut log: RunLog,
+) -> Result<RunReport, RunError> {
+    let runtime = match started {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            log.line(format!("cluster did not start: {e}"));
+            return Err(e.into());
+        }
+    };
+    let mut live = match Live::connect(runtime, &schedule, history, log).await {
+        Ok(live) => live,
+        Err((mut log, e)) => {
+            log.line(format!("harness error: {e}"));
+            return Err(e);
+        }
+    };
+    let outcome = play(&mut live, &schedule).await;
+    let frozen = collect::collect(&mut live, &dir).await;
+    let status = match (outcome, frozen) {
+        (Err(e), _) | (Ok(_), Err(e)) => {
+            live.log.line(format!("harness error: {e}"));
+            return Err(e);
+        }
+        (Ok(status), Ok(())) => status,
+    };
+    collect::write_end(&mut live.log, &dir, &status)?;
+    drop(live);
+    let report = check::check_and_store(&dir)?;
+    Ok(RunReport {
+        dir,
+        status,
+        schedule,
+        report,
+    })
+}
+
+/// Phases 2 to 4. A step that cannot go on ends the steps; the final heal and
+/// quiesce come whenever the cluster was ready.
+async fn play<R: Runtime>(live: &mut Live<R>, schedule: &Schedule) -> Result<RunStatus, RunError> {
+    setup::setup(live, schedule).await?;
+    let played = steps::play(live, schedule).await?;
+    let settled = quiesce::final_heal(live).await?;
+    Ok(match played {
+        RunStatus::Unknown(why) => RunStatus::Unknown(why),
+        RunStatus::Completed => settled,
+    })
+}

@@ -1,0 +1,96 @@
+//! Phase 4: the final heal and the quiesce. Partitions are removed, paused
+//! nodes resumed and dead nodes started, each as a nemesis op; then the run
+//! waits, bounded, for a quiet cluster: every partition led with its full
+//! ISR, and every replica's high watermark and log end offset equal to the
+//! leader's. A cluster that will not settle makes the run unknown, naming the
+//! partition and the offsets last seen.
+
+use std::time::{Duration, Instant};
+
+use crate::observe::replica_offsets;
+use crate::runtime::Runtime;
+use crate::schedule::{Fault, Target};
+
+use super::live::Live;
+use super::steps::faults;
+use super::{RunError, RunStatus};
+
+/// Bound on the final quiesce: time for restarted brokers to recover, catch up
+/// and rejoin the ISR after the last fault.
+const QUIESCE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often the quiesce looks again.
+const QUIESCE_POLL: Duration = Duration::from_millis(100);
+
+/// Heals what the steps left broken, then awaits a quiet cluster.
+pub(super) async fn final_heal<R: Runtime>(live: &mut Live<R>) -> Result<RunStatus, RunError> {
+    let mut fixes = Vec::new();
+    if !live.nemesis.partitions_healed() {
+        fixes.push(Fault::Heal);
+    }
+    for n in live.nodes() {
+        let target = Target::Node(n);
+        if !live.runtime.is_running(n) {
+            fixes.push(Fault::Start(target));
+        } else if live.runtime.is_paused(n)? {
+            fixes.push(Fault::Resume(target));
+        }
+    }
+    if !fixes.is_empty() {
+        live.log.line("final heal");
+        if let RunStatus::Unknown(why) = faults(live, 0, &fixes).await? {
+            return Ok(RunStatus::Unknown(format!("final heal: {why}")));
+        }
+    }
+    quiesce(live).await
+}
+
+/// Every partition led with a full ISR, and every replica's HW and LEO
+/// equal to the leader's, within [`QUIESCE_TIMEOUT`].
+async fn quiesce<R: Runtime>(live: &mut Live<R>) -> Result<RunStatus, RunError> {
+    let started = Instant::now();
+    let deadline = started + QUIESCE_TIMEOUT;
+    if let Err(e) = live.runtime.await_ready(QUIESCE_TIMEOUT).await {
+        live.log.line(format!("did not quiesce: {e}"));
+        return Ok(RunStatus::Unknown(format!("did not quiesce: {e}")));
+    }
+    loop {
+        let unsettled = unsettled(live).await?;
+        match unsettled {
+            None => {
+                live.log.line(format!(
+                    "quiesced after {} ms",
+                    started.elapsed().as_millis()
+                ));
+                return Ok(RunStatus::Completed);
+            }
+            Some(why) if Instant::now() >= deadline => {
+                live.log.line(format!("did not quiesce: {why}"));
+                return Ok(RunStatus::Unknown(format!("did not quiesce: {why}")));
+            }
+            Some(_) => tokio::time::sleep(QUIESCE_POLL).await,
+        }
+    }
+}
+
+/// The first partition whose replicas are not yet all at one (HW, LEO) with
+/// HW = LEO, and why; `None` when every partition is.
+async fn unsettled<R: Runtime>(live: &mut Live<R>) -> Result<Option<String>, RunError> {
+    let view = live.view().await?;
+    for (partition, state) in &view.partitions {
+        let mut seen = Vec::new();
+        for &r in &state.replicas {
+            match replica_offsets(&live.runtime, r, partition).await {
+                Ok(offsets) => seen.push(offsets),
+                Err(why) => return Ok(Some(format!("{partition} on {r}: {why}"))),
+            }
+        }
+        let first = seen.first().copied();
+        if seen
+            .iter()
+            .any(|&(hw, leo)| Some((hw, leo)) != first || hw != leo)
+        {
+            return Ok(Some(format!("{partition}: replicas' (HW, LEO) {seen:?}")));
+        }
+    }
+    Ok(None)
+}

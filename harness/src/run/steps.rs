@@ -1,0 +1,281 @@
+//! Phase 3: the schedule's steps, in order, beside the background workload.
+//! A fault goes through the nemesis (its target resolved from etcd as it
+//! fires) and is recorded on the nemesis process; a produce or consume goes
+//! through the worker's op-recording client; an await polls a condition over
+//! direct observation, or counts the background producers' acks. The first
+//! step that cannot establish its premise (an await timed out, a target that
+//! names nobody) ends the steps and makes the run unknown.
+
+use std::time::{Duration, Instant};
+
+use crate::history::{Body, FaultOp, OpType, Process};
+use crate::node::NodeId;
+use crate::observe::ObserveError;
+use crate::runtime::Runtime;
+use crate::schedule::{Condition, Consume, Fault, PartitionRef, Produce, Schedule, Step, Target};
+use crate::workload::background::Workers;
+use crate::workload::client::SendOptions;
+
+use super::live::Live;
+use super::{RunError, RunStatus};
+
+/// Runs every step with the background workers (if any) going, then stops them.
+pub(super) async fn play<R: Runtime>(
+    live: &mut Live<R>,
+    schedule: &Schedule,
+) -> Result<RunStatus, RunError> {
+    let mut background = start_background(live, schedule);
+    let mut status = RunStatus::Completed;
+    for (i, step) in schedule.steps.iter().enumerate() {
+        let number = i + 1;
+        if let RunStatus::Unknown(why) =
+            run_step(live, schedule, background.as_mut(), number, step).await?
+        {
+            status = RunStatus::Unknown(format!("step {number}: {why}"));
+            break;
+        }
+    }
+    if let Some(workers) = background {
+        let acknowledged = workers.acknowledged();
+        workers
+            .stop()
+            .await
+            .map_err(|e| RunError::Harness(e.to_string()))?;
+        live.log.line(format!(
+            "background workload stopped: {acknowledged} sends acknowledged"
+        ));
+    }
+    Ok(status)
+}
+
+/// Starts `[workload.background]`'s workers on the ready cluster.
+fn start_background<R: Runtime>(live: &mut Live<R>, schedule: &Schedule) -> Option<Workers> {
+    let config = schedule.workload.background.as_ref()?;
+    let partitions = schedule
+        .cluster
+        .topics
+        .iter()
+        .flat_map(|t| (0..t.partitions).map(|p| PartitionRef::new(&t.name, p)))
+        .collect();
+    let workers = Workers::start(config, &schedule.workload, partitions, &live.clients);
+    live.log.line(format!(
+        "background workload: {} producers, {} consumers, every {} ms",
+        config.producers, config.consumers, config.interval_ms
+    ));
+    Some(workers)
+}
+
+async fn run_step<R: Runtime>(
+    live: &mut Live<R>,
+    schedule: &Schedule,
+    background: Option<&mut Workers>,
+    number: usize,
+    step: &Step,
+) -> Result<RunStatus, RunError> {
+    match step {
+        Step::Fault(_) | Step::Faults(_) => faults(live, number, step.faults()).await,
+        Step::Produce(produce) => {
+            send(live, schedule, number, produce).await?;
+            Ok(RunStatus::Completed)
+        }
+        Step::Consume(consume) => {
+            poll(live, number, consume).await?;
+            Ok(RunStatus::Completed)
+        }
+        Step::Await {
+            condition,
+            timeout_ms,
+        } => {
+            let timeout =
+                Duration::from_millis(timeout_ms.unwrap_or(schedule.workload.await_timeout_ms));
+            wait(live, background, number, condition, timeout).await
+        }
+    }
+}
+
+/// Fires faults in order, each recorded on the nemesis process. Also the
+/// final heal's way of firing (quiesce.rs), as step 0.
+pub(super) async fn faults<R: Runtime>(
+    live: &mut Live<R>,
+    number: usize,
+    faults: &[Fault],
+) -> Result<RunStatus, RunError> {
+    for fault in faults {
+        let mut op = FaultOp::of(fault);
+        let f = op.verb;
+        live.history
+            .invoke(Process::Nemesis, Body::Fault(op.clone()))?;
+        let view = live
+            .observer
+            .view()
+            .await
+            .map_err(|e| RunError::Harness(format!("step {number}: {e}")))?;
+        match live.nemesis.fire(&mut live.runtime, &view, fault).await {
+            Ok(done) => {
+                op.done = Some(done);
+                let body = Body::Fault(op);
+                live.log.line(format!(
+                    "step {number}: {f} {}",
+                    body.to_value(OpType::Info)
+                ));
+                // A connection to a node that just died or was cut is stale.
+                for client in live.scripted.values_mut() {
+                    client.drop_connections();
+                }
+                live.history
+                    .append(Process::Nemesis, OpType::Info, body, None)?;
+            }
+            Err(e) => {
+                live.history.append(
+                    Process::Nemesis,
+                    OpType::Info,
+                    Body::Fault(op),
+                    Some(e.to_string()),
+                )?;
+                live.log.line(format!("step {number}: {f} failed: {e}"));
+                return if e.is_cluster_state() {
+                    Ok(RunStatus::Unknown(format!("{f}: {e}")))
+                } else {
+                    Err(RunError::Harness(format!("step {number}: {f}: {e}")))
+                };
+            }
+        }
+    }
+    Ok(RunStatus::Completed)
+}
+
+/// The node a client op goes to: `leader` (now, from etcd) or a named node.
+async fn client_target<R: Runtime>(
+    live: &mut Live<R>,
+    to: Option<&Target>,
+    partition: &PartitionRef,
+) -> Result<Option<NodeId>, RunError> {
+    match to {
+        Some(Target::Node(node)) => Ok(Some(*node)),
+        None | Some(Target::Leader) | Some(Target::LeaderOf(_)) => {
+            Ok(live.view().await?.leader_of(partition))
+        }
+        Some(other) => {
+            let view = live.view().await?;
+            let nodes = live.nodes();
+            Ok(live
+                .nemesis
+                .resolve(other, &view, &nodes)
+                .ok()
+                .and_then(|n| n.first().copied()))
+        }
+    }
+}
+
+async fn send<R: Runtime>(
+    live: &mut Live<R>,
+    schedule: &Schedule,
+    number: usize,
+    produce: &Produce,
+) -> Result<(), RunError> {
+    let workload = &schedule.workload;
+    let options = SendOptions {
+        acks: produce.acks.unwrap_or(workload.acks),
+        records_per_batch: produce
+            .records_per_batch
+            .unwrap_or(workload.records_per_batch),
+        compression: produce.compression.unwrap_or(workload.compression),
+    };
+    let node = client_target(live, produce.to.as_ref(), &produce.partition).await?;
+    let client = live.scripted_client(produce.process.unwrap_or(0));
+    let op = client
+        .send(&produce.partition, produce.values.clone(), node, options)
+        .await?;
+    let Some(node) = node else {
+        live.log.line(format!(
+            "step {number}: send: no leader of {}",
+            produce.partition
+        ));
+        return Ok(());
+    };
+    live.log.line(format!(
+        "step {number}: send {:?} to {node} -> {:?}{}",
+        produce.values,
+        op.kind,
+        op.error
+            .as_deref()
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default()
+    ));
+    Ok(())
+}
+
+async fn poll<R: Runtime>(
+    live: &mut Live<R>,
+    number: usize,
+    consume: &Consume,
+) -> Result<(), RunError> {
+    let node = client_target(live, consume.from.as_ref(), &consume.partition).await?;
+    let client = live.scripted_client(consume.process.unwrap_or(0));
+    let op = client
+        .poll(&consume.partition, consume.from_offset, node)
+        .await?;
+    let Some(node) = node else {
+        return Ok(());
+    };
+    let read = op.read().map_or(0, |(_, read)| read.records.len());
+    live.log.line(format!(
+        "step {number}: poll {} from {node} at {} -> {:?} ({read} records)",
+        consume.partition, consume.from_offset, op.kind
+    ));
+    Ok(())
+}
+
+/// An await: a condition observed over direct connections, or (for `N more
+/// writes acknowledged`) the background producers' ack count.
+async fn wait<R: Runtime>(
+    live: &mut Live<R>,
+    background: Option<&mut Workers>,
+    number: usize,
+    condition: &Condition,
+    timeout: Duration,
+) -> Result<RunStatus, RunError> {
+    live.log.line(format!(
+        "step {number}: await {condition} (within {timeout:?})"
+    ));
+    let started = Instant::now();
+    if let Condition::Acknowledged { more } = condition {
+        let workers = background.ok_or_else(|| {
+            RunError::Harness(format!(
+                "step {number}: `{condition}` needs background producers, and none run"
+            ))
+        })?;
+        return Ok(match workers.await_acknowledged(*more, timeout).await {
+            Ok(n) => {
+                live.log.line(format!(
+                    "step {number}: {n} more writes acknowledged after {} ms",
+                    started.elapsed().as_millis()
+                ));
+                RunStatus::Completed
+            }
+            Err(n) => {
+                let e = format!("\"{condition}\" not within {timeout:?}; {n} were");
+                live.log.line(format!("step {number}: {e}"));
+                RunStatus::Unknown(format!("await {e}"))
+            }
+        });
+    }
+    match live
+        .observer
+        .await_condition(&live.runtime, condition, timeout)
+        .await
+    {
+        Ok(seen) => {
+            live.log.line(format!(
+                "step {number}: {seen} after {} ms",
+                started.elapsed().as_millis()
+            ));
+            Ok(RunStatus::Completed)
+        }
+        Err(e @ ObserveError::Timeout { .. }) => {
+            live.log.line(format!("step {number}: {e}"));
+            Ok(RunStatus::Unknown(format!("await {e}")))
+        }
+        Err(e) => Err(RunError::Harness(format!("step {number}: {e}"))),
+    }
+}

@@ -1,0 +1,210 @@
+//! A run directory: everything one run leaves in the store, in one place, and
+//! the only place its layout is spelled. Written in phases, so whatever ends a
+//! run, what was recorded before stays:
+//!
+//! ```text
+//! <store>/<group...>/<UTC timestamp>-<n>/     (group: adhoc/<schedule>, or suite/scenario/setting)
+//!     schedule.toml     the schedule as applied (--set merged in); written first
+//!     harness.log       what the harness did and saw, line by line
+//!     history.jsonl     the history, one op a line, as it happens (history/op.rs)
+//!     timeline.json     etcd's revision history of the cluster's decisions, at the end
+//!     run.json          how the run ended (completed, or unknown and why); absent if cut off
+//!     results.json      the checkers' report and the verdict
+//!     nodes/etcd.log, nodes/proxy.log
+//!     nodes/b<i>/broker.log, nodes/b<i>/broker.toml (its settings, if any)
+//!     nodes/b<i>/data/  the broker's data directory, frozen at the end (SIGKILL)
+//! <store>/latest -> the newest run directory
+//! ```
+//!
+//! `run`, `check`, `replay`, the gate, snapshots and the reader's users all
+//! reach these files through [`RunDir`]; none of them joins a file name itself.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::node::NodeId;
+use crate::store::{self, StoreError};
+
+/// One run's directory in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    const SCHEDULE: &'static str = "schedule.toml";
+    const HARNESS_LOG: &'static str = "harness.log";
+    const HISTORY: &'static str = "history.jsonl";
+    const TIMELINE: &'static str = "timeline.json";
+    const RUN_END: &'static str = "run.json";
+    const RESULTS: &'static str = "results.json";
+    const NODES: &'static str = "nodes";
+
+    /// A fresh run directory under `store/<group...>/`, and `store/latest`
+    /// pointed at it.
+    pub fn create(store: &Path, group: &[&str]) -> Result<RunDir, StoreError> {
+        let path = store::create_run_dir(store, group)?;
+        store::link_latest(store, &path)?;
+        Ok(RunDir { path })
+    }
+
+    /// An existing run directory (nothing is checked until a file is read).
+    pub fn open(path: impl Into<PathBuf>) -> RunDir {
+        RunDir { path: path.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether this looks like a run directory: it has a history.
+    pub fn is_run(&self) -> bool {
+        self.history().is_file()
+    }
+
+    pub fn schedule(&self) -> PathBuf {
+        self.path.join(Self::SCHEDULE)
+    }
+
+    pub fn harness_log(&self) -> PathBuf {
+        self.path.join(Self::HARNESS_LOG)
+    }
+
+    pub fn history(&self) -> PathBuf {
+        self.path.join(Self::HISTORY)
+    }
+
+    pub fn timeline(&self) -> PathBuf {
+        self.path.join(Self::TIMELINE)
+    }
+
+    pub fn run_end(&self) -> PathBuf {
+        self.path.join(Self::RUN_END)
+    }
+
+    pub fn results(&self) -> PathBuf {
+        self.path.join(Self::RESULTS)
+    }
+
+    /// Where the runtime keeps every node's files.
+    pub fn nodes(&self) -> PathBuf {
+        self.path.join(Self::NODES)
+    }
+
+    /// Node-side layout, relative to [`RunDir::nodes`]: what a runtime
+    /// creates, and what the reader later finds.
+    pub fn node_layout(nodes: &Path) -> NodeLayout {
+        NodeLayout {
+            nodes: nodes.to_owned(),
+        }
+    }
+
+    /// A broker's directory: `nodes/b<i>`.
+    pub fn node(&self, node: NodeId) -> PathBuf {
+        Self::node_layout(&self.nodes()).node(node)
+    }
+
+    /// A broker's data directory as frozen at the end of the run.
+    pub fn data_dir(&self, node: NodeId) -> PathBuf {
+        Self::node_layout(&self.nodes()).data_dir(node)
+    }
+
+    /// Nodes that left a data directory, in node order.
+    pub fn nodes_with_data(&self) -> Vec<NodeId> {
+        let mut nodes: Vec<NodeId> = std::fs::read_dir(self.nodes())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<NodeId>().ok())
+            .filter(|&n| self.data_dir(n).is_dir())
+            .collect();
+        nodes.sort();
+        nodes
+    }
+
+    /// `run.json`, written once the run has ended.
+    pub fn write_end(&self, end: &RunEnd) -> Result<(), StoreError> {
+        write_json(&self.run_end(), end)
+    }
+
+    /// `run.json`; a run directory without it was cut off before it finished
+    /// (e.g. Ctrl-C): unknown, saying so.
+    pub fn read_end(&self) -> RunEnd {
+        std::fs::read_to_string(self.run_end())
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or(RunEnd {
+                completed: false,
+                unknown: Some("the run did not finish (no run.json)".into()),
+            })
+    }
+
+    pub fn write_results(&self, report: &crate::checker::Report) -> Result<(), StoreError> {
+        write_json(&self.results(), report)
+    }
+
+    pub fn write_timeline(&self, timeline: &crate::timeline::Timeline) -> Result<(), StoreError> {
+        write_json(&self.timeline(), timeline)
+    }
+
+    pub fn write_schedule(&self, schedule: &crate::schedule::Schedule) -> Result<(), StoreError> {
+        let path = self.schedule();
+        std::fs::write(&path, schedule.to_toml()).map_err(|source| StoreError { path, source })
+    }
+}
+
+/// Where a runtime puts one cluster's node files (`nodes/` of a run directory).
+#[derive(Debug, Clone)]
+pub struct NodeLayout {
+    nodes: PathBuf,
+}
+
+impl NodeLayout {
+    pub fn root(&self) -> &Path {
+        &self.nodes
+    }
+
+    pub fn node(&self, node: NodeId) -> PathBuf {
+        self.nodes.join(node.to_string())
+    }
+
+    pub fn data_dir(&self, node: NodeId) -> PathBuf {
+        self.node(node).join("data")
+    }
+
+    pub fn broker_log(&self, node: NodeId) -> PathBuf {
+        self.node(node).join("broker.log")
+    }
+
+    /// The broker's settings file, when it has settings.
+    pub fn broker_config(&self, node: NodeId) -> PathBuf {
+        self.node(node).join("broker.toml")
+    }
+
+    pub fn etcd_log(&self) -> PathBuf {
+        self.nodes.join("etcd.log")
+    }
+
+    pub fn proxy_log(&self) -> PathBuf {
+        self.nodes.join("proxy.log")
+    }
+}
+
+/// `run.json`: how the run ended, kept so an offline re-check reaches the same
+/// verdict (an await that timed out stays unknown).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEnd {
+    pub completed: bool,
+    /// Why the run is unknown, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+}
+
+fn write_json(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
+    let text = serde_json::to_string_pretty(value).expect("serializes");
+    std::fs::write(path, text + "\n").map_err(|source| StoreError {
+        path: path.to_owned(),
+        source,
+    })
+}

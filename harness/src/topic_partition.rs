@@ -1,0 +1,78 @@
+//! A partition as the harness names it: `t-0` is topic `t`, partition 0, split
+//! at the last `-` as Kafka names a replica's directory. Schedules, the
+//! history, the reader's replicas, etcd's views and the checkers all key
+//! partitions by this one type.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Ordered by topic, then partition number.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PartitionRef {
+    pub topic: String,
+    pub partition: u32,
+}
+
+impl PartitionRef {
+    pub fn new(topic: impl Into<String>, partition: u32) -> PartitionRef {
+        PartitionRef {
+            topic: topic.into(),
+            partition,
+        }
+    }
+
+    /// The partition number as the wire carries it.
+    pub fn wire_partition(&self) -> i32 {
+        i32::try_from(self.partition).expect("partition numbers fit in i32")
+    }
+}
+
+impl FromStr for PartitionRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not a partition like \"t-0\"");
+        let (topic, n) = s.rsplit_once('-').ok_or_else(bad)?;
+        if topic.is_empty() || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let partition = n.parse().map_err(|_| bad())?;
+        Ok(Self::new(topic, partition))
+    }
+}
+
+impl TryFrom<String> for PartitionRef {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<PartitionRef> for String {
+    fn from(p: PartitionRef) -> String {
+        p.to_string()
+    }
+}
+
+impl fmt::Display for PartitionRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_split_at_the_last_dash() {
+        assert_eq!("t-0".parse(), Ok(PartitionRef::new("t", 0)));
+        assert_eq!("a-b-3".parse(), Ok(PartitionRef::new("a-b", 3)));
+        for bad in ["t", "-1", "t-", "t-+1", "t-x"] {
+            assert!(bad.parse::<PartitionRef>().is_err(), "{bad}");
+        }
+        assert!(PartitionRef::new("t", 2) < PartitionRef::new("t", 10));
+    }
+}

@@ -1,0 +1,382 @@
+//! The op-recording client: the one way a client operation reaches the
+//! cluster and the history. Scripted `produce`/`consume` steps and the
+//! background workers each hold one; it invokes the op, makes the request
+//! through the node's client proxy, maps the answer to `ok`, `fail` or `info`
+//! (history/kafka_errors.rs decides which broker errors are definite) and
+//! records the completion, so every client op in every run has one shape.
+//!
+//! After an ack it reads the partition's ISR and leader epoch from etcd (a
+//! direct connection no fault touches): the replicas the lost-write rule holds
+//! to account. An `info` (an answer that never came) retires the client's
+//! history process; its next op runs on a fresh one, as Jepsen gives a crashed
+//! worker a new process. A client never retries: a retry is a new op.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::kafka_client::{
+    self, ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord,
+};
+use crate::history::kafka_errors::{Outcome, produce_outcome};
+use crate::history::{
+    Acked, Body, Op, OpType, Poll, PolledRecord, Process, Read, RecordValue, Send, SharedHistory,
+    WriteError,
+};
+use crate::node::NodeId;
+use crate::runtime::{ClusterView, PartitionView};
+use crate::schedule::{Acks, Compression, PartitionRef, Workload};
+
+/// Extra time a send's answer may take beyond the broker's own acks=all wait.
+pub const SEND_MARGIN: Duration = Duration::from_secs(2);
+
+/// Where history processes come from: one counter for the run, shared by every
+/// client, so no two ever share a number.
+#[derive(Clone, Default)]
+pub struct Processes(Arc<AtomicU64>);
+
+impl Processes {
+    pub fn next(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// What every client of a run shares.
+#[derive(Clone)]
+pub struct Clients {
+    pub history: SharedHistory,
+    pub processes: Processes,
+    /// etcd, directly: the partition state recorded beside each ack.
+    pub etcd: etcd_client::Client,
+    /// Each node's client address (through its client proxy).
+    pub addresses: Arc<BTreeMap<NodeId, String>>,
+    /// Bound on one request (the broker's acks=all wait is this too).
+    pub request_timeout: Duration,
+}
+
+impl Clients {
+    /// A client named `client_id` on the wire; its history process is
+    /// taken at its first op.
+    pub fn client(&self, client_id: &'static str) -> RecordingClient {
+        RecordingClient {
+            shared: self.clone(),
+            etcd: self.etcd.clone(),
+            client_id,
+            process: None,
+            connections: BTreeMap::new(),
+        }
+    }
+}
+
+/// How a send is made: acks, batching, compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendOptions {
+    pub acks: Acks,
+    pub records_per_batch: u32,
+    pub compression: Compression,
+}
+
+impl SendOptions {
+    /// The workload's defaults.
+    pub fn of(workload: &Workload) -> SendOptions {
+        SendOptions {
+            acks: workload.acks,
+            records_per_batch: workload.records_per_batch,
+            compression: workload.compression,
+        }
+    }
+}
+
+/// One client: its connections (one per node), its etcd handle and its
+/// current history process.
+pub struct RecordingClient {
+    shared: Clients,
+    etcd: etcd_client::Client,
+    client_id: &'static str,
+    process: Option<u64>,
+    connections: BTreeMap<NodeId, KafkaClient>,
+}
+
+impl RecordingClient {
+    /// The client's history process now (taken from the run's counter the
+    /// first time, and again after an `info`).
+    pub fn process(&mut self) -> u64 {
+        *self
+            .process
+            .get_or_insert_with(|| self.shared.processes.next())
+    }
+
+    /// Forgets every connection: after a fault, one to a node that died or
+    /// was cut is stale.
+    pub fn drop_connections(&mut self) {
+        self.connections.clear();
+    }
+
+    /// The partition's state in etcd now (`None` when etcd cannot say).
+    pub async fn partition_state(&mut self, partition: &PartitionRef) -> Option<PartitionView> {
+        let view = ClusterView::read(&mut self.etcd).await.ok()?;
+        view.partition(partition).cloned()
+    }
+
+    /// Sends `values` to `partition` on `node` (`None`: no leader was known,
+    /// and the op fails at once) and records the op; returns its completion.
+    pub async fn send(
+        &mut self,
+        partition: &PartitionRef,
+        values: Vec<i64>,
+        node: Option<NodeId>,
+        options: SendOptions,
+    ) -> Result<Op, WriteError> {
+        let mut send = Send {
+            partition: partition.clone(),
+            values,
+            acks: options.acks,
+            node,
+            acked: None,
+        };
+        let process = self.invoke(Body::Send(send.clone()))?;
+        let Some(node) = node else {
+            return self.complete(
+                process,
+                OpType::Fail,
+                Body::Send(send),
+                Some("no leader to send to".into()),
+            );
+        };
+        let wire = ProduceOptions {
+            acks: options.acks.wire(),
+            records_per_batch: options.records_per_batch.max(1) as usize,
+            compression: wire_compression(options.compression),
+            timeout_ms: i32::try_from(self.shared.request_timeout.as_millis()).unwrap_or(i32::MAX),
+        };
+        // The broker's own acks=all wait, then a margin for the answer to travel.
+        let deadline = self.shared.request_timeout + SEND_MARGIN;
+        // A connection that cannot be made (or fails its version check) never
+        // carried the produce: a definite failure whatever the error.
+        let result = match self.connection(node).await {
+            Ok(client) => produce(client, partition, &send.values, &wire, deadline)
+                .await
+                .map_err(|e| (send_outcome(&e, wire.acks), e)),
+            Err(e) => Err((OpType::Fail, e)),
+        };
+        match result {
+            Ok(offsets) => {
+                let state = self.partition_state(partition).await;
+                send.acked = Some(Acked {
+                    offsets,
+                    isr: state.as_ref().map(|s| NodeId::ids(&s.isr)),
+                    leader_epoch: state.map(|s| s.leader_epoch),
+                });
+                self.complete(process, OpType::Ok, Body::Send(send), None)
+            }
+            Err((kind, e)) => {
+                self.connections.remove(&node);
+                self.complete(process, kind, Body::Send(send), Some(e.to_string()))
+            }
+        }
+    }
+
+    /// Reads `partition` on `node` from `from_offset` up to the high
+    /// watermark its first fetch sees, and records the op.
+    pub async fn poll(
+        &mut self,
+        partition: &PartitionRef,
+        from_offset: u64,
+        node: Option<NodeId>,
+    ) -> Result<Op, WriteError> {
+        let mut poll = Poll {
+            partition: partition.clone(),
+            from_offset,
+            node,
+            read: None,
+        };
+        let process = self.invoke(Body::Poll(poll.clone()))?;
+        let Some(node) = node else {
+            return self.complete(
+                process,
+                OpType::Fail,
+                Body::Poll(poll),
+                Some("no leader to read from".into()),
+            );
+        };
+        let deadline = self.shared.request_timeout;
+        let result = match self.connection(node).await {
+            Ok(client) => read(client, partition, from_offset, deadline).await,
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(mut read) => {
+                read.leader_epoch = self
+                    .partition_state(partition)
+                    .await
+                    .map(|s| s.leader_epoch);
+                poll.read = Some(read);
+                self.complete(process, OpType::Ok, Body::Poll(poll), None)
+            }
+            Err(e) => {
+                self.connections.remove(&node);
+                // A read changes nothing: a failed one is definite.
+                self.complete(process, OpType::Fail, Body::Poll(poll), Some(e.to_string()))
+            }
+        }
+    }
+
+    fn invoke(&mut self, body: Body) -> Result<u64, WriteError> {
+        let process = self.process();
+        self.shared.history.invoke(Process::Client(process), body)?;
+        Ok(process)
+    }
+
+    fn complete(
+        &mut self,
+        process: u64,
+        kind: OpType,
+        body: Body,
+        error: Option<String>,
+    ) -> Result<Op, WriteError> {
+        let op = self
+            .shared
+            .history
+            .append(Process::Client(process), kind, body, error)?;
+        if kind == OpType::Info {
+            self.process = None;
+        }
+        Ok(op)
+    }
+
+    async fn connection(&mut self, node: NodeId) -> Result<&mut KafkaClient, ClientError> {
+        if !self.connections.contains_key(&node) {
+            let address = self
+                .shared
+                .addresses
+                .get(&node)
+                .ok_or_else(|| ClientError::Protocol(format!("no address for {node}")))?;
+            let client =
+                KafkaClient::connect(address, self.client_id, self.shared.request_timeout).await?;
+            self.connections.insert(node, client);
+        }
+        Ok(self.connections.get_mut(&node).expect("inserted above"))
+    }
+}
+
+fn wire_compression(c: Compression) -> kafka_client::Compression {
+    match c {
+        Compression::None => kafka_client::Compression::None,
+        Compression::Gzip => kafka_client::Compression::Gzip,
+        Compression::Snappy => kafka_client::Compression::Snappy,
+        Compression::Lz4 => kafka_client::Compression::Lz4,
+        Compression::Zstd => kafka_client::Compression::Zstd,
+    }
+}
+
+/// A produce's outcome when the client got no ok: `fail` only when the broker
+/// definitely did not apply it (kafka_errors.rs), or the request was never
+/// sent; `info` otherwise.
+pub fn send_outcome(error: &ClientError, acks: i16) -> OpType {
+    match error {
+        ClientError::Broker { code, .. } => match produce_outcome(*code, acks) {
+            Outcome::Definite => OpType::Fail,
+            Outcome::Indefinite => OpType::Info,
+        },
+        // Never sent: nothing listened, or the connection was already gone.
+        ClientError::Refused { .. } | ClientError::Connect { .. } | ClientError::Closed => {
+            OpType::Fail
+        }
+        // Refused at connect time by the version check: nothing was produced.
+        ClientError::Unsupported { .. } => OpType::Fail,
+        ClientError::Timeout { .. } | ClientError::Dropped(_) | ClientError::Protocol(_) => {
+            OpType::Info
+        }
+    }
+}
+
+/// Sends `values` (as decimal text) to one partition; on success, the offsets
+/// they were given (`None` under acks=0, which returns none).
+async fn produce(
+    client: &mut KafkaClient,
+    partition: &PartitionRef,
+    values: &[i64],
+    options: &ProduceOptions,
+    deadline: Duration,
+) -> Result<Option<Vec<i64>>, ClientError> {
+    let records: Vec<ProduceRecord> = values
+        .iter()
+        .map(|v| ProduceRecord::value(Bytes::from(v.to_string())))
+        .collect();
+    let produced = client
+        .produce(
+            &partition.topic,
+            partition.wire_partition(),
+            &records,
+            options,
+            deadline,
+        )
+        .await?;
+    Ok((produced.base_offset >= 0).then(|| {
+        (0..values.len() as i64)
+            .map(|i| produced.base_offset + i)
+            .collect()
+    }))
+}
+
+/// Reads one partition from `from_offset` up to the high watermark seen by the
+/// first fetch (a bounded poll: it never waits for more).
+async fn read(
+    client: &mut KafkaClient,
+    partition: &PartitionRef,
+    from_offset: u64,
+    deadline: Duration,
+) -> Result<Read, ClientError> {
+    let options = FetchOptions {
+        max_wait_ms: 0,
+        ..FetchOptions::default()
+    };
+    let mut offset = i64::try_from(from_offset).unwrap_or(i64::MAX);
+    let mut read = Read {
+        records: Vec::new(),
+        high_watermark: -1,
+        leader_epoch: None,
+    };
+    loop {
+        let fetched = client
+            .fetch(
+                &partition.topic,
+                partition.wire_partition(),
+                offset,
+                &options,
+                deadline,
+            )
+            .await?;
+        if read.high_watermark < 0 {
+            read.high_watermark = fetched.high_watermark;
+        }
+        let Some(last) = fetched.records.last() else {
+            return Ok(read);
+        };
+        offset = last.offset + 1;
+        let high_watermark = read.high_watermark;
+        read.records.extend(
+            fetched
+                .records
+                .iter()
+                .filter(|r| r.offset < high_watermark)
+                .map(|r| PolledRecord(r.offset, RecordValue::from_bytes(r.value.as_deref()))),
+        );
+        if offset >= high_watermark {
+            return Ok(read);
+        }
+    }
+}
+
+impl Read {
+    /// The offset after the last record read, if any was.
+    pub fn next_offset(&self) -> Option<u64> {
+        self.records
+            .last()
+            .and_then(|r| u64::try_from(r.offset()).ok())
+            .map(|o| o + 1)
+    }
+}
