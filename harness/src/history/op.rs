@@ -148,6 +148,16 @@ pub struct Read {
     pub leader_epoch: Option<i32>,
 }
 
+impl Read {
+    /// The offset after the last record read, if any was.
+    pub fn next_offset(&self) -> Option<u64> {
+        self.records
+            .last()
+            .and_then(|r| u64::try_from(r.offset()).ok())
+            .map(|o| o + 1)
+    }
+}
+
 /// `[offset, value]`: one record a poll returned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolledRecord(pub i64, pub RecordValue);

@@ -370,13 +370,3 @@ async fn read(
         }
     }
 }
-
-impl Read {
-    /// The offset after the last record read, if any was.
-    pub fn next_offset(&self) -> Option<u64> {
-        self.records
-            .last()
-            .and_then(|r| u64::try_from(r.offset()).ok())
-            .map(|o| o + 1)
-    }
-}
