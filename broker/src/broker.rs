@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::{BrokerConfig, Truncation, split_host_port};
+use crate::config::{BrokerConfig, split_host_port};
 use crate::controller::controller::ControllerSettings;
 use crate::controller::election;
 use crate::controller::metadata_store::{BrokerRegistration, MetadataStore, StoreError};
@@ -116,27 +116,13 @@ pub async fn run(
         incarnation: incarnation(),
     };
     let session = Arc::new(Session::open(&store, registration, config.lease_ttl_s).await?);
-    let replicas = ReplicaManager::new(
+    let replicas = Arc::new(ReplicaManager::new(
         config.node_id,
         config.min_insync_replicas,
         config.truncation,
         logs,
         Some(session.clone()),
-    );
-    // Test only: the gate must fail when a fix is removed, so its test can
-    // make `current` followers truncate to the high watermark again (the
-    // KIP-101 fix undone). Never set outside that test; loud when it is.
-    let replicas = match std::env::var("EPOCHAL_TEST_REMOVE_FIX").as_deref() {
-        Ok("current-truncates-to-hw") if config.truncation == Truncation::Current => {
-            tracing::warn!(
-                "EPOCHAL_TEST_REMOVE_FIX=current-truncates-to-hw: followers truncate to their \
-                 high watermark (the KIP-101 fix removed, for a test)"
-            );
-            replicas.with_follower_truncation(Truncation::HighWatermark)
-        }
-        _ => replicas,
-    };
-    let replicas = Arc::new(replicas);
+    ));
     let broker = Arc::new(Broker {
         fetchers: FetcherManager::new(
             replicas.clone(),

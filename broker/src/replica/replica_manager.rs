@@ -32,6 +32,7 @@ use super::store::{
 use super::truncation::{self, Start, Step};
 use crate::config::Truncation;
 use crate::controller::session::Session;
+use crate::failpoints::{self, Failpoint};
 
 /// A replica id of -1 or below is a client (Kafka's consumer replica id).
 pub fn is_client(replica_id: i32) -> bool {
@@ -69,9 +70,6 @@ pub struct ReplicaManager {
     node_id: i32,
     min_insync_replicas: i32,
     truncation: Truncation,
-    /// The rule a new follower starts truncating by: `truncation`, except
-    /// when a test removed a fix ([`ReplicaManager::with_follower_truncation`]).
-    follower_truncation: Truncation,
     /// The etcd session leadership depends on; None (unit tests) is always live.
     session: Option<Arc<Session>>,
     inner: Mutex<Inner>,
@@ -200,7 +198,6 @@ impl ReplicaManager {
             node_id,
             min_insync_replicas,
             truncation,
-            follower_truncation: truncation,
             session,
             inner: Mutex::new(Inner {
                 logs,
@@ -210,14 +207,6 @@ impl ReplicaManager {
             appended: Notify::new(),
             leaderships: AtomicU64::new(1),
         }
-    }
-
-    /// Test only: a follower starts truncating by `rule` instead of the
-    /// configured setting — how the gate's own test removes a fix on purpose
-    /// (harness/tests/cluster_gate.rs, `EPOCHAL_TEST_REMOVE_FIX`).
-    pub fn with_follower_truncation(mut self, rule: Truncation) -> Self {
-        self.follower_truncation = rule;
-        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -578,11 +567,32 @@ impl ReplicaManager {
         tp: &TopicPartition,
         leader_epoch: i32,
     ) -> Result<TruncationProgress, StorageOrRole> {
+        // Evaluated before the lock is taken: the failpoint's `stop` or `sleep`
+        // must not hold every other partition up.
+        let rule = self.follower_truncation_rule(tp);
         let mut inner = self.lock();
         let log = self
             .followed(&mut inner, tp, leader_epoch)
             .map_err(StorageOrRole::Role)?;
-        begin_truncation(self.follower_truncation, tp, log)
+        begin_truncation(rule, tp, log)
+    }
+
+    /// The rule this truncation starts by: the configured one, unless the
+    /// `follower-truncate-to-hw` failpoint removes the KIP-101 fix on purpose
+    /// (how the gate's own test shows that a lost fix fails the gate).
+    fn follower_truncation_rule(&self, tp: &TopicPartition) -> Truncation {
+        if failpoints::hit_or_return(Failpoint::FollowerTruncateToHw) {
+            tracing::warn!(
+                topic = %tp.topic,
+                partition = tp.partition,
+                truncation = ?self.truncation,
+                "failpoint follower-truncate-to-hw: truncating to the high watermark \
+                 (the KIP-101 fix removed on purpose)"
+            );
+            Truncation::HighWatermark
+        } else {
+            self.truncation
+        }
     }
 
     /// Apply the leader's answer for one round of truncation.

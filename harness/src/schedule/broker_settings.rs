@@ -73,4 +73,5 @@ pub const FAILPOINTS: &[&str] = &[
     "controller-after-write",
     "leader-after-append",
     "controller-before-campaign",
+    "follower-truncate-to-hw",
 ];
