@@ -3,8 +3,9 @@
 //! fetchers and its leader-side ISR task, and on shutdown writes its checkpoints
 //! and clean-shutdown marker and gives its lease back.
 //!
-//! [`Broker`] is the state every request handler shares. [`run`] owns the
-//! broker's lifetime, from start until the shutdown future resolves.
+//! [`run`] owns the broker's lifetime, from start until the shutdown future
+//! resolves. The state it hands the request handlers is
+//! [`crate::server::context::Broker`]; the handlers never reach back here.
 
 use std::future::Future;
 use std::path::Path;
@@ -23,6 +24,7 @@ use crate::replica::fetcher::FetcherManager;
 use crate::replica::isr;
 use crate::replica::replica_manager::ReplicaManager;
 use crate::replica::store::{LogConfig, LogManager, StorageError};
+use crate::server::context::Broker;
 use crate::server::listener;
 use crate::server::metadata_cache::MetadataCache;
 use crate::state_change_log::{StateChangeLog, StateChangeLogError};
@@ -33,19 +35,6 @@ pub const LISTENING_FILE: &str = "listening";
 const RECOVERY_POINT_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(60_000);
 const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-pub struct Broker {
-    pub config: BrokerConfig,
-    pub advertised_host: String,
-    pub advertised_port: i32,
-    pub cluster_id: String,
-    pub replicas: Arc<ReplicaManager>,
-    /// Follower fetcher tasks, started and replaced by LeaderAndIsr.
-    pub fetchers: FetcherManager,
-    pub metadata: MetadataCache,
-    pub store: MetadataStore,
-    pub state_changes: StateChangeLog,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {

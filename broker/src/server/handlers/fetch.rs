@@ -16,8 +16,8 @@ use std::time::Duration;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
-use crate::broker::Broker;
 use crate::replica::store::TopicPartition;
+use crate::server::context::Broker;
 
 pub async fn handle(broker: &Broker, req: FetchRequest, version: i16) -> FetchResponse {
     let deadline =

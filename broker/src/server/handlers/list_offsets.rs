@@ -10,8 +10,8 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use crate::broker::Broker;
 use crate::replica::store::TopicPartition;
+use crate::server::context::Broker;
 
 pub fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
     let replica_id = req.replica_id.0;
