@@ -22,7 +22,7 @@ use crate::controller::metadata_store::{BrokerRegistration, MetadataStore, Store
 use crate::controller::session::Session;
 use crate::replica::fetcher::FetcherManager;
 use crate::replica::isr;
-use crate::replica::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 use crate::replica::store::{LogConfig, LogManager, StorageError};
 use crate::server::context::Broker;
 use crate::server::listener;

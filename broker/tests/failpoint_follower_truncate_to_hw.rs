@@ -6,10 +6,11 @@
 use bytes::{Bytes, BytesMut};
 use epochal_broker::config::Truncation;
 use epochal_broker::failpoints::Failpoint;
+use epochal_broker::replica::follower::TruncationProgress;
+use epochal_broker::replica::isr::IsrChange;
+use epochal_broker::replica::leader_and_isr::Role;
+use epochal_broker::replica::manager::ReplicaManager;
 use epochal_broker::replica::partition::LeaderAndIsrState;
-use epochal_broker::replica::replica_manager::{
-    IsrChange, ReplicaManager, Role, TruncationProgress,
-};
 use epochal_broker::replica::store::{LogManager, TopicPartition};
 use epochal_broker::storage::LogConfig;
 use kafka_protocol::indexmap::IndexMap;

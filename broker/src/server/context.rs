@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::config::BrokerConfig;
 use crate::controller::metadata_store::MetadataStore;
 use crate::replica::fetcher::FetcherManager;
-use crate::replica::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 use crate::server::metadata_cache::MetadataCache;
 use crate::state_change_log::StateChangeLog;
 

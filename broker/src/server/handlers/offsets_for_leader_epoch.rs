@@ -9,7 +9,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 };
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
-use crate::replica::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
 

@@ -17,7 +17,7 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use crate::failpoints::{self, Failpoint};
-use crate::replica::replica_manager::{AckStatus, AppendTicket};
+use crate::replica::leader::{AckStatus, AppendTicket};
 use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
 
