@@ -3,8 +3,9 @@
 //! fetchers and its leader-side ISR task, and on shutdown writes its checkpoints
 //! and clean-shutdown marker and gives its lease back.
 //!
-//! [`Broker`] is the state every request handler shares. [`run`] owns the
-//! broker's lifetime, from start until the shutdown future resolves.
+//! [`run`] owns the broker's lifetime, from start until the shutdown future
+//! resolves. The state it hands the request handlers is
+//! [`crate::server::context::Broker`]; the handlers never reach back here.
 
 use std::future::Future;
 use std::path::Path;
@@ -14,15 +15,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::{BrokerConfig, Truncation, split_host_port};
+use crate::config::{BrokerConfig, split_host_port};
 use crate::controller::controller::ControllerSettings;
 use crate::controller::election;
 use crate::controller::metadata_store::{BrokerRegistration, MetadataStore, StoreError};
 use crate::controller::session::Session;
 use crate::replica::fetcher::FetcherManager;
 use crate::replica::isr;
-use crate::replica::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 use crate::replica::store::{LogConfig, LogManager, StorageError};
+use crate::server::context::Broker;
 use crate::server::listener;
 use crate::server::metadata_cache::MetadataCache;
 use crate::state_change_log::{StateChangeLog, StateChangeLogError};
@@ -33,19 +35,6 @@ pub const LISTENING_FILE: &str = "listening";
 const RECOVERY_POINT_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(60_000);
 const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-pub struct Broker {
-    pub config: BrokerConfig,
-    pub advertised_host: String,
-    pub advertised_port: i32,
-    pub cluster_id: String,
-    pub replicas: Arc<ReplicaManager>,
-    /// Follower fetcher tasks, started and replaced by LeaderAndIsr.
-    pub fetchers: FetcherManager,
-    pub metadata: MetadataCache,
-    pub store: MetadataStore,
-    pub state_changes: StateChangeLog,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
@@ -116,27 +105,13 @@ pub async fn run(
         incarnation: incarnation(),
     };
     let session = Arc::new(Session::open(&store, registration, config.lease_ttl_s).await?);
-    let replicas = ReplicaManager::new(
+    let replicas = Arc::new(ReplicaManager::new(
         config.node_id,
         config.min_insync_replicas,
         config.truncation,
         logs,
         Some(session.clone()),
-    );
-    // Test only: the gate must fail when a fix is removed, so its test can
-    // make `current` followers truncate to the high watermark again (the
-    // KIP-101 fix undone). Never set outside that test; loud when it is.
-    let replicas = match std::env::var("EPOCHAL_TEST_REMOVE_FIX").as_deref() {
-        Ok("current-truncates-to-hw") if config.truncation == Truncation::Current => {
-            tracing::warn!(
-                "EPOCHAL_TEST_REMOVE_FIX=current-truncates-to-hw: followers truncate to their \
-                 high watermark (the KIP-101 fix removed, for a test)"
-            );
-            replicas.with_follower_truncation(Truncation::HighWatermark)
-        }
-        _ => replicas,
-    };
-    let replicas = Arc::new(replicas);
+    ));
     let broker = Arc::new(Broker {
         fetchers: FetcherManager::new(
             replicas.clone(),

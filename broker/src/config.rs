@@ -1,6 +1,12 @@
 //! The broker's configuration: command-line flags, an optional TOML file setting
 //! the same keys, and the validated [`BrokerConfig`] the rest of the broker reads.
 //!
+//! Every setting is declared once, in [`SETTINGS`] (`settings.rs`): its name,
+//! kind, default and help. The flags' help and the defaults and minimums applied
+//! here come from that table, unit tests hold the flag parser to it, and
+//! `epochal-broker --list-settings` prints it so a launcher (the harness, which
+//! never links this crate) can check its own list against it.
+//!
 //! Flags win over the file; the file wins over defaults. The resolved config is
 //! serializable back to TOML so a launcher can log exactly what ran. Settings that
 //! the replication protocol reads (truncation rule, fencing, unclean election,
@@ -10,11 +16,15 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-/// Kafka's default `socket.request.max.bytes`: a frame claiming more is refused.
-pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 100 * 1024 * 1024;
+mod settings;
+
+use settings::*;
+pub use settings::{
+    DEFAULT_MAX_REQUEST_BYTES, SETTINGS, Setting, SettingDefault, SettingKind, listing,
+};
 
 /// Which release's follower-truncation rule the broker follows (DESIGN.md's epoch table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -34,8 +44,9 @@ pub enum Truncation {
     Current,
 }
 
-/// Every key the flags and the TOML file may set. All optional here; required
-/// ones are checked in [`ConfigArgs::resolve`].
+/// Every key the flags and the TOML file may set, with the help [`SETTINGS`]
+/// gives it, and the `--list-settings` command. All optional here; required
+/// ones and defaults are applied in [`ConfigArgs::resolve`].
 #[derive(Parser, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 #[command(
@@ -44,82 +55,70 @@ pub enum Truncation {
     about = "Kafka-style broker with etcd in ZooKeeper's role"
 )]
 pub struct ConfigArgs {
-    /// A TOML file setting any of the keys below (snake_case); flags override it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help = CONFIG.help)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    /// This broker's id (Kafka's broker.id).
-    #[arg(long)]
+    #[arg(long, help = NODE_ID.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_id: Option<i32>,
-    /// Address to bind; port 0 picks a free port, written to `<data-dir>/listening`.
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", help = LISTEN.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<String>,
-    /// Address clients and other brokers are told to use (defaults to the bound one).
-    #[arg(long, value_name = "HOST:PORT")]
+    #[arg(long, value_name = "HOST:PORT", help = ADVERTISED.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub advertised: Option<String>,
-    /// Directory holding the partition logs, checkpoints and state-change.log.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help = DATA_DIR.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_dir: Option<PathBuf>,
-    /// etcd endpoints, comma-separated.
-    #[arg(long, value_name = "URL[,URL]")]
+    #[arg(long, value_name = "URL[,URL]", help = ETCD.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etcd: Option<String>,
-    /// `ID=HOST:PORT`: reach broker ID at this address instead of its registered one
-    /// (how the harness routes every broker-to-broker link through a proxy).
-    #[arg(long = "peer", value_name = "ID=HOST:PORT")]
+    #[arg(long = "peer", value_name = "ID=HOST:PORT", help = PEERS.help)]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peers: Vec<String>,
-    /// etcd lease TTL in whole seconds (at least 1; 2 or more under load).
-    #[arg(long)]
+    #[arg(long, help = LEASE_TTL_S.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_ttl_s: Option<u64>,
-    /// Size at which a log segment rolls.
-    #[arg(long)]
+    #[arg(long, help = SEGMENT_BYTES.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segment_bytes: Option<u64>,
-    /// fsync after this many appended messages (1 = every append).
-    #[arg(long)]
+    #[arg(long, help = FLUSH_MESSAGES.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flush_messages: Option<u64>,
-    /// fsync when this long has passed since the last flush (0 = never by time).
-    #[arg(long)]
+    #[arg(long, help = FLUSH_INTERVAL_MS.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flush_interval_ms: Option<u64>,
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, help = TRUNCATION.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncation: Option<Truncation>,
-    #[arg(long, value_name = "true|false")]
+    #[arg(long, value_name = "true|false", help = CONTROLLER_EPOCH_FENCING.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub controller_epoch_fencing: Option<bool>,
-    #[arg(long, value_name = "true|false")]
+    #[arg(long, value_name = "true|false", help = UNCLEAN_LEADER_ELECTION.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unclean_leader_election: Option<bool>,
-    #[arg(long)]
+    #[arg(long, help = MIN_INSYNC_REPLICAS.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_insync_replicas: Option<i32>,
-    /// Largest request frame accepted (Kafka's socket.request.max.bytes).
-    #[arg(long)]
+    #[arg(long, help = MAX_REQUEST_BYTES.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_request_bytes: Option<u32>,
-    /// How long a follower's fetch waits at the leader for data (Kafka's
-    /// replica.fetch.wait.max.ms).
-    #[arg(long)]
+    #[arg(long, help = REPLICA_FETCH_WAIT_MAX_MS.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_fetch_wait_max_ms: Option<u64>,
-    /// A follower that has not caught up for this long leaves the ISR (Kafka's
-    /// replica.lag.time.max.ms).
-    #[arg(long)]
+    #[arg(long, help = REPLICA_LAG_TIME_MAX_MS.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica_lag_time_max_ms: Option<u64>,
-    /// How often the high watermarks are checkpointed (Kafka's
-    /// replica.high.watermark.checkpoint.interval.ms).
-    #[arg(long)]
+    #[arg(long, help = HW_CHECKPOINT_INTERVAL_MS.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hw_checkpoint_interval_ms: Option<u64>,
+    /// Not a setting: print every setting and failpoint (JSON lines) and exit.
+    #[arg(
+        long,
+        help = "Print every setting and failpoint as JSON lines, then exit"
+    )]
+    #[serde(skip)]
+    pub list_settings: bool,
 }
 
 /// The validated configuration.
@@ -210,15 +209,15 @@ impl ConfigArgs {
             hw_checkpoint_interval_ms: self
                 .hw_checkpoint_interval_ms
                 .or(file.hw_checkpoint_interval_ms),
+            list_settings: self.list_settings,
         }
     }
 
     fn validate(self) -> Result<BrokerConfig, ConfigError> {
-        let node_id = self.node_id.ok_or(ConfigError::Missing("node_id"))?;
-        if node_id < 0 {
-            return Err(invalid("node_id", "must be >= 0"));
-        }
-        let listen = self.listen.unwrap_or_else(|| "127.0.0.1:9092".to_string());
+        let node_id = NODE_ID.count(self.node_id)?;
+        let listen = self
+            .listen
+            .unwrap_or_else(|| LISTEN.default_text().to_string());
         listen
             .parse::<SocketAddr>()
             .map_err(|e| invalid("listen", format!("{listen:?}: {e}")))?;
@@ -226,10 +225,9 @@ impl ConfigArgs {
             split_host_port(adv)
                 .ok_or_else(|| invalid("advertised", format!("{adv:?} is not HOST:PORT")))?;
         }
-        let data_dir = self.data_dir.ok_or(ConfigError::Missing("data_dir"))?;
-        let etcd: Vec<String> = self
-            .etcd
-            .ok_or(ConfigError::Missing("etcd"))?
+        let data_dir = DATA_DIR.required(self.data_dir)?;
+        let etcd: Vec<String> = ETCD
+            .required(self.etcd)?
             .split(',')
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
@@ -248,26 +246,20 @@ impl ConfigArgs {
             split_host_port(addr).ok_or_else(|| invalid("peer", format!("{p:?}: bad address")))?;
             peers.insert(id, addr.to_string());
         }
-        let lease_ttl_s = self.lease_ttl_s.unwrap_or(6);
-        if lease_ttl_s < 1 {
-            return Err(invalid("lease_ttl_s", "must be at least 1"));
-        }
-        let min_insync_replicas = self.min_insync_replicas.unwrap_or(1);
-        if min_insync_replicas < 1 {
-            return Err(invalid("min_insync_replicas", "must be at least 1"));
-        }
-        let flush_messages = self.flush_messages.unwrap_or(u64::MAX);
-        if flush_messages < 1 {
-            return Err(invalid("flush_messages", "must be at least 1"));
-        }
-        let hw_checkpoint_interval_ms = self.hw_checkpoint_interval_ms.unwrap_or(5000);
-        if hw_checkpoint_interval_ms < 1 {
-            return Err(invalid("hw_checkpoint_interval_ms", "must be at least 1"));
-        }
-        let replica_lag_time_max_ms = self.replica_lag_time_max_ms.unwrap_or(10_000);
-        if replica_lag_time_max_ms < 1 {
-            return Err(invalid("replica_lag_time_max_ms", "must be at least 1"));
-        }
+        let truncation = match self.truncation {
+            Some(truncation) => truncation,
+            None => Truncation::from_str(TRUNCATION.default_text(), false)
+                .unwrap_or_else(|e| unreachable!("the default truncation is a setting: {e}")),
+        };
+        // Checked in this order so that, of several bad values, the one named
+        // is the same as before the table existed.
+        let lease_ttl_s = LEASE_TTL_S.count(self.lease_ttl_s)?;
+        let min_insync_replicas = MIN_INSYNC_REPLICAS.count(self.min_insync_replicas)?;
+        let flush_messages = FLUSH_MESSAGES.count(self.flush_messages)?;
+        let hw_checkpoint_interval_ms =
+            HW_CHECKPOINT_INTERVAL_MS.count(self.hw_checkpoint_interval_ms)?;
+        let replica_lag_time_max_ms =
+            REPLICA_LAG_TIME_MAX_MS.count(self.replica_lag_time_max_ms)?;
         Ok(BrokerConfig {
             node_id,
             listen,
@@ -276,16 +268,16 @@ impl ConfigArgs {
             etcd,
             peers,
             lease_ttl_s,
-            segment_bytes: self.segment_bytes.unwrap_or(1024 * 1024 * 1024),
+            segment_bytes: SEGMENT_BYTES.count(self.segment_bytes)?,
             flush_messages,
-            flush_interval_ms: self.flush_interval_ms.unwrap_or(0),
-            truncation: self.truncation.unwrap_or(Truncation::Current),
-            controller_epoch_fencing: self.controller_epoch_fencing.unwrap_or(true),
-            unclean_leader_election: self.unclean_leader_election.unwrap_or(false),
+            flush_interval_ms: FLUSH_INTERVAL_MS.count(self.flush_interval_ms)?,
+            truncation,
+            controller_epoch_fencing: CONTROLLER_EPOCH_FENCING.bool(self.controller_epoch_fencing),
+            unclean_leader_election: UNCLEAN_LEADER_ELECTION.bool(self.unclean_leader_election),
             min_insync_replicas,
-            max_request_bytes: self.max_request_bytes.unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
-            // Kafka's defaults (2.x): 500 ms long poll, 10 s lag, 5 s checkpoints.
-            replica_fetch_wait_max_ms: self.replica_fetch_wait_max_ms.unwrap_or(500),
+            max_request_bytes: MAX_REQUEST_BYTES.count(self.max_request_bytes)?,
+            replica_fetch_wait_max_ms: REPLICA_FETCH_WAIT_MAX_MS
+                .count(self.replica_fetch_wait_max_ms)?,
             replica_lag_time_max_ms,
             hw_checkpoint_interval_ms,
         })
@@ -321,6 +313,7 @@ impl BrokerConfig {
             replica_fetch_wait_max_ms: Some(self.replica_fetch_wait_max_ms),
             replica_lag_time_max_ms: Some(self.replica_lag_time_max_ms),
             hw_checkpoint_interval_ms: Some(self.hw_checkpoint_interval_ms),
+            list_settings: false,
         };
         toml::to_string(&args).unwrap_or_else(|e| format!("# unprintable config: {e}"))
     }
@@ -473,6 +466,118 @@ mod tests {
                     ..
                 }
             ),
+            "{err}"
+        );
+    }
+
+    /// The flag parser and the table name the same settings with the same
+    /// flags and help, so the table `--list-settings` prints is the one parsed.
+    #[test]
+    fn every_flag_is_a_row_of_the_settings_table_and_back() {
+        use clap::CommandFactory;
+        let command = ConfigArgs::command();
+        let flags: Vec<(String, String, String)> = command
+            .get_arguments()
+            .filter(|a| !["list_settings", "help", "version"].contains(&a.get_id().as_str()))
+            .map(|a| {
+                (
+                    a.get_id().to_string(),
+                    format!("--{}", a.get_long().unwrap()),
+                    a.get_help().map(|h| h.to_string()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        let rows: Vec<(String, String, String)> = SETTINGS
+            .iter()
+            .map(|s| (s.name.into(), s.flag.into(), s.help.into()))
+            .collect();
+        assert_eq!(flags, rows);
+    }
+
+    /// Every row but the flag-only `config` is a key the file accepts and the
+    /// printed config carries; and the `truncation` names are the parser's.
+    #[test]
+    fn the_table_names_the_file_keys_and_the_truncation_values() {
+        let cfg = args(&[
+            "--node-id",
+            "1",
+            "--data-dir",
+            "/d",
+            "--etcd",
+            "http://e:1",
+            "--advertised",
+            "h:1",
+            "--peer",
+            "2=h:2",
+            "--flush-messages",
+            "1",
+        ])
+        .resolve()
+        .unwrap();
+        let printed: toml::Table = toml::from_str(&cfg.to_toml()).unwrap();
+        let keys: Vec<&str> = printed.keys().map(String::as_str).collect();
+        let mut names: Vec<&str> = SETTINGS
+            .iter()
+            .map(|s| s.name)
+            .filter(|n| *n != "config")
+            .collect();
+        names.sort_unstable();
+        assert_eq!(keys, names);
+        let values: Vec<String> = Truncation::value_variants()
+            .iter()
+            .map(|v| v.to_possible_value().unwrap().get_name().to_string())
+            .collect();
+        assert_eq!(
+            TRUNCATION.kind,
+            SettingKind::OneOf(&["high-watermark", "kip-101", "kip-279", "current"])
+        );
+        let SettingKind::OneOf(names) = TRUNCATION.kind else {
+            unreachable!()
+        };
+        assert_eq!(values, names);
+    }
+
+    /// Unset settings take the table's defaults, and a value below a
+    /// table minimum is refused naming the setting.
+    #[test]
+    fn defaults_and_minimums_come_from_the_table() {
+        let cfg = args(&["--node-id", "1", "--data-dir", "/d", "--etcd", "e"])
+            .resolve()
+            .unwrap();
+        assert_eq!(cfg.lease_ttl_s, 6);
+        assert_eq!(cfg.flush_messages, u64::MAX);
+        assert_eq!(cfg.max_request_bytes, DEFAULT_MAX_REQUEST_BYTES);
+        assert_eq!(cfg.truncation, Truncation::Current);
+        assert_eq!(cfg.listen, "127.0.0.1:9092");
+        assert!(cfg.controller_epoch_fencing && !cfg.unclean_leader_election);
+        for (flag, key) in [
+            ("--min-insync-replicas", "min_insync_replicas"),
+            ("--flush-messages", "flush_messages"),
+            ("--replica-lag-time-max-ms", "replica_lag_time_max_ms"),
+            ("--hw-checkpoint-interval-ms", "hw_checkpoint_interval_ms"),
+        ] {
+            let err = args(&[
+                "--node-id",
+                "1",
+                "--data-dir",
+                "/d",
+                "--etcd",
+                "e",
+                flag,
+                "0",
+            ])
+            .resolve()
+            .unwrap_err();
+            assert!(
+                matches!(&err, ConfigError::Invalid { key: k, reason } if *k == key && reason == "must be at least 1"),
+                "{err}"
+            );
+        }
+        let err = args(&["--node-id=-1", "--data-dir", "/d", "--etcd", "e"])
+            .resolve()
+            .unwrap_err();
+        assert!(
+            matches!(err, ConfigError::Invalid { key: "node_id", .. }),
             "{err}"
         );
     }

@@ -35,15 +35,21 @@ pub enum Failpoint {
     /// the next vacancy — so a scenario can pin which broker succeeds a
     /// controller.
     ControllerBeforeCampaign,
+    /// A follower is about to start truncating its log before it fetches.
+    /// `return` makes it cut to its high watermark at once, whatever
+    /// `--truncation` says: the KIP-101 fix removed on purpose, so a test can
+    /// show that the conformance gate fails when a fix is lost.
+    FollowerTruncateToHw,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 5] = [
+    pub const ALL: [Failpoint; 6] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
         Failpoint::LeaderAfterAppend,
         Failpoint::ControllerBeforeCampaign,
+        Failpoint::FollowerTruncateToHw,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +59,7 @@ impl Failpoint {
             Failpoint::ControllerAfterWrite => "controller-after-write",
             Failpoint::LeaderAfterAppend => "leader-after-append",
             Failpoint::ControllerBeforeCampaign => "controller-before-campaign",
+            Failpoint::FollowerTruncateToHw => "follower-truncate-to-hw",
         }
     }
 

@@ -1,5 +1,6 @@
 //! The `epochal-broker` binary: parse flags (and `--config FILE`), log through
 //! `tracing` to stderr, run the broker until SIGTERM or SIGINT, stop cleanly.
+//! `--list-settings` prints the settings table and the failpoint names instead.
 
 use anyhow::Context;
 use clap::Parser;
@@ -23,9 +24,14 @@ fn main() -> anyhow::Result<()> {
     // Before anything else runs, so a scenario's failpoint is armed from the
     // first event and a misspelt name stops the broker here.
     let failpoints = epochal_broker::failpoints::configure_from_env()?;
-    let config = ConfigArgs::parse()
-        .resolve()
-        .context("invalid configuration")?;
+    let args = ConfigArgs::parse();
+    if args.list_settings {
+        for line in epochal_broker::config::listing() {
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    let config = args.resolve().context("invalid configuration")?;
     tracing::info!(config = %config.to_toml(), "starting");
     for (point, actions) in &failpoints {
         tracing::warn!(failpoint = %point, %actions, "failpoint armed");

@@ -10,10 +10,11 @@ use std::path::Path;
 use bytes::{Bytes, BytesMut};
 use epochal_broker::config::Truncation;
 use epochal_broker::replica::fetcher::offsets_for_leader_epoch_request;
+use epochal_broker::replica::follower::TruncationProgress;
+use epochal_broker::replica::isr::IsrChange;
+use epochal_broker::replica::leader_and_isr::Role;
+use epochal_broker::replica::manager::ReplicaManager;
 use epochal_broker::replica::partition::LeaderAndIsrState;
-use epochal_broker::replica::replica_manager::{
-    IsrChange, ReplicaManager, Role, TruncationProgress,
-};
 use epochal_broker::replica::store::{EpochEndOffset, LogManager, TopicPartition};
 use epochal_broker::replica::truncation;
 use epochal_broker::server::handlers::offsets_for_leader_epoch;

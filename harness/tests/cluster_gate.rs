@@ -165,13 +165,48 @@ fn cluster_gate_fails_when_a_bug_reproduction_stops_reproducing() {
     assert_eq!(report.failures, 1);
 }
 
+/// `schedule`'s text with the broker failpoint `follower-truncate-to-hw` armed
+/// on every node, through the schedule's own `[cluster.node.bN] failpoints`,
+/// so the run directory records that the fix was removed.
+fn with_fix_removed(schedule: &Path) -> String {
+    let mut table: toml::Table =
+        toml::from_str(&std::fs::read_to_string(schedule).unwrap()).unwrap();
+    let cluster = table["cluster"].as_table_mut().unwrap();
+    let brokers = cluster["brokers"].as_integer().unwrap();
+    let nodes = cluster
+        .entry("node")
+        .or_insert_with(|| toml::Table::new().into())
+        .as_table_mut()
+        .unwrap();
+    for id in 1..=brokers {
+        let node = nodes
+            .entry(format!("b{id}"))
+            .or_insert_with(|| toml::Table::new().into())
+            .as_table_mut()
+            .unwrap();
+        let failpoints = node
+            .entry("failpoints")
+            .or_insert_with(|| toml::Table::new().into())
+            .as_table_mut()
+            .unwrap();
+        failpoints.insert("follower-truncate-to-hw".into(), "return".into());
+    }
+    toml::to_string(&table).unwrap()
+}
+
 #[test]
 fn cluster_gate_fails_when_the_broker_has_a_fix_removed() {
-    // The broker's test-only switch undoes the KIP-101 fix on `current`
-    // (followers truncate to their high watermark again); the scenario that
-    // passes on `current` must now fail the gate, naming itself and the anomaly.
+    // The broker's `follower-truncate-to-hw` failpoint, armed on every node,
+    // undoes the KIP-101 fix (followers truncate to their high watermark
+    // again, whatever `truncation` says); the scenario that passes on
+    // `current` must now fail the gate, naming itself and the anomaly.
     let dir = tempfile::tempdir().unwrap();
-    let schedule = suite_file("kip-101-scenario-1.toml");
+    let schedule = dir.path().join("kip-101-scenario-1.toml");
+    std::fs::write(
+        &schedule,
+        with_fix_removed(&suite_file("kip-101-scenario-1.toml")),
+    )
+    .unwrap();
     let suite = dir.path().join("fixed.toml");
     std::fs::write(
         &suite,
@@ -186,7 +221,6 @@ fn cluster_gate_fails_when_the_broker_has_a_fix_removed() {
         .arg(&suite)
         .arg("--store")
         .arg(dir.path().join("store"))
-        .env("EPOCHAL_TEST_REMOVE_FIX", "current-truncates-to-hw")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", show(&output));

@@ -22,7 +22,8 @@ use kafka_protocol::messages::{BrokerId, FetchRequest, OffsetForLeaderEpochReque
 use kafka_protocol::protocol::StrBytes;
 use tokio::task::JoinHandle;
 
-use super::replica_manager::{ReplicaManager, StorageOrRole, TruncationProgress};
+use super::follower::{StorageOrRole, TruncationProgress};
+use super::manager::ReplicaManager;
 use super::store::{EpochEndOffset, TopicPartition};
 use super::truncation::{self, MAX_TRUNCATION_ROUNDS};
 use crate::client::{ClientError, Connection};

@@ -1,8 +1,9 @@
-//! The leader's ISR writes (Kafka's `Partition.maybeShrinkIsr` / `maybeExpandIsr`
-//! and `updateIsr`): a periodic task asks the replica manager which followers
-//! should leave or join the ISR of each partition this broker leads and writes
-//! each change to the partition-state key by compare-and-swap on its version
-//! (the zkVersion check).
+//! The leader's ISR changes (Kafka's `Partition.maybeShrinkIsr` / `maybeExpandIsr`
+//! and `updateIsr`): which followers should leave or join the ISR of each
+//! partition this broker leads (decided by the replica manager, from what the
+//! leader knows of its followers), and the periodic task that writes each change
+//! to the partition-state key by compare-and-swap on its version (the zkVersion
+//! check) and hands the outcome back.
 //!
 //! A lost compare-and-swap is never retried blindly: the leader re-reads the
 //! key and carries on only if it still names this broker leader in the same
@@ -10,12 +11,143 @@
 //! controller's LeaderAndIsr. A fenced leader proposes nothing.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::replica_manager::{IsrChange, ReplicaManager};
+use super::leader::maybe_advance_hw;
+use super::manager::ReplicaManager;
+use super::store::TopicPartition;
 use crate::controller::metadata_store::{MetadataStore, PartitionStateRecord, StoreError};
+
+/// An ISR change a leader wants written to etcd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrChange {
+    pub tp: TopicPartition,
+    pub leader_epoch: i32,
+    pub controller_epoch: i32,
+    /// The partition-state key's version the write must find (zkVersion + 1).
+    pub expected_version: i64,
+    pub isr: Vec<i32>,
+}
+
+impl ReplicaManager {
+    /// ISR changes the leader should write: followers that caught up join
+    /// (their LEO reached the HW and this epoch's start offset, Kafka 2.x), ISR
+    /// members that have not caught up within `lag` leave. A fenced leader
+    /// proposes nothing.
+    pub fn pending_isr_changes(&self, lag: Duration) -> Vec<IsrChange> {
+        let inner = self.lock();
+        let now = Instant::now();
+        let mut changes = Vec::new();
+        for (tp, partition) in &inner.partitions {
+            let Some(state) = &partition.state else {
+                continue;
+            };
+            if state.leader != self.node_id || !self.lease_valid(partition) {
+                continue;
+            }
+            let Some(log) = inner.logs.get(tp) else {
+                continue;
+            };
+            let hw = log.high_watermark();
+            let isr: Vec<i32> = state
+                .replicas
+                .iter()
+                .copied()
+                .filter(|id| {
+                    if *id == self.node_id {
+                        return true;
+                    }
+                    let Some(f) = partition.followers.get(id) else {
+                        return false;
+                    };
+                    // Kafka decides both on the follower's fetches; checking
+                    // periodically, "caught up within the lag" stands in for
+                    // "is fetching", so a paused follower whose last position
+                    // equals the HW is not taken straight back in.
+                    let recent = f
+                        .last_caught_up
+                        .is_some_and(|t| now.saturating_duration_since(t) <= lag);
+                    if state.isr.contains(id) {
+                        recent
+                    } else {
+                        recent
+                            && f.log_end_offset >= hw
+                            && f.log_end_offset >= partition.leader_epoch_start_offset
+                    }
+                })
+                .collect();
+            let mut current = state.isr.clone();
+            current.sort_unstable();
+            let mut proposed = isr.clone();
+            proposed.sort_unstable();
+            if proposed != current {
+                changes.push(IsrChange {
+                    tp: tp.clone(),
+                    leader_epoch: state.leader_epoch,
+                    controller_epoch: state.controller_epoch,
+                    expected_version: state.partition_epoch as i64 + 1,
+                    isr,
+                });
+            }
+        }
+        changes
+    }
+
+    /// The leader's ISR write succeeded at `version`: adopt it if we still lead
+    /// in the same epoch (a shrink may let the HW advance).
+    pub fn isr_written(&self, change: &IsrChange, version: i64) {
+        self.adopt_isr(&change.tp, change.leader_epoch, &change.isr, version);
+    }
+
+    /// The leader's ISR write lost its compare-and-swap. Kafka's rule: do not
+    /// retry blindly; re-read, and only if the stored state still names us leader
+    /// in the same epoch take its ISR and version and carry on. Otherwise wait
+    /// for the controller's LeaderAndIsr. Returns whether we carried on.
+    pub fn isr_conflict(
+        &self,
+        change: &IsrChange,
+        stored_leader: i32,
+        stored_leader_epoch: i32,
+        stored_isr: &[i32],
+        stored_version: i64,
+    ) -> bool {
+        if stored_leader != self.node_id || stored_leader_epoch != change.leader_epoch {
+            tracing::info!(
+                topic = %change.tp.topic,
+                partition = change.tp.partition,
+                stored_leader,
+                stored_leader_epoch,
+                "ISR write lost to a newer decision; waiting for LeaderAndIsr"
+            );
+            return false;
+        }
+        self.adopt_isr(&change.tp, change.leader_epoch, stored_isr, stored_version)
+    }
+
+    fn adopt_isr(&self, tp: &TopicPartition, leader_epoch: i32, isr: &[i32], version: i64) -> bool {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let Some(partition) = inner.partitions.get_mut(tp) else {
+            return false;
+        };
+        let Some(state) = partition.state.as_mut() else {
+            return false;
+        };
+        if state.leader != self.node_id || state.leader_epoch != leader_epoch {
+            return false;
+        }
+        state.isr = isr.to_vec();
+        state.partition_epoch = (version - 1) as i32;
+        if let Some(log) = inner.logs.get_mut(tp) {
+            maybe_advance_hw(self.node_id, partition, log);
+        }
+        drop(guard);
+        self.appended.notify_waiters();
+        true
+    }
+}
 
 /// How often the ISR is checked: often enough that a caught-up follower rejoins
 /// promptly (Kafka expands on the fetch itself), bounded by the lag time.
@@ -84,5 +216,33 @@ async fn write(
             Ok(())
         }
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replica::test_support::{manager, state, tp};
+
+    #[test]
+    fn a_lost_isr_compare_and_swap_carries_on_only_in_the_same_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 3, vec![1, 2]))]);
+        let change = IsrChange {
+            tp: tp(),
+            leader_epoch: 3,
+            controller_epoch: 1,
+            expected_version: 1,
+            isr: vec![1],
+        };
+        assert!(
+            !rm.isr_conflict(&change, 2, 4, &[2], 5),
+            "a newer epoch: wait"
+        );
+        assert!(rm.isr_conflict(&change, 1, 3, &[1], 5), "same epoch: adopt");
+        let inner = rm.lock();
+        let s = inner.partitions[&tp()].state.clone().unwrap();
+        assert_eq!((s.isr, s.partition_epoch), (vec![1], 4));
     }
 }

@@ -5,9 +5,14 @@
 //! `truncation.rs` alone.
 
 pub mod fetcher;
+pub mod follower;
 pub mod isr;
+pub mod leader;
+pub mod leader_and_isr;
+pub mod manager;
 pub mod partition;
-pub mod replica_manager;
+#[cfg(test)]
+mod test_support;
 pub mod truncation;
 
 /// The storage engine, under the name the replica code uses for it.

@@ -20,7 +20,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use super::handlers;
 use super::handlers::produce::ProduceOutcome;
-use crate::broker::Broker;
+use crate::server::context::Broker;
 
 /// Every API this broker implements, with the versions it accepts — exactly
 /// what ApiVersions advertises.

@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::dispatch::{self, Reply};
-use crate::broker::Broker;
+use crate::server::context::Broker;
 
 pub async fn serve(
     listener: TcpListener,

@@ -1,7 +1,8 @@
 //! The broker's per-node settings and failpoint names a schedule may use. The one
-//! place this list lives; it mirrors the flag table and the failpoint table in
-//! broker/README.md ("Running", "Failpoints") — update both together. The harness
-//! cannot read them from the broker crate: it never depends on it (DESIGN.md).
+//! place the harness keeps this list. The harness cannot read it from the broker
+//! crate: it never depends on it (DESIGN.md). Instead
+//! `tests/broker_settings_pinned.rs` runs the built `epochal-broker
+//! --list-settings` and fails when this list and the broker's disagree.
 
 /// What a setting's TOML value must be, so a wrong type fails at parse time
 /// rather than as a broker that refuses to start mid-run.
@@ -73,4 +74,5 @@ pub const FAILPOINTS: &[&str] = &[
     "controller-after-write",
     "leader-after-append",
     "controller-before-campaign",
+    "follower-truncate-to-hw",
 ];

@@ -17,8 +17,8 @@ use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::broker::Broker;
 use crate::controller::metadata_store::TopicAssignment;
+use crate::server::context::Broker;
 
 /// Kafka's limit on topic name length.
 const MAX_TOPIC_NAME_LEN: usize = 249;

@@ -4,7 +4,7 @@
 //! Kafka's debugging replica id -2, which reads any replica holding the log —
 //! follower too — up to that replica's own HW (Kafka's ReplicaManager turns
 //! off `fetchOnlyFromLeader` for `DebuggingConsumerId` alone; see
-//! `replica_manager::DEBUGGING_REPLICA_ID`). Wait up to `max_wait_ms` until
+//! `replica::leader::DEBUGGING_REPLICA_ID`). Wait up to `max_wait_ms` until
 //! `min_bytes` are available. The current leader epoch (KIP-320) is checked:
 //! older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
 //! The first partition with data returns at least one whole batch even when it
@@ -16,8 +16,8 @@ use std::time::Duration;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
-use crate::broker::Broker;
 use crate::replica::store::TopicPartition;
+use crate::server::context::Broker;
 
 pub async fn handle(broker: &Broker, req: FetchRequest, version: i16) -> FetchResponse {
     let deadline =

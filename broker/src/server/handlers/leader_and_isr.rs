@@ -12,11 +12,11 @@ use kafka_protocol::messages::{LeaderAndIsrRequest, LeaderAndIsrResponse};
 use std::collections::BTreeMap;
 
 use super::topic_name;
-use crate::broker::Broker;
 use crate::replica::fetcher::FetchTarget;
+use crate::replica::leader_and_isr::Role;
 use crate::replica::partition::LeaderAndIsrState;
-use crate::replica::replica_manager::Role;
 use crate::replica::store::TopicPartition;
+use crate::server::context::Broker;
 use crate::state_change_log::{Outcome, StateChange};
 
 pub fn handle(broker: &Broker, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse {

@@ -3,15 +3,15 @@
 //! leader answers, except for Kafka's debugging replica id -2
 //! (`DEBUGGING_REPLICA_ID`): any replica holding the log answers it, latest
 //! being that replica's log end offset, since Kafka applies an isolation level
-//! to replica id -1 only (`replica_manager::DEBUGGING_REPLICA_ID`).
+//! to replica id -1 only (`replica::leader::DEBUGGING_REPLICA_ID`).
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use crate::broker::Broker;
 use crate::replica::store::TopicPartition;
+use crate::server::context::Broker;
 
 pub fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
     let replica_id = req.replica_id.0;

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::topic_name;
-use crate::broker::Broker;
+use crate::server::context::Broker;
 
 pub fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataResponse {
     let view = broker.metadata.snapshot();

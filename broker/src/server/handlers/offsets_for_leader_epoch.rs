@@ -9,9 +9,9 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 };
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
-use crate::broker::Broker;
-use crate::replica::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 use crate::replica::store::TopicPartition;
+use crate::server::context::Broker;
 
 pub fn handle(broker: &Broker, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
     answer(&broker.replicas, req)

@@ -16,10 +16,10 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
-use crate::broker::Broker;
 use crate::failpoints::{self, Failpoint};
-use crate::replica::replica_manager::{AckStatus, AppendTicket};
+use crate::replica::leader::{AckStatus, AppendTicket};
 use crate::replica::store::TopicPartition;
+use crate::server::context::Broker;
 
 /// A fenced leader's pending acks=all waits are re-checked at least this often,
 /// since fencing is a matter of time, not of an event that wakes them.

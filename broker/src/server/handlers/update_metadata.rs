@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::messages::{UpdateMetadataRequest, UpdateMetadataResponse};
 
-use crate::broker::Broker;
+use crate::server::context::Broker;
 use crate::server::metadata_cache::{BrokerEndpoint, ClusterView, PartitionMetadata};
 use crate::state_change_log::{Outcome, StateChange};
 

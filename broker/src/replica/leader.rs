@@ -1,0 +1,485 @@
+//! The leader's side of a partition: appending a producer's batches, where an
+//! acks=all append stands, reads for clients and followers (which is how the
+//! leader learns each follower's position), ListOffsets, OffsetsForLeaderEpoch
+//! answers, and moving the high watermark.
+//!
+//! The high watermark follows Kafka ≤ 2.x: a leader reads the log and its high
+//! watermark for a follower's fetch *before* applying that fetch's position, so a
+//! follower learns a new HW one fetch later. A leader acts only while its etcd
+//! session is live and still the one it became leader under; past that it
+//! answers as a non-leader and acknowledges nothing.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+
+use super::manager::{ReplicaManager, storage_error_code};
+use super::partition::Partition;
+use super::store::record_batch::Batches;
+use super::store::{EpochEndOffset, LogAppendInfo, PartitionLog, TopicPartition};
+use super::truncation;
+
+/// A replica id of -1 or below is a client (Kafka's consumer replica id).
+pub fn is_client(replica_id: i32) -> bool {
+    replica_id < 0
+}
+
+/// Kafka's debugging consumer (`Request.DebuggingConsumerId`,
+/// `ListOffsetsRequest.DEBUGGING_REPLICA_ID`). Kafka's ReplicaManager
+/// (core/src/main/scala/kafka/server/ReplicaManager.scala) lets only this id
+/// read from a replica that is not the leader: it sets `fetchOnlyFromLeader`
+/// to false exactly when the replica id is the debugging one. Otherwise it is
+/// a client: a Fetch reads up to the high watermark of the replica asked and
+/// answers with that replica's own HW; a ListOffsets latest carries no
+/// isolation level (Kafka passes one only for replica id -1) and so answers
+/// that replica's log end offset.
+pub const DEBUGGING_REPLICA_ID: i32 = -2;
+
+/// What a read returned for one partition.
+#[derive(Debug, Clone)]
+pub struct ReadResult {
+    pub high_watermark: i64,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub records: Bytes,
+}
+
+/// Where an acks=all produce stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckStatus {
+    Pending,
+    Committed,
+    /// Committed, but the ISR shrank below min.insync.replicas after the append.
+    NotEnoughReplicasAfterAppend,
+    /// Leadership moved (or was lost and regained) since the append.
+    NotLeader,
+    /// The session is not live: a fenced leader acknowledges nothing.
+    Fenced,
+}
+
+/// An acks=all append to wait on.
+#[derive(Debug, Clone, Copy)]
+pub struct AppendTicket {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    leadership: u64,
+}
+
+/// The prefix of `buf` holding only whole batches whose last offset is below `end`.
+fn batches_below(buf: Bytes, end: i64) -> Bytes {
+    let mut keep = 0usize;
+    for batch in Batches::new(&buf) {
+        let Ok(batch) = batch else { break };
+        if batch.header.last_offset() >= end {
+            break;
+        }
+        keep = batch.position + batch.header.size_bytes();
+    }
+    buf.slice(..keep)
+}
+
+/// Move the leader's HW to the minimum LEO of the ISR if that is higher. A
+/// follower that has not fetched in this epoch (-1) holds it back.
+pub(super) fn maybe_advance_hw(
+    node_id: i32,
+    partition: &Partition,
+    log: &mut PartitionLog,
+) -> bool {
+    let Some(state) = &partition.state else {
+        return false;
+    };
+    let mut min = log.log_end_offset();
+    for id in state.isr.iter().filter(|id| **id != node_id) {
+        let leo = partition.followers.get(id).map_or(-1, |f| f.log_end_offset);
+        min = min.min(leo);
+    }
+    if min > log.high_watermark() {
+        log.set_high_watermark(min);
+        true
+    } else {
+        false
+    }
+}
+
+impl ReplicaManager {
+    /// Append a producer's batches as leader, stamping the leader epoch.
+    pub fn append_as_leader(
+        &self,
+        tp: &TopicPartition,
+        records: Bytes,
+        acks: i16,
+    ) -> Result<AppendTicket, ResponseError> {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let partition = self.led(&inner.partitions, &inner.logs, tp)?;
+        let state = partition.state.clone().expect("a led partition has state");
+        // Kafka checks min.insync.replicas before the append for acks=all only.
+        if acks == -1 && (state.isr.len() as i32) < self.min_insync_replicas {
+            return Err(ResponseError::NotEnoughReplicas);
+        }
+        let log = inner
+            .logs
+            .get_or_create(tp)
+            .map_err(|e| storage_error_code(&e))?;
+        let info: LogAppendInfo = log.append_as_leader(records, state.leader_epoch).map_err(
+            |e| {
+                tracing::warn!(%e, topic = %tp.topic, partition = tp.partition, "append rejected");
+                storage_error_code(&e)
+            },
+        )?;
+        maybe_advance_hw(self.node_id, partition, log);
+        let ticket = AppendTicket {
+            first_offset: info.first_offset,
+            last_offset: info.last_offset,
+            leadership: partition.leadership,
+        };
+        drop(guard);
+        self.appended.notify_waiters();
+        Ok(ticket)
+    }
+
+    /// Where an acks=all append stands (Kafka's DelayedProduce check).
+    pub fn ack_status(&self, tp: &TopicPartition, ticket: &AppendTicket) -> AckStatus {
+        let inner = self.lock();
+        let Some(partition) = inner.partitions.get(tp) else {
+            return AckStatus::NotLeader;
+        };
+        if !partition.is_leader(self.node_id) || partition.leadership != ticket.leadership {
+            return AckStatus::NotLeader;
+        }
+        if !self.lease_valid(partition) {
+            return AckStatus::Fenced;
+        }
+        let hw = inner.logs.get(tp).map_or(-1, |l| l.high_watermark());
+        if hw <= ticket.last_offset {
+            return AckStatus::Pending;
+        }
+        let isr = partition.state.as_ref().map_or(0, |s| s.isr.len()) as i32;
+        if isr < self.min_insync_replicas {
+            AckStatus::NotEnoughReplicasAfterAppend
+        } else {
+            AckStatus::Committed
+        }
+    }
+
+    /// Read from `offset` as leader; a client sees only batches below the high
+    /// watermark, a follower reads to the log end and its fetch offset becomes
+    /// its known LEO — after the HW for the answer was taken (Kafka ≤ 2.x).
+    /// The debugging replica id reads any replica, leader or follower, as a
+    /// client: below this replica's own HW, which the answer carries.
+    pub fn read(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+        replica_id: i32,
+        current_leader_epoch: i32,
+    ) -> Result<ReadResult, ResponseError> {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let partition = self.readable(&inner.partitions, &inner.logs, tp, replica_id)?;
+        // -1 (no epoch given) is not checked; on a follower the epoch it
+        // follows in is the one compared, as Kafka does for any replica.
+        partition.check_current_leader_epoch(current_leader_epoch)?;
+        let log = inner
+            .logs
+            .get(tp)
+            .ok_or(ResponseError::NotLeaderOrFollower)?;
+        let hw = log.high_watermark();
+        let leo = log.log_end_offset();
+        let bound = if is_client(replica_id) { hw } else { leo };
+        let records = if offset >= bound && offset <= leo {
+            Bytes::new()
+        } else {
+            let raw = log
+                .read(offset, max_bytes)
+                .map_err(|e| storage_error_code(&e))?;
+            batches_below(raw, bound)
+        };
+        let result = ReadResult {
+            high_watermark: hw,
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: leo,
+            records,
+        };
+        let mut advanced = false;
+        if !is_client(replica_id) {
+            let partition = inner.partitions.get_mut(tp).expect("checked above");
+            if let Some(follower) = partition.followers.get_mut(&replica_id) {
+                follower.on_fetch(offset, leo, Instant::now());
+                let log = inner.logs.get_mut(tp).expect("checked above");
+                advanced = maybe_advance_hw(self.node_id, partition, log);
+            }
+        }
+        drop(guard);
+        if advanced {
+            self.appended.notify_waiters();
+        }
+        Ok(result)
+    }
+
+    /// ListOffsets: -2 earliest, -1 latest (the HW for clients, as Kafka answers
+    /// read_uncommitted consumers). Returns (offset, leader epoch). The
+    /// debugging replica id asks any replica, leader or follower, and latest
+    /// is that replica's log end offset (Kafka applies no isolation level to it).
+    pub fn list_offset(
+        &self,
+        tp: &TopicPartition,
+        timestamp: i64,
+        replica_id: i32,
+    ) -> Result<(i64, i32), ResponseError> {
+        let inner = self.lock();
+        let partition = self.readable(&inner.partitions, &inner.logs, tp, replica_id)?;
+        let log = inner
+            .logs
+            .get(tp)
+            .ok_or(ResponseError::NotLeaderOrFollower)?;
+        let epoch = partition.leader_epoch();
+        match timestamp {
+            -2 => Ok((log.log_start_offset(), epoch)),
+            -1 if is_client(replica_id) && replica_id != DEBUGGING_REPLICA_ID => {
+                Ok((log.high_watermark(), epoch))
+            }
+            -1 => Ok((log.log_end_offset(), epoch)),
+            // Lookup by timestamp needs a time index, which this broker does not keep.
+            _ => Err(ResponseError::InvalidRequest),
+        }
+    }
+
+    /// OffsetsForLeaderEpoch as leader: the end offset of `epoch` by the
+    /// configured release's rule.
+    pub fn end_offset_for_epoch(
+        &self,
+        tp: &TopicPartition,
+        current_leader_epoch: i32,
+        epoch: i32,
+    ) -> Result<EpochEndOffset, ResponseError> {
+        let inner = self.lock();
+        let partition = self.led(&inner.partitions, &inner.logs, tp)?;
+        partition.check_current_leader_epoch(current_leader_epoch)?;
+        let log = inner
+            .logs
+            .get(tp)
+            .ok_or(ResponseError::NotLeaderOrFollower)?;
+        // Kafka ≤ 0.10 had no such request; a broker on that setting refuses it.
+        let rule = truncation::answer_rule(self.truncation).ok_or(ResponseError::InvalidRequest)?;
+        Ok(log
+            .leader_epoch_cache()
+            .end_offset_for(rule, epoch, log.log_end_offset()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Truncation;
+    use crate::replica::follower::TruncationProgress;
+    use crate::replica::isr::IsrChange;
+    use crate::replica::test_support::{batch, manager, manager_on, state, tp};
+
+    #[test]
+    fn a_leader_appends_and_its_lone_isr_moves_the_high_watermark() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        assert_eq!(
+            rm.append_as_leader(&tp(), batch(1), 1).unwrap_err(),
+            ResponseError::UnknownTopicOrPartition
+        );
+        let d = rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1]))]);
+        assert!(d[0].result.is_ok());
+        let info = rm.append_as_leader(&tp(), batch(3), 1).unwrap();
+        assert_eq!((info.first_offset, info.last_offset), (0, 2));
+        assert_eq!(rm.high_watermark(&tp()), Some(3));
+        let read = rm.read(&tp(), 0, 1 << 20, -1, -1).unwrap();
+        assert_eq!(read.high_watermark, 3);
+        assert!(!read.records.is_empty());
+        assert_eq!(rm.list_offset(&tp(), -1, -1).unwrap(), (3, 0));
+        assert_eq!(rm.list_offset(&tp(), -2, -1).unwrap(), (0, 0));
+    }
+
+    #[test]
+    fn a_client_reads_only_below_the_high_watermark() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        // ISR {1, 2}: with no follower fetching, the HW stays at 0.
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        rm.append_as_leader(&tp(), batch(2), 1).unwrap();
+        assert_eq!(rm.high_watermark(&tp()), Some(0));
+        assert!(
+            rm.read(&tp(), 0, 1 << 20, -1, -1)
+                .unwrap()
+                .records
+                .is_empty()
+        );
+        assert!(
+            !rm.read(&tp(), 0, 1 << 20, 2, -1)
+                .unwrap()
+                .records
+                .is_empty(),
+            "a replica reads to the LEO"
+        );
+    }
+
+    #[test]
+    fn followers_refuse_produce_and_acks_all_needs_the_minimum_isr() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 2);
+        rm.apply_leader_and_isr(vec![(tp(), state(2, 0, vec![1, 2]))]);
+        assert_eq!(
+            rm.append_as_leader(&tp(), batch(1), 1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower
+        );
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1]))]);
+        assert_eq!(
+            rm.append_as_leader(&tp(), batch(1), -1).unwrap_err(),
+            ResponseError::NotEnoughReplicas
+        );
+        assert!(
+            rm.append_as_leader(&tp(), batch(1), 1).is_ok(),
+            "acks=1 ignores min.insync.replicas"
+        );
+    }
+
+    #[test]
+    fn a_follower_learns_the_high_watermark_one_fetch_late() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        rm.append_as_leader(&tp(), batch(3), -1).unwrap();
+        // Follower 2 fetches from 0: the answer carries HW 0, and only then does
+        // its position (0) count; the HW stays 0.
+        assert_eq!(rm.read(&tp(), 0, 1 << 20, 2, 0).unwrap().high_watermark, 0);
+        // It fetches again from 3: answered with HW 0 still — the HW moves to 3
+        // only after this fetch's position is applied.
+        assert_eq!(rm.read(&tp(), 3, 1 << 20, 2, 0).unwrap().high_watermark, 0);
+        assert_eq!(rm.high_watermark(&tp()), Some(3));
+        // The next fetch brings the follower the new HW.
+        assert_eq!(rm.read(&tp(), 3, 1 << 20, 2, 0).unwrap().high_watermark, 3);
+    }
+
+    #[test]
+    fn acks_all_completes_as_committed_or_not_enough_replicas_after_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 2);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        let first = rm.append_as_leader(&tp(), batch(2), -1).unwrap();
+        assert_eq!(rm.ack_status(&tp(), &first), AckStatus::Pending);
+        rm.read(&tp(), 2, 1 << 20, 2, 0).unwrap();
+        assert_eq!(rm.ack_status(&tp(), &first), AckStatus::Committed);
+        // The ISR shrinks to the leader after the next append: the HW passes it,
+        // but with fewer in sync than min.insync.replicas.
+        let second = rm.append_as_leader(&tp(), batch(1), -1).unwrap();
+        let change = IsrChange {
+            tp: tp(),
+            leader_epoch: 0,
+            controller_epoch: 1,
+            expected_version: 1,
+            isr: vec![1],
+        };
+        rm.isr_written(&change, 2);
+        assert_eq!(
+            rm.ack_status(&tp(), &second),
+            AckStatus::NotEnoughReplicasAfterAppend
+        );
+        // Leadership moving away answers the waiter NOT_LEADER_OR_FOLLOWER.
+        rm.apply_leader_and_isr(vec![(tp(), state(2, 1, vec![2]))]);
+        assert_eq!(rm.ack_status(&tp(), &second), AckStatus::NotLeader);
+    }
+
+    #[test]
+    fn the_debugging_replica_id_reads_a_follower_up_to_its_hw_and_lists_its_leo() {
+        let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = manager(da.path(), 1);
+        let b = manager_on(2, db.path(), Truncation::Current);
+        let debug = DEBUGGING_REPLICA_ID;
+        // Follower B with a log but no role yet, then no log at all.
+        b.apply_leader_and_isr(vec![(tp(), state(2, 0, vec![2]))]);
+        b.append_as_leader(&tp(), batch(1), 1).unwrap();
+        let b = {
+            drop(b);
+            manager_on(2, db.path(), Truncation::Current)
+        };
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, debug, -1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower,
+            "a log without a role since the restart"
+        );
+        let other = TopicPartition {
+            topic: "other".into(),
+            partition: 0,
+        };
+        assert_eq!(
+            b.read(&other, 0, 1 << 20, debug, -1).unwrap_err(),
+            ResponseError::UnknownTopicOrPartition
+        );
+        assert_eq!(
+            b.list_offset(&other, -1, debug).unwrap_err(),
+            ResponseError::UnknownTopicOrPartition
+        );
+
+        // Leader A (lone ISR) holds [0, 5) in epoch 1, HW 5.
+        a.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1]))]);
+        a.append_as_leader(&tp(), batch(2), 1).unwrap();
+        a.append_as_leader(&tp(), batch(3), 1).unwrap();
+        // B follows A in epoch 1: truncates its stray record, fetches [0, 5),
+        // and is told HW 2 (as if the leader's HW were still there).
+        b.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1, 2]))]);
+        let mut progress = b.truncation_start(&tp(), 1).unwrap();
+        while let TruncationProgress::Ask(epoch) = progress {
+            let answer = a.end_offset_for_epoch(&tp(), 1, epoch).unwrap();
+            progress = b.apply_truncation_answer(&tp(), 1, answer).unwrap();
+        }
+        let offset = b.follower_fetch_offset(&tp(), 1).unwrap();
+        assert_eq!(offset, 0);
+        let read = a.read(&tp(), offset, 1 << 20, 2, 1).unwrap();
+        b.append_as_follower(&tp(), 1, read.records, 2).unwrap();
+        assert_eq!(b.offsets(&tp()), Some((5, 2)));
+
+        // A client is refused by the follower, the debugging id is served:
+        // records below B's HW only, with B's HW.
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, -1, -1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower
+        );
+        assert_eq!(
+            b.list_offset(&tp(), -1, -1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower
+        );
+        let r = b.read(&tp(), 0, 1 << 20, debug, -1).unwrap();
+        assert_eq!((r.high_watermark, r.log_end_offset), (2, 5));
+        let offsets: Vec<i64> = Batches::new(&r.records)
+            .map(|batch| batch.unwrap().header.last_offset())
+            .collect();
+        // (`batch` encodes every record as a batch of its own.)
+        assert_eq!(offsets, vec![0, 1], "only the batches below the HW");
+        assert!(
+            b.read(&tp(), 5, 1, debug, -1).unwrap().records.is_empty(),
+            "at the LEO: nothing, and no error"
+        );
+        assert_eq!(b.list_offset(&tp(), -1, debug).unwrap(), (5, 1), "the LEO");
+        assert_eq!(b.list_offset(&tp(), -2, debug).unwrap(), (0, 1));
+        // The current leader epoch is still checked when given.
+        assert!(b.read(&tp(), 0, 1 << 20, debug, 1).is_ok());
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, debug, 0).unwrap_err(),
+            ResponseError::FencedLeaderEpoch
+        );
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, debug, 2).unwrap_err(),
+            ResponseError::UnknownLeaderEpoch
+        );
+
+        // On the leader the debugging id is a client whose latest is the LEO,
+        // and it is not taken for a follower's position.
+        a.apply_leader_and_isr(vec![(tp(), state(1, 2, vec![1, 2]))]);
+        a.append_as_leader(&tp(), batch(1), 1).unwrap();
+        assert_eq!(a.offsets(&tp()), Some((6, 5)));
+        assert_eq!(a.list_offset(&tp(), -1, debug).unwrap(), (6, 2));
+        assert_eq!(a.list_offset(&tp(), -1, -1).unwrap(), (5, 2));
+        let r = a.read(&tp(), 5, 1 << 20, debug, -1).unwrap();
+        assert!(r.records.is_empty(), "nothing at or above the HW");
+        assert_eq!(r.high_watermark, 5);
+        assert_eq!(a.offsets(&tp()), Some((6, 5)), "the HW did not move");
+    }
+}

@@ -1,0 +1,354 @@
+//! Applying the controller's decisions (LeaderAndIsr) to the hosted partitions:
+//! the controller-epoch check every control request passes first (KAFKA-532),
+//! the per-partition leader-epoch check, and the role each applied partition
+//! takes — leader (recording its epoch at election under `current`, KAFKA-7415;
+//! resetting what it knows of its followers' catching up) or follower (and
+//! whether it truncates before fetching, KAFKA-7164).
+//!
+//! A decision is bound to the etcd lease the broker holds when it applies it: a
+//! role granted under a lease that has since lapsed is no role at all.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use kafka_protocol::ResponseError;
+
+use super::leader::maybe_advance_hw;
+use super::manager::{ReplicaManager, storage_error_code};
+use super::partition::{FollowerState, LeaderAndIsrState, Partition};
+use super::store::TopicPartition;
+use super::truncation;
+
+/// What this broker does for a partition after a LeaderAndIsr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    /// Fetch from `leader`; first truncate if `truncate`.
+    Follower {
+        leader: i32,
+        leader_epoch: i32,
+        truncate: bool,
+    },
+}
+
+/// The per-partition outcome of one LeaderAndIsr.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub tp: TopicPartition,
+    pub state: LeaderAndIsrState,
+    pub result: Result<Role, ResponseError>,
+    pub reason: Option<String>,
+}
+
+/// Whether a control request addressed to registration `requested` (its
+/// create revision) names a newer registration than `ours`, the one this
+/// broker's session has switched to. -1 (unknown) is never ahead.
+fn registration_ahead(ours: i64, requested: i64) -> bool {
+    requested > ours
+}
+
+impl ReplicaManager {
+    /// Wait (at most one lease TTL) until this broker's session has caught up
+    /// with the registration a LeaderAndIsr was addressed to. A broker that
+    /// registers again under a new lease puts its key, and the controller may
+    /// see the put and send it its state before the put's answer reaches the
+    /// broker: applied then, the decision would be bound to the old lease and
+    /// the role it grants would be dead on arrival, with nothing ever resending
+    /// it. `broker_epoch` is the request's (the registration's create revision
+    /// as the controller saw it; -1 when unknown).
+    pub async fn await_registration(&self, broker_epoch: i64) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        if !registration_ahead(session.lease().broker_epoch, broker_epoch) {
+            return;
+        }
+        tracing::info!(
+            broker_epoch,
+            ours = session.lease().broker_epoch,
+            "LeaderAndIsr for a registration the session has not switched to yet; waiting"
+        );
+        let mut leases = session.subscribe();
+        let caught_up = leases.wait_for(|l| !registration_ahead(l.broker_epoch, broker_epoch));
+        if tokio::time::timeout(session.ttl, caught_up).await.is_err() {
+            tracing::warn!(
+                broker_epoch,
+                ours = session.lease().broker_epoch,
+                "LeaderAndIsr for a registration this broker has not seen; applying under the current lease"
+            );
+        }
+    }
+
+    /// The controller-epoch check every control request passes first (KAFKA-532):
+    /// older than the newest seen is stale. With fencing off it always passes.
+    pub fn observe_controller_epoch(
+        &self,
+        controller_epoch: i32,
+        fencing: bool,
+    ) -> Result<(), ResponseError> {
+        let mut inner = self.lock();
+        if fencing && controller_epoch < inner.controller_epoch {
+            return Err(ResponseError::StaleControllerEpoch);
+        }
+        inner.controller_epoch = inner.controller_epoch.max(controller_epoch);
+        Ok(())
+    }
+
+    /// Apply the partition states of one LeaderAndIsr (after the request-level
+    /// controller-epoch check). Each partition is applied or rejected on its own;
+    /// an applied one says what this broker now does for it.
+    pub fn apply_leader_and_isr(
+        &self,
+        states: Vec<(TopicPartition, LeaderAndIsrState)>,
+    ) -> Vec<Decision> {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let mut decisions = Vec::with_capacity(states.len());
+        let lease = self.current_lease();
+        for (tp, state) in states {
+            let current = inner.partitions.get(&tp).cloned().unwrap_or_default();
+            // A broker whose session expired and was re-registered lost its role
+            // with the old lease. If no other controller decision intervened,
+            // the next controller resends the same epoch (it cannot know the
+            // session moved); that must reinstate the role, not be ignored.
+            let reinstated = current.state.is_some()
+                && current.lease != lease
+                && state.leader_epoch == current.leader_epoch();
+            if let Err(code) = current
+                .check_leader_and_isr(&state)
+                .or_else(|e| if reinstated { Ok(()) } else { Err(e) })
+            {
+                let reason = format!(
+                    "leader epoch {} is not newer than the current {}",
+                    state.leader_epoch,
+                    current.leader_epoch()
+                );
+                decisions.push(Decision {
+                    tp,
+                    state,
+                    result: Err(code),
+                    reason: Some(reason),
+                });
+                continue;
+            }
+            if !state.replicas.contains(&self.node_id) {
+                decisions.push(Decision {
+                    tp,
+                    state,
+                    result: Err(ResponseError::UnknownTopicOrPartition),
+                    reason: Some("this broker is not a replica".into()),
+                });
+                continue;
+            }
+            let node_id = self.node_id;
+            let log = match inner.logs.get_or_create(&tp) {
+                Ok(log) => log,
+                Err(e) => {
+                    decisions.push(Decision {
+                        tp,
+                        state,
+                        result: Err(storage_error_code(&e)),
+                        reason: Some(e.to_string()),
+                    });
+                    continue;
+                }
+            };
+            let was_leader = current.is_leader(node_id) && current.lease == lease;
+            let mut next = Partition {
+                state: Some(state.clone()),
+                lease,
+                ..Default::default()
+            };
+            let role = if state.leader == node_id {
+                let leo = log.log_end_offset();
+                if truncation::records_epoch_at_election(self.truncation)
+                    && let Err(e) = log.leader_epoch_cache_mut().assign(state.leader_epoch, leo)
+                {
+                    decisions.push(Decision {
+                        tp,
+                        state,
+                        result: Err(storage_error_code(&e)),
+                        reason: Some(e.to_string()),
+                    });
+                    continue;
+                }
+                let now = Instant::now();
+                if was_leader {
+                    // Same leadership, new epoch (e.g. the controller dropped a
+                    // lost follower): keep what we know of the followers, but
+                    // not that one caught up before this epoch (Kafka 2.x
+                    // makeLeader): a follower the controller dropped because
+                    // it is gone must not be taken straight back into the ISR
+                    // on the strength of a fetch it made before it died.
+                    next.followers = current.followers.clone();
+                    for (id, follower) in &mut next.followers {
+                        follower.reset_caught_up(state.isr.contains(id), leo, now);
+                    }
+                    next.leadership = current.leadership;
+                } else {
+                    next.leadership = self.leaderships.fetch_add(1, Ordering::Relaxed);
+                }
+                for id in state.replicas.iter().filter(|id| **id != node_id) {
+                    next.followers
+                        .entry(*id)
+                        .or_insert_with(|| FollowerState::new(state.isr.contains(id), now));
+                }
+                next.followers.retain(|id, _| state.replicas.contains(id));
+                next.leader_epoch_start_offset = leo;
+                maybe_advance_hw(node_id, &next, log);
+                Role::Leader
+            } else {
+                let previous_leader = current.state.as_ref().map(|s| s.leader);
+                let leader_changed = previous_leader != Some(state.leader);
+                Role::Follower {
+                    leader: state.leader,
+                    leader_epoch: state.leader_epoch,
+                    truncate: leader_changed
+                        || truncation::truncates_when_leader_unchanged(self.truncation),
+                }
+            };
+            inner.partitions.insert(tp.clone(), next);
+            decisions.push(Decision {
+                tp,
+                state,
+                result: Ok(role),
+                reason: None,
+            });
+        }
+        drop(guard);
+        self.appended.notify_waiters();
+        decisions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::Truncation;
+    use crate::replica::test_support::{batch, epochs, manager, manager_on, state, tp};
+
+    #[test]
+    fn a_request_for_a_registration_the_session_has_not_reached_waits() {
+        assert!(registration_ahead(5, 17));
+        assert!(!registration_ahead(17, 17));
+        assert!(!registration_ahead(17, 5));
+        assert!(!registration_ahead(17, -1));
+    }
+
+    #[tokio::test]
+    async fn without_a_session_nothing_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.await_registration(i64::MAX).await;
+    }
+
+    /// The controller drops follower 2 (its registration went) in a new epoch
+    /// with the same leader. 2 had caught up before, but until it fetches in
+    /// the new epoch the leader must not put it back (Kafka 2.x makeLeader
+    /// resets lastCaughtUpTime; the ISR expands only on a fetch).
+    #[test]
+    fn a_follower_dropped_by_the_controller_rejoins_only_by_fetching_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        let lag = Duration::from_secs(60);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        rm.append_as_leader(&tp(), batch(1), 1).unwrap();
+        // 2 fetches at the leader's end: caught up, HW 1.
+        rm.read(&tp(), 1, 1 << 20, 2, 0).unwrap();
+        assert_eq!(rm.high_watermark(&tp()), Some(1));
+        assert!(rm.pending_isr_changes(lag).is_empty());
+
+        let mut shrunk = state(1, 1, vec![1]);
+        shrunk.partition_epoch = 1;
+        let d = rm.apply_leader_and_isr(vec![(tp(), shrunk)]);
+        assert!(d[0].result.is_ok());
+        assert!(
+            rm.pending_isr_changes(lag).is_empty(),
+            "a follower that has not fetched in epoch 1 is not proposed back"
+        );
+
+        // 2 fetches in epoch 1 at the leader's end: now it rejoins.
+        rm.read(&tp(), 1, 1 << 20, 2, 1).unwrap();
+        let changes = rm.pending_isr_changes(lag);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(changes[0].isr, vec![1, 2]);
+        assert_eq!(changes[0].leader_epoch, 1);
+    }
+
+    #[test]
+    fn a_leader_and_isr_not_newer_than_the_current_epoch_is_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 3, vec![1]))]);
+        for epoch in [2, 3] {
+            let d = rm.apply_leader_and_isr(vec![(tp(), state(2, epoch, vec![2]))]);
+            assert_eq!(
+                d[0].result,
+                Err(ResponseError::StaleControllerEpoch),
+                "leader epoch {epoch}"
+            );
+        }
+        let d = rm.apply_leader_and_isr(vec![(tp(), state(2, 4, vec![2]))]);
+        assert!(d[0].result.is_ok());
+    }
+
+    #[test]
+    fn controller_epochs_below_the_newest_seen_are_stale_only_with_fencing() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.observe_controller_epoch(5, true).unwrap();
+        assert_eq!(
+            rm.observe_controller_epoch(4, true),
+            Err(ResponseError::StaleControllerEpoch)
+        );
+        assert!(
+            rm.observe_controller_epoch(5, true).is_ok(),
+            "the same epoch is not stale"
+        );
+        assert!(
+            rm.observe_controller_epoch(4, false).is_ok(),
+            "before KAFKA-532 nothing is checked"
+        );
+        assert_eq!(rm.controller_epoch(), 5);
+    }
+
+    #[test]
+    fn only_current_records_the_leader_epoch_at_election() {
+        for (truncation, expected) in [
+            (Truncation::Current, vec![(0, 0)]),
+            (Truncation::Kip279, vec![]),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let rm = manager_on(1, dir.path(), truncation);
+            rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1]))]);
+            assert_eq!(epochs(&rm), expected, "{truncation:?}");
+        }
+    }
+
+    #[test]
+    fn a_follower_the_controller_dropped_rejoins_only_after_fetching_in_the_new_epoch() {
+        // KIP-101's unclean-election case starts so: follower 2 is caught up
+        // (both logs empty) and stops; the controller keeps leader 1 in epoch
+        // 1 with ISR [1]. 2's last position (0) equals the HW, but it has not
+        // fetched since: the leader must not take it back (Kafka's makeLeader
+        // resets a non-ISR replica's caught-up time; expansion needs a fetch).
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        rm.read(&tp(), 0, 1 << 20, 2, 0).unwrap();
+        let lag = Duration::from_secs(60);
+        assert!(rm.pending_isr_changes(lag).is_empty(), "2 is in sync");
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1]))]);
+        assert!(
+            rm.pending_isr_changes(lag).is_empty(),
+            "2 has not fetched in epoch 1"
+        );
+        // Its fetch in epoch 1 at the leader's end brings it back.
+        rm.read(&tp(), 0, 1 << 20, 2, 1).unwrap();
+        let changes = rm.pending_isr_changes(lag);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!((changes[0].leader_epoch, &changes[0].isr), (1, &vec![1, 2]));
+    }
+}

@@ -1,0 +1,27 @@
+//! What every request handler shares: the broker's configuration and identity,
+//! its replicas and their fetchers, the metadata the controller sent, the etcd
+//! store and the state-change log. The listener hands one [`Broker`] to every
+//! connection; `crate::broker::run` builds it and owns its lifetime, so nothing
+//! here knows how the broker starts or stops.
+
+use std::sync::Arc;
+
+use crate::config::BrokerConfig;
+use crate::controller::metadata_store::MetadataStore;
+use crate::replica::fetcher::FetcherManager;
+use crate::replica::manager::ReplicaManager;
+use crate::server::metadata_cache::MetadataCache;
+use crate::state_change_log::StateChangeLog;
+
+pub struct Broker {
+    pub config: BrokerConfig,
+    pub advertised_host: String,
+    pub advertised_port: i32,
+    pub cluster_id: String,
+    pub replicas: Arc<ReplicaManager>,
+    /// Follower fetcher tasks, started and replaced by LeaderAndIsr.
+    pub fetchers: FetcherManager,
+    pub metadata: MetadataCache,
+    pub store: MetadataStore,
+    pub state_changes: StateChangeLog,
+}
