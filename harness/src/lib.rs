@@ -23,6 +23,7 @@ pub mod runtime;
 pub mod schedule;
 pub mod snapshot;
 pub mod store;
+mod text_form;
 pub mod timeline;
 pub mod topic_partition;
 pub mod workload;

@@ -73,18 +73,7 @@ impl FromStr for NodeId {
     }
 }
 
-impl TryFrom<String> for NodeId {
-    type Error = String;
-    fn try_from(s: String) -> Result<NodeId, String> {
-        s.parse()
-    }
-}
-
-impl From<NodeId> for String {
-    fn from(node: NodeId) -> String {
-        node.to_string()
-    }
-}
+crate::text_form::text_form!(NodeId);
 
 #[cfg(test)]
 mod tests {

@@ -43,18 +43,7 @@ impl FromStr for PartitionRef {
     }
 }
 
-impl TryFrom<String> for PartitionRef {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
-impl From<PartitionRef> for String {
-    fn from(p: PartitionRef) -> String {
-        p.to_string()
-    }
-}
+crate::text_form::text_form!(PartitionRef);
 
 impl fmt::Display for PartitionRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

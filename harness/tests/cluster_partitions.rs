@@ -52,6 +52,7 @@ async fn registered(etcd: &mut etcd_client::Client) -> BTreeSet<NodeId> {
         .kvs()
         .iter()
         .filter_map(|kv| kv.key_str().ok()?.rsplit('/').next()?.parse().ok())
+        .map(NodeId::new)
         .collect()
 }
 

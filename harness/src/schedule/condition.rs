@@ -161,18 +161,7 @@ impl std::str::FromStr for Condition {
     }
 }
 
-impl TryFrom<String> for Condition {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
-impl From<Condition> for String {
-    fn from(c: Condition) -> String {
-        c.to_string()
-    }
-}
+crate::text_form::text_form!(Condition);
 
 impl Condition {
     /// The node names and partitions it mentions, for validation.

@@ -307,12 +307,7 @@ pub enum Target {
     RandomMinority,
 }
 
-impl TryFrom<String> for Target {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
+crate::text_form::text_form!(Target);
 
 impl std::str::FromStr for Target {
     type Err = String;
@@ -331,12 +326,6 @@ impl std::str::FromStr for Target {
                 ));
             }
         })
-    }
-}
-
-impl From<Target> for String {
-    fn from(t: Target) -> String {
-        t.to_string()
     }
 }
 
