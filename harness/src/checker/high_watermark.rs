@@ -21,13 +21,16 @@
 //! not invalid; a drop on one node when there is no timeline to tell is
 //! unknown.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::json;
 
-use super::consumer::{Poll, polls, split_partition};
+use super::consumer::{OkPoll, ok_polls};
 use super::{CheckResult, Checker, Evidence, RunData};
+use crate::history::Process;
+use crate::node::NodeId;
 use crate::timeline::Timeline;
+use crate::topic_partition::PartitionRef;
 
 const NAME: &str = "high-watermark";
 
@@ -55,42 +58,41 @@ pub fn checker() -> Checker {
 
 /// The distinct leader epochs in which `node` led `partition`, per the
 /// timeline; `None` when the timeline says nothing about the partition.
-fn epochs_led(timeline: &Timeline, partition: &str, node: &str) -> Option<BTreeSet<i32>> {
-    let (topic, number) = split_partition(partition)?;
-    let id: i32 = node.strip_prefix('b')?.parse().ok()?;
-    let states: Vec<_> = timeline
-        .partition_states
-        .iter()
-        .filter(|s| s.topic == topic && i64::from(s.partition) == i64::from(number))
-        .collect();
+fn epochs_led(
+    timeline: &Timeline,
+    partition: &PartitionRef,
+    node: NodeId,
+) -> Option<BTreeSet<i32>> {
+    let states = timeline.states_of(&partition.topic, partition.partition);
     if states.is_empty() {
         return None;
     }
     Some(
         states
             .iter()
-            .filter(|s| s.leader == id)
+            .filter(|s| s.leader == node.broker_id())
             .map(|s| s.leader_epoch)
             .collect(),
     )
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
-    let polls = polls(&run.history)?;
+    let polls = ok_polls(&run.history);
     let mut evidence = Vec::new();
     let mut unresolved = Vec::new();
     let mut across_leaders = 0u64;
     let mut after_leader_change = 0u64;
 
     // (process, partition) → the highest offset it consumed so far.
-    let mut consumed: BTreeMap<(String, &str), i64> = BTreeMap::new();
+    let mut consumed: HashMap<(Process, &PartitionRef), i64> = HashMap::new();
     for poll in &polls {
-        let key = (poll.process.to_string(), poll.partition.as_str());
+        let key = (poll.process, poll.partition);
         let before = consumed.get(&key).copied();
-        if let Some(last) = poll.records.iter().map(|(o, _)| *o).max() {
+        if let Some(last) = poll.records.iter().map(|r| r.offset()).max() {
             consumed.insert(key, before.map_or(last, |b| b.max(last)));
         }
-        if let Some((offset, _)) = poll.records.iter().find(|(o, _)| *o < poll.from_offset) {
+        if let Some(record) = poll.records.iter().find(|r| r.offset() < poll.from_offset) {
+            let offset = record.offset();
             evidence.push(Evidence {
                 anomaly: "consumed-offset-regressed".into(),
                 summary: format!(
@@ -108,16 +110,16 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 
     // For each poll, the highest high watermark of the polls of its
     // partition that completed before it was invoked, per serving node.
-    let mut by_completion: Vec<&Poll> = polls.iter().collect();
+    let mut by_completion: Vec<&OkPoll> = polls.iter().collect();
     by_completion.sort_by_key(|p| p.index);
-    let mut by_invoke: Vec<&Poll> = polls.iter().collect();
+    let mut by_invoke: Vec<&OkPoll> = polls.iter().collect();
     by_invoke.sort_by_key(|p| p.invoke_index);
     // (partition, node) → the poll with the highest HW completed so far.
-    let mut highest: BTreeMap<(&str, Option<&str>), &Poll> = BTreeMap::new();
+    let mut highest: BTreeMap<(&PartitionRef, Option<NodeId>), &OkPoll> = BTreeMap::new();
     let mut completed = by_completion.into_iter().peekable();
     for later in by_invoke {
         while let Some(done) = completed.next_if(|p| p.index < later.invoke_index) {
-            let key = (done.partition.as_str(), done.node.as_deref());
+            let key = (done.partition, done.node);
             let best = highest.entry(key).or_insert(done);
             if done.high_watermark > best.high_watermark {
                 *best = done;
@@ -128,11 +130,11 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             if *partition != later.partition || earlier.high_watermark <= later.high_watermark {
                 continue;
             }
-            if *node != later.node.as_deref() || node.is_none() {
+            // An unnamed server cannot be the same leader as anyone.
+            let Some(node) = node.filter(|&node| Some(node) == later.node) else {
                 other_node_higher = true;
                 continue;
-            }
-            let node = node.unwrap_or_default();
+            };
             let epochs = run
                 .timeline
                 .as_ref()
@@ -164,35 +166,24 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         }
     }
 
-    let result = if !evidence.is_empty() {
-        let kinds: BTreeSet<&str> = evidence.iter().map(|e| e.anomaly.as_str()).collect();
-        CheckResult::invalid(
-            NAME,
-            format!(
-                "{} anomalies: {}",
-                evidence.len(),
-                kinds.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-            evidence,
-        )
-    } else if let Some(first) = unresolved.first() {
-        CheckResult::unknown(
-            NAME,
+    let result = CheckResult::fold(
+        NAME,
+        evidence,
+        super::anomalies_message,
+        unresolved.first().map(|first| {
             format!(
                 "{} high watermark drop(s) on one node with no timeline to tell whether \
                  leadership changed between, first: {first}",
                 unresolved.len()
-            ),
-        )
-    } else {
-        CheckResult::valid(
-            NAME,
+            )
+        }),
+        || {
             format!(
                 "{} polls: no high watermark drop on one leader, no record below a from_offset",
                 polls.len()
-            ),
-        )
-    };
+            )
+        },
+    );
     Ok(result
         .with_count("polls", polls.len() as u64)
         .with_count("drops-across-leaders", across_leaders)
