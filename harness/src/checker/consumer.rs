@@ -412,26 +412,43 @@ mod tests {
     use super::*;
     use crate::checker::Verdict;
 
-    fn op(index: u64, process: u64, kind: OpType, f: &str, value: Value) -> Op {
+    use crate::history::{Body, Poll, Read};
+
+    fn op(index: u64, kind: OpType, poll: Poll) -> Op {
         Op {
             index,
             time_ns: index,
-            process: Process::Client(process),
+            process: Process::Client(0),
             kind,
-            body: crate::history::Body::from_value(f, kind, value).unwrap(),
+            body: Body::Poll(poll),
             error: None,
         }
     }
 
-    /// An ok poll of t-0 on process 0, invoke then ok.
-    fn poll(index: u64, from: i64, records: Value, hw: i64) -> [Op; 2] {
-        let invoke = json!({"partition": "t-0", "from_offset": from, "node": "b1"});
-        let mut ok = invoke.clone();
-        ok["records"] = records;
-        ok["high_watermark"] = json!(hw);
+    /// An ok poll of t-0 from b1 on process 0, invoke then ok; `records` as
+    /// `(offset, value)`.
+    fn poll(index: u64, from: u64, records: &[(i64, i64)], hw: i64) -> [Op; 2] {
+        let invoke = Poll {
+            partition: PartitionRef::new("t", 0),
+            from_offset: from,
+            node: Some(NodeId::new(1)),
+            read: None,
+        };
+        let read = Read {
+            records: records
+                .iter()
+                .map(|&(offset, value)| PolledRecord(offset, RecordValue::Number(value)))
+                .collect(),
+            high_watermark: hw,
+            leader_epoch: None,
+        };
+        let ok = Poll {
+            read: Some(read),
+            ..invoke.clone()
+        };
         [
-            op(index, 0, OpType::Invoke, "poll", invoke),
-            op(index + 1, 0, OpType::Ok, "poll", ok),
+            op(index, OpType::Invoke, invoke),
+            op(index + 1, OpType::Ok, ok),
         ]
     }
 
@@ -448,7 +465,7 @@ mod tests {
 
     #[test]
     fn checker_consumer_names_a_within_poll_gap_and_reordering() {
-        let ops: Vec<Op> = poll(0, 0, json!([[0, 10], [2, 12], [1, 11]]), 3).into();
+        let ops: Vec<Op> = poll(0, 0, &[(0, 10), (2, 12), (1, 11)], 3).into();
         let result = check(&run(ops)).unwrap();
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(
@@ -461,8 +478,8 @@ mod tests {
 
     #[test]
     fn checker_consumer_contiguous_polls_are_not_skips() {
-        let mut ops: Vec<Op> = poll(0, 3, json!([[3, 13], [4, 14]]), 5).into();
-        ops.extend(poll(2, 5, json!([]), 5));
+        let mut ops: Vec<Op> = poll(0, 3, &[(3, 13), (4, 14)], 5).into();
+        ops.extend(poll(2, 5, &[], 5));
         let result = check(&run(ops)).unwrap();
         assert!(result.evidence.is_empty(), "{:?}", result.evidence);
         // No replica hosts t-0 here: the truncated-read rule cannot run.

@@ -194,24 +194,46 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 mod tests {
     use super::*;
     use crate::checker::Verdict;
-    use crate::history::{Op, OpType, Process};
+    use crate::history::{Body, Op, OpType, Poll, PolledRecord, Read, RecordValue};
     use crate::timeline::PartitionStateChange;
-    use serde_json::Value;
 
-    fn op(index: u64, process: u64, kind: OpType, value: Value) -> Op {
+    fn op(index: u64, process: u64, kind: OpType, poll: Poll) -> Op {
         Op {
             index,
             time_ns: index,
             process: Process::Client(process),
             kind,
-            body: crate::history::Body::from_value("poll", kind, value).unwrap(),
+            body: Body::Poll(poll),
             error: None,
         }
     }
 
-    fn ok(node: &str, from: i64, records: Value, hw: i64) -> Value {
-        json!({"partition": "t-0", "from_offset": from, "node": node,
-               "records": records, "high_watermark": hw})
+    /// The invoke of a poll of t-0 from offset 0, its server not yet known.
+    fn invoke() -> Poll {
+        Poll {
+            partition: PartitionRef::new("t", 0),
+            from_offset: 0,
+            node: None,
+            read: None,
+        }
+    }
+
+    /// An ok poll of t-0 served by broker `node`; `records` as `(offset, value)`.
+    fn ok(node: u32, from: u64, records: &[(i64, i64)], hw: i64) -> Poll {
+        let read = Read {
+            records: records
+                .iter()
+                .map(|&(offset, value)| PolledRecord(offset, RecordValue::Number(value)))
+                .collect(),
+            high_watermark: hw,
+            leader_epoch: None,
+        };
+        Poll {
+            from_offset: from,
+            node: Some(NodeId::new(node)),
+            read: Some(read),
+            ..invoke()
+        }
     }
 
     fn leader(revision: i64, leader: i32, leader_epoch: i32) -> PartitionStateChange {
@@ -238,28 +260,18 @@ mod tests {
     }
 
     /// Process 0 polls b1 (HW 5), then process 1 polls `node` (HW 3).
-    fn two_polls(node: &str) -> Vec<Op> {
+    fn two_polls(node: u32) -> Vec<Op> {
         vec![
-            op(
-                0,
-                0,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(1, 0, OpType::Ok, ok("b1", 0, json!([]), 5)),
-            op(
-                2,
-                1,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(3, 1, OpType::Ok, ok(node, 0, json!([]), 3)),
+            op(0, 0, OpType::Invoke, invoke()),
+            op(1, 0, OpType::Ok, ok(1, 0, &[], 5)),
+            op(2, 1, OpType::Invoke, invoke()),
+            op(3, 1, OpType::Ok, ok(node, 0, &[], 3)),
         ]
     }
 
     #[test]
     fn checker_watermark_drop_on_one_leader_epoch_is_invalid_across_processes() {
-        let result = check(&run(two_polls("b1"), Some(vec![leader(1, 1, 0)]))).unwrap();
+        let result = check(&run(two_polls(1), Some(vec![leader(1, 1, 0)]))).unwrap();
         assert_eq!(result.verdict, Verdict::Invalid);
         let e = &result.evidence[0];
         assert_eq!(e.anomaly, "high-watermark-regressed");
@@ -270,36 +282,26 @@ mod tests {
     #[test]
     fn checker_watermark_drop_across_leaders_is_counted_not_invalid() {
         let mut states = vec![leader(1, 1, 0), leader(2, 2, 1)];
-        let result = check(&run(two_polls("b2"), Some(states.clone()))).unwrap();
+        let result = check(&run(two_polls(2), Some(states.clone()))).unwrap();
         assert_eq!(result.verdict, Verdict::Valid);
         assert_eq!(result.counts["drops-across-leaders"], 1);
         // b1 led again in a later epoch: a drop on b1 is KIP-207's case too.
         states.push(leader(3, 1, 2));
-        let result = check(&run(two_polls("b1"), Some(states))).unwrap();
+        let result = check(&run(two_polls(1), Some(states))).unwrap();
         assert_eq!(result.verdict, Verdict::Valid);
         assert_eq!(result.counts["drops-after-leader-change"], 1);
         // No timeline: the same-node drop cannot be judged.
-        let result = check(&run(two_polls("b1"), None)).unwrap();
+        let result = check(&run(two_polls(1), None)).unwrap();
         assert_eq!(result.verdict, Verdict::Unknown);
     }
 
     #[test]
     fn checker_watermark_overlapping_polls_are_not_ordered() {
         let history = vec![
-            op(
-                0,
-                0,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(
-                1,
-                1,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(2, 0, OpType::Ok, ok("b1", 0, json!([]), 5)),
-            op(3, 1, OpType::Ok, ok("b1", 0, json!([]), 3)),
+            op(0, 0, OpType::Invoke, invoke()),
+            op(1, 1, OpType::Invoke, invoke()),
+            op(2, 0, OpType::Ok, ok(1, 0, &[], 5)),
+            op(3, 1, OpType::Ok, ok(1, 0, &[], 3)),
         ];
         let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
         assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.evidence);
@@ -308,20 +310,10 @@ mod tests {
     #[test]
     fn checker_watermark_record_below_from_offset_is_invalid() {
         let history = vec![
-            op(
-                0,
-                0,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(1, 0, OpType::Ok, ok("b1", 0, json!([[0, 10], [3, 13]]), 5)),
-            op(
-                2,
-                0,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(3, 0, OpType::Ok, ok("b1", 4, json!([[3, 13], [4, 14]]), 5)),
+            op(0, 0, OpType::Invoke, invoke()),
+            op(1, 0, OpType::Ok, ok(1, 0, &[(0, 10), (3, 13)], 5)),
+            op(2, 0, OpType::Invoke, invoke()),
+            op(3, 0, OpType::Ok, ok(1, 4, &[(3, 13), (4, 14)], 5)),
         ];
         let result = check(&run(history.clone(), Some(vec![leader(1, 1, 0)]))).unwrap();
         assert_eq!(result.verdict, Verdict::Invalid);
@@ -333,7 +325,7 @@ mod tests {
         assert_eq!(e.details["consumed_before"], json!(3));
         // Asking for offset 3 again is a re-read the consumer asked for.
         let mut history = history;
-        if let crate::history::Body::Poll(poll) = &mut history[3].body {
+        if let Body::Poll(poll) = &mut history[3].body {
             poll.from_offset = 3;
         }
         let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
