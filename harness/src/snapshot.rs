@@ -44,7 +44,7 @@ pub fn normalized(dir: &RunDir) -> Result<Value, LoadError> {
                     })
                 })
                 .collect();
-            (node.clone(), json!(replicas))
+            (node.to_string(), json!(replicas))
         })
         .collect();
     let timeline = run.timeline.as_ref().map(|t| {

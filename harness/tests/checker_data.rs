@@ -11,6 +11,7 @@ use std::path::Path;
 
 use epochal::checker::{self, CheckResult, Checker, RunData, Verdict};
 use epochal::history::{Body, HistoryWriter, OpType, Process};
+use epochal::node::NodeId;
 use epochal::timeline::{PartitionStateChange, Timeline};
 use serde_json::{Value, json};
 
@@ -427,7 +428,7 @@ fn lost_write_in_a_damaged_final_leader_log_is_invalid() {
     // b2, the final leader, has a corrupt batch where value 3 is.
     corrupt_last_byte(&dir.path().join("nodes/b2").join(SEGMENT));
     let data = RunData::load(&epochal::run_dir::RunDir::open(dir.path())).unwrap();
-    assert!(data.replicas["b2"].all_findings().count() > 0);
+    assert!(data.replicas[&NodeId::new(2)].all_findings().count() > 0);
     let result = lost_write(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(result.evidence[0].details["lacking"], json!(["b2"]));
@@ -555,7 +556,7 @@ fn divergence_in_a_damaged_middle_batch_is_reported_but_a_torn_tail_is_not() {
         .set_len(length - 5)
         .unwrap();
     let data = RunData::load(&epochal::run_dir::RunDir::open(dir.path())).unwrap();
-    assert_eq!(data.replicas["b3"].replicas[0].log_end_offset, 3);
+    assert_eq!(data.replicas[&NodeId::new(3)].replicas[0].log_end_offset, 3);
     let result = divergence(dir.path());
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
 
@@ -664,7 +665,7 @@ fn epoch_file_accepts_superseded_epochs_and_entries_past_a_truncated_log_end() {
         .unwrap();
     History::new(dir.path());
     let data = RunData::load(&epochal::run_dir::RunDir::open(dir.path())).unwrap();
-    assert_eq!(data.replicas["b3"].replicas[0].log_end_offset, 2);
+    assert_eq!(data.replicas[&NodeId::new(3)].replicas[0].log_end_offset, 2);
     let result = epoch_file(dir.path());
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
     assert_eq!(count(&result, "epoch-files-checked"), 3);

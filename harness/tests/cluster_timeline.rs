@@ -257,12 +257,11 @@ async fn cluster_timeline_of_a_failover_passes_the_leader_and_fencing_checkers()
     for node in NodeId::all(3) {
         let data = runtime.data_dir(node).unwrap();
         run.state_changes
-            .insert(node.to_string(), read_state_changes(&data).unwrap());
-        run.replicas
-            .insert(node.to_string(), read_data_dir(&data).unwrap());
+            .insert(node, read_state_changes(&data).unwrap());
+        run.replicas.insert(node, read_data_dir(&data).unwrap());
     }
     assert!(
-        run.state_changes[&old.to_string()]
+        run.state_changes[&old]
             .iter()
             .any(|e| e.applied() && e.request == "LeaderAndIsr"),
         "{:?}",

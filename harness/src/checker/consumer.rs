@@ -17,14 +17,16 @@
 //! record. Offsets a replica holds as control records (transaction markers,
 //! which the client drops) are still exempt from the skip rules.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
-use super::lost_write::{Acks, Judgement, acked_values, judge};
+use super::lost_write::{Judgement, acked_values, judge};
 use super::{CheckResult, Checker, Evidence, RunData};
-use crate::history::{Op, OpType, Process};
-use crate::reader::{DataDirState, Payload};
+use crate::history::{Op, OpType, PolledRecord, Process, RecordValue};
+use crate::node::NodeId;
+use crate::schedule::Acks;
+use crate::topic_partition::PartitionRef;
 
 const NAME: &str = "consumer";
 
@@ -60,139 +62,108 @@ pub fn checker() -> Checker {
     }
 }
 
-/// One ok poll, as the history records it.
+/// One poll that ended ok, with the index of its invoke.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Poll {
-    /// The invoke's index and the ok's.
+pub(crate) struct OkPoll<'a> {
     pub invoke_index: u64,
     pub index: u64,
     pub process: Process,
-    pub partition: String,
+    pub partition: &'a PartitionRef,
     pub from_offset: i64,
-    pub node: Option<String>,
-    pub records: Vec<(i64, Value)>,
+    pub node: Option<NodeId>,
+    pub records: &'a [PolledRecord],
     pub high_watermark: i64,
 }
 
-/// Every ok poll in history order; an ok poll without its fields is an error
-/// (the history is not what this checker understands).
-pub(crate) fn polls(history: &[Op]) -> Result<Vec<Poll>, String> {
-    let mut invoked: BTreeMap<String, u64> = BTreeMap::new();
+/// Every ok poll, in history order.
+pub(crate) fn ok_polls(history: &[Op]) -> Vec<OkPoll<'_>> {
+    let mut invoked: HashMap<Process, u64> = HashMap::new();
     let mut polls = Vec::new();
     for op in history {
         let Some(poll) = op.poll() else {
             continue;
         };
-        let process = op.process.to_string();
         if op.kind == OpType::Invoke {
-            invoked.insert(process, op.index);
+            invoked.insert(op.process, op.index);
             continue;
         }
-        let invoke_index = invoked.remove(&process).unwrap_or(op.index);
+        let invoke_index = invoked.remove(&op.process).unwrap_or(op.index);
         let Some((_, read)) = op.read() else {
             continue;
         };
-        let records = read
-            .records
-            .iter()
-            .map(|r| {
-                let value = serde_json::to_value(r.value()).expect("a record value serializes");
-                (r.offset(), value)
-            })
-            .collect();
-        polls.push(Poll {
+        polls.push(OkPoll {
             invoke_index,
             index: op.index,
             process: op.process,
-            partition: poll.partition.to_string(),
+            partition: &poll.partition,
             from_offset: i64::try_from(poll.from_offset).unwrap_or(i64::MAX),
-            node: poll.node.map(|n| n.to_string()),
-            records,
+            node: poll.node,
+            records: &read.records,
             high_watermark: read.high_watermark,
         });
     }
-    Ok(polls)
-}
-
-/// `t-0` → (`t`, 0): split at the last dash, as Kafka names partition dirs.
-pub(crate) fn split_partition(name: &str) -> Option<(&str, i32)> {
-    let (topic, partition) = name.rsplit_once('-')?;
-    Some((topic, partition.parse().ok()?))
-}
-
-/// A stored value the way the history records a polled one (run.rs):
-/// decimal text is a number, other text a string, no value null.
-pub(crate) fn payload_value(payload: Option<&Payload>) -> Value {
-    match payload {
-        None => Value::Null,
-        Some(bytes) => {
-            let text = String::from_utf8_lossy(bytes.as_bytes());
-            text.parse::<i64>()
-                .map(|n| json!(n))
-                .unwrap_or_else(|_| json!(text))
-        }
-    }
+    polls
 }
 
 /// What the replicas hold for one partition after the final heal.
-struct FinalLog<'a> {
+struct AfterHeal {
     /// Node → (log end offset, findings, offset → value of its data
     /// records), for each node hosting the partition.
-    replicas: BTreeMap<&'a str, (i64, usize, BTreeMap<i64, Value>)>,
+    replicas: BTreeMap<NodeId, (i64, usize, BTreeMap<i64, RecordValue>)>,
     /// Offsets some replica holds as control records.
     control: BTreeSet<i64>,
 }
 
-fn final_log<'a>(replicas: &'a BTreeMap<String, DataDirState>, partition: &str) -> FinalLog<'a> {
-    let mut log = FinalLog {
-        replicas: BTreeMap::new(),
-        control: BTreeSet::new(),
-    };
-    let Some((topic, number)) = split_partition(partition) else {
-        return log;
-    };
-    for (node, dir) in replicas {
-        let Some(replica) = dir.replica(topic, number) else {
-            continue;
+impl AfterHeal {
+    fn read(run: &RunData, partition: &PartitionRef) -> AfterHeal {
+        let mut log = AfterHeal {
+            replicas: BTreeMap::new(),
+            control: BTreeSet::new(),
         };
-        let mut values = BTreeMap::new();
-        for (batch, record) in replica.records() {
-            if batch.is_control() {
-                log.control.insert(record.offset);
-            } else {
-                values.insert(record.offset, payload_value(record.value.as_ref()));
+        for (node, replica) in run.holders(partition) {
+            let mut values = BTreeMap::new();
+            for (batch, record) in replica.records() {
+                if batch.is_control() {
+                    log.control.insert(record.offset);
+                } else {
+                    // Read as the history records a polled value, so the two compare.
+                    let value =
+                        RecordValue::from_bytes(record.value.as_ref().map(|v| v.as_bytes()));
+                    values.insert(record.offset, value);
+                }
             }
+            log.replicas.insert(
+                node,
+                (replica.log_end_offset, replica.findings.len(), values),
+            );
         }
-        log.replicas.insert(
-            node.as_str(),
-            (replica.log_end_offset, replica.findings.len(), values),
-        );
+        log
     }
-    log
 }
 
 /// Where a value at an offset was seen: history indices of polls and sends.
-#[derive(Default)]
 struct Sightings {
-    value: Value,
+    value: RecordValue,
     polls: Vec<u64>,
     sends: Vec<u64>,
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
-    let polls = polls(&run.history)?;
+    let polls = ok_polls(&run.history);
     let mut evidence = Vec::new();
 
-    // Every value seen at each (partition, offset), keyed by its JSON text.
-    let mut seen: BTreeMap<(String, i64), BTreeMap<String, Sightings>> = BTreeMap::new();
-    let mut sight = |partition: &str, offset: i64, value: &Value, index: u64, send: bool| {
+    // Every value seen at each (partition, offset), keyed by its JSON text so
+    // evidence lists them in the order it always has.
+    let mut seen: BTreeMap<(&PartitionRef, i64), BTreeMap<String, Sightings>> = BTreeMap::new();
+    let mut sight = |partition, offset: i64, value: &RecordValue, index: u64, send: bool| {
         let entry = seen
-            .entry((partition.to_owned(), offset))
+            .entry((partition, offset))
             .or_default()
             .entry(value.to_string())
             .or_insert_with(|| Sightings {
                 value: value.clone(),
-                ..Sightings::default()
+                polls: Vec::new(),
+                sends: Vec::new(),
             });
         if send {
             entry.sends.push(index);
@@ -218,22 +189,28 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         let Some(offsets) = &ack.offsets else {
             continue;
         };
-        if send.acks != crate::schedule::Acks::All {
+        if send.acks != Acks::All {
             continue;
         }
-        let partition = send.partition.to_string();
         acked_sends += 1;
         for (&value, &offset) in send.values.iter().zip(offsets) {
             if excused.contains(&(op.index, value)) {
                 excused_sends += 1;
                 continue;
             }
-            sight(&partition, offset, &json!(value), op.index, true);
+            let value = RecordValue::Number(value);
+            sight(&send.partition, offset, &value, op.index, true);
         }
     }
     for poll in &polls {
-        for (offset, value) in &poll.records {
-            sight(&poll.partition, *offset, value, poll.index, false);
+        for record in poll.records {
+            sight(
+                poll.partition,
+                record.offset(),
+                record.value(),
+                poll.index,
+                false,
+            );
         }
     }
     for ((partition, offset), values) in &seen {
@@ -256,13 +233,13 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         });
     }
 
-    let partitions: BTreeSet<&str> = polls.iter().map(|p| p.partition.as_str()).collect();
-    let logs: BTreeMap<&str, FinalLog> = partitions
+    let partitions: BTreeSet<&PartitionRef> = polls.iter().map(|p| p.partition).collect();
+    let logs: BTreeMap<&PartitionRef, AfterHeal> = partitions
         .iter()
-        .map(|p| (*p, final_log(&run.replicas, p)))
+        .map(|&p| (p, AfterHeal::read(run, p)))
         .collect();
-    let known_value = |partition: &str, offset: i64| -> Value {
-        seen.get(&(partition.to_owned(), offset))
+    let known_value = |partition: &PartitionRef, offset: i64| -> RecordValue {
+        seen.get(&(partition, offset))
             .and_then(|values| values.values().next())
             .map(|s| s.value.clone())
             .or_else(|| {
@@ -271,16 +248,16 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                     .values()
                     .find_map(|(_, _, values)| values.get(&offset).cloned())
             })
-            .unwrap_or(Value::Null)
+            .unwrap_or(RecordValue::Null)
     };
 
     // Skips and order, within each poll.
     for poll in &polls {
-        let control = &logs[poll.partition.as_str()].control;
+        let control = &logs[poll.partition].control;
         let mut expected = poll.from_offset;
         let mut previous: Option<i64> = None;
-        for (offset, _) in &poll.records {
-            let offset = *offset;
+        for record in poll.records {
+            let offset = record.offset();
             if let Some(prev) = previous
                 && offset <= prev
             {
@@ -308,7 +285,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                     let shown: Vec<Value> = skipped
                         .iter()
                         .take(10)
-                        .map(|&o| json!([o, known_value(&poll.partition, o)]))
+                        .map(|&o| json!([o, known_value(poll.partition, o)]))
                         .collect();
                     let from = match previous {
                         Some(prev) => format!("offset {prev}"),
@@ -340,48 +317,49 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 
     // Reads of values the final log does not hold, one piece of evidence per
     // (partition, offset, value) with every poll that read it.
-    let mut reads: BTreeMap<(&str, i64, String), (Value, Vec<u64>)> = BTreeMap::new();
-    let mut unhosted: BTreeSet<&str> = BTreeSet::new();
+    let mut reads: BTreeMap<(&PartitionRef, i64, String), (&RecordValue, Vec<u64>)> =
+        BTreeMap::new();
+    let mut unhosted: BTreeSet<&PartitionRef> = BTreeSet::new();
     for poll in &polls {
         if poll.records.is_empty() {
             continue;
         }
-        if logs[poll.partition.as_str()].replicas.is_empty() {
-            unhosted.insert(&poll.partition);
+        if logs[poll.partition].replicas.is_empty() {
+            unhosted.insert(poll.partition);
             continue;
         }
-        for (offset, value) in &poll.records {
+        for record in poll.records {
             reads
-                .entry((&poll.partition, *offset, value.to_string()))
-                .or_insert_with(|| (value.clone(), Vec::new()))
+                .entry((poll.partition, record.offset(), record.value().to_string()))
+                .or_insert_with(|| (record.value(), Vec::new()))
                 .1
                 .push(poll.index);
         }
     }
     for ((partition, offset, _), (value, indices)) in &reads {
-        let held: BTreeMap<&str, Option<&Value>> = logs[partition]
+        let held: BTreeMap<NodeId, Option<&RecordValue>> = logs[partition]
             .replicas
             .iter()
             .map(|(node, (_, _, values))| (*node, values.get(offset)))
             .collect();
-        if held.values().all(|v| *v == Some(value)) {
+        if held.values().all(|v| *v == Some(*value)) {
             continue;
         }
         let shown: Vec<String> = held
             .iter()
-            .filter(|(_, v)| **v != Some(value))
+            .filter(|(_, v)| **v != Some(*value))
             .map(|(node, v)| match v {
                 Some(other) => format!("{node} holds {other}"),
                 None => format!("{node} holds nothing"),
             })
             .collect();
-        let replicas: BTreeMap<&str, Value> = logs[partition]
+        let replicas: serde_json::Map<String, Value> = logs[partition]
             .replicas
             .iter()
             .map(|(node, (leo, findings, values))| {
                 let held = json!({"value": values.get(offset), "log_end_offset": leo,
                                   "findings": findings});
-                (*node, held)
+                (node.to_string(), held)
             })
             .collect();
         evidence.push(Evidence {
@@ -398,35 +376,25 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     }
 
     let records_read: usize = polls.iter().map(|p| p.records.len()).sum();
-    let result = if !evidence.is_empty() {
-        let kinds: BTreeSet<&str> = evidence.iter().map(|e| e.anomaly.as_str()).collect();
-        CheckResult::invalid(
-            NAME,
-            format!(
-                "{} anomalies: {}",
-                evidence.len(),
-                kinds.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-            evidence,
-        )
-    } else if !unhosted.is_empty() {
-        CheckResult::unknown(
-            NAME,
+    let result = CheckResult::fold(
+        NAME,
+        evidence,
+        super::anomalies_message,
+        (!unhosted.is_empty()).then(|| {
+            let unhosted: Vec<String> = unhosted.iter().map(|p| p.to_string()).collect();
             format!(
                 "no other anomaly, but no replica hosts {}: truncated reads not checked there",
-                unhosted.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-        )
-    } else {
-        CheckResult::valid(
-            NAME,
+                unhosted.join(", ")
+            )
+        }),
+        || {
             format!(
                 "{} polls ({records_read} records) and {acked_sends} acks=all sends agree; \
                  no skips, no reordering, every read record still held",
                 polls.len()
-            ),
-        )
-    };
+            )
+        },
+    );
     let result = result
         .with_count("polls", polls.len() as u64)
         .with_count("records-read", records_read as u64)
@@ -444,26 +412,43 @@ mod tests {
     use super::*;
     use crate::checker::Verdict;
 
-    fn op(index: u64, process: u64, kind: OpType, f: &str, value: Value) -> Op {
+    use crate::history::{Body, Poll, Read};
+
+    fn op(index: u64, kind: OpType, poll: Poll) -> Op {
         Op {
             index,
             time_ns: index,
-            process: Process::Client(process),
+            process: Process::Client(0),
             kind,
-            body: crate::history::Body::from_value(f, kind, value).unwrap(),
+            body: Body::Poll(poll),
             error: None,
         }
     }
 
-    /// An ok poll of t-0 on process 0, invoke then ok.
-    fn poll(index: u64, from: i64, records: Value, hw: i64) -> [Op; 2] {
-        let invoke = json!({"partition": "t-0", "from_offset": from, "node": "b1"});
-        let mut ok = invoke.clone();
-        ok["records"] = records;
-        ok["high_watermark"] = json!(hw);
+    /// An ok poll of t-0 from b1 on process 0, invoke then ok; `records` as
+    /// `(offset, value)`.
+    fn poll(index: u64, from: u64, records: &[(i64, i64)], hw: i64) -> [Op; 2] {
+        let invoke = Poll {
+            partition: PartitionRef::new("t", 0),
+            from_offset: from,
+            node: Some(NodeId::new(1)),
+            read: None,
+        };
+        let read = Read {
+            records: records
+                .iter()
+                .map(|&(offset, value)| PolledRecord(offset, RecordValue::Number(value)))
+                .collect(),
+            high_watermark: hw,
+            leader_epoch: None,
+        };
+        let ok = Poll {
+            read: Some(read),
+            ..invoke.clone()
+        };
         [
-            op(index, 0, OpType::Invoke, "poll", invoke),
-            op(index + 1, 0, OpType::Ok, "poll", ok),
+            op(index, OpType::Invoke, invoke),
+            op(index + 1, OpType::Ok, ok),
         ]
     }
 
@@ -480,7 +465,7 @@ mod tests {
 
     #[test]
     fn checker_consumer_names_a_within_poll_gap_and_reordering() {
-        let ops: Vec<Op> = poll(0, 0, json!([[0, 10], [2, 12], [1, 11]]), 3).into();
+        let ops: Vec<Op> = poll(0, 0, &[(0, 10), (2, 12), (1, 11)], 3).into();
         let result = check(&run(ops)).unwrap();
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(
@@ -493,8 +478,8 @@ mod tests {
 
     #[test]
     fn checker_consumer_contiguous_polls_are_not_skips() {
-        let mut ops: Vec<Op> = poll(0, 3, json!([[3, 13], [4, 14]]), 5).into();
-        ops.extend(poll(2, 5, json!([]), 5));
+        let mut ops: Vec<Op> = poll(0, 3, &[(3, 13), (4, 14)], 5).into();
+        ops.extend(poll(2, 5, &[], 5));
         let result = check(&run(ops)).unwrap();
         assert!(result.evidence.is_empty(), "{:?}", result.evidence);
         // No replica hosts t-0 here: the truncated-read rule cannot run.
@@ -510,9 +495,9 @@ mod tests {
 
     #[test]
     fn checker_consumer_stored_values_read_as_the_history_writes_them() {
-        assert_eq!(payload_value(Some(&Payload::from("42"))), json!(42));
-        assert_eq!(payload_value(Some(&Payload::from("x"))), json!("x"));
-        assert_eq!(payload_value(None), Value::Null);
-        assert_eq!(split_partition("a-b-3"), Some(("a-b", 3)));
+        let stored = |bytes: Option<&[u8]>| serde_json::to_value(RecordValue::from_bytes(bytes));
+        assert_eq!(stored(Some(b"42")).unwrap(), json!(42));
+        assert_eq!(stored(Some(b"x")).unwrap(), json!("x"));
+        assert_eq!(stored(None).unwrap(), Value::Null);
     }
 }

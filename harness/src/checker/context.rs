@@ -1,15 +1,17 @@
 //! What the checkers look at, loaded from a run directory (run_dir.rs has the
 //! layout), so a stored run can be checked again with no cluster.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use crate::history::{Op, read_history};
+use crate::node::NodeId;
 use crate::reader::state_change::{StateChange, read_state_changes};
-use crate::reader::{DataDirState, read_data_dir};
+use crate::reader::{DataDirState, ReplicaState, read_data_dir};
 use crate::run_dir::RunDir;
 use crate::schedule::Schedule;
 use crate::timeline::Timeline;
+use crate::topic_partition::PartitionRef;
 
 /// Everything a run left: the checkers' input.
 #[derive(Debug, Clone, Default)]
@@ -18,10 +20,10 @@ pub struct RunData {
     pub schedule: Option<Schedule>,
     /// Validated on load.
     pub history: Vec<Op>,
-    /// Node name (`b1`) → its frozen data directory, as the reader saw it.
-    pub replicas: BTreeMap<String, DataDirState>,
-    /// Node name → its state-change log.
-    pub state_changes: BTreeMap<String, Vec<StateChange>>,
+    /// Each node's frozen data directory, as the reader saw it.
+    pub replicas: BTreeMap<NodeId, DataDirState>,
+    /// Each node's state-change log.
+    pub state_changes: BTreeMap<NodeId, Vec<StateChange>>,
     /// etcd's history of the partition-state and controller keys; `None` when
     /// the run did not record one (checkers needing it are then unknown).
     pub timeline: Option<Timeline>,
@@ -62,8 +64,8 @@ impl RunData {
         let mut state_changes = BTreeMap::new();
         for node in dir.nodes_with_data() {
             let data = dir.data_dir(node);
-            state_changes.insert(node.to_string(), read_state_changes(&data)?);
-            replicas.insert(node.to_string(), read_data_dir(&data)?);
+            state_changes.insert(node, read_state_changes(&data)?);
+            replicas.insert(node, read_data_dir(&data)?);
         }
         let timeline_path = dir.timeline();
         let timeline = if timeline_path.is_file() {
@@ -89,5 +91,26 @@ impl RunData {
             state_changes,
             timeline,
         })
+    }
+
+    /// Every partition some node holds a replica of.
+    pub fn partitions(&self) -> BTreeSet<PartitionRef> {
+        self.replicas
+            .values()
+            .flat_map(|dir| dir.replicas.iter().map(ReplicaState::partition_ref))
+            .collect()
+    }
+
+    /// Every node holding a replica of `partition`, in node order.
+    pub fn holders(&self, partition: &PartitionRef) -> Vec<(NodeId, &ReplicaState)> {
+        self.replicas
+            .iter()
+            .filter_map(|(&node, dir)| {
+                Some((
+                    node,
+                    dir.replica(&partition.topic, partition.wire_partition())?,
+                ))
+            })
+            .collect()
     }
 }

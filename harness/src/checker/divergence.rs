@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+use crate::node::NodeId;
 use crate::reader::{Payload, ReplicaState};
 
-use super::final_log::{holders, node_name, partitions, states};
 use super::{CheckResult, Checker, Evidence, RunData};
 
 pub const NAME: &str = "divergence";
@@ -75,10 +75,10 @@ fn short(slot: Option<&Slot>) -> String {
 
 /// Where replicas first differ: the offset, the common end, and what each
 /// replica holds there.
-type Divergence = (i64, i64, Vec<(String, Option<Slot>)>);
+type Divergence = (i64, i64, Vec<(NodeId, Option<Slot>)>);
 
 /// The first offset below the common end where the replicas differ, or `None`.
-fn first_divergence(replicas: &[(&str, &ReplicaState)]) -> Option<Divergence> {
+fn first_divergence(replicas: &[(NodeId, &ReplicaState)]) -> Option<Divergence> {
     let end = replicas.iter().map(|(_, r)| r.log_end_offset).min()?;
     let start = replicas
         .iter()
@@ -96,7 +96,7 @@ fn first_divergence(replicas: &[(&str, &ReplicaState)]) -> Option<Divergence> {
                 replicas
                     .iter()
                     .zip(at)
-                    .map(|((node, _), slot)| ((*node).to_owned(), slot.cloned()))
+                    .map(|((node, _), slot)| (*node, slot.cloned()))
                     .collect(),
             ));
         }
@@ -105,20 +105,25 @@ fn first_divergence(replicas: &[(&str, &ReplicaState)]) -> Option<Divergence> {
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
-    let partitions = partitions(run);
+    let partitions = run.partitions();
     let mut evidence = Vec::new();
     let mut compared = 0u64;
     let mut skipped = 0u64;
-    for (topic, partition) in &partitions {
-        let all = holders(run, topic, *partition);
-        let isr: Option<BTreeSet<String>> = run.timeline.as_ref().and_then(|t| {
-            states(t, topic, *partition)
+    for partition in &partitions {
+        let all = run.holders(partition);
+        let isr: Option<BTreeSet<NodeId>> = run.timeline.as_ref().and_then(|t| {
+            t.states_of(&partition.topic, partition.partition)
                 .last()
-                .map(|s| s.isr.iter().map(node_name).collect())
+                .map(|s| {
+                    s.isr
+                        .iter()
+                        .filter_map(|&id| NodeId::from_broker_id(id))
+                        .collect()
+                })
         });
-        let chosen: Vec<(&str, &ReplicaState)> = all
+        let chosen: Vec<(NodeId, &ReplicaState)> = all
             .iter()
-            .filter(|(node, _)| isr.as_ref().is_none_or(|isr| isr.contains(*node)))
+            .filter(|(node, _)| isr.as_ref().is_none_or(|isr| isr.contains(node)))
             .copied()
             .collect();
         skipped += (all.len() - chosen.len()) as u64;
@@ -134,15 +139,15 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 .join(", ");
             let holds: serde_json::Map<String, Value> = held
                 .iter()
-                .map(|(node, slot)| (node.clone(), describe(slot.as_ref())))
+                .map(|(node, slot)| (node.to_string(), describe(slot.as_ref())))
                 .collect();
             evidence.push(Evidence {
                 anomaly: "replica-divergence".into(),
                 summary: format!(
-                    "{topic}-{partition} diverges at offset {offset} (common end {end}): {summary}"
+                    "{partition} diverges at offset {offset} (common end {end}): {summary}"
                 ),
                 details: json!({
-                    "partition": format!("{topic}-{partition}"),
+                    "partition": partition,
                     "offset": offset,
                     "common_end": end,
                     "replicas": chosen.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
@@ -151,22 +156,21 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             });
         }
     }
-    let result = if !evidence.is_empty() {
-        CheckResult::invalid(
-            NAME,
-            format!("{} partition(s) with diverging replicas", evidence.len()),
-            evidence,
-        )
-    } else if partitions.is_empty() {
-        CheckResult::unknown(NAME, "the run left no replica to compare")
-    } else if compared == 0 {
-        CheckResult::valid(NAME, "no partition had two in-sync replicas to compare")
-    } else {
-        CheckResult::valid(
-            NAME,
-            format!("{compared} partition(s): replicas agree up to their common end"),
-        )
-    };
+    let result = CheckResult::fold(
+        NAME,
+        evidence,
+        |evidence| format!("{} partition(s) with diverging replicas", evidence.len()),
+        partitions
+            .is_empty()
+            .then(|| "the run left no replica to compare".to_owned()),
+        || {
+            if compared == 0 {
+                "no partition had two in-sync replicas to compare".to_owned()
+            } else {
+                format!("{compared} partition(s): replicas agree up to their common end")
+            }
+        },
+    );
     Ok(result
         .with_count("partitions-compared", compared)
         .with_count("replicas-outside-final-isr", skipped))

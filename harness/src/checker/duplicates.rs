@@ -7,9 +7,10 @@ use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use super::final_log::{final_log, holders, offsets_by_value, partitions};
+use super::final_log::FinalLog;
 use super::lost_write::EVIDENCE_MAX;
 use super::{CheckResult, Checker, Evidence, RunData};
+use crate::topic_partition::PartitionRef;
 
 pub const NAME: &str = "duplicates";
 
@@ -30,7 +31,7 @@ pub fn checker() -> Checker {
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
-    let partitions = partitions(run);
+    let partitions = run.partitions();
     if partitions.is_empty() {
         return Ok(CheckResult::unknown(
             NAME,
@@ -39,20 +40,20 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     }
     let mut evidence = Vec::new();
     let mut total = 0u64;
-    let mut seen: BTreeSet<(String, String, Vec<i64>)> = BTreeSet::new();
-    for (topic, partition) in &partitions {
-        let name = format!("{topic}-{partition}");
-        let examined: Vec<(String, _)> = match final_log(run, topic, *partition) {
+    // Replicas that agree show the same duplicate once.
+    let mut seen: BTreeSet<(&PartitionRef, String, Vec<i64>)> = BTreeSet::new();
+    for partition in &partitions {
+        let examined: Vec<(String, _)> = match FinalLog::of(run, partition) {
             Ok(log) => vec![(log.chosen.clone(), log.replica)],
-            Err(_) => holders(run, topic, *partition)
+            Err(_) => run
+                .holders(partition)
                 .into_iter()
-                .map(|(node, replica)| (node.to_owned(), replica))
+                .map(|(node, replica)| (node.to_string(), replica))
                 .collect(),
         };
         for (source, replica) in examined {
-            for (value, offsets) in offsets_by_value(replica) {
-                if offsets.len() < 2 || !seen.insert((name.clone(), value.clone(), offsets.clone()))
-                {
+            for (value, offsets) in replica.compact().offsets_by_value() {
+                if offsets.len() < 2 || !seen.insert((partition, value.clone(), offsets.clone())) {
                     continue;
                 }
                 total += 1;
@@ -60,10 +61,10 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                     evidence.push(Evidence {
                         anomaly: "duplicate".into(),
                         summary: format!(
-                            "value {value} is at offsets {offsets:?} of {name} ({source})"
+                            "value {value} is at offsets {offsets:?} of {partition} ({source})"
                         ),
                         details: json!({
-                            "partition": name,
+                            "partition": partition,
                             "value": value,
                             "offsets": offsets,
                             "log": source,

@@ -32,6 +32,7 @@
 
 use serde_json::json;
 
+use crate::node::NodeId;
 use crate::reader::{EpochEntry, FindingKind, ReplicaState};
 
 use super::{CheckResult, Checker, Evidence, RunData};
@@ -162,9 +163,9 @@ pub(crate) fn problems(
     found
 }
 
-fn evidence_of(node: &str, replica: &ReplicaState, problem: &Problem) -> Evidence {
+fn evidence_of(node: NodeId, replica: &ReplicaState, problem: &Problem) -> Evidence {
     let where_ = format!("{node} {}/leader-epoch-checkpoint", replica.dir.display());
-    let partition = format!("{}-{}", replica.topic, replica.partition);
+    let partition = replica.partition_ref();
     match problem {
         Problem::NotMonotonic {
             index,
@@ -231,7 +232,7 @@ fn evidence_of(node: &str, replica: &ReplicaState, problem: &Problem) -> Evidenc
 fn check(run: &RunData) -> Result<CheckResult, String> {
     let mut evidence = Vec::new();
     let (mut checked, mut without) = (0u64, 0u64);
-    for (node, dir) in &run.replicas {
+    for (&node, dir) in &run.replicas {
         for replica in &dir.replicas {
             let epoch_file = replica.dir.join("leader-epoch-checkpoint");
             let unreadable = replica.findings.iter().find(|f| {
@@ -270,20 +271,13 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             }
         }
     }
-    let result = if !evidence.is_empty() {
-        CheckResult::invalid(
-            NAME,
-            format!("{} epoch-file problem(s)", evidence.len()),
-            evidence,
-        )
-    } else if checked == 0 {
-        CheckResult::unknown(NAME, "no replica had a leader-epoch-checkpoint to check")
-    } else {
-        CheckResult::valid(
-            NAME,
-            format!("{checked} epoch file(s) monotonic and in agreement with their batches"),
-        )
-    };
+    let result = CheckResult::fold(
+        NAME,
+        evidence,
+        |evidence| format!("{} epoch-file problem(s)", evidence.len()),
+        (checked == 0).then(|| "no replica had a leader-epoch-checkpoint to check".to_owned()),
+        || format!("{checked} epoch file(s) monotonic and in agreement with their batches"),
+    );
     Ok(result
         .with_count("epoch-files-checked", checked)
         .with_count("replicas-without-epoch-file", without))

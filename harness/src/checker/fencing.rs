@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::json;
 
 use super::{CheckResult, Checker, Evidence, RunData};
+use crate::node::NodeId;
 use crate::reader::state_change::StateChange;
 use crate::timeline::Timeline;
 
@@ -69,33 +70,33 @@ pub fn check(run: &RunData) -> Result<CheckResult, String> {
         .flatten()
         .filter(|entry| !entry.applied())
         .count() as u64;
-    let result = if !evidence.is_empty() {
-        let n = evidence.len();
-        CheckResult::invalid(
-            NAME,
-            format!("{n} stale or uncommitted controller decisions applied"),
-            evidence,
-        )
-    } else if run.timeline.is_none() {
-        CheckResult::unknown(
-            NAME,
+    let result = CheckResult::fold(
+        NAME,
+        evidence,
+        |evidence| {
+            format!(
+                "{} stale or uncommitted controller decisions applied",
+                evidence.len()
+            )
+        },
+        run.timeline.is_none().then(|| {
             "rule 1 (controller epochs never go backwards in a broker's applied decisions) \
              holds; rule 2 (every applied LeaderAndIsr was committed in etcd) needs etcd's \
-             timeline, which the run did not record",
-        )
-    } else {
-        CheckResult::valid(
-            NAME,
+             timeline, which the run did not record"
+                .to_owned()
+        }),
+        || {
             "no broker applied a decision with a stale controller epoch or one etcd never \
-             recorded",
-        )
-    };
+             recorded"
+                .to_owned()
+        },
+    );
     Ok(result
         .with_count("applied", applied)
         .with_count("rejected", rejected))
 }
 
-fn entry_json(node: &str, index: usize, entry: &StateChange) -> serde_json::Value {
+fn entry_json(node: NodeId, index: usize, entry: &StateChange) -> serde_json::Value {
     json!({
         "node": node,
         "entry": index,
@@ -114,9 +115,9 @@ fn entry_json(node: &str, index: usize, entry: &StateChange) -> serde_json::Valu
 /// Rule 1: along each broker's log, an applied entry whose controller epoch is
 /// below the highest applied before it. One evidence per (broker, stale
 /// controller, stale epoch, newer epoch), naming the first such entry.
-fn stale_epochs_applied(logs: &BTreeMap<String, Vec<StateChange>>) -> Vec<Evidence> {
+fn stale_epochs_applied(logs: &BTreeMap<NodeId, Vec<StateChange>>) -> Vec<Evidence> {
     let mut evidence = Vec::new();
-    for (node, entries) in logs {
+    for (&node, entries) in logs {
         let mut newest: Option<(usize, &StateChange)> = None;
         let mut found: BTreeMap<(i32, i32, i32), (usize, usize, usize)> = BTreeMap::new();
         for (index, entry) in entries.iter().enumerate() {
@@ -169,7 +170,7 @@ fn stale_epochs_applied(logs: &BTreeMap<String, Vec<StateChange>>) -> Vec<Eviden
 /// recorded for its partition. The evidence shows what etcd did record for
 /// that partition and leader epoch, with revisions.
 fn uncommitted_decisions_applied(
-    logs: &BTreeMap<String, Vec<StateChange>>,
+    logs: &BTreeMap<NodeId, Vec<StateChange>>,
     timeline: &Timeline,
 ) -> Vec<Evidence> {
     let committed: BTreeSet<(&str, i64, i32, i32)> = timeline
@@ -185,7 +186,7 @@ fn uncommitted_decisions_applied(
         })
         .collect();
     let mut evidence = Vec::new();
-    for (node, entries) in logs {
+    for (&node, entries) in logs {
         for (index, entry) in entries.iter().enumerate() {
             if entry.request != "LeaderAndIsr" || !entry.applied() {
                 continue;
@@ -274,7 +275,7 @@ mod tests {
         let mut fenced = entry("LeaderAndIsr", 1, 1, 1);
         fenced.outcome = "rejected".into();
         logs.insert(
-            "b1".to_owned(),
+            NodeId::new(1),
             vec![
                 entry("LeaderAndIsr", 1, 1, 0),
                 entry("UpdateMetadata", 2, 2, 1),
@@ -283,9 +284,9 @@ mod tests {
             ],
         );
         // Another broker applying epoch 1 after b1 saw 2 is not b1's history.
-        logs.insert("b2".to_owned(), vec![entry("LeaderAndIsr", 1, 1, 0)]);
+        logs.insert(NodeId::new(2), vec![entry("LeaderAndIsr", 1, 1, 0)]);
         assert!(stale_epochs_applied(&logs).is_empty());
-        logs.get_mut("b1")
+        logs.get_mut(&NodeId::new(1))
             .unwrap()
             .push(entry("StopReplica", 1, 1, 1));
         let evidence = stale_epochs_applied(&logs);
@@ -298,7 +299,7 @@ mod tests {
     fn fencing_checker_without_timeline_is_unknown_naming_rule_2() {
         let mut run = RunData::default();
         run.state_changes
-            .insert("b1".into(), vec![entry("LeaderAndIsr", 1, 1, 0)]);
+            .insert(NodeId::new(1), vec![entry("LeaderAndIsr", 1, 1, 0)]);
         let result = check(&run).unwrap();
         assert_eq!(result.verdict, Verdict::Unknown);
         assert!(result.message.contains("rule 2"), "{}", result.message);

@@ -21,13 +21,16 @@
 //! not invalid; a drop on one node when there is no timeline to tell is
 //! unknown.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::json;
 
-use super::consumer::{Poll, polls, split_partition};
+use super::consumer::{OkPoll, ok_polls};
 use super::{CheckResult, Checker, Evidence, RunData};
+use crate::history::Process;
+use crate::node::NodeId;
 use crate::timeline::Timeline;
+use crate::topic_partition::PartitionRef;
 
 const NAME: &str = "high-watermark";
 
@@ -55,42 +58,41 @@ pub fn checker() -> Checker {
 
 /// The distinct leader epochs in which `node` led `partition`, per the
 /// timeline; `None` when the timeline says nothing about the partition.
-fn epochs_led(timeline: &Timeline, partition: &str, node: &str) -> Option<BTreeSet<i32>> {
-    let (topic, number) = split_partition(partition)?;
-    let id: i32 = node.strip_prefix('b')?.parse().ok()?;
-    let states: Vec<_> = timeline
-        .partition_states
-        .iter()
-        .filter(|s| s.topic == topic && i64::from(s.partition) == i64::from(number))
-        .collect();
+fn epochs_led(
+    timeline: &Timeline,
+    partition: &PartitionRef,
+    node: NodeId,
+) -> Option<BTreeSet<i32>> {
+    let states = timeline.states_of(&partition.topic, partition.partition);
     if states.is_empty() {
         return None;
     }
     Some(
         states
             .iter()
-            .filter(|s| s.leader == id)
+            .filter(|s| s.leader == node.broker_id())
             .map(|s| s.leader_epoch)
             .collect(),
     )
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
-    let polls = polls(&run.history)?;
+    let polls = ok_polls(&run.history);
     let mut evidence = Vec::new();
     let mut unresolved = Vec::new();
     let mut across_leaders = 0u64;
     let mut after_leader_change = 0u64;
 
     // (process, partition) → the highest offset it consumed so far.
-    let mut consumed: BTreeMap<(String, &str), i64> = BTreeMap::new();
+    let mut consumed: HashMap<(Process, &PartitionRef), i64> = HashMap::new();
     for poll in &polls {
-        let key = (poll.process.to_string(), poll.partition.as_str());
+        let key = (poll.process, poll.partition);
         let before = consumed.get(&key).copied();
-        if let Some(last) = poll.records.iter().map(|(o, _)| *o).max() {
+        if let Some(last) = poll.records.iter().map(|r| r.offset()).max() {
             consumed.insert(key, before.map_or(last, |b| b.max(last)));
         }
-        if let Some((offset, _)) = poll.records.iter().find(|(o, _)| *o < poll.from_offset) {
+        if let Some(record) = poll.records.iter().find(|r| r.offset() < poll.from_offset) {
+            let offset = record.offset();
             evidence.push(Evidence {
                 anomaly: "consumed-offset-regressed".into(),
                 summary: format!(
@@ -108,16 +110,16 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 
     // For each poll, the highest high watermark of the polls of its
     // partition that completed before it was invoked, per serving node.
-    let mut by_completion: Vec<&Poll> = polls.iter().collect();
+    let mut by_completion: Vec<&OkPoll> = polls.iter().collect();
     by_completion.sort_by_key(|p| p.index);
-    let mut by_invoke: Vec<&Poll> = polls.iter().collect();
+    let mut by_invoke: Vec<&OkPoll> = polls.iter().collect();
     by_invoke.sort_by_key(|p| p.invoke_index);
     // (partition, node) → the poll with the highest HW completed so far.
-    let mut highest: BTreeMap<(&str, Option<&str>), &Poll> = BTreeMap::new();
+    let mut highest: BTreeMap<(&PartitionRef, Option<NodeId>), &OkPoll> = BTreeMap::new();
     let mut completed = by_completion.into_iter().peekable();
     for later in by_invoke {
         while let Some(done) = completed.next_if(|p| p.index < later.invoke_index) {
-            let key = (done.partition.as_str(), done.node.as_deref());
+            let key = (done.partition, done.node);
             let best = highest.entry(key).or_insert(done);
             if done.high_watermark > best.high_watermark {
                 *best = done;
@@ -128,11 +130,11 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             if *partition != later.partition || earlier.high_watermark <= later.high_watermark {
                 continue;
             }
-            if *node != later.node.as_deref() || node.is_none() {
+            // An unnamed server cannot be the same leader as anyone.
+            let Some(node) = node.filter(|&node| Some(node) == later.node) else {
                 other_node_higher = true;
                 continue;
-            }
-            let node = node.unwrap_or_default();
+            };
             let epochs = run
                 .timeline
                 .as_ref()
@@ -164,35 +166,24 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         }
     }
 
-    let result = if !evidence.is_empty() {
-        let kinds: BTreeSet<&str> = evidence.iter().map(|e| e.anomaly.as_str()).collect();
-        CheckResult::invalid(
-            NAME,
-            format!(
-                "{} anomalies: {}",
-                evidence.len(),
-                kinds.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-            evidence,
-        )
-    } else if let Some(first) = unresolved.first() {
-        CheckResult::unknown(
-            NAME,
+    let result = CheckResult::fold(
+        NAME,
+        evidence,
+        super::anomalies_message,
+        unresolved.first().map(|first| {
             format!(
                 "{} high watermark drop(s) on one node with no timeline to tell whether \
                  leadership changed between, first: {first}",
                 unresolved.len()
-            ),
-        )
-    } else {
-        CheckResult::valid(
-            NAME,
+            )
+        }),
+        || {
             format!(
                 "{} polls: no high watermark drop on one leader, no record below a from_offset",
                 polls.len()
-            ),
-        )
-    };
+            )
+        },
+    );
     Ok(result
         .with_count("polls", polls.len() as u64)
         .with_count("drops-across-leaders", across_leaders)
@@ -203,24 +194,46 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 mod tests {
     use super::*;
     use crate::checker::Verdict;
-    use crate::history::{Op, OpType, Process};
+    use crate::history::{Body, Op, OpType, Poll, PolledRecord, Read, RecordValue};
     use crate::timeline::PartitionStateChange;
-    use serde_json::Value;
 
-    fn op(index: u64, process: u64, kind: OpType, value: Value) -> Op {
+    fn op(index: u64, process: u64, kind: OpType, poll: Poll) -> Op {
         Op {
             index,
             time_ns: index,
             process: Process::Client(process),
             kind,
-            body: crate::history::Body::from_value("poll", kind, value).unwrap(),
+            body: Body::Poll(poll),
             error: None,
         }
     }
 
-    fn ok(node: &str, from: i64, records: Value, hw: i64) -> Value {
-        json!({"partition": "t-0", "from_offset": from, "node": node,
-               "records": records, "high_watermark": hw})
+    /// The invoke of a poll of t-0 from offset 0, its server not yet known.
+    fn invoke() -> Poll {
+        Poll {
+            partition: PartitionRef::new("t", 0),
+            from_offset: 0,
+            node: None,
+            read: None,
+        }
+    }
+
+    /// An ok poll of t-0 served by broker `node`; `records` as `(offset, value)`.
+    fn ok(node: u32, from: u64, records: &[(i64, i64)], hw: i64) -> Poll {
+        let read = Read {
+            records: records
+                .iter()
+                .map(|&(offset, value)| PolledRecord(offset, RecordValue::Number(value)))
+                .collect(),
+            high_watermark: hw,
+            leader_epoch: None,
+        };
+        Poll {
+            from_offset: from,
+            node: Some(NodeId::new(node)),
+            read: Some(read),
+            ..invoke()
+        }
     }
 
     fn leader(revision: i64, leader: i32, leader_epoch: i32) -> PartitionStateChange {
@@ -247,28 +260,18 @@ mod tests {
     }
 
     /// Process 0 polls b1 (HW 5), then process 1 polls `node` (HW 3).
-    fn two_polls(node: &str) -> Vec<Op> {
+    fn two_polls(node: u32) -> Vec<Op> {
         vec![
-            op(
-                0,
-                0,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(1, 0, OpType::Ok, ok("b1", 0, json!([]), 5)),
-            op(
-                2,
-                1,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(3, 1, OpType::Ok, ok(node, 0, json!([]), 3)),
+            op(0, 0, OpType::Invoke, invoke()),
+            op(1, 0, OpType::Ok, ok(1, 0, &[], 5)),
+            op(2, 1, OpType::Invoke, invoke()),
+            op(3, 1, OpType::Ok, ok(node, 0, &[], 3)),
         ]
     }
 
     #[test]
     fn checker_watermark_drop_on_one_leader_epoch_is_invalid_across_processes() {
-        let result = check(&run(two_polls("b1"), Some(vec![leader(1, 1, 0)]))).unwrap();
+        let result = check(&run(two_polls(1), Some(vec![leader(1, 1, 0)]))).unwrap();
         assert_eq!(result.verdict, Verdict::Invalid);
         let e = &result.evidence[0];
         assert_eq!(e.anomaly, "high-watermark-regressed");
@@ -279,36 +282,26 @@ mod tests {
     #[test]
     fn checker_watermark_drop_across_leaders_is_counted_not_invalid() {
         let mut states = vec![leader(1, 1, 0), leader(2, 2, 1)];
-        let result = check(&run(two_polls("b2"), Some(states.clone()))).unwrap();
+        let result = check(&run(two_polls(2), Some(states.clone()))).unwrap();
         assert_eq!(result.verdict, Verdict::Valid);
         assert_eq!(result.counts["drops-across-leaders"], 1);
         // b1 led again in a later epoch: a drop on b1 is KIP-207's case too.
         states.push(leader(3, 1, 2));
-        let result = check(&run(two_polls("b1"), Some(states))).unwrap();
+        let result = check(&run(two_polls(1), Some(states))).unwrap();
         assert_eq!(result.verdict, Verdict::Valid);
         assert_eq!(result.counts["drops-after-leader-change"], 1);
         // No timeline: the same-node drop cannot be judged.
-        let result = check(&run(two_polls("b1"), None)).unwrap();
+        let result = check(&run(two_polls(1), None)).unwrap();
         assert_eq!(result.verdict, Verdict::Unknown);
     }
 
     #[test]
     fn checker_watermark_overlapping_polls_are_not_ordered() {
         let history = vec![
-            op(
-                0,
-                0,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(
-                1,
-                1,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(2, 0, OpType::Ok, ok("b1", 0, json!([]), 5)),
-            op(3, 1, OpType::Ok, ok("b1", 0, json!([]), 3)),
+            op(0, 0, OpType::Invoke, invoke()),
+            op(1, 1, OpType::Invoke, invoke()),
+            op(2, 0, OpType::Ok, ok(1, 0, &[], 5)),
+            op(3, 1, OpType::Ok, ok(1, 0, &[], 3)),
         ];
         let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
         assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.evidence);
@@ -317,20 +310,10 @@ mod tests {
     #[test]
     fn checker_watermark_record_below_from_offset_is_invalid() {
         let history = vec![
-            op(
-                0,
-                0,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(1, 0, OpType::Ok, ok("b1", 0, json!([[0, 10], [3, 13]]), 5)),
-            op(
-                2,
-                0,
-                OpType::Invoke,
-                json!({"partition": "t-0", "from_offset": 0}),
-            ),
-            op(3, 0, OpType::Ok, ok("b1", 4, json!([[3, 13], [4, 14]]), 5)),
+            op(0, 0, OpType::Invoke, invoke()),
+            op(1, 0, OpType::Ok, ok(1, 0, &[(0, 10), (3, 13)], 5)),
+            op(2, 0, OpType::Invoke, invoke()),
+            op(3, 0, OpType::Ok, ok(1, 4, &[(3, 13), (4, 14)], 5)),
         ];
         let result = check(&run(history.clone(), Some(vec![leader(1, 1, 0)]))).unwrap();
         assert_eq!(result.verdict, Verdict::Invalid);
@@ -342,7 +325,7 @@ mod tests {
         assert_eq!(e.details["consumed_before"], json!(3));
         // Asking for offset 3 again is a re-read the consumer asked for.
         let mut history = history;
-        if let crate::history::Body::Poll(poll) = &mut history[3].body {
+        if let Body::Poll(poll) = &mut history[3].body {
             poll.from_offset = 3;
         }
         let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();

@@ -12,9 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::json;
 
 use super::{CheckResult, Checker, Evidence, RunData};
+use crate::node::NodeId;
 use crate::reader::state_change::StateChange;
 use crate::reader::{DataDirState, Payload};
 use crate::timeline::Timeline;
+use crate::topic_partition::PartitionRef;
 
 pub const NAME: &str = "one-leader-per-epoch";
 
@@ -74,28 +76,27 @@ pub fn check(run: &RunData) -> Result<CheckResult, String> {
         .timeline
         .as_ref()
         .map_or(0, |t| t.partition_states.len() as u64);
-    let result = if !evidence.is_empty() {
-        let n = evidence.len();
-        CheckResult::invalid(
-            NAME,
-            format!("{n} (partition, leader epoch) pairs with two leaders"),
-            evidence,
-        )
-    } else if !skipped.is_empty() {
-        CheckResult::unknown(
-            NAME,
+    let result = CheckResult::fold(
+        NAME,
+        evidence,
+        |evidence| {
+            format!(
+                "{} (partition, leader epoch) pairs with two leaders",
+                evidence.len()
+            )
+        },
+        (!skipped.is_empty()).then(|| {
             format!(
                 "no two leaders found in what was checked, but rule {}",
                 skipped.join("; rule ")
-            ),
-        )
-    } else {
-        CheckResult::valid(
-            NAME,
+            )
+        }),
+        || {
             "one leader per (partition, leader epoch) in etcd, in the applied decisions \
-             and on disk",
-        )
-    };
+             and on disk"
+                .to_owned()
+        },
+    );
     Ok(result
         .with_count("etcd-partition-states", states)
         .with_count("applied-leader-and-isr", applied))
@@ -147,10 +148,10 @@ fn etcd_leaders(timeline: &Timeline) -> Vec<Evidence> {
 
 /// Rule (b): applied LeaderAndIsr entries of every broker, grouped by
 /// (partition, leader epoch); more than one leader in a group is evidence.
-fn applied_leaders(logs: &BTreeMap<String, Vec<StateChange>>) -> Vec<Evidence> {
-    type Seen<'a> = Vec<(&'a str, usize, &'a StateChange)>;
+fn applied_leaders(logs: &BTreeMap<NodeId, Vec<StateChange>>) -> Vec<Evidence> {
+    type Seen<'a> = Vec<(NodeId, usize, &'a StateChange)>;
     let mut groups: BTreeMap<(&str, i32, i32), BTreeMap<i32, Seen<'_>>> = BTreeMap::new();
-    for (node, entries) in logs {
+    for (&node, entries) in logs {
         for (index, entry) in entries.iter().enumerate() {
             if !is_applied_leader_and_isr(entry) || entry.leader == -1 {
                 continue;
@@ -170,8 +171,9 @@ fn applied_leaders(logs: &BTreeMap<String, Vec<StateChange>>) -> Vec<Evidence> {
             let named: Vec<String> = leaders
                 .iter()
                 .map(|(leader, seen)| {
-                    let nodes: BTreeSet<&str> = seen.iter().map(|(node, _, _)| *node).collect();
-                    format!("{leader} (applied by {})", Vec::from_iter(nodes).join(", "))
+                    let nodes: BTreeSet<NodeId> = seen.iter().map(|(node, _, _)| *node).collect();
+                    let nodes: Vec<String> = nodes.iter().map(NodeId::to_string).collect();
+                    format!("{leader} (applied by {})", nodes.join(", "))
                 })
                 .collect();
             Evidence {
@@ -203,7 +205,7 @@ fn applied_leaders(logs: &BTreeMap<String, Vec<StateChange>>) -> Vec<Evidence> {
 
 /// One record as one replica holds it.
 struct Held<'a> {
-    node: &'a str,
+    node: NodeId,
     epoch: i32,
     value: Option<&'a Payload>,
     file: String,
@@ -213,13 +215,11 @@ struct Held<'a> {
 /// Rule (c): for every offset two replicas both hold in batches of the same
 /// partition leader epoch, the values must be equal. One evidence per
 /// (partition, epoch, pair of replicas), naming the first differing offset.
-fn replica_writers(replicas: &BTreeMap<String, DataDirState>) -> Vec<Evidence> {
-    let mut offsets: BTreeMap<(&str, i32), BTreeMap<i64, Vec<Held<'_>>>> = BTreeMap::new();
-    for (node, dir) in replicas {
+fn replica_writers(replicas: &BTreeMap<NodeId, DataDirState>) -> Vec<Evidence> {
+    let mut offsets: BTreeMap<PartitionRef, BTreeMap<i64, Vec<Held<'_>>>> = BTreeMap::new();
+    for (&node, dir) in replicas {
         for replica in &dir.replicas {
-            let by_offset = offsets
-                .entry((&replica.topic, replica.partition))
-                .or_default();
+            let by_offset = offsets.entry(replica.partition_ref()).or_default();
             for (batch, record) in replica.records() {
                 by_offset.entry(record.offset).or_default().push(Held {
                     node,
@@ -231,10 +231,10 @@ fn replica_writers(replicas: &BTreeMap<String, DataDirState>) -> Vec<Evidence> {
             }
         }
     }
-    // (topic, partition, epoch, node a, node b) → (first offset, its two holdings, count).
-    type Pair<'a> = (&'a str, i32, i32, &'a str, &'a str);
+    // (partition, epoch, node a, node b) → (first offset, its two holdings, count).
+    type Pair<'a> = (&'a PartitionRef, i32, NodeId, NodeId);
     let mut found: BTreeMap<Pair<'_>, (i64, usize, &Held<'_>, &Held<'_>)> = BTreeMap::new();
-    for (&(topic, partition), by_offset) in &offsets {
+    for (partition, by_offset) in &offsets {
         for (&offset, held) in by_offset {
             for (i, a) in held.iter().enumerate() {
                 for b in &held[i + 1..] {
@@ -243,7 +243,7 @@ fn replica_writers(replicas: &BTreeMap<String, DataDirState>) -> Vec<Evidence> {
                     }
                     let (a, b) = if a.node < b.node { (a, b) } else { (b, a) };
                     found
-                        .entry((topic, partition, a.epoch, a.node, b.node))
+                        .entry((partition, a.epoch, a.node, b.node))
                         .and_modify(|(_, count, _, _)| *count += 1)
                         .or_insert((offset, 1, a, b));
                 }
@@ -254,10 +254,10 @@ fn replica_writers(replicas: &BTreeMap<String, DataDirState>) -> Vec<Evidence> {
     found
         .into_iter()
         .map(
-            |((topic, partition, epoch, _, _), (offset, count, a, b))| Evidence {
+            |((partition, epoch, _, _), (offset, count, a, b))| Evidence {
                 anomaly: "two-writers-in-one-epoch".into(),
                 summary: format!(
-                    "{topic}-{partition} offset {offset}, leader epoch {epoch}: {} holds {}, \
+                    "{partition} offset {offset}, leader epoch {epoch}: {} holds {}, \
                      {} holds {} ({count} offsets differ in this epoch)",
                     a.node,
                     shown(a.value),
@@ -265,8 +265,8 @@ fn replica_writers(replicas: &BTreeMap<String, DataDirState>) -> Vec<Evidence> {
                     shown(b.value)
                 ),
                 details: json!({
-                    "topic": topic,
-                    "partition": partition,
+                    "topic": partition.topic,
+                    "partition": partition.partition,
                     "leader_epoch": epoch,
                     "first_offset": offset,
                     "differing_offsets": count,
@@ -348,14 +348,14 @@ mod tests {
     #[test]
     fn leader_rule_b_flags_applied_decisions_only() {
         let mut logs = BTreeMap::new();
-        logs.insert("b1".to_owned(), vec![applied(1, 0), applied(2, 1)]);
+        logs.insert(NodeId::new(1), vec![applied(1, 0), applied(2, 1)]);
         let mut rejected = applied(3, 1);
         rejected.outcome = "rejected".into();
         let mut metadata = applied(3, 1);
         metadata.request = "UpdateMetadata".into();
-        logs.insert("b2".to_owned(), vec![applied(2, 1), rejected, metadata]);
+        logs.insert(NodeId::new(2), vec![applied(2, 1), rejected, metadata]);
         assert!(applied_leaders(&logs).is_empty());
-        logs.get_mut("b2").unwrap().push(applied(3, 1));
+        logs.get_mut(&NodeId::new(2)).unwrap().push(applied(3, 1));
         let evidence = applied_leaders(&logs);
         assert_eq!(evidence.len(), 1, "{evidence:?}");
         assert!(
@@ -380,7 +380,7 @@ mod tests {
         // Invalid wins over a skipped rule.
         let mut run = RunData::default();
         run.state_changes
-            .insert("b1".into(), vec![applied(1, 0), applied(2, 0)]);
+            .insert(NodeId::new(1), vec![applied(1, 0), applied(2, 0)]);
         assert_eq!(check(&run).unwrap().verdict, Verdict::Invalid);
     }
 }

@@ -13,10 +13,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use crate::history::{Op, OpType, Process, Verb};
+use crate::node::NodeId;
+use crate::schedule::Acks;
+use crate::timeline::{PartitionStateChange, Timeline};
+use crate::topic_partition::PartitionRef;
 
-use super::final_log::{
-    FinalLog, final_log, node_name, offsets_by_value, states, unclean_elections,
-};
+use super::final_log::FinalLog;
 use super::{CheckResult, Checker, Evidence, RunData};
 
 pub const NAME: &str = "lost-write";
@@ -50,39 +52,19 @@ pub fn checker() -> Checker {
     }
 }
 
-/// How many replicas had to have a write before its ack.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Acks {
-    All,
-    One,
-    Zero,
-}
-
-impl Acks {
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Acks::All => "all",
-            Acks::One => "1",
-            Acks::Zero => "0",
-        }
-    }
-}
-
 /// One value of a `send` that ended ok.
 #[derive(Debug, Clone)]
 pub(crate) struct AckedValue {
     /// The index of the `ok` completion.
     pub index: u64,
-    pub partition: String,
-    pub topic: String,
-    pub partition_number: i32,
+    pub partition: PartitionRef,
     pub value: i64,
     pub acks: Acks,
     /// `None` for acks=0 (the broker names no offset).
     pub offset: Option<i64>,
     /// The ISR etcd showed just after the ack.
-    pub isr: Option<Vec<i64>>,
-    pub leader_epoch: Option<i64>,
+    pub isr: Option<Vec<NodeId>>,
+    pub leader_epoch: Option<i32>,
 }
 
 impl AckedValue {
@@ -95,23 +77,24 @@ impl AckedValue {
                 .unwrap_or_default(),
             self.partition,
             self.index,
-            self.acks.label(),
+            self.acks,
             self.isr
-                .as_ref()
-                .map_or("unknown".into(), |isr| format!("{isr:?}")),
+                .as_deref()
+                .map_or("unknown".into(), |isr| format!("{:?}", NodeId::ids(isr))),
             self.leader_epoch
                 .map_or("unknown".into(), |e| e.to_string()),
         )
     }
 
+    /// The evidence's particulars; the ISR as broker ids, as etcd lists it.
     pub(crate) fn details(&self) -> Value {
         json!({
             "value": self.value,
             "partition": self.partition,
             "acked_offset": self.offset,
             "history_index": self.index,
-            "acks": self.acks.label(),
-            "isr": self.isr,
+            "acks": self.acks,
+            "isr": self.isr.as_deref().map(NodeId::ids),
             "leader_epoch": self.leader_epoch,
         })
     }
@@ -127,33 +110,27 @@ pub(crate) fn acked_values(history: &[Op]) -> Result<Vec<AckedValue>, String> {
         let Some((send, ack)) = op.acked_send() else {
             continue;
         };
-        let bad = |what: &str| format!("history index {}: send ok {what}", op.index);
-        let acks = match send.acks {
-            crate::schedule::Acks::All => Acks::All,
-            crate::schedule::Acks::Leader => Acks::One,
-            crate::schedule::Acks::None => Acks::Zero,
-        };
         if let Some(offsets) = &ack.offsets
             && offsets.len() != send.values.len()
         {
-            return Err(bad("has a different number of offsets and values"));
+            return Err(format!(
+                "history index {}: send ok has a different number of offsets and values",
+                op.index
+            ));
         }
-        let isr: Option<Vec<i64>> = ack
+        let isr: Option<Vec<NodeId>> = ack
             .isr
             .as_ref()
-            .map(|isr| isr.iter().map(|&id| i64::from(id)).collect());
-        let leader_epoch = ack.leader_epoch.map(i64::from);
+            .map(|isr| isr.iter().copied().map(NodeId::new).collect());
         for (i, &value) in send.values.iter().enumerate() {
             acked.push(AckedValue {
                 index: op.index,
-                partition: send.partition.to_string(),
-                topic: send.partition.topic.clone(),
-                partition_number: send.partition.wire_partition(),
+                partition: send.partition.clone(),
                 value,
-                acks,
+                acks: send.acks,
                 offset: ack.offsets.as_ref().map(|o| o[i]),
                 isr: isr.clone(),
-                leader_epoch,
+                leader_epoch: ack.leader_epoch,
             });
         }
     }
@@ -178,28 +155,26 @@ pub(crate) fn judge(run: &RunData, acked: &AckedValue) -> Judgement {
     if isr.is_empty() {
         return Judgement::Undetermined("the ack recorded an empty ISR".into());
     }
+    let partition = &acked.partition;
     // A timeline with no state for the partition rules nothing out.
-    let timeline = run
-        .timeline
-        .as_ref()
-        .filter(|t| !states(t, &acked.topic, acked.partition_number).is_empty());
+    let timeline = run.timeline.as_ref().filter(|t| {
+        !t.states_of(&partition.topic, partition.partition)
+            .is_empty()
+    });
     if let Some(timeline) = timeline
-        && let Some(election) = unclean_elections(timeline, &acked.topic, acked.partition_number)
-            .into_iter()
-            .find(|s| i64::from(s.leader_epoch) > leader_epoch)
+        && let Some((leader, election)) = unclean_elections_of(timeline, partition)
+            .find(|(_, elected)| elected.leader_epoch > leader_epoch)
     {
         return Judgement::Excused(format!(
-            "unclean election of {} at leader epoch {} (etcd revision {})",
-            node_name(election.leader),
-            election.leader_epoch,
-            election.revision
+            "unclean election of {leader} at leader epoch {} (etcd revision {})",
+            election.leader_epoch, election.revision
         ));
     }
     let lost = power_lost_nodes(run, acked);
-    if isr.iter().all(|id| lost.contains_key(&node_name(id))) {
+    if isr.iter().all(|node| lost.contains_key(node)) {
         let indices: BTreeSet<u64> = isr
             .iter()
-            .filter_map(|id| lost.get(&node_name(id)).copied())
+            .filter_map(|node| lost.get(node).copied())
             .collect();
         return Judgement::Excused(format!(
             "power loss of every ISR member (history indices {indices:?})"
@@ -207,19 +182,35 @@ pub(crate) fn judge(run: &RunData, acked: &AckedValue) -> Judgement {
     }
     if timeline.is_none() {
         return Judgement::Undetermined(format!(
-            "no timeline of {}: an unclean election after the ack cannot be ruled out",
-            acked.partition
+            "no timeline of {partition}: an unclean election after the ack cannot be ruled out"
         ));
     }
     Judgement::NotExcused
+}
+
+/// The unclean elections etcd recorded for one partition, each with the
+/// broker elected, in revision order.
+fn unclean_elections_of<'a>(
+    timeline: &'a Timeline,
+    partition: &'a PartitionRef,
+) -> impl Iterator<Item = (NodeId, &'a PartitionStateChange)> {
+    timeline
+        .unclean_elections()
+        .into_iter()
+        .map(|election| election.elected)
+        .filter(|elected| {
+            elected.topic == partition.topic && elected.partition == partition.partition
+        })
+        .filter_map(|elected| Some((NodeId::from_broker_id(elected.leader)?, elected)))
 }
 
 /// Nodes that lost unflushed bytes of this value's partition in a power loss
 /// after the ack → the history index of the first such fault. A power-loss op
 /// that records its cut must have cut the replica back to or below the acked
 /// offset; one that records no cut for the node counts on its name alone.
-fn power_lost_nodes(run: &RunData, acked: &AckedValue) -> BTreeMap<String, u64> {
-    let dir = format!("{}-{}", acked.topic, acked.partition_number);
+fn power_lost_nodes(run: &RunData, acked: &AckedValue) -> BTreeMap<NodeId, u64> {
+    // Disk faults name the replica by its directory, which is the partition's name.
+    let dir = acked.partition.to_string();
     let mut lost = BTreeMap::new();
     for op in &run.history {
         let Some(fault) = op.fault() else {
@@ -236,15 +227,14 @@ fn power_lost_nodes(run: &RunData, acked: &AckedValue) -> BTreeMap<String, u64> 
         let Some(done) = &fault.done else {
             continue;
         };
-        for node in &done.nodes {
+        for &node in &done.nodes {
             let cut = done.cut.as_ref().and_then(|cuts| {
-                cuts.iter().find(|c| c.node == *node).map(|c| {
+                cuts.iter().find(|c| c.node == node).map(|c| {
                     c.replicas()
                         .find(|r| r.replica == dir)
                         .map(|r| r.log_end_offset_after)
                 })
             });
-            let node = node.to_string();
             let reached = match (cut, acked.offset) {
                 // No cut recorded for this node: its name is the evidence.
                 (None, _) => true,
@@ -266,16 +256,16 @@ pub(crate) struct IndexedLog<'a> {
     pub log: FinalLog<'a>,
     pub by_value: BTreeMap<String, Vec<i64>>,
     /// Per holder of the partition: the values its replica holds.
-    held: Vec<(&'a str, BTreeSet<String>)>,
+    held: Vec<(NodeId, BTreeSet<String>)>,
 }
 
 impl IndexedLog<'_> {
     /// Nodes whose replica of the partition does not hold the value anywhere.
-    pub(crate) fn lacking(&self, value: &str) -> Vec<String> {
+    pub(crate) fn lacking(&self, value: &str) -> Vec<NodeId> {
         self.held
             .iter()
             .filter(|(_, values)| !values.contains(value))
-            .map(|(node, _)| (*node).to_owned())
+            .map(|(node, _)| *node)
             .collect()
     }
 }
@@ -290,19 +280,24 @@ pub(crate) fn excused_by(excuses: &BTreeSet<String>) -> String {
 }
 
 /// One line from each reason a value could not be judged, with the first
-/// value it held back.
-pub(crate) fn unknown_message(unknown: BTreeMap<String, String>) -> String {
-    unknown
-        .into_iter()
-        .map(|(why, first)| format!("{why} (first: {first})"))
-        .collect::<Vec<_>>()
-        .join("; ")
+/// value it held back; `None` when every value was judged.
+pub(crate) fn unknown_message(unknown: BTreeMap<String, String>) -> Option<String> {
+    if unknown.is_empty() {
+        return None;
+    }
+    Some(
+        unknown
+            .into_iter()
+            .map(|(why, first)| format!("{why} (first: {first})"))
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
 }
 
 /// Final logs per partition, chosen and indexed once.
 pub(crate) struct FinalLogs<'a> {
     run: &'a RunData,
-    logs: BTreeMap<String, Result<IndexedLog<'a>, String>>,
+    logs: BTreeMap<PartitionRef, Result<IndexedLog<'a>, String>>,
 }
 
 impl<'a> FinalLogs<'a> {
@@ -313,19 +308,22 @@ impl<'a> FinalLogs<'a> {
         }
     }
 
-    /// The final log of the value's partition, indexed.
-    pub(crate) fn get(&mut self, acked: &AckedValue) -> Result<&IndexedLog<'a>, &String> {
+    /// The final log of `partition`, indexed.
+    pub(crate) fn get(&mut self, partition: &PartitionRef) -> Result<&IndexedLog<'a>, &String> {
         let run = self.run;
         self.logs
-            .entry(acked.partition.clone())
+            .entry(partition.clone())
             .or_insert_with(|| {
-                final_log(run, &acked.topic, acked.partition_number).map(|log| IndexedLog {
-                    by_value: log.offsets_by_value(),
+                FinalLog::of(run, partition).map(|log| IndexedLog {
+                    by_value: log.replica.compact().offsets_by_value(),
                     held: log
                         .holders
                         .iter()
                         .map(|(node, replica)| {
-                            (*node, offsets_by_value(replica).into_keys().collect())
+                            (
+                                *node,
+                                replica.compact().offsets_by_value().into_keys().collect(),
+                            )
                         })
                         .collect(),
                     log,
@@ -347,14 +345,14 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let mut excuses: BTreeSet<String> = BTreeSet::new();
     for a in &acked {
         *counts.entry("acknowledged").or_default() += 1;
-        let indexed = match logs.get(a) {
+        let indexed = match logs.get(&a.partition) {
             Ok(found) => found,
             Err(why) => {
                 *counts
                     .entry(match a.acks {
                         Acks::All => "unchecked-acks-all",
-                        Acks::One => "unchecked-acks-1",
-                        Acks::Zero => "unchecked-acks-0",
+                        Acks::Leader => "unchecked-acks-1",
+                        Acks::None => "unchecked-acks-0",
                     })
                     .or_default() += 1;
                 if a.acks == Acks::All {
@@ -383,11 +381,11 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             }
         };
         match a.acks {
-            Acks::One => {
+            Acks::Leader => {
                 *counts.entry("lost-acks-1").or_default() += 1;
                 report("lost-acks-1-write", "acks=1 waits for the leader alone");
             }
-            Acks::Zero => {
+            Acks::None => {
                 *counts.entry("lost-acks-0").or_default() += 1;
                 report("lost-acks-0-write", "acks=0 waits for nothing");
             }
@@ -420,7 +418,11 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                              after the ack and no power loss of its whole ISR",
                             a.describe(),
                             log.chosen,
-                            lacking.join(", ")
+                            lacking
+                                .iter()
+                                .map(NodeId::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                         details,
                     });
@@ -428,30 +430,67 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             },
         }
     }
-    let mut result = if !evidence.is_empty() {
-        CheckResult::invalid(
-            NAME,
-            format!(
-                "{} acknowledged acks=all value(s) lost without excuse",
-                counts.get("lost-acks-all").copied().unwrap_or(0)
-            ),
-            evidence,
-        )
-    } else if !unknown.is_empty() {
-        CheckResult::unknown(NAME, unknown_message(unknown))
-    } else {
-        CheckResult::valid(
-            NAME,
+    let lost = counts.get("lost-acks-all").copied().unwrap_or(0);
+    let mut result = CheckResult::fold(
+        NAME,
+        evidence,
+        |_| format!("{lost} acknowledged acks=all value(s) lost without excuse"),
+        unknown_message(unknown),
+        || {
             format!(
                 "{} acknowledged value(s) checked; no acks=all write lost without excuse{}",
                 acked.len(),
                 excused_by(&excuses)
-            ),
-        )
-    };
+            )
+        },
+    );
     result.evidence.extend(reported);
     for (name, n) in counts {
         result = result.with_count(name, n);
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(revision: i64, leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionStateChange {
+        PartitionStateChange {
+            revision,
+            topic: "t".into(),
+            partition: 0,
+            leader,
+            leader_epoch,
+            isr: isr.to_vec(),
+            controller_epoch: 1,
+        }
+    }
+
+    #[test]
+    fn an_unclean_election_is_a_leader_outside_the_previous_isr_of_that_partition() {
+        let mut other = state(3, 3, 1, &[3]);
+        other.topic = "u".into();
+        let timeline = Timeline {
+            partition_states: vec![
+                state(1, 1, 0, &[1, 2, 3]),
+                other,
+                state(4, 1, 0, &[1]),
+                // No leader is not an election.
+                state(5, -1, 0, &[1]),
+                // b2 was not in [1]: unclean.
+                state(6, 2, 1, &[2]),
+                // b2 was in [2]: clean.
+                state(7, 2, 2, &[2, 3]),
+            ],
+            controllers: vec![],
+        };
+        let t0 = PartitionRef::new("t", 0);
+        let unclean: Vec<(NodeId, i64)> = unclean_elections_of(&timeline, &t0)
+            .map(|(leader, s)| (leader, s.revision))
+            .collect();
+        assert_eq!(unclean, vec![(NodeId::new(2), 6)]);
+        let u0 = PartitionRef::new("u", 0);
+        assert_eq!(unclean_elections_of(&timeline, &u0).count(), 0);
+    }
 }

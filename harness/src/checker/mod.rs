@@ -6,15 +6,11 @@
 //! that cannot run is unknown, never valid. Verdicts merge invalid > unknown >
 //! valid.
 //!
-//! What the history holds (run.rs writes it; checkers read it):
-//!
-//! | f | process | invoke value | completion value (ok) |
-//! |---|---|---|---|
-//! | `send` | client | `{partition: "t-0", values: [i64], acks: "all"/"1"/"0", node: "b1"/null}` | the same plus `offsets: [i64]` (null for acks=0), `isr: [u32]` and `leader_epoch` read from etcd just after the ack |
-//! | `poll` | client | `{partition, from_offset, node}` | the same plus `records: [[offset, value]]`, `high_watermark` (of the first fetch), `leader_epoch` from etcd just after |
-//! | fault verbs (`crash`, `power-loss`, ...) | nemesis | `{target}` or the fault's fields | `info` with `nodes: ["b1"]` and what it did |
-//!
-//! A `send` that ends `fail` definitely did not happen; `info` may have.
+//! Checkers read the history as typed ops (`history/op.rs` has the table of
+//! what each op holds): `Op::acked_send`, `Op::read` and `Op::fault`, never
+//! its JSON. A `send` that ends `fail` definitely did not happen; `info` may
+//! have. Nodes are `NodeId`s and partitions `PartitionRef`s throughout; the
+//! evidence spells them as every report does (`b1`, `t-0`).
 
 pub mod consumer;
 pub mod context;
@@ -28,7 +24,7 @@ pub mod leaders;
 pub mod lost_write;
 pub mod offset_changed;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -107,10 +103,41 @@ impl CheckResult {
         }
     }
 
+    /// The verdict a checker reaches from what it found, folded the one way
+    /// every checker folds it: any evidence makes it invalid, else a reason it
+    /// could not tell makes it unknown, else it is valid. Each message is
+    /// only written for the verdict that uses it.
+    pub fn fold(
+        checker: &str,
+        evidence: Vec<Evidence>,
+        invalid: impl FnOnce(&[Evidence]) -> String,
+        unknown: Option<String>,
+        valid: impl FnOnce() -> String,
+    ) -> Self {
+        if !evidence.is_empty() {
+            let message = invalid(&evidence);
+            Self::invalid(checker, message, evidence)
+        } else if let Some(why) = unknown {
+            Self::unknown(checker, why)
+        } else {
+            Self::valid(checker, valid())
+        }
+    }
+
     pub fn with_count(mut self, name: &str, n: u64) -> Self {
         self.counts.insert(name.to_owned(), n);
         self
     }
+}
+
+/// `3 anomalies: poll-skip, truncated-read`: how many, and which kinds.
+pub(crate) fn anomalies_message(evidence: &[Evidence]) -> String {
+    let kinds: BTreeSet<&str> = evidence.iter().map(|e| e.anomaly.as_str()).collect();
+    format!(
+        "{} anomalies: {}",
+        evidence.len(),
+        kinds.into_iter().collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// A checker: a name, the guarantee it asserts with its source, what it does
@@ -207,6 +234,49 @@ mod tests {
         assert_eq!(
             check(&run, &[valid, erring, invalid]).verdict,
             Verdict::Invalid
+        );
+    }
+
+    fn evidence(anomaly: &str) -> Evidence {
+        Evidence {
+            anomaly: anomaly.into(),
+            summary: String::new(),
+            details: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_fold_is_invalid_with_evidence_else_unknown_with_a_reason_else_valid() {
+        let found = vec![evidence("b"), evidence("a"), evidence("b")];
+        let invalid = CheckResult::fold(
+            "c",
+            found.clone(),
+            anomalies_message,
+            Some("x".into()),
+            || unreachable!("a verdict with evidence is not valid"),
+        );
+        assert_eq!(invalid.verdict, Verdict::Invalid);
+        assert_eq!(invalid.message, "3 anomalies: a, b");
+        assert_eq!(invalid.evidence, found);
+        let unknown = CheckResult::fold(
+            "c",
+            vec![],
+            |_| unreachable!("no evidence, no invalid message"),
+            Some("no timeline".into()),
+            || unreachable!("a verdict held back is not valid"),
+        );
+        assert_eq!(
+            (unknown.verdict, unknown.message.as_str()),
+            (Verdict::Unknown, "no timeline")
+        );
+        let valid = CheckResult::fold("c", vec![], |_| unreachable!(), None, || "fine".into());
+        assert_eq!(
+            (
+                valid.verdict,
+                valid.message.as_str(),
+                valid.checker.as_str()
+            ),
+            (Verdict::Valid, "fine", "c")
         );
     }
 }

@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::json;
 
 use super::lost_write::{
-    Acks, EVIDENCE_MAX, FinalLogs, Judgement, acked_values, excused_by, judge, unknown_message,
+    EVIDENCE_MAX, FinalLogs, Judgement, acked_values, excused_by, judge, unknown_message,
 };
 use super::{CheckResult, Checker, Evidence, RunData};
+use crate::schedule::Acks;
 
 pub const NAME: &str = "offset-changed";
 
@@ -43,7 +44,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     for a in &acked {
         let Some(offset) = a.offset else { continue };
         *counts.entry("checked").or_default() += 1;
-        let indexed = match logs.get(a) {
+        let indexed = match logs.get(&a.partition) {
             Ok(found) => found,
             Err(why) => {
                 if a.acks == Acks::All {
@@ -115,26 +116,19 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             }
         }
     }
-    let mut result = if !evidence.is_empty() {
-        CheckResult::invalid(
-            NAME,
-            format!(
-                "{} acknowledged acks=all value(s) moved from their acked offset",
-                counts.get("offset-changed-acks-all").copied().unwrap_or(0)
-            ),
-            evidence,
-        )
-    } else if !unknown.is_empty() {
-        CheckResult::unknown(NAME, unknown_message(unknown))
-    } else {
-        CheckResult::valid(
-            NAME,
+    let moved = counts.get("offset-changed-acks-all").copied().unwrap_or(0);
+    let mut result = CheckResult::fold(
+        NAME,
+        evidence,
+        |_| format!("{moved} acknowledged acks=all value(s) moved from their acked offset"),
+        unknown_message(unknown),
+        || {
             format!(
                 "every acknowledged value found is at its acked offset, or excused{}",
                 excused_by(&excuses)
-            ),
-        )
-    };
+            )
+        },
+    );
     for (name, n) in counts {
         result = result.with_count(name, n);
     }

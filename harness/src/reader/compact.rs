@@ -8,6 +8,8 @@
 //! (transaction markers) carry no user value and are left out; they still
 //! count for the offset checks the reader makes.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{DataDirState, Finding, Payload, ReplicaState};
@@ -61,6 +63,22 @@ impl From<(i64, i32, Option<Payload>)> for CompactRecord {
 impl From<CompactRecord> for (i64, i32, Option<Payload>) {
     fn from(record: CompactRecord) -> Self {
         (record.offset, record.epoch, record.value)
+    }
+}
+
+impl CompactReplica {
+    /// Value (as text) → the offsets it is at, over intact data batches; null
+    /// values are left out. Values are compared as the workload wrote them.
+    pub fn offsets_by_value(&self) -> BTreeMap<String, Vec<i64>> {
+        let mut map: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+        for record in &self.records {
+            if let Some(value) = &record.value {
+                map.entry(value.to_string())
+                    .or_default()
+                    .push(record.offset);
+            }
+        }
+        map
     }
 }
 

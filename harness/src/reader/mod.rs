@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::topic_partition::PartitionRef;
+
 pub use checkpoint::{CheckpointError, CheckpointProblem, EpochEntry, OffsetEntry};
 pub use compact::{CompactDataDir, CompactRecord, CompactReplica};
 pub use finding::{Finding, FindingKind, Location};
@@ -122,6 +124,13 @@ impl DataDirState {
 }
 
 impl ReplicaState {
+    /// The partition this is a replica of, as the rest of the harness names it.
+    pub fn partition_ref(&self) -> PartitionRef {
+        // The number was parsed from the directory name's digits: never negative.
+        let number = u32::try_from(self.partition).expect("a partition directory number is >= 0");
+        PartitionRef::new(self.topic.clone(), number)
+    }
+
     /// Every batch, in log order, intact or not.
     pub fn batches(&self) -> impl Iterator<Item = &Batch> {
         self.segments.iter().flat_map(|segment| &segment.batches)

@@ -140,6 +140,17 @@ impl Acks {
     }
 }
 
+/// `all`, `1` or `0`, as schedules and the history write it.
+impl std::fmt::Display for Acks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Acks::All => "all",
+            Acks::Leader => "1",
+            Acks::None => "0",
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {

@@ -1,0 +1,73 @@
+//! Path assertions: proof that a run exercised what its scenario is about,
+//! read from the typed history and etcd's timeline. A pass that never
+//! exercised the fault proves nothing.
+
+use crate::checker::RunData;
+use crate::history::{OpType, Process};
+use crate::node::NodeId;
+use crate::timeline::PartitionStateChange;
+use crate::topic_partition::PartitionRef;
+
+use super::suite::PathAssertion;
+
+/// Whether the run shows what `assertion` asks for; `Err` says what it shows
+/// instead.
+pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(), String> {
+    if let Some(n) = assertion.acked_at_least {
+        let acked: u64 = run
+            .history
+            .iter()
+            .filter_map(|op| op.acked_send())
+            .map(|(send, _)| send.values.len() as u64)
+            .sum();
+        if acked < n {
+            return Err(format!("{acked} values acknowledged, wanted at least {n}"));
+        }
+    }
+    if let Some(f) = &assertion.fault {
+        // The nemesis records a fault that did its work as `info` with no error.
+        let fired = run.history.iter().any(|op| {
+            op.process == Process::Nemesis
+                && op.kind == OpType::Info
+                && op.error.is_none()
+                && op.fault().is_some_and(|fault| fault.verb.name() == f)
+        });
+        if !fired {
+            return Err(format!("no {f} fault completed"));
+        }
+    }
+    let states = |partition: &str| -> Result<Vec<&PartitionStateChange>, String> {
+        let timeline = run
+            .timeline
+            .as_ref()
+            .ok_or("the run recorded no etcd timeline")?;
+        let partition: PartitionRef = partition.parse()?;
+        Ok(timeline.states_of(&partition.topic, partition.partition))
+    };
+    if let Some(partition) = &assertion.isr_shrink {
+        let states = states(partition)?;
+        let shrank = states.windows(2).any(|w| w[1].isr.len() < w[0].isr.len());
+        if !shrank {
+            return Err(format!("etcd shows no ISR shrink of {partition}"));
+        }
+    }
+    if let Some(leaders) = &assertion.leaders {
+        let mut seen: Vec<String> = Vec::new();
+        for state in states(&leaders.partition)? {
+            let Some(leader) = NodeId::from_broker_id(state.leader) else {
+                continue;
+            };
+            let pair = format!("{leader}@{}", state.leader_epoch);
+            if seen.last() != Some(&pair) {
+                seen.push(pair);
+            }
+        }
+        if seen != leaders.sequence {
+            return Err(format!(
+                "leaders of {} in etcd were {seen:?}, expected {:?}",
+                leaders.partition, leaders.sequence
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! The suite model: a suite file's scenarios, the settings each runs under
+//! with the verdict it must reach, and its path assertions, loaded and
+//! checked before anything runs, so a bad suite fails in seconds, not after
+//! its first cluster.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::run;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    #[serde(rename = "scenario")]
+    pub scenarios: Vec<Scenario>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub schedule: PathBuf,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(rename = "setting")]
+    pub settings: Vec<Setting>,
+    #[serde(default, rename = "path")]
+    pub paths: Vec<PathAssertion>,
+    /// Whether the scenario is scripted closely enough to snapshot its history
+    /// and final state (tests/cluster_gate.rs); default yes.
+    #[serde(default = "yes")]
+    pub snapshot: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Setting {
+    /// `KEY=VALUE` broker settings, as `--set` takes them.
+    #[serde(default)]
+    pub set: Vec<String>,
+    pub expect: Expect,
+    /// For `invalid`: the anomaly some checker's evidence must name.
+    #[serde(default)]
+    pub anomaly: Option<String>,
+    /// Overrides the scenario's `snapshot` for this setting alone (a setting
+    /// whose run has a race of the system's own in what it records).
+    #[serde(default)]
+    pub snapshot: Option<bool>,
+}
+
+impl Scenario {
+    /// The settings whose runs are compared with snapshots.
+    pub fn snapshotted(&self) -> impl Iterator<Item = &Setting> {
+        self.settings
+            .iter()
+            .filter(|s| s.snapshot.unwrap_or(self.snapshot))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    Valid,
+    Invalid,
+}
+
+/// One path assertion; exactly one key per `[[scenario.path]]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathAssertion {
+    pub acked_at_least: Option<u64>,
+    pub fault: Option<String>,
+    pub isr_shrink: Option<String>,
+    pub leaders: Option<LeaderSequence>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaderSequence {
+    pub partition: String,
+    /// `b1@0`: leader b1 in leader epoch 0; the distinct (leader, epoch) pairs
+    /// of the partition's states in etcd, in revision order, leaderless ones
+    /// left out.
+    pub sequence: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    #[error("{}: {error}", path.display())]
+    Read { path: PathBuf, error: String },
+    #[error("{}:{line}: {message}", path.display())]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{}: scenario {scenario}: {why}", path.display())]
+    Invalid {
+        path: PathBuf,
+        scenario: String,
+        why: String,
+    },
+}
+
+/// A suite file, loaded and checked (schedules exist and parse, settings are
+/// well formed, each path assertion has one key).
+#[derive(Debug, Clone)]
+pub struct LoadedSuite {
+    pub path: PathBuf,
+    pub name: String,
+    pub suite: Suite,
+}
+
+impl LoadedSuite {
+    pub fn schedule_path(&self, scenario: &Scenario) -> PathBuf {
+        self.path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(&scenario.schedule)
+    }
+}
+
+/// Suite files named by `paths`: files as given, directories' `*.toml` files
+/// that hold scenarios, in name order.
+pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<LoadedSuite>, SuiteError> {
+    let mut suites = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| SuiteError::Read {
+                    path: path.clone(),
+                    error: e.to_string(),
+                })?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+                .collect();
+            files.sort();
+            for file in files {
+                let text = read(&file)?;
+                let is_suite = toml::from_str::<toml::Table>(&text)
+                    .map(|t| t.contains_key("scenario"))
+                    .unwrap_or(false);
+                if is_suite {
+                    suites.push(load_suite(&file, &text)?);
+                }
+            }
+        } else {
+            let text = read(path)?;
+            suites.push(load_suite(path, &text)?);
+        }
+    }
+    Ok(suites)
+}
+
+fn read(path: &Path) -> Result<String, SuiteError> {
+    std::fs::read_to_string(path).map_err(|e| SuiteError::Read {
+        path: path.to_owned(),
+        error: e.to_string(),
+    })
+}
+
+fn load_suite(path: &Path, text: &str) -> Result<LoadedSuite, SuiteError> {
+    let suite: Suite = toml::from_str(text).map_err(|e| SuiteError::Syntax {
+        path: path.to_owned(),
+        line: e.span().map_or(1, |s| {
+            text[..s.start.min(text.len())].matches('\n').count() + 1
+        }),
+        message: e.message().trim().to_owned(),
+    })?;
+    let name = path
+        .file_stem()
+        .map_or("suite".into(), |s| s.to_string_lossy().into_owned());
+    let loaded = LoadedSuite {
+        path: path.to_owned(),
+        name,
+        suite,
+    };
+    for scenario in &loaded.suite.scenarios {
+        let invalid = |why: String| SuiteError::Invalid {
+            path: path.to_owned(),
+            scenario: scenario.name.clone(),
+            why,
+        };
+        let schedule = loaded.schedule_path(scenario);
+        let mut parsed = crate::schedule::Schedule::load(&schedule)
+            .map_err(|e| invalid(format!("schedule: {e}")))?;
+        if scenario.settings.is_empty() {
+            return Err(invalid("no [[scenario.setting]]".into()));
+        }
+        for setting in &scenario.settings {
+            run::apply_sets(&mut parsed, &setting.set).map_err(|e| invalid(e.to_string()))?;
+            if setting.expect == Expect::Valid && setting.anomaly.is_some() {
+                return Err(invalid("`anomaly` goes with expect = \"invalid\"".into()));
+            }
+        }
+        for assertion in &scenario.paths {
+            let keys = [
+                assertion.acked_at_least.is_some(),
+                assertion.fault.is_some(),
+                assertion.isr_shrink.is_some(),
+                assertion.leaders.is_some(),
+            ];
+            if keys.iter().filter(|&&k| k).count() != 1 {
+                return Err(invalid(
+                    "each [[scenario.path]] takes exactly one of acked_at_least, fault, isr_shrink, leaders"
+                        .into(),
+                ));
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+/// `truncation=high-watermark` → `truncation-high-watermark`; no settings → `default`.
+pub fn setting_label(setting: &Setting) -> String {
+    if setting.set.is_empty() {
+        return "default".into();
+    }
+    setting.set.join(",")
+}
+
+/// The store directory name of a setting: `truncation-high-watermark`.
+pub fn setting_dir(setting: &Setting) -> String {
+    setting_label(setting).replace(['=', ','], "-")
+}
