@@ -344,6 +344,41 @@ fn a_recovered_unflushed_tail_is_flushed_and_claimed_by_the_recovery_point() {
     );
 }
 
+/// Killed twice with a leader change between: the second recovery replays from
+/// a recovery point inside epoch 0 and must keep the cache's entries from
+/// before it. Kafka's file for this log (epoch 0 from offset 0, epoch 1 from
+/// offset 4) is `0\n2\n0 0\n1 4\n`; replaying epoch 0 at offset 2 used to
+/// restart it there and drop `(0, 0)`.
+#[test]
+fn a_second_crash_across_an_epoch_change_keeps_the_earlier_epochs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    write_and_crash(data, config(1 << 20), &[0]);
+    {
+        // The first recovery claims offsets 0..2: the recovery point is 2.
+        let mut logs = LogManager::open(data, LogConfig::default()).unwrap();
+        assert_eq!(logs.get(&tp()).unwrap().recovery_point(), 2);
+        let log = logs.get_or_create(&tp()).unwrap();
+        log.append_as_leader(producer_batch(&["r1a", "r1b"]), 0)
+            .unwrap();
+        log.append_as_leader(producer_batch(&["r2a", "r2b"]), 1)
+            .unwrap();
+        assert_eq!(log.leader_epoch_cache().entries(), &[e(0, 0), e(1, 4)]);
+        // Killed: no shutdown, no checkpoint past the recovery point.
+    }
+    let logs = LogManager::open(data, LogConfig::default()).unwrap();
+    assert!(!logs.had_clean_shutdown());
+    assert_eq!(logs.get(&tp()).unwrap().log_end_offset(), 6);
+    assert_eq!(
+        logs.get(&tp()).unwrap().leader_epoch_cache().entries(),
+        &[e(0, 0), e(1, 4)]
+    );
+    assert_eq!(
+        read_text(&data.join(tp().dir_name()).join("leader-epoch-checkpoint")),
+        "0\n2\n0 0\n1 4\n"
+    );
+}
+
 #[test]
 fn a_missing_middle_segment_ends_the_log_before_the_gap() {
     let dir = tempfile::tempdir().unwrap();

@@ -250,18 +250,32 @@ pub fn recover(
     })
 }
 
-/// Re-assigns the epochs of batches at or past the recovery point, in offset
-/// order. The cache's own rules make this idempotent for a cache that already
-/// agrees with the log.
+/// Replays the epochs of batches at or past the recovery point, in offset
+/// order, as Kafka's `LogSegment.recover` does: a batch's epoch is assigned
+/// only when it is above the latest epoch the cache holds
+/// (`cache.latestEpoch.forall(batch.partitionLeaderEpoch > _)`). The replay
+/// sees only the log from the recovery point on, so it must never rewrite what
+/// lies before it: assigning an older epoch at a later offset would make the
+/// cache drop every entry after it and restart that epoch mid-log (a broker
+/// killed twice across a leader change lost its `(0, 0)` that way).
 fn rebuild_epochs(
     segments: &[Segment],
     recovery_point: i64,
     epoch_cache: &mut LeaderEpochCache,
 ) -> Result<(), StorageError> {
-    let starts = segments
+    let mut latest = epoch_cache.latest_epoch();
+    let starts: Vec<(i32, i64)> = segments
         .iter()
         .flat_map(|s| s.batches())
         .filter(|b| b.last_offset >= recovery_point && b.leader_epoch >= 0)
-        .map(|b| (b.leader_epoch, b.base_offset));
+        .filter(|b| {
+            let above = latest.is_none_or(|l| b.leader_epoch > l);
+            if above {
+                latest = Some(b.leader_epoch);
+            }
+            above
+        })
+        .map(|b| (b.leader_epoch, b.base_offset))
+        .collect();
     epoch_cache.assign_all(starts)
 }
