@@ -51,7 +51,11 @@ async fn registered(etcd: &mut etcd_client::Client) -> BTreeSet<NodeId> {
     response
         .kvs()
         .iter()
-        .filter_map(|kv| kv.key_str().ok()?.rsplit('/').next()?.parse().ok())
+        // Keys end in the broker's number (`/epochal/brokers/ids/1`), not its name.
+        .filter_map(|kv| {
+            let id = kv.key_str().ok()?.rsplit('/').next()?.parse().ok()?;
+            NodeId::from_broker_id(id)
+        })
         .collect()
 }
 
