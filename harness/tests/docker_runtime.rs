@@ -178,14 +178,14 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
     let values: Vec<Option<Bytes>> = fetched.records.iter().map(|r| r.value.clone()).collect();
     assert_eq!(values, [Some(Bytes::from("1")), Some(Bytes::from("2"))]);
 
-    let log = std::fs::read_to_string(run.path().join(format!("b{leader}/broker.log")));
+    let log = std::fs::read_to_string(run.path().join(format!("{leader}/broker.log")));
     assert!(
         log.is_err() || log.unwrap().is_empty(),
         "saved only at removal"
     );
     runtime.shutdown().await.unwrap();
     assert_nothing_left(&id, "after shutdown");
-    let log = std::fs::read_to_string(run.path().join(format!("b{leader}/broker.log"))).unwrap();
+    let log = std::fs::read_to_string(run.path().join(format!("{leader}/broker.log"))).unwrap();
     assert_eq!(log.matches("broker ready").count(), 1, "{log}");
 }
 
