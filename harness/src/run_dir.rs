@@ -145,7 +145,10 @@ impl RunDir {
         write_json(&self.results(), report)
     }
 
-    pub fn write_timeline(&self, timeline: &crate::timeline::Timeline) -> Result<(), StoreError> {
+    pub fn write_timeline(
+        &self,
+        timeline: &crate::observe::timeline::Timeline,
+    ) -> Result<(), StoreError> {
         write_json(&self.timeline(), timeline)
     }
 
