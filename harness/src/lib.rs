@@ -24,6 +24,5 @@ pub mod schedule;
 pub mod snapshot;
 pub mod store;
 mod text_form;
-pub mod timeline;
 pub mod topic_partition;
 pub mod workload;

@@ -11,6 +11,7 @@
 //!     run.json          how the run ended (completed, or unknown and why); absent if cut off
 //!     results.json      the checkers' report and the verdict
 //!     nodes/etcd.log, nodes/proxy.log
+//!     nodes/etcd-data-<n>/ (process runtime), nodes/docker-run-id (Docker runtime)
 //!     nodes/b<i>/broker.log, nodes/b<i>/broker.toml (its settings, if any)
 //!     nodes/b<i>/data/  the broker's data directory, frozen at the end (SIGKILL)
 //! <store>/latest -> the newest run directory
@@ -144,7 +145,10 @@ impl RunDir {
         write_json(&self.results(), report)
     }
 
-    pub fn write_timeline(&self, timeline: &crate::timeline::Timeline) -> Result<(), StoreError> {
+    pub fn write_timeline(
+        &self,
+        timeline: &crate::observe::timeline::Timeline,
+    ) -> Result<(), StoreError> {
         write_json(&self.timeline(), timeline)
     }
 
@@ -188,6 +192,18 @@ impl NodeLayout {
 
     pub fn proxy_log(&self) -> PathBuf {
         self.nodes.join("proxy.log")
+    }
+
+    /// The process runtime's etcd data directory; each start attempt gets a
+    /// fresh one, so a member that failed to bind leaves nothing to rejoin.
+    pub fn etcd_data(&self, attempt: u32) -> PathBuf {
+        self.nodes.join(format!("etcd-data-{attempt}"))
+    }
+
+    /// The Docker runtime's run id (its containers' `epochal.run` label), so a
+    /// person or a test can find the run's containers.
+    pub fn docker_run_id(&self) -> PathBuf {
+        self.nodes.join("docker-run-id")
     }
 }
 

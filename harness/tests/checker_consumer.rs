@@ -6,8 +6,8 @@
 
 use epochal::checker::{CheckResult, RunData, Verdict, consumer, high_watermark};
 use epochal::history::{Body, HistoryWriter, OpType, Process};
+use epochal::observe::timeline::{PartitionStateChange, Timeline};
 use epochal::reader::read_data_dir;
-use epochal::timeline::{PartitionStateChange, Timeline};
 use serde_json::{Value, json};
 
 mod common;

@@ -12,7 +12,7 @@ use std::path::Path;
 use epochal::checker::{self, CheckResult, Checker, RunData, Verdict};
 use epochal::history::{Body, HistoryWriter, OpType, Process};
 use epochal::node::NodeId;
-use epochal::timeline::{PartitionStateChange, Timeline};
+use epochal::observe::timeline::{PartitionStateChange, Timeline};
 use serde_json::{Value, json};
 
 mod common;

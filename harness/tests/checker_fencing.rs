@@ -3,8 +3,8 @@
 //! `RunData::load` as a stored run would be.
 
 use epochal::checker::{self, CheckResult, Verdict, fencing};
+use epochal::observe::timeline::Timeline;
 use epochal::reader::state_change::StateChange;
-use epochal::timeline::Timeline;
 
 mod common;
 use common::run_dir::{Node, decision, load_run, state};

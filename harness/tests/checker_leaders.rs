@@ -4,7 +4,7 @@
 //! `RunData::load` as a stored run would be.
 
 use epochal::checker::{self, Verdict, leaders};
-use epochal::timeline::Timeline;
+use epochal::observe::timeline::Timeline;
 
 mod common;
 use common::run_dir::{Node, decision, load_run, state};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::bin_dir;
 use epochal::nemesis::partition::{Endpoint, PartitionSpec, Partitions, blocked, cuts};
 use epochal::node::NodeId;
-use epochal::runtime::{Link, ProcessConfig, ProcessRuntime, Runtime};
+use epochal::runtime::{ClusterConfig, Link, ProcessRuntime, Runtime};
 use epochal::topic_partition::PartitionRef;
 use epochal::workload::{ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord};
 use epochal_faults::proxy::{OnHeal, Stream, ToxicKind};
@@ -27,10 +27,10 @@ const CALL: Duration = Duration::from_secs(5);
 const UNANSWERED: Duration = Duration::from_millis(1500);
 
 async fn start(run: &tempfile::TempDir) -> ProcessRuntime {
-    let runtime = ProcessRuntime::start(ProcessConfig::new(3, bin_dir(), run.path()))
+    let runtime = ProcessRuntime::start(ClusterConfig::new(3, bin_dir(), run.path()))
         .await
         .unwrap();
-    runtime.await_ready(READY).await.unwrap();
+    common::ready(&runtime, READY).await;
     runtime
 }
 
@@ -51,8 +51,11 @@ async fn registered(etcd: &mut etcd_client::Client) -> BTreeSet<NodeId> {
     response
         .kvs()
         .iter()
-        .filter_map(|kv| kv.key_str().ok()?.rsplit('/').next()?.parse().ok())
-        .map(NodeId::new)
+        // Keys end in the broker's number (`/epochal/brokers/ids/1`), not its name.
+        .filter_map(|kv| {
+            let id = kv.key_str().ok()?.rsplit('/').next()?.parse().ok()?;
+            NodeId::from_broker_id(id)
+        })
         .collect()
 }
 
@@ -139,7 +142,7 @@ async fn cluster_partition_isolate_lapses_only_the_isolated_registration_and_hea
     assert!(partitions.is_healed());
     assert!(toxics_in_force(&runtime).await.is_empty());
     await_registration(&mut etcd, NodeId::new(2), true).await;
-    runtime.await_ready(READY).await.unwrap();
+    common::ready(&runtime, READY).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -192,7 +195,7 @@ async fn cluster_partition_node_from_etcd_lapses_its_registration_while_its_brok
 
     partitions.heal(runtime.proxies()).await.unwrap();
     await_registration(&mut etcd, NodeId::new(3), true).await;
-    runtime.await_ready(READY).await.unwrap();
+    common::ready(&runtime, READY).await;
 }
 
 /// The values in `partition` of topic `t`, read from `node`'s own port.
@@ -289,7 +292,7 @@ async fn cluster_partition_one_way_passes_bytes_in_one_direction_only() {
     )
     .await
     .unwrap();
-    let view = runtime.await_ready(READY).await.unwrap();
+    let view = common::ready(&runtime, READY).await;
     // The partition node n leads.
     let led_by = |n: NodeId| n.broker_id() - 1;
     let (b1, b2) = (NodeId::new(1), NodeId::new(2));
@@ -369,7 +372,7 @@ async fn cluster_partition_one_way_passes_bytes_in_one_direction_only() {
         assert!(toxics_in_force(&runtime).await.is_empty());
         await_value(direct.get_mut(&to).unwrap(), led_by(to), &lost).await;
     }
-    runtime.await_ready(READY).await.unwrap();
+    common::ready(&runtime, READY).await;
 }
 
 /// Whether a fresh connection through `link`'s proxy gets ApiVersions answered.
@@ -435,5 +438,5 @@ async fn cluster_partition_bridge_and_majority_minority() {
     assert!(!answers(&runtime, bb(3, 1)).await && !answers(&runtime, bb(2, 3)).await);
     partitions.heal(runtime.proxies()).await.unwrap();
     await_registration(&mut etcd, NodeId::new(3), true).await;
-    runtime.await_ready(READY).await.unwrap();
+    common::ready(&runtime, READY).await;
 }

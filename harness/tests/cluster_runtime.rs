@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::bin_dir;
 use common::etcd::assign_topic_t;
 use epochal::node::NodeId;
-use epochal::runtime::{Link, ProcessConfig, ProcessRuntime, Runtime, RuntimeError};
+use epochal::runtime::{ClusterConfig, Link, ProcessRuntime, Runtime, RuntimeError};
 use epochal::topic_partition::PartitionRef;
 use epochal_faults::proxy::{OnHeal, Stream};
 
@@ -41,9 +41,9 @@ fn alive(pid: i32) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_three_brokers_come_up_ready_through_their_proxies_and_leave_nothing() {
     let run = tempfile::tempdir().unwrap();
-    let config = ProcessConfig::new(3, bin_dir(), run.path());
+    let config = ClusterConfig::new(3, bin_dir(), run.path());
     let runtime = ProcessRuntime::start(config).await.unwrap();
-    let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let view = common::ready(&runtime, Duration::from_secs(30)).await;
     assert_eq!(view.brokers, NodeId::all(3).collect());
     assert!(view.controller.is_some());
 
@@ -93,15 +93,15 @@ async fn cluster_three_brokers_come_up_ready_through_their_proxies_and_leave_not
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_kill_restart_and_pause_a_broker() {
     let run = tempfile::tempdir().unwrap();
-    let config = ProcessConfig::new(3, bin_dir(), run.path());
+    let config = ClusterConfig::new(3, bin_dir(), run.path());
     let mut runtime = ProcessRuntime::start(config).await.unwrap();
-    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    common::ready(&runtime, Duration::from_secs(30)).await;
     let etcd = runtime.etcd_endpoint().to_owned();
 
     // A topic assigned the way CreateTopics does (broker/README.md's key layout):
     // ready now also means a leader and a full ISR for both partitions.
     assign_topic_t(&etcd, r#"{"0":[1,2,3],"1":[2,3,1]}"#).await;
-    let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let view = common::ready(&runtime, Duration::from_secs(30)).await;
     assert_eq!(view.partitions.len(), 2, "{view:?}");
     for partition in view.partitions.values() {
         assert!(partition.leader.is_some(), "{view:?}");
@@ -116,7 +116,7 @@ async fn cluster_kill_restart_and_pause_a_broker() {
     );
     await_registration(&etcd, 3, false, Duration::from_secs(20)).await;
     runtime.resume_node(NodeId::new(3)).await.unwrap();
-    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    common::ready(&runtime, Duration::from_secs(30)).await;
 
     let old = runtime.pid(NodeId::new(1)).unwrap();
     runtime.kill_node(NodeId::new(1)).await.unwrap();
@@ -138,7 +138,7 @@ async fn cluster_kill_restart_and_pause_a_broker() {
     );
     runtime.stop_node(NodeId::new(2)).await.unwrap();
     runtime.start_node(NodeId::new(2)).await.unwrap();
-    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    common::ready(&runtime, Duration::from_secs(30)).await;
     let pids = runtime.pids();
     runtime.shutdown().await.unwrap();
     assert!(pids.iter().all(|&pid| !alive(pid)));
@@ -147,7 +147,7 @@ async fn cluster_kill_restart_and_pause_a_broker() {
 #[tokio::test]
 async fn preflight_names_each_missing_binary_and_starts_nothing() {
     let empty = tempfile::tempdir().unwrap();
-    let mut config = ProcessConfig::new(3, empty.path(), empty.path().join("run"));
+    let mut config = ClusterConfig::new(3, empty.path(), empty.path().join("run"));
     config.etcd = "no-such-etcd-binary".into();
     let err = ProcessRuntime::start(config).await.err().unwrap();
     let RuntimeError::Missing(missing) = &err else {
@@ -170,7 +170,7 @@ async fn preflight_names_each_missing_binary_and_starts_nothing() {
 async fn sigint_helper_starts_a_cluster_and_waits() {
     let out = PathBuf::from(std::env::var("EPOCHAL_SIGINT_PIDS").expect("run by its parent test"));
     let run = tempfile::tempdir().unwrap();
-    let runtime = ProcessRuntime::start(ProcessConfig::new(2, bin_dir(), run.path()))
+    let runtime = ProcessRuntime::start(ClusterConfig::new(2, bin_dir(), run.path()))
         .await
         .unwrap();
     let pids: Vec<String> = runtime.pids().iter().map(i32::to_string).collect();
@@ -233,17 +233,17 @@ fn cluster_sigint_kills_every_child_of_the_runtime() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_cutting_a_follower_from_its_leader_shrinks_the_isr() {
-    use epochal::runtime::ClusterView;
+    use epochal::observe::ClusterView;
     let run = tempfile::tempdir().unwrap();
-    let mut config = ProcessConfig::new(3, bin_dir(), run.path());
+    let mut config = ClusterConfig::new(3, bin_dir(), run.path());
     config.broker_args = vec!["--replica-lag-time-max-ms".into(), "1000".into()];
     let runtime = ProcessRuntime::start(config).await.unwrap();
-    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    common::ready(&runtime, Duration::from_secs(30)).await;
     assign_topic_t(runtime.etcd_endpoint(), r#"{"0":[1,2,3]}"#).await;
     let mut client = etcd_client::Client::connect([runtime.etcd_endpoint()], None)
         .await
         .unwrap();
-    let view = runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    let view = common::ready(&runtime, Duration::from_secs(30)).await;
     let leader = view.partitions[&PartitionRef::new("t", 0)].leader.unwrap();
     let follower = NodeId::all(3).find(|&n| n != leader).unwrap();
 
@@ -282,5 +282,5 @@ async fn cluster_cutting_a_follower_from_its_leader_shrinks_the_isr() {
     for stream in [Stream::Upstream, Stream::Downstream] {
         runtime.proxies().heal(&link, stream).await.unwrap();
     }
-    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    common::ready(&runtime, Duration::from_secs(30)).await;
 }

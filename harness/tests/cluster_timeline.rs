@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use epochal::node::NodeId;
-use epochal::timeline::{
+use epochal::observe::timeline::{
     ControllerChange, PartitionStateChange, Timeline, read_timeline, read_timeline_within,
 };
 use etcd_client::Client;
@@ -191,15 +191,15 @@ async fn cluster_timeline_of_a_failover_passes_the_leader_and_fencing_checkers()
     use epochal::checker::{self, RunData, Verdict, fencing, leaders};
     use epochal::reader::read_data_dir;
     use epochal::reader::state_change::read_state_changes;
-    use epochal::runtime::{ProcessConfig, ProcessRuntime, Runtime};
+    use epochal::runtime::{ClusterConfig, ProcessRuntime, Runtime};
     use epochal::workload::KafkaClient;
 
     let exe = std::env::current_exe().unwrap();
     let bin_dir = exe.parent().unwrap().parent().unwrap().to_owned();
     let run_dir = tempfile::tempdir().unwrap();
-    let config = ProcessConfig::new(3, bin_dir, run_dir.path());
+    let config = ClusterConfig::new(3, bin_dir, run_dir.path());
     let mut runtime = ProcessRuntime::start(config).await.unwrap();
-    runtime.await_ready(Duration::from_secs(30)).await.unwrap();
+    common::ready(&runtime, Duration::from_secs(30)).await;
     let etcd = runtime.etcd_endpoint().to_owned();
     let call = Duration::from_secs(10);
     let mut client =

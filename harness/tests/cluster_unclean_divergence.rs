@@ -11,7 +11,7 @@
 mod common;
 
 use common::scenario::{self, Run};
-use epochal::timeline::Timeline;
+use epochal::observe::timeline::Timeline;
 use serde_json::{Value, json};
 
 /// Runs the schedule under `truncation`, which must end with the verdict

@@ -15,7 +15,7 @@ use common::bin_dir;
 use common::docker::{Cleanup, assert_nothing_left, containers, networks, require_docker};
 use common::etcd::assign_topic_t;
 use epochal::node::NodeId;
-use epochal::runtime::{DockerRuntime, ProcessConfig, Runtime};
+use epochal::runtime::{ClusterConfig, DockerRuntime, Runtime};
 use epochal::topic_partition::PartitionRef;
 use epochal::workload::kafka_client::KafkaClient;
 use epochal::workload::{FetchOptions, ProduceOptions, ProduceRecord};
@@ -26,12 +26,12 @@ const READY: Duration = Duration::from_secs(60);
 async fn cluster_docker_each_broker_is_its_own_container_and_drop_removes_all() {
     require_docker();
     let run = tempfile::tempdir().unwrap();
-    let mut runtime = DockerRuntime::start(ProcessConfig::new(3, bin_dir(), run.path()))
+    let mut runtime = DockerRuntime::start(ClusterConfig::new(3, bin_dir(), run.path()))
         .await
         .unwrap();
     let id = runtime.run_id().to_owned();
     let _cleanup = Cleanup(Some(id.clone()));
-    let view = runtime.await_ready(READY).await.unwrap();
+    let view = common::ready(&runtime, READY).await;
     assert_eq!(view.brokers, NodeId::all(3).collect());
 
     let names = containers(&id);
@@ -79,7 +79,7 @@ async fn cluster_docker_each_broker_is_its_own_container_and_drop_removes_all() 
     runtime.pause_node(NodeId::new(3)).await.unwrap();
     runtime.stop_node(NodeId::new(3)).await.unwrap();
     runtime.start_node(NodeId::new(3)).await.unwrap();
-    runtime.await_ready(READY).await.unwrap();
+    common::ready(&runtime, READY).await;
     assert_eq!(containers(&id), expected, "the same containers");
 
     drop(runtime);
@@ -97,7 +97,7 @@ async fn cluster_docker_each_broker_is_its_own_container_and_drop_removes_all() 
 async fn cluster_docker_sigstop_reaches_the_broker_itself() {
     require_docker();
     let run = tempfile::tempdir().unwrap();
-    let mut config = ProcessConfig::new(3, bin_dir(), run.path());
+    let mut config = ClusterConfig::new(3, bin_dir(), run.path());
     // A long lease and lag time: the pause must cost the leader neither its
     // session nor a follower, so its state after resuming is the state before.
     config.lease_ttl_s = 60;
@@ -113,7 +113,7 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
     let _cleanup = Cleanup(Some(id.clone()));
     // Topic `t`, one partition on b1, b2, b3.
     assign_topic_t(runtime.etcd_endpoint(), r#"{"0":[1,2,3]}"#).await;
-    let before = runtime.await_ready(READY).await.unwrap();
+    let before = common::ready(&runtime, READY).await;
     let partition = before.partitions[&PartitionRef::new("t", 0)].clone();
     let leader = partition.leader.unwrap();
 
@@ -154,7 +154,7 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
         .await
         .expect("the resumed broker answers again");
     // Same leader, same epoch, same ISR: nothing happened to it but a pause.
-    let after = runtime.await_ready(READY).await.unwrap();
+    let after = common::ready(&runtime, READY).await;
     assert_eq!(after.partitions[&PartitionRef::new("t", 0)], partition);
     let mut producer =
         KafkaClient::connect(&runtime.client_address(leader).unwrap(), "t", deadline)
@@ -194,7 +194,7 @@ async fn cluster_docker_a_broker_that_exits_at_start_is_named_with_its_output_an
 {
     require_docker();
     let run = tempfile::tempdir().unwrap();
-    let mut config = ProcessConfig::new(1, bin_dir(), run.path());
+    let mut config = ClusterConfig::new(1, bin_dir(), run.path());
     config.broker_args = vec!["--no-such-flag".into()];
     let err = DockerRuntime::start(config).await.err().unwrap();
     let text = err.to_string();

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 
 use crate::history::{Op, read_history};
 use crate::node::NodeId;
+use crate::observe::timeline::Timeline;
 use crate::reader::state_change::{StateChange, read_state_changes};
 use crate::reader::{DataDirState, ReplicaState, read_data_dir};
 use crate::run_dir::RunDir;
 use crate::schedule::Schedule;
-use crate::timeline::Timeline;
 use crate::topic_partition::PartitionRef;
 
 /// Everything a run left: the checkers' input.

@@ -12,8 +12,8 @@ use serde_json::json;
 
 use super::{CheckResult, Checker, Evidence, RunData};
 use crate::node::NodeId;
+use crate::observe::timeline::Timeline;
 use crate::reader::state_change::StateChange;
-use crate::timeline::Timeline;
 
 pub const NAME: &str = "stale-controller-fenced";
 
@@ -251,7 +251,7 @@ fn uncommitted_decisions_applied(
 mod tests {
     use super::*;
     use crate::checker::Verdict;
-    use crate::timeline::PartitionStateChange;
+    use crate::observe::timeline::PartitionStateChange;
 
     fn entry(request: &str, controller_epoch: i32, leader: i32, epoch: i32) -> StateChange {
         StateChange {

@@ -29,7 +29,7 @@ use super::consumer::{OkPoll, ok_polls};
 use super::{CheckResult, Checker, Evidence, RunData};
 use crate::history::Process;
 use crate::node::NodeId;
-use crate::timeline::Timeline;
+use crate::observe::timeline::Timeline;
 use crate::topic_partition::PartitionRef;
 
 const NAME: &str = "high-watermark";
@@ -195,7 +195,7 @@ mod tests {
     use super::*;
     use crate::checker::Verdict;
     use crate::history::{Body, Op, OpType, Poll, PolledRecord, Read, RecordValue};
-    use crate::timeline::PartitionStateChange;
+    use crate::observe::timeline::PartitionStateChange;
 
     fn op(index: u64, process: u64, kind: OpType, poll: Poll) -> Op {
         Op {

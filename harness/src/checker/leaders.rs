@@ -13,9 +13,9 @@ use serde_json::json;
 
 use super::{CheckResult, Checker, Evidence, RunData};
 use crate::node::NodeId;
+use crate::observe::timeline::Timeline;
 use crate::reader::state_change::StateChange;
 use crate::reader::{DataDirState, Payload};
-use crate::timeline::Timeline;
 use crate::topic_partition::PartitionRef;
 
 pub const NAME: &str = "one-leader-per-epoch";
@@ -286,7 +286,7 @@ fn replica_writers(replicas: &BTreeMap<NodeId, DataDirState>) -> Vec<Evidence> {
 mod tests {
     use super::*;
     use crate::checker::Verdict;
-    use crate::timeline::PartitionStateChange;
+    use crate::observe::timeline::PartitionStateChange;
 
     fn state(revision: i64, leader: i32, epoch: i32) -> PartitionStateChange {
         PartitionStateChange {

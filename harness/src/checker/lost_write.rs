@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use crate::history::{Op, OpType, Process, Verb};
 use crate::node::NodeId;
+use crate::observe::timeline::{PartitionStateChange, Timeline};
 use crate::schedule::Acks;
-use crate::timeline::{PartitionStateChange, Timeline};
 use crate::topic_partition::PartitionRef;
 
 use super::final_log::FinalLog;

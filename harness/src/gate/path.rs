@@ -5,7 +5,7 @@
 use crate::checker::RunData;
 use crate::history::{OpType, Process};
 use crate::node::NodeId;
-use crate::timeline::PartitionStateChange;
+use crate::observe::timeline::PartitionStateChange;
 use crate::topic_partition::PartitionRef;
 
 use super::suite::PathAssertion;

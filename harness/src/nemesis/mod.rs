@@ -9,7 +9,8 @@ pub mod disk;
 pub mod partition;
 
 use crate::history::{Done, NodeCut, Verb};
-use crate::runtime::{ClusterView, NodeId, Runtime, RuntimeError};
+use crate::observe::ClusterView;
+use crate::runtime::{NodeId, Runtime, RuntimeError};
 use crate::schedule::{Fault, Target};
 use partition::{PartitionSpec, Partitions};
 

@@ -14,7 +14,7 @@ use super::{RunError, RunStatus};
 /// The timeline, then the frozen nodes. A timeline that cannot be read is
 /// logged, not fatal: the checkers that need it say unknown.
 pub(super) async fn collect<R: Runtime>(live: &mut Live<R>, dir: &RunDir) -> Result<(), RunError> {
-    match crate::timeline::read_timeline(live.runtime.etcd_endpoint()).await {
+    match crate::observe::timeline::read_timeline(live.runtime.etcd_endpoint()).await {
         Ok(timeline) => {
             if let Err(e) = dir.write_timeline(&timeline) {
                 live.log.line(e.to_string());

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::observe::replica_offsets;
+use crate::observe::{await_ready, replica_offsets};
 use crate::runtime::Runtime;
 use crate::schedule::{Fault, Target};
 
@@ -49,7 +49,8 @@ pub(super) async fn final_heal<R: Runtime>(live: &mut Live<R>) -> Result<RunStat
 async fn quiesce<R: Runtime>(live: &mut Live<R>) -> Result<RunStatus, RunError> {
     let started = Instant::now();
     let deadline = started + QUIESCE_TIMEOUT;
-    if let Err(e) = live.runtime.await_ready(QUIESCE_TIMEOUT).await {
+    let runtime = &live.runtime;
+    if let Err(e) = await_ready(runtime.etcd_endpoint(), runtime.nodes(), QUIESCE_TIMEOUT).await {
         live.log.line(format!("did not quiesce: {e}"));
         return Ok(RunStatus::Unknown(format!("did not quiesce: {e}")));
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::node::NodeId;
 use crate::run_dir::RunDir;
-use crate::runtime::ProcessConfig;
+use crate::runtime::ClusterConfig;
 use crate::schedule::{BROKER_SETTINGS, HARNESS_OWNED_SETTINGS, Schedule};
 
 use super::{RunError, RunOptions};
@@ -59,9 +59,9 @@ pub fn cluster_config(
     schedule: &Schedule,
     options: &RunOptions,
     run_dir: &RunDir,
-) -> ProcessConfig {
+) -> ClusterConfig {
     let mut config =
-        ProcessConfig::new(schedule.cluster.brokers, &options.bin_dir, run_dir.nodes());
+        ClusterConfig::new(schedule.cluster.brokers, &options.bin_dir, run_dir.nodes());
     config.etcd = options.etcd.clone();
     config.start_timeout = Duration::from_secs(30);
     for id in NodeId::all(schedule.cluster.brokers) {

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use crate::node::NodeId;
+use crate::observe::await_ready;
 use crate::runtime::Runtime;
 use crate::schedule::{Condition, Schedule};
 use crate::workload::kafka_client::KafkaClient;
@@ -21,7 +22,8 @@ pub(super) async fn setup<R: Runtime>(
     live: &mut Live<R>,
     schedule: &Schedule,
 ) -> Result<(), RunError> {
-    live.runtime.await_ready(READY_TIMEOUT).await?;
+    let runtime = &live.runtime;
+    await_ready(runtime.etcd_endpoint(), runtime.nodes(), READY_TIMEOUT).await?;
     if !schedule.cluster.topics.is_empty() {
         let first = NodeId::new(1);
         let address = live.runtime.client_address(first)?;
@@ -51,8 +53,9 @@ pub(super) async fn setup<R: Runtime>(
             ));
         }
     }
-    let view = live.runtime.await_ready(READY_TIMEOUT).await?;
-    // Every leader serving, not only named in etcd (observe.rs, LeaderIs).
+    let runtime = &live.runtime;
+    let view = await_ready(runtime.etcd_endpoint(), runtime.nodes(), READY_TIMEOUT).await?;
+    // Every leader serving, not only named in etcd (observe/, LeaderIs).
     for (partition, state) in &view.partitions {
         let condition = Condition::LeaderIs {
             partition: partition.clone(),

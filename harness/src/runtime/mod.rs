@@ -1,47 +1,42 @@
 //! Runtimes: what starts, stops and breaks a cluster of real brokers. A runtime
-//! owns etcd, one proxy per directed link and the brokers; it can start, stop,
-//! kill, pause and resume a node and tells where each one is reached, like
-//! Jepsen's DB protocol. It observes only through connections no fault touches
-//! (etcd directly, files on disk), and it leaves no child behind on any exit.
+//! realises a [`ClusterPlan`] — etcd, one proxy per directed link, the brokers
+//! — and can then start, stop, kill, pause and resume a node and tell where
+//! each one is reached, like Jepsen's DB protocol. It never judges the cluster
+//! (readiness and every other look are observe/'s), and it leaves no child
+//! behind on any exit.
 
-pub mod cluster_view;
 pub mod docker;
+pub mod plan;
 pub mod process;
 pub mod reaper;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use epochal_faults::signal::SignalError;
+use epochal_faults::signal::{self, SignalError};
 use epochal_faults::toxiproxy_client::{ClientError, ToxiproxyClient};
 
-pub use cluster_view::{ClusterView, PartitionView};
 pub use docker::DockerRuntime;
-pub use process::{ProcessConfig, ProcessRuntime};
+pub use plan::{
+    BrokerAddresses, BrokerPlan, ClusterConfig, ClusterPlan, EtcdAddresses, Link, Upstream,
+};
+pub use process::ProcessRuntime;
 
 pub use crate::node::NodeId;
 
-/// A directed link of the cluster; each has its own proxy, named by
-/// [`Link::proxy_name`], so a fault can cut one direction of one link.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Link {
-    /// Workload clients to a broker (the broker's advertised address).
-    ClientToBroker(NodeId),
-    /// Broker `from` dialling broker `to` (replica fetches, controller requests).
-    BrokerToBroker { from: NodeId, to: NodeId },
-    /// A broker's etcd session.
-    BrokerToEtcd(NodeId),
-}
+/// How often a runtime's wait re-checks its condition; every wait also has a
+/// deadline.
+const POLL: Duration = Duration::from_millis(20);
 
-impl Link {
-    pub fn proxy_name(self) -> String {
-        match self {
-            Link::ClientToBroker(to) => format!("client-{to}"),
-            Link::BrokerToBroker { from, to } => format!("{from}-{to}"),
-            Link::BrokerToEtcd(from) => format!("{from}-etcd"),
-        }
-    }
+/// A plan as a runtime realised it: the plan, and where its pieces ended up —
+/// etcd as the harness reaches it, the proxy's API, and each link's listener
+/// as its dialler reaches it.
+pub struct Realised {
+    pub plan: ClusterPlan,
+    pub etcd_endpoint: String,
+    pub proxies: ToxiproxyClient,
+    pub links: BTreeMap<Link, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,17 +91,25 @@ pub enum RuntimeError {
     Signal(#[from] SignalError),
 }
 
+impl RuntimeError {
+    /// Maps an I/O error to [`RuntimeError::Io`] saying what was being done.
+    pub(crate) fn io(what: &str) -> impl FnOnce(std::io::Error) -> RuntimeError {
+        let what = what.to_owned();
+        move |source| RuntimeError::Io { what, source }
+    }
+}
+
 /// One protocol for every backend (process and Docker), so the same
 /// scenario runs on both. Used through generics, never `dyn`, so async methods
 /// need no boxing; `Send` bounds are not promised (a runtime lives on one task).
 #[allow(async_fn_in_trait)]
 pub trait Runtime {
-    /// The brokers' ids.
-    fn nodes(&self) -> Vec<NodeId>;
-    /// Awaits a controller, every broker registered, and a leader and full ISR
-    /// for every partition, read from etcd directly; the error names what is
-    /// still missing at the deadline.
-    async fn await_ready(&self, timeout: Duration) -> Result<ClusterView, RuntimeError>;
+    /// The plan this runtime realises, and where its links, etcd and the
+    /// proxy ended up.
+    fn realised(&self) -> &Realised;
+    /// The host pid of a running node's process (in Docker, its container's
+    /// PID 1), for signals' effects and checks against `/proc`.
+    fn pid(&self, node: NodeId) -> Option<i32>;
     /// Starts a stopped or killed node on its old data directory.
     async fn start_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
     /// SIGTERM: a clean shutdown, awaited; then the node is reaped.
@@ -117,51 +120,67 @@ pub trait Runtime {
     async fn pause_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
     /// SIGCONT.
     async fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError>;
-    /// Whether the node's process exists (paused counts as running).
-    fn is_running(&self, node: NodeId) -> bool;
-    /// Whether the node is stopped by SIGSTOP (state T), ours or a failpoint's.
-    fn is_paused(&self, node: NodeId) -> Result<bool, RuntimeError>;
     /// When the node's latest incarnation was started (wall clock), so files it
     /// shares with earlier ones (the state-change log) can be read from then on.
     fn started_at(&self, node: NodeId) -> Option<std::time::SystemTime>;
     /// The node's own address, bypassing every proxy: for observation only.
     fn observe_address(&self, node: NodeId) -> Option<String>;
-    /// Where a workload client reaches the node (through its client proxy).
-    fn client_address(&self, node: NodeId) -> Result<String, RuntimeError>;
-    /// etcd, directly: for observation only.
-    fn etcd_endpoint(&self) -> &str;
-    fn data_dir(&self, node: NodeId) -> Result<PathBuf, RuntimeError>;
-    /// The proxy serving every link, to cut and heal them.
-    fn proxies(&self) -> &ToxiproxyClient;
     /// Kills and reaps every child.
     async fn shutdown(self) -> Result<(), RuntimeError>;
+
+    fn plan(&self) -> &ClusterPlan {
+        &self.realised().plan
+    }
+    /// The brokers' ids.
+    fn nodes(&self) -> Vec<NodeId> {
+        self.plan().nodes()
+    }
+    /// Whether the node's process exists (paused counts as running).
+    fn is_running(&self, node: NodeId) -> bool {
+        self.pid(node).is_some()
+    }
+    /// Whether the node is stopped by SIGSTOP (state T), ours or a failpoint's.
+    fn is_paused(&self, node: NodeId) -> Result<bool, RuntimeError> {
+        match self.pid(node) {
+            Some(pid) => Ok(signal::is_stopped(pid)?),
+            None => Ok(false),
+        }
+    }
+    /// Where a workload client reaches the node (through its client proxy).
+    fn client_address(&self, node: NodeId) -> Result<String, RuntimeError> {
+        self.realised()
+            .links
+            .get(&Link::ClientToBroker(node))
+            .cloned()
+            .ok_or(RuntimeError::UnknownNode(node))
+    }
+    /// etcd, directly: for observation only.
+    fn etcd_endpoint(&self) -> &str {
+        &self.realised().etcd_endpoint
+    }
+    /// The node's data directory on the harness's side.
+    fn data_dir(&self, node: NodeId) -> Result<PathBuf, RuntimeError> {
+        Ok(self.plan().broker(node)?.data_dir.clone())
+    }
+    /// The proxy serving every link, to cut and heal them.
+    fn proxies(&self) -> &ToxiproxyClient {
+        &self.realised().proxies
+    }
 }
 
-/// Awaits a controller, every broker in `all` registered, and a leader and full
-/// ISR for every partition, read from etcd at `endpoint`; the error names what
-/// is still missing at the deadline.
-pub async fn await_cluster_ready(
-    endpoint: &str,
-    all: &BTreeSet<NodeId>,
-    timeout: Duration,
-) -> Result<ClusterView, RuntimeError> {
-    /// How often the view is read again.
-    const POLL: Duration = Duration::from_millis(20);
+/// Awaits the kernel reporting `pid` stopped (state T) after a SIGSTOP, which
+/// takes effect asynchronously; `what` names the wait in the timeout error.
+async fn await_paused(pid: i32, timeout: Duration, what: String) -> Result<(), RuntimeError> {
     let deadline = Instant::now() + timeout;
-    let mut client = etcd_client::Client::connect([endpoint], None).await?;
-    loop {
-        let view = ClusterView::read(&mut client).await?;
-        let missing = match view.ready(all) {
-            Ok(()) => return Ok(view),
-            Err(missing) => missing,
-        };
+    while !signal::is_stopped(pid)? {
         if Instant::now() > deadline {
             return Err(RuntimeError::Timeout {
-                what: "cluster ready".into(),
+                what,
                 timeout,
-                detail: Some(missing),
+                detail: None,
             });
         }
         tokio::time::sleep(POLL).await;
     }
+    Ok(())
 }

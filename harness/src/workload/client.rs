@@ -27,7 +27,7 @@ use crate::history::{
     WriteError,
 };
 use crate::node::NodeId;
-use crate::runtime::{ClusterView, PartitionView};
+use crate::observe::{ClusterView, PartitionView};
 use crate::schedule::{Acks, Compression, PartitionRef, Workload};
 
 /// Extra time a send's answer may take beyond the broker's own acks=all wait.

@@ -15,8 +15,11 @@ pub mod segments;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use epochal::observe::{ClusterView, await_ready};
 use epochal::reader::{DataDirState, read_data_dir};
+use epochal::runtime::Runtime;
 
 /// The dir cargo put the binaries in: the test executable lives in its `deps/`.
 pub fn bin_dir() -> PathBuf {
@@ -30,6 +33,14 @@ pub fn bin_dir() -> PathBuf {
         );
     }
     dir
+}
+
+/// Awaits `runtime`'s cluster ready as etcd shows it (observe::ready); panics
+/// with what is missing at the deadline.
+pub async fn ready<R: Runtime>(runtime: &R, timeout: Duration) -> ClusterView {
+    await_ready(runtime.etcd_endpoint(), runtime.nodes(), timeout)
+        .await
+        .unwrap()
 }
 
 pub fn fixture() -> PathBuf {

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use epochal::checker::RunData;
+use epochal::observe::timeline::{PartitionStateChange, Timeline};
 use epochal::reader::state_change::{STATE_CHANGE_LOG, StateChange};
-use epochal::timeline::{PartitionStateChange, Timeline};
 
 use super::segments::{SpecDataDir, write_fixture};
 

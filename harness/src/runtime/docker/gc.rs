@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use testcontainers::bollard::errors::Error as DockerError;
 
 use super::api::{self, docker_error};
-use super::image_specs;
-use crate::runtime::{ProcessConfig, RuntimeError};
+use super::image;
+use crate::runtime::plan::find_executable;
+use crate::runtime::{ClusterConfig, RuntimeError};
 
 /// What `epochal gc` removed.
 #[derive(Debug, Default)]
@@ -36,10 +37,10 @@ pub async fn gc(
     } else {
         api::remove_orphans(&docker).await?
     };
-    let config = ProcessConfig::new(1, bin_dir, ".");
-    let etcd = crate::runtime::process::find_executable(etcd).unwrap_or_else(|| etcd.to_owned());
+    let config = ClusterConfig::new(1, bin_dir, ".");
+    let etcd = find_executable(etcd).unwrap_or_else(|| etcd.to_owned());
     let mut current = BTreeMap::new();
-    for spec in image_specs(&config, etcd) {
+    for spec in image::specs(&config, etcd) {
         if spec.binary.is_file() {
             current.insert(spec.repository(), spec.context()?.tag);
         }

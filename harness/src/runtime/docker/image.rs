@@ -14,7 +14,28 @@ use testcontainers::bollard::Docker;
 use testcontainers::bollard::query_parameters::BuildImageOptions;
 
 use super::api::{LABEL_IMAGE, LABEL_PROJECT, docker_error};
-use crate::runtime::RuntimeError;
+use crate::runtime::{ClusterConfig, RuntimeError};
+
+/// The three images a cluster needs: the broker, etcd and the proxy.
+pub fn specs(config: &ClusterConfig, etcd: PathBuf) -> [ImageSpec; 3] {
+    [
+        ImageSpec {
+            name: "broker",
+            binary: config.broker_bin(),
+            at: "/epochal-broker",
+        },
+        ImageSpec {
+            name: "etcd",
+            binary: etcd,
+            at: "/usr/bin/etcd",
+        },
+        ImageSpec {
+            name: "proxy",
+            binary: config.proxy_bin(),
+            at: "/epochal-proxy",
+        },
+    ]
+}
 
 /// One image to make: its name (`epochal-<name>`), the binary, and where the
 /// binary goes inside the image (the entrypoint).

@@ -1,26 +1,33 @@
-//! Observation: what an `await` step waits on, seen only over connections no
-//! fault touches — etcd directly (leaders, ISRs, the controller), each broker's
-//! own port bypassing its proxies (offsets, asked as Kafka's debugging consumer),
-//! files in the data directory (checkpoints, the state-change log) and the
-//! process table (a SIGSTOPped node). A wait polls with a deadline; when the
-//! deadline passes it reports the condition and the last thing it saw.
+//! Observation: what the cluster says, seen only over connections no fault
+//! touches — etcd directly (leaders, ISRs, the controller: [`etcd`], and its
+//! revision history: [`timeline`]), each broker's own port bypassing its
+//! proxies and its data directory ([`replica`]), and the process table (a
+//! SIGSTOPped node). It reads and never acts: readiness ([`ready`]) and the
+//! conditions an `await` step waits on are judged here, not by a runtime. A
+//! wait polls with a deadline; when the deadline passes it reports the
+//! condition and the last thing it saw.
+
+pub mod etcd;
+pub mod ready;
+pub mod replica;
+pub mod timeline;
 
 use std::time::{Duration, Instant};
+
+pub use etcd::{ClusterView, PartitionView};
+pub use ready::await_ready;
+pub use replica::replica_offsets;
 
 use crate::reader::checkpoint::{
     RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, parse_offsets,
 };
-use crate::reader::state_change::read_state_changes;
-use crate::runtime::{ClusterView, NodeId, Runtime, RuntimeError};
-use crate::schedule::PartitionRef;
+use crate::runtime::{NodeId, Runtime, RuntimeError};
 use crate::schedule::condition::{Checkpoint, Condition, Offset};
-use crate::workload::kafka_client::KafkaClient;
+use replica::applied_leader_and_isr;
 
 /// How often a wait re-checks; each check is cheap (one etcd range read, or
 /// one small request, or one file read).
 const POLL: Duration = Duration::from_millis(50);
-/// Bound on one observation request to a broker's own port.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ObserveError {
@@ -252,61 +259,6 @@ impl Observer {
     }
 }
 
-/// (leader, leader epoch) of every LeaderAndIsr `node`'s latest incarnation
-/// applied for `partition`, from its state-change log (lines of earlier
-/// incarnations do not count: a restarted broker has applied nothing yet); a
-/// log that cannot be read yet reads as empty.
-fn applied_leader_and_isr<R: Runtime>(
-    runtime: &R,
-    id: NodeId,
-    partition: &PartitionRef,
-) -> Result<Vec<(i32, i32)>, ObserveError> {
-    let dir = runtime.data_dir(id)?;
-    // Whole milliseconds, as the log writes them; a line written in the same
-    // millisecond as the spawn can only be the new incarnation's.
-    let since_ms = runtime.started_at(id).map_or(0, |t| {
-        t.duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
-    });
-    Ok(read_state_changes(&dir)
-        .map(|entries| {
-            entries
-                .iter()
-                .filter(|e| {
-                    e.request == "LeaderAndIsr"
-                        && e.time_ms >= since_ms
-                        && e.applied()
-                        && e.topic == partition.topic
-                        && e.partition == partition.wire_partition()
-                })
-                .map(|e| (e.leader, e.leader_epoch))
-                .collect()
-        })
-        .unwrap_or_default())
-}
-
 fn show_node(node: Option<NodeId>) -> String {
     node.map_or_else(|| "none".to_owned(), |n| n.to_string())
-}
-
-/// (HW, LEO) of one replica, asked on the broker's own port.
-pub async fn replica_offsets<R: Runtime>(
-    runtime: &R,
-    node: NodeId,
-    partition: &PartitionRef,
-) -> Result<(u64, u64), String> {
-    let address = runtime
-        .observe_address(node)
-        .ok_or_else(|| format!("{node} is not running"))?;
-    let mut client = KafkaClient::connect(&address, "epochal-observer", PROBE_TIMEOUT)
-        .await
-        .map_err(|e| e.to_string())?;
-    let offsets = client
-        .replica_offsets(&partition.topic, partition.wire_partition())
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok((
-        offsets.high_watermark.max(0) as u64,
-        offsets.log_end_offset.max(0) as u64,
-    ))
 }

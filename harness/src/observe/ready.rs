@@ -1,0 +1,55 @@
+//! Readiness: when a cluster is up, judged from etcd read directly, never from
+//! a runtime's or a broker's own word. A cluster is ready when etcd shows a
+//! controller, every broker registered, and every partition led with its full
+//! replica set in the ISR; etcd itself is ready when it answers a read.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use super::etcd::ClusterView;
+use crate::node::NodeId;
+use crate::runtime::RuntimeError;
+
+/// How often the view is read again.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Awaits a ready cluster of `nodes`, read from etcd at `endpoint`, and
+/// returns the view that was ready. The error is the runtime's (a cluster that
+/// never comes up fails a start like a broker that never listens) and names
+/// what was still missing at the deadline.
+pub async fn await_ready(
+    endpoint: &str,
+    nodes: impl IntoIterator<Item = NodeId>,
+    timeout: Duration,
+) -> Result<ClusterView, RuntimeError> {
+    let all: BTreeSet<NodeId> = nodes.into_iter().collect();
+    let deadline = Instant::now() + timeout;
+    let mut client = etcd_client::Client::connect([endpoint], None).await?;
+    loop {
+        let view = ClusterView::read(&mut client).await?;
+        let missing = match view.ready(&all) {
+            Ok(()) => return Ok(view),
+            Err(missing) => missing,
+        };
+        if Instant::now() > deadline {
+            return Err(RuntimeError::Timeout {
+                what: "cluster ready".into(),
+                timeout,
+                detail: Some(missing),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Whether etcd at `endpoint` answers a read within half a second; a runtime
+/// polls this, under its own deadline, after starting etcd.
+pub async fn etcd_healthy(endpoint: &str) -> bool {
+    let options = etcd_client::ConnectOptions::new()
+        .with_connect_timeout(Duration::from_millis(500))
+        .with_timeout(Duration::from_millis(500));
+    match etcd_client::Client::connect([endpoint], Some(options)).await {
+        Ok(mut client) => client.get("/epochal/health-probe", None).await.is_ok(),
+        Err(_) => false,
+    }
+}

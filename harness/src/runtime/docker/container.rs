@@ -1,0 +1,207 @@
+//! One container of the run: created on the run's network with the run's
+//! labels, started, and awaited until it serves — or, if its PID 1 ends first,
+//! reported with its exit code and its output saved. Also where the host ports
+//! that containers publish come from.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime};
+
+use epochal_faults::signal;
+use testcontainers::bollard::models::{
+    ContainerCreateBody, EndpointSettings, HostConfig, NetworkingConfig, PortBinding,
+};
+use testcontainers::bollard::query_parameters::CreateContainerOptions;
+
+use super::DockerRuntime;
+use super::api::{self, LABEL_LOG, docker_error};
+use crate::runtime::{POLL, RuntimeError};
+
+/// A container of the run.
+pub(super) struct Container {
+    pub(super) id: String,
+    pub(super) name: String,
+    /// Where its output is saved (also its `epochal.log` label).
+    pub(super) log: PathBuf,
+}
+
+/// A container to create: what the runtime varies between etcd, proxy and brokers.
+pub(super) struct Spec<'a> {
+    pub(super) name: String,
+    pub(super) alias: &'a str,
+    pub(super) image: &'a str,
+    pub(super) cmd: Vec<String>,
+    pub(super) env: Vec<String>,
+    pub(super) binds: Vec<String>,
+    /// Container port → host port, published on 127.0.0.1 only.
+    pub(super) publish: Vec<(u16, u16)>,
+    pub(super) log: PathBuf,
+    /// `uid:gid` to run as (the default is the image's, root).
+    pub(super) user: Option<String>,
+}
+
+impl DockerRuntime {
+    pub(super) async fn create(&self, spec: Spec<'_>) -> Result<Container, RuntimeError> {
+        let mut labels = api::run_labels(&self.run_id);
+        labels.insert(LABEL_LOG.into(), spec.log.display().to_string());
+        let port_bindings: HashMap<String, Option<Vec<PortBinding>>> = spec
+            .publish
+            .iter()
+            .map(|&(inside, host)| {
+                (
+                    format!("{inside}/tcp"),
+                    Some(vec![PortBinding {
+                        host_ip: Some("127.0.0.1".into()),
+                        host_port: Some(host.to_string()),
+                    }]),
+                )
+            })
+            .collect();
+        let body = ContainerCreateBody {
+            user: spec.user,
+            hostname: Some(spec.alias.to_owned()),
+            image: Some(spec.image.to_owned()),
+            cmd: Some(spec.cmd),
+            env: Some(spec.env),
+            labels: Some(labels),
+            exposed_ports: Some(port_bindings.keys().cloned().collect()),
+            host_config: Some(HostConfig {
+                binds: Some(spec.binds),
+                port_bindings: Some(port_bindings),
+                network_mode: Some(self.network()),
+                init: Some(false),
+                ..Default::default()
+            }),
+            networking_config: Some(NetworkingConfig {
+                endpoints_config: Some(HashMap::from([(
+                    self.network(),
+                    EndpointSettings {
+                        aliases: Some(vec![spec.alias.to_owned()]),
+                        ..Default::default()
+                    },
+                )])),
+            }),
+            ..Default::default()
+        };
+        let options = CreateContainerOptions {
+            name: Some(spec.name.clone()),
+            ..Default::default()
+        };
+        let created = self
+            .docker
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| docker_error(format!("creating container {}", spec.name), e))?;
+        Ok(Container {
+            id: created.id,
+            name: spec.name,
+            log: spec.log,
+        })
+    }
+
+    pub(super) async fn start_container(&self, container: &Container) -> Result<i32, RuntimeError> {
+        self.docker
+            .start_container(&container.id, None)
+            .await
+            .map_err(|e| docker_error(format!("starting container {}", container.name), e))?;
+        let inspected = self
+            .docker
+            .inspect_container(&container.id, None)
+            .await
+            .map_err(|e| docker_error(format!("inspecting container {}", container.name), e))?;
+        match inspected.state.and_then(|s| s.pid) {
+            Some(pid) if pid > 0 => Ok(pid as i32),
+            _ => Err(self.exited(container).await),
+        }
+    }
+
+    /// The error for a container that stopped by itself: its exit code, and its
+    /// output saved to its log file.
+    pub(super) async fn exited(&self, container: &Container) -> RuntimeError {
+        let inspected = self.docker.inspect_container(&container.id, None).await;
+        let code = inspected
+            .ok()
+            .and_then(|i| i.state)
+            .and_then(|s| s.exit_code)
+            .unwrap_or(-1);
+        let _ = api::save_logs(&self.docker, &container.id, &container.log).await;
+        RuntimeError::ContainerExited {
+            what: format!("container {}", container.name),
+            code,
+            log: container.log.clone(),
+        }
+    }
+
+    /// Polls `up` until it holds, the container's PID 1 (`pid`) ends (its
+    /// exit code and saved output are the error) or the start timeout passes.
+    pub(super) async fn await_serving<Up: Future<Output = bool>>(
+        &self,
+        container: &Container,
+        pid: i32,
+        what: &str,
+        mut up: impl FnMut() -> Up,
+    ) -> Result<(), RuntimeError> {
+        let timeout = self.cluster.plan.config.start_timeout;
+        let deadline = Instant::now() + timeout;
+        while !up().await {
+            if signal::proc_state(pid)?.is_none_or(|s| s == 'Z') {
+                return Err(self.exited(container).await);
+            }
+            if Instant::now() > deadline {
+                return Err(RuntimeError::Timeout {
+                    what: format!("{what} (container {})", container.name),
+                    timeout,
+                    detail: Some(format!("its output goes to {}", container.log.display())),
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(())
+    }
+}
+
+/// A host port for a published container port: free now, and outside the
+/// kernel's ephemeral range, so that while its container is down (killed,
+/// awaiting a restart) no outgoing connection can take it as its local port and
+/// make the restart fail with "address already in use". Ports handed out stay
+/// reserved for the life of the process, so concurrent runs never share one.
+pub(super) fn free_port() -> Result<u16, RuntimeError> {
+    use std::sync::Mutex;
+    static RESERVED: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let (low, high) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| {
+            let mut parts = range.split_whitespace().map(|p| p.parse::<u16>().ok());
+            Some((parts.next()??, parts.next()??))
+        })
+        .unwrap_or((32768, 60999));
+    // Below the ephemeral range if there is room there, else above it.
+    let (first, last) = if low > 11_000 {
+        (10_000, low - 1)
+    } else {
+        (high.saturating_add(1), u16::MAX)
+    };
+    let span = u32::from(last - first) + 1;
+    // Start somewhere different in each process, so two harnesses rarely probe
+    // the same ports.
+    let seed = std::process::id().wrapping_mul(2_654_435_761)
+        ^ SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+    let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+    for step in 0..span {
+        let port = first + ((seed.wrapping_add(step)) % span) as u16;
+        if reserved.contains(&port) {
+            continue;
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            reserved.insert(port);
+            return Ok(port);
+        }
+    }
+    Err(RuntimeError::Io {
+        what: format!("picking a free port in {first}..={last}"),
+        source: std::io::Error::new(std::io::ErrorKind::AddrInUse, "every port is taken"),
+    })
+}
