@@ -128,6 +128,23 @@ pub trait Runtime {
     /// Kills and reaps every child.
     async fn shutdown(self) -> Result<(), RuntimeError>;
 
+    /// SIGKILL to every running broker, as close to at once as the backend
+    /// allows: the end of a run freezes the data directories, and the longer
+    /// the first broker is dead while the others live, the more the cluster
+    /// decides in between. Failures are collected; the first is returned after
+    /// every broker was tried.
+    async fn freeze(&mut self) -> Result<(), RuntimeError> {
+        let mut first_error = None;
+        for node in self.nodes() {
+            if self.is_running(node)
+                && let Err(e) = self.kill_node(node).await
+            {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     fn plan(&self) -> &ClusterPlan {
         &self.realised().plan
     }

@@ -462,6 +462,46 @@ impl Runtime for DockerRuntime {
         self.forget(node)
     }
 
+    /// Every SIGKILL goes out before any is awaited: one Engine API call
+    /// takes long enough under load (seconds) that killing one container
+    /// after another let a lease lapse and the survivors elect a new leader
+    /// mid-freeze.
+    async fn freeze(&mut self) -> Result<(), RuntimeError> {
+        let timeout = self.cluster.plan.config.start_timeout;
+        let running: Vec<NodeId> = self
+            .nodes()
+            .into_iter()
+            .filter(|&n| self.is_running(n))
+            .collect();
+        let this = &*self;
+        let killed = futures_util::future::join_all(running.iter().map(|&node| async move {
+            this.signal(node, "SIGKILL").await?;
+            if this.await_stopped(node, timeout).await? {
+                Ok(node)
+            } else {
+                Err(RuntimeError::Timeout {
+                    what: format!(
+                        "broker {node} gone after SIGKILL (container {})",
+                        this.broker(node)?.container.name
+                    ),
+                    timeout,
+                    detail: None,
+                })
+            }
+        }))
+        .await;
+        let mut first_error = None;
+        for outcome in killed {
+            match outcome {
+                Ok(node) => self.forget(node)?,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     async fn pause_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
         let pid = self.running_pid(node)?;
         self.signal(node, "SIGSTOP").await?;
