@@ -575,17 +575,54 @@ fn divergence_in_a_damaged_middle_batch_is_reported_but_a_torn_tail_is_not() {
 }
 
 #[test]
-fn divergence_compares_only_the_final_isr() {
+fn divergence_names_a_replica_outside_the_final_isr_that_conflicts_with_the_final_log() {
     let dir = tempfile::tempdir().unwrap();
+    // b1 led epoch 0 and was left out; b2, the final leader, and b3 agree.
     write_node(dir.path(), "b1", full(), &[(0, 0)]);
     write_node(dir.path(), "b2", lost(), &[(0, 0), (1, 2)]);
     write_node(dir.path(), "b3", lost(), &[(0, 0), (1, 2)]);
     History::new(dir.path());
     clean_failover(dir.path());
     let result = divergence(dir.path());
-    assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
+    assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(count(&result, "replicas-outside-final-isr"), 1);
     assert_eq!(count(&result, "partitions-compared"), 1);
+    assert_eq!(result.evidence.len(), 1, "{:?}", result.evidence);
+    let evidence = &result.evidence[0];
+    assert_eq!(evidence.anomaly, "replica-divergence");
+    assert_eq!(evidence.details["offset"], 2);
+    assert_eq!(evidence.details["outside_final_isr"], true);
+    assert_eq!(evidence.details["replicas"], json!(["b2", "b1"]));
+    assert_eq!(
+        evidence.details["holds"]["b1"],
+        json!({"epoch": 0, "control": false, "value": "3"})
+    );
+    assert!(
+        evidence.summary.contains("b1, outside the final ISR"),
+        "{}",
+        evidence.summary
+    );
+}
+
+#[test]
+fn divergence_a_replica_outside_the_final_isr_that_only_lags_is_named_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    // b1 stopped after offset 1 and never rejoined; what it holds agrees.
+    write_node(dir.path(), "b1", vec![values(0, 0, &[1, 2])], &[(0, 0)]);
+    write_node(dir.path(), "b2", lost(), &[(0, 0), (1, 2)]);
+    write_node(dir.path(), "b3", lost(), &[(0, 0), (1, 2)]);
+    History::new(dir.path());
+    clean_failover(dir.path());
+    let result = divergence(dir.path());
+    assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
+    assert_eq!(count(&result, "replicas-outside-final-isr-behind"), 1);
+    assert!(
+        result
+            .message
+            .contains("behind: b1 t-0 (LEO 2, the final log's 3)"),
+        "{}",
+        result.message
+    );
 }
 
 // ---- epoch-file ----------------------------------------------------------------

@@ -1,8 +1,13 @@
 //! Replicas agree after heal: below the lowest log end offset of the replicas
 //! compared, every replica holds the same records at the same offsets with the
-//! same batch leader epochs. The replicas compared are the final ISR (etcd's
-//! last state of the partition), or every replica when the timeline has no
-//! state for the partition.
+//! same batch leader epochs. The members of the final ISR (etcd's last state
+//! of the partition; every replica when the timeline has no state for it) are
+//! compared with each other; each replica outside the final ISR is compared
+//! with the final leader's log, up to the shorter of the two. A replica left
+//! outside — stuck, never rejoined — is exactly where a divergence survives
+//! the heal unrepaired, so it is not excused for having fallen out: a conflict
+//! there is divergence, and one that merely lags is reported as behind, with
+//! its log end and the leader's.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,6 +16,7 @@ use serde_json::{Value, json};
 use crate::node::NodeId;
 use crate::reader::{Payload, ReplicaState};
 
+use super::final_log::FinalLog;
 use super::{CheckResult, Checker, Evidence, RunData};
 
 pub const NAME: &str = "divergence";
@@ -26,8 +32,9 @@ pub fn checker() -> Checker {
             Leader Epoch rather than High Watermark for Truncation\" (its scenarios 1 and 2 are \
             replica divergence) and KIP-279 (divergence after fast leader fail-over).",
         not_checked: "Anything at or past the lowest log end offset of the replicas compared (a \
-            lagging replica is not divergent). Replicas outside the final ISR when the timeline \
-            names one. Offsets below the highest log start (first segment base) of the replicas. \
+            lagging replica is not divergent; one outside the final ISR is counted and named as \
+            behind). Replicas outside the final ISR when the partition's final log cannot be \
+            chosen. Offsets below the highest log start (first segment base) of the replicas. \
             Keys, headers, timestamps and batch boundaries. Records in damaged batches count as \
             absent, so damage below the common end is reported as divergence; damage at the tail \
             only lowers that replica's log end.",
@@ -108,7 +115,10 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let partitions = run.partitions();
     let mut evidence = Vec::new();
     let mut compared = 0u64;
-    let mut skipped = 0u64;
+    let mut outside_compared = 0u64;
+    let mut outside_unchecked = 0u64;
+    // Replicas outside the final ISR that only lag: `b3 t-0 (LEO 4, leader's 9)`.
+    let mut behind: Vec<String> = Vec::new();
     for partition in &partitions {
         let all = run.holders(partition);
         let isr: Option<BTreeSet<NodeId>> = run.timeline.as_ref().and_then(|t| {
@@ -121,57 +131,116 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                         .collect()
                 })
         });
-        let chosen: Vec<(NodeId, &ReplicaState)> = all
+        let (chosen, outside): (Vec<(NodeId, &ReplicaState)>, Vec<_>) = all
             .iter()
-            .filter(|(node, _)| isr.as_ref().is_none_or(|isr| isr.contains(node)))
-            .copied()
-            .collect();
-        skipped += (all.len() - chosen.len()) as u64;
+            .partition(|(node, _)| isr.as_ref().is_none_or(|isr| isr.contains(node)));
+        if !outside.is_empty() {
+            match FinalLog::of(run, partition) {
+                Ok(log) => {
+                    for &(node, replica) in outside.iter().filter(|(n, _)| *n != log.node) {
+                        outside_compared += 1;
+                        let pair = [(log.node, log.replica), (node, replica)];
+                        if let Some((offset, end, held)) = first_divergence(&pair) {
+                            evidence.push(divergence(
+                                partition,
+                                &pair,
+                                (offset, end, held),
+                                Some(format!(
+                                    "{node}, outside the final ISR, against the final log ({})",
+                                    log.chosen
+                                )),
+                            ));
+                        } else if replica.log_end_offset < log.replica.log_end_offset {
+                            behind.push(format!(
+                                "{node} {partition} (LEO {}, the final log's {})",
+                                replica.log_end_offset, log.replica.log_end_offset
+                            ));
+                        }
+                    }
+                }
+                Err(_) => outside_unchecked += outside.len() as u64,
+            }
+        }
         if chosen.len() < 2 {
             continue;
         }
         compared += 1;
-        if let Some((offset, end, held)) = first_divergence(&chosen) {
-            let summary = held
-                .iter()
-                .map(|(node, slot)| format!("{node} holds {}", short(slot.as_ref())))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let holds: serde_json::Map<String, Value> = held
-                .iter()
-                .map(|(node, slot)| (node.to_string(), describe(slot.as_ref())))
-                .collect();
-            evidence.push(Evidence {
-                anomaly: "replica-divergence".into(),
-                summary: format!(
-                    "{partition} diverges at offset {offset} (common end {end}): {summary}"
-                ),
-                details: json!({
-                    "partition": partition,
-                    "offset": offset,
-                    "common_end": end,
-                    "replicas": chosen.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
-                    "holds": holds,
-                }),
-            });
+        if let Some(found) = first_divergence(&chosen) {
+            evidence.push(divergence(partition, &chosen, found, None));
         }
     }
     let result = CheckResult::fold(
         NAME,
         evidence,
-        |evidence| format!("{} partition(s) with diverging replicas", evidence.len()),
+        |evidence| {
+            let partitions: BTreeSet<String> = evidence
+                .iter()
+                .map(|e| e.details["partition"].to_string())
+                .collect();
+            format!("{} partition(s) with diverging replicas", partitions.len())
+        },
         partitions
             .is_empty()
             .then(|| "the run left no replica to compare".to_owned()),
         || {
-            if compared == 0 {
+            let agree = if compared == 0 {
                 "no partition had two in-sync replicas to compare".to_owned()
             } else {
                 format!("{compared} partition(s): replicas agree up to their common end")
+            };
+            if behind.is_empty() {
+                agree
+            } else {
+                format!(
+                    "{agree}; outside the final ISR and behind: {}",
+                    behind.join(", ")
+                )
             }
         },
     );
     Ok(result
         .with_count("partitions-compared", compared)
-        .with_count("replicas-outside-final-isr", skipped))
+        .with_count("replicas-outside-final-isr", outside_compared)
+        .with_count("replicas-outside-final-isr-behind", behind.len() as u64)
+        .with_count("replicas-outside-final-isr-unchecked", outside_unchecked))
+}
+
+/// The evidence of one divergence among `replicas`; `against` says, for a
+/// replica outside the final ISR, what it was compared with.
+fn divergence(
+    partition: &crate::topic_partition::PartitionRef,
+    replicas: &[(NodeId, &ReplicaState)],
+    (offset, end, held): Divergence,
+    against: Option<String>,
+) -> Evidence {
+    let summary = held
+        .iter()
+        .map(|(node, slot)| format!("{node} holds {}", short(slot.as_ref())))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let holds: serde_json::Map<String, Value> = held
+        .iter()
+        .map(|(node, slot)| (node.to_string(), describe(slot.as_ref())))
+        .collect();
+    let mut details = json!({
+        "partition": partition,
+        "offset": offset,
+        "common_end": end,
+        "replicas": replicas.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        "holds": holds,
+    });
+    let who = match &against {
+        Some(against) => {
+            details["outside_final_isr"] = json!(true);
+            format!("{against}: ")
+        }
+        None => String::new(),
+    };
+    Evidence {
+        anomaly: "replica-divergence".into(),
+        summary: format!(
+            "{partition} diverges at offset {offset} (common end {end}): {who}{summary}"
+        ),
+        details,
+    }
 }
