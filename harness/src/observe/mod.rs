@@ -19,7 +19,8 @@ pub use ready::await_ready;
 pub use replica::replica_offsets;
 
 use crate::reader::checkpoint::{
-    RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, parse_offsets,
+    LEADER_EPOCH_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    parse_leader_epochs, parse_offsets,
 };
 use crate::runtime::{NodeId, Runtime, RuntimeError};
 use crate::schedule::condition::{Checkpoint, Condition, Offset};
@@ -166,11 +167,12 @@ impl Observer {
                     format!("controller is {}", show_node(view.controller)),
                 )
             }
-            Condition::OffsetAtLeast {
+            Condition::OffsetIs {
                 offset,
                 node,
                 partition,
-                at_least,
+                compare,
+                value: wanted,
             } => {
                 let name = match offset {
                     Offset::Hw => "HW",
@@ -180,11 +182,49 @@ impl Observer {
                     Ok((hw, leo)) => {
                         let value = if *offset == Offset::Hw { hw } else { leo };
                         verdict(
-                            value >= *at_least,
+                            compare.holds(value, *wanted),
                             format!("{name} of {node} for {partition} is {value}"),
                         )
                     }
                     Err(why) => Seen::NotYet(format!("{name} of {node} for {partition}: {why}")),
+                }
+            }
+            Condition::NoLeader { partition } => {
+                let view = self.view().await?;
+                let leader = view.leader_of(partition);
+                verdict(
+                    leader.is_none(),
+                    format!("leader of {partition} is {}", show_node(leader)),
+                )
+            }
+            Condition::EpochCheckpointIs {
+                node,
+                partition,
+                entries,
+            } => {
+                let path = runtime
+                    .data_dir(*node)?
+                    .join(partition.to_string())
+                    .join(LEADER_EPOCH_CHECKPOINT);
+                // Absent until first written, and a read may race the broker's
+                // rename: either is "not yet", never an error.
+                match std::fs::read_to_string(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| parse_leader_epochs(&path, &text).map_err(|e| e.to_string()))
+                {
+                    Ok(found) => {
+                        let found: Vec<(i32, i64)> =
+                            found.iter().map(|e| (e.epoch, e.start_offset)).collect();
+                        verdict(
+                            found == *entries,
+                            format!(
+                                "{LEADER_EPOCH_CHECKPOINT} of {node} for {partition} is {found:?}"
+                            ),
+                        )
+                    }
+                    Err(why) => Seen::NotYet(format!(
+                        "{LEADER_EPOCH_CHECKPOINT} of {node} for {partition}: {why}"
+                    )),
                 }
             }
             Condition::CheckpointIs {

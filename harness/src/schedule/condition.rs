@@ -22,12 +22,25 @@ pub enum Condition {
         partition: PartitionRef,
         member: bool,
     },
-    /// High watermark (`Offset::Hw`) or log end offset of `node`'s replica ≥ `at_least`.
-    OffsetAtLeast {
+    /// High watermark (`Offset::Hw`) or log end offset of `node`'s replica
+    /// compared with `value` (`>=`, `<=` or `==`).
+    OffsetIs {
         offset: Offset,
         node: NodeId,
         partition: PartitionRef,
-        at_least: u64,
+        compare: Compare,
+        value: u64,
+    },
+    /// etcd records no leader for the partition (-1, or no state yet).
+    NoLeader {
+        partition: PartitionRef,
+    },
+    /// `node`'s `leader-epoch-checkpoint` for the partition holds exactly
+    /// these `(epoch, start offset)` entries, in order.
+    EpochCheckpointIs {
+        node: NodeId,
+        partition: PartitionRef,
+        entries: Vec<(i32, i64)>,
     },
     ControllerIs {
         node: NodeId,
@@ -64,6 +77,32 @@ pub enum Offset {
     Leo,
 }
 
+/// How an offset is compared in an await.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    AtLeast,
+    AtMost,
+    Equal,
+}
+
+impl Compare {
+    pub fn holds(self, seen: u64, value: u64) -> bool {
+        match self {
+            Compare::AtLeast => seen >= value,
+            Compare::AtMost => seen <= value,
+            Compare::Equal => seen == value,
+        }
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            Compare::AtLeast => ">=",
+            Compare::AtMost => "<=",
+            Compare::Equal => "==",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Checkpoint {
     /// `replication-offset-checkpoint`.
@@ -72,10 +111,35 @@ pub enum Checkpoint {
     RecoveryPoint,
 }
 
-const FORMS: &str = "leader of P is X | X in ISR of P | X not in ISR of P | HW of X for P >= N | \
-LEO of X for P >= N | controller is X | controller is not X | checkpoint hw of X for P is N | \
-checkpoint recovery-point of X for P is N | X applied LeaderAndIsr for P with leader epoch E | X is stopped | \
-N more writes acknowledged";
+const FORMS: &str = "leader of P is X | P has no leader | X in ISR of P | X not in ISR of P | \
+HW of X for P >= N (or <=, ==) | LEO of X for P >= N (or <=, ==) | controller is X | controller is not X | \
+checkpoint hw of X for P is N | checkpoint recovery-point of X for P is N | \
+leader-epoch-checkpoint of X for P is [(E,O),...] | X applied LeaderAndIsr for P with leader epoch E | \
+X is stopped | N more writes acknowledged";
+
+/// `[(0,0),(1,3)]` (spaces allowed anywhere) → its entries.
+fn epoch_entries(text: &str, s: &str) -> Result<Vec<(i32, i64)>, String> {
+    let bad = || format!("{text:?} in {s:?} is not a list of (epoch,offset) like [(0,0),(1,3)]");
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let inner = compact
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .ok_or_else(bad)?;
+    if inner.is_empty() {
+        return Ok(Vec::new());
+    }
+    let inner = inner
+        .strip_prefix('(')
+        .and_then(|t| t.strip_suffix(')'))
+        .ok_or_else(bad)?;
+    inner
+        .split("),(")
+        .map(|pair| {
+            let (e, o) = pair.split_once(',').ok_or_else(bad)?;
+            Ok((e.parse().map_err(|_| bad())?, o.parse().map_err(|_| bad())?))
+        })
+        .collect()
+}
 
 impl std::str::FromStr for Condition {
     type Err = String;
@@ -104,11 +168,40 @@ impl std::str::FromStr for Condition {
                 partition: p.parse()?,
                 member: false,
             },
-            [o @ ("HW" | "LEO"), "of", x, "for", p, ">=", n] => Condition::OffsetAtLeast {
+            [
+                o @ ("HW" | "LEO"),
+                "of",
+                x,
+                "for",
+                p,
+                c @ (">=" | "<=" | "=="),
+                n,
+            ] => Condition::OffsetIs {
                 offset: if *o == "HW" { Offset::Hw } else { Offset::Leo },
                 node: node(x)?,
                 partition: p.parse()?,
-                at_least: number(n)?,
+                compare: match *c {
+                    ">=" => Compare::AtLeast,
+                    "<=" => Compare::AtMost,
+                    _ => Compare::Equal,
+                },
+                value: number(n)?,
+            },
+            [p, "has", "no", "leader"] => Condition::NoLeader {
+                partition: p.parse()?,
+            },
+            [
+                "leader-epoch-checkpoint",
+                "of",
+                x,
+                "for",
+                p,
+                "is",
+                rest @ ..,
+            ] if !rest.is_empty() => Condition::EpochCheckpointIs {
+                node: node(x)?,
+                partition: p.parse()?,
+                entries: epoch_entries(&rest.join(" "), s)?,
             },
             ["controller", "is", x] => Condition::ControllerIs {
                 node: node(x)?,
@@ -171,7 +264,10 @@ impl Condition {
             | Condition::InIsr {
                 node, partition, ..
             }
-            | Condition::OffsetAtLeast {
+            | Condition::OffsetIs {
+                node, partition, ..
+            }
+            | Condition::EpochCheckpointIs {
                 node, partition, ..
             }
             | Condition::CheckpointIs {
@@ -183,6 +279,7 @@ impl Condition {
             Condition::ControllerIs { node, .. } | Condition::Stopped { node } => {
                 (Some(*node), None)
             }
+            Condition::NoLeader { partition } => (None, Some(partition)),
             Condition::Acknowledged { .. } => (None, None),
         }
     }
@@ -200,17 +297,35 @@ impl fmt::Display for Condition {
                 let not = if *member { "" } else { "not " };
                 write!(f, "{node} {not}in ISR of {partition}")
             }
-            Condition::OffsetAtLeast {
+            Condition::OffsetIs {
                 offset,
                 node,
                 partition,
-                at_least,
+                compare,
+                value,
             } => {
                 let o = match offset {
                     Offset::Hw => "HW",
                     Offset::Leo => "LEO",
                 };
-                write!(f, "{o} of {node} for {partition} >= {at_least}")
+                write!(
+                    f,
+                    "{o} of {node} for {partition} {} {value}",
+                    compare.symbol()
+                )
+            }
+            Condition::NoLeader { partition } => write!(f, "{partition} has no leader"),
+            Condition::EpochCheckpointIs {
+                node,
+                partition,
+                entries,
+            } => {
+                let list: Vec<String> = entries.iter().map(|(e, o)| format!("({e},{o})")).collect();
+                write!(
+                    f,
+                    "leader-epoch-checkpoint of {node} for {partition} is [{}]",
+                    list.join(",")
+                )
             }
             Condition::ControllerIs { node, is } => {
                 let not = if *is { "" } else { "not " };
@@ -254,6 +369,11 @@ mod tests {
             "b1 not in ISR of a-b-3",
             "HW of b2 for t-0 >= 3",
             "LEO of b1 for t-1 >= 10",
+            "HW of b3 for t-0 == 0",
+            "LEO of b2 for t-0 <= 4",
+            "t-0 has no leader",
+            "leader-epoch-checkpoint of b1 for t-0 is [(0,0),(1,3)]",
+            "leader-epoch-checkpoint of b1 for t-0 is []",
             "controller is b1",
             "controller is not b1",
             "checkpoint hw of b1 for t-0 is 4",
@@ -285,6 +405,25 @@ mod tests {
                 .parse::<Condition>()
                 .unwrap_err()
                 .contains("number")
+        );
+        let spaced: Condition = "leader-epoch-checkpoint of b1 for t-0 is [(0, 0), (2, 5)]"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            spaced.to_string(),
+            "leader-epoch-checkpoint of b1 for t-0 is [(0,0),(2,5)]"
+        );
+        assert!(
+            "leader-epoch-checkpoint of b1 for t-0 is (0,0)"
+                .parse::<Condition>()
+                .unwrap_err()
+                .contains("(epoch,offset)")
+        );
+        assert!(
+            "HW of b1 for t-0 > 3"
+                .parse::<Condition>()
+                .unwrap_err()
+                .contains("not a condition")
         );
         assert!(
             "leader of t is b1"

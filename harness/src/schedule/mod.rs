@@ -12,7 +12,7 @@ mod parse;
 pub mod step;
 
 pub use broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS, SettingKind};
-pub use condition::{Checkpoint, Condition, Offset};
+pub use condition::{Checkpoint, Compare, Condition, Offset};
 pub use model::{
     Acks, Background, Cluster, Compression, Consume, Fault, NodeConfig, OneWay, PartitionRef,
     Produce, Schedule, Target, Topic, Truncate, TruncateLog, Workload,
