@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
-use super::lost_write::{Judgement, acked_values, judge};
+use super::lost_write::{Excuses, Judgement, acked_values};
 use super::{CheckResult, Checker, Evidence, RunData};
 use crate::history::{Op, OpType, PolledRecord, Process, RecordValue};
 use crate::node::NodeId;
@@ -174,10 +174,11 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     // acks=all values whose loss is excused, by (ok index, value): once such a
     // write may be gone, its offset may hold another write, as after a lost
     // acks=1 write.
+    let excuses = Excuses::of(run);
     let excused: BTreeSet<(u64, i64)> = acked_values(&run.history)
         .unwrap_or_default()
         .into_iter()
-        .filter(|a| a.acks == Acks::All && matches!(judge(run, a), Judgement::Excused(_)))
+        .filter(|a| a.acks == Acks::All && matches!(excuses.judge(a), Judgement::Excused(_)))
         .map(|a| (a.index, a.value))
         .collect();
     let mut acked_sends = 0u64;

@@ -12,9 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::history::{Op, OpType, Process, Verb};
+use crate::history::{Done, Op, OpType, Process, Verb};
 use crate::node::NodeId;
-use crate::observe::timeline::{PartitionStateChange, Timeline};
+use crate::observe::timeline::PartitionStateChange;
 use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
@@ -147,108 +147,141 @@ pub(crate) enum Judgement {
     Undetermined(String),
 }
 
-/// Applies DESIGN.md's excuses to one acknowledged value.
-pub(crate) fn judge(run: &RunData, acked: &AckedValue) -> Judgement {
-    let (Some(isr), Some(leader_epoch)) = (&acked.isr, acked.leader_epoch) else {
-        return Judgement::Undetermined("the ack recorded no ISR or leader epoch from etcd".into());
-    };
-    if isr.is_empty() {
-        return Judgement::Undetermined("the ack recorded an empty ISR".into());
-    }
-    let partition = &acked.partition;
-    // A timeline with no state for the partition rules nothing out.
-    let timeline = run.timeline.as_ref().filter(|t| {
-        !t.states_of(&partition.topic, partition.partition)
-            .is_empty()
-    });
-    if let Some(timeline) = timeline
-        && let Some((leader, election)) = unclean_elections_of(timeline, partition)
-            .find(|(_, elected)| elected.leader_epoch > leader_epoch)
-    {
-        return Judgement::Excused(format!(
-            "unclean election of {leader} at leader epoch {} (etcd revision {})",
-            election.leader_epoch, election.revision
-        ));
-    }
-    let lost = power_lost_nodes(run, acked);
-    if isr.iter().all(|node| lost.contains_key(node)) {
-        let indices: BTreeSet<u64> = isr
+/// What can excuse losing an acks=all write, indexed once per run so that
+/// judging each acknowledged value costs only the few faults and elections
+/// after it, not a pass over the whole history and timeline: the history can
+/// hold a million ops, and every checker that judges values judges them all.
+pub(crate) struct Excuses<'a> {
+    /// Partitions etcd's timeline has a state for; `None`: no timeline.
+    with_states: Option<BTreeSet<PartitionRef>>,
+    /// Per partition, its unclean elections (the broker elected and the
+    /// state), in revision order.
+    unclean: BTreeMap<PartitionRef, Vec<(NodeId, &'a PartitionStateChange)>>,
+    /// Power-loss ops that completed, as (history index, what they did), in
+    /// history order.
+    power_losses: Vec<(u64, &'a Done)>,
+}
+
+impl<'a> Excuses<'a> {
+    pub(crate) fn of(run: &'a RunData) -> Excuses<'a> {
+        let mut unclean: BTreeMap<PartitionRef, Vec<_>> = BTreeMap::new();
+        let with_states = run.timeline.as_ref().map(|timeline| {
+            for election in timeline.unclean_elections() {
+                let elected = election.elected;
+                if let Some(leader) = NodeId::from_broker_id(elected.leader) {
+                    unclean
+                        .entry(PartitionRef::new(&elected.topic, elected.partition))
+                        .or_default()
+                        .push((leader, elected));
+                }
+            }
+            timeline
+                .partition_states
+                .iter()
+                .map(|s| PartitionRef::new(&s.topic, s.partition))
+                .collect()
+        });
+        let power_losses = run
+            .history
             .iter()
-            .filter_map(|node| lost.get(node).copied())
+            .filter(|op| {
+                op.process == Process::Nemesis && op.kind != OpType::Invoke && op.error.is_none()
+            })
+            .filter_map(|op| {
+                let fault = op.fault()?;
+                let done = fault.done.as_ref()?;
+                (fault.verb == Verb::PowerLoss).then_some((op.index, done))
+            })
             .collect();
-        return Judgement::Excused(format!(
-            "power loss of every ISR member (history indices {indices:?})"
-        ));
-    }
-    if timeline.is_none() {
-        return Judgement::Undetermined(format!(
-            "no timeline of {partition}: an unclean election after the ack cannot be ruled out"
-        ));
-    }
-    Judgement::NotExcused
-}
-
-/// The unclean elections etcd recorded for one partition, each with the
-/// broker elected, in revision order.
-fn unclean_elections_of<'a>(
-    timeline: &'a Timeline,
-    partition: &'a PartitionRef,
-) -> impl Iterator<Item = (NodeId, &'a PartitionStateChange)> {
-    timeline
-        .unclean_elections()
-        .into_iter()
-        .map(|election| election.elected)
-        .filter(|elected| {
-            elected.topic == partition.topic && elected.partition == partition.partition
-        })
-        .filter_map(|elected| Some((NodeId::from_broker_id(elected.leader)?, elected)))
-}
-
-/// Nodes that lost unflushed bytes of this value's partition in a power loss
-/// after the ack → the history index of the first such fault. A power-loss op
-/// that records its cut must have cut the replica back to or below the acked
-/// offset; one that records no cut for the node counts on its name alone.
-fn power_lost_nodes(run: &RunData, acked: &AckedValue) -> BTreeMap<NodeId, u64> {
-    // Disk faults name the replica by its directory, which is the partition's name.
-    let dir = acked.partition.to_string();
-    let mut lost = BTreeMap::new();
-    for op in &run.history {
-        let Some(fault) = op.fault() else {
-            continue;
-        };
-        if op.process != Process::Nemesis
-            || fault.verb != Verb::PowerLoss
-            || op.kind == OpType::Invoke
-            || op.error.is_some()
-            || op.index <= acked.index
-        {
-            continue;
+        Excuses {
+            with_states,
+            unclean,
+            power_losses,
         }
-        let Some(done) = &fault.done else {
-            continue;
+    }
+
+    /// Applies DESIGN.md's excuses to one acknowledged value.
+    pub(crate) fn judge(&self, acked: &AckedValue) -> Judgement {
+        let (Some(isr), Some(leader_epoch)) = (&acked.isr, acked.leader_epoch) else {
+            return Judgement::Undetermined(
+                "the ack recorded no ISR or leader epoch from etcd".into(),
+            );
         };
-        for &node in &done.nodes {
-            let cut = done.cut.as_ref().and_then(|cuts| {
-                cuts.iter().find(|c| c.node == node).map(|c| {
-                    c.replicas()
-                        .find(|r| r.replica == dir)
-                        .map(|r| r.log_end_offset_after)
-                })
-            });
-            let reached = match (cut, acked.offset) {
-                // No cut recorded for this node: its name is the evidence.
-                (None, _) => true,
-                // The node held no replica of the partition: nothing to lose.
-                (Some(None), _) => false,
-                (Some(Some(_)), None) => true,
-                (Some(Some(end_after)), Some(offset)) => end_after <= offset,
-            };
-            if reached {
-                lost.entry(node).or_insert(op.index);
+        if isr.is_empty() {
+            return Judgement::Undetermined("the ack recorded an empty ISR".into());
+        }
+        let partition = &acked.partition;
+        // A timeline with no state for the partition rules nothing out.
+        let timeline = self
+            .with_states
+            .as_ref()
+            .is_some_and(|states| states.contains(partition));
+        if let Some((leader, election)) = self
+            .unclean
+            .get(partition)
+            .into_iter()
+            .flatten()
+            .find(|(_, elected)| elected.leader_epoch > leader_epoch)
+        {
+            return Judgement::Excused(format!(
+                "unclean election of {leader} at leader epoch {} (etcd revision {})",
+                election.leader_epoch, election.revision
+            ));
+        }
+        let lost = self.power_lost_nodes(acked);
+        if isr.iter().all(|node| lost.contains_key(node)) {
+            let indices: BTreeSet<u64> = isr
+                .iter()
+                .filter_map(|node| lost.get(node).copied())
+                .collect();
+            return Judgement::Excused(format!(
+                "power loss of every ISR member (history indices {indices:?})"
+            ));
+        }
+        if !timeline {
+            return Judgement::Undetermined(format!(
+                "no timeline of {partition}: an unclean election after the ack cannot be ruled out"
+            ));
+        }
+        Judgement::NotExcused
+    }
+
+    /// Nodes that lost unflushed bytes of this value's partition in a power
+    /// loss after the ack → the history index of the first such fault. A
+    /// power-loss op that records its cut must have cut the replica back to or
+    /// below the acked offset; one that records no cut for the node counts on
+    /// its name alone.
+    fn power_lost_nodes(&self, acked: &AckedValue) -> BTreeMap<NodeId, u64> {
+        // Disk faults name the replica by its directory, which is the partition's name.
+        let dir = acked.partition.to_string();
+        let after = self
+            .power_losses
+            .partition_point(|(index, _)| *index <= acked.index);
+        let mut lost = BTreeMap::new();
+        for &(index, done) in &self.power_losses[after..] {
+            for &node in &done.nodes {
+                let cut = done.cut.as_ref().and_then(|cuts| {
+                    cuts.iter().find(|c| c.node == node).map(|c| {
+                        c.replicas()
+                            .find(|r| r.replica == dir)
+                            .map(|r| r.log_end_offset_after)
+                    })
+                });
+                let reached = match (cut, acked.offset) {
+                    // No cut recorded for this node: its name is the evidence.
+                    (None, _) => true,
+                    // The node held no replica of the partition: nothing to lose.
+                    (Some(None), _) => false,
+                    (Some(Some(_)), None) => true,
+                    (Some(Some(end_after)), Some(offset)) => end_after <= offset,
+                };
+                if reached {
+                    lost.entry(node).or_insert(index);
+                }
             }
         }
+        lost
     }
-    lost
 }
 
 /// A final log with its value → offsets map and the values each holder has.
@@ -335,6 +368,7 @@ impl<'a> FinalLogs<'a> {
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
     let acked = acked_values(&run.history)?;
+    let excused_by_run = Excuses::of(run);
     let mut logs = FinalLogs::new(run);
     let mut evidence = Vec::new();
     // Legitimate losses, listed after any violation (they never make it invalid).
@@ -389,7 +423,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 *counts.entry("lost-acks-0").or_default() += 1;
                 report("lost-acks-0-write", "acks=0 waits for nothing");
             }
-            Acks::All => match judge(run, a) {
+            Acks::All => match excused_by_run.judge(a) {
                 Judgement::Excused(why) => {
                     *counts.entry("lost-acks-all-excused").or_default() += 1;
                     report("lost-acks-all-write-excused", &why);
@@ -454,6 +488,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::timeline::Timeline;
 
     fn state(revision: i64, leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionStateChange {
         PartitionStateChange {
@@ -485,12 +520,16 @@ mod tests {
             ],
             controllers: vec![],
         };
-        let t0 = PartitionRef::new("t", 0);
-        let unclean: Vec<(NodeId, i64)> = unclean_elections_of(&timeline, &t0)
-            .map(|(leader, s)| (leader, s.revision))
+        let run = RunData {
+            timeline: Some(timeline),
+            ..RunData::default()
+        };
+        let excuses = Excuses::of(&run);
+        let unclean: Vec<(NodeId, i64)> = excuses.unclean[&PartitionRef::new("t", 0)]
+            .iter()
+            .map(|(leader, s)| (*leader, s.revision))
             .collect();
         assert_eq!(unclean, vec![(NodeId::new(2), 6)]);
-        let u0 = PartitionRef::new("u", 0);
-        assert_eq!(unclean_elections_of(&timeline, &u0).count(), 0);
+        assert!(!excuses.unclean.contains_key(&PartitionRef::new("u", 0)));
     }
 }
