@@ -8,6 +8,8 @@
 //! The acknowledged values and the excuses are shared with the
 //! offset-changed checker.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
@@ -15,6 +17,7 @@ use serde_json::{Value, json};
 use crate::history::{Done, Op, OpType, Process, Verb};
 use crate::node::NodeId;
 use crate::observe::timeline::PartitionStateChange;
+use crate::reader::ReplicaState;
 use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
@@ -284,18 +287,78 @@ impl<'a> Excuses<'a> {
     }
 }
 
-/// A final log with its value → offsets map and the values each holder has.
+/// A replica's data records by value, each value as text the way the
+/// workload wrote it (and as `Payload` prints it): one sorted list borrowed
+/// from the replica rather than a map of owned strings, since a long run's
+/// replica holds millions of records and only a few lookups ever miss.
+pub(crate) struct ValueIndex<'a>(Vec<(Cow<'a, str>, i64)>);
+
+impl<'a> ValueIndex<'a> {
+    /// Intact data batches only, null values left out, as
+    /// `CompactReplica::offsets_by_value` reads a replica.
+    pub(crate) fn of(replica: &'a ReplicaState) -> ValueIndex<'a> {
+        let mut entries: Vec<(Cow<'a, str>, i64)> = replica
+            .records()
+            .filter(|(batch, _)| !batch.is_control())
+            .filter_map(|(_, record)| {
+                let value = record.value.as_ref()?;
+                let text = match value.as_str() {
+                    Some(text) => Cow::Borrowed(text),
+                    None => Cow::Owned(value.to_string()),
+                };
+                Some((text, record.offset))
+            })
+            .collect();
+        // Stable, so one value's offsets stay in log order.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        ValueIndex(entries)
+    }
+
+    /// The offsets holding `value`, in log order.
+    pub(crate) fn offsets<'s>(&'s self, value: &'s str) -> impl Iterator<Item = i64> + 's {
+        let start = self.0.partition_point(|(v, _)| v.as_ref() < value);
+        self.0[start..]
+            .iter()
+            .take_while(move |(v, _)| v.as_ref() == value)
+            .map(|(_, offset)| *offset)
+    }
+
+    pub(crate) fn contains(&self, value: &str) -> bool {
+        self.offsets(value).next().is_some()
+    }
+
+    /// Each value at two or more offsets, with those offsets in log order,
+    /// in value order.
+    pub(crate) fn repeated(&self) -> impl Iterator<Item = (&str, Vec<i64>)> + '_ {
+        self.0
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|group| group.len() > 1)
+            .map(|group| {
+                let offsets = group.iter().map(|(_, offset)| *offset).collect();
+                (group[0].0.as_ref(), offsets)
+            })
+    }
+}
+
+/// A final log with its values indexed; what each holder has is indexed
+/// only when a missing value needs naming where it is missing.
 pub(crate) struct IndexedLog<'a> {
     pub log: FinalLog<'a>,
-    pub by_value: BTreeMap<String, Vec<i64>>,
-    /// Per holder of the partition: the values its replica holds.
-    held: Vec<(NodeId, BTreeSet<String>)>,
+    pub by_value: ValueIndex<'a>,
+    held: OnceCell<Vec<(NodeId, ValueIndex<'a>)>>,
 }
 
 impl IndexedLog<'_> {
     /// Nodes whose replica of the partition does not hold the value anywhere.
     pub(crate) fn lacking(&self, value: &str) -> Vec<NodeId> {
         self.held
+            .get_or_init(|| {
+                self.log
+                    .holders
+                    .iter()
+                    .map(|(node, replica)| (*node, ValueIndex::of(replica)))
+                    .collect()
+            })
             .iter()
             .filter(|(_, values)| !values.contains(value))
             .map(|(node, _)| *node)
@@ -348,17 +411,8 @@ impl<'a> FinalLogs<'a> {
             .entry(partition.clone())
             .or_insert_with(|| {
                 FinalLog::of(run, partition).map(|log| IndexedLog {
-                    by_value: log.replica.compact().offsets_by_value(),
-                    held: log
-                        .holders
-                        .iter()
-                        .map(|(node, replica)| {
-                            (
-                                *node,
-                                replica.compact().offsets_by_value().into_keys().collect(),
-                            )
-                        })
-                        .collect(),
+                    by_value: ValueIndex::of(log.replica),
+                    held: OnceCell::new(),
                     log,
                 })
             })
@@ -397,7 +451,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         };
         let text = a.value.to_string();
         let log = &indexed.log;
-        if indexed.by_value.contains_key(&text) {
+        if indexed.by_value.contains(&text) {
             continue;
         }
         // Losses Kafka allows are reported by value too, not only counted.
