@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
-use super::lost_write::{Judgement, acked_values, judge};
+use super::lost_write::{Excuses, Judgement, acked_values};
 use super::{CheckResult, Checker, Evidence, RunData};
 use crate::history::{Op, OpType, PolledRecord, Process, RecordValue};
 use crate::node::NodeId;
@@ -109,7 +109,7 @@ pub(crate) fn ok_polls(history: &[Op]) -> Vec<OkPoll<'_>> {
 struct AfterHeal {
     /// Node → (log end offset, findings, offset → value of its data
     /// records), for each node hosting the partition.
-    replicas: BTreeMap<NodeId, (i64, usize, BTreeMap<i64, RecordValue>)>,
+    replicas: BTreeMap<NodeId, (i64, usize, HeldValues)>,
     /// Offsets some replica holds as control records.
     control: BTreeSet<i64>,
 }
@@ -121,7 +121,7 @@ impl AfterHeal {
             control: BTreeSet::new(),
         };
         for (node, replica) in run.holders(partition) {
-            let mut values = BTreeMap::new();
+            let mut values = Vec::new();
             for (batch, record) in replica.records() {
                 if batch.is_control() {
                     log.control.insert(record.offset);
@@ -129,16 +129,54 @@ impl AfterHeal {
                     // Read as the history records a polled value, so the two compare.
                     let value =
                         RecordValue::from_bytes(record.value.as_ref().map(|v| v.as_bytes()));
-                    values.insert(record.offset, value);
+                    values.push((record.offset, value));
                 }
             }
             log.replicas.insert(
                 node,
-                (replica.log_end_offset, replica.findings.len(), values),
+                (
+                    replica.log_end_offset,
+                    replica.findings.len(),
+                    HeldValues::new(values),
+                ),
             );
         }
         log
     }
+}
+
+/// Offset → value of one replica's data records, the later of two records at
+/// one offset winning as a map insert would. A sorted list: it is built for
+/// every replica, millions of records, and looked up only where polls read.
+struct HeldValues(Vec<(i64, RecordValue)>);
+
+impl HeldValues {
+    fn new(mut held: Vec<(i64, RecordValue)>) -> HeldValues {
+        // Stable, so of equal offsets the later record stays later.
+        held.sort_by_key(|(offset, _)| *offset);
+        held.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                std::mem::swap(later, earlier);
+            }
+            same
+        });
+        HeldValues(held)
+    }
+
+    fn get(&self, offset: &i64) -> Option<&RecordValue> {
+        let at = self.0.binary_search_by_key(offset, |(o, _)| *o).ok()?;
+        Some(&self.0[at].1)
+    }
+}
+
+/// A value seen at an offset, by an acknowledged send or a poll.
+struct Sighting<'a> {
+    partition: &'a PartitionRef,
+    offset: i64,
+    value: RecordValue,
+    index: u64,
+    send: bool,
 }
 
 /// Where a value at an offset was seen: history indices of polls and sends.
@@ -152,32 +190,18 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let polls = ok_polls(&run.history);
     let mut evidence = Vec::new();
 
-    // Every value seen at each (partition, offset), keyed by its JSON text so
-    // evidence lists them in the order it always has.
-    let mut seen: BTreeMap<(&PartitionRef, i64), BTreeMap<String, Sightings>> = BTreeMap::new();
-    let mut sight = |partition, offset: i64, value: &RecordValue, index: u64, send: bool| {
-        let entry = seen
-            .entry((partition, offset))
-            .or_default()
-            .entry(value.to_string())
-            .or_insert_with(|| Sightings {
-                value: value.clone(),
-                polls: Vec::new(),
-                sends: Vec::new(),
-            });
-        if send {
-            entry.sends.push(index);
-        } else {
-            entry.polls.push(index);
-        }
-    };
+    // Every value seen at each (partition, offset), in the order seen; grouped
+    // by a stable sort below. A flat list, not a map entry a sighting: a long
+    // run has millions, and only an offset seen with two values needs more.
+    let mut seen: Vec<Sighting> = Vec::new();
     // acks=all values whose loss is excused, by (ok index, value): once such a
     // write may be gone, its offset may hold another write, as after a lost
     // acks=1 write.
+    let excuses = Excuses::of(run);
     let excused: BTreeSet<(u64, i64)> = acked_values(&run.history)
         .unwrap_or_default()
         .into_iter()
-        .filter(|a| a.acks == Acks::All && matches!(judge(run, a), Judgement::Excused(_)))
+        .filter(|a| a.acks == Acks::All && matches!(excuses.judge(a), Judgement::Excused(_)))
         .map(|a| (a.index, a.value))
         .collect();
     let mut acked_sends = 0u64;
@@ -198,24 +222,79 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 excused_sends += 1;
                 continue;
             }
-            let value = RecordValue::Number(value);
-            sight(&send.partition, offset, &value, op.index, true);
+            seen.push(Sighting {
+                partition: &send.partition,
+                offset,
+                value: RecordValue::Number(value),
+                index: op.index,
+                send: true,
+            });
         }
     }
     for poll in &polls {
-        for record in poll.records {
-            sight(
-                poll.partition,
-                record.offset(),
-                record.value(),
-                poll.index,
-                false,
-            );
-        }
+        seen.extend(poll.records.iter().map(|record| Sighting {
+            partition: poll.partition,
+            offset: record.offset(),
+            value: record.value().clone(),
+            index: poll.index,
+            send: false,
+        }));
     }
-    for ((partition, offset), values) in &seen {
-        if values.len() < 2 {
+    // Sorted by (partition, offset), then the order seen. The partition is
+    // sorted by its rank among the few partitions, not its name: comparing
+    // names dominated the sort of millions of sightings.
+    let names: Vec<&PartitionRef> = seen
+        .iter()
+        .map(|s| s.partition)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let rank = |partition: &PartitionRef| names.binary_search(&partition).ok();
+    let mut keyed: Vec<((usize, i64, usize), Sighting)> = seen
+        .into_iter()
+        .enumerate()
+        .map(|(order, s)| {
+            let partition = rank(s.partition).expect("every sighting's partition is named");
+            ((partition, s.offset, order), s)
+        })
+        .collect();
+    keyed.sort_unstable_by_key(|(key, _)| *key);
+    let seen: Vec<((usize, i64), Sighting)> = keyed
+        .into_iter()
+        .map(|((partition, offset, _), s)| ((partition, offset), s))
+        .collect();
+    let at = |partition: &PartitionRef, offset: i64| -> Vec<&Sighting> {
+        let Some(key) = rank(partition).map(|p| (p, offset)) else {
+            return Vec::new();
+        };
+        let start = seen.partition_point(|(k, _)| *k < key);
+        seen[start..]
+            .iter()
+            .take_while(|(k, _)| *k == key)
+            .map(|(_, s)| s)
+            .collect()
+    };
+    for group in seen.chunk_by(|a, b| a.0 == b.0) {
+        if group.iter().all(|(_, s)| s.value == group[0].1.value) {
             continue;
+        }
+        let (partition, offset) = (group[0].1.partition, group[0].1.offset);
+        // Keyed by the value's JSON text, so evidence lists them in the
+        // order it always has.
+        let mut values: BTreeMap<String, Sightings> = BTreeMap::new();
+        for (_, sighting) in group {
+            let entry = values
+                .entry(sighting.value.to_string())
+                .or_insert_with(|| Sightings {
+                    value: sighting.value.clone(),
+                    polls: Vec::new(),
+                    sends: Vec::new(),
+                });
+            if sighting.send {
+                entry.sends.push(sighting.index);
+            } else {
+                entry.polls.push(sighting.index);
+            }
         }
         let listed: Vec<Value> = values
             .values()
@@ -239,9 +318,12 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         .map(|&p| (p, AfterHeal::read(run, p)))
         .collect();
     let known_value = |partition: &PartitionRef, offset: i64| -> RecordValue {
-        seen.get(&(partition, offset))
-            .and_then(|values| values.values().next())
-            .map(|s| s.value.clone())
+        // The first in JSON text order, as evidence lists an offset's values.
+        at(partition, offset)
+            .iter()
+            .map(|s| &s.value)
+            .min_by_key(|value| value.to_string())
+            .cloned()
             .or_else(|| {
                 logs.get(partition)?
                     .replicas
@@ -328,7 +410,17 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             unhosted.insert(poll.partition);
             continue;
         }
+        let replicas = &logs[poll.partition].replicas;
         for record in poll.records {
+            let (offset, value) = (record.offset(), record.value());
+            // Every replica holding what was read is the common case; only
+            // the others are gathered by value.
+            if replicas
+                .values()
+                .all(|(_, _, values)| values.get(&offset) == Some(value))
+            {
+                continue;
+            }
             reads
                 .entry((poll.partition, record.offset(), record.value().to_string()))
                 .or_insert_with(|| (record.value(), Vec::new()))

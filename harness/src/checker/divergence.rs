@@ -43,16 +43,16 @@ pub fn checker() -> Checker {
 }
 
 /// What a replica holds at one offset: batch epoch, control flag, value.
-type Slot = (i32, bool, Option<Payload>);
+type Slot<'a> = (i32, bool, Option<&'a Payload>);
 
-fn slots(replica: &ReplicaState, from: i64, to: i64) -> BTreeMap<i64, Slot> {
+fn slots(replica: &ReplicaState, from: i64, to: i64) -> BTreeMap<i64, Slot<'_>> {
     replica
         .records()
         .filter(|(_, r)| r.offset >= from && r.offset < to)
         .map(|(b, r)| {
             (
                 r.offset,
-                (b.partition_leader_epoch, b.is_control(), r.value.clone()),
+                (b.partition_leader_epoch, b.is_control(), r.value.as_ref()),
             )
         })
         .collect()
@@ -82,16 +82,16 @@ fn short(slot: Option<&Slot>) -> String {
 
 /// Where replicas first differ: the offset, the common end, and what each
 /// replica holds there.
-type Divergence = (i64, i64, Vec<(NodeId, Option<Slot>)>);
+type Divergence<'a> = (i64, i64, Vec<(NodeId, Option<Slot<'a>>)>);
 
 /// The first offset below the common end where the replicas differ, or `None`.
-fn first_divergence(replicas: &[(NodeId, &ReplicaState)]) -> Option<Divergence> {
+fn first_divergence<'a>(replicas: &[(NodeId, &'a ReplicaState)]) -> Option<Divergence<'a>> {
     let end = replicas.iter().map(|(_, r)| r.log_end_offset).min()?;
     let start = replicas
         .iter()
         .map(|(_, r)| r.segments.first().map_or(0, |s| s.base_offset))
         .max()?;
-    let held: Vec<BTreeMap<i64, Slot>> =
+    let held: Vec<BTreeMap<i64, Slot<'a>>> =
         replicas.iter().map(|(_, r)| slots(r, start, end)).collect();
     let offsets: BTreeSet<i64> = held.iter().flat_map(|h| h.keys().copied()).collect();
     for offset in offsets {

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::json;
 
 use super::final_log::FinalLog;
-use super::lost_write::EVIDENCE_MAX;
+use super::lost_write::{EVIDENCE_MAX, ValueIndex};
 use super::{CheckResult, Checker, Evidence, RunData};
 use crate::topic_partition::PartitionRef;
 
@@ -52,8 +52,9 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 .collect(),
         };
         for (source, replica) in examined {
-            for (value, offsets) in replica.compact().offsets_by_value() {
-                if offsets.len() < 2 || !seen.insert((partition, value.clone(), offsets.clone())) {
+            for (value, offsets) in ValueIndex::of(replica).repeated() {
+                let value = value.to_owned();
+                if !seen.insert((partition, value.clone(), offsets.clone())) {
                     continue;
                 }
                 total += 1;

@@ -15,7 +15,7 @@ use super::{CheckResult, Checker, Evidence, RunData};
 use crate::node::NodeId;
 use crate::observe::timeline::Timeline;
 use crate::reader::state_change::StateChange;
-use crate::reader::{DataDirState, Payload};
+use crate::reader::{Batch, DataDirState, Payload};
 use crate::topic_partition::PartitionRef;
 
 pub const NAME: &str = "one-leader-per-epoch";
@@ -203,41 +203,49 @@ fn applied_leaders(logs: &BTreeMap<NodeId, Vec<StateChange>>) -> Vec<Evidence> {
         .collect()
 }
 
-/// One record as one replica holds it.
+/// One record as one replica holds it; the batch names its file and position
+/// should it be evidence.
 struct Held<'a> {
     node: NodeId,
     epoch: i32,
     value: Option<&'a Payload>,
-    file: String,
-    position: u64,
+    batch: &'a Batch,
 }
 
 /// Rule (c): for every offset two replicas both hold in batches of the same
 /// partition leader epoch, the values must be equal. One evidence per
 /// (partition, epoch, pair of replicas), naming the first differing offset.
 fn replica_writers(replicas: &BTreeMap<NodeId, DataDirState>) -> Vec<Evidence> {
-    let mut offsets: BTreeMap<PartitionRef, BTreeMap<i64, Vec<Held<'_>>>> = BTreeMap::new();
+    // Per partition, every record of every replica, grouped by offset below
+    // with a stable sort: within an offset, node order then log order. A flat
+    // list and one sort, not a map entry a record, since the replicas hold
+    // millions of records in a long run.
+    let mut offsets: BTreeMap<PartitionRef, Vec<(i64, Held<'_>)>> = BTreeMap::new();
     for (&node, dir) in replicas {
         for replica in &dir.replicas {
-            let by_offset = offsets.entry(replica.partition_ref()).or_default();
-            for (batch, record) in replica.records() {
-                by_offset.entry(record.offset).or_default().push(Held {
+            let held = offsets.entry(replica.partition_ref()).or_default();
+            held.extend(replica.records().map(|(batch, record)| {
+                let held = Held {
                     node,
                     epoch: batch.partition_leader_epoch,
                     value: record.value.as_ref(),
-                    file: batch.file.display().to_string(),
-                    position: batch.position,
-                });
-            }
+                    batch,
+                };
+                (record.offset, held)
+            }));
         }
+    }
+    for held in offsets.values_mut() {
+        held.sort_by_key(|(offset, _)| *offset);
     }
     // (partition, epoch, node a, node b) → (first offset, its two holdings, count).
     type Pair<'a> = (&'a PartitionRef, i32, NodeId, NodeId);
     let mut found: BTreeMap<Pair<'_>, (i64, usize, &Held<'_>, &Held<'_>)> = BTreeMap::new();
     for (partition, by_offset) in &offsets {
-        for (&offset, held) in by_offset {
-            for (i, a) in held.iter().enumerate() {
-                for b in &held[i + 1..] {
+        for group in by_offset.chunk_by(|a, b| a.0 == b.0) {
+            let offset = group[0].0;
+            for (i, (_, a)) in group.iter().enumerate() {
+                for (_, b) in &group[i + 1..] {
                     if a.epoch != b.epoch || a.value == b.value || a.node == b.node {
                         continue;
                     }
@@ -273,8 +281,8 @@ fn replica_writers(replicas: &BTreeMap<NodeId, DataDirState>) -> Vec<Evidence> {
                     "replicas": ([a, b]).iter().map(|held| json!({
                         "node": held.node,
                         "value": held.value,
-                        "file": held.file,
-                        "batch_position": held.position,
+                        "file": held.batch.file.display().to_string(),
+                        "batch_position": held.batch.position,
                     })).collect::<Vec<_>>(),
                 }),
             },

@@ -8,13 +8,16 @@
 //! The acknowledged values and the excuses are shared with the
 //! offset-changed checker.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::history::{Op, OpType, Process, Verb};
+use crate::history::{Done, Op, OpType, Process, Verb};
 use crate::node::NodeId;
-use crate::observe::timeline::{PartitionStateChange, Timeline};
+use crate::observe::timeline::PartitionStateChange;
+use crate::reader::ReplicaState;
 use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
@@ -147,122 +150,215 @@ pub(crate) enum Judgement {
     Undetermined(String),
 }
 
-/// Applies DESIGN.md's excuses to one acknowledged value.
-pub(crate) fn judge(run: &RunData, acked: &AckedValue) -> Judgement {
-    let (Some(isr), Some(leader_epoch)) = (&acked.isr, acked.leader_epoch) else {
-        return Judgement::Undetermined("the ack recorded no ISR or leader epoch from etcd".into());
-    };
-    if isr.is_empty() {
-        return Judgement::Undetermined("the ack recorded an empty ISR".into());
-    }
-    let partition = &acked.partition;
-    // A timeline with no state for the partition rules nothing out.
-    let timeline = run.timeline.as_ref().filter(|t| {
-        !t.states_of(&partition.topic, partition.partition)
-            .is_empty()
-    });
-    if let Some(timeline) = timeline
-        && let Some((leader, election)) = unclean_elections_of(timeline, partition)
-            .find(|(_, elected)| elected.leader_epoch > leader_epoch)
-    {
-        return Judgement::Excused(format!(
-            "unclean election of {leader} at leader epoch {} (etcd revision {})",
-            election.leader_epoch, election.revision
-        ));
-    }
-    let lost = power_lost_nodes(run, acked);
-    if isr.iter().all(|node| lost.contains_key(node)) {
-        let indices: BTreeSet<u64> = isr
+/// What can excuse losing an acks=all write, indexed once per run so that
+/// judging each acknowledged value costs only the few faults and elections
+/// after it, not a pass over the whole history and timeline: the history can
+/// hold a million ops, and every checker that judges values judges them all.
+pub(crate) struct Excuses<'a> {
+    /// Partitions etcd's timeline has a state for; `None`: no timeline.
+    with_states: Option<BTreeSet<PartitionRef>>,
+    /// Per partition, its unclean elections (the broker elected and the
+    /// state), in revision order.
+    unclean: BTreeMap<PartitionRef, Vec<(NodeId, &'a PartitionStateChange)>>,
+    /// Power-loss ops that completed, as (history index, what they did), in
+    /// history order.
+    power_losses: Vec<(u64, &'a Done)>,
+}
+
+impl<'a> Excuses<'a> {
+    pub(crate) fn of(run: &'a RunData) -> Excuses<'a> {
+        let mut unclean: BTreeMap<PartitionRef, Vec<_>> = BTreeMap::new();
+        let with_states = run.timeline.as_ref().map(|timeline| {
+            for election in timeline.unclean_elections() {
+                let elected = election.elected;
+                if let Some(leader) = NodeId::from_broker_id(elected.leader) {
+                    unclean
+                        .entry(PartitionRef::new(&elected.topic, elected.partition))
+                        .or_default()
+                        .push((leader, elected));
+                }
+            }
+            timeline
+                .partition_states
+                .iter()
+                .map(|s| PartitionRef::new(&s.topic, s.partition))
+                .collect()
+        });
+        let power_losses = run
+            .history
             .iter()
-            .filter_map(|node| lost.get(node).copied())
+            .filter(|op| {
+                op.process == Process::Nemesis && op.kind != OpType::Invoke && op.error.is_none()
+            })
+            .filter_map(|op| {
+                let fault = op.fault()?;
+                let done = fault.done.as_ref()?;
+                (fault.verb == Verb::PowerLoss).then_some((op.index, done))
+            })
             .collect();
-        return Judgement::Excused(format!(
-            "power loss of every ISR member (history indices {indices:?})"
-        ));
-    }
-    if timeline.is_none() {
-        return Judgement::Undetermined(format!(
-            "no timeline of {partition}: an unclean election after the ack cannot be ruled out"
-        ));
-    }
-    Judgement::NotExcused
-}
-
-/// The unclean elections etcd recorded for one partition, each with the
-/// broker elected, in revision order.
-fn unclean_elections_of<'a>(
-    timeline: &'a Timeline,
-    partition: &'a PartitionRef,
-) -> impl Iterator<Item = (NodeId, &'a PartitionStateChange)> {
-    timeline
-        .unclean_elections()
-        .into_iter()
-        .map(|election| election.elected)
-        .filter(|elected| {
-            elected.topic == partition.topic && elected.partition == partition.partition
-        })
-        .filter_map(|elected| Some((NodeId::from_broker_id(elected.leader)?, elected)))
-}
-
-/// Nodes that lost unflushed bytes of this value's partition in a power loss
-/// after the ack → the history index of the first such fault. A power-loss op
-/// that records its cut must have cut the replica back to or below the acked
-/// offset; one that records no cut for the node counts on its name alone.
-fn power_lost_nodes(run: &RunData, acked: &AckedValue) -> BTreeMap<NodeId, u64> {
-    // Disk faults name the replica by its directory, which is the partition's name.
-    let dir = acked.partition.to_string();
-    let mut lost = BTreeMap::new();
-    for op in &run.history {
-        let Some(fault) = op.fault() else {
-            continue;
-        };
-        if op.process != Process::Nemesis
-            || fault.verb != Verb::PowerLoss
-            || op.kind == OpType::Invoke
-            || op.error.is_some()
-            || op.index <= acked.index
-        {
-            continue;
+        Excuses {
+            with_states,
+            unclean,
+            power_losses,
         }
-        let Some(done) = &fault.done else {
-            continue;
+    }
+
+    /// Applies DESIGN.md's excuses to one acknowledged value.
+    pub(crate) fn judge(&self, acked: &AckedValue) -> Judgement {
+        let (Some(isr), Some(leader_epoch)) = (&acked.isr, acked.leader_epoch) else {
+            return Judgement::Undetermined(
+                "the ack recorded no ISR or leader epoch from etcd".into(),
+            );
         };
-        for &node in &done.nodes {
-            let cut = done.cut.as_ref().and_then(|cuts| {
-                cuts.iter().find(|c| c.node == node).map(|c| {
-                    c.replicas()
-                        .find(|r| r.replica == dir)
-                        .map(|r| r.log_end_offset_after)
-                })
-            });
-            let reached = match (cut, acked.offset) {
-                // No cut recorded for this node: its name is the evidence.
-                (None, _) => true,
-                // The node held no replica of the partition: nothing to lose.
-                (Some(None), _) => false,
-                (Some(Some(_)), None) => true,
-                (Some(Some(end_after)), Some(offset)) => end_after <= offset,
-            };
-            if reached {
-                lost.entry(node).or_insert(op.index);
+        if isr.is_empty() {
+            return Judgement::Undetermined("the ack recorded an empty ISR".into());
+        }
+        let partition = &acked.partition;
+        // A timeline with no state for the partition rules nothing out.
+        let timeline = self
+            .with_states
+            .as_ref()
+            .is_some_and(|states| states.contains(partition));
+        if let Some((leader, election)) = self
+            .unclean
+            .get(partition)
+            .into_iter()
+            .flatten()
+            .find(|(_, elected)| elected.leader_epoch > leader_epoch)
+        {
+            return Judgement::Excused(format!(
+                "unclean election of {leader} at leader epoch {} (etcd revision {})",
+                election.leader_epoch, election.revision
+            ));
+        }
+        let lost = self.power_lost_nodes(acked);
+        if isr.iter().all(|node| lost.contains_key(node)) {
+            let indices: BTreeSet<u64> = isr
+                .iter()
+                .filter_map(|node| lost.get(node).copied())
+                .collect();
+            return Judgement::Excused(format!(
+                "power loss of every ISR member (history indices {indices:?})"
+            ));
+        }
+        if !timeline {
+            return Judgement::Undetermined(format!(
+                "no timeline of {partition}: an unclean election after the ack cannot be ruled out"
+            ));
+        }
+        Judgement::NotExcused
+    }
+
+    /// Nodes that lost unflushed bytes of this value's partition in a power
+    /// loss after the ack → the history index of the first such fault. A
+    /// power-loss op that records its cut must have cut the replica back to or
+    /// below the acked offset; one that records no cut for the node counts on
+    /// its name alone.
+    fn power_lost_nodes(&self, acked: &AckedValue) -> BTreeMap<NodeId, u64> {
+        // Disk faults name the replica by its directory, which is the partition's name.
+        let dir = acked.partition.to_string();
+        let after = self
+            .power_losses
+            .partition_point(|(index, _)| *index <= acked.index);
+        let mut lost = BTreeMap::new();
+        for &(index, done) in &self.power_losses[after..] {
+            for &node in &done.nodes {
+                let cut = done.cut.as_ref().and_then(|cuts| {
+                    cuts.iter().find(|c| c.node == node).map(|c| {
+                        c.replicas()
+                            .find(|r| r.replica == dir)
+                            .map(|r| r.log_end_offset_after)
+                    })
+                });
+                let reached = match (cut, acked.offset) {
+                    // No cut recorded for this node: its name is the evidence.
+                    (None, _) => true,
+                    // The node held no replica of the partition: nothing to lose.
+                    (Some(None), _) => false,
+                    (Some(Some(_)), None) => true,
+                    (Some(Some(end_after)), Some(offset)) => end_after <= offset,
+                };
+                if reached {
+                    lost.entry(node).or_insert(index);
+                }
             }
         }
+        lost
     }
-    lost
 }
 
-/// A final log with its value → offsets map and the values each holder has.
+/// A replica's data records by value, each value as text the way the
+/// workload wrote it (and as `Payload` prints it): one sorted list borrowed
+/// from the replica rather than a map of owned strings, since a long run's
+/// replica holds millions of records and only a few lookups ever miss.
+pub(crate) struct ValueIndex<'a>(Vec<(Cow<'a, str>, i64)>);
+
+impl<'a> ValueIndex<'a> {
+    /// Intact data batches only, null values left out, as
+    /// `CompactReplica::offsets_by_value` reads a replica.
+    pub(crate) fn of(replica: &'a ReplicaState) -> ValueIndex<'a> {
+        let mut entries: Vec<(Cow<'a, str>, i64)> = replica
+            .records()
+            .filter(|(batch, _)| !batch.is_control())
+            .filter_map(|(_, record)| {
+                let value = record.value.as_ref()?;
+                let text = match value.as_str() {
+                    Some(text) => Cow::Borrowed(text),
+                    None => Cow::Owned(value.to_string()),
+                };
+                Some((text, record.offset))
+            })
+            .collect();
+        // Stable, so one value's offsets stay in log order.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        ValueIndex(entries)
+    }
+
+    /// The offsets holding `value`, in log order.
+    pub(crate) fn offsets<'s>(&'s self, value: &'s str) -> impl Iterator<Item = i64> + 's {
+        let start = self.0.partition_point(|(v, _)| v.as_ref() < value);
+        self.0[start..]
+            .iter()
+            .take_while(move |(v, _)| v.as_ref() == value)
+            .map(|(_, offset)| *offset)
+    }
+
+    pub(crate) fn contains(&self, value: &str) -> bool {
+        self.offsets(value).next().is_some()
+    }
+
+    /// Each value at two or more offsets, with those offsets in log order,
+    /// in value order.
+    pub(crate) fn repeated(&self) -> impl Iterator<Item = (&str, Vec<i64>)> + '_ {
+        self.0
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|group| group.len() > 1)
+            .map(|group| {
+                let offsets = group.iter().map(|(_, offset)| *offset).collect();
+                (group[0].0.as_ref(), offsets)
+            })
+    }
+}
+
+/// A final log with its values indexed; what each holder has is indexed
+/// only when a missing value needs naming where it is missing.
 pub(crate) struct IndexedLog<'a> {
     pub log: FinalLog<'a>,
-    pub by_value: BTreeMap<String, Vec<i64>>,
-    /// Per holder of the partition: the values its replica holds.
-    held: Vec<(NodeId, BTreeSet<String>)>,
+    pub by_value: ValueIndex<'a>,
+    held: OnceCell<Vec<(NodeId, ValueIndex<'a>)>>,
 }
 
 impl IndexedLog<'_> {
     /// Nodes whose replica of the partition does not hold the value anywhere.
     pub(crate) fn lacking(&self, value: &str) -> Vec<NodeId> {
         self.held
+            .get_or_init(|| {
+                self.log
+                    .holders
+                    .iter()
+                    .map(|(node, replica)| (*node, ValueIndex::of(replica)))
+                    .collect()
+            })
             .iter()
             .filter(|(_, values)| !values.contains(value))
             .map(|(node, _)| *node)
@@ -315,17 +411,8 @@ impl<'a> FinalLogs<'a> {
             .entry(partition.clone())
             .or_insert_with(|| {
                 FinalLog::of(run, partition).map(|log| IndexedLog {
-                    by_value: log.replica.compact().offsets_by_value(),
-                    held: log
-                        .holders
-                        .iter()
-                        .map(|(node, replica)| {
-                            (
-                                *node,
-                                replica.compact().offsets_by_value().into_keys().collect(),
-                            )
-                        })
-                        .collect(),
+                    by_value: ValueIndex::of(log.replica),
+                    held: OnceCell::new(),
                     log,
                 })
             })
@@ -335,6 +422,7 @@ impl<'a> FinalLogs<'a> {
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
     let acked = acked_values(&run.history)?;
+    let excused_by_run = Excuses::of(run);
     let mut logs = FinalLogs::new(run);
     let mut evidence = Vec::new();
     // Legitimate losses, listed after any violation (they never make it invalid).
@@ -363,7 +451,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         };
         let text = a.value.to_string();
         let log = &indexed.log;
-        if indexed.by_value.contains_key(&text) {
+        if indexed.by_value.contains(&text) {
             continue;
         }
         // Losses Kafka allows are reported by value too, not only counted.
@@ -389,7 +477,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 *counts.entry("lost-acks-0").or_default() += 1;
                 report("lost-acks-0-write", "acks=0 waits for nothing");
             }
-            Acks::All => match judge(run, a) {
+            Acks::All => match excused_by_run.judge(a) {
                 Judgement::Excused(why) => {
                     *counts.entry("lost-acks-all-excused").or_default() += 1;
                     report("lost-acks-all-write-excused", &why);
@@ -454,6 +542,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::timeline::Timeline;
 
     fn state(revision: i64, leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionStateChange {
         PartitionStateChange {
@@ -485,12 +574,16 @@ mod tests {
             ],
             controllers: vec![],
         };
-        let t0 = PartitionRef::new("t", 0);
-        let unclean: Vec<(NodeId, i64)> = unclean_elections_of(&timeline, &t0)
-            .map(|(leader, s)| (leader, s.revision))
+        let run = RunData {
+            timeline: Some(timeline),
+            ..RunData::default()
+        };
+        let excuses = Excuses::of(&run);
+        let unclean: Vec<(NodeId, i64)> = excuses.unclean[&PartitionRef::new("t", 0)]
+            .iter()
+            .map(|(leader, s)| (*leader, s.revision))
             .collect();
         assert_eq!(unclean, vec![(NodeId::new(2), 6)]);
-        let u0 = PartitionRef::new("u", 0);
-        assert_eq!(unclean_elections_of(&timeline, &u0).count(), 0);
+        assert!(!excuses.unclean.contains_key(&PartitionRef::new("u", 0)));
     }
 }

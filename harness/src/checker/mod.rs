@@ -23,6 +23,7 @@ pub mod high_watermark;
 pub mod leaders;
 pub mod lost_write;
 pub mod offset_changed;
+pub mod synthetic;
 
 use std::collections::{BTreeMap, BTreeSet};
 

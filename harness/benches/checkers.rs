@@ -1,0 +1,346 @@
+//! The checkers' cost: `checker::check` with every checker over synthetic runs
+//! (`checker::synthetic`) of growing size, against the goals of issue 22 —
+//! 1 M history ops checked in ≤ 2 s and ≤ 1 GiB peak RSS, and 10× the ops
+//! costing ≤ 12× the time. Each size runs in a fresh process (this binary
+//! again, with `--size`), so one size's peak RSS is not another's: the peak is
+//! the process's high-water mark during the check, reset after the run is
+//! built, so it counts the run's own data plus what the checkers add.
+//!
+//! `cargo bench -p epochal --bench checkers -- [--quick] [--json PATH]`;
+//! `ci/bench.sh` calls it. `--quick` (CI) measures small sizes and judges
+//! only the growth. Times are the best of `--reps` checks, since the machine is
+//! shared; nothing here asserts a time.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use epochal::checker::synthetic::{SyntheticSpec, synthetic_run};
+use epochal::checker::{self, Verdict};
+use serde_json::{Value, json};
+
+const SIZES_FULL: [usize; 3] = [10_000, 100_000, 1_000_000];
+const SIZES_QUICK: [usize; 3] = [1_000, 10_000, 100_000];
+/// One size, generation and every repetition included, may take this long;
+/// a size past it is reported as over the bound, not waited for.
+const SIZE_TIMEOUT_S_DEFAULT: u64 = 300;
+const REPS_DEFAULT: usize = 3;
+
+const GOAL_OPS: usize = 1_000_000;
+const GOAL_CHECK_S_MAX: f64 = 2.0;
+const GOAL_PEAK_RSS_BYTES_MAX: u64 = 1 << 30;
+const GOAL_GROWTH_MAX: f64 = 12.0;
+
+struct Args {
+    quick: bool,
+    json: Option<String>,
+    size: Option<usize>,
+    reps: usize,
+    timeout_s: u64,
+}
+
+fn args() -> Args {
+    let mut args = Args {
+        quick: false,
+        json: None,
+        size: None,
+        reps: REPS_DEFAULT,
+        timeout_s: SIZE_TIMEOUT_S_DEFAULT,
+    };
+    let mut it = std::env::args().skip(1);
+    let number = |v: Option<String>, flag: &str| -> u64 {
+        v.and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{flag} takes a number"))
+    };
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => args.quick = true,
+            "--json" => args.json = Some(it.next().expect("--json takes a path")),
+            "--size" => args.size = Some(number(it.next(), "--size") as usize),
+            "--reps" => args.reps = number(it.next(), "--reps").max(1) as usize,
+            "--timeout-s" => args.timeout_s = number(it.next(), "--timeout-s"),
+            // `cargo bench` adds `--bench`; a filter would come as a bare word.
+            _ => {}
+        }
+    }
+    args
+}
+
+fn main() {
+    let args = args();
+    match args.size {
+        Some(ops) => measure(ops, args.reps),
+        None => report(&args),
+    }
+}
+
+/// A `/proc/self/status` field in bytes (the kernel gives kB).
+fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Child: builds one run, checks it, prints one JSON line.
+fn measure(ops: usize, reps: usize) {
+    let started = Instant::now();
+    let run = synthetic_run(&SyntheticSpec::with_ops(ops));
+    let generate_s = started.elapsed().as_secs_f64();
+    let records_per_replica: usize = run.replicas.values().next().map_or(0, |dir| {
+        dir.replicas.iter().map(|r| r.records().count()).sum()
+    });
+    // "5" resets the peak to the current RSS (Linux 4.0+, proc(5)), so the
+    // peak below is the check's, with the run it reads.
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let data_rss_bytes = status_bytes("VmRSS");
+    let all = checker::all();
+    let mut check_s = f64::INFINITY;
+    let mut peak_rss_bytes = 0;
+    for _ in 0..reps {
+        let started = Instant::now();
+        let report = checker::check(&run, &all);
+        check_s = check_s.min(started.elapsed().as_secs_f64());
+        peak_rss_bytes = peak_rss_bytes.max(status_bytes("VmHWM"));
+        // Timing checkers that gave up would measure nothing.
+        assert_eq!(
+            report.verdict,
+            Verdict::Valid,
+            "a synthetic run must check valid: {report:#?}"
+        );
+    }
+    let per_checker: serde_json::Map<String, Value> = all
+        .iter()
+        .map(|c| {
+            let best = (0..reps)
+                .map(|_| {
+                    let started = Instant::now();
+                    let _ = (c.check)(&run);
+                    started.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min);
+            (c.name.to_owned(), json!(best))
+        })
+        .collect();
+    let line = json!({
+        "ops": ops,
+        "history_ops": run.history.len(),
+        "records_per_replica": records_per_replica,
+        "generate_s": generate_s,
+        "check_s": check_s,
+        "peak_rss_bytes": peak_rss_bytes,
+        "peak_is_the_checks": reset,
+        "data_rss_bytes": data_rss_bytes,
+        "checkers_s": per_checker,
+    });
+    println!("{line}");
+}
+
+/// Runs `--size ops` in a fresh process within `timeout`; `Err` says why not.
+fn measure_in_child(ops: usize, reps: usize, timeout: Duration) -> Result<Value, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut child = Command::new(exe)
+        .args(["--size", &ops.to_string(), "--reps", &reps.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        let _ = tx.send(out);
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(out) => {
+            let status = child.wait().map_err(|e| e.to_string())?;
+            if !status.success() {
+                return Err(format!("the {ops}-op child failed: {status}"));
+            }
+            serde_json::from_str(out.trim()).map_err(|e| format!("{e}: {out}"))
+        }
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(format!("over the {} s bound", timeout.as_secs()))
+        }
+    }
+}
+
+fn secs(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / f64::from(1 << 20))
+}
+
+fn mark(met: bool) -> &'static str {
+    if met { "met" } else { "MISSED" }
+}
+
+/// Parent: every size in its own process, then the tables and the JSON.
+fn report(args: &Args) {
+    let sizes: &[usize] = if args.quick {
+        &SIZES_QUICK
+    } else {
+        &SIZES_FULL
+    };
+    let timeout = Duration::from_secs(args.timeout_s);
+    println!(
+        "checkers on synthetic runs: {} mode, sizes {sizes:?}, best of {} checks, each size in a \
+         fresh process, {} s bound a size",
+        if args.quick { "quick" } else { "full" },
+        args.reps,
+        args.timeout_s
+    );
+    let rows: Vec<(usize, Result<Value, String>)> = sizes
+        .iter()
+        .map(|&ops| {
+            eprintln!("measuring {ops} ops ...");
+            (ops, measure_in_child(ops, args.reps, timeout))
+        })
+        .collect();
+
+    println!();
+    println!(
+        "| ops | records/replica | generate | check | peak RSS (run's data) | growth (time / time at ops/10) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut growths = Vec::new();
+    let mut previous: Option<(usize, f64)> = None;
+    for (ops, row) in &rows {
+        match row {
+            Ok(m) => {
+                let check_s = m["check_s"].as_f64().unwrap_or(f64::NAN);
+                let growth = previous
+                    .filter(|(before, _)| before * 10 == *ops)
+                    .map(|(before, t)| (before, check_s / t));
+                if let Some((before, ratio)) = growth {
+                    growths.push((before, *ops, ratio));
+                }
+                println!(
+                    "| {ops} | {} | {} | {} | {} ({}) | {} |",
+                    m["records_per_replica"],
+                    secs(m["generate_s"].as_f64().unwrap_or(f64::NAN)),
+                    secs(check_s),
+                    mib(m["peak_rss_bytes"].as_u64().unwrap_or(0)),
+                    mib(m["data_rss_bytes"].as_u64().unwrap_or(0)),
+                    growth.map_or("—".into(), |(_, r)| format!("{r:.1}×")),
+                );
+                previous = Some((*ops, check_s));
+            }
+            Err(why) => {
+                println!("| {ops} | — | — | {why} | — | — |");
+                previous = None;
+            }
+        }
+    }
+
+    let names: Vec<&str> = checker::all().iter().map(|c| c.name).collect();
+    println!();
+    print!("| checker |");
+    for (ops, _) in &rows {
+        print!(" {ops} ops |");
+    }
+    println!();
+    println!("|---|{}", "---|".repeat(rows.len()));
+    for name in &names {
+        print!("| {name} |");
+        for (_, row) in &rows {
+            match row
+                .as_ref()
+                .ok()
+                .and_then(|m| m["checkers_s"][name].as_f64())
+            {
+                Some(s) => print!(" {} |", secs(s)),
+                None => print!(" — |"),
+            }
+        }
+        println!();
+    }
+
+    let mut figures = Vec::new();
+    let at_goal = rows
+        .iter()
+        .find(|(ops, _)| *ops == GOAL_OPS)
+        .map(|(_, row)| row);
+    match at_goal {
+        Some(Ok(m)) => {
+            let check_s = m["check_s"].as_f64().unwrap_or(f64::NAN);
+            let peak = m["peak_rss_bytes"].as_u64().unwrap_or(u64::MAX);
+            figures.push((
+                "checkers, 1 M ops: time".to_owned(),
+                secs(check_s),
+                format!("≤ {GOAL_CHECK_S_MAX} s"),
+                Some(check_s <= GOAL_CHECK_S_MAX),
+            ));
+            figures.push((
+                "checkers, 1 M ops: peak RSS".to_owned(),
+                mib(peak),
+                "≤ 1 GiB".to_owned(),
+                Some(peak <= GOAL_PEAK_RSS_BYTES_MAX),
+            ));
+        }
+        Some(Err(why)) => {
+            figures.push((
+                "checkers, 1 M ops: time".to_owned(),
+                why.clone(),
+                format!("≤ {GOAL_CHECK_S_MAX} s"),
+                Some(false),
+            ));
+        }
+        None => figures.push((
+            "checkers, 1 M ops".to_owned(),
+            "not measured (--quick)".to_owned(),
+            format!("≤ {GOAL_CHECK_S_MAX} s, ≤ 1 GiB"),
+            None,
+        )),
+    }
+    for (before, after, ratio) in &growths {
+        figures.push((
+            format!("checkers, growth {before} → {after} ops"),
+            format!("{ratio:.1}×"),
+            format!("≤ {GOAL_GROWTH_MAX}×"),
+            Some(*ratio <= GOAL_GROWTH_MAX),
+        ));
+    }
+    println!();
+    println!("| figure | measured | goal | |");
+    println!("|---|---|---|---|");
+    for (figure, measured, goal, met) in &figures {
+        println!(
+            "| {figure} | {measured} | {goal} | {} |",
+            met.map_or("—", mark)
+        );
+    }
+
+    if let Some(path) = &args.json {
+        let json = json!({
+            "bench": "checkers",
+            "mode": if args.quick { "quick" } else { "full" },
+            "reps": args.reps,
+            "sizes": rows.iter().map(|(ops, row)| match row {
+                Ok(m) => m.clone(),
+                Err(why) => json!({"ops": ops, "error": why}),
+            }).collect::<Vec<_>>(),
+            "figures": figures.iter().map(|(figure, measured, goal, met)| json!({
+                "figure": figure, "measured": measured, "goal": goal, "met": met,
+            })).collect::<Vec<_>>(),
+        });
+        if let Some(dir) = std::path::Path::new(path).parent() {
+            std::fs::create_dir_all(dir).expect("the JSON's directory can be made");
+        }
+        std::fs::write(path, serde_json::to_string_pretty(&json).unwrap() + "\n")
+            .expect("the JSON can be written");
+        println!();
+        println!("written: {path}");
+    }
+}
