@@ -3,7 +3,9 @@
 //! instead of asking the leader; disarmed, the same follower asks. Alone in its
 //! test binary because the failpoint registry is process-wide.
 
-use bytes::{Bytes, BytesMut};
+#[path = "support/storage.rs"]
+mod support;
+
 use epochal_broker::config::Truncation;
 use epochal_broker::failpoints::Failpoint;
 use epochal_broker::replica::follower::TruncationProgress;
@@ -11,42 +13,9 @@ use epochal_broker::replica::isr::IsrChange;
 use epochal_broker::replica::leader_and_isr::Role;
 use epochal_broker::replica::manager::ReplicaManager;
 use epochal_broker::replica::partition::LeaderAndIsrState;
-use epochal_broker::replica::store::{LogManager, TopicPartition};
+use epochal_broker::replica::store::LogManager;
 use epochal_broker::storage::LogConfig;
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
-
-fn tp() -> TopicPartition {
-    TopicPartition::new("t".to_string(), 0)
-}
-
-fn batch(n: usize) -> Bytes {
-    let records: Vec<Record> = (0..n)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: 0,
-            key: None,
-            value: Some(Bytes::from(format!("v{i}"))),
-            headers: IndexMap::new(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
-    buf.freeze()
-}
+use support::{producer_batch, tp};
 
 fn state(leader: i32, leader_epoch: i32, isr: Vec<i32>) -> LeaderAndIsrState {
     LeaderAndIsrState {
@@ -67,7 +36,8 @@ fn follower_starts_truncating() -> (TruncationProgress, i64) {
     let logs = LogManager::open(dir.path(), LogConfig::default()).unwrap();
     let rm = ReplicaManager::new(2, 1, Truncation::Current, logs, None);
     rm.apply_leader_and_isr(vec![(tp(), state(2, 0, vec![2]))]);
-    rm.append_as_leader(&tp(), batch(1), 1).unwrap();
+    rm.append_as_leader(&tp(), producer_batch(&["v0"]), 1)
+        .unwrap();
     let change = IsrChange {
         tp: tp(),
         leader_epoch: 0,
@@ -76,7 +46,8 @@ fn follower_starts_truncating() -> (TruncationProgress, i64) {
         isr: vec![2, 1],
     };
     rm.isr_written(&change, 1);
-    rm.append_as_leader(&tp(), batch(2), 1).unwrap();
+    rm.append_as_leader(&tp(), producer_batch(&["v0", "v1"]), 1)
+        .unwrap();
     assert_eq!(rm.offsets(&tp()), Some((3, 1)), "(LEO, HW) before");
     let d = rm.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1, 2]))]);
     assert!(matches!(
