@@ -6,9 +6,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::path::PathBuf;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use epochal_faults::signal;
+use futures_util::StreamExt;
 use testcontainers::bollard::models::{
     ContainerCreateBody, EndpointSettings, HostConfig, NetworkingConfig, PortBinding,
 };
@@ -17,6 +18,10 @@ use testcontainers::bollard::query_parameters::CreateContainerOptions;
 use super::DockerRuntime;
 use super::api::{self, LABEL_LOG, docker_error};
 use crate::runtime::{POLL, RuntimeError};
+
+/// How long Docker may take to record the exit of a container whose PID 1 the
+/// host already sees gone. Generous: under load the daemon lags by seconds.
+const EXIT_RECORDED: Duration = Duration::from_secs(30);
 
 /// A container of the run.
 pub(super) struct Container {
@@ -118,13 +123,34 @@ impl DockerRuntime {
 
     /// The error for a container that stopped by itself: its exit code, and its
     /// output saved to its log file.
+    ///
+    /// The host sees PID 1 gone (or a zombie) before Docker has recorded the
+    /// exit: inspected in that window the container still reads as running
+    /// with exit code 0, and a broker that exited with 2 would be reported as
+    /// exiting cleanly. So this awaits Docker's own record of the exit (the
+    /// wait API, condition `not-running`) for at most [`EXIT_RECORDED`], and
+    /// reports an unknown code (-1) rather than a wrong one if it never comes.
     pub(super) async fn exited(&self, container: &Container) -> RuntimeError {
-        let inspected = self.docker.inspect_container(&container.id, None).await;
-        let code = inspected
-            .ok()
-            .and_then(|i| i.state)
-            .and_then(|s| s.exit_code)
-            .unwrap_or(-1);
+        use testcontainers::bollard::errors::Error as DockerError;
+        let waited = tokio::time::timeout(
+            EXIT_RECORDED,
+            self.docker.wait_container(&container.id, None).next(),
+        )
+        .await;
+        let code = match waited {
+            Ok(Some(Ok(response))) => response.status_code,
+            Ok(Some(Err(DockerError::DockerContainerWaitError { code, .. }))) => code,
+            // The wait failed or timed out: only a recorded exit is an answer.
+            _ => self
+                .docker
+                .inspect_container(&container.id, None)
+                .await
+                .ok()
+                .and_then(|i| i.state)
+                .filter(|s| s.running == Some(false))
+                .and_then(|s| s.exit_code)
+                .unwrap_or(-1),
+        };
         let _ = api::save_logs(&self.docker, &container.id, &container.log).await;
         RuntimeError::ContainerExited {
             what: format!("container {}", container.name),
