@@ -9,6 +9,7 @@
 //! `reader` reads every replica's files independently of the broker, `checker`
 //! judges, `gate` runs suites and `cli` is the binary's edge.
 
+pub mod campaign;
 pub mod checker;
 pub mod cli;
 pub mod gate;
@@ -16,6 +17,7 @@ pub mod history;
 pub mod nemesis;
 pub mod node;
 pub mod observe;
+pub mod random;
 pub mod reader;
 pub mod run;
 pub mod run_dir;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use epochal::cli::{
-    Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, check, gate, gc, inspect, replay, run,
+    Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, campaign, check, gate, gc, inspect, replay, run,
 };
 
 fn main() -> ExitCode {
@@ -24,6 +24,9 @@ fn main() -> ExitCode {
         Command::Check(args) => return ExitCode::from(check(args, &mut io::stdout().lock())),
         Command::Replay(args) => return ExitCode::from(replay(args, &mut io::stdout().lock())),
         Command::Gate(args) => return ExitCode::from(gate(args, &mut io::stdout().lock())),
+        Command::Campaign(args) => {
+            return ExitCode::from(campaign(args, &mut io::stdout().lock()));
+        }
         Command::Gc(args) => return ExitCode::from(gc(args, &mut io::stdout().lock())),
     };
     match result {

@@ -138,6 +138,7 @@ impl RunDir {
             .unwrap_or(RunEnd {
                 completed: false,
                 unknown: Some("the run did not finish (no run.json)".into()),
+                stuck: Vec::new(),
             })
     }
 
@@ -155,6 +156,11 @@ impl RunDir {
     pub fn write_schedule(&self, schedule: &crate::schedule::Schedule) -> Result<(), StoreError> {
         let path = self.schedule();
         std::fs::write(&path, schedule.to_toml()).map_err(|source| StoreError { path, source })
+    }
+
+    /// `schedule.toml` as the run left it, if it reads back.
+    pub fn read_schedule(&self) -> Option<crate::schedule::Schedule> {
+        crate::schedule::Schedule::load(self.schedule()).ok()
     }
 }
 
@@ -215,6 +221,20 @@ pub struct RunEnd {
     /// Why the run is unknown, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unknown: Option<String>,
+    /// Partitions that acknowledged no write within the liveness window
+    /// after the final heal (`[workload] liveness_ms`; run/liveness.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stuck: Vec<Stuck>,
+}
+
+/// A partition the liveness window found taking no writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stuck {
+    pub partition: crate::topic_partition::PartitionRef,
+    pub window_ms: u64,
+    /// The last attempt's error, if any attempt was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 fn write_json(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {

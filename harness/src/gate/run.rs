@@ -33,10 +33,49 @@ pub struct GateOptions {
     pub etcd: PathBuf,
     pub jobs: usize,
     pub runtime: crate::cli::RuntimeKind,
+    /// Run only this slice of the cases (see [`Shard`]).
+    pub shard: Shard,
 }
 
-/// Runs every scenario under every setting, at most `jobs` at once.
-pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<CaseResult> {
+/// The I-th of N slices of a gate (`--shard I/N`), so a CI matrix spreads the
+/// cases over N runners. Case k (in suite, scenario, setting order) belongs
+/// to slice `k mod N + 1`: deterministic, the same on every runner, every
+/// case in exactly one slice, and neighbouring settings of one scenario (the
+/// slow and the fast) land on different runners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 1-based.
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    pub const ALL: Shard = Shard { index: 1, count: 1 };
+
+    pub fn holds(self, case: usize) -> bool {
+        case % self.count == self.index - 1
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || format!("{s:?} is not a shard like 1/4 (I/N with 1 <= I <= N)");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// The gate's cases, every scenario under every setting, in order; only the
+/// shard's slice of them.
+pub fn cases(suites: &[LoadedSuite], shard: Shard) -> Vec<(LoadedSuite, Scenario, Setting)> {
     let mut cases = Vec::new();
     for suite in suites {
         for scenario in &suite.suite.scenarios {
@@ -45,6 +84,17 @@ pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<Case
             }
         }
     }
+    cases
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| shard.holds(*k))
+        .map(|(_, case)| case)
+        .collect()
+}
+
+/// Runs every scenario under every setting (of the shard), at most `jobs` at once.
+pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<CaseResult> {
+    let cases = cases(suites, options.shard);
     let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
     let local = tokio::task::LocalSet::new();
     let mut handles = Vec::new();

@@ -10,6 +10,7 @@ pub mod partition;
 
 use crate::history::{Done, NodeCut, Verb};
 use crate::observe::ClusterView;
+use crate::random::SplitMix64;
 use crate::runtime::{NodeId, Runtime, RuntimeError};
 use crate::schedule::{Fault, Target};
 use partition::{PartitionSpec, Partitions};
@@ -53,7 +54,7 @@ impl Nemesis {
     pub fn new(seed: u64) -> Self {
         Nemesis {
             partitions: Partitions::new(),
-            random: SplitMix64(seed),
+            random: SplitMix64::new(seed),
         }
     }
 
@@ -74,6 +75,7 @@ impl Nemesis {
         };
         match target {
             Target::Node(node) => Ok(vec![*node]),
+            Target::Nodes(named) => Ok(named.clone()),
             Target::Controller => view
                 .controller
                 .map(|c| vec![c])
@@ -110,7 +112,7 @@ impl Nemesis {
                 let mut pool = nodes.to_vec();
                 let mut chosen = Vec::with_capacity(size);
                 while chosen.len() < size && !pool.is_empty() {
-                    let i = (self.random.next() % pool.len() as u64) as usize;
+                    let i = (self.random.next_u64() % pool.len() as u64) as usize;
                     chosen.push(pool.remove(i));
                 }
                 chosen.sort_unstable();
@@ -300,18 +302,5 @@ fn running<R: Runtime>(runtime: &R, node: NodeId, verb: &str) -> Result<(), Neme
             "cannot {verb}: {} is not running",
             node
         )))
-    }
-}
-
-/// SplitMix64: a tiny seeded generator, enough to pick nodes reproducibly.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }

@@ -295,6 +295,8 @@ impl Observer {
             Condition::Acknowledged { .. } => Seen::NotYet(
                 "acknowledgements are counted by the background workload, not observed".into(),
             ),
+            // The run keeps this delay itself (run/steps.rs).
+            Condition::Elapsed { .. } => Seen::NotYet("a delay is kept, not observed".into()),
         })
     }
 }

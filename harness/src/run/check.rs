@@ -5,8 +5,8 @@
 
 use std::io::Write;
 
-use crate::checker::{self, CheckResult, LoadError, Report, RunData, Verdict};
-use crate::run_dir::{RunDir, RunEnd};
+use crate::checker::{self, CheckResult, Evidence, LoadError, Report, RunData, Verdict};
+use crate::run_dir::{RunDir, RunEnd, Stuck};
 
 use super::RunError;
 
@@ -15,6 +15,10 @@ use super::RunError;
 /// anyway still makes it invalid.
 pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
     let mut report = checker::check(run, &checker::all());
+    if !end.stuck.is_empty() {
+        report.results.insert(0, stuck_partitions(&end.stuck));
+        report.verdict = Verdict::Invalid;
+    }
     if let Some(why) = &end.unknown {
         report
             .results
@@ -22,6 +26,36 @@ pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
         report.verdict = report.verdict.max(Verdict::Unknown);
     }
     report
+}
+
+/// The liveness window's finding: each partition that took no write after
+/// the final heal (run/liveness.rs), as a `stuck-partition` anomaly.
+fn stuck_partitions(stuck: &[Stuck]) -> CheckResult {
+    let evidence = stuck
+        .iter()
+        .map(|s| Evidence {
+            anomaly: "stuck-partition".into(),
+            summary: format!(
+                "{} acknowledged no write within {} ms of the final heal (last answer: {})",
+                s.partition,
+                s.window_ms,
+                s.last_error.as_deref().unwrap_or("none")
+            ),
+            details: serde_json::json!({
+                "partition": s.partition.to_string(),
+                "window_ms": s.window_ms,
+                "last_error": s.last_error,
+            }),
+        })
+        .collect();
+    CheckResult::invalid(
+        "liveness",
+        format!(
+            "{} of the partitions took no write after the final heal",
+            stuck.len()
+        ),
+        evidence,
+    )
 }
 
 /// Loads a run directory and checks it.

@@ -14,7 +14,7 @@
 //! kills them all at once (`Runtime::freeze`), so the window is one kill long
 //! and no lease can lapse in it.
 
-use crate::run_dir::{RunDir, RunEnd};
+use crate::run_dir::{RunDir, RunEnd, Stuck};
 use crate::runtime::Runtime;
 use crate::store::RunLog;
 
@@ -47,6 +47,7 @@ pub(super) fn write_end(
     log: &mut RunLog,
     dir: &RunDir,
     status: &RunStatus,
+    stuck: Vec<Stuck>,
 ) -> Result<(), RunError> {
     let end = match status {
         RunStatus::Completed => {
@@ -54,6 +55,7 @@ pub(super) fn write_end(
             RunEnd {
                 completed: true,
                 unknown: None,
+                stuck,
             }
         }
         RunStatus::Unknown(why) => {
@@ -61,6 +63,7 @@ pub(super) fn write_end(
             RunEnd {
                 completed: false,
                 unknown: Some(why.clone()),
+                stuck,
             }
         }
     };

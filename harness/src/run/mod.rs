@@ -10,8 +10,11 @@
 //!    operations through op-recording clients, awaits over direct observation
 //!    — beside `[workload.background]`'s workers; every op streamed to
 //!    `history.jsonl` as it happens;
+//!    (Or campaign.rs: a campaign's nemesis picks and fires faults under the
+//!    background load, writing each into `schedule.toml` as it fires.)
 //! 4. quiesce.rs: the final heal (partitions removed, paused nodes resumed,
-//!    dead nodes started, each a nemesis op), then a bounded quiesce;
+//!    dead nodes started, each a nemesis op), the liveness window if the
+//!    schedule sets one (liveness.rs), then a bounded quiesce;
 //! 5. collect.rs: etcd's timeline to `timeline.json`, every broker killed
 //!    (SIGKILL: no shutdown hook rewrites a file) so each data directory stays
 //!    as the cluster left it, and `run.json` saying how the run ended;
@@ -23,9 +26,11 @@
 //! evidence is kept. Ctrl-C kills every child (runtime/reaper.rs) and leaves the
 //! history as far as it got: every line is written whole.
 
+mod campaign;
 mod check;
 mod collect;
 mod live;
+mod liveness;
 mod quiesce;
 mod settings;
 mod setup;
@@ -35,6 +40,7 @@ mod summary;
 use std::path::{Path, PathBuf};
 
 pub use check::{check_dir, verdict, write_report};
+pub use liveness::FIRST_PROBE_VALUE;
 pub use settings::{apply_sets, cluster_config};
 pub use summary::write_summary;
 
@@ -158,6 +164,13 @@ pub struct RunReport {
     pub report: Report,
 }
 
+/// What plays phase 3: the schedule's own steps, or a campaign's nemesis,
+/// which picks each fault as it goes and writes down what it fired.
+pub enum Driver {
+    Steps,
+    Campaign(crate::campaign::Plan),
+}
+
 /// Runs a schedule end to end; see the module docs for the phases.
 pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
     let mut schedule = Schedule::load(&options.schedule)?;
@@ -168,44 +181,67 @@ pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
             .file_stem()
             .map_or("schedule".into(), |s| s.to_string_lossy().into_owned())
     });
+    let source = options.schedule.display().to_string();
+    execute(options, schedule, &name, &source, Driver::Steps).await
+}
+
+/// Runs `schedule` (`--set`s already applied), stored under `name`, with
+/// `driver` playing the steps. `source` names where it came from in the log.
+pub async fn execute(
+    options: &RunOptions,
+    schedule: Schedule,
+    name: &str,
+    source: &str,
+    driver: Driver,
+) -> Result<RunReport, RunError> {
     // Ctrl-C from here on kills whatever children exist and exits 130.
     reaper::install();
     let group: Vec<String> = options
         .group
         .clone()
-        .unwrap_or_else(|| vec!["adhoc".into(), name.clone()]);
+        .unwrap_or_else(|| vec!["adhoc".into(), name.to_owned()]);
     let group: Vec<&str> = group.iter().map(String::as_str).collect();
     let dir = RunDir::create(&options.store, &group)?;
     dir.write_schedule(&schedule)?;
     let mut log = RunLog::create(&dir.harness_log(), options.echo)?;
-    log.line(format!(
-        "run of {} in {}",
-        options.schedule.display(),
-        dir.path().display()
-    ));
+    log.line(format!("run of {source} in {}", dir.path().display()));
     let history = SharedHistory::new(HistoryWriter::create(dir.history())?);
 
     let config = cluster_config(&schedule, options, &dir);
+    let run = Prepared {
+        schedule,
+        dir,
+        history,
+        log,
+        driver,
+    };
     match options.runtime {
-        RuntimeKind::Process => {
-            let started = ProcessRuntime::start(config).await;
-            drive(started, schedule, dir, history, log).await
-        }
-        RuntimeKind::Docker => {
-            let started = DockerRuntime::start(config).await;
-            drive(started, schedule, dir, history, log).await
-        }
+        RuntimeKind::Process => drive(ProcessRuntime::start(config).await, run).await,
+        RuntimeKind::Docker => drive(DockerRuntime::start(config).await, run).await,
     }
+}
+
+/// A run whose directory, history and log exist, before its cluster does.
+struct Prepared {
+    schedule: Schedule,
+    dir: RunDir,
+    history: SharedHistory,
+    log: RunLog,
+    driver: Driver,
 }
 
 /// Phases 2 to 6 on a started (or failed) cluster, whatever its runtime.
 async fn drive<R: Runtime>(
     started: Result<R, RuntimeError>,
-    schedule: Schedule,
-    dir: RunDir,
-    history: SharedHistory,
-    mut log: RunLog,
+    run: Prepared,
 ) -> Result<RunReport, RunError> {
+    let Prepared {
+        schedule,
+        dir,
+        history,
+        mut log,
+        driver,
+    } = run;
     let runtime = match started {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -220,16 +256,18 @@ async fn drive<R: Runtime>(
             return Err(e);
         }
     };
-    let outcome = play(&mut live, &schedule).await;
+    let outcome = play(&mut live, &schedule, driver, &dir).await;
     let frozen = collect::collect(&mut live, &dir).await;
-    let status = match (outcome, frozen) {
+    let (status, stuck) = match (outcome, frozen) {
         (Err(e), _) | (Ok(_), Err(e)) => {
             live.log.line(format!("harness error: {e}"));
             return Err(e);
         }
-        (Ok(status), Ok(())) => status,
+        (Ok(ended), Ok(())) => ended,
     };
-    collect::write_end(&mut live.log, &dir, &status)?;
+    collect::write_end(&mut live.log, &dir, &status, stuck)?;
+    // A campaign's realised steps replace what it started from.
+    let schedule = dir.read_schedule().unwrap_or(schedule);
     drop(live);
     let report = check::check_and_store(&dir)?;
     Ok(RunReport {
@@ -240,14 +278,23 @@ async fn drive<R: Runtime>(
     })
 }
 
-/// Phases 2 to 4. A step that cannot go on ends the steps; the final heal and
-/// quiesce come whenever the cluster was ready.
-async fn play<R: Runtime>(live: &mut Live<R>, schedule: &Schedule) -> Result<RunStatus, RunError> {
+/// Phases 2 to 4. A step that cannot go on ends the steps; the final heal,
+/// the liveness window and the quiesce come whenever the cluster was ready.
+async fn play<R: Runtime>(
+    live: &mut Live<R>,
+    schedule: &Schedule,
+    driver: Driver,
+    dir: &RunDir,
+) -> Result<(RunStatus, Vec<crate::run_dir::Stuck>), RunError> {
     setup::setup(live, schedule).await?;
-    let played = steps::play(live, schedule).await?;
-    let settled = quiesce::final_heal(live).await?;
-    Ok(match played {
+    let played = match driver {
+        Driver::Steps => steps::play(live, schedule).await?,
+        Driver::Campaign(plan) => campaign::play(live, schedule, &plan, dir).await?,
+    };
+    let (settled, stuck) = quiesce::final_heal(live, schedule).await?;
+    let status = match played {
         RunStatus::Unknown(why) => RunStatus::Unknown(why),
         RunStatus::Completed => settled,
-    })
+    };
+    Ok((status, stuck))
 }

@@ -1,5 +1,7 @@
 //! Phase 4: the final heal and the quiesce. Partitions are removed, paused
-//! nodes resumed and dead nodes started, each as a nemesis op; then the run
+//! nodes resumed and dead nodes started, each as a nemesis op; then, if the
+//! schedule sets a liveness window, every partition must take a write within
+//! it (liveness.rs); then the run
 //! waits, bounded, for a quiet cluster: every partition led with its full
 //! ISR, and every replica's high watermark and log end offset equal to the
 //! leader's. A cluster that will not settle makes the run unknown, naming the
@@ -8,10 +10,12 @@
 use std::time::{Duration, Instant};
 
 use crate::observe::{await_ready, replica_offsets};
+use crate::run_dir::Stuck;
 use crate::runtime::Runtime;
-use crate::schedule::{Fault, Target};
+use crate::schedule::{Fault, Schedule, Target};
 
 use super::live::Live;
+use super::liveness;
 use super::steps::faults;
 use super::{RunError, RunStatus};
 
@@ -21,8 +25,26 @@ const QUIESCE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the quiesce looks again.
 const QUIESCE_POLL: Duration = Duration::from_millis(100);
 
-/// Heals what the steps left broken, then awaits a quiet cluster.
-pub(super) async fn final_heal<R: Runtime>(live: &mut Live<R>) -> Result<RunStatus, RunError> {
+/// Heals what the steps left broken, holds the cluster to the liveness
+/// window if the schedule sets one, then awaits a quiet cluster.
+pub(super) async fn final_heal<R: Runtime>(
+    live: &mut Live<R>,
+    schedule: &Schedule,
+) -> Result<(RunStatus, Vec<Stuck>), RunError> {
+    let healed = heal(live).await?;
+    if let RunStatus::Unknown(why) = healed {
+        return Ok((RunStatus::Unknown(why), Vec::new()));
+    }
+    let stuck = match schedule.workload.liveness_ms {
+        Some(ms) => liveness::probe(live, schedule, Duration::from_millis(ms)).await?,
+        None => Vec::new(),
+    };
+    Ok((quiesce(live).await?, stuck))
+}
+
+/// Removes every cut, resumes every paused node and starts every dead one,
+/// each as a nemesis op.
+async fn heal<R: Runtime>(live: &mut Live<R>) -> Result<RunStatus, RunError> {
     let mut fixes = Vec::new();
     if !live.nemesis.partitions_healed() {
         fixes.push(Fault::Heal);
@@ -41,7 +63,7 @@ pub(super) async fn final_heal<R: Runtime>(live: &mut Live<R>) -> Result<RunStat
             return Ok(RunStatus::Unknown(format!("final heal: {why}")));
         }
     }
-    quiesce(live).await
+    Ok(RunStatus::Completed)
 }
 
 /// Every partition led with a full ISR, and every replica's HW and LEO

@@ -36,20 +36,32 @@ pub(super) async fn play<R: Runtime>(
         }
     }
     if let Some(workers) = background {
-        let acknowledged = workers.acknowledged();
-        workers
-            .stop()
-            .await
-            .map_err(|e| RunError::Harness(e.to_string()))?;
-        live.log.line(format!(
-            "background workload stopped: {acknowledged} sends acknowledged"
-        ));
+        stop_background(live, workers).await?;
     }
     Ok(status)
 }
 
+/// Stops the background workers, each finishing its request in flight.
+pub(super) async fn stop_background<R: Runtime>(
+    live: &mut Live<R>,
+    workers: Workers,
+) -> Result<(), RunError> {
+    let acknowledged = workers.acknowledged();
+    workers
+        .stop()
+        .await
+        .map_err(|e| RunError::Harness(e.to_string()))?;
+    live.log.line(format!(
+        "background workload stopped: {acknowledged} sends acknowledged"
+    ));
+    Ok(())
+}
+
 /// Starts `[workload.background]`'s workers on the ready cluster.
-fn start_background<R: Runtime>(live: &mut Live<R>, schedule: &Schedule) -> Option<Workers> {
+pub(super) fn start_background<R: Runtime>(
+    live: &mut Live<R>,
+    schedule: &Schedule,
+) -> Option<Workers> {
     let config = schedule.workload.background.as_ref()?;
     let partitions = schedule
         .cluster
@@ -239,6 +251,12 @@ async fn wait<R: Runtime>(
         "step {number}: await {condition} (within {timeout:?})"
     ));
     let started = Instant::now();
+    if let Condition::Elapsed { ms } = condition {
+        // A delay the schedule keeps (a campaign's gap between faults), not a
+        // state awaited: nothing to observe, so nothing to time out.
+        tokio::time::sleep(Duration::from_millis(*ms)).await;
+        return Ok(RunStatus::Completed);
+    }
     if let Condition::Acknowledged { more } = condition {
         let workers = background.ok_or_else(|| {
             RunError::Harness(format!(

@@ -69,6 +69,12 @@ pub enum Condition {
     Acknowledged {
         more: u64,
     },
+    /// Time passes: a delay the schedule keeps, not a state awaited. A
+    /// campaign's realised schedule writes the gap between two faults so
+    /// when the cluster acknowledged too few writes to measure it by.
+    Elapsed {
+        ms: u64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +121,7 @@ const FORMS: &str = "leader of P is X | P has no leader | X in ISR of P | X not 
 HW of X for P >= N (or <=, ==) | LEO of X for P >= N (or <=, ==) | controller is X | controller is not X | \
 checkpoint hw of X for P is N | checkpoint recovery-point of X for P is N | \
 leader-epoch-checkpoint of X for P is [(E,O),...] | X applied LeaderAndIsr for P with leader epoch E | \
-X is stopped | N more writes acknowledged";
+X is stopped | N more writes acknowledged | N ms pass";
 
 /// `[(0,0),(1,3)]` (spaces allowed anywhere) → its entries.
 fn epoch_entries(text: &str, s: &str) -> Result<Vec<(i32, i64)>, String> {
@@ -249,6 +255,7 @@ impl std::str::FromStr for Condition {
             },
             [x, "is", "stopped"] => Condition::Stopped { node: node(x)? },
             [n, "more", "writes", "acknowledged"] => Condition::Acknowledged { more: number(n)? },
+            [n, "ms", "pass"] => Condition::Elapsed { ms: number(n)? },
             _ => return Err(format!("{s:?} is not a condition; one of: {FORMS}")),
         })
     }
@@ -280,7 +287,7 @@ impl Condition {
                 (Some(*node), None)
             }
             Condition::NoLeader { partition } => (None, Some(partition)),
-            Condition::Acknowledged { .. } => (None, None),
+            Condition::Acknowledged { .. } | Condition::Elapsed { .. } => (None, None),
         }
     }
 }
@@ -353,6 +360,7 @@ impl fmt::Display for Condition {
             ),
             Condition::Stopped { node } => write!(f, "{node} is stopped"),
             Condition::Acknowledged { more } => write!(f, "{more} more writes acknowledged"),
+            Condition::Elapsed { ms } => write!(f, "{ms} ms pass"),
         }
     }
 }

@@ -40,13 +40,68 @@ impl Schedule {
         parse::parse(file.as_ref(), src)
     }
 
-    /// The schedule as TOML, parseable back to an equal schedule.
+    /// The schedule as TOML, parseable back to an equal schedule. Each step
+    /// is written as a person writes one, its fault or condition on one line
+    /// (`fault = { one-way = { from = "b1", to = "b2" } }`), not as the
+    /// nested tables a serializer would make of it: a campaign's realised
+    /// schedule is meant to be read and cut down by hand.
     pub fn to_toml(&self) -> String {
-        toml::to_string(self).expect("a schedule always serializes to TOML")
+        let head = Schedule {
+            steps: Vec::new(),
+            ..self.clone()
+        };
+        let mut out = toml::to_string(&head).expect("a schedule always serializes to TOML");
+        for step in &self.steps {
+            let table = toml::Value::try_from(step).expect("a step always serializes to TOML");
+            out.push_str("\n[[step]]\n");
+            for (key, value) in table.as_table().into_iter().flatten() {
+                out.push_str(&format!("{key} = {value}\n"));
+            }
+        }
+        out
     }
 
     /// The cluster's nodes, `b1` .. `bN`.
     pub fn nodes(&self) -> Vec<NodeId> {
         NodeId::all(self.cluster.brokers).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_print_one_line_each_and_parse_back() {
+        let src = r#"[cluster]
+brokers = 3
+
+[[cluster.topic]]
+name = "t"
+partitions = 1
+replication_factor = 3
+
+[[step]]
+fault = { one-way = { from = "b1", to = "b2" } }
+
+[[step]]
+await = "leader of t-0 is b2"
+timeout_ms = 5000
+
+[[step]]
+faults = [{ pause = "b1" }, { majority-minority = "b2,b3" }]
+
+[[step]]
+fault = "heal"
+"#;
+        let schedule = Schedule::parse("s.toml", src).unwrap();
+        let text = schedule.to_toml();
+        assert!(
+            text.contains("\n[[step]]\nfault = { one-way = { from = \"b1\", to = \"b2\" } }\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n[[step]]\nfault = \"heal\"\n"), "{text}");
+        assert!(!text.contains("[step."), "{text}");
+        assert_eq!(Schedule::parse("s.toml", &text).unwrap(), schedule);
     }
 }

@@ -72,6 +72,11 @@ pub struct Workload {
     /// until the last step is done, beside the scripted steps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background: Option<Background>,
+    /// The liveness window: after the final heal, every partition must
+    /// acknowledge a write within this many milliseconds, or the run is
+    /// invalid with `stuck-partition` naming it. Off when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub liveness_ms: Option<u64>,
 }
 
 /// `[workload.background]`: clients that keep producing and consuming while
@@ -115,6 +120,7 @@ impl Default for Workload {
             request_timeout_ms: 10_000,
             seed: 0,
             background: None,
+            liveness_ms: None,
         }
     }
 }
@@ -316,6 +322,9 @@ pub enum Target {
     LeaderOf(PartitionRef),
     AFollowerOf(PartitionRef),
     RandomMinority,
+    /// Several named nodes at once, `b1,b3`: what `random minority` resolved
+    /// to, written so in a campaign's realised schedule.
+    Nodes(Vec<NodeId>),
 }
 
 crate::text_form::text_form!(Target);
@@ -331,9 +340,18 @@ impl std::str::FromStr for Target {
             ["leader", "of", p] => Target::LeaderOf(p.parse()?),
             ["a", "follower", "of", p] => Target::AFollowerOf(p.parse()?),
             [node] if NodeId::is_name(node) => Target::Node(node.parse()?),
+            [nodes] if nodes.contains(',') => {
+                let mut named = nodes
+                    .split(',')
+                    .map(|n| n.parse::<NodeId>())
+                    .collect::<Result<Vec<_>, _>>()?;
+                named.sort_unstable();
+                named.dedup();
+                Target::Nodes(named)
+            }
             _ => {
                 return Err(format!(
-                    "{s:?} is not a target (b2, controller, leader, leader of t-0, a follower of t-0, random minority)"
+                    "{s:?} is not a target (b2, controller, leader, leader of t-0, a follower of t-0, random minority, b1,b3)"
                 ));
             }
         })
@@ -349,6 +367,10 @@ impl fmt::Display for Target {
             Target::LeaderOf(p) => write!(f, "leader of {p}"),
             Target::AFollowerOf(p) => write!(f, "a follower of {p}"),
             Target::RandomMinority => f.write_str("random minority"),
+            Target::Nodes(nodes) => {
+                let names: Vec<String> = nodes.iter().map(NodeId::to_string).collect();
+                f.write_str(&names.join(","))
+            }
         }
     }
 }

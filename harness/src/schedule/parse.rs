@@ -305,6 +305,10 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
         let target = |t: &Target, client: bool| -> Result<(), Failure> {
             match t {
                 Target::Node(n) => node(&n.to_string(), line),
+                Target::Nodes(_) if client => {
+                    Err(bad("a client op goes to one node, not several".into()))
+                }
+                Target::Nodes(nodes) => nodes.iter().try_for_each(|n| node(&n.to_string(), line)),
                 Target::LeaderOf(p) | Target::AFollowerOf(p) => partition(p, line),
                 Target::Leader if !client => Err(bad(
                     "`leader` alone names no partition; write `leader of t-0`".into(),

@@ -1,0 +1,348 @@
+//! The campaign nemesis's choices, apart from the cluster: given what the
+//! cluster is now ([`State`]: who is paused, who is dead, whether a cut is in
+//! force), [`choose`] picks a fault or an undo by the plan's weights, naming
+//! its target by role; [`realise`] turns that into a fault on named nodes,
+//! given how the roles resolve now. Pure functions of the generator and their
+//! inputs, so they are tested here without a cluster.
+//!
+//! The rules keep a campaign meaningful rather than merely destructive: at
+//! most the plan's `max_faulted` nodes are paused or dead at once and never
+//! every node; one network cut at a time (the nemesis heals all cuts at
+//! once); an undo only for what is undone-able now.
+
+use std::collections::BTreeSet;
+
+use super::{Kind, Plan};
+use crate::node::NodeId;
+use crate::random::SplitMix64;
+use crate::schedule::{Fault, OneWay, PartitionRef, Target, Truncate, TruncateLog};
+
+/// The cluster as the nemesis sees it before a pick.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    pub nodes: Vec<NodeId>,
+    /// Not running: crashed, stopped or powered off.
+    pub down: BTreeSet<NodeId>,
+    /// Running but SIGSTOPped.
+    pub paused: BTreeSet<NodeId>,
+    /// A network cut is in force.
+    pub cut: bool,
+    pub partitions: Vec<PartitionRef>,
+}
+
+impl State {
+    /// Running and not paused.
+    pub fn up(&self) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .copied()
+            .filter(|n| !self.down.contains(n) && !self.paused.contains(n))
+            .collect()
+    }
+
+    fn faulted(&self) -> usize {
+        self.down.len() + self.paused.len()
+    }
+}
+
+/// What to do next, targets named by role where the fault takes one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    Fault(Kind, Target),
+    /// One-way: no byte from the first reaches the second.
+    OneWay(Target, Target),
+    Resume(NodeId),
+    Restart(NodeId),
+    Heal,
+}
+
+/// Picks the next fault or undo; `None` when nothing applies (no kind in the
+/// mix fits the cluster now and nothing is broken).
+pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Choice> {
+    #[derive(Clone, Copy)]
+    enum Option_ {
+        Kind(Kind),
+        Resume,
+        Restart,
+        Heal,
+    }
+    let up = state.up();
+    let mut options: Vec<(Option_, u64)> = Vec::new();
+    for (&kind, &weight) in &plan.weights {
+        let fits = match kind {
+            _ if weight == 0 => false,
+            k if k.is_process() => state.faulted() < plan.max_faulted && up.len() > 1,
+            Kind::TruncateLog => !state.down.is_empty() && !state.partitions.is_empty(),
+            Kind::MajorityMinority => !state.cut && state.nodes.len() >= 3,
+            Kind::OneWay => !state.cut && state.nodes.len() >= 2,
+            _ => !state.cut,
+        };
+        if fits {
+            options.push((Option_::Kind(kind), weight));
+        }
+    }
+    if !state.paused.is_empty() {
+        options.push((Option_::Resume, plan.recover_weight));
+    }
+    if !state.down.is_empty() {
+        options.push((Option_::Restart, plan.recover_weight));
+    }
+    if state.cut {
+        options.push((Option_::Heal, plan.recover_weight));
+    }
+    let total: u64 = options.iter().map(|(_, w)| w).sum();
+    if total == 0 {
+        return None;
+    }
+    let mut ticket = random.next_u64() % total;
+    let picked = options
+        .iter()
+        .find(|(_, w)| {
+            if ticket < *w {
+                true
+            } else {
+                ticket -= w;
+                false
+            }
+        })
+        .map(|(o, _)| *o)?;
+    let pick_of = |random: &mut SplitMix64, set: &BTreeSet<NodeId>| {
+        let nodes: Vec<NodeId> = set.iter().copied().collect();
+        nodes[random.index(nodes.len())]
+    };
+    Some(match picked {
+        Option_::Resume => Choice::Resume(pick_of(random, &state.paused)),
+        Option_::Restart => Choice::Restart(pick_of(random, &state.down)),
+        Option_::Heal => Choice::Heal,
+        Option_::Kind(Kind::MajorityMinority) => {
+            Choice::Fault(Kind::MajorityMinority, Target::RandomMinority)
+        }
+        Option_::Kind(Kind::OneWay) => {
+            let from = role(random, state, &state.nodes);
+            Choice::OneWay(
+                from,
+                Target::Node(state.nodes[random.index(state.nodes.len())]),
+            )
+        }
+        Option_::Kind(Kind::TruncateLog) => Choice::Fault(
+            Kind::TruncateLog,
+            Target::Node(pick_of(random, &state.down)),
+        ),
+        Option_::Kind(kind) if kind.is_process() => Choice::Fault(kind, role(random, state, &up)),
+        Option_::Kind(kind) => Choice::Fault(kind, role(random, state, &state.nodes)),
+    })
+}
+
+/// A target by role — the controller, a partition's leader, one of its
+/// followers — or a node named outright from `pool`.
+fn role(random: &mut SplitMix64, state: &State, pool: &[NodeId]) -> Target {
+    let partition = (!state.partitions.is_empty())
+        .then(|| state.partitions[random.index(state.partitions.len())].clone());
+    match (random.next_u64() % 4, partition) {
+        (0, _) => Target::Controller,
+        (1, Some(p)) => Target::LeaderOf(p),
+        (2, Some(p)) => Target::AFollowerOf(p),
+        _ => Target::Node(pool[random.index(pool.len())]),
+    }
+}
+
+/// The choice as a fault on named nodes. `resolve` says what a role names
+/// now (`None`: nothing, e.g. no leader). A process fault lands only on a
+/// node that is up; when the role names none, a node that is up is named
+/// instead, so the pick is never wasted. `None` when even that is impossible.
+pub fn realise(
+    random: &mut SplitMix64,
+    choice: &Choice,
+    state: &State,
+    mut resolve: impl FnMut(&Target) -> Option<Vec<NodeId>>,
+) -> Option<Fault> {
+    let up = state.up();
+    let mut named = |target: &Target, eligible: &[NodeId]| -> Option<NodeId> {
+        let resolved = resolve(target).unwrap_or_default();
+        resolved
+            .into_iter()
+            .find(|n| eligible.contains(n))
+            .or_else(|| (!eligible.is_empty()).then(|| eligible[random.index(eligible.len())]))
+    };
+    Some(match choice {
+        Choice::Resume(n) => Fault::Resume(Target::Node(*n)),
+        Choice::Restart(n) => Fault::Restart(Target::Node(*n)),
+        Choice::Heal => Fault::Heal,
+        Choice::OneWay(from, to) => {
+            let from = named(from, &state.nodes)?;
+            let others: Vec<NodeId> = state.nodes.iter().copied().filter(|&n| n != from).collect();
+            let to = named(to, &others)?;
+            Fault::OneWay(OneWay {
+                from: Target::Node(from),
+                to: Target::Node(to),
+            })
+        }
+        Choice::Fault(Kind::MajorityMinority, target) => {
+            let minority = resolve(target).filter(|m| !m.is_empty())?;
+            Fault::MajorityMinority(match minority.as_slice() {
+                [one] => Target::Node(*one),
+                _ => Target::Nodes(minority),
+            })
+        }
+        Choice::Fault(Kind::TruncateLog, target) => {
+            let node = named(target, &state.down.iter().copied().collect::<Vec<_>>())?;
+            let partition = state.partitions[random.index(state.partitions.len())].clone();
+            Fault::TruncateLog(TruncateLog {
+                node: Target::Node(node),
+                partition,
+                cut: Truncate::ByBytes(random.between(1, 400)),
+            })
+        }
+        Choice::Fault(kind, target) => {
+            let eligible = if kind.is_process() {
+                up
+            } else {
+                state.nodes.clone()
+            };
+            let node = Target::Node(named(target, &eligible)?);
+            match kind {
+                Kind::Pause => Fault::Pause(node),
+                Kind::Crash => Fault::Crash(node),
+                Kind::Stop => Fault::Stop(node),
+                Kind::PowerLoss => Fault::PowerLoss(node),
+                Kind::Isolate => Fault::Isolate(node),
+                Kind::Bridge => Fault::Bridge(node),
+                Kind::NodeFromEtcd => Fault::NodeFromEtcd(node),
+                Kind::MajorityMinority | Kind::OneWay | Kind::TruncateLog => unreachable!(),
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::StopAfter;
+
+    fn state() -> State {
+        State {
+            nodes: NodeId::all(3).collect(),
+            partitions: vec![PartitionRef::new("t", 0), PartitionRef::new("t", 1)],
+            ..State::default()
+        }
+    }
+
+    fn plan(seed: u64) -> Plan {
+        Plan::derive(seed, StopAfter::Faults(100), 3, &Kind::ALL)
+    }
+
+    /// Applies a fault to the model the way the nemesis applies it to a cluster.
+    fn apply(state: &mut State, fault: &Fault) {
+        let node = |t: &Target| match t {
+            Target::Node(n) => *n,
+            other => panic!("unresolved target {other}"),
+        };
+        match fault {
+            Fault::Pause(t) => {
+                state.paused.insert(node(t));
+            }
+            Fault::Resume(t) => {
+                state.paused.remove(&node(t));
+            }
+            Fault::Crash(t) | Fault::Stop(t) | Fault::PowerLoss(t) => {
+                state.down.insert(node(t));
+            }
+            Fault::Restart(t) | Fault::Start(t) => {
+                state.down.remove(&node(t));
+            }
+            Fault::Heal => state.cut = false,
+            Fault::TruncateLog(t) => assert!(state.down.contains(&node(&t.node))),
+            _ => state.cut = true,
+        }
+    }
+
+    /// Roles resolve to the lowest node that is up, or to nothing.
+    fn resolver(state: &State) -> impl FnMut(&Target) -> Option<Vec<NodeId>> + '_ {
+        move |t| match t {
+            Target::Node(n) => Some(vec![*n]),
+            Target::RandomMinority => Some(vec![state.nodes[0]]),
+            _ => state.up().first().map(|n| vec![*n]),
+        }
+    }
+
+    #[test]
+    fn the_nemesis_never_breaks_more_than_the_plan_allows_and_only_undoes_what_is_broken() {
+        for seed in 1..=40 {
+            let plan = plan(seed);
+            let mut random = plan.picker();
+            let mut state = state();
+            for _ in 0..200 {
+                let Some(choice) = choose(&mut random, &plan, &state) else {
+                    continue;
+                };
+                let fault = realise(&mut random, &choice, &state.clone(), resolver(&state))
+                    .unwrap_or_else(|| panic!("seed {seed}: {choice:?} named nobody"));
+                match &fault {
+                    Fault::Resume(Target::Node(n)) => assert!(state.paused.contains(n)),
+                    Fault::Restart(Target::Node(n)) => assert!(state.down.contains(n)),
+                    Fault::Heal => assert!(state.cut),
+                    Fault::Pause(Target::Node(n))
+                    | Fault::Crash(Target::Node(n))
+                    | Fault::Stop(Target::Node(n))
+                    | Fault::PowerLoss(Target::Node(n)) => {
+                        assert!(
+                            state.up().contains(n),
+                            "seed {seed}: {fault:?} on a node not up"
+                        )
+                    }
+                    Fault::TruncateLog(_) => {}
+                    _ => assert!(!state.cut, "seed {seed}: a second cut {fault:?}"),
+                }
+                apply(&mut state, &fault);
+                assert!(
+                    state.down.len() + state.paused.len() <= plan.max_faulted,
+                    "seed {seed}: {state:?}"
+                );
+                assert!(!state.up().is_empty(), "seed {seed}: every node out");
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_seed_and_cluster_give_the_same_faults() {
+        let run = |seed| {
+            let plan = plan(seed);
+            let mut random = plan.picker();
+            let mut state = state();
+            let mut faults = Vec::new();
+            for _ in 0..50 {
+                if let Some(choice) = choose(&mut random, &plan, &state)
+                    && let Some(fault) =
+                        realise(&mut random, &choice, &state.clone(), resolver(&state))
+                {
+                    apply(&mut state, &fault);
+                    faults.push(fault);
+                }
+            }
+            faults
+        };
+        assert_eq!(run(11), run(11));
+        assert_ne!(run(11), run(12));
+    }
+
+    #[test]
+    fn a_minority_of_several_is_written_as_their_names() {
+        let plan = plan(1);
+        let mut random = plan.picker();
+        let state = State {
+            nodes: NodeId::all(5).collect(),
+            ..state()
+        };
+        let choice = Choice::Fault(Kind::MajorityMinority, Target::RandomMinority);
+        let fault = realise(&mut random, &choice, &state, |_| {
+            Some(vec![NodeId::new(2), NodeId::new(4)])
+        })
+        .unwrap();
+        assert_eq!(
+            fault,
+            Fault::MajorityMinority(Target::Nodes(vec![NodeId::new(2), NodeId::new(4)]))
+        );
+        let text = toml::to_string(&crate::schedule::Step::Fault(fault.clone())).unwrap();
+        assert!(text.contains("b2,b4"), "{text}");
+    }
+}

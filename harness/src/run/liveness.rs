@@ -1,0 +1,113 @@
+//! The liveness window (`[workload] liveness_ms`): after the final heal, with
+//! every node up and every cut removed, each partition must take a write
+//! again — one send with acks=all acknowledged — within the bound. Kafka
+//! promises availability once a partition's replicas are back; a partition
+//! that never elects a leader, or whose leader never acknowledges (a follower
+//! looping on truncation, an ISR that never re-forms), is a bug the safety
+//! checkers cannot see, because no write is lost when none is taken.
+//!
+//! Each attempt is an ordinary send in the history (the lost-write checker
+//! holds an acknowledged probe to account like any write), on its own process,
+//! with values from [`FIRST_PROBE_VALUE`]. Attempts go round the partitions
+//! still waiting, each to the leader etcd names at that moment, until each
+//! has one acknowledged or the window closes. The stuck partitions go to
+//! `run.json`, and `run/check.rs` makes each a `stuck-partition` anomaly.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use crate::history::OpType;
+use crate::run_dir::Stuck;
+use crate::runtime::Runtime;
+use crate::schedule::{Acks, Compression, PartitionRef, Schedule};
+use crate::workload::client::SendOptions;
+
+use super::RunError;
+use super::live::Live;
+
+/// Probe values start here: above scripted values, below the background
+/// producers' [`crate::schedule::Background::FIRST_VALUE`].
+pub const FIRST_PROBE_VALUE: i64 = 900_000;
+/// The scripted worker the probes are sent by.
+const PROBE_WORKER: u64 = u64::MAX;
+/// Pause between two rounds in which no partition was answered, so a cluster
+/// with no leader yet is not asked hundreds of times a second.
+const RETRY: Duration = Duration::from_millis(100);
+
+/// Probes every partition until each acknowledges a write or `window`
+/// passes; the partitions that did not, with the last answer each got.
+pub(super) async fn probe<R: Runtime>(
+    live: &mut Live<R>,
+    schedule: &Schedule,
+    window: Duration,
+) -> Result<Vec<Stuck>, RunError> {
+    let started = Instant::now();
+    let deadline = started + window;
+    let mut waiting: BTreeSet<PartitionRef> = schedule
+        .cluster
+        .topics
+        .iter()
+        .flat_map(|t| (0..t.partitions).map(|p| PartitionRef::new(&t.name, p)))
+        .collect();
+    let mut last: std::collections::BTreeMap<PartitionRef, String> = Default::default();
+    let options = SendOptions {
+        acks: Acks::All,
+        records_per_batch: 1,
+        compression: Compression::None,
+    };
+    let mut value = FIRST_PROBE_VALUE;
+    live.log.line(format!(
+        "liveness: every partition must acknowledge a write within {} ms",
+        window.as_millis()
+    ));
+    while !waiting.is_empty() && Instant::now() < deadline {
+        let mut answered = false;
+        for partition in waiting.clone() {
+            let leader = live.view().await?.leader_of(&partition);
+            let client = live.scripted_client(PROBE_WORKER);
+            let op = client
+                .send(&partition, vec![value], leader, options)
+                .await?;
+            value += 1;
+            // An ack that comes after the window closed is too late.
+            if op.kind == OpType::Ok && Instant::now() <= deadline {
+                live.log.line(format!(
+                    "liveness: {partition} acknowledged a write after {} ms",
+                    started.elapsed().as_millis()
+                ));
+                waiting.remove(&partition);
+                answered = true;
+            } else {
+                let why = match op.error {
+                    Some(e) => e,
+                    None if op.kind == OpType::Ok => "acknowledged after the window closed".into(),
+                    None => format!("{:?}", op.kind),
+                };
+                last.insert(partition, why);
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        if !answered && !waiting.is_empty() {
+            tokio::time::sleep(RETRY.min(deadline.saturating_duration_since(Instant::now()))).await;
+        }
+    }
+    let stuck: Vec<Stuck> = waiting
+        .into_iter()
+        .map(|partition| Stuck {
+            last_error: last.remove(&partition),
+            partition,
+            window_ms: window.as_millis() as u64,
+        })
+        .collect();
+    for s in &stuck {
+        live.log.line(format!(
+            "liveness: {} acknowledged no write within {} ms (last: {})",
+            s.partition,
+            s.window_ms,
+            s.last_error.as_deref().unwrap_or("no attempt")
+        ));
+    }
+    Ok(stuck)
+}

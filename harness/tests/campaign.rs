@@ -1,0 +1,171 @@
+//! Campaigns on a real cluster: a seeded run picks its faults itself, writes
+//! down what it fired as an ordinary schedule, and `epochal replay` fires the
+//! same faults again; the liveness window after the final heal names a
+//! partition that takes no writes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::scenario::{epochal, latest, read_results, show};
+use epochal::history::{OpType, Process, read_history};
+use epochal::schedule::{Condition, Fault, Schedule, Step, Target};
+
+fn run_campaign(store: &Path, args: &[&str]) -> std::process::Output {
+    epochal()
+        .arg("campaign")
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .arg("--quiet")
+        .output()
+        .expect("epochal runs")
+}
+
+#[test]
+fn cluster_campaign_fires_seeded_faults_writes_them_down_and_replays_them() {
+    let store = tempfile::tempdir().unwrap();
+    let output = run_campaign(
+        store.path(),
+        &[
+            "--seed",
+            "5",
+            "--faults",
+            "4",
+            "--partitions",
+            "2",
+            "--producers",
+            "3",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    // The plan is printed first, seed and all.
+    assert!(stdout.starts_with("campaign seed 5\n"), "{}", show(&output));
+    assert!(stdout.contains("  mix:"), "{}", show(&output));
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert!(stdout.contains("status: completed"), "{}", show(&output));
+    let dir = latest(store.path());
+    assert!(
+        dir.starts_with(
+            std::fs::canonicalize(store.path())
+                .unwrap()
+                .join("campaign/seed-5")
+        ),
+        "{}",
+        dir.display()
+    );
+
+    // The realised schedule: an ordinary schedule, every fault on named
+    // nodes (no role left to resolve), a gap before each.
+    let realised = Schedule::load(dir.join("schedule.toml")).expect("the realised schedule parses");
+    let faults: Vec<&Fault> = realised.steps.iter().flat_map(Step::faults).collect();
+    assert_eq!(faults.len(), 4, "{:#?}", realised.steps);
+    for fault in &faults {
+        let named = |t: &Target| matches!(t, Target::Node(_) | Target::Nodes(_));
+        match fault {
+            Fault::OneWay(w) => assert!(named(&w.from) && named(&w.to), "{fault:?}"),
+            Fault::Heal => {}
+            other => assert!(named(other.target().unwrap()), "{other:?}"),
+        }
+    }
+    for pair in realised.steps.windows(2) {
+        if matches!(pair[1], Step::Fault(_)) {
+            assert!(
+                matches!(
+                    pair[0],
+                    Step::Await {
+                        condition: Condition::Acknowledged { .. } | Condition::Elapsed { .. },
+                        ..
+                    }
+                ),
+                "no gap before {:?}",
+                pair[1]
+            );
+        }
+    }
+    assert!(realised.workload.liveness_ms.is_some());
+
+    // The history holds the same faults in the same order, and the liveness
+    // probes after them: one acknowledged per partition.
+    let ops = read_history(dir.join("history.jsonl")).unwrap();
+    let nemesis: Vec<&epochal::history::Op> = ops
+        .iter()
+        .filter(|op| {
+            op.process == Process::Nemesis && op.kind == OpType::Info && op.error.is_none()
+        })
+        .collect();
+    let names: Vec<String> = faults
+        .iter()
+        .map(|f| epochal::history::Verb::of(f).to_string())
+        .collect();
+    let fired: Vec<String> = nemesis.iter().take(4).map(|op| op.f().to_owned()).collect();
+    assert_eq!(fired, names);
+    let probes_acked = ops
+        .iter()
+        .filter(|op| op.kind == OpType::Ok && op.f() == "send")
+        .filter(|op| op.value()["values"][0].as_i64().unwrap() >= epochal::run::FIRST_PROBE_VALUE)
+        .filter(|op| op.value()["values"][0].as_i64().unwrap() < 1_000_000)
+        .count();
+    assert_eq!(probes_acked, 2, "one acknowledged probe per partition");
+    assert_eq!(read_results(&dir)["verdict"], "valid");
+
+    // A replay fires exactly those faults again, on the same nodes.
+    let replay = epochal()
+        .arg("replay")
+        .arg(&dir)
+        .arg("--store")
+        .arg(store.path())
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert_eq!(replay.status.code(), Some(0), "{}", show(&replay));
+    let again = latest(store.path());
+    assert_ne!(again, dir);
+    let replayed = read_history(again.join("history.jsonl")).unwrap();
+    let nodes = |ops: &[epochal::history::Op]| -> Vec<String> {
+        ops.iter()
+            .filter(|op| {
+                op.process == Process::Nemesis && op.kind == OpType::Info && op.error.is_none()
+            })
+            .take(4)
+            .map(|op| format!("{} {}", op.f(), op.value()["nodes"]))
+            .collect()
+    };
+    assert_eq!(nodes(&replayed), nodes(&ops));
+}
+
+#[test]
+fn cluster_campaign_liveness_names_each_partition_that_takes_no_write() {
+    let schedule: PathBuf =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schedules/liveness_refused.toml");
+    let store = tempfile::tempdir().unwrap();
+    let output = common::scenario::run_quietly(&schedule, store.path(), &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", show(&output));
+    let dir = latest(store.path());
+    let results = read_results(&dir);
+    assert_eq!(results["verdict"], "invalid");
+    let liveness = results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["checker"] == "liveness")
+        .unwrap_or_else(|| panic!("no liveness result: {results}"));
+    let stuck: Vec<&str> = liveness["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            assert_eq!(e["anomaly"], "stuck-partition");
+            e["details"]["partition"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(stuck, ["t-0", "t-1"]);
+    let last = liveness["evidence"][0]["details"]["last_error"]
+        .as_str()
+        .unwrap();
+    assert!(last.contains("NotEnoughReplicas"), "{last}");
+    // Offline, the same verdict from run.json.
+    let checked = epochal().arg("check").arg(&dir).output().unwrap();
+    assert_eq!(checked.status.code(), Some(1), "{}", show(&checked));
+    assert!(String::from_utf8_lossy(&checked.stdout).contains("stuck-partition"));
+}
