@@ -8,18 +8,20 @@
 #   bash ci/gate.sh                    # process and docker
 #   bash ci/gate.sh process            # one runtime
 #   EPOCHAL_STORE=/tmp/store bash ci/gate.sh docker
+#   EPOCHAL_SHARD=2/4 bash ci/gate.sh  # the second of four slices of the cases
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runtimes=("$@")
 [[ ${#runtimes[@]} -gt 0 ]] || runtimes=(process docker)
 store=${EPOCHAL_STORE:-store}
 jobs=${EPOCHAL_JOBS:-2}
+shard=${EPOCHAL_SHARD:-1/1}
 mkdir -p "$store"
 cargo build -q --workspace --bins
 failed=()
 for runtime in "${runtimes[@]}"; do
-  echo "== epochal gate suites/ --runtime $runtime"
-  if ! target/debug/epochal gate suites/ --runtime "$runtime" --jobs "$jobs" \
+  echo "== epochal gate suites/ --runtime $runtime --shard $shard"
+  if ! target/debug/epochal gate suites/ --runtime "$runtime" --jobs "$jobs" --shard "$shard" \
       --store "$store/$runtime" --junit "$store/junit-$runtime.xml"; then
     failed+=("$runtime")
   fi

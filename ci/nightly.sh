@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Nightly: the full gate on both runtimes, then ci/determinism (every scripted
-# scenario five times against its snapshot). The store (every run's history,
+# scenario five times against its snapshot), then campaigns (ci/campaigns.sh:
+# seeded random faults on the fixed settings). EPOCHAL_SHARD=I/N (a CI
+# matrix) runs the I-th slice of the gate's cases and of the campaign seeds;
+# the determinism check runs on the first slice only. The store (every run's history,
 # nodes' data directories, logs and results, and the JUnit files) is left in
 # $EPOCHAL_STORE (default ./store) for the workflow to keep as an artifact.
 # Runs by hand the same way: bash ci/nightly.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
+shard=${EPOCHAL_SHARD:-1/1}
 bash ci/gate.sh process docker || status=1
-bash ci/determinism 5 || status=1
+if [[ $shard == 1/* ]]; then
+  bash ci/determinism 5 || status=1
+fi
+bash ci/campaigns.sh "$shard" || status=1
 exit $status

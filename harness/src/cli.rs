@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+pub use crate::campaign::command::{CampaignArgs, campaign};
 use crate::reader::{self, ReadError, dump::write_dump};
 
 pub const EXIT_VALID: u8 = 0;
@@ -214,7 +215,7 @@ pub fn run(args: &RunArgs, out: &mut impl Write) -> u8 {
 
 impl RunSettings {
     /// Run options for `schedule` with these settings.
-    fn options(&self, schedule: &std::path::Path) -> crate::run::RunOptions {
+    pub(crate) fn options(&self, schedule: &std::path::Path) -> crate::run::RunOptions {
         let mut options = crate::run::RunOptions::new(schedule, &self.store);
         options.sets = self.sets.clone();
         options.etcd = self.etcd.clone();
@@ -238,7 +239,7 @@ fn run_schedule(
 
 /// Drives a run to its end on a two-thread runtime, prints its summary and
 /// report, and gives its exit code (and the report, when it ran).
-fn finish_run(
+pub(crate) fn finish_run(
     run: impl std::future::Future<Output = Result<crate::run::RunReport, crate::run::RunError>>,
     out: &mut impl Write,
 ) -> (u8, Option<crate::run::RunReport>) {
@@ -272,135 +273,6 @@ fn finish_run(
             (code, None)
         }
     }
-}
-
-#[derive(Debug, Args)]
-pub struct CampaignArgs {
-    /// The seed every random choice comes from: the mix of faults and its
-    /// weights, the gaps between faults, each fault and its target.
-    #[arg(long)]
-    pub seed: u64,
-    /// Stop picking faults after this long (`120s`, `2m`, `1500ms`).
-    #[arg(long, value_parser = parse_duration, conflicts_with = "faults")]
-    pub duration: Option<std::time::Duration>,
-    /// Stop picking faults after this many have fired.
-    #[arg(long)]
-    pub faults: Option<u32>,
-    #[arg(long, default_value_t = 3)]
-    pub brokers: u32,
-    /// Partitions of the campaign's topic `t`.
-    #[arg(long, default_value_t = 3)]
-    pub partitions: u32,
-    #[arg(long, default_value_t = 4)]
-    pub producers: u32,
-    #[arg(long, default_value_t = 2)]
-    pub consumers: u32,
-    /// Pause between one background worker's requests.
-    #[arg(long, default_value_t = 5)]
-    pub interval_ms: u64,
-    /// The producers' acks: all, 1 or 0.
-    #[arg(long, default_value = "all", value_parser = parse_acks)]
-    pub acks: crate::schedule::Acks,
-    /// After the final heal, every partition must take a write within this.
-    #[arg(long, default_value_t = 30_000)]
-    pub liveness_ms: u64,
-    /// Fault kinds the seed may pick from, comma-separated (default: all but
-    /// truncate-log).
-    #[arg(long, value_delimiter = ',', value_parser = parse_kind)]
-    pub kinds: Vec<crate::campaign::Kind>,
-    #[command(flatten)]
-    pub settings: RunSettings,
-}
-
-/// `120s`, `2m`, `1500ms`, or bare seconds.
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let s = s.trim();
-    let (number, unit) = s
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((s, "s"), |i| (&s[..i], &s[i..]));
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration like 120s, 2m or 1500ms"))?;
-    match unit {
-        "ms" => Ok(std::time::Duration::from_millis(n)),
-        "s" => Ok(std::time::Duration::from_secs(n)),
-        "m" => Ok(std::time::Duration::from_secs(n * 60)),
-        _ => Err(format!("{s:?} is not a duration like 120s, 2m or 1500ms")),
-    }
-}
-
-fn parse_acks(s: &str) -> Result<crate::schedule::Acks, String> {
-    toml::Value::String(s.to_owned())
-        .try_into()
-        .map_err(|_| format!("{s:?} is not acks (all, 1, 0)"))
-}
-
-fn parse_kind(s: &str) -> Result<crate::campaign::Kind, String> {
-    s.parse()
-}
-
-/// `epochal campaign`: prints the seed's plan, runs it, prints the verdict
-/// and, unless valid, the command that replays it. Exit codes as for `run`.
-pub fn campaign(args: &CampaignArgs, out: &mut impl Write) -> u8 {
-    use crate::campaign::{self, CampaignOptions, Kind, Plan, StopAfter};
-    let stop = match (args.duration, args.faults) {
-        (Some(d), _) => StopAfter::Duration(d),
-        (None, Some(n)) => StopAfter::Faults(n),
-        (None, None) => StopAfter::Duration(std::time::Duration::from_secs(60)),
-    };
-    let mut options = CampaignOptions::new(args.seed, stop);
-    options.brokers = args.brokers;
-    options.partitions = args.partitions;
-    options.producers = args.producers;
-    options.consumers = args.consumers;
-    options.interval_ms = args.interval_ms;
-    options.acks = args.acks;
-    options.liveness_ms = args.liveness_ms;
-    if !args.kinds.is_empty() {
-        options.kinds = args.kinds.clone();
-    }
-    if args.brokers == 0 || args.partitions == 0 || args.producers == 0 {
-        eprintln!("epochal: a campaign needs at least one broker, partition and producer");
-        return EXIT_USAGE;
-    }
-    let mut schedule = campaign::schedule(&options);
-    if let Err(e) = crate::run::apply_sets(&mut schedule, &args.settings.sets) {
-        eprintln!("epochal: {e}");
-        return EXIT_USAGE;
-    }
-    let kinds: &[Kind] = &options.kinds;
-    let plan = Plan::derive(args.seed, stop, args.brokers, kinds);
-    let _ = write!(out, "{}", campaign::describe(&plan, &schedule));
-    let _ = out.flush();
-    let name = format!("seed-{}", args.seed);
-    let mut run_options = args.settings.options(std::path::Path::new(&name));
-    run_options.group = Some(vec!["campaign".into(), name.clone()]);
-    // The settings are in the schedule now; applying them again is harmless
-    // but would print twice in the log.
-    run_options.sets.clear();
-    let source = format!("campaign seed {}", args.seed);
-    let run = crate::run::execute(
-        &run_options,
-        schedule,
-        &name,
-        &source,
-        crate::run::Driver::Campaign(plan),
-    );
-    let (code, report) = finish_run(run, out);
-    if let Some(report) = report
-        && code != EXIT_VALID
-    {
-        let runtime = match args.settings.runtime {
-            RuntimeKind::Process => String::new(),
-            RuntimeKind::Docker => " --runtime docker".into(),
-        };
-        let _ = writeln!(
-            out,
-            "replay: epochal replay {}{runtime}",
-            report.dir.path().display()
-        );
-    }
-    code
 }
 
 #[derive(Debug, Args)]

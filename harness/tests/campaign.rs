@@ -169,3 +169,51 @@ fn cluster_campaign_liveness_names_each_partition_that_takes_no_write() {
     assert_eq!(checked.status.code(), Some(1), "{}", show(&checked));
     assert!(String::from_utf8_lossy(&checked.stdout).contains("stuck-partition"));
 }
+
+#[test]
+fn cluster_docker_campaign_runs_a_fixed_seed_valid_and_leaves_nothing() {
+    use common::docker::{Cleanup, assert_nothing_left, require_docker, run_id};
+    require_docker();
+    let store = tempfile::tempdir().unwrap();
+    let output = run_campaign(
+        store.path(),
+        &[
+            "--seed",
+            "2",
+            "--faults",
+            "3",
+            "--partitions",
+            "2",
+            "--runtime",
+            "docker",
+        ],
+    );
+    let dir = latest(store.path());
+    let run = run_id(&dir);
+    let _cleanup = Cleanup(Some(run.clone()));
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    let realised = Schedule::load(dir.join("schedule.toml")).unwrap();
+    assert_eq!(realised.steps.iter().flat_map(Step::faults).count(), 3);
+    assert_eq!(read_results(&dir)["verdict"], "valid");
+    assert_nothing_left(&run, "after a campaign");
+}
+
+#[test]
+fn campaign_seed_ranges_and_shards_are_checked_before_anything_runs() {
+    let store = tempfile::tempdir().unwrap();
+    for bad in [
+        vec!["--seeds", "5..1"],
+        vec!["--seed", "1", "--seeds", "1..2"],
+        vec!["--seed", "1", "--shard", "3/2"],
+        vec!["--seed", "1", "--duration", "ten"],
+        vec!["--seed", "1", "--kinds", "pause,flood"],
+        vec!["--seed", "1", "--set", "no_such_setting=1"],
+    ] {
+        let output = run_campaign(store.path(), &bad);
+        assert_eq!(output.status.code(), Some(3), "{bad:?}: {}", show(&output));
+    }
+    assert!(
+        std::fs::read_dir(store.path()).unwrap().next().is_none(),
+        "a run was started"
+    );
+}

@@ -41,6 +41,8 @@ fn every_script_a_workflow_calls_exists() {
     let nightly = std::fs::read_to_string(root().join("ci/nightly.sh")).unwrap();
     assert!(nightly.contains("ci/gate.sh process docker"), "{nightly}");
     assert!(nightly.contains("ci/determinism 5"), "{nightly}");
+    assert!(nightly.contains("ci/campaigns.sh"), "{nightly}");
+    assert!(workflow("nightly.yml").contains("EPOCHAL_SHARD: ${{ matrix.shard }}"));
     assert!(workflow("nightly.yml").contains("upload-artifact"));
     assert!(workflow("release.yml").contains("bash ci/gate.sh process docker"));
     assert!(workflow("release.yml").contains("needs: gate"));

@@ -23,6 +23,7 @@
 //! schedule also carries a liveness window (`[workload] liveness_ms`): after
 //! the final heal every partition must take a write again.
 
+pub mod command;
 pub mod pick;
 
 use std::collections::BTreeMap;

@@ -8,7 +8,8 @@
 //! The rules keep a campaign meaningful rather than merely destructive: at
 //! most the plan's `max_faulted` nodes are paused or dead at once and never
 //! every node; one network cut at a time (the nemesis heals all cuts at
-//! once); an undo only for what is undone-able now.
+//! once); an undo only for what is undone-able now, and a restart only with
+//! no cut in force (a broker cannot start cut off from etcd).
 
 use std::collections::BTreeSet;
 
@@ -84,7 +85,10 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
     if !state.paused.is_empty() {
         options.push((Option_::Resume, plan.recover_weight));
     }
-    if !state.down.is_empty() {
+    // A broker cannot start while cut off from etcd (nor could Kafka's
+    // without ZooKeeper: it gives up after zookeeper.connection.timeout.ms),
+    // so dead nodes come back only once every cut is healed.
+    if !state.down.is_empty() && !state.cut {
         options.push((Option_::Restart, plan.recover_weight));
     }
     if state.cut {
@@ -279,7 +283,12 @@ mod tests {
                     .unwrap_or_else(|| panic!("seed {seed}: {choice:?} named nobody"));
                 match &fault {
                     Fault::Resume(Target::Node(n)) => assert!(state.paused.contains(n)),
-                    Fault::Restart(Target::Node(n)) => assert!(state.down.contains(n)),
+                    Fault::Restart(Target::Node(n)) => {
+                        assert!(
+                            state.down.contains(n) && !state.cut,
+                            "seed {seed}: {fault:?}"
+                        )
+                    }
                     Fault::Heal => assert!(state.cut),
                     Fault::Pause(Target::Node(n))
                     | Fault::Crash(Target::Node(n))
