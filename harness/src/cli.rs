@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use crate::campaign::command::{CampaignArgs, campaign};
+pub use crate::campaign::command::{CampaignArgs, ShrinkArgs, campaign, shrink};
 use crate::reader::{self, ReadError, dump::write_dump};
 
 pub const EXIT_VALID: u8 = 0;
@@ -52,6 +52,8 @@ pub enum Command {
     Gate(GateArgs),
     /// A seeded randomized run: faults picked by the seed under background load, then every checker.
     Campaign(CampaignArgs),
+    /// Cut a failing run's faults down (ddmin) to a schedule that still fails the same way: `shrunk.toml`.
+    Shrink(ShrinkArgs),
     /// Remove what Docker runs left behind (containers, networks) and epochal images no longer current.
     Gc(GcArgs),
 }

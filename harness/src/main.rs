@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use epochal::cli::{
     Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, campaign, check, gate, gc, inspect, replay, run,
+    shrink,
 };
 
 fn main() -> ExitCode {
@@ -27,6 +28,7 @@ fn main() -> ExitCode {
         Command::Campaign(args) => {
             return ExitCode::from(campaign(args, &mut io::stdout().lock()));
         }
+        Command::Shrink(args) => return ExitCode::from(shrink(args, &mut io::stdout().lock())),
         Command::Gc(args) => return ExitCode::from(gc(args, &mut io::stdout().lock())),
     };
     match result {

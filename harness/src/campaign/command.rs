@@ -239,3 +239,232 @@ fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
         dir: Some(report.dir.path().to_owned()),
     }
 }
+
+#[derive(Debug, Args)]
+pub struct ShrinkArgs {
+    /// A failing run directory (a campaign's: its `schedule.toml` holds the
+    /// faults it fired).
+    pub run_dir: std::path::PathBuf,
+    /// The anomaly kind a candidate must reproduce; default the first the
+    /// run's results name.
+    #[arg(long)]
+    pub anomaly: Option<String>,
+    /// Runs of each candidate before it counts as passing.
+    #[arg(long, default_value_t = 3)]
+    pub tries: u32,
+    /// Runs of the final schedule, to say how often it reproduces.
+    #[arg(long, default_value_t = 5)]
+    pub confirm: u32,
+    #[command(flatten)]
+    pub settings: RunSettings,
+}
+
+/// `epochal shrink`: ddmin over a failing run's faults (shrink.rs), then over
+/// its load; writes `shrunk.toml` into the run directory. Exit 0 when a
+/// schedule was written, 3 when the run is not a failing campaign run, 4 on a
+/// harness error.
+pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
+    use super::shrink::{candidate, ddmin, header, units};
+    use crate::checker::Verdict;
+    let dir = crate::run_dir::RunDir::open(&args.run_dir);
+    let mut schedule = match crate::schedule::Schedule::load(dir.schedule()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("epochal: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if let Err(e) = crate::run::apply_sets(&mut schedule, &args.settings.sets) {
+        eprintln!("epochal: {e}");
+        return EXIT_USAGE;
+    }
+    let anomaly = match args.anomaly.clone().or_else(|| first_anomaly(&dir)) {
+        Some(a) => a,
+        None => {
+            eprintln!(
+                "epochal: {} is not invalid (no anomaly in its results.json): nothing to shrink",
+                args.run_dir.display()
+            );
+            return EXIT_USAGE;
+        }
+    };
+    let units = match units(&schedule) {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("epochal: {}: {e}", dir.schedule().display());
+            return EXIT_USAGE;
+        }
+    };
+    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    else {
+        eprintln!("epochal: starting the async runtime");
+        return EXIT_HARNESS_ERROR;
+    };
+    let name = format!(
+        "{}-shrink",
+        args.run_dir
+            .canonicalize()
+            .ok()
+            .and_then(|d| d
+                .parent()
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "run".into())
+    );
+    let mut options = args.settings.options(std::path::Path::new(&name));
+    options.group = Some(vec!["shrink".into(), name.clone()]);
+    options.echo = false;
+    let faults = |s: &crate::schedule::Schedule| s.steps.iter().flat_map(|st| st.faults()).count();
+    let _ = writeln!(
+        out,
+        "shrinking {} ({} faults in {} units) for `{anomaly}`, {} tries a candidate",
+        args.run_dir.display(),
+        faults(&schedule),
+        units.len(),
+        args.tries
+    );
+    let mut runs = 0u32;
+    let mut harness_error = None;
+    // One run of a candidate: whether it showed the anomaly.
+    let mut reproduces = |candidate: &crate::schedule::Schedule, runs: &mut u32| -> bool {
+        *runs += 1;
+        let run = crate::run::execute(
+            &options,
+            candidate.clone(),
+            &name,
+            "a shrink candidate",
+            crate::run::Driver::Steps,
+        );
+        match runtime.block_on(run) {
+            Ok(report) => {
+                report.report.verdict == Verdict::Invalid
+                    && report
+                        .report
+                        .results
+                        .iter()
+                        .flat_map(|r| &r.evidence)
+                        .any(|e| e.anomaly == anomaly)
+            }
+            Err(e) => {
+                harness_error.get_or_insert(e.to_string());
+                false
+            }
+        }
+    };
+    let mut fails = |candidate: &crate::schedule::Schedule, what: &str, out: &mut dyn Write| {
+        for attempt in 1..=args.tries {
+            if reproduces(candidate, &mut runs) {
+                let _ = writeln!(out, "  {what}: fails (try {attempt})");
+                return true;
+            }
+        }
+        let _ = writeln!(out, "  {what}: passes {} times", args.tries);
+        false
+    };
+    let all: Vec<usize> = (0..units.len()).collect();
+    let kept = ddmin(all, |kept| {
+        let c = candidate(&schedule, &units, kept);
+        fails(
+            &c,
+            &format!("{} of {} units {kept:?}", kept.len(), units.len()),
+            out,
+        )
+    });
+    let mut shrunk = candidate(&schedule, &units, &kept);
+    // Then the load: fewer consumers, producers, partitions, while it fails.
+    for (what, lighter) in lighter_loads(&shrunk) {
+        if fails(&lighter, &what, out) {
+            shrunk = lighter;
+        }
+    }
+    let mut confirmed = 0;
+    for _ in 0..args.confirm {
+        if reproduces(&shrunk, &mut runs) {
+            confirmed += 1;
+        }
+    }
+    if let Some(e) = harness_error {
+        let _ = writeln!(out, "note: some candidate runs failed to run: {e}");
+    }
+    let text = header(
+        &args.run_dir,
+        &anomaly,
+        &args.settings.sets,
+        faults(&schedule),
+        faults(&shrunk),
+        (confirmed, args.confirm),
+        runs,
+    ) + &shrunk.to_toml();
+    let path = args.run_dir.join("shrunk.toml");
+    if let Err(e) = std::fs::write(&path, &text) {
+        eprintln!("epochal: {}: {e}", path.display());
+        return EXIT_HARNESS_ERROR;
+    }
+    let _ = writeln!(
+        out,
+        "shrunk to {} faults; reproduced {confirmed}/{} times; written to {}",
+        faults(&shrunk),
+        args.confirm,
+        path.display()
+    );
+    EXIT_VALID
+}
+
+/// The first anomaly an invalid run's results name.
+fn first_anomaly(dir: &crate::run_dir::RunDir) -> Option<String> {
+    let text = std::fs::read_to_string(dir.results()).ok()?;
+    let report: crate::checker::Report = serde_json::from_str(&text).ok()?;
+    if report.verdict != crate::checker::Verdict::Invalid {
+        return None;
+    }
+    report
+        .results
+        .iter()
+        .filter(|r| r.verdict == crate::checker::Verdict::Invalid)
+        .flat_map(|r| &r.evidence)
+        .map(|e| e.anomaly.clone())
+        .next()
+}
+
+/// Lighter loads to try after the faults are cut: no consumers, one
+/// producer, one partition (when no step names another).
+fn lighter_loads(schedule: &crate::schedule::Schedule) -> Vec<(String, crate::schedule::Schedule)> {
+    let mut out = Vec::new();
+    let Some(background) = schedule.workload.background.clone() else {
+        return out;
+    };
+    if background.consumers > 0 {
+        let mut s = schedule.clone();
+        if let Some(b) = s.workload.background.as_mut() {
+            b.consumers = 0;
+        }
+        out.push(("no background consumers".to_owned(), s));
+    }
+    if background.producers > 1 {
+        let mut s = schedule.clone();
+        if let Some(b) = s.workload.background.as_mut() {
+            b.consumers = 0;
+            b.producers = 1;
+        }
+        out.push(("one background producer".to_owned(), s));
+    }
+    let text = schedule.to_toml();
+    let names_partition = |p: u32| {
+        schedule
+            .cluster
+            .topics
+            .iter()
+            .any(|t| text.contains(&format!("\"{}-{p}", t.name)))
+    };
+    if schedule.cluster.topics.iter().any(|t| t.partitions > 1) && !(1..64).any(names_partition) {
+        let mut s = schedule.clone();
+        for t in &mut s.cluster.topics {
+            t.partitions = 1;
+        }
+        out.push(("one partition per topic".to_owned(), s));
+    }
+    out
+}

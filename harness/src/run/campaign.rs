@@ -61,17 +61,20 @@ pub(super) async fn play<R: Runtime>(
             bound = bound.min(d.saturating_sub(started.elapsed()));
         }
         let more = random.between(plan.gap_acks.0, plan.gap_acks.1);
-        let gap_started = Instant::now();
-        let gap = match workers.await_acknowledged(more, bound).await {
-            Ok(n) => Condition::Acknowledged { more: n },
-            Err(_) => Condition::Elapsed {
-                ms: gap_started.elapsed().as_millis() as u64,
-            },
-        };
-        realised.steps.push(Step::Await {
-            timeout_ms: matches!(gap, Condition::Acknowledged { .. }).then_some(REPLAY_AWAIT_MS),
-            condition: gap,
-        });
+        if more > 0 {
+            let gap_started = Instant::now();
+            let gap = match workers.await_acknowledged(more, bound).await {
+                Ok(n) => Condition::Acknowledged { more: n },
+                Err(_) => Condition::Elapsed {
+                    ms: gap_started.elapsed().as_millis() as u64,
+                },
+            };
+            realised.steps.push(Step::Await {
+                timeout_ms: matches!(gap, Condition::Acknowledged { .. })
+                    .then_some(REPLAY_AWAIT_MS),
+                condition: gap,
+            });
+        }
         if done(fired) {
             break;
         }

@@ -1,0 +1,286 @@
+//! `epochal shrink`: delta debugging over a failing run's faults, down to a
+//! schedule a person can read. A campaign that fails after forty faults says
+//! a bug exists; the two faults that matter say what it is.
+//!
+//! The schedule is cut into *units*: a fault together with its undo (pause b1
+//! … resume b1, crash b2 … restart b2, a cut … heal), each with the gap that
+//! preceded it, so that no candidate resumes a node it never paused. ddmin
+//! (Zeller and Hildebrandt, "Simplifying and Isolating Failure-Inducing
+//! Input", TSE 2002) then looks for a smaller set of units that still fails:
+//! halves, then quarters, ..., each subset and each complement in turn. A
+//! candidate *fails* when a run of it is invalid with the same anomaly kind
+//! on the same settings; since a replay of a random interleaving is not
+//! always exact, each candidate gets up to `tries` runs and counts as failing
+//! at its first failure. What remains is run `confirm` more times, and how
+//! often it failed is written with it.
+
+use crate::schedule::{Fault, Schedule, Step};
+
+/// One shrinkable piece: indices of the schedule's steps that go together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    pub steps: Vec<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ShrinkError(pub String);
+
+/// Cuts a realised schedule into units; an error names a step shrink cannot
+/// move (anything but a fault or an await before one).
+pub fn units(schedule: &Schedule) -> Result<Vec<Unit>, ShrinkError> {
+    // Each fault with the await(s) just before it.
+    let mut pieces: Vec<(Vec<usize>, &Fault)> = Vec::new();
+    let mut gap = Vec::new();
+    for (i, step) in schedule.steps.iter().enumerate() {
+        match step {
+            Step::Await { .. } => gap.push(i),
+            Step::Fault(fault) => {
+                let mut steps = std::mem::take(&mut gap);
+                steps.push(i);
+                pieces.push((steps, fault));
+            }
+            other => {
+                return Err(ShrinkError(format!(
+                    "step {}: shrink moves faults and the awaits between them; {other:?} is neither \
+                     (shrink a campaign's schedule.toml)",
+                    i + 1
+                )));
+            }
+        }
+    }
+    // Pair each undo with the latest open fault it undoes.
+    let mut units: Vec<Unit> = Vec::new();
+    let mut open: Vec<(usize, &Fault)> = Vec::new();
+    for (steps, fault) in pieces {
+        let undoes = |broke: &Fault| match (broke, fault) {
+            (Fault::Pause(a), Fault::Resume(b)) => a == b,
+            (
+                Fault::Crash(a) | Fault::Stop(a) | Fault::PowerLoss(a),
+                Fault::Restart(b) | Fault::Start(b),
+            ) => a == b,
+            (Fault::Isolate(_), Fault::Heal)
+            | (Fault::MajorityMinority(_), Fault::Heal)
+            | (Fault::OneWay(_), Fault::Heal)
+            | (Fault::Bridge(_), Fault::Heal)
+            | (Fault::NodeFromEtcd(_), Fault::Heal) => true,
+            _ => false,
+        };
+        let is_undo = matches!(
+            fault,
+            Fault::Resume(_) | Fault::Restart(_) | Fault::Start(_) | Fault::Heal
+        );
+        match open.iter().rposition(|(_, broke)| undoes(broke)) {
+            Some(at) if is_undo => {
+                let (unit, _) = open.remove(at);
+                units[unit].steps.extend(steps);
+                // A heal ends every cut at once.
+                if matches!(fault, Fault::Heal) {
+                    open.retain(|(_, broke)| !broke_is_cut(broke));
+                }
+            }
+            _ => {
+                units.push(Unit { steps });
+                if !is_undo && !matches!(fault, Fault::TruncateLog(_)) {
+                    open.push((units.len() - 1, fault));
+                }
+            }
+        }
+    }
+    Ok(units)
+}
+
+fn broke_is_cut(fault: &Fault) -> bool {
+    matches!(
+        fault,
+        Fault::Isolate(_)
+            | Fault::MajorityMinority(_)
+            | Fault::OneWay(_)
+            | Fault::Bridge(_)
+            | Fault::NodeFromEtcd(_)
+    )
+}
+
+/// The schedule with only `kept` units' steps, in their original order.
+pub fn candidate(schedule: &Schedule, units: &[Unit], kept: &[usize]) -> Schedule {
+    let mut steps: Vec<usize> = kept
+        .iter()
+        .flat_map(|&u| units[u].steps.iter().copied())
+        .collect();
+    steps.sort_unstable();
+    Schedule {
+        steps: steps.iter().map(|&i| schedule.steps[i].clone()).collect(),
+        ..schedule.clone()
+    }
+}
+
+/// ddmin: a 1-minimal subset of `items` for which `fails` holds, given that
+/// it holds for all of them. `fails` is asked about subsets in order.
+pub fn ddmin<T: Clone>(items: Vec<T>, mut fails: impl FnMut(&[T]) -> bool) -> Vec<T> {
+    let mut items = items;
+    if fails(&[]) {
+        return Vec::new();
+    }
+    let mut n = 2usize;
+    while items.len() >= 2 {
+        let chunks = split(&items, n);
+        let mut reduced = false;
+        for chunk in &chunks {
+            if fails(chunk) {
+                items = chunk.clone();
+                n = 2;
+                reduced = true;
+                break;
+            }
+        }
+        if !reduced && n > 2 {
+            for i in 0..chunks.len() {
+                let complement: Vec<T> = chunks
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != i)
+                    .flat_map(|(_, c)| c.iter().cloned())
+                    .collect();
+                if fails(&complement) {
+                    items = complement;
+                    n = (n - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+        }
+        if !reduced {
+            if n >= items.len() {
+                break;
+            }
+            n = (2 * n).min(items.len());
+        }
+    }
+    items
+}
+
+/// `items` in `n` contiguous chunks of near-equal size.
+fn split<T: Clone>(items: &[T], n: usize) -> Vec<Vec<T>> {
+    let n = n.min(items.len()).max(1);
+    let (size, extra) = (items.len() / n, items.len() % n);
+    let mut chunks = Vec::with_capacity(n);
+    let mut start = 0;
+    for i in 0..n {
+        let len = size + usize::from(i < extra);
+        chunks.push(items[start..start + len].to_vec());
+        start += len;
+    }
+    chunks
+}
+
+/// The comment block `shrunk.toml` starts with.
+pub fn header(
+    source: &std::path::Path,
+    anomaly: &str,
+    sets: &[String],
+    before: usize,
+    after: usize,
+    confirmed: (u32, u32),
+    runs: u32,
+) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "# Shrunk by `epochal shrink` from {}\n",
+        source.display()
+    ));
+    out.push_str(&format!(
+        "# It fails with `{anomaly}`{}.\n",
+        if sets.is_empty() {
+            String::new()
+        } else {
+            format!(" under --set {}", sets.join(" --set "))
+        }
+    ));
+    out.push_str(&format!(
+        "# Kept {after} of {before} faults (with their undoes and the gaps before them); \
+         {runs} candidate runs.\n"
+    ));
+    out.push_str(&format!(
+        "# Reproduced in {} of {} confirming runs.\n\n",
+        confirmed.0, confirmed.1
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(steps: &str) -> Schedule {
+        let src = format!(
+            "[cluster]\nbrokers = 3\n[[cluster.topic]]\nname = \"t\"\npartitions = 1\n\
+             replication_factor = 3\n[workload.background]\nproducers = 1\n{steps}"
+        );
+        Schedule::parse("s.toml", &src).unwrap()
+    }
+
+    #[test]
+    fn a_fault_and_its_undo_are_one_unit_with_their_gaps() {
+        let s = schedule(
+            r#"
+[[step]]
+await = "10 more writes acknowledged"
+[[step]]
+fault = { pause = "b1" }
+[[step]]
+await = "300 ms pass"
+[[step]]
+fault = { crash = "b2" }
+[[step]]
+fault = { isolate = "b3" }
+[[step]]
+fault = { resume = "b1" }
+[[step]]
+fault = "heal"
+[[step]]
+fault = { restart = "b2" }
+[[step]]
+fault = { pause = "b3" }
+"#,
+        );
+        let units = units(&s).unwrap();
+        let steps: Vec<Vec<usize>> = units.iter().map(|u| u.steps.clone()).collect();
+        assert_eq!(
+            steps,
+            vec![vec![0, 1, 5], vec![2, 3, 7], vec![4, 6], vec![8]]
+        );
+        let only_crash = candidate(&s, &units, &[1]);
+        assert_eq!(only_crash.steps.len(), 3);
+        assert_eq!(
+            only_crash.steps.iter().flat_map(Step::faults).count(),
+            2,
+            "{:?}",
+            only_crash.steps
+        );
+    }
+
+    #[test]
+    fn ddmin_finds_the_two_faults_that_matter() {
+        let items: Vec<u32> = (0..16).collect();
+        let mut asked = 0;
+        let found = ddmin(items, |subset| {
+            asked += 1;
+            subset.contains(&3) && subset.contains(&11)
+        });
+        assert_eq!(found, vec![3, 11]);
+        assert!(asked < 60, "{asked} tests");
+    }
+
+    #[test]
+    fn ddmin_returns_nothing_when_nothing_is_needed_and_one_when_one_is() {
+        assert_eq!(ddmin(vec![1, 2, 3], |_| true), Vec::<i32>::new());
+        assert_eq!(ddmin(vec![1, 2, 3, 4, 5], |s| s.contains(&4)), vec![4]);
+    }
+
+    #[test]
+    fn other_steps_are_refused_naming_the_step() {
+        let s = schedule("[[step]]\nproduce = { partition = \"t-0\", values = [1] }\n");
+        let e = units(&s).unwrap_err().to_string();
+        assert!(e.starts_with("step 1:"), "{e}");
+    }
+}
