@@ -143,6 +143,7 @@ pub async fn run(
         node_id: broker.config.node_id,
         peers: broker.config.peers.clone(),
         controller_epoch_fencing: broker.config.controller_epoch_fencing,
+        broker_epoch_fencing: broker.config.broker_epoch_fencing,
         unclean_leader_election: broker.config.unclean_leader_election,
     });
     tasks.push(tokio::spawn(election::run(

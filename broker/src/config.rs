@@ -94,6 +94,9 @@ pub struct ConfigArgs {
     #[arg(long, value_name = "true|false", help = CONTROLLER_EPOCH_FENCING.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub controller_epoch_fencing: Option<bool>,
+    #[arg(long, value_name = "true|false", help = BROKER_EPOCH_FENCING.help)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker_epoch_fencing: Option<bool>,
     #[arg(long, value_name = "true|false", help = UNCLEAN_LEADER_ELECTION.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unclean_leader_election: Option<bool>,
@@ -137,6 +140,7 @@ pub struct BrokerConfig {
     pub flush_interval_ms: u64,
     pub truncation: Truncation,
     pub controller_epoch_fencing: bool,
+    pub broker_epoch_fencing: bool,
     pub unclean_leader_election: bool,
     pub min_insync_replicas: i32,
     pub max_request_bytes: u32,
@@ -195,6 +199,7 @@ impl ConfigArgs {
             controller_epoch_fencing: self
                 .controller_epoch_fencing
                 .or(file.controller_epoch_fencing),
+            broker_epoch_fencing: self.broker_epoch_fencing.or(file.broker_epoch_fencing),
             unclean_leader_election: self
                 .unclean_leader_election
                 .or(file.unclean_leader_election),
@@ -273,6 +278,7 @@ impl ConfigArgs {
             flush_interval_ms: FLUSH_INTERVAL_MS.count(self.flush_interval_ms)?,
             truncation,
             controller_epoch_fencing: CONTROLLER_EPOCH_FENCING.bool(self.controller_epoch_fencing),
+            broker_epoch_fencing: BROKER_EPOCH_FENCING.bool(self.broker_epoch_fencing),
             unclean_leader_election: UNCLEAN_LEADER_ELECTION.bool(self.unclean_leader_election),
             min_insync_replicas,
             max_request_bytes: MAX_REQUEST_BYTES.count(self.max_request_bytes)?,
@@ -307,6 +313,7 @@ impl BrokerConfig {
             flush_interval_ms: Some(self.flush_interval_ms),
             truncation: Some(self.truncation),
             controller_epoch_fencing: Some(self.controller_epoch_fencing),
+            broker_epoch_fencing: Some(self.broker_epoch_fencing),
             unclean_leader_election: Some(self.unclean_leader_election),
             min_insync_replicas: Some(self.min_insync_replicas),
             max_request_bytes: Some(self.max_request_bytes),

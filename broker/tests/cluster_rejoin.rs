@@ -1,11 +1,13 @@
 //! Acceptance (issue 5): a broker restarted before its old lease expired takes
-//! its registration key over (same create revision, new incarnation), which the
-//! controller reads as the same broker session, as ZooKeeper-era Kafka did
-//! (KAFKA-1120). A restarted follower keeps its ISR membership and is sent its
-//! partitions' state (its state-change.log shows it); a restarted leader's
-//! partition moves to another ISR member with the epoch raised by one — also
-//! when the restarted leader was the controller and its successor only finds
-//! out from etcd.
+//! its registration key over (same create revision, new incarnation), and the
+//! controller notices the restart (KAFKA-1120). With broker-epoch fencing, the
+//! default (KIP-380: a bounced broker is processed as failed and restarted),
+//! it leaves every ISR and rejoins once caught up; without it, as this broker
+//! did before, a restarted follower keeps its ISR membership and is sent its
+//! partitions' state (its state-change.log shows it). Either way a restarted
+//! leader's partition moves to another ISR member with the epoch raised by
+//! one — also when the restarted leader was the controller and its successor
+//! only finds out from etcd.
 
 mod common;
 
@@ -25,6 +27,17 @@ const FLAGS: &[&str] = &[
     "--replica-lag-time-max-ms",
     "30000",
 ];
+/// The same, with the pre-KIP-380 behaviour: a bounced broker keeps its ISR memberships.
+const FLAGS_WITHOUT_BROKER_EPOCHS: &[&str] = &[
+    "--lease-ttl-s",
+    "20",
+    "--replica-fetch-wait-max-ms",
+    "100",
+    "--replica-lag-time-max-ms",
+    "30000",
+    "--broker-epoch-fencing",
+    "false",
+];
 
 fn applied_since(cluster: &Cluster, id: i32, since_ms: u64) -> Vec<StateChange> {
     state_change_log::read_all(&cluster.broker(id).data_dir)
@@ -37,8 +50,9 @@ fn applied_since(cluster: &Cluster, id: i32, since_ms: u64) -> Vec<StateChange> 
 }
 
 #[test]
-fn cluster_rejoin_a_follower_restarted_within_its_lease_keeps_its_isr_membership() {
-    let mut cluster = Cluster::start(3, FLAGS);
+fn cluster_rejoin_without_broker_epochs_a_follower_restarted_within_its_lease_keeps_its_isr_membership()
+ {
+    let mut cluster = Cluster::start(3, FLAGS_WITHOUT_BROKER_EPOCHS);
     assert_eq!(cluster.client(1).create_topic("j", 1, 3), 0);
     let before = cluster.await_state("a full ISR", TIMEOUT, "j", 0, |s| {
         s.leader > 0 && s.isr.len() == 3
@@ -101,8 +115,9 @@ fn cluster_rejoin_a_follower_restarted_within_its_lease_keeps_its_isr_membership
 }
 
 #[test]
-fn cluster_rejoin_a_leader_restarted_within_its_lease_hands_over_with_a_new_epoch() {
-    let mut cluster = Cluster::start(3, FLAGS);
+fn cluster_rejoin_without_broker_epochs_a_leader_restarted_within_its_lease_hands_over_with_a_new_epoch()
+ {
+    let mut cluster = Cluster::start(3, FLAGS_WITHOUT_BROKER_EPOCHS);
     // Two partitions: p1's replicas are [2, 3, 1], so its leader (2) is not the
     // controller (1).
     assert_eq!(cluster.client(1).create_topic("k", 2, 3), 0);
@@ -147,7 +162,8 @@ fn cluster_rejoin_a_leader_restarted_within_its_lease_hands_over_with_a_new_epoc
 }
 
 #[test]
-fn cluster_rejoin_a_restarted_controller_and_leader_is_noticed_by_the_next_controller() {
+fn cluster_rejoin_without_broker_epochs_a_restarted_controller_and_leader_is_noticed_by_the_next_controller()
+ {
     // The old process's controller key lives until its lease expires; keep the
     // TTL short so the next controller comes soon.
     let mut cluster = Cluster::start(
@@ -159,6 +175,8 @@ fn cluster_rejoin_a_restarted_controller_and_leader_is_noticed_by_the_next_contr
             "100",
             "--replica-lag-time-max-ms",
             "30000",
+            "--broker-epoch-fencing",
+            "false",
         ],
     );
     assert_eq!(cluster.client(1).create_topic("c", 1, 3), 0);
@@ -194,4 +212,81 @@ fn cluster_rejoin_a_restarted_controller_and_leader_is_noticed_by_the_next_contr
         || cluster.logs(),
     );
     cluster.await_converged(&[1, 2, 3], "c", 0, 1, TIMEOUT);
+}
+
+#[test]
+fn cluster_rejoin_a_restarted_leader_and_follower_leave_the_isr_and_rejoin_once_caught_up() {
+    let mut cluster = Cluster::start(3, FLAGS);
+    // k-1's replicas are [2, 3, 1]: its leader (2) is not the controller (1).
+    assert_eq!(cluster.client(1).create_topic("k", 2, 3), 0);
+    let before = cluster.await_state("a full ISR", TIMEOUT, "k", 1, |s| {
+        s.leader == 2 && s.isr.len() == 3
+    });
+    let mut leader = cluster.client(2);
+    for i in 0..10 {
+        let v = format!("before-{i}");
+        assert_eq!(
+            leader
+                .produce("k", 1, batch(&[v.as_bytes()]), -1)
+                .unwrap()
+                .0,
+            0
+        );
+    }
+
+    // The leader bounces: leadership moves on and the bounced broker leaves
+    // the ISR in the same decision (KIP-380).
+    cluster.restart(2);
+    let after = cluster.await_state("a new epoch for k-1", TIMEOUT, "k", 1, |s| {
+        s.leader_epoch > before.leader_epoch
+    });
+    assert_eq!(after.leader_epoch, before.leader_epoch + 1, "{after:?}");
+    assert_eq!(after.leader, 3, "the next ISR member in assignment order");
+    assert!(
+        !after.isr.contains(&2),
+        "the bounced broker left the ISR: {after:?}"
+    );
+    assert!(
+        cluster.broker(1).log().contains("restarted=true"),
+        "the controller saw a restart within the lease"
+    );
+    let mut new_leader = cluster.client(3);
+    common::await_some_or(
+        "the new leader to take an acks=all write",
+        TIMEOUT,
+        || {
+            let r = new_leader.produce("k", 1, batch(&[b"after"]), -1).ok()?;
+            (r.0 == 0).then_some(r)
+        },
+        || cluster.logs(),
+    );
+    // Caught up, it is taken back into the ISR by the leader.
+    cluster.await_state("the bounced broker back in the ISR", TIMEOUT, "k", 1, |s| {
+        s.isr.contains(&2)
+    });
+
+    // A follower bounces: the leader stays, the follower leaves the ISR and
+    // comes back once caught up.
+    let state = cluster.state("k", 1).unwrap();
+    cluster.restart(1);
+    let left = cluster.await_state("a follower's bounce seen", TIMEOUT, "k", 1, |s| {
+        s.leader_epoch > state.leader_epoch
+    });
+    assert_eq!(left.leader, state.leader, "{left:?}");
+    assert!(!left.isr.contains(&1), "{left:?}");
+    cluster.await_state("the follower back in the ISR", TIMEOUT, "k", 1, |s| {
+        s.isr.len() == 3
+    });
+    // The ISR change raised the epoch; followers learn it from a batch of it.
+    let mut leader = cluster.client(left.leader);
+    common::await_some_or(
+        "the leader to take an acks=all write in the new epoch",
+        TIMEOUT,
+        || {
+            let r = leader.produce("k", 1, batch(&[b"last"]), -1).ok()?;
+            (r.0 == 0).then_some(r)
+        },
+        || cluster.logs(),
+    );
+    cluster.await_converged(&[1, 2, 3], "k", 1, 1, TIMEOUT);
 }

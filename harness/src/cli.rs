@@ -86,7 +86,13 @@ pub struct GateArgs {
 /// 4 when the report cannot be written.
 pub fn gate(args: &GateArgs, out: &mut impl Write) -> u8 {
     let suites = match crate::gate::load_suites(&args.paths) {
-        Ok(suites) if suites.iter().any(|s| !s.suite.scenarios.is_empty()) => suites,
+        Ok(suites)
+            if suites
+                .iter()
+                .any(|s| !s.suite.scenarios.is_empty() || !s.suite.campaigns.is_empty()) =>
+        {
+            suites
+        }
         Ok(_) => {
             eprintln!("epochal: no scenarios in {:?}", args.paths);
             return EXIT_USAGE;

@@ -33,7 +33,7 @@ fn declared_suites(dir: &Path) -> Vec<(String, toml::Table)> {
         .filter_map(|path| {
             let table: toml::Table =
                 toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-            table.contains_key("scenario").then(|| {
+            (table.contains_key("scenario") || table.contains_key("campaign")).then(|| {
                 let name = path.file_stem().unwrap().to_string_lossy().into_owned();
                 (name, table)
             })
@@ -72,7 +72,12 @@ fn cluster_gate_over_every_suite_meets_every_expectation_and_writes_junit() {
     );
     let mut expected = Vec::new();
     for (_, suite) in &declared {
-        for scenario in suite["scenario"].as_array().unwrap() {
+        let none = Vec::new();
+        for scenario in suite
+            .get("scenario")
+            .and_then(|s| s.as_array())
+            .unwrap_or(&none)
+        {
             for setting in scenario["setting"].as_array().unwrap() {
                 let set: Vec<&str> = setting["set"]
                     .as_array()
@@ -83,6 +88,26 @@ fn cluster_gate_over_every_suite_meets_every_expectation_and_writes_junit() {
                 expected.push(format!(
                     "{} [{}]",
                     scenario["name"].as_str().unwrap(),
+                    set.join(",")
+                ));
+            }
+        }
+        for campaign in suite
+            .get("campaign")
+            .and_then(|c| c.as_array())
+            .unwrap_or(&none)
+        {
+            let set: Vec<&str> = campaign["set"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            for seed in campaign["seeds"].as_array().unwrap() {
+                expected.push(format!(
+                    "{}/seed-{} [{}]",
+                    campaign["name"].as_str().unwrap(),
+                    seed.as_integer().unwrap(),
                     set.join(",")
                 ));
             }

@@ -9,10 +9,8 @@ use epochal::gate::{Shard, cases, load_suites};
 fn names(shard: Shard) -> Vec<String> {
     let suites = load_suites(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites")]).unwrap();
     cases(&suites, shard)
-        .into_iter()
-        .map(|(suite, scenario, setting)| {
-            format!("{}/{}/{:?}", suite.name, scenario.name, setting.set)
-        })
+        .iter()
+        .map(|case| case.label())
         .collect()
 }
 

@@ -151,6 +151,15 @@ pub(super) const CONTROLLER_EPOCH_FENCING: Setting = Setting {
     default: SettingDefault::Bool(true),
     help: "KAFKA-532's controller-epoch checks, in etcd and at the brokers",
 };
+pub(super) const BROKER_EPOCH_FENCING: Setting = Setting {
+    name: "broker_epoch_fencing",
+    flag: "--broker-epoch-fencing",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(true),
+    help: "KIP-380: a broker that re-registers within its lease is treated as failed and \
+           restarted, leaving every ISR until it catches up (false: it keeps its ISR \
+           memberships, as KAFKA-1120-era controllers let it)",
+};
 pub(super) const UNCLEAN_LEADER_ELECTION: Setting = Setting {
     name: "unclean_leader_election",
     flag: "--unclean-leader-election",
@@ -215,6 +224,7 @@ pub const SETTINGS: &[Setting] = &[
     FLUSH_INTERVAL_MS,
     TRUNCATION,
     CONTROLLER_EPOCH_FENCING,
+    BROKER_EPOCH_FENCING,
     UNCLEAN_LEADER_ELECTION,
     MIN_INSYNC_REPLICAS,
     MAX_REQUEST_BYTES,

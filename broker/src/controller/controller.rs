@@ -5,8 +5,9 @@
 //! live broker as UpdateMetadata. It then follows etcd: a broker's registration
 //! vanishing moves leadership off it and drops it from every ISR; a broker
 //! registering gets its partitions' state (and may bring an offline partition
-//! back); a broker that re-registered within its lease (KAFKA-1120) keeps its
-//! ISR membership, and if it led a partition, that partition gets a new epoch.
+//! back); a broker that re-registered within its lease (KAFKA-1120) leaves
+//! every ISR with broker-epoch fencing (KIP-380) or keeps its memberships
+//! without, and if it led a partition, that partition gets a new epoch.
 //! It resigns the moment its own session stops being live (or moves to a new
 //! lease), without waiting for etcd to say so — checked between events, so an
 //! event already taken off the queue is handled first, as a paused controller
@@ -61,6 +62,8 @@ pub struct ControllerSettings {
     /// `--peer` overrides: broker id → address to reach it by.
     pub peers: BTreeMap<i32, String>,
     pub controller_epoch_fencing: bool,
+    /// KIP-380: a bounced broker leaves every ISR (partition_election::restarted).
+    pub broker_epoch_fencing: bool,
     pub unclean_leader_election: bool,
 }
 
@@ -258,22 +261,35 @@ impl Controller {
         }
         // Brokers may have come and gone while there was no controller.
         self.reelect_all().await?;
-        // A leader may have restarted within its lease while there was no
-        // controller to see it (say it was the controller): its registration was
-        // put again (version > 1) after the partition state naming it was written.
-        let restarted: Vec<(PartitionKey, i32)> = self
-            .ctx
-            .states
-            .iter()
-            .filter_map(|(key, v)| {
-                let reg = self.ctx.brokers.get(&v.value.leader)?;
-                (reg.version > 1 && reg.mod_revision > v.mod_revision)
-                    .then_some((key.clone(), v.value.leader))
-            })
-            .collect();
+        // A leader (or, with broker epochs, any ISR member) may have restarted
+        // within its lease while there was no controller to see it (say it was
+        // the controller): its registration was put again (version > 1) after
+        // the partition state naming it was written.
+        let fencing = self.settings.broker_epoch_fencing;
+        let restarted: Vec<(PartitionKey, i32)> =
+            self.ctx
+                .states
+                .iter()
+                .flat_map(|(key, v)| {
+                    let named: Vec<i32> = if fencing {
+                        v.value.isr.clone()
+                    } else {
+                        vec![v.value.leader]
+                    };
+                    named
+                        .into_iter()
+                        .filter(|b| {
+                            self.ctx.brokers.get(b).is_some_and(|reg| {
+                                reg.version > 1 && reg.mod_revision > v.mod_revision
+                            })
+                        })
+                        .map(|b| (key.clone(), b))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
         for (key, broker) in restarted {
             self.decide_and_write(&key, |current, replicas, live, epoch| {
-                partition_election::restarted(current, replicas, live, broker, epoch)
+                partition_election::restarted(current, replicas, live, broker, fencing, epoch)
             })
             .await?;
         }
@@ -503,17 +519,18 @@ impl Controller {
     }
 
     /// A broker restarted within its lease: the partitions it led get a new
-    /// leader epoch; its ISR memberships stay.
+    /// leader epoch; with broker epochs (KIP-380) it also leaves every ISR.
     async fn reelect_restarted(
         &mut self,
         broker: i32,
     ) -> Result<BTreeSet<PartitionKey>, Resignation> {
         let keys: Vec<PartitionKey> = self.ctx.states.keys().cloned().collect();
+        let fencing = self.settings.broker_epoch_fencing;
         let mut changed = BTreeSet::new();
         for key in keys {
             if self
                 .decide_and_write(&key, |current, replicas, live, epoch| {
-                    partition_election::restarted(current, replicas, live, broker, epoch)
+                    partition_election::restarted(current, replicas, live, broker, fencing, epoch)
                 })
                 .await?
             {

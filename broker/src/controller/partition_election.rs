@@ -45,29 +45,62 @@ pub fn reelect(
     changed(current, leader, isr, controller_epoch)
 }
 
-/// A broker restarted within its lease (KAFKA-1120's re-registration). It keeps
-/// its ISR membership, but a leader that restarted lost its in-memory state, so
-/// leadership moves on with a new epoch (KIP-101's returning leaders): to another
-/// live ISR member if there is one, else back to the restarted broker.
+/// A broker restarted within its lease (KAFKA-1120's re-registration): the
+/// process that held the ISR memberships is gone, and its successor may hold
+/// less — after a power loss, nothing at all that was not flushed.
+///
+/// With `broker_epoch_fencing` (KIP-380, Kafka 2.2: the controller compares
+/// the broker epoch of each registration, and a bounced broker goes through
+/// `onBrokerFailure` then `onBrokerStartup`, its replicas taken offline and
+/// removed from every ISR), the broker leaves the ISR of every partition it
+/// was in, never emptying one, and a partition it led elects the first other
+/// live ISR member in assignment order; it rejoins each ISR only once it has
+/// caught up. Without it (this broker's behaviour before KIP-380), it keeps
+/// its ISR memberships and only leadership moves on, so a restarted replica
+/// that lost data on disk stays electable: the next leader failure can elect
+/// it with a log shorter than what was acknowledged.
+///
+/// Either way a leader that restarted lost its in-memory state, so leadership
+/// moves on with a new epoch (KIP-101's returning leaders), back to the
+/// restarted broker only if no other ISR member is live.
 pub fn restarted(
     current: &PartitionStateRecord,
     replicas: &[i32],
     live: &BTreeSet<i32>,
     broker: i32,
+    broker_epoch_fencing: bool,
     controller_epoch: i32,
 ) -> Option<PartitionStateRecord> {
-    if current.leader != broker {
-        return None;
-    }
-    let leader = replicas
+    let led = current.leader == broker;
+    let member = current.isr.contains(&broker);
+    let others: Vec<i32> = current
+        .isr
         .iter()
         .copied()
-        .find(|r| *r != broker && live.contains(r) && current.isr.contains(r))
-        .unwrap_or(broker);
+        .filter(|r| *r != broker)
+        .collect();
+    let leader = if led {
+        replicas
+            .iter()
+            .copied()
+            .find(|r| *r != broker && live.contains(r) && others.contains(r))
+            .unwrap_or(broker)
+    } else {
+        current.leader
+    };
+    // The ISR is never emptied, nor left without its leader.
+    let isr = if broker_epoch_fencing && member && leader != broker && !others.is_empty() {
+        others
+    } else {
+        current.isr.clone()
+    };
+    if !led && isr == current.isr {
+        return None;
+    }
     Some(PartitionStateRecord {
         leader,
         leader_epoch: current.leader_epoch + 1,
-        isr: current.isr.clone(),
+        isr,
         controller_epoch,
     })
 }
@@ -163,19 +196,54 @@ mod tests {
     }
 
     #[test]
-    fn a_restarted_leader_hands_over_and_keeps_its_isr_membership() {
+    fn a_restarted_leader_hands_over_and_keeps_its_isr_membership_without_broker_epochs() {
         let s = state(1, 3, &[1, 2]);
-        let next = restarted(&s, &[1, 2], &live(&[1, 2]), 1, 1).unwrap();
+        let next = restarted(&s, &[1, 2], &live(&[1, 2]), 1, false, 1).unwrap();
         assert_eq!(
             (next.leader, next.leader_epoch, next.isr),
             (2, 4, vec![1, 2])
         );
-        let alone = restarted(&state(1, 3, &[1]), &[1, 2], &live(&[1, 2]), 1, 1).unwrap();
+        let alone = restarted(&state(1, 3, &[1]), &[1, 2], &live(&[1, 2]), 1, false, 1).unwrap();
         assert_eq!((alone.leader, alone.leader_epoch), (1, 4));
         assert_eq!(
-            restarted(&s, &[1, 2], &live(&[1, 2]), 2, 1),
+            restarted(&s, &[1, 2], &live(&[1, 2]), 2, false, 1),
             None,
             "a follower restarting changes nothing"
+        );
+    }
+
+    #[test]
+    fn with_broker_epochs_a_restarted_replica_leaves_the_isr_but_never_empties_it() {
+        // KIP-380: a bounced leader hands over and leaves the ISR.
+        let s = state(1, 3, &[1, 2, 3]);
+        let next = restarted(&s, &[1, 2, 3], &live(&[1, 2, 3]), 1, true, 1).unwrap();
+        assert_eq!(
+            (next.leader, next.leader_epoch, next.isr),
+            (2, 4, vec![2, 3])
+        );
+        // A bounced follower leaves the ISR too; the leader stays.
+        let next = restarted(&s, &[1, 2, 3], &live(&[1, 2, 3]), 3, true, 1).unwrap();
+        assert_eq!(
+            (next.leader, next.leader_epoch, next.isr),
+            (1, 4, vec![1, 2])
+        );
+        // The only member stays, and leads again.
+        let alone = restarted(&state(1, 3, &[1]), &[1, 2], &live(&[1, 2]), 1, true, 1).unwrap();
+        assert_eq!((alone.leader, alone.isr), (1, vec![1]));
+        // With no other member live, the bounced leader keeps leading and its ISR.
+        let others_dead = restarted(&s, &[1, 2, 3], &live(&[1]), 1, true, 1).unwrap();
+        assert_eq!((others_dead.leader, others_dead.isr), (1, vec![1, 2, 3]));
+        // A broker outside the ISR that is not leader changes nothing.
+        assert_eq!(
+            restarted(
+                &state(1, 3, &[1, 2]),
+                &[1, 2, 3],
+                &live(&[1, 2, 3]),
+                3,
+                true,
+                1
+            ),
+            None
         );
     }
 }

@@ -42,8 +42,8 @@ mod run;
 mod suite;
 
 pub use output::{junit, write_table};
-pub use run::{CaseResult, GateOptions, Shard, cases, judge, run_gate};
+pub use run::{Case, CaseResult, GateOptions, Shard, cases, judge, run_gate};
 pub use suite::{
-    Expect, LeaderSequence, LoadedSuite, PathAssertion, Scenario, Setting, Suite, SuiteError,
-    load_suites, setting_dir, setting_label,
+    CampaignCase, Expect, LeaderSequence, LoadedSuite, PathAssertion, Scenario, Setting, Suite,
+    SuiteError, load_suites, setting_dir, setting_label,
 };

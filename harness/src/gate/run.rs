@@ -9,7 +9,9 @@ use crate::run::{self, RunOptions};
 use crate::run_dir::RunDir;
 
 use super::path::check_path;
-use super::suite::{Expect, LoadedSuite, Scenario, Setting, setting_dir, setting_label};
+use super::suite::{
+    CampaignCase, Expect, LoadedSuite, Scenario, Setting, setting_dir, setting_label,
+};
 
 /// One scenario under one setting, run and judged.
 #[derive(Debug, Clone)]
@@ -73,14 +75,55 @@ impl std::str::FromStr for Shard {
     }
 }
 
-/// The gate's cases, every scenario under every setting, in order; only the
-/// shard's slice of them.
-pub fn cases(suites: &[LoadedSuite], shard: Shard) -> Vec<(LoadedSuite, Scenario, Setting)> {
+/// One case of a gate.
+#[derive(Debug, Clone)]
+pub enum Case {
+    /// A scenario under one of its settings.
+    Scenario(LoadedSuite, Scenario, Setting),
+    /// A `[[campaign]]` under one of its seeds.
+    Campaign(LoadedSuite, CampaignCase, u64),
+}
+
+impl Case {
+    /// `suite/scenario/setting`, or `suite/campaign/seed-N/setting`: unique in a gate.
+    pub fn label(&self) -> String {
+        match self {
+            Case::Scenario(suite, scenario, setting) => {
+                format!(
+                    "{}/{}/{}",
+                    suite.name,
+                    scenario.name,
+                    setting_label(setting)
+                )
+            }
+            Case::Campaign(suite, campaign, seed) => format!(
+                "{}/{}/seed-{seed}/{}",
+                suite.name,
+                campaign.name,
+                setting_label(&campaign.setting())
+            ),
+        }
+    }
+}
+
+/// The gate's cases — every scenario under every setting, then every
+/// campaign under every seed, suite by suite — in order; only the shard's
+/// slice of them.
+pub fn cases(suites: &[LoadedSuite], shard: Shard) -> Vec<Case> {
     let mut cases = Vec::new();
     for suite in suites {
         for scenario in &suite.suite.scenarios {
             for setting in &scenario.settings {
-                cases.push((suite.clone(), scenario.clone(), setting.clone()));
+                cases.push(Case::Scenario(
+                    suite.clone(),
+                    scenario.clone(),
+                    setting.clone(),
+                ));
+            }
+        }
+        for campaign in &suite.suite.campaigns {
+            for &seed in &campaign.seeds {
+                cases.push(Case::Campaign(suite.clone(), campaign.clone(), seed));
             }
         }
     }
@@ -92,16 +135,32 @@ pub fn cases(suites: &[LoadedSuite], shard: Shard) -> Vec<(LoadedSuite, Scenario
         .collect()
 }
 
-/// Runs every scenario under every setting (of the shard), at most `jobs` at once.
+/// Runs every case (of the shard), at most `jobs` at once.
 pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<CaseResult> {
     let cases = cases(suites, options.shard);
     let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(options.jobs.max(1)));
     let local = tokio::task::LocalSet::new();
     let mut handles = Vec::new();
-    for (suite, scenario, setting) in cases {
+    for case in cases {
         let permits = permits.clone();
+        let (suite, scenario_name, setting, schedule, group_tail) = match &case {
+            Case::Scenario(suite, scenario, setting) => (
+                suite.clone(),
+                scenario.name.clone(),
+                setting.clone(),
+                suite.schedule_path(scenario),
+                setting_dir(setting),
+            ),
+            Case::Campaign(suite, campaign, seed) => (
+                suite.clone(),
+                format!("{}/seed-{seed}", campaign.name),
+                campaign.setting(),
+                PathBuf::from(format!("{}-seed-{seed}", campaign.name)),
+                setting_dir(&campaign.setting()),
+            ),
+        };
         let run_options = RunOptions {
-            schedule: suite.schedule_path(&scenario),
+            schedule,
             store: options.store.clone(),
             sets: setting.set.clone(),
             bin_dir: options.bin_dir.clone(),
@@ -111,13 +170,34 @@ pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<Case
             runtime: options.runtime,
             group: Some(vec![
                 suite.name.clone(),
-                scenario.name.clone(),
-                setting_dir(&setting),
+                scenario_name.replace('/', "-"),
+                group_tail,
             ]),
         };
         handles.push(local.spawn_local(async move {
             let _permit = permits.acquire_owned().await.expect("never closed");
-            run_case(&suite, &scenario, &setting, &run_options).await
+            let started = Instant::now();
+            let ran = match &case {
+                Case::Scenario(..) => run::run(&run_options).await,
+                Case::Campaign(_, campaign, seed) => {
+                    run_campaign(campaign, *seed, &run_options).await
+                }
+            };
+            let scenario = match &case {
+                Case::Scenario(_, scenario, _) => scenario.clone(),
+                Case::Campaign(_, campaign, _) => Scenario {
+                    name: campaign.name.clone(),
+                    schedule: PathBuf::new(),
+                    description: campaign.description.clone(),
+                    settings: vec![campaign.setting()],
+                    paths: Vec::new(),
+                    snapshot: false,
+                },
+            };
+            let mut result = judge_case(&suite, &scenario, &setting, ran);
+            result.scenario = scenario_name;
+            result.duration = started.elapsed();
+            result
         }));
     }
     local
@@ -131,13 +211,42 @@ pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<Case
         .await
 }
 
-async fn run_case(
+/// A `[[campaign]]` case: the seed's plan and schedule, `--set`s applied, run.
+async fn run_campaign(
+    campaign: &CampaignCase,
+    seed: u64,
+    options: &RunOptions,
+) -> Result<run::RunReport, run::RunError> {
+    let invalid =
+        |why: String| run::RunError::Harness(format!("campaign {}: {why}", campaign.name));
+    let campaign_options = campaign.options(seed).map_err(invalid)?;
+    let mut schedule = crate::campaign::schedule(&campaign_options);
+    run::apply_sets(&mut schedule, &options.sets)?;
+    let plan = crate::campaign::Plan::derive(
+        seed,
+        campaign_options.stop,
+        campaign_options.brokers,
+        &campaign_options.kinds,
+    );
+    let name = format!("seed-{seed}");
+    let source = format!("campaign {} seed {seed}", campaign.name);
+    run::execute(
+        options,
+        schedule,
+        &name,
+        &source,
+        run::Driver::Campaign(plan),
+    )
+    .await
+}
+
+/// A case's result from its run (or the error that stopped it).
+fn judge_case(
     suite: &LoadedSuite,
     scenario: &Scenario,
     setting: &Setting,
-    options: &RunOptions,
+    ran: Result<run::RunReport, run::RunError>,
 ) -> CaseResult {
-    let started = Instant::now();
     let expected = match (setting.expect, &setting.anomaly) {
         (Expect::Valid, _) => "valid".to_owned(),
         (Expect::Invalid, Some(anomaly)) => format!("invalid ({anomaly})"),
@@ -154,7 +263,7 @@ async fn run_case(
         run_dir: None,
         duration: Duration::ZERO,
     };
-    match run::run(options).await {
+    match ran {
         Err(e) => case.failures.push(format!("the run failed: {e}")),
         Ok(report) => {
             case.got = report.report.verdict.to_string();
@@ -163,7 +272,6 @@ async fn run_case(
             case.met = case.failures.is_empty();
         }
     }
-    case.duration = started.elapsed();
     case
 }
 

@@ -12,8 +12,87 @@ use crate::run;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Suite {
-    #[serde(rename = "scenario")]
+    #[serde(default, rename = "scenario")]
     pub scenarios: Vec<Scenario>,
+    #[serde(default, rename = "campaign")]
+    pub campaigns: Vec<CampaignCase>,
+}
+
+/// `[[campaign]]`: seeded randomized runs (`epochal campaign`) as gate
+/// cases, one per seed, each expected to reach `expect`. On the fixed
+/// settings a campaign must stay valid: a nightly's way of asking "did
+/// anything nobody scripted break?".
+///
+/// ```toml
+/// [[campaign]]
+/// name = "current"
+/// seeds = [1, 2]
+/// duration = "20s"          # or faults = 6
+/// set = ["truncation=current"]
+/// expect = "valid"
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignCase {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub seeds: Vec<u64>,
+    /// How long the nemesis picks faults (`20s`); default 60s.
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// Or how many faults it fires.
+    #[serde(default)]
+    pub faults: Option<u32>,
+    #[serde(default)]
+    pub set: Vec<String>,
+    pub expect: Expect,
+    #[serde(default)]
+    pub anomaly: Option<String>,
+    #[serde(default)]
+    pub brokers: Option<u32>,
+    #[serde(default)]
+    pub partitions: Option<u32>,
+    #[serde(default)]
+    pub producers: Option<u32>,
+    /// Fault kinds by name (`pause`, `crash`, ...); default the campaign's.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+}
+
+impl CampaignCase {
+    /// The campaign's options and stop for `seed`, or why they are wrong.
+    pub fn options(&self, seed: u64) -> Result<crate::campaign::CampaignOptions, String> {
+        use crate::campaign::{CampaignOptions, StopAfter};
+        let stop = match (&self.duration, self.faults) {
+            (Some(_), Some(_)) => return Err("give duration or faults, not both".into()),
+            (Some(d), None) => StopAfter::Duration(crate::campaign::command::parse_duration(d)?),
+            (None, Some(n)) => StopAfter::Faults(n),
+            (None, None) => StopAfter::Duration(std::time::Duration::from_secs(60)),
+        };
+        let mut options = CampaignOptions::new(seed, stop);
+        options.brokers = self.brokers.unwrap_or(options.brokers);
+        options.partitions = self.partitions.unwrap_or(options.partitions);
+        options.producers = self.producers.unwrap_or(options.producers);
+        if !self.kinds.is_empty() {
+            options.kinds = self
+                .kinds
+                .iter()
+                .map(|k| k.parse())
+                .collect::<Result<_, _>>()?;
+        }
+        Ok(options)
+    }
+
+    /// As a setting, for judging and labels.
+    pub fn setting(&self) -> Setting {
+        Setting {
+            set: self.set.clone(),
+            expect: self.expect,
+            anomaly: self.anomaly.clone(),
+            snapshot: Some(false),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -144,7 +223,7 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<LoadedSuite>, SuiteError> {
             for file in files {
                 let text = read(&file)?;
                 let is_suite = toml::from_str::<toml::Table>(&text)
-                    .map(|t| t.contains_key("scenario"))
+                    .map(|t| t.contains_key("scenario") || t.contains_key("campaign"))
                     .unwrap_or(false);
                 if is_suite {
                     suites.push(load_suite(&file, &text)?);
@@ -181,6 +260,22 @@ fn load_suite(path: &Path, text: &str) -> Result<LoadedSuite, SuiteError> {
         name,
         suite,
     };
+    for campaign in &loaded.suite.campaigns {
+        let invalid = |why: String| SuiteError::Invalid {
+            path: path.to_owned(),
+            scenario: campaign.name.clone(),
+            why,
+        };
+        if campaign.seeds.is_empty() {
+            return Err(invalid("no seeds".into()));
+        }
+        let options = campaign.options(campaign.seeds[0]).map_err(invalid)?;
+        let mut schedule = crate::campaign::schedule(&options);
+        run::apply_sets(&mut schedule, &campaign.set).map_err(|e| invalid(e.to_string()))?;
+        if campaign.expect == Expect::Valid && campaign.anomaly.is_some() {
+            return Err(invalid("`anomaly` goes with expect = \"invalid\"".into()));
+        }
+    }
     for scenario in &loaded.suite.scenarios {
         let invalid = |why: String| SuiteError::Invalid {
             path: path.to_owned(),

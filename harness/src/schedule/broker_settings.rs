@@ -26,6 +26,7 @@ pub const BROKER_SETTINGS: &[(&str, SettingKind)] = &[
         SettingKind::OneOf(&["high-watermark", "kip-101", "kip-279", "current"]),
     ),
     ("controller_epoch_fencing", SettingKind::Bool),
+    ("broker_epoch_fencing", SettingKind::Bool),
     ("unclean_leader_election", SettingKind::Bool),
     ("min_insync_replicas", SettingKind::Count),
     ("max_request_bytes", SettingKind::Count),
