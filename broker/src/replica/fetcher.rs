@@ -6,6 +6,11 @@
 //! up to `--replica-fetch-wait-max-ms`, appends what it gets and takes the
 //! leader's high watermark.
 //!
+//! Under `--truncation high-watermark` a fetch the leader answers
+//! OFFSET_OUT_OF_RANGE resets the log as Kafka 0.10 did (to the leader's log
+//! end, or its start) instead of truncating again; see
+//! `reset_after_out_of_range`.
+//!
 //! A task never decides leadership: an error that means the leader moved makes it
 //! back off and retry until the controller's next LeaderAndIsr replaces it.
 

@@ -226,7 +226,11 @@ impl PartitionLog {
     /// was written for, KAFKA-3919). Here a batch plays the compressed set: the
     /// first one need only end at or past the LEO; a gap is taken as well, as
     /// 0.10 took it. Each following batch must still continue the previous one.
-    /// The LEO becomes the end of the last batch written.
+    /// The LEO becomes the end of the last batch written. (0.10 kept
+    /// uncompressed messages one per entry, so only a compressed set could
+    /// start below the fetch offset; a v2 batch is whole whether compressed or
+    /// not, and this rule treats every batch alike. The suite's scenario
+    /// compresses, as Kafka's test did.)
     pub fn append_as_follower_unaligned(
         &mut self,
         records: Bytes,
