@@ -401,3 +401,40 @@ fn partitions_of_many_topics_live_side_by_side() {
         assert_eq!(logs.get(tp).unwrap().log_end_offset(), 2 * (i as i64 + 1));
     }
 }
+
+#[test]
+fn an_unaligned_follower_append_takes_a_batch_from_inside_it_and_offsets_go_backwards() {
+    // The follower holds [0,2) [2,4) [4,6) of epoch 0; the leader's log has a
+    // four-record batch [4,8) of epoch 2 where ours has [4,6).
+    let dir = tempfile::tempdir().unwrap();
+    let mut logs = LogManager::open(dir.path(), config(1 << 20)).unwrap();
+    let log = logs.get_or_create(&tp()).unwrap();
+    fill(log, &[0, 0, 0]);
+    let leaders = leader_batch(4, 2, &["w", "x", "y", "z"]);
+
+    // Every setting but high-watermark wants the batch to start at our LEO.
+    assert!(matches!(
+        log.append_as_follower(leaders.clone()),
+        Err(StorageError::UnexpectedAppendOffset {
+            expected: 6,
+            actual: 4,
+            ..
+        })
+    ));
+    // Kafka 0.10's rule: the batch ends past our LEO (7 >= 6), so it goes in
+    // whole, and the log reads 4 and 5 twice.
+    let info = log.append_as_follower_unaligned(leaders).unwrap();
+    assert_eq!((info.first_offset, info.last_offset), (4, 7));
+    assert_eq!(log.log_end_offset(), 8);
+    assert_eq!(
+        offsets_in(log.read(0, 1 << 20).unwrap()),
+        vec![0, 1, 2, 3, 4, 5, 4, 5, 6, 7]
+    );
+    assert_eq!(log.leader_epoch_cache().entries(), &[e(0, 0), e(2, 4)]);
+
+    // A batch that ends below the LEO is refused on that rule too.
+    assert!(matches!(
+        log.append_as_follower_unaligned(leader_batch(2, 2, &["a", "b"])),
+        Err(StorageError::UnexpectedAppendOffset { .. })
+    ));
+}

@@ -12,7 +12,7 @@ use kafka_protocol::ResponseError;
 
 use super::manager::{Inner, ReplicaManager, storage_error_code};
 use super::store::{EpochEndOffset, PartitionLog, StorageError, TopicPartition};
-use super::truncation::{self, Start, Step};
+use super::truncation::{self, OutOfRangeReset, Start, Step};
 use crate::config::Truncation;
 use crate::failpoints::{self, Failpoint};
 
@@ -67,8 +67,12 @@ impl ReplicaManager {
         let log = self
             .followed(&mut inner, tp, leader_epoch)
             .map_err(StorageOrRole::Role)?;
-        log.append_as_follower(records)
-            .map_err(StorageOrRole::Storage)?;
+        if truncation::appends_unaligned(self.truncation) {
+            log.append_as_follower_unaligned(records)
+        } else {
+            log.append_as_follower(records)
+        }
+        .map_err(StorageOrRole::Storage)?;
         log.set_high_watermark(leader_high_watermark);
         Ok(log.log_end_offset())
     }
@@ -83,6 +87,41 @@ impl ReplicaManager {
         Ok(self
             .followed(&mut inner, tp, leader_epoch)?
             .log_end_offset())
+    }
+
+    /// Kafka 0.10's answer to OFFSET_OUT_OF_RANGE once the leader's log end (and,
+    /// when needed, its start) are known: cut to a shorter leader's end, or
+    /// restart the log empty at the leader's start
+    /// (`ReplicaFetcherThread.handleOffsetOutOfRange`, 0.10.x, which calls
+    /// `LogManager.truncateTo` or `truncateFullyAndStartAt`).
+    pub fn reset_after_out_of_range(
+        &self,
+        tp: &TopicPartition,
+        leader_epoch: i32,
+        reset: OutOfRangeReset,
+        leader_log_start_offset: i64,
+    ) -> Result<(), StorageOrRole> {
+        let mut inner = self.lock();
+        let log = self
+            .followed(&mut inner, tp, leader_epoch)
+            .map_err(StorageOrRole::Role)?;
+        match reset {
+            OutOfRangeReset::TruncateTo(offset) => truncate_logged(tp, log, offset),
+            OutOfRangeReset::StartAtLeaderStart => {
+                let before = log.log_end_offset();
+                log.truncate_fully_and_start_at(leader_log_start_offset)
+                    .inspect(|()| {
+                        tracing::info!(
+                            topic = %tp.topic,
+                            partition = tp.partition,
+                            from = before,
+                            to = leader_log_start_offset,
+                            "follower restarted its log at the leader's start offset"
+                        )
+                    })
+            }
+        }
+        .map_err(StorageOrRole::Storage)
     }
 
     /// Begin a follower's truncation: either cut at once (to the HW) or ask.

@@ -49,6 +49,41 @@ pub fn truncates_when_leader_unchanged(setting: Truncation) -> bool {
     setting == Truncation::Current
 }
 
+/// Does a follower take fetched batches by Kafka 0.10's rule (the first batch
+/// need only end at or past its log end, `PartitionLog::append_as_follower_unaligned`)
+/// rather than requiring them to start exactly there? Only `high-watermark`:
+/// with leader epochs a follower first cuts its log to a point the leader
+/// shares, so its log end is a batch boundary on the leader too.
+pub fn appends_unaligned(setting: Truncation) -> bool {
+    setting == Truncation::HighWatermark
+}
+
+/// Does a follower answer OFFSET_OUT_OF_RANGE as Kafka ≤ 0.10 did
+/// (`ReplicaFetcherThread.handleOffsetOutOfRange`, 0.10.x): reset its log to
+/// the leader's log end, or to the leader's start, and fetch on, instead of
+/// truncating again by its own rule? Only `high-watermark`.
+pub fn resets_on_out_of_range(setting: Truncation) -> bool {
+    setting == Truncation::HighWatermark
+}
+
+/// Kafka 0.10's reset after OFFSET_OUT_OF_RANGE, given the follower's log end
+/// and the leader's: a leader whose log ends below ours (it was elected
+/// uncleanly, or lost its tail) makes us cut to its end; otherwise our fetch
+/// offset fell below the leader's start and the log restarts there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutOfRangeReset {
+    TruncateTo(i64),
+    StartAtLeaderStart,
+}
+
+pub fn out_of_range_reset(log_end_offset: i64, leader_log_end_offset: i64) -> OutOfRangeReset {
+    if leader_log_end_offset < log_end_offset {
+        OutOfRangeReset::TruncateTo(leader_log_end_offset)
+    } else {
+        OutOfRangeReset::StartAtLeaderStart
+    }
+}
+
 /// Where a follower's truncation begins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
@@ -150,6 +185,32 @@ mod tests {
         assert_eq!(
             answer_rule(Truncation::Current),
             Some(EpochAnswerRule::Current)
+        );
+    }
+
+    #[test]
+    fn only_high_watermark_appends_unaligned_and_resets_on_out_of_range() {
+        assert!(appends_unaligned(Truncation::HighWatermark));
+        assert!(resets_on_out_of_range(Truncation::HighWatermark));
+        for s in [Truncation::Kip101, Truncation::Kip279, Truncation::Current] {
+            assert!(!appends_unaligned(s), "{s:?}");
+            assert!(!resets_on_out_of_range(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn out_of_range_cuts_to_a_shorter_leader_else_restarts_at_its_start() {
+        // Our log ends at 6, the leader's at 4: cut to 4.
+        assert_eq!(out_of_range_reset(6, 4), OutOfRangeReset::TruncateTo(4));
+        // The leader's log reaches as far as ours or further: our fetch offset
+        // must be below its start.
+        assert_eq!(
+            out_of_range_reset(6, 6),
+            OutOfRangeReset::StartAtLeaderStart
+        );
+        assert_eq!(
+            out_of_range_reset(3, 90),
+            OutOfRangeReset::StartAtLeaderStart
         );
     }
 

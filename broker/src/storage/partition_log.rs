@@ -211,6 +211,38 @@ impl PartitionLog {
     /// one ended. Batches are checked for framing and CRC, as Kafka's follower
     /// path does, not decoded.
     pub fn append_as_follower(&mut self, records: Bytes) -> Result<LogAppendInfo, StorageError> {
+        self.append_fetched(records, false)
+    }
+
+    /// Appends fetched batches by Kafka 0.10's weaker rule, for
+    /// `truncation = high-watermark`. In 0.10 `Log.append` (with
+    /// `assignOffsets = false`) refused a message set only when its first
+    /// offset was below the log end, and a compressed set's shallow offset was
+    /// its *last* inner offset; a leader asked for an offset inside such a set
+    /// sent the whole set. So a follower whose log end fell inside a
+    /// compressed set on the leader appended all of it, records below its log
+    /// end included, and its offsets went backwards (the case Kafka's
+    /// `EpochDrivenReplicationProtocolAcceptanceTest.offsetsShouldNotGoBackwards`
+    /// was written for, KAFKA-3919). Here a batch plays the compressed set: the
+    /// first one need only end at or past the LEO; a gap is taken as well, as
+    /// 0.10 took it. Each following batch must still continue the previous one.
+    /// The LEO becomes the end of the last batch written. (0.10 kept
+    /// uncompressed messages one per entry, so only a compressed set could
+    /// start below the fetch offset; a v2 batch is whole whether compressed or
+    /// not, and this rule treats every batch alike. The suite's scenario
+    /// compresses, as Kafka's test did.)
+    pub fn append_as_follower_unaligned(
+        &mut self,
+        records: Bytes,
+    ) -> Result<LogAppendInfo, StorageError> {
+        self.append_fetched(records, true)
+    }
+
+    fn append_fetched(
+        &mut self,
+        records: Bytes,
+        unaligned_first: bool,
+    ) -> Result<LogAppendInfo, StorageError> {
         let mut positions = Vec::new();
         let mut epoch_starts: Vec<(i32, i64)> = Vec::new();
         let mut next_offset = self.log_end_offset;
@@ -218,7 +250,10 @@ impl PartitionLog {
         for item in Batches::new(&records) {
             let batch = item.map_err(corrupt)?;
             let header = batch.header;
-            if header.base_offset != next_offset {
+            let first_accepted = unaligned_first
+                && positions.is_empty()
+                && header.last_offset() >= self.log_end_offset;
+            if header.base_offset != next_offset && !first_accepted {
                 if positions.is_empty() {
                     return Err(StorageError::UnexpectedAppendOffset {
                         topic_partition: self.topic_partition.clone(),
@@ -252,7 +287,7 @@ impl PartitionLog {
         if positions.is_empty() {
             return Ok(self.empty_append());
         }
-        let first_offset = self.log_end_offset;
+        let first_offset = positions[0].base_offset;
         let batch_count = positions.len() as u32;
         for (epoch, start_offset) in epoch_starts {
             self.epoch_cache.assign(epoch, start_offset)?;
@@ -389,7 +424,9 @@ impl PartitionLog {
         self.after_truncation()
     }
 
-    fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), StorageError> {
+    /// Removes every segment and restarts the log empty at `offset` (Kafka's
+    /// `Log.truncateFullyAndStartAt`).
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), StorageError> {
         for segment in self.segments.drain(..) {
             segment.delete()?;
         }
