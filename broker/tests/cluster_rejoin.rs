@@ -14,7 +14,7 @@ mod common;
 use std::time::Duration;
 
 use common::cluster::Cluster;
-use common::kafka_client::batch;
+use common::kafka_client::{KafkaClient, batch};
 use epochal_broker::state_change_log::{self, Outcome, StateChange};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -39,6 +39,40 @@ const FLAGS_WITHOUT_BROKER_EPOCHS: &[&str] = &[
     "false",
 ];
 
+/// `n` acks=all writes `{prefix}-{i}` to `topic`-`partition`, each acknowledged.
+fn write_acked(client: &mut KafkaClient, topic: &str, partition: i32, prefix: &str, n: usize) {
+    for i in 0..n {
+        let v = format!("{prefix}-{i}");
+        assert_eq!(
+            client
+                .produce(topic, partition, batch(&[v.as_bytes()]), -1)
+                .unwrap()
+                .0,
+            0
+        );
+    }
+}
+
+/// Awaits one acks=all write of `value` acknowledged by `client` (a new
+/// leader may refuse writes until it has applied its election).
+fn await_write(
+    cluster: &Cluster,
+    client: &mut KafkaClient,
+    topic: &str,
+    partition: i32,
+    value: &[u8],
+) {
+    common::await_some_or(
+        "the leader to take an acks=all write",
+        TIMEOUT,
+        || {
+            let r = client.produce(topic, partition, batch(&[value]), -1).ok()?;
+            (r.0 == 0).then_some(r)
+        },
+        || cluster.logs(),
+    );
+}
+
 fn applied_since(cluster: &Cluster, id: i32, since_ms: u64) -> Vec<StateChange> {
     state_change_log::read_all(&cluster.broker(id).data_dir)
         .unwrap_or_default()
@@ -60,16 +94,7 @@ fn cluster_rejoin_without_broker_epochs_a_follower_restarted_within_its_lease_ke
     // Broker 1 is the controller; restart a follower that is not.
     let follower = (1..=3).find(|id| *id != before.leader && *id != 1).unwrap();
     let mut leader = cluster.client(before.leader);
-    for i in 0..10 {
-        let v = format!("before-{i}");
-        assert_eq!(
-            leader
-                .produce("j", 0, batch(&[v.as_bytes()]), -1)
-                .unwrap()
-                .0,
-            0
-        );
-    }
+    write_acked(&mut leader, "j", 0, "before", 10);
 
     let restarted_ms = StateChange::now_ms();
     cluster.restart(follower);
@@ -95,16 +120,7 @@ fn cluster_rejoin_without_broker_epochs_a_follower_restarted_within_its_lease_ke
     );
 
     // Still in the ISR, so acks=all needs it: writes complete only as it fetches.
-    for i in 0..10 {
-        let v = format!("after-{i}");
-        assert_eq!(
-            leader
-                .produce("j", 0, batch(&[v.as_bytes()]), -1)
-                .unwrap()
-                .0,
-            0
-        );
-    }
+    write_acked(&mut leader, "j", 0, "after", 10);
     let after = cluster.state("j", 0).unwrap();
     assert_eq!(
         (after.leader, after.leader_epoch, after.isr.len()),
@@ -125,16 +141,7 @@ fn cluster_rejoin_without_broker_epochs_a_leader_restarted_within_its_lease_hand
         s.leader == 2 && s.isr.len() == 3
     });
     let mut leader = cluster.client(2);
-    for i in 0..10 {
-        let v = format!("before-{i}");
-        assert_eq!(
-            leader
-                .produce("k", 1, batch(&[v.as_bytes()]), -1)
-                .unwrap()
-                .0,
-            0
-        );
-    }
+    write_acked(&mut leader, "k", 1, "before", 10);
 
     cluster.restart(2);
     let after = cluster.await_state("a new epoch for k-1", TIMEOUT, "k", 1, |s| {
@@ -147,16 +154,7 @@ fn cluster_rejoin_without_broker_epochs_a_leader_restarted_within_its_lease_hand
         "the restarted broker stays in the ISR"
     );
     let mut new_leader = cluster.client(3);
-    let (err, _) = common::await_some_or(
-        "the new leader to take an acks=all write",
-        TIMEOUT,
-        || {
-            let r = new_leader.produce("k", 1, batch(&[b"after"]), -1).ok()?;
-            (r.0 == 0).then_some(r)
-        },
-        || cluster.logs(),
-    );
-    assert_eq!(err, 0);
+    await_write(&cluster, &mut new_leader, "k", 1, b"after");
     assert_eq!(new_leader.fetch_all("k", 1, 0).len(), 11);
     cluster.await_converged(&[1, 2, 3], "k", 1, 1, TIMEOUT);
 }
@@ -202,15 +200,7 @@ fn cluster_rejoin_without_broker_epochs_a_restarted_controller_and_leader_is_not
     // Followers learn epoch 1 from its first batch (the new leader recorded it
     // at election, KAFKA-7415); write one so the epoch files can agree.
     let mut new_leader = cluster.client(2);
-    common::await_some_or(
-        "the new leader to take an acks=all write",
-        TIMEOUT,
-        || {
-            let r = new_leader.produce("c", 0, batch(&[b"after"]), -1).ok()?;
-            (r.0 == 0).then_some(r)
-        },
-        || cluster.logs(),
-    );
+    await_write(&cluster, &mut new_leader, "c", 0, b"after");
     cluster.await_converged(&[1, 2, 3], "c", 0, 1, TIMEOUT);
 }
 
@@ -223,16 +213,7 @@ fn cluster_rejoin_a_restarted_leader_and_follower_leave_the_isr_and_rejoin_once_
         s.leader == 2 && s.isr.len() == 3
     });
     let mut leader = cluster.client(2);
-    for i in 0..10 {
-        let v = format!("before-{i}");
-        assert_eq!(
-            leader
-                .produce("k", 1, batch(&[v.as_bytes()]), -1)
-                .unwrap()
-                .0,
-            0
-        );
-    }
+    write_acked(&mut leader, "k", 1, "before", 10);
 
     // The leader bounces: leadership moves on and the bounced broker leaves
     // the ISR in the same decision (KIP-380).
@@ -251,15 +232,7 @@ fn cluster_rejoin_a_restarted_leader_and_follower_leave_the_isr_and_rejoin_once_
         "the controller saw a restart within the lease"
     );
     let mut new_leader = cluster.client(3);
-    common::await_some_or(
-        "the new leader to take an acks=all write",
-        TIMEOUT,
-        || {
-            let r = new_leader.produce("k", 1, batch(&[b"after"]), -1).ok()?;
-            (r.0 == 0).then_some(r)
-        },
-        || cluster.logs(),
-    );
+    await_write(&cluster, &mut new_leader, "k", 1, b"after");
     // Caught up, it is taken back into the ISR by the leader.
     cluster.await_state("the bounced broker back in the ISR", TIMEOUT, "k", 1, |s| {
         s.isr.contains(&2)
@@ -279,14 +252,6 @@ fn cluster_rejoin_a_restarted_leader_and_follower_leave_the_isr_and_rejoin_once_
     });
     // The ISR change raised the epoch; followers learn it from a batch of it.
     let mut leader = cluster.client(left.leader);
-    common::await_some_or(
-        "the leader to take an acks=all write in the new epoch",
-        TIMEOUT,
-        || {
-            let r = leader.produce("k", 1, batch(&[b"last"]), -1).ok()?;
-            (r.0 == 0).then_some(r)
-        },
-        || cluster.logs(),
-    );
+    await_write(&cluster, &mut leader, "k", 1, b"last");
     cluster.await_converged(&[1, 2, 3], "k", 1, 1, TIMEOUT);
 }
