@@ -11,6 +11,13 @@ use common::scenario::{epochal, latest, read_results, show};
 use epochal::history::{OpType, Process, read_history};
 use epochal::schedule::{Condition, Fault, Schedule, Step, Target};
 
+/// Every fault kind but the disk faults: a power loss can lose writes the
+/// lost-write checker does not yet excuse when the ISR changed between the
+/// ack and the loss ([fidelity] point 2; suites/found/README.md), and these
+/// tests must not fail on a checker gap.
+const WITHOUT_DISK_FAULTS: &str =
+    "pause,crash,stop,isolate,majority-minority,one-way,bridge,node-from-etcd";
+
 fn run_campaign(store: &Path, args: &[&str]) -> std::process::Output {
     epochal()
         .arg("campaign")
@@ -34,6 +41,8 @@ fn cluster_campaign_fires_seeded_faults_writes_them_down_and_replays_them() {
             "4",
             "--partitions",
             "2",
+            "--kinds",
+            WITHOUT_DISK_FAULTS,
             "--producers",
             "3",
         ],
@@ -184,6 +193,8 @@ fn cluster_docker_campaign_runs_a_fixed_seed_valid_and_leaves_nothing() {
             "3",
             "--partitions",
             "2",
+            "--kinds",
+            WITHOUT_DISK_FAULTS,
             "--runtime",
             "docker",
         ],
