@@ -50,6 +50,7 @@ pub(super) async fn play<R: Runtime>(
     let mut random = plan.picker();
     let started = Instant::now();
     let mut fired = 0u32;
+    let mut progress = Progress::new();
     let done = |fired: u32| match plan.stop {
         StopAfter::Duration(d) => started.elapsed() >= d,
         StopAfter::Faults(n) => fired >= n,
@@ -111,11 +112,13 @@ pub(super) async fn play<R: Runtime>(
                 fired += 1;
                 realised.steps.push(Step::Fault(fault));
                 dir.write_schedule(&realised)?;
-                live.log.line(format!(
+                let line = format!(
                     "campaign: {fired} faults fired, {} writes acknowledged, {:.1} s",
                     workers.acknowledged(),
                     started.elapsed().as_secs_f64()
-                ));
+                );
+                progress.show(plan, fired, workers.acknowledged(), started.elapsed());
+                live.log.line(line);
             }
             // The cluster changed between the look and the fault (a node
             // died by itself, a leader moved): not written down, since it
@@ -125,6 +128,7 @@ pub(super) async fn play<R: Runtime>(
             }
         }
     }
+    progress.done();
     // A trailing gap with no fault after it only delays a replay.
     while matches!(realised.steps.last(), Some(Step::Await { .. })) {
         realised.steps.pop();
@@ -136,4 +140,51 @@ pub(super) async fn play<R: Runtime>(
         started.elapsed().as_secs_f64()
     ));
     Ok(RunStatus::Completed)
+}
+
+/// The campaign's progress on stderr, whatever `--quiet` says (it quiets the
+/// harness log, not this): on a terminal one line rewritten after each fault
+/// (elapsed and what is left, faults fired, writes acknowledged); elsewhere
+/// (CI logs) a plain line every tenth fault. Anomalies are only known once
+/// the checkers run at the end.
+struct Progress {
+    terminal: bool,
+    shown: bool,
+}
+
+impl Progress {
+    fn new() -> Self {
+        use std::io::IsTerminal;
+        Progress {
+            terminal: std::io::stderr().is_terminal(),
+            shown: false,
+        }
+    }
+
+    fn show(&mut self, plan: &Plan, fired: u32, acked: u64, elapsed: std::time::Duration) {
+        let left = match plan.stop {
+            StopAfter::Duration(d) => {
+                format!("{:.0}/{:.0} s", elapsed.as_secs_f64(), d.as_secs_f64())
+            }
+            StopAfter::Faults(n) => format!("{fired}/{n} faults, {:.0} s", elapsed.as_secs_f64()),
+        };
+        let line = format!(
+            "campaign seed {}: {left}; {fired} faults fired, {acked} writes acknowledged",
+            plan.seed
+        );
+        if self.terminal {
+            eprint!("\r\x1b[2K{line}");
+            self.shown = true;
+        } else if fired.is_multiple_of(10) {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Ends the rewritten line, so what follows starts on its own.
+    fn done(&mut self) {
+        if self.shown {
+            eprintln!();
+            self.shown = false;
+        }
+    }
 }
