@@ -212,12 +212,7 @@ async fn truncate_log(
             .first()
             .and_then(|t| t.partitions.first())
             .ok_or(FetchError::Leader(ResponseError::UnknownServerError))?;
-        if answer.error_code != 0 {
-            return Err(FetchError::Leader(
-                ResponseError::try_from_code(answer.error_code)
-                    .unwrap_or(ResponseError::UnknownServerError),
-            ));
-        }
+        leader_answer(answer.error_code)?;
         let answer = EpochEndOffset {
             leader_epoch: if version >= 1 {
                 answer.leader_epoch
@@ -305,13 +300,18 @@ async fn leader_offset(
         .first()
         .and_then(|t| t.partitions.first())
         .ok_or(FetchError::Leader(ResponseError::UnknownServerError))?;
-    if answer.error_code != 0 {
-        return Err(FetchError::Leader(
-            ResponseError::try_from_code(answer.error_code)
-                .unwrap_or(ResponseError::UnknownServerError),
-        ));
-    }
+    leader_answer(answer.error_code)?;
     Ok(answer.offset)
+}
+
+/// A leader's per-partition error code as the fetcher's error (0: none).
+fn leader_answer(error_code: i16) -> Result<(), FetchError> {
+    if error_code == 0 {
+        return Ok(());
+    }
+    Err(FetchError::Leader(
+        ResponseError::try_from_code(error_code).unwrap_or(ResponseError::UnknownServerError),
+    ))
 }
 
 /// The follower's question about one of its epochs. Fields the chosen version
@@ -370,12 +370,7 @@ async fn fetch_once(
         .first()
         .and_then(|t| t.partitions.first())
         .ok_or(FetchError::Leader(ResponseError::UnknownServerError))?;
-    if data.error_code != 0 {
-        return Err(FetchError::Leader(
-            ResponseError::try_from_code(data.error_code)
-                .unwrap_or(ResponseError::UnknownServerError),
-        ));
-    }
+    leader_answer(data.error_code)?;
     let records = data.records.clone().unwrap_or_default();
     replicas.append_as_follower(tp, leader_epoch, records, data.high_watermark)?;
     Ok(())
