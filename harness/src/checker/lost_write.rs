@@ -1,7 +1,11 @@
 //! Lost acknowledged writes, by DESIGN.md's rule ("Lost write, precisely"): a
 //! value acknowledged with acks=all while the ISR was S is lost illegitimately
 //! unless, after its acknowledgement, an unclean leader election happened or
-//! every member of S lost unflushed bytes in a power-loss fault. Lost means
+//! every member of S lost unflushed bytes in a power-loss fault — or a later
+//! ISR did: a power loss that cut the value from a node which etcd, just
+//! after the node died, still named the partition's *only* in-sync replica
+//! (the ISR as it last stood held the value nowhere else, so Kafka's promise
+//! — no loss while an in-sync replica survives — no longer covered it). Lost means
 //! not in the partition's final log (see [`super::final_log`]). acks=1 and
 //! acks=0 writes may be lost; they are counted, never invalid.
 //!
@@ -163,11 +167,26 @@ pub(crate) struct Excuses<'a> {
     /// Power-loss ops that completed, as (history index, what they did), in
     /// history order.
     power_losses: Vec<(u64, &'a Done)>,
+    /// Per partition, etcd's states in revision order (to read the ISR a
+    /// power loss left).
+    states: BTreeMap<PartitionRef, Vec<&'a PartitionStateChange>>,
 }
 
 impl<'a> Excuses<'a> {
     pub(crate) fn of(run: &'a RunData) -> Excuses<'a> {
         let mut unclean: BTreeMap<PartitionRef, Vec<_>> = BTreeMap::new();
+        let mut states: BTreeMap<PartitionRef, Vec<&PartitionStateChange>> = BTreeMap::new();
+        if let Some(timeline) = &run.timeline {
+            for s in &timeline.partition_states {
+                states
+                    .entry(PartitionRef::new(&s.topic, s.partition))
+                    .or_default()
+                    .push(s);
+            }
+            for list in states.values_mut() {
+                list.sort_by_key(|s| s.revision);
+            }
+        }
         let with_states = run.timeline.as_ref().map(|timeline| {
             for election in timeline.unclean_elections() {
                 let elected = election.elected;
@@ -200,6 +219,7 @@ impl<'a> Excuses<'a> {
             with_states,
             unclean,
             power_losses,
+            states,
         }
     }
 
@@ -241,6 +261,12 @@ impl<'a> Excuses<'a> {
                 "power loss of every ISR member (history indices {indices:?})"
             ));
         }
+        if let Some((node, index, revision)) = self.sole_member_power_lost(acked) {
+            return Judgement::Excused(format!(
+                "power loss of {node} (history index {index}), then the only member of the ISR \
+                 (etcd revision {revision})"
+            ));
+        }
         if !timeline {
             return Judgement::Undetermined(format!(
                 "no timeline of {partition}: an unclean election after the ack cannot be ruled out"
@@ -249,41 +275,73 @@ impl<'a> Excuses<'a> {
         Judgement::NotExcused
     }
 
+    /// A node that lost this value in a power loss after the ack while etcd,
+    /// read just after, named it the partition's only ISR member: (node,
+    /// history index, etcd revision). The state read is the last at or
+    /// before that revision; with its only member (its leader) dead, the ISR
+    /// cannot grow until the node returns, so no other in-sync copy existed.
+    fn sole_member_power_lost(&self, acked: &AckedValue) -> Option<(NodeId, u64, i64)> {
+        let states = self.states.get(&acked.partition)?;
+        let after = self
+            .power_losses
+            .partition_point(|(index, _)| *index <= acked.index);
+        self.power_losses[after..]
+            .iter()
+            .find_map(|&(index, done)| {
+                let revision = done.etcd_revision?;
+                let at = states.partition_point(|s| s.revision <= revision);
+                let state = states.get(at.checked_sub(1)?)?;
+                let [only] = state.isr.as_slice() else {
+                    return None;
+                };
+                let node = NodeId::from_broker_id(*only)?;
+                // It lost the value in this very fault.
+                (done.nodes.contains(&node) && cuts_value(done, node, acked))
+                    .then_some((node, index, revision))
+            })
+    }
+
     /// Nodes that lost unflushed bytes of this value's partition in a power
     /// loss after the ack → the history index of the first such fault. A
     /// power-loss op that records its cut must have cut the replica back to or
     /// below the acked offset; one that records no cut for the node counts on
     /// its name alone.
     fn power_lost_nodes(&self, acked: &AckedValue) -> BTreeMap<NodeId, u64> {
-        // Disk faults name the replica by its directory, which is the partition's name.
-        let dir = acked.partition.to_string();
         let after = self
             .power_losses
             .partition_point(|(index, _)| *index <= acked.index);
         let mut lost = BTreeMap::new();
         for &(index, done) in &self.power_losses[after..] {
             for &node in &done.nodes {
-                let cut = done.cut.as_ref().and_then(|cuts| {
-                    cuts.iter().find(|c| c.node == node).map(|c| {
-                        c.replicas()
-                            .find(|r| r.replica == dir)
-                            .map(|r| r.log_end_offset_after)
-                    })
-                });
-                let reached = match (cut, acked.offset) {
-                    // No cut recorded for this node: its name is the evidence.
-                    (None, _) => true,
-                    // The node held no replica of the partition: nothing to lose.
-                    (Some(None), _) => false,
-                    (Some(Some(_)), None) => true,
-                    (Some(Some(end_after)), Some(offset)) => end_after <= offset,
-                };
-                if reached {
+                if cuts_value(done, node, acked) {
                     lost.entry(node).or_insert(index);
                 }
             }
         }
         lost
+    }
+}
+
+/// Whether power-loss op `done` cut `node`'s copy of the value: a recorded
+/// cut must have taken its replica back to or below the acked offset; a
+/// node with no cut recorded counts on its name alone.
+fn cuts_value(done: &Done, node: NodeId, acked: &AckedValue) -> bool {
+    // Disk faults name the replica by its directory, which is the partition's name.
+    let dir = acked.partition.to_string();
+    let cut = done.cut.as_ref().and_then(|cuts| {
+        cuts.iter().find(|c| c.node == node).map(|c| {
+            c.replicas()
+                .find(|r| r.replica == dir)
+                .map(|r| r.log_end_offset_after)
+        })
+    });
+    match (cut, acked.offset) {
+        // No cut recorded for this node: its name is the evidence.
+        (None, _) => true,
+        // The node held no replica of the partition: nothing to lose.
+        (Some(None), _) => false,
+        (Some(Some(_)), None) => true,
+        (Some(Some(end_after)), Some(offset)) => end_after <= offset,
     }
 }
 
@@ -585,5 +643,77 @@ mod tests {
             .collect();
         assert_eq!(unclean, vec![(NodeId::new(2), 6)]);
         assert!(!excuses.unclean.contains_key(&PartitionRef::new("u", 0)));
+    }
+
+    /// A power loss of b1 at etcd revision `at`, cutting t-0 back to offset 0.
+    fn power_loss_of_b1(index: u64, at: i64) -> Op {
+        use crate::history::{Aim, Body, FaultOp, NodeCut, ReplicaCut};
+        use crate::schedule::Target;
+        Op {
+            index,
+            time_ns: index,
+            process: Process::Nemesis,
+            kind: OpType::Info,
+            body: Body::Fault(FaultOp {
+                verb: Verb::PowerLoss,
+                aim: Aim::Target {
+                    target: Target::Node(NodeId::new(1)),
+                },
+                done: Some(Done {
+                    nodes: vec![NodeId::new(1)],
+                    blocked: None,
+                    cut: Some(vec![NodeCut {
+                        node: NodeId::new(1),
+                        cuts: Some(vec![ReplicaCut {
+                            replica: "t-0".into(),
+                            log_end_offset_before: 4,
+                            log_end_offset_after: 0,
+                            bytes_removed: 300,
+                            segments_deleted: Vec::new(),
+                        }]),
+                        cut: None,
+                    }]),
+                    etcd_revision: Some(at),
+                }),
+            }),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_power_loss_of_the_isrs_only_member_excuses_what_only_it_held() {
+        let timeline = Timeline {
+            partition_states: vec![
+                state(1, 1, 0, &[1, 2, 3]),
+                state(4, 1, 0, &[1, 2]),
+                state(6, 1, 0, &[1]),
+            ],
+            controllers: vec![],
+        };
+        let acked = AckedValue {
+            index: 1,
+            partition: PartitionRef::new("t", 0),
+            value: 7,
+            acks: Acks::All,
+            offset: Some(2),
+            isr: Some(vec![NodeId::new(1), NodeId::new(2), NodeId::new(3)]),
+            leader_epoch: Some(0),
+        };
+        let judge = |at: i64| {
+            let run = RunData {
+                timeline: Some(timeline.clone()),
+                history: vec![power_loss_of_b1(5, at)],
+                ..RunData::default()
+            };
+            Excuses::of(&run).judge(&acked)
+        };
+        // At revision 7 etcd named b1 the ISR's only member: excused.
+        assert!(
+            matches!(judge(7), Judgement::Excused(ref why) if why.contains("only member")),
+            "{:?}",
+            judge(7)
+        );
+        // At revision 5 b2 was still in the ISR (and held the value): not excused.
+        assert_eq!(judge(5), Judgement::NotExcused);
     }
 }

@@ -521,6 +521,7 @@ impl<'a> Generator<'a> {
                 nodes: vec![node],
                 blocked: None,
                 cut,
+                etcd_revision: None,
             }),
         };
         self.push(Process::Nemesis, OpType::Info, Body::Fault(done), None);
@@ -574,6 +575,7 @@ impl<'a> Generator<'a> {
                 nodes: vec![node],
                 blocked: None,
                 cut: None,
+                etcd_revision: None,
             }))),
             None,
         );

@@ -384,6 +384,12 @@ pub struct Done {
     /// Disk faults: what was cut, per node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut: Option<Vec<NodeCut>>,
+    /// Power loss: etcd's revision read just after the nodes died and their
+    /// logs were cut, so the checkers can tell which ISR the loss left
+    /// (a dead sole ISR member is still its leader: nothing changes it
+    /// until the node returns or an unclean election replaces it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_revision: Option<i64>,
 }
 
 /// One node's logs after a disk fault: `power-loss` cuts every replica

@@ -123,7 +123,10 @@ pub(super) async fn faults<R: Runtime>(
             .await
             .map_err(|e| RunError::Harness(format!("step {number}: {e}")))?;
         match live.nemesis.fire(&mut live.runtime, &view, fault).await {
-            Ok(done) => {
+            Ok(mut done) => {
+                if matches!(fault, Fault::PowerLoss(_)) {
+                    done.etcd_revision = Some(live.view().await?.revision);
+                }
                 op.done = Some(done);
                 let body = Body::Fault(op);
                 live.log.line(format!(
