@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::kafka_client::{KafkaClient, batch};
+use epochal_broker::controller::metadata_store::PartitionStateRecord;
 use epochal_broker::state_change_log::{self, Outcome, StateChange};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -71,6 +72,26 @@ fn await_write(
         },
         || cluster.logs(),
     );
+}
+
+/// Creates topic `k` of two partitions (k-1's replicas are [2, 3, 1], so its
+/// leader, 2, is not the controller, 1), writes ten values to k-1, restarts
+/// its leader within its lease and returns the state of the new epoch: one
+/// above, led by 3, the next ISR member in assignment order.
+fn bounce_the_leader_of_k1(cluster: &mut Cluster) -> PartitionStateRecord {
+    assert_eq!(cluster.client(1).create_topic("k", 2, 3), 0);
+    let before = cluster.await_state("a full ISR", TIMEOUT, "k", 1, |s| {
+        s.leader == 2 && s.isr.len() == 3
+    });
+    let mut leader = cluster.client(2);
+    write_acked(&mut leader, "k", 1, "before", 10);
+    cluster.restart(2);
+    let after = cluster.await_state("a new epoch for k-1", TIMEOUT, "k", 1, |s| {
+        s.leader_epoch > before.leader_epoch
+    });
+    assert_eq!(after.leader_epoch, before.leader_epoch + 1, "{after:?}");
+    assert_eq!(after.leader, 3, "the next ISR member in assignment order");
+    after
 }
 
 fn applied_since(cluster: &Cluster, id: i32, since_ms: u64) -> Vec<StateChange> {
@@ -134,21 +155,7 @@ fn cluster_rejoin_without_broker_epochs_a_follower_restarted_within_its_lease_ke
 fn cluster_rejoin_without_broker_epochs_a_leader_restarted_within_its_lease_hands_over_with_a_new_epoch()
  {
     let mut cluster = Cluster::start(3, FLAGS_WITHOUT_BROKER_EPOCHS);
-    // Two partitions: p1's replicas are [2, 3, 1], so its leader (2) is not the
-    // controller (1).
-    assert_eq!(cluster.client(1).create_topic("k", 2, 3), 0);
-    let before = cluster.await_state("a full ISR", TIMEOUT, "k", 1, |s| {
-        s.leader == 2 && s.isr.len() == 3
-    });
-    let mut leader = cluster.client(2);
-    write_acked(&mut leader, "k", 1, "before", 10);
-
-    cluster.restart(2);
-    let after = cluster.await_state("a new epoch for k-1", TIMEOUT, "k", 1, |s| {
-        s.leader_epoch > before.leader_epoch
-    });
-    assert_eq!(after.leader_epoch, before.leader_epoch + 1, "{after:?}");
-    assert_eq!(after.leader, 3, "the next ISR member in assignment order");
+    let after = bounce_the_leader_of_k1(&mut cluster);
     assert!(
         after.isr.contains(&2),
         "the restarted broker stays in the ISR"
@@ -207,22 +214,9 @@ fn cluster_rejoin_without_broker_epochs_a_restarted_controller_and_leader_is_not
 #[test]
 fn cluster_rejoin_a_restarted_leader_and_follower_leave_the_isr_and_rejoin_once_caught_up() {
     let mut cluster = Cluster::start(3, FLAGS);
-    // k-1's replicas are [2, 3, 1]: its leader (2) is not the controller (1).
-    assert_eq!(cluster.client(1).create_topic("k", 2, 3), 0);
-    let before = cluster.await_state("a full ISR", TIMEOUT, "k", 1, |s| {
-        s.leader == 2 && s.isr.len() == 3
-    });
-    let mut leader = cluster.client(2);
-    write_acked(&mut leader, "k", 1, "before", 10);
-
     // The leader bounces: leadership moves on and the bounced broker leaves
     // the ISR in the same decision (KIP-380).
-    cluster.restart(2);
-    let after = cluster.await_state("a new epoch for k-1", TIMEOUT, "k", 1, |s| {
-        s.leader_epoch > before.leader_epoch
-    });
-    assert_eq!(after.leader_epoch, before.leader_epoch + 1, "{after:?}");
-    assert_eq!(after.leader, 3, "the next ISR member in assignment order");
+    let after = bounce_the_leader_of_k1(&mut cluster);
     assert!(
         !after.isr.contains(&2),
         "the bounced broker left the ISR: {after:?}"

@@ -261,32 +261,9 @@ impl Controller {
         }
         // Brokers may have come and gone while there was no controller.
         self.reelect_all().await?;
-        // A leader (or, with broker epochs, any ISR member) may have restarted
-        // within its lease while there was no controller to see it (say it was
-        // the controller): its registration was put again (version > 1) after
-        // the partition state naming it was written.
         let fencing = self.settings.broker_epoch_fencing;
-        let restarted: Vec<(PartitionKey, i32)> =
-            self.ctx
-                .states
-                .iter()
-                .flat_map(|(key, v)| {
-                    let named: Vec<i32> = if fencing {
-                        v.value.isr.clone()
-                    } else {
-                        vec![v.value.leader]
-                    };
-                    named
-                        .into_iter()
-                        .filter(|b| {
-                            self.ctx.brokers.get(b).is_some_and(|reg| {
-                                reg.version > 1 && reg.mod_revision > v.mod_revision
-                            })
-                        })
-                        .map(|b| (key.clone(), b))
-                        .collect::<Vec<_>>()
-                })
-                .collect();
+        let restarted =
+            partition_election::restarted_unseen(&self.ctx.states, &self.ctx.brokers, fencing);
         for (key, broker) in restarted {
             self.decide_and_write(&key, |current, replicas, live, epoch| {
                 partition_election::restarted(current, replicas, live, broker, fencing, epoch)

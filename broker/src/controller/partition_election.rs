@@ -10,9 +10,9 @@
 //! cleanly when it returns; every change raises the leader epoch by exactly one
 //! (ZooKeeper-era Kafka sometimes raised it by two; see DESIGN.md).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::metadata_store::PartitionStateRecord;
+use super::metadata_store::{BrokerRegistration, PartitionStateRecord, Versioned};
 
 /// Kafka's `LeaderAndIsr.NoLeader`.
 pub const NO_LEADER: i32 = -1;
@@ -103,6 +103,35 @@ pub fn restarted(
         isr,
         controller_epoch,
     })
+}
+
+/// The brokers a controller taking over must treat as restarted within their
+/// lease while no controller watched (say the restarted broker was the
+/// controller): for each partition, its leader — or, with broker epochs, any
+/// ISR member — whose registration was put again (version > 1) after the
+/// partition state naming it was written. Pairs of (partition, broker).
+pub fn restarted_unseen(
+    states: &BTreeMap<(String, i32), Versioned<PartitionStateRecord>>,
+    brokers: &BTreeMap<i32, Versioned<BrokerRegistration>>,
+    broker_epoch_fencing: bool,
+) -> Vec<((String, i32), i32)> {
+    let mut restarted = Vec::new();
+    for (key, state) in states {
+        let named = if broker_epoch_fencing {
+            state.value.isr.clone()
+        } else {
+            vec![state.value.leader]
+        };
+        for broker in named {
+            let again = brokers
+                .get(&broker)
+                .is_some_and(|reg| reg.version > 1 && reg.mod_revision > state.mod_revision);
+            if again {
+                restarted.push((key.clone(), broker));
+            }
+        }
+    }
+    restarted
 }
 
 /// The ISR when no member is live: Kafka drops members one at a time and never
