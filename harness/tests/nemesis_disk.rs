@@ -406,3 +406,35 @@ fn disk_an_unreadable_segment_or_recovery_checkpoint_stops_the_fault_before_any_
     assert!(error.to_string().contains(&expected.display().to_string()));
     assert_eq!(files_under(root), before);
 }
+
+#[test]
+fn disk_truncate_by_records_and_by_fraction_are_offset_and_byte_cuts() {
+    // The last 3 offsets are 16, 17, 18: the cut is at 16, inside batch
+    // 13..=16, which goes whole (as to_offset 16 does); the log ends at 13.
+    let (dir, _) = fixture_copy();
+    let by_records = truncate_log(dir.path(), "t", 0, Truncate::ByRecords(3)).unwrap();
+    let (dir, _) = fixture_copy();
+    let to_offset = truncate_log(dir.path(), "t", 0, Truncate::ToOffset(16)).unwrap();
+    assert_eq!(by_records, to_offset);
+    assert_eq!(by_records.log_end_offset_after, 13);
+    // More records than the log holds empties it.
+    let (dir, _) = fixture_copy();
+    let all = truncate_log(dir.path(), "t", 0, Truncate::ByRecords(1000)).unwrap();
+    assert_eq!(all.log_end_offset_after, 0);
+
+    // Half the log's bytes (every segment's), rounded down, as by_bytes.
+    let (dir, clean) = fixture_copy();
+    let total = clean_size(&clean, SEGMENT_0)
+        + clean_size(&clean, SEGMENT_5)
+        + clean_size(&clean, SEGMENT_10);
+    let half = truncate_log(dir.path(), "t", 0, Truncate::Fraction(0.5)).unwrap();
+    let (dir, _) = fixture_copy();
+    let by_bytes = truncate_log(dir.path(), "t", 0, Truncate::ByBytes(total / 2)).unwrap();
+    assert_eq!(half, by_bytes);
+    assert_eq!(half.bytes_removed, total / 2);
+    // The whole of it leaves the first segment, empty.
+    let (dir, _) = fixture_copy();
+    let whole = truncate_log(dir.path(), "t", 0, Truncate::Fraction(1.0)).unwrap();
+    assert_eq!(whole.log_end_offset_after, 0);
+    assert_eq!(size(dir.path(), SEGMENT_0), 0);
+}

@@ -281,3 +281,22 @@ fn background_workload_mistakes_are_named_with_their_line() {
     );
     assert_eq!(parse(&s.to_toml()).unwrap(), s);
 }
+
+#[test]
+fn a_truncate_log_with_two_cuts_or_a_fraction_out_of_range_is_named() {
+    let (line, _, text) = syntax(&format!(
+        "{BASE}\n[[step]]\nfault = {{ truncate-log = {{ node = \"b1\", partition = \"t-0\", by_records = 2, fraction = 0.5 }} }}\n"
+    ));
+    assert_eq!(line, 10, "{text}");
+    assert!(
+        text.contains("exactly one of to_offset, by_bytes, by_records, fraction"),
+        "{text}"
+    );
+    for fraction in ["0.0", "1.5", "-0.5", "nan"] {
+        let (line, _, text) = syntax(&format!(
+            "{BASE}\n[[step]]\nfault = {{ truncate-log = {{ node = \"b1\", partition = \"t-0\", fraction = {fraction} }} }}\n"
+        ));
+        assert_eq!(line, 10, "{text}");
+        assert!(text.contains("above 0 and at most 1"), "{fraction}: {text}");
+    }
+}

@@ -194,7 +194,13 @@ pub fn realise(
             Fault::TruncateLog(TruncateLog {
                 node: Target::Node(node),
                 partition,
-                cut: Truncate::ByBytes(random.between(1, 400)),
+                // Bytes may tear a batch; records cut at a batch boundary;
+                // a fraction takes whole segments' worth.
+                cut: match random.index(3) {
+                    0 => Truncate::ByBytes(random.between(1, 400)),
+                    1 => Truncate::ByRecords(random.between(1, 20)),
+                    _ => Truncate::Fraction(0.5),
+                },
             })
         }
         Choice::Fault(kind, target) => {

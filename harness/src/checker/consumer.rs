@@ -51,8 +51,9 @@ pub fn checker() -> Checker {
             though its from_offset is below it, is not a skip here. Sends with acks=1 or 0 \
             are not sources for inconsistent-offsets (Kafka lets an acks=1 write be lost and \
             its offset reused), nor is an acks=all send whose loss DESIGN.md's rule excuses \
-            (an unclean election, or a power loss that cut its offset from every member of its \
-            ISR, after the ack: see lost-write); lost or duplicated writes are other checkers' \
+            (an unclean election, or disk faults — power loss, truncate-log — that cut its \
+            offset from every member of its ISR at the ack or as it last stood, after the ack: \
+            see lost-write); lost or duplicated writes are other checkers' \
             business. \
             Truncated reads are judged on the replicas as read after the final heal: a replica \
             that never caught up (a run that did not quiesce) shows as holding nothing, and a \

@@ -1,13 +1,14 @@
 //! Lost acknowledged writes, by DESIGN.md's rule ("Lost write, precisely"): a
 //! value acknowledged with acks=all while the ISR was S is lost illegitimately
 //! unless, after its acknowledgement, an unclean leader election happened or
-//! every member of S lost unflushed bytes in a power-loss fault — or a later
-//! ISR did: a power loss that cut the value from a node which etcd, just
-//! after the node died, still named the partition's *only* in-sync replica
-//! (the ISR as it last stood held the value nowhere else, so Kafka's promise
-//! — no loss while an in-sync replica survives — no longer covered it). Lost means
-//! not in the partition's final log (see [`super::final_log`]). acks=1 and
-//! acks=0 writes may be lost; they are counted, never invalid.
+//! every member of S lost it in disk faults (power loss, truncate-log) — or
+//! the ISR *as it last stood* did: after a disk fault, etcd's state read just
+//! after it names an ISR every member of which had lost the value in disk
+//! faults since the ack (a dead sole ISR member stays the ISR; the ISR as it
+//! last stood held the value nowhere else, so Kafka's promise — no loss while
+//! an in-sync replica survives — no longer covered it). Lost means not in the
+//! partition's final log (see [`super::final_log`]). acks=1 and acks=0 writes
+//! may be lost; they are counted, never invalid.
 //!
 //! The acknowledged values and the excuses are shared with the
 //! offset-changed checker.
@@ -38,17 +39,19 @@ pub fn checker() -> Checker {
         name: NAME,
         guarantee: "A write acknowledged with acks=all is not lost while at least one replica of the \
             in-sync set it was acknowledged under stays alive: absent an unclean leader election \
-            after the acknowledgement, or a power loss that took unflushed bytes from every member \
-            of that ISR, the value is in the partition's final log.",
+            after the acknowledgement, or disk faults (power loss, truncate-log) that took it from \
+            every member of that ISR or of the ISR as it last stood, the value is in the \
+            partition's final log.",
         source: "Kafka documentation, Design §4.7 Replication (\"a committed message will not be \
             lost, as long as there is at least one in sync replica alive\"; acks=all waits for the \
             full ISR; unclean.leader.election.enable trades this for availability); KIP-101 and \
             KIP-279 (leader-epoch truncation closes the ways a clean failover lost committed data); \
             DESIGN.md \"Lost write, precisely\".",
         not_checked: "Writes that ended info or fail (they may or may not have happened). Whether a \
-            power loss is what actually removed the value (a power-loss op after the ack naming \
-            every ISR member is an excuse; when the op records its cut, the cut must reach the \
-            acked offset). acks=1 and acks=0 losses are only counted. A value's position (see \
+            disk fault is what actually removed the value (a power-loss or truncate-log op after \
+            the ack naming every ISR member is an excuse; when the op records its cut, the cut \
+            must reach the acked offset), and whether a node that lost it fetched it back before \
+            the last ISR member lost it too. acks=1 and acks=0 losses are only counted. A value's position (see \
             offset-changed) and duplicates (see duplicates). Writes whose ack recorded no ISR or \
             leader epoch, or partitions whose final log cannot be chosen, make the verdict \
             unknown rather than valid. Records in damaged (non-intact) batches count as absent. \
@@ -164,9 +167,9 @@ pub(crate) struct Excuses<'a> {
     /// Per partition, its unclean elections (the broker elected and the
     /// state), in revision order.
     unclean: BTreeMap<PartitionRef, Vec<(NodeId, &'a PartitionStateChange)>>,
-    /// Power-loss ops that completed, as (history index, what they did), in
-    /// history order.
-    power_losses: Vec<(u64, &'a Done)>,
+    /// Disk faults (power loss, truncate-log) that completed, as (history
+    /// index, verb, what they did), in history order.
+    disk_losses: Vec<(u64, Verb, &'a Done)>,
     /// Per partition, etcd's states in revision order (to read the ISR a
     /// power loss left).
     states: BTreeMap<PartitionRef, Vec<&'a PartitionStateChange>>,
@@ -203,7 +206,7 @@ impl<'a> Excuses<'a> {
                 .map(|s| PartitionRef::new(&s.topic, s.partition))
                 .collect()
         });
-        let power_losses = run
+        let disk_losses = run
             .history
             .iter()
             .filter(|op| {
@@ -212,13 +215,14 @@ impl<'a> Excuses<'a> {
             .filter_map(|op| {
                 let fault = op.fault()?;
                 let done = fault.done.as_ref()?;
-                (fault.verb == Verb::PowerLoss).then_some((op.index, done))
+                matches!(fault.verb, Verb::PowerLoss | Verb::TruncateLog)
+                    .then_some((op.index, fault.verb, done))
             })
             .collect();
         Excuses {
             with_states,
             unclean,
-            power_losses,
+            disk_losses,
             states,
         }
     }
@@ -251,21 +255,8 @@ impl<'a> Excuses<'a> {
                 election.leader_epoch, election.revision
             ));
         }
-        let lost = self.power_lost_nodes(acked);
-        if isr.iter().all(|node| lost.contains_key(node)) {
-            let indices: BTreeSet<u64> = isr
-                .iter()
-                .filter_map(|node| lost.get(node).copied())
-                .collect();
-            return Judgement::Excused(format!(
-                "power loss of every ISR member (history indices {indices:?})"
-            ));
-        }
-        if let Some((node, index, revision)) = self.sole_member_power_lost(acked) {
-            return Judgement::Excused(format!(
-                "power loss of {node} (history index {index}), then the only member of the ISR \
-                 (etcd revision {revision})"
-            ));
+        if let Some(why) = self.disk_loss(acked, isr) {
+            return Judgement::Excused(why);
         }
         if !timeline {
             return Judgement::Undetermined(format!(
@@ -275,54 +266,95 @@ impl<'a> Excuses<'a> {
         Judgement::NotExcused
     }
 
-    /// A node that lost this value in a power loss after the ack while etcd,
-    /// read just after, named it the partition's only ISR member: (node,
-    /// history index, etcd revision). The state read is the last at or
-    /// before that revision; with its only member (its leader) dead, the ISR
-    /// cannot grow until the node returns, so no other in-sync copy existed.
-    fn sole_member_power_lost(&self, acked: &AckedValue) -> Option<(NodeId, u64, i64)> {
-        let states = self.states.get(&acked.partition)?;
+    /// Why disk faults after the ack excuse losing this value, if they do:
+    /// every member of the ISR at the ack lost it in them, or, just after
+    /// one of them, etcd named an ISR every member of which had. The state
+    /// read is the last at or before the revision the fault recorded.
+    ///
+    /// A node counts as having lost the value from the fault that cut it
+    /// on; a node that fetched it back from another replica before that
+    /// replica lost it too is not seen, so this may excuse a loss the
+    /// refetched copy should have prevented (the final log holds the value
+    /// in that case, unless it was lost again later).
+    fn disk_loss(&self, acked: &AckedValue, isr_at_ack: &[NodeId]) -> Option<String> {
         let after = self
-            .power_losses
-            .partition_point(|(index, _)| *index <= acked.index);
-        self.power_losses[after..]
-            .iter()
-            .find_map(|&(index, done)| {
-                let revision = done.etcd_revision?;
-                let at = states.partition_point(|s| s.revision <= revision);
-                let state = states.get(at.checked_sub(1)?)?;
-                let [only] = state.isr.as_slice() else {
-                    return None;
-                };
-                let node = NodeId::from_broker_id(*only)?;
-                // It lost the value in this very fault.
-                (done.nodes.contains(&node) && cuts_value(done, node, acked))
-                    .then_some((node, index, revision))
-            })
-    }
-
-    /// Nodes that lost unflushed bytes of this value's partition in a power
-    /// loss after the ack → the history index of the first such fault. A
-    /// power-loss op that records its cut must have cut the replica back to or
-    /// below the acked offset; one that records no cut for the node counts on
-    /// its name alone.
-    fn power_lost_nodes(&self, acked: &AckedValue) -> BTreeMap<NodeId, u64> {
-        let after = self
-            .power_losses
-            .partition_point(|(index, _)| *index <= acked.index);
-        let mut lost = BTreeMap::new();
-        for &(index, done) in &self.power_losses[after..] {
+            .disk_losses
+            .partition_point(|(index, _, _)| *index <= acked.index);
+        let states = self.states.get(&acked.partition);
+        // Node → (history index, verb) of the first fault that cut the value.
+        let mut lost: BTreeMap<NodeId, (u64, Verb)> = BTreeMap::new();
+        for &(index, verb, done) in &self.disk_losses[after..] {
             for &node in &done.nodes {
                 if cuts_value(done, node, acked) {
-                    lost.entry(node).or_insert(index);
+                    lost.entry(node).or_insert((index, verb));
                 }
             }
+            if let Some(faults) = lost_by_all(isr_at_ack, &lost) {
+                let kinds: BTreeSet<&str> =
+                    faults.iter().map(|&(_, _, verb)| words(verb)).collect();
+                let indices: BTreeSet<u64> = faults.iter().map(|&(_, index, _)| index).collect();
+                let kinds: Vec<&str> = kinds.into_iter().collect();
+                return Some(format!(
+                    "{} of every ISR member (history indices {indices:?})",
+                    kinds.join(" or ")
+                ));
+            }
+            let Some((states, revision)) = states.zip(done.etcd_revision) else {
+                continue;
+            };
+            let at = states.partition_point(|s| s.revision <= revision);
+            let Some(state) = at.checked_sub(1).and_then(|at| states.get(at)) else {
+                continue;
+            };
+            let isr: Option<Vec<NodeId>> = state
+                .isr
+                .iter()
+                .map(|&b| NodeId::from_broker_id(b))
+                .collect();
+            let Some(isr) = isr else { continue };
+            if let Some(faults) = lost_by_all(&isr, &lost) {
+                let faults: Vec<String> = faults
+                    .iter()
+                    .map(|(node, index, verb)| {
+                        format!("{} of {node} (history index {index})", words(*verb))
+                    })
+                    .collect();
+                let isr: Vec<String> = isr.iter().map(|n| n.to_string()).collect();
+                return Some(format!(
+                    "{}, then etcd named the ISR [{}] (etcd revision {revision})",
+                    faults.join(", "),
+                    isr.join(", ")
+                ));
+            }
         }
-        lost
+        None
     }
 }
 
-/// Whether power-loss op `done` cut `node`'s copy of the value: a recorded
+/// The fault that cut the value from each node of `isr` — (node, history
+/// index, verb) — when every one of them lost it; `None` when one did not,
+/// or the ISR is empty.
+fn lost_by_all(
+    isr: &[NodeId],
+    lost: &BTreeMap<NodeId, (u64, Verb)>,
+) -> Option<Vec<(NodeId, u64, Verb)>> {
+    if isr.is_empty() {
+        return None;
+    }
+    isr.iter()
+        .map(|&node| lost.get(&node).map(|&(index, verb)| (node, index, verb)))
+        .collect()
+}
+
+/// A disk fault as the excuses word it.
+fn words(verb: Verb) -> &'static str {
+    match verb {
+        Verb::PowerLoss => "power loss",
+        other => other.name(),
+    }
+}
+
+/// Whether disk-fault op `done` cut `node`'s copy of the value: a recorded
 /// cut must have taken its replica back to or below the acked offset; a
 /// node with no cut recorded counts on its name alone.
 fn cuts_value(done: &Done, node: NodeId, acked: &AckedValue) -> bool {
@@ -645,34 +677,38 @@ mod tests {
         assert!(!excuses.unclean.contains_key(&PartitionRef::new("u", 0)));
     }
 
-    /// A power loss of b1 at etcd revision `at`, cutting t-0 back to offset 0.
-    fn power_loss_of_b1(index: u64, at: i64) -> Op {
+    /// A disk fault (`verb`) of `node` at etcd revision `at`, cutting t-0
+    /// back to offset `end_after`.
+    fn disk_fault(verb: Verb, node: u32, index: u64, at: i64, end_after: i64) -> Op {
         use crate::history::{Aim, Body, FaultOp, NodeCut, ReplicaCut};
         use crate::schedule::Target;
+        let node = NodeId::new(node);
+        let replica = ReplicaCut {
+            replica: "t-0".into(),
+            log_end_offset_before: 4,
+            log_end_offset_after: end_after,
+            bytes_removed: 300,
+            segments_deleted: Vec::new(),
+        };
+        let (cuts, cut) = if verb == Verb::PowerLoss {
+            (Some(vec![replica]), None)
+        } else {
+            (None, Some(replica))
+        };
         Op {
             index,
             time_ns: index,
             process: Process::Nemesis,
             kind: OpType::Info,
             body: Body::Fault(FaultOp {
-                verb: Verb::PowerLoss,
+                verb,
                 aim: Aim::Target {
-                    target: Target::Node(NodeId::new(1)),
+                    target: Target::Node(node),
                 },
                 done: Some(Done {
-                    nodes: vec![NodeId::new(1)],
+                    nodes: vec![node],
                     blocked: None,
-                    cut: Some(vec![NodeCut {
-                        node: NodeId::new(1),
-                        cuts: Some(vec![ReplicaCut {
-                            replica: "t-0".into(),
-                            log_end_offset_before: 4,
-                            log_end_offset_after: 0,
-                            bytes_removed: 300,
-                            segments_deleted: Vec::new(),
-                        }]),
-                        cut: None,
-                    }]),
+                    cut: Some(vec![NodeCut { node, cuts, cut }]),
                     etcd_revision: Some(at),
                 }),
             }),
@@ -680,40 +716,113 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_power_loss_of_the_isrs_only_member_excuses_what_only_it_held() {
-        let timeline = Timeline {
-            partition_states: vec![
-                state(1, 1, 0, &[1, 2, 3]),
-                state(4, 1, 0, &[1, 2]),
-                state(6, 1, 0, &[1]),
-            ],
-            controllers: vec![],
-        };
-        let acked = AckedValue {
+    fn acked_at_2_under(isr: &[u32]) -> AckedValue {
+        AckedValue {
             index: 1,
             partition: PartitionRef::new("t", 0),
             value: 7,
             acks: Acks::All,
             offset: Some(2),
-            isr: Some(vec![NodeId::new(1), NodeId::new(2), NodeId::new(3)]),
+            isr: Some(isr.iter().map(|&n| NodeId::new(n)).collect()),
             leader_epoch: Some(0),
+        }
+    }
+
+    fn judge(states: &[PartitionStateChange], faults: Vec<Op>, acked: &AckedValue) -> Judgement {
+        let run = RunData {
+            timeline: Some(Timeline {
+                partition_states: states.to_vec(),
+                controllers: vec![],
+            }),
+            history: faults,
+            ..RunData::default()
         };
-        let judge = |at: i64| {
-            let run = RunData {
-                timeline: Some(timeline.clone()),
-                history: vec![power_loss_of_b1(5, at)],
-                ..RunData::default()
-            };
-            Excuses::of(&run).judge(&acked)
+        Excuses::of(&run).judge(acked)
+    }
+
+    #[test]
+    fn a_power_loss_of_the_isrs_only_member_excuses_what_only_it_held() {
+        let states = [
+            state(1, 1, 0, &[1, 2, 3]),
+            state(4, 1, 0, &[1, 2]),
+            state(6, 1, 0, &[1]),
+        ];
+        let acked = acked_at_2_under(&[1, 2, 3]);
+        let at = |revision| {
+            judge(
+                &states,
+                vec![disk_fault(Verb::PowerLoss, 1, 5, revision, 0)],
+                &acked,
+            )
         };
         // At revision 7 etcd named b1 the ISR's only member: excused.
         assert!(
-            matches!(judge(7), Judgement::Excused(ref why) if why.contains("only member")),
+            matches!(at(7), Judgement::Excused(ref why)
+                if why.contains("power loss of b1 (history index 5), then etcd named the ISR [b1]")),
             "{:?}",
-            judge(7)
+            at(7)
         );
         // At revision 5 b2 was still in the ISR (and held the value): not excused.
-        assert_eq!(judge(5), Judgement::NotExcused);
+        assert_eq!(at(5), Judgement::NotExcused);
+    }
+
+    #[test]
+    fn a_truncated_log_excuses_like_a_power_loss_and_only_below_its_cut() {
+        let states = [state(1, 1, 0, &[1, 2]), state(4, 1, 0, &[1])];
+        let acked = acked_at_2_under(&[1, 2]);
+        // b1, the only ISR member, cut back to offset 2: the value at 2 is gone.
+        let cut_to = |end| {
+            judge(
+                &states,
+                vec![disk_fault(Verb::TruncateLog, 1, 5, 6, end)],
+                &acked,
+            )
+        };
+        assert!(
+            matches!(cut_to(2), Judgement::Excused(ref why)
+                if why.starts_with("truncate-log of b1 (history index 5), then etcd named the ISR [b1]")),
+            "{:?}",
+            cut_to(2)
+        );
+        // A cut that kept offset 2 excuses nothing.
+        assert_eq!(cut_to(3), Judgement::NotExcused);
+    }
+
+    #[test]
+    fn a_later_isr_of_several_members_excuses_only_when_each_lost_the_value() {
+        // Acked under [1, 2, 3]; b3 then left the ISR, holding the value.
+        let states = [state(1, 1, 0, &[1, 2, 3]), state(4, 1, 0, &[1, 2])];
+        let acked = acked_at_2_under(&[1, 2, 3]);
+        let b1_lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
+        // b1 lost it, b2 (still in the ISR) had not: not yet.
+        assert_eq!(
+            judge(&states, vec![b1_lost.clone()], &acked),
+            Judgement::NotExcused
+        );
+        // Then b2's log was cut too, with etcd still naming [1, 2].
+        let both = judge(
+            &states,
+            vec![b1_lost.clone(), disk_fault(Verb::TruncateLog, 2, 8, 6, 1)],
+            &acked,
+        );
+        assert!(
+            matches!(both, Judgement::Excused(ref why)
+                if why == "power loss of b1 (history index 5), truncate-log of b2 (history index 8), \
+                    then etcd named the ISR [b1, b2] (etcd revision 6)"),
+            "{both:?}"
+        );
+        // Every member of the ISR at the ack lost it: worded as before.
+        let all = judge(
+            &[state(1, 1, 0, &[1, 2])],
+            vec![
+                disk_fault(Verb::PowerLoss, 1, 5, 5, 0),
+                disk_fault(Verb::PowerLoss, 2, 6, 5, 0),
+            ],
+            &acked_at_2_under(&[1, 2]),
+        );
+        assert_eq!(
+            all,
+            Judgement::Excused("power loss of every ISR member (history indices {5, 6})".into())
+        );
     }
 }

@@ -20,7 +20,8 @@ pub fn checker() -> Checker {
         name: NAME,
         guarantee: "A value acknowledged with acks=all at offset o is at offset o in the partition's \
             final log (the offset of a committed record never changes), unless an unclean leader \
-            election followed the ack or every member of its ISR lost unflushed bytes in a power loss.",
+            election followed the ack or every member of its ISR (at the ack, or as it last stood) \
+            lost it in disk faults (power loss, truncate-log).",
         source: "Kafka documentation, Design §4.7 Replication (committed messages and the log's \
             offsets are the same on every in-sync replica); KIP-101 (truncation by leader epoch so \
             that replicas never diverge at a committed offset) and KIP-279 (the fix for fast \

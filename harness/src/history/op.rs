@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::{OpType, Process};
 use crate::node::NodeId;
-use crate::schedule::{Acks, Fault, PartitionRef, Target, Truncate};
+use crate::schedule::{Acks, Fault, PartitionRef, Target};
 
 /// One line of the history.
 #[derive(Debug, Clone, PartialEq)]
@@ -335,6 +335,10 @@ pub enum Aim {
         partition: PartitionRef,
         to_offset: Option<u64>,
         by_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by_records: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fraction: Option<f64>,
     },
     Target {
         target: Target,
@@ -352,15 +356,14 @@ impl Aim {
                 to: w.to.clone(),
             },
             Fault::TruncateLog(t) => {
-                let (to_offset, by_bytes) = match t.cut {
-                    Truncate::ToOffset(offset) => (Some(offset), None),
-                    Truncate::ByBytes(bytes) => (None, Some(bytes)),
-                };
+                let (to_offset, by_bytes, by_records, fraction) = t.cut.keys();
                 Aim::TruncateLog {
                     node: t.node.clone(),
                     partition: t.partition.clone(),
                     to_offset,
                     by_bytes,
+                    by_records,
+                    fraction,
                 }
             }
             other => Aim::Target {
@@ -384,9 +387,9 @@ pub struct Done {
     /// Disk faults: what was cut, per node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut: Option<Vec<NodeCut>>,
-    /// Power loss: etcd's revision read just after the nodes died and their
-    /// logs were cut, so the checkers can tell which ISR the loss left
-    /// (a dead sole ISR member is still its leader: nothing changes it
+    /// Disk faults (power loss, truncate-log): etcd's revision read just
+    /// after the logs were cut, so the checkers can tell which ISR the loss
+    /// left (a dead sole ISR member is still its leader: nothing changes it
     /// until the node returns or an unclean election replaces it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etcd_revision: Option<i64>,

@@ -59,6 +59,12 @@ const INDEX_SUFFIXES: [&str; 3] = ["index", "timeindex", "txnindex"];
 ///   exceeds the last segment it carries on into earlier ones; segments it
 ///   empties are deleted, except the first, which is kept (at zero bytes) so
 ///   the log keeps its start offset.
+/// - `ByRecords`: `ToOffset` at the reader's log end minus the count ("lose
+///   the last N records"); the batch holding that offset goes whole, so a
+///   batch of several records may take more.
+/// - `Fraction`: `ByBytes` with that fraction of the replica's `.log` bytes
+///   (every segment), rounded down: `0.5` cuts the second half of the log,
+///   wherever its bytes fall.
 pub use crate::schedule::Truncate;
 
 /// What a disk fault did to one replica, for the run's history.
@@ -169,6 +175,17 @@ pub fn truncate_log(
             plan_to_offset(replica, i64::try_from(offset).unwrap_or(i64::MAX))
         }
         Truncate::ByBytes(bytes) => plan_by_bytes(replica, bytes),
+        Truncate::ByRecords(records) => plan_to_offset(
+            replica,
+            replica
+                .log_end_offset
+                .saturating_sub(i64::try_from(records).unwrap_or(i64::MAX)),
+        ),
+        Truncate::Fraction(fraction) => {
+            let total: u64 = replica.segments.iter().map(|s| s.size_bytes).sum();
+            // Rounded down; the cast saturates and the fraction is at most 1.
+            plan_by_bytes(replica, (total as f64 * fraction) as u64)
+        }
     };
     let removed = apply(data_dir, replica, plan.as_ref())?;
     let after = read_data_dir(data_dir)?;

@@ -221,7 +221,8 @@ pub struct OneWay {
     pub to: Target,
 }
 
-/// Cut one replica's log: to an offset, or by a number of bytes off its end.
+/// Cut one replica's log: to an offset, by bytes or records off its end, or
+/// by a fraction of its bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "TruncateLogTable", into = "TruncateLogTable")]
 pub struct TruncateLog {
@@ -231,15 +232,23 @@ pub struct TruncateLog {
 }
 
 /// Where `truncate-log` cuts a log (nemesis/disk.rs says how exactly).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Truncate {
     /// Remove this offset and everything after it, at batch boundaries.
     ToOffset(u64),
     /// Chop this many bytes off the end of the log, wherever that falls.
     ByBytes(u64),
+    /// Remove the last this many offsets, at batch boundaries: the cut is
+    /// `ToOffset(log end - n)`, so the batch holding that offset goes whole.
+    ByRecords(u64),
+    /// Chop this fraction (above 0, at most 1) of the log's bytes off its
+    /// end, as `ByBytes` with the fraction of every segment's bytes, rounded
+    /// down: 0.5 is "half the file".
+    Fraction(f64),
 }
 
-/// `truncate-log` as written: exactly one of `to_offset` and `by_bytes`.
+/// `truncate-log` as written: exactly one of `to_offset`, `by_bytes`,
+/// `by_records` and `fraction`.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TruncateLogTable {
@@ -249,15 +258,30 @@ struct TruncateLogTable {
     to_offset: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     by_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by_records: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fraction: Option<f64>,
 }
 
 impl TryFrom<TruncateLogTable> for TruncateLog {
     type Error = &'static str;
     fn try_from(t: TruncateLogTable) -> Result<Self, Self::Error> {
-        let cut = match (t.to_offset, t.by_bytes) {
-            (Some(offset), None) => Truncate::ToOffset(offset),
-            (None, Some(bytes)) => Truncate::ByBytes(bytes),
-            _ => return Err("truncate-log needs exactly one of to_offset, by_bytes"),
+        let cut = match (t.to_offset, t.by_bytes, t.by_records, t.fraction) {
+            (Some(offset), None, None, None) => Truncate::ToOffset(offset),
+            (None, Some(bytes), None, None) => Truncate::ByBytes(bytes),
+            (None, None, Some(records), None) => Truncate::ByRecords(records),
+            (None, None, None, Some(fraction)) => {
+                if !(fraction > 0.0 && fraction <= 1.0) {
+                    return Err("truncate-log's fraction must be above 0 and at most 1");
+                }
+                Truncate::Fraction(fraction)
+            }
+            _ => {
+                return Err(
+                    "truncate-log needs exactly one of to_offset, by_bytes, by_records, fraction",
+                );
+            }
         };
         Ok(TruncateLog {
             node: t.node,
@@ -267,17 +291,28 @@ impl TryFrom<TruncateLogTable> for TruncateLog {
     }
 }
 
+impl Truncate {
+    /// The cut as the schedule's keys: (to_offset, by_bytes, by_records, fraction).
+    pub fn keys(self) -> (Option<u64>, Option<u64>, Option<u64>, Option<f64>) {
+        match self {
+            Truncate::ToOffset(offset) => (Some(offset), None, None, None),
+            Truncate::ByBytes(bytes) => (None, Some(bytes), None, None),
+            Truncate::ByRecords(records) => (None, None, Some(records), None),
+            Truncate::Fraction(fraction) => (None, None, None, Some(fraction)),
+        }
+    }
+}
+
 impl From<TruncateLog> for TruncateLogTable {
     fn from(t: TruncateLog) -> Self {
-        let (to_offset, by_bytes) = match t.cut {
-            Truncate::ToOffset(offset) => (Some(offset), None),
-            Truncate::ByBytes(bytes) => (None, Some(bytes)),
-        };
+        let (to_offset, by_bytes, by_records, fraction) = t.cut.keys();
         TruncateLogTable {
             node: t.node,
             partition: t.partition,
             to_offset,
             by_bytes,
+            by_records,
+            fraction,
         }
     }
 }
