@@ -113,7 +113,7 @@ async fn cluster_partition_isolate_lapses_only_the_isolated_registration_and_hea
 
     let spec = PartitionSpec::Isolate(NodeId::new(2));
     let got = partitions
-        .apply(runtime.proxies(), &spec, &nodes)
+        .apply(runtime.proxies(), &spec, &nodes, None, OnHeal::Resume)
         .await
         .unwrap();
     assert_eq!(got, blocked(&spec, &nodes));
@@ -127,6 +127,8 @@ async fn cluster_partition_isolate_lapses_only_the_isolated_registration_and_hea
             runtime.proxies(),
             &PartitionSpec::NodeFromEtcd(NodeId::new(2)),
             &nodes,
+            None,
+            OnHeal::Resume,
         )
         .await
         .unwrap();
@@ -155,7 +157,7 @@ async fn cluster_partition_node_from_etcd_lapses_its_registration_while_its_brok
 
     let spec = PartitionSpec::NodeFromEtcd(NodeId::new(3));
     let got = partitions
-        .apply(runtime.proxies(), &spec, &nodes)
+        .apply(runtime.proxies(), &spec, &nodes, None, OnHeal::Resume)
         .await
         .unwrap();
     assert_eq!(
@@ -348,7 +350,7 @@ async fn cluster_partition_one_way_passes_bytes_in_one_direction_only() {
 
         let spec = PartitionSpec::OneWay { from, to };
         let got = partitions
-            .apply(runtime.proxies(), &spec, &nodes)
+            .apply(runtime.proxies(), &spec, &nodes, None, OnHeal::Resume)
             .await
             .unwrap();
         assert_eq!(got, [(Endpoint::Broker(from), Endpoint::Broker(to))].into());
@@ -405,6 +407,8 @@ async fn cluster_partition_bridge_and_majority_minority() {
             runtime.proxies(),
             &PartitionSpec::Bridge(NodeId::new(2)),
             &nodes,
+            None,
+            OnHeal::Resume,
         )
         .await
         .unwrap();
@@ -426,7 +430,7 @@ async fn cluster_partition_bridge_and_majority_minority() {
         minority: vec![NodeId::new(3)],
     };
     partitions
-        .apply(runtime.proxies(), &spec, &nodes)
+        .apply(runtime.proxies(), &spec, &nodes, None, OnHeal::Resume)
         .await
         .unwrap();
     let seen = await_registration(&mut etcd, NodeId::new(3), false).await;
@@ -439,4 +443,90 @@ async fn cluster_partition_bridge_and_majority_minority() {
     partitions.heal(runtime.proxies()).await.unwrap();
     await_registration(&mut etcd, NodeId::new(3), true).await;
     common::ready(&runtime, READY).await;
+}
+
+/// Every toxic on every proxy with its `on_heal`.
+async fn toxics_with_on_heal(runtime: &ProcessRuntime) -> Vec<(String, Stream, OnHeal)> {
+    let mut out = Vec::new();
+    for (name, proxy) in runtime.proxies().proxies().await.unwrap() {
+        for toxic in proxy.toxics {
+            let ToxicKind::Partition(p) = toxic.toxic_kind().unwrap() else {
+                panic!("{name}: not a partition toxic");
+            };
+            out.push((name.clone(), toxic.stream, p.on_heal));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_partition_named_cuts_heal_one_at_a_time_and_a_shared_stream_waits_for_both() {
+    let run = tempfile::tempdir().unwrap();
+    let runtime = start(&run).await;
+    let nodes = runtime.nodes();
+    let mut partitions = Partitions::new();
+    let b = NodeId::new;
+
+    // "a": b1 cut from etcd, reset at heal. "b": b1 isolated (which includes
+    // b1-etcd again), resumed at heal.
+    let a = PartitionSpec::NodeFromEtcd(b(1));
+    let got_a = partitions
+        .apply(runtime.proxies(), &a, &nodes, Some("a"), OnHeal::Reset)
+        .await
+        .unwrap();
+    let isolate = PartitionSpec::Isolate(b(1));
+    let got_b = partitions
+        .apply(
+            runtime.proxies(),
+            &isolate,
+            &nodes,
+            Some("b"),
+            OnHeal::Resume,
+        )
+        .await
+        .unwrap();
+    let in_force = toxics_with_on_heal(&runtime).await;
+    let etcd_stream = cuts(&got_a);
+    // Both directions of b1's one etcd link.
+    assert_eq!(etcd_stream.len(), 2);
+    for (link, stream) in &cuts(&got_b) {
+        // The shared stream keeps the on_heal of the cut that made it.
+        let want = if etcd_stream.contains(&(*link, *stream)) {
+            OnHeal::Reset
+        } else {
+            OnHeal::Resume
+        };
+        assert!(
+            in_force.contains(&(link.proxy_name(), *stream, want)),
+            "{link:?} {stream:?}: {in_force:?}"
+        );
+    }
+
+    // A name in force cannot be reused; a name never made cannot be healed.
+    let again = partitions
+        .apply(runtime.proxies(), &a, &nodes, Some("a"), OnHeal::Resume)
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("already in force"), "{again}");
+    let none = partitions
+        .heal_cut(runtime.proxies(), "c")
+        .await
+        .unwrap_err();
+    assert!(none.to_string().contains("no cut named \"c\""), "{none}");
+
+    // Healing "b" frees every stream but b1-etcd, which "a" still holds.
+    let freed = partitions.heal_cut(runtime.proxies(), "b").await.unwrap();
+    assert_eq!(freed.len(), cuts(&got_b).len() - etcd_stream.len());
+    assert_eq!(
+        toxics_with_on_heal(&runtime).await.len(),
+        etcd_stream.len(),
+        "only b1-etcd is left"
+    );
+    let left: BTreeSet<(Link, Stream)> = partitions.cut().copied().collect();
+    assert_eq!(left, etcd_stream);
+
+    let freed = partitions.heal_cut(runtime.proxies(), "a").await.unwrap();
+    assert_eq!(freed.into_iter().collect::<BTreeSet<_>>(), etcd_stream);
+    assert!(partitions.is_healed());
+    assert!(toxics_with_on_heal(&runtime).await.is_empty());
 }

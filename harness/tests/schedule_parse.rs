@@ -300,3 +300,54 @@ fn a_truncate_log_with_two_cuts_or_a_fraction_out_of_range_is_named() {
         assert!(text.contains("above 0 and at most 1"), "{fraction}: {text}");
     }
 }
+
+#[test]
+fn a_cut_takes_an_id_and_on_heal_and_heal_can_name_one() {
+    use epochal::schedule::{Cut, Fault, OnHeal, Target};
+    let src = format!(
+        "{BASE}\n[[step]]\nfault = {{ isolate = {{ target = \"b1\", id = \"cut-1\", on_heal = \"reset\" }} }}\n\n[[step]]\nfault = {{ one-way = {{ from = \"b1\", to = \"b2\", id = \"cut-2\" }} }}\n\n[[step]]\nfault = {{ heal = \"cut-1\" }}\n\n[[step]]\nfault = \"heal\"\n"
+    );
+    let s = parse(&src).unwrap();
+    let faults: Vec<&Fault> = s.steps.iter().flat_map(|st| st.faults()).collect();
+    assert_eq!(
+        faults[0],
+        &Fault::Isolate(Cut {
+            target: Target::Node(epochal::node::NodeId::new(1)),
+            id: Some("cut-1".into()),
+            on_heal: OnHeal::Reset,
+        })
+    );
+    let Fault::OneWay(w) = faults[1] else {
+        panic!("{:?}", faults[1])
+    };
+    assert_eq!(w.options(), (Some("cut-2"), OnHeal::Resume));
+    assert_eq!(faults[2], &Fault::HealCut("cut-1".into()));
+    assert_eq!(faults[3], &Fault::Heal);
+    // Printed back as a table (keys in order) when an option is set.
+    let text = s.to_toml();
+    assert!(
+        text.contains(r#"isolate = { id = "cut-1", on_heal = "reset", target = "b1" }"#),
+        "{text}"
+    );
+    assert!(text.contains(r#"fault = { heal = "cut-1" }"#), "{text}");
+    assert!(text.contains(r#"fault = "heal""#), "{text}");
+    assert_eq!(parse(&text).unwrap(), s);
+}
+
+#[test]
+fn a_heal_of_a_cut_no_earlier_step_names_is_refused_with_its_line() {
+    let (line, _, text) = invalid(&format!(
+        "{BASE}\n[[step]]\nfault = {{ isolate = {{ target = \"b1\", id = \"a\" }} }}\n\n[[step]]\nfault = {{ heal = \"b\" }}\n"
+    ));
+    assert_eq!(line, Some(12), "{text}");
+    assert!(text.contains("heal names the cut \"b\""), "{text}");
+    let (_, key, text) = syntax(&format!(
+        "{BASE}\n[[step]]\nfault = {{ isolate = {{ target = \"b1\", on_heel = \"reset\" }} }}\n"
+    ));
+    assert!(text.contains("on_heel"), "{text}");
+    assert_eq!(key.as_deref(), Some("on_heel"), "{text}");
+    let (_, _, text) = syntax(&format!(
+        "{BASE}\n[[step]]\nfault = {{ bridge = {{ target = \"b1\", on_heal = \"later\" }} }}\n"
+    ));
+    assert!(text.contains("later"), "{text}");
+}

@@ -329,7 +329,13 @@ pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
     let mut runs = 0u32;
     let mut harness_error = None;
     // One run of a candidate: whether it showed the anomaly.
+    // A candidate that cannot run (a missing binary, a port in use) tells
+    // nothing: after the first, no more are run and the shrink fails, rather
+    // than counting them as passes and "keeping" every fault.
     let mut reproduces = |candidate: &crate::schedule::Schedule, runs: &mut u32| -> bool {
+        if harness_error.is_some() {
+            return false;
+        }
         *runs += 1;
         let run = crate::run::execute(
             &options,
@@ -365,6 +371,21 @@ pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
         false
     };
     let all: Vec<usize> = (0..units.len()).collect();
+    // ddmin takes the whole as failing: check it does here, now.
+    let whole = candidate(&schedule, &units, &all);
+    if !fails(&whole, &format!("all {} units", units.len()), out) {
+        if let Some(e) = harness_error {
+            eprintln!("epochal: shrink: a candidate run failed to run: {e}");
+            return EXIT_HARNESS_ERROR;
+        }
+        let _ = writeln!(
+            out,
+            "the run's schedule did not show `{anomaly}` in {} tries: nothing to shrink \
+             (try more --tries)",
+            args.tries
+        );
+        return EXIT_UNKNOWN;
+    }
     let kept = ddmin(all, |kept| {
         let c = candidate(&schedule, &units, kept);
         fails(
@@ -387,7 +408,8 @@ pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
         }
     }
     if let Some(e) = harness_error {
-        let _ = writeln!(out, "note: some candidate runs failed to run: {e}");
+        eprintln!("epochal: shrink: a candidate run failed to run, so the shrink stopped: {e}");
+        return EXIT_HARNESS_ERROR;
     }
     let text = header(
         &args.run_dir,

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use super::{Kind, Plan};
 use crate::node::NodeId;
 use crate::random::SplitMix64;
-use crate::schedule::{Fault, OneWay, PartitionRef, Target, Truncate, TruncateLog};
+use crate::schedule::{Fault, OnHeal, OneWay, PartitionRef, Target, Truncate, TruncateLog};
 
 /// The cluster as the nemesis sees it before a pick.
 #[derive(Debug, Clone, Default)]
@@ -179,13 +179,15 @@ pub fn realise(
             Fault::OneWay(OneWay {
                 from: Target::Node(from),
                 to: Target::Node(to),
+                id: None,
+                on_heal: OnHeal::Resume,
             })
         }
         Choice::Fault(Kind::MajorityMinority, target) => {
             let minority = resolve(target).filter(|m| !m.is_empty())?;
             Fault::MajorityMinority(match minority.as_slice() {
-                [one] => Target::Node(*one),
-                _ => Target::Nodes(minority),
+                [one] => Target::Node(*one).into(),
+                _ => Target::Nodes(minority).into(),
             })
         }
         Choice::Fault(Kind::TruncateLog, target) => {
@@ -215,9 +217,9 @@ pub fn realise(
                 Kind::Crash => Fault::Crash(node),
                 Kind::Stop => Fault::Stop(node),
                 Kind::PowerLoss => Fault::PowerLoss(node),
-                Kind::Isolate => Fault::Isolate(node),
-                Kind::Bridge => Fault::Bridge(node),
-                Kind::NodeFromEtcd => Fault::NodeFromEtcd(node),
+                Kind::Isolate => Fault::Isolate(node.into()),
+                Kind::Bridge => Fault::Bridge(node.into()),
+                Kind::NodeFromEtcd => Fault::NodeFromEtcd(node.into()),
                 Kind::MajorityMinority | Kind::OneWay | Kind::TruncateLog => unreachable!(),
             }
         }
@@ -355,7 +357,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             fault,
-            Fault::MajorityMinority(Target::Nodes(vec![NodeId::new(2), NodeId::new(4)]))
+            Fault::MajorityMinority(Target::Nodes(vec![NodeId::new(2), NodeId::new(4)]).into())
         );
         let text = toml::to_string(&crate::schedule::Step::Fault(fault.clone())).unwrap();
         assert!(text.contains("b2,b4"), "{text}");

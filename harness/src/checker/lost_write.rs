@@ -704,9 +704,12 @@ mod tests {
                 verb,
                 aim: Aim::Target {
                     target: Target::Node(node),
+                    id: None,
+                    on_heal: None,
                 },
                 done: Some(Done {
                     nodes: vec![node],
+                    healed: None,
                     blocked: None,
                     cut: Some(vec![NodeCut { node, cuts, cut }]),
                     etcd_revision: Some(at),

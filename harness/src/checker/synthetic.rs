@@ -483,6 +483,8 @@ impl<'a> Generator<'a> {
         };
         let aim = Aim::Target {
             target: Target::LeaderOf(partition),
+            id: None,
+            on_heal: None,
         };
         let invoke = FaultOp {
             verb,
@@ -519,6 +521,7 @@ impl<'a> Generator<'a> {
             aim,
             done: Some(Done {
                 nodes: vec![node],
+                healed: None,
                 blocked: None,
                 cut,
                 etcd_revision: None,
@@ -559,6 +562,8 @@ impl<'a> Generator<'a> {
             verb: Verb::Restart,
             aim: Aim::Target {
                 target: Target::Node(node),
+                id: None,
+                on_heal: None,
             },
             done,
         };
@@ -573,6 +578,7 @@ impl<'a> Generator<'a> {
             OpType::Info,
             Body::Fault(restart(Some(Done {
                 nodes: vec![node],
+                healed: None,
                 blocked: None,
                 cut: None,
                 etcd_revision: None,

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::{OpType, Process};
 use crate::node::NodeId;
-use crate::schedule::{Acks, Fault, PartitionRef, Target};
+use crate::schedule::{Acks, Fault, OnHeal, PartitionRef, Target};
 
 /// One line of the history.
 #[derive(Debug, Clone, PartialEq)]
@@ -288,7 +288,7 @@ impl Verb {
             Fault::OneWay(_) => Verb::OneWay,
             Fault::Bridge(_) => Verb::Bridge,
             Fault::NodeFromEtcd(_) => Verb::NodeFromEtcd,
-            Fault::Heal => Verb::Heal,
+            Fault::Heal | Fault::HealCut(_) => Verb::Heal,
         }
     }
 
@@ -329,6 +329,12 @@ pub enum Aim {
     OneWay {
         from: Target,
         to: Target,
+        /// The cut's name, when the schedule gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// `reset`, when the schedule asked for it (`resume` is the default).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        on_heal: Option<OnHeal>,
     },
     TruncateLog {
         node: Target,
@@ -342,18 +348,41 @@ pub enum Aim {
     },
     Target {
         target: Target,
+        /// Partition faults: as for `OneWay`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        on_heal: Option<OnHeal>,
     },
-    /// `heal` names nobody.
+    /// A heal of one named cut.
+    HealCut { heal: String },
+    /// `heal` of everything names nobody.
     Nobody {},
+}
+
+/// `on_heal` for the history: only when it is not the default.
+fn not_default(on_heal: OnHeal) -> Option<OnHeal> {
+    (on_heal != OnHeal::Resume).then_some(on_heal)
 }
 
 impl Aim {
     pub fn of(fault: &Fault) -> Aim {
         match fault {
             Fault::Heal => Aim::Nobody {},
+            Fault::HealCut(id) => Aim::HealCut { heal: id.clone() },
             Fault::OneWay(w) => Aim::OneWay {
                 from: w.from.clone(),
                 to: w.to.clone(),
+                id: w.id.clone(),
+                on_heal: not_default(w.on_heal),
+            },
+            Fault::Isolate(c)
+            | Fault::MajorityMinority(c)
+            | Fault::Bridge(c)
+            | Fault::NodeFromEtcd(c) => Aim::Target {
+                target: c.target.clone(),
+                id: c.id.clone(),
+                on_heal: not_default(c.on_heal),
             },
             Fault::TruncateLog(t) => {
                 let (to_offset, by_bytes, by_records, fraction) = t.cut.keys();
@@ -371,6 +400,8 @@ impl Aim {
                     .target()
                     .expect("every other fault names one target")
                     .clone(),
+                id: None,
+                on_heal: None,
             },
         }
     }
@@ -384,6 +415,10 @@ pub struct Done {
     /// Partitions: the links now cut, `b2->b1`, `b1->etcd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<Vec<String>>,
+    /// A heal of one named cut: the proxy streams that flow again
+    /// (`b2-b1:Upstream`); streams another cut still holds are not listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healed: Option<Vec<String>>,
     /// Disk faults: what was cut, per node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut: Option<Vec<NodeCut>>,

@@ -12,7 +12,7 @@ use crate::history::{Done, NodeCut, Verb};
 use crate::observe::ClusterView;
 use crate::random::SplitMix64;
 use crate::runtime::{NodeId, Runtime, RuntimeError};
-use crate::schedule::{Fault, Target};
+use crate::schedule::{Fault, OnHeal, Target};
 use partition::{PartitionSpec, Partitions};
 
 #[derive(Debug, thiserror::Error)]
@@ -213,7 +213,7 @@ impl Nemesis {
                 }
                 done.cut = Some(cuts);
             }
-            Fault::Isolate(_) | Fault::Bridge(_) | Fault::NodeFromEtcd(_) => {
+            Fault::Isolate(cut) | Fault::Bridge(cut) | Fault::NodeFromEtcd(cut) => {
                 let mut blocked = Vec::new();
                 for &n in &resolved {
                     let spec = match fault {
@@ -221,28 +221,44 @@ impl Nemesis {
                         Fault::Bridge(_) => PartitionSpec::Bridge(n),
                         _ => PartitionSpec::NodeFromEtcd(n),
                     };
-                    blocked.extend(self.partition(runtime, &spec, &nodes).await?);
+                    let options = (cut.id.as_deref(), cut.on_heal);
+                    blocked.extend(self.partition(runtime, &spec, &nodes, options).await?);
                 }
                 done.blocked = Some(blocked);
             }
-            Fault::MajorityMinority(_) => {
+            Fault::MajorityMinority(cut) => {
                 let spec = PartitionSpec::MajorityMinority {
                     minority: resolved.clone(),
                 };
-                done.blocked = Some(self.partition(runtime, &spec, &nodes).await?);
+                let options = (cut.id.as_deref(), cut.on_heal);
+                done.blocked = Some(self.partition(runtime, &spec, &nodes, options).await?);
             }
             Fault::OneWay(one_way) => {
                 let from = self.single(&one_way.from, view, &nodes)?;
                 let to = self.single(&one_way.to, view, &nodes)?;
                 resolved = vec![from, to];
                 let spec = PartitionSpec::OneWay { from, to };
-                done.blocked = Some(self.partition(runtime, &spec, &nodes).await?);
+                let options = one_way.options();
+                done.blocked = Some(self.partition(runtime, &spec, &nodes, options).await?);
             }
             Fault::Heal => {
                 self.partitions
                     .heal(runtime.proxies())
                     .await
-                    .map_err(|e| NemesisError::Partition(e.to_string()))?;
+                    .map_err(partition_error)?;
+            }
+            Fault::HealCut(id) => {
+                let healed = self
+                    .partitions
+                    .heal_cut(runtime.proxies(), id)
+                    .await
+                    .map_err(partition_error)?;
+                done.healed = Some(
+                    healed
+                        .iter()
+                        .map(|(link, stream)| format!("{}:{stream:?}", link.proxy_name()))
+                        .collect(),
+                );
             }
         }
         done.nodes = resolved;
@@ -254,17 +270,13 @@ impl Nemesis {
         runtime: &R,
         spec: &PartitionSpec,
         nodes: &[NodeId],
+        (id, on_heal): (Option<&str>, OnHeal),
     ) -> Result<Vec<String>, NemesisError> {
         let blocked = self
             .partitions
-            .apply(runtime.proxies(), spec, nodes)
+            .apply(runtime.proxies(), spec, nodes, id, on_heal)
             .await
-            .map_err(|e| match e {
-                partition::PartitionError::Proxy(e) => NemesisError::Partition(e.to_string()),
-                // The targets do not make the partition asked for (e.g. a
-                // "minority" as large as the rest): the schedule's assumption failed.
-                other => NemesisError::Refused(other.to_string()),
-            })?;
+            .map_err(partition_error)?;
         Ok(blocked
             .iter()
             .map(|(from, to)| format!("{}->{}", endpoint(from), endpoint(to)))
@@ -284,6 +296,16 @@ impl Nemesis {
                 several.len()
             ))),
         }
+    }
+}
+
+fn partition_error(e: partition::PartitionError) -> NemesisError {
+    match e {
+        partition::PartitionError::Proxy(e) => NemesisError::Partition(e.to_string()),
+        // The targets do not make the partition asked for (e.g. a "minority"
+        // as large as the rest), or the cut named is not in force: the
+        // schedule's assumption failed.
+        other => NemesisError::Refused(other.to_string()),
     }
 }
 

@@ -14,17 +14,22 @@
 //! outside the cluster, as Jepsen's control node does, so a partition changes
 //! what the brokers see of each other and of etcd, not what the harness sees.
 //!
-//! Each cut is epochal's `partition` toxic with [`OnHeal::Resume`]: while cut,
-//! connections stay open and their bytes are held; on heal the held bytes are
-//! delivered in order. That is what an iptables `DROP` rule (Jepsen's way to
-//! partition) does to TCP: the dropped segments are retransmitted and arrive
-//! once the rule goes, unless a peer gave up on the connection first, which it
-//! still may here (its own timeouts run while its bytes are held).
+//! Each cut is epochal's `partition` toxic, by default with
+//! [`OnHeal::Resume`]: while cut, connections stay open and their bytes are
+//! held; on heal the held bytes are delivered in order. That is what an
+//! iptables `DROP` rule (Jepsen's way to partition) does to TCP: the dropped
+//! segments are retransmitted and arrive once the rule goes, unless a peer
+//! gave up on the connection first, which it still may here (its own timeouts
+//! run while its bytes are held). A schedule may ask for [`OnHeal::Reset`]
+//! instead: at heal every connection the cut held is reset, so what was in
+//! flight is never delivered — a partition long enough that TCP gave up, and
+//! the way to make a broker miss a control request.
 //!
 //! [`Partitions`] holds the cuts in force: several partition faults accumulate
-//! (their union is cut) and [`Partitions::heal`] removes them all.
+//! (their union is cut); [`Partitions::heal`] removes them all and
+//! [`Partitions::heal_cut`] the one a schedule named.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use epochal_faults::proxy::{OnHeal, Stream};
@@ -98,6 +103,10 @@ pub enum PartitionError {
         NodeId::ids(minority)
     )]
     MinorityNotSmaller { minority: Vec<NodeId>, nodes: usize },
+    #[error("a cut named {0:?} is already in force (heal it first)")]
+    IdInForce(String),
+    #[error("no cut named {0:?} is in force (never made, or already healed)")]
+    NoSuchCut(String),
     #[error(transparent)]
     Proxy(#[from] ClientError),
 }
@@ -242,11 +251,16 @@ pub fn cuts(blocked: &BTreeSet<(Endpoint, Endpoint)>) -> BTreeSet<(Link, Stream)
 }
 
 /// The partitions in force: the union of every applied spec's cuts. Several
-/// faults accumulate; [`Partitions::heal`] removes all of them.
+/// faults accumulate; [`Partitions::heal`] removes all of them and
+/// [`Partitions::heal_cut`] one fault's, by the name the schedule gave it. A
+/// stream two faults cut stays cut until both are healed, and keeps the
+/// `on_heal` of the first.
 #[derive(Debug, Default)]
 pub struct Partitions {
-    /// Streams cut by this value and not healed since.
-    cut: BTreeSet<(Link, Stream)>,
+    /// Streams cut and not healed since → the cuts holding each: the id the
+    /// schedule gave, or `#n` for the n-th unnamed cut.
+    cut: BTreeMap<(Link, Stream), BTreeSet<String>>,
+    unnamed: u64,
 }
 
 impl Partitions {
@@ -255,42 +269,86 @@ impl Partitions {
     }
 
     /// Validates `spec` against `nodes`, then cuts what it needs that is not
-    /// already cut (with [`OnHeal::Resume`]); returns its blocked pairs, for the
-    /// history. If a cut fails midway, the cuts made so far stay recorded, so
-    /// [`Partitions::heal`] still removes them.
+    /// already cut (with `on_heal`), held by `id` (or a fresh unnamed hold);
+    /// returns its blocked pairs, for the history. If a cut fails midway, the
+    /// cuts made so far stay recorded, so [`Partitions::heal`] still removes
+    /// them.
     pub async fn apply(
         &mut self,
         proxies: &ToxiproxyClient,
         spec: &PartitionSpec,
         nodes: &[NodeId],
+        id: Option<&str>,
+        on_heal: OnHeal,
     ) -> Result<BTreeSet<(Endpoint, Endpoint)>, PartitionError> {
         spec.validate(nodes)?;
+        let holder = match id {
+            Some(id) if self.holds(id) => return Err(PartitionError::IdInForce(id.to_owned())),
+            Some(id) => id.to_owned(),
+            None => {
+                self.unnamed += 1;
+                format!("#{}", self.unnamed)
+            }
+        };
         let blocked = blocked(spec, nodes);
         for (link, stream) in cuts(&blocked) {
-            if self.cut.contains(&(link, stream)) {
+            if let Some(holders) = self.cut.get_mut(&(link, stream)) {
+                holders.insert(holder.clone());
                 continue;
             }
             proxies
-                .partition(&link.proxy_name(), stream, OnHeal::Resume)
+                .partition(&link.proxy_name(), stream, on_heal)
                 .await?;
-            self.cut.insert((link, stream));
+            self.cut
+                .insert((link, stream), BTreeSet::from([holder.clone()]));
         }
         Ok(blocked)
     }
 
-    /// Removes every cut; held bytes are delivered. A cut already gone from
+    /// Whether a cut named `id` holds any stream.
+    fn holds(&self, id: &str) -> bool {
+        self.cut.values().any(|holders| holders.contains(id))
+    }
+
+    /// Removes every cut; held bytes are delivered (or the held connections
+    /// reset, for a cut made with `on_heal = reset`). A cut already gone from
     /// the proxy (404: reset by someone else) counts as healed. On an error the
     /// cuts not yet removed stay recorded, so healing again retries them.
-    pub async fn heal(&mut self, proxies: &ToxiproxyClient) -> Result<(), ClientError> {
-        while let Some(&(link, stream)) = self.cut.first() {
-            match proxies.heal(&link.proxy_name(), stream).await {
-                Ok(()) => {}
-                Err(e) if e.status() == Some(404) => {}
-                Err(e) => return Err(e),
-            }
+    pub async fn heal(&mut self, proxies: &ToxiproxyClient) -> Result<(), PartitionError> {
+        while let Some((&(link, stream), _)) = self.cut.first_key_value() {
+            heal_stream(proxies, link, stream).await?;
             self.cut.remove(&(link, stream));
         }
         Ok(())
+    }
+
+    /// Removes the cut named `id`: the streams no other cut holds are healed;
+    /// returns the blocked pairs that flow again, as `(from, to)` links.
+    pub async fn heal_cut(
+        &mut self,
+        proxies: &ToxiproxyClient,
+        id: &str,
+    ) -> Result<Vec<(Link, Stream)>, PartitionError> {
+        if !self.holds(id) {
+            return Err(PartitionError::NoSuchCut(id.to_owned()));
+        }
+        let held: Vec<(Link, Stream)> = self
+            .cut
+            .iter()
+            .filter(|(_, holders)| holders.contains(id))
+            .map(|(&key, _)| key)
+            .collect();
+        let mut healed = Vec::new();
+        for key in held {
+            let holders = self.cut.get_mut(&key).expect("listed above");
+            holders.remove(id);
+            if holders.is_empty() {
+                heal_stream(proxies, key.0, key.1).await?;
+                self.cut.remove(&key);
+                healed.push(key);
+            }
+        }
+        Ok(healed)
     }
 
     pub fn is_healed(&self) -> bool {
@@ -298,8 +356,21 @@ impl Partitions {
     }
 
     /// The proxy streams currently cut.
-    pub fn cut(&self) -> &BTreeSet<(Link, Stream)> {
-        &self.cut
+    pub fn cut(&self) -> impl Iterator<Item = &(Link, Stream)> {
+        self.cut.keys()
+    }
+}
+
+/// Heals one stream; one already gone from the proxy (404) counts as healed.
+async fn heal_stream(
+    proxies: &ToxiproxyClient,
+    link: Link,
+    stream: Stream,
+) -> Result<(), PartitionError> {
+    match proxies.heal(&link.proxy_name(), stream).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.status() == Some(404) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 

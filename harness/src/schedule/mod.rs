@@ -13,8 +13,9 @@ pub mod step;
 
 pub use broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS, SettingKind};
 pub use condition::{Checkpoint, Compare, Condition, Offset};
+pub use epochal_faults::proxy::OnHeal;
 pub use model::{
-    Acks, Background, Cluster, Compression, Consume, Fault, NodeConfig, OneWay, PartitionRef,
+    Acks, Background, Cluster, Compression, Consume, Cut, Fault, NodeConfig, OneWay, PartitionRef,
     Produce, Schedule, Target, Topic, Truncate, TruncateLog, Workload,
 };
 pub use parse::{Invalid, ScheduleError};

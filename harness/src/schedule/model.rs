@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use epochal_faults::proxy::OnHeal;
 use serde::{Deserialize, Serialize};
 
 use super::step::Step;
@@ -168,8 +169,13 @@ pub enum Compression {
 }
 
 /// A fault, named by its verb. Partitions are named by the direction bytes flow.
+///
+/// In TOML a fault is a one-key table, the verb, or the word `"heal"`
+/// ([`Fault::Heal`]); `{ heal = "cut-1" }` heals one named cut. (De)serialized
+/// through the derive below, which serde's `remote = "Self"` makes an
+/// inherent function; the trait impls after it add the bare word.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Fault {
     Pause(Target),
     Resume(Target),
@@ -181,16 +187,128 @@ pub enum Fault {
     PowerLoss(Target),
     TruncateLog(TruncateLog),
     /// No byte between the node and any other node or etcd, either way.
-    Isolate(Target),
+    Isolate(Cut),
     /// The target (e.g. `random minority`) on one side, everyone else on the other.
-    MajorityMinority(Target),
+    MajorityMinority(Cut),
     /// No byte from `from` reaches `to`; the other direction still flows.
     OneWay(OneWay),
     /// The target sees both halves; the halves do not see each other.
-    Bridge(Target),
-    NodeFromEtcd(Target),
-    /// Remove every partition.
+    Bridge(Cut),
+    NodeFromEtcd(Cut),
+    /// Remove every partition (written as the word `"heal"`).
+    #[serde(skip_deserializing)]
     Heal,
+    /// Remove the partition fault that named itself so (`{ heal = "cut-1" }`).
+    #[serde(rename = "heal")]
+    HealCut(String),
+}
+
+impl Serialize for Fault {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Fault::serialize(self, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fault {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Form;
+        impl<'de> serde::de::Visitor<'de> for Form {
+            type Value = Fault;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a fault: a table with one verb, or \"heal\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<Fault, E> {
+                match word {
+                    "heal" => Ok(Fault::Heal),
+                    other => Err(E::unknown_variant(other, &["heal"])),
+                }
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Fault, A::Error> {
+                Fault::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_any(Form)
+    }
+}
+
+/// A partition fault's target, with the name that `heal` can take it away
+/// by and what its held bytes do then. Written as the target alone
+/// (`isolate = "b2"`) or as a table
+/// (`isolate = { target = "b2", id = "cut-1", on_heal = "reset" }`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cut {
+    pub target: Target,
+    /// The name `{ heal = "…" }` removes this cut by; unnamed cuts go only
+    /// with a heal of everything.
+    pub id: Option<String>,
+    /// `resume` (default): the held bytes are delivered at heal, as TCP
+    /// retransmits through a dropped-packet partition. `reset`: every
+    /// connection the cut held is reset at heal, so whatever was in flight
+    /// (a LeaderAndIsr, a fetch) never arrives.
+    pub on_heal: OnHeal,
+}
+
+impl From<Target> for Cut {
+    fn from(target: Target) -> Cut {
+        Cut {
+            target,
+            id: None,
+            on_heal: OnHeal::Resume,
+        }
+    }
+}
+
+/// [`Cut`] as a table.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CutTable {
+    target: Target,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "is_resume")]
+    on_heal: OnHeal,
+}
+
+fn is_resume(on_heal: &OnHeal) -> bool {
+    *on_heal == OnHeal::Resume
+}
+
+impl Serialize for Cut {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.id.is_none() && self.on_heal == OnHeal::Resume {
+            return self.target.serialize(serializer);
+        }
+        CutTable {
+            target: self.target.clone(),
+            id: self.id.clone(),
+            on_heal: self.on_heal,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Cut {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Form;
+        impl<'de> serde::de::Visitor<'de> for Form {
+            type Value = Cut;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a target, or a table { target, id, on_heal }")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Cut, E> {
+                text.parse::<Target>().map(Cut::from).map_err(E::custom)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Cut, A::Error> {
+                let t = CutTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Cut {
+                    target: t.target,
+                    id: t.id,
+                    on_heal: t.on_heal,
+                })
+            }
+        }
+        deserializer.deserialize_any(Form)
+    }
 }
 
 impl Fault {
@@ -204,12 +322,12 @@ impl Fault {
             | Fault::Restart(t)
             | Fault::Stop(t)
             | Fault::Start(t)
-            | Fault::PowerLoss(t)
-            | Fault::Isolate(t)
-            | Fault::MajorityMinority(t)
-            | Fault::Bridge(t)
-            | Fault::NodeFromEtcd(t) => Some(t),
-            Fault::TruncateLog(_) | Fault::OneWay(_) | Fault::Heal => None,
+            | Fault::PowerLoss(t) => Some(t),
+            Fault::Isolate(c)
+            | Fault::MajorityMinority(c)
+            | Fault::Bridge(c)
+            | Fault::NodeFromEtcd(c) => Some(&c.target),
+            Fault::TruncateLog(_) | Fault::OneWay(_) | Fault::Heal | Fault::HealCut(_) => None,
         }
     }
 }
@@ -219,6 +337,19 @@ impl Fault {
 pub struct OneWay {
     pub from: Target,
     pub to: Target,
+    /// As [`Cut::id`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// As [`Cut::on_heal`].
+    #[serde(default, skip_serializing_if = "is_resume")]
+    pub on_heal: OnHeal,
+}
+
+impl OneWay {
+    /// The cut's name and heal behaviour, as a [`Cut`] has them.
+    pub fn options(&self) -> (Option<&str>, OnHeal) {
+        (self.id.as_deref(), self.on_heal)
+    }
 }
 
 /// Cut one replica's log: to an offset, by bytes or records off its end, or

@@ -3,7 +3,7 @@
 //! every name against the cluster the schedule declares, so a typo fails before
 //! anything starts rather than as a fault aimed at nothing mid-run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS};
@@ -298,6 +298,8 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
         }
     }
 
+    // Cut names given by earlier steps, for `{ heal = "…" }` to name.
+    let mut cut_ids: BTreeSet<&str> = BTreeSet::new();
     for (i, step) in s.step.iter().enumerate() {
         let line = step_line(src, i);
         let number = i + 1;
@@ -353,8 +355,27 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
                     target(&t.node, false)?;
                     partition(&t.partition, line)?;
                 }
+                Fault::HealCut(id) if !cut_ids.contains(id.as_str()) => {
+                    return Err(bad(format!(
+                        "heal names the cut {id:?}, which no earlier partition fault names (`id = {id:?}`)"
+                    )));
+                }
                 // The rest name one target, checked above.
                 _ => {}
+            }
+            let id = match f {
+                Fault::Isolate(c)
+                | Fault::MajorityMinority(c)
+                | Fault::Bridge(c)
+                | Fault::NodeFromEtcd(c) => c.id.as_deref(),
+                Fault::OneWay(w) => w.id.as_deref(),
+                _ => None,
+            };
+            if let Some(id) = id {
+                if id.is_empty() {
+                    return Err(bad("a cut's id must not be empty".into()));
+                }
+                cut_ids.insert(id);
             }
         }
         if faults.as_ref().is_some_and(Vec::is_empty) {
