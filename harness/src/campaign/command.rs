@@ -396,8 +396,10 @@ pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
     });
     let mut shrunk = candidate(&schedule, &units, &kept);
     // Then the load: fewer consumers, producers, partitions, while it fails.
-    for (what, lighter) in lighter_loads(&shrunk) {
-        if fails(&lighter, &what, out) {
+    for (what, lighten) in LIGHTER_LOADS {
+        if let Some(lighter) = lighten(&shrunk)
+            && fails(&lighter, what, out)
+        {
             shrunk = lighter;
         }
     }
@@ -451,42 +453,42 @@ fn first_anomaly(dir: &crate::run_dir::RunDir) -> Option<String> {
         .next()
 }
 
-/// Lighter loads to try after the faults are cut: no consumers, one
-/// producer, one partition (when no step names another).
-fn lighter_loads(schedule: &crate::schedule::Schedule) -> Vec<(String, crate::schedule::Schedule)> {
-    let mut out = Vec::new();
-    let Some(background) = schedule.workload.background.clone() else {
-        return out;
-    };
-    if background.consumers > 0 {
+/// Lighter loads to try, in order, each applied to the schedule as shrunk so
+/// far (so what one step kept, the next keeps too): no background consumers,
+/// one background producer, one partition per topic (only when no step names
+/// a partition above 0). `None` where the step has nothing to lighten.
+type Lighten = fn(&crate::schedule::Schedule) -> Option<crate::schedule::Schedule>;
+
+const LIGHTER_LOADS: [(&str, Lighten); 3] = [
+    ("no background consumers", |schedule| {
         let mut s = schedule.clone();
-        if let Some(b) = s.workload.background.as_mut() {
-            b.consumers = 0;
-        }
-        out.push(("no background consumers".to_owned(), s));
-    }
-    if background.producers > 1 {
+        let b = s.workload.background.as_mut()?;
+        (b.consumers > 0).then(|| b.consumers = 0)?;
+        Some(s)
+    }),
+    ("one background producer", |schedule| {
         let mut s = schedule.clone();
-        if let Some(b) = s.workload.background.as_mut() {
-            b.consumers = 0;
-            b.producers = 1;
+        let b = s.workload.background.as_mut()?;
+        (b.producers > 1).then(|| b.producers = 1)?;
+        Some(s)
+    }),
+    ("one partition per topic", |schedule| {
+        let text = schedule.to_toml();
+        let names_partition = |p: u32| {
+            schedule
+                .cluster
+                .topics
+                .iter()
+                .any(|t| text.contains(&format!("\"{}-{p}", t.name)))
+        };
+        if !schedule.cluster.topics.iter().any(|t| t.partitions > 1) || (1..64).any(names_partition)
+        {
+            return None;
         }
-        out.push(("one background producer".to_owned(), s));
-    }
-    let text = schedule.to_toml();
-    let names_partition = |p: u32| {
-        schedule
-            .cluster
-            .topics
-            .iter()
-            .any(|t| text.contains(&format!("\"{}-{p}", t.name)))
-    };
-    if schedule.cluster.topics.iter().any(|t| t.partitions > 1) && !(1..64).any(names_partition) {
         let mut s = schedule.clone();
         for t in &mut s.cluster.topics {
             t.partitions = 1;
         }
-        out.push(("one partition per topic".to_owned(), s));
-    }
-    out
-}
+        Some(s)
+    }),
+];
