@@ -40,16 +40,24 @@ pub enum Failpoint {
     /// `--truncation` says: the KIP-101 fix removed on purpose, so a test can
     /// show that the conformance gate fails when a fix is lost.
     FollowerTruncateToHw,
+    /// A follower's fetcher for a partition is starting (each LeaderAndIsr
+    /// that makes this broker a follower starts one). `return` makes it stop
+    /// at once, before it truncates or fetches anything, as a replica fetcher
+    /// thread killed by an unexpected error did before KIP-461 (Kafka 2.3,
+    /// KAFKA-8346): the replica stays as it is, out of the ISR, until a later
+    /// LeaderAndIsr starts another fetcher.
+    FollowerFetcherDies,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 6] = [
+    pub const ALL: [Failpoint; 7] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
         Failpoint::LeaderAfterAppend,
         Failpoint::ControllerBeforeCampaign,
         Failpoint::FollowerTruncateToHw,
+        Failpoint::FollowerFetcherDies,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,6 +68,7 @@ impl Failpoint {
             Failpoint::LeaderAfterAppend => "leader-after-append",
             Failpoint::ControllerBeforeCampaign => "controller-before-campaign",
             Failpoint::FollowerTruncateToHw => "follower-truncate-to-hw",
+            Failpoint::FollowerFetcherDies => "follower-fetcher-dies",
         }
     }
 

@@ -35,6 +35,7 @@ use super::manager::ReplicaManager;
 use super::store::{EpochEndOffset, TopicPartition};
 use super::truncation::{self, MAX_TRUNCATION_ROUNDS, OutOfRangeReset};
 use crate::client::{ClientError, Connection};
+use crate::failpoints::{self, Failpoint};
 
 /// Fetch v12: the last version before topic ids; carries the current leader
 /// epoch (KIP-320) so a stale leader answers FENCED_LEADER_EPOCH.
@@ -127,6 +128,17 @@ async fn run(replicas: Arc<ReplicaManager>, fetch_wait: Duration, target: FetchT
         truncate,
     } = target;
     tracing::info!(topic = %tp.topic, partition = tp.partition, leader, %leader_addr, leader_epoch, truncate, "following");
+    // Evaluated once per fetcher: a scenario's way to leave a follower stuck.
+    if failpoints::hit_or_return(Failpoint::FollowerFetcherDies) {
+        tracing::error!(
+            topic = %tp.topic,
+            partition = tp.partition,
+            leader_epoch,
+            "failpoint follower-fetcher-dies: this partition's fetcher stops before it \
+             truncates or fetches (as a fetcher thread killed by an error did before KIP-461)"
+        );
+        return;
+    }
     let client_id = format!("replica-{}", replicas.node_id());
     let mut conn: Option<Connection> = None;
     let mut must_truncate = truncate;

@@ -19,8 +19,9 @@ use super::liveness;
 use super::steps::faults;
 use super::{RunError, RunStatus};
 
-/// Bound on the final quiesce: time for restarted brokers to recover, catch up
-/// and rejoin the ISR after the last fault.
+/// Default bound on the final quiesce (`[workload] quiesce_timeout_ms`): time
+/// for restarted brokers to recover, catch up and rejoin the ISR after the
+/// last fault.
 const QUIESCE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the quiesce looks again.
 const QUIESCE_POLL: Duration = Duration::from_millis(100);
@@ -39,7 +40,11 @@ pub(super) async fn final_heal<R: Runtime>(
         Some(ms) => liveness::probe(live, schedule, Duration::from_millis(ms)).await?,
         None => Vec::new(),
     };
-    Ok((quiesce(live).await?, stuck))
+    let bound = schedule
+        .workload
+        .quiesce_timeout_ms
+        .map_or(QUIESCE_TIMEOUT, Duration::from_millis);
+    Ok((quiesce(live, bound).await?, stuck))
 }
 
 /// Removes every cut, resumes every paused node and starts every dead one,
@@ -67,12 +72,12 @@ async fn heal<R: Runtime>(live: &mut Live<R>) -> Result<RunStatus, RunError> {
 }
 
 /// Every partition led with a full ISR, and every replica's HW and LEO
-/// equal to the leader's, within [`QUIESCE_TIMEOUT`].
-async fn quiesce<R: Runtime>(live: &mut Live<R>) -> Result<RunStatus, RunError> {
+/// equal to the leader's, within `bound`.
+async fn quiesce<R: Runtime>(live: &mut Live<R>, bound: Duration) -> Result<RunStatus, RunError> {
     let started = Instant::now();
-    let deadline = started + QUIESCE_TIMEOUT;
+    let deadline = started + bound;
     let runtime = &live.runtime;
-    if let Err(e) = await_ready(runtime.etcd_endpoint(), runtime.nodes(), QUIESCE_TIMEOUT).await {
+    if let Err(e) = await_ready(runtime.etcd_endpoint(), runtime.nodes(), bound).await {
         live.log.line(format!("did not quiesce: {e}"));
         return Ok(RunStatus::Unknown(format!("did not quiesce: {e}")));
     }

@@ -76,4 +76,5 @@ pub const FAILPOINTS: &[&str] = &[
     "leader-after-append",
     "controller-before-campaign",
     "follower-truncate-to-hw",
+    "follower-fetcher-dies",
 ];

@@ -78,6 +78,12 @@ pub struct Workload {
     /// invalid with `stuck-partition` naming it. Off when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub liveness_ms: Option<u64>,
+    /// Bound on the final quiesce (every partition led with its full ISR and
+    /// every replica caught up); a cluster that does not settle in time makes
+    /// the run unknown. Default 60 s; a scenario that leaves a replica stuck
+    /// on purpose sets less.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiesce_timeout_ms: Option<u64>,
 }
 
 /// `[workload.background]`: clients that keep producing and consuming while
@@ -122,6 +128,7 @@ impl Default for Workload {
             seed: 0,
             background: None,
             liveness_ms: None,
+            quiesce_timeout_ms: None,
         }
     }
 }
