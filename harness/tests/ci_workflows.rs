@@ -44,6 +44,7 @@ fn every_script_a_workflow_calls_exists() {
     assert!(nightly.contains("ci/campaigns.sh"), "{nightly}");
     assert!(workflow("nightly.yml").contains("EPOCHAL_SHARD: ${{ matrix.shard }}"));
     assert!(workflow("nightly.yml").contains("upload-artifact"));
+    assert!(workflow("nightly.yml").contains("bash ci/merge.sh shards"));
     assert!(workflow("release.yml").contains("bash ci/gate.sh process docker"));
     assert!(workflow("release.yml").contains("needs: gate"));
 }

@@ -286,3 +286,96 @@ fn gate_rejects_a_malformed_suite_naming_file_and_scenario() {
     assert_eq!(output.status.code(), Some(3), "{}", show(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("bad.toml:3:"));
 }
+
+#[test]
+fn cluster_gate_shards_merge_into_the_unsharded_report() {
+    // Four cases (crash_restart under two settings, twice over), two shards:
+    // each runs its slice on a real cluster, and `epochal merge` joins their
+    // JUnit files into the cases the unsharded gate lists.
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schedules/crash_restart.toml");
+    let suite = dir.path().join("small.toml");
+    let mut text = String::new();
+    for name in ["first", "second"] {
+        text.push_str(&format!(
+            "[[scenario]]\nname = \"{name}\"\nschedule = {:?}\nsnapshot = false\n\n\
+             [[scenario.setting]]\nset = [\"truncation=current\"]\nexpect = \"valid\"\n\n\
+             [[scenario.setting]]\nset = [\"truncation=kip-279\"]\nexpect = \"valid\"\n\n",
+            schedule.display().to_string()
+        ));
+    }
+    std::fs::write(&suite, text).unwrap();
+    let mut shards = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let junit = dir
+            .path()
+            .join(format!("junit-{}.xml", shard.replace('/', "-")));
+        let output = gate(
+            &[
+                suite.to_str().unwrap(),
+                "--shard",
+                shard,
+                "--junit",
+                junit.to_str().unwrap(),
+            ],
+            &dir.path().join("store"),
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+        shards.push(junit);
+    }
+    let merged = dir.path().join("junit.xml");
+    let output = epochal()
+        .arg("merge")
+        .args(&shards)
+        .arg("--junit")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("4 cases, 0 failures, 0 errors"),
+        "{}",
+        show(&output)
+    );
+    let report =
+        quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(&merged).unwrap())
+            .unwrap();
+    assert_eq!(report.test_suites.len(), 1, "one suite, merged");
+    let mut got: Vec<String> = report.test_suites[0]
+        .test_cases
+        .iter()
+        .map(|c| c.name.to_string())
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "first [truncation=current]",
+            "first [truncation=kip-279]",
+            "second [truncation=current]",
+            "second [truncation=kip-279]"
+        ]
+    );
+
+    // A missing or foreign input is named, and nothing is written.
+    let not_junit = dir.path().join("not.xml");
+    std::fs::write(&not_junit, "hello").unwrap();
+    for bad in [dir.path().join("missing.xml"), not_junit] {
+        let out = dir.path().join("never.xml");
+        let output = epochal()
+            .arg("merge")
+            .arg(&shards[0])
+            .arg(&bad)
+            .arg("--junit")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3), "{}", show(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(&bad.display().to_string()),
+            "{}",
+            show(&output)
+        );
+        assert!(!out.exists());
+    }
+}

@@ -36,11 +36,13 @@
 //! given to the gate contributes every `*.toml` in it with `[[scenario]]`
 //! tables (the schedules beside them have none).
 
+mod merge;
 mod output;
 mod path;
 mod run;
 mod suite;
 
+pub use merge::{MergeError, merge};
 pub use output::{junit, write_table};
 pub use run::{Case, CaseResult, GateOptions, Shard, cases, judge, run_gate};
 pub use suite::{
