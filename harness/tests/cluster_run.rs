@@ -385,3 +385,68 @@ fn cluster_run_an_await_that_times_out_is_unknown_naming_the_condition() {
         .count();
     assert_eq!(runs, 2);
 }
+
+#[test]
+fn cluster_run_sends_keyed_padded_values_one_request_each_and_checks_them_as_values() {
+    let store = tempfile::tempdir().unwrap();
+    let output = run_quietly(&schedule("produce_options.toml"), store.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    let dir = latest(store.path());
+    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
+    // One op per value for the first step, in order, each at its own offset.
+    let sends: Vec<&Op> = ops
+        .iter()
+        .filter(|op| op.f() == "send" && op.kind == OpType::Ok)
+        .collect();
+    let offsets: Vec<Value> = sends
+        .iter()
+        .map(|op| op.value()["offsets"].clone())
+        .collect();
+    assert_eq!(
+        offsets,
+        [
+            serde_json::json!([0]),
+            serde_json::json!([1]),
+            serde_json::json!([2]),
+            serde_json::json!([3])
+        ]
+    );
+    // A poll reads the values, not their padding.
+    let poll = ops
+        .iter()
+        .find(|op| op.f() == "poll" && op.kind == OpType::Ok)
+        .unwrap();
+    assert_eq!(
+        poll.value()["records"],
+        serde_json::json!([[0, 1], [1, 2], [2, 3]])
+    );
+    // On disk: 64-byte values, keyed where the step said so.
+    let state = epochal::reader::read_data_dir(&dir.join("nodes/b2/data")).unwrap();
+    let replica = state.replica("t", 0).unwrap();
+    let records: Vec<(Option<String>, String)> = replica
+        .records()
+        .map(|(_, r)| {
+            (
+                r.key.as_ref().map(|k| k.to_string()),
+                r.value.as_ref().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(records.len(), 4);
+    for (i, (key, value)) in records.iter().enumerate() {
+        assert_eq!(value.len(), 64, "{value:?}");
+        assert!(value.starts_with(&format!("{} ..", i + 1)), "{value:?}");
+        let want_key = (i < 3).then(|| "k".to_owned());
+        assert_eq!(key, &want_key);
+    }
+    // Every checker found the values it was told were acknowledged.
+    let results = read_results(&dir);
+    assert_eq!(results["verdict"], "valid", "{results}");
+    let lost = results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["checker"] == "lost-write")
+        .unwrap();
+    assert_eq!(lost["counts"]["acknowledged"], 4, "{lost}");
+}

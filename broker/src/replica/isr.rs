@@ -37,10 +37,11 @@ impl ReplicaManager {
     /// members that have not caught up within `lag` leave. A fenced leader
     /// proposes nothing.
     pub fn pending_isr_changes(&self, lag: Duration) -> Vec<IsrChange> {
-        let inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let now = Instant::now();
         let mut changes = Vec::new();
-        for (tp, partition) in &inner.partitions {
+        for (tp, partition) in inner.partitions.iter_mut() {
             let Some(state) = &partition.state else {
                 continue;
             };
@@ -83,6 +84,12 @@ impl ReplicaManager {
             let mut proposed = isr.clone();
             proposed.sort_unstable();
             if proposed != current {
+                // Joining replicas count toward the HW from now until the
+                // write is answered (KIP-497's maximal ISR).
+                partition.pending_expansion = isr
+                    .iter()
+                    .any(|id| !state.isr.contains(id))
+                    .then(|| (state.leader_epoch, isr.clone()));
                 changes.push(IsrChange {
                     tp: tp.clone(),
                     leader_epoch: state.leader_epoch,
@@ -121,9 +128,25 @@ impl ReplicaManager {
                 stored_leader_epoch,
                 "ISR write lost to a newer decision; waiting for LeaderAndIsr"
             );
+            self.isr_write_failed(change);
             return false;
         }
         self.adopt_isr(&change.tp, change.leader_epoch, stored_isr, stored_version)
+    }
+
+    /// The leader's ISR write failed (etcd unreachable, say): the expansion
+    /// is no longer in flight, so its replicas stop counting toward the HW;
+    /// the next check proposes it again.
+    pub fn isr_write_failed(&self, change: &IsrChange) {
+        let mut inner = self.lock();
+        if let Some(partition) = inner.partitions.get_mut(&change.tp)
+            && partition
+                .pending_expansion
+                .as_ref()
+                .is_some_and(|(epoch, _)| *epoch == change.leader_epoch)
+        {
+            partition.pending_expansion = None;
+        }
     }
 
     fn adopt_isr(&self, tp: &TopicPartition, leader_epoch: i32, isr: &[i32], version: i64) -> bool {
@@ -140,6 +163,7 @@ impl ReplicaManager {
         }
         state.isr = isr.to_vec();
         state.partition_epoch = (version - 1) as i32;
+        partition.pending_expansion = None;
         if let Some(log) = inner.logs.get_mut(tp) {
             maybe_advance_hw(self.node_id, partition, log);
         }
@@ -169,6 +193,7 @@ pub async fn run(
         for change in replicas.pending_isr_changes(lag) {
             if let Err(e) = write(&replicas, &store, &change).await {
                 tracing::warn!(topic = %change.tp.topic, partition = change.tp.partition, %e, "ISR write failed");
+                replicas.isr_write_failed(&change);
             }
         }
     }
@@ -244,5 +269,61 @@ mod tests {
         let inner = rm.lock();
         let s = inner.partitions[&tp()].state.clone().unwrap();
         assert_eq!((s.isr, s.partition_epoch), (vec![1], 4));
+    }
+
+    /// t-0 led by 1 in epoch 0 with ISR [1, 2] and replicas 1, 2, 3.
+    fn three_replicas(rm: &ReplicaManager) {
+        let mut s = state(1, 0, vec![1, 2]);
+        s.replicas = vec![1, 2, 3];
+        rm.apply_leader_and_isr(vec![(tp(), s)]);
+    }
+
+    #[test]
+    fn a_replica_joining_the_isr_holds_the_high_watermark_until_the_write_is_answered() {
+        use crate::replica::test_support::batch;
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        three_replicas(&rm);
+        rm.append_as_leader(&tp(), batch(2), -1).unwrap();
+        // 2 (in the ISR) and 3 (not) both reach the log end: HW 2.
+        for follower in [2, 3] {
+            rm.read(&tp(), 2, 1 << 20, follower, 0).unwrap();
+        }
+        assert_eq!(rm.high_watermark(&tp()), Some(2));
+        // The leader decides 3 has caught up and writes ISR [1, 2, 3].
+        let changes = rm.pending_isr_changes(Duration::from_secs(10));
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].isr, vec![1, 2, 3]);
+        // While that write is in flight two more records come and 2 fetches
+        // them: without the maximal ISR the HW would reach 4 with 3 at 2, and
+        // 3 would join the ISR lacking two acknowledged records.
+        rm.append_as_leader(&tp(), batch(2), -1).unwrap();
+        rm.read(&tp(), 4, 1 << 20, 2, 0).unwrap();
+        assert_eq!(rm.high_watermark(&tp()), Some(2), "3 holds the HW");
+        rm.isr_written(&changes[0], 2);
+        assert_eq!(rm.high_watermark(&tp()), Some(2));
+        rm.read(&tp(), 4, 1 << 20, 3, 0).unwrap();
+        assert_eq!(rm.high_watermark(&tp()), Some(4));
+    }
+
+    #[test]
+    fn a_failed_expansion_stops_holding_the_high_watermark() {
+        use crate::replica::test_support::batch;
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 1);
+        three_replicas(&rm);
+        rm.append_as_leader(&tp(), batch(2), -1).unwrap();
+        for follower in [2, 3] {
+            rm.read(&tp(), 2, 1 << 20, follower, 0).unwrap();
+        }
+        let changes = rm.pending_isr_changes(Duration::from_secs(10));
+        rm.append_as_leader(&tp(), batch(2), -1).unwrap();
+        rm.read(&tp(), 4, 1 << 20, 2, 0).unwrap();
+        assert_eq!(rm.high_watermark(&tp()), Some(2));
+        // The write failed: 3 is not joining after all, and 2's next fetch
+        // moves the HW as the ISR [1, 2] allows.
+        rm.isr_write_failed(&changes[0]);
+        rm.read(&tp(), 4, 1 << 20, 2, 0).unwrap();
+        assert_eq!(rm.high_watermark(&tp()), Some(4));
     }
 }

@@ -90,7 +90,14 @@ pub(super) fn maybe_advance_hw(
         return false;
     };
     let mut min = log.log_end_offset();
-    for id in state.isr.iter().filter(|id| **id != node_id) {
+    // The maximal ISR: the ISR, plus any replica an expansion in flight adds.
+    let joining = partition
+        .pending_expansion
+        .iter()
+        .filter(|(epoch, _)| *epoch == state.leader_epoch)
+        .flat_map(|(_, isr)| isr.iter())
+        .filter(|id| !state.isr.contains(id));
+    for id in state.isr.iter().chain(joining).filter(|id| **id != node_id) {
         let leo = partition.followers.get(id).map_or(-1, |f| f.log_end_offset);
         min = min.min(leo);
     }

@@ -96,6 +96,15 @@ pub struct Partition {
     pub lease: i64,
     /// Which of this broker's leaderships of the partition this is (0: none).
     pub leadership: u64,
+    /// An ISR expansion being written to etcd, as (leader epoch, proposed
+    /// ISR): until the write is answered, the replicas it adds count toward
+    /// the high watermark as if already in the ISR — Kafka's "maximal ISR"
+    /// (KIP-497, Kafka 2.7: `PendingExpandIsr`; before it, the ZooKeeper
+    /// write happened under the partition's write lock, so no append moved
+    /// the HW meanwhile). Without it the HW can pass the joining replica's
+    /// log end while the write is in flight, and the replica then joins the
+    /// ISR without records already acknowledged to acks=all producers.
+    pub pending_expansion: Option<(i32, Vec<i32>)>,
 }
 
 impl Partition {

@@ -53,7 +53,9 @@ pub fn checker() -> Checker {
             its offset reused), nor is an acks=all send whose loss DESIGN.md's rule excuses \
             (an unclean election, or disk faults — power loss, truncate-log — that cut its \
             offset from every member of its ISR at the ack or as it last stood, after the ack: \
-            see lost-write); lost or duplicated writes are other checkers' \
+            see lost-write), nor a read of a record that such a loss later removed (an unclean \
+            election in a later epoch than the poll's, or disk faults after the poll that cut its \
+            offset from every member of the ISR as it last stood; counted as reads-excused); lost or duplicated writes are other checkers' \
             business. \
             Truncated reads are judged on the replicas as read after the final heal: a replica \
             that never caught up (a run that did not quiesce) shows as holding nothing, and a \
@@ -74,6 +76,8 @@ pub(crate) struct OkPoll<'a> {
     pub node: Option<NodeId>,
     pub records: &'a [PolledRecord],
     pub high_watermark: i64,
+    /// The leader epoch etcd named just after the poll.
+    pub leader_epoch: Option<i32>,
 }
 
 /// Every ok poll, in history order.
@@ -101,6 +105,7 @@ pub(crate) fn ok_polls(history: &[Op]) -> Vec<OkPoll<'_>> {
             node: poll.node,
             records: &read.records,
             high_watermark: read.high_watermark,
+            leader_epoch: read.leader_epoch,
         });
     }
     polls
@@ -178,6 +183,8 @@ struct Sighting<'a> {
     value: RecordValue,
     index: u64,
     send: bool,
+    /// Polls: the leader epoch etcd named just after.
+    leader_epoch: Option<i32>,
 }
 
 /// Where a value at an offset was seen: history indices of polls and sends.
@@ -229,6 +236,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 value: RecordValue::Number(value),
                 index: op.index,
                 send: true,
+                leader_epoch: None,
             });
         }
     }
@@ -239,6 +247,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             value: record.value().clone(),
             index: poll.index,
             send: false,
+            leader_epoch: poll.leader_epoch,
         }));
     }
     // Sorted by (partition, offset), then the order seen. The partition is
@@ -275,10 +284,27 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             .map(|(_, s)| s)
             .collect()
     };
+    // Reads of records a later excused loss removed (a disk fault of the
+    // ISR as it last stood, an unclean election): counted, not evidence.
+    let mut excused_reads = 0u64;
     for group in seen.chunk_by(|a, b| a.0 == b.0) {
         if group.iter().all(|(_, s)| s.value == group[0].1.value) {
             continue;
         }
+        // Only where an offset was seen with two values is each read judged.
+        let kept: Vec<&((usize, i64), Sighting)> = group
+            .iter()
+            .filter(|(_, s)| {
+                let excused =
+                    !s.send && excuses.excuses_read(s.index, s.partition, s.offset, s.leader_epoch);
+                excused_reads += u64::from(excused);
+                !excused
+            })
+            .collect();
+        if kept.iter().all(|(_, s)| s.value == kept[0].1.value) {
+            continue;
+        }
+        let group = kept;
         let (partition, offset) = (group[0].1.partition, group[0].1.offset);
         // Keyed by the value's JSON text, so evidence lists them in the
         // order it always has.
@@ -429,7 +455,17 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 .push(poll.index);
         }
     }
+    let epoch_of: HashMap<u64, Option<i32>> =
+        polls.iter().map(|p| (p.index, p.leader_epoch)).collect();
     for ((partition, offset, _), (value, indices)) in &reads {
+        // A read that an excused loss later took away is not a truncated read.
+        if indices.iter().all(|index| {
+            let epoch = epoch_of.get(index).copied().flatten();
+            excuses.excuses_read(*index, partition, *offset, epoch)
+        }) {
+            excused_reads += indices.len() as u64;
+            continue;
+        }
         let held: BTreeMap<NodeId, Option<&RecordValue>> = logs[partition]
             .replicas
             .iter()
@@ -493,8 +529,13 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         .with_count("records-read", records_read as u64)
         .with_count("acks-all-sends", acked_sends);
     // Only shown when an excuse applied, so runs without one report as before.
-    Ok(if excused_sends > 0 {
+    let result = if excused_sends > 0 {
         result.with_count("acks-all-values-excused", excused_sends)
+    } else {
+        result
+    };
+    Ok(if excused_reads > 0 {
+        result.with_count("reads-excused", excused_reads)
     } else {
         result
     })
@@ -592,5 +633,48 @@ mod tests {
         assert_eq!(stored(Some(b"42")).unwrap(), json!(42));
         assert_eq!(stored(Some(b"x")).unwrap(), json!("x"));
         assert_eq!(stored(None).unwrap(), Value::Null);
+    }
+
+    #[test]
+    fn checker_consumer_a_read_that_a_later_disk_fault_took_from_the_isr_is_excused() {
+        use crate::history::Verb;
+        use crate::observe::timeline::{PartitionStateChange, Timeline};
+        // 10 is read at offset 0; then b1, etcd's only ISR member, loses
+        // power and its log is cut to 0; 20 is read at offset 0 after.
+        let mut ops: Vec<Op> = poll(0, 0, &[(0, 10)], 1).into();
+        let fault = super::super::lost_write::tests::disk_fault(Verb::PowerLoss, 1, 2, 5, 0);
+        ops.push(fault);
+        ops.extend(poll(3, 0, &[(0, 20)], 1));
+        let state = |revision, isr: Vec<i32>| PartitionStateChange {
+            revision,
+            topic: "t".into(),
+            partition: 0,
+            leader: 1,
+            leader_epoch: 0,
+            isr,
+            controller_epoch: 1,
+        };
+        let with = |isr: Vec<i32>| RunData {
+            history: ops.clone(),
+            timeline: Some(Timeline {
+                partition_states: vec![state(1, isr)],
+                controllers: vec![],
+            }),
+            ..RunData::default()
+        };
+        let excused = check(&with(vec![1])).unwrap();
+        assert!(
+            !anomalies(&excused).contains(&"inconsistent-offsets"),
+            "{:?}",
+            excused.evidence
+        );
+        assert_eq!(excused.counts["reads-excused"], 1);
+        // With b2 still in the ISR (and holding 10), nothing excuses it.
+        let not = check(&with(vec![1, 2])).unwrap();
+        assert!(
+            anomalies(&not).contains(&"inconsistent-offsets"),
+            "{:?}",
+            not.evidence
+        );
     }
 }

@@ -266,6 +266,42 @@ impl<'a> Excuses<'a> {
         Judgement::NotExcused
     }
 
+    /// Whether losing a record a poll read is excused: the record at
+    /// `offset` of `partition`, read by the poll at history index `index`
+    /// while etcd named `leader_epoch` (`None`: unknown). As for an
+    /// acknowledged write: an unclean election in a later epoch, or disk
+    /// faults after the read that took it from every member of the ISR as it
+    /// last stood. A consumer may have read a committed record that such a
+    /// fault then removed, and the offset then holds another record.
+    pub(crate) fn excuses_read(
+        &self,
+        index: u64,
+        partition: &PartitionRef,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) -> bool {
+        if let Some(epoch) = leader_epoch
+            && self
+                .unclean
+                .get(partition)
+                .into_iter()
+                .flatten()
+                .any(|(_, elected)| elected.leader_epoch > epoch)
+        {
+            return true;
+        }
+        let read = AckedValue {
+            index,
+            partition: partition.clone(),
+            value: 0,
+            acks: Acks::All,
+            offset: Some(offset),
+            isr: None,
+            leader_epoch,
+        };
+        self.disk_loss(&read, &[]).is_some()
+    }
+
     /// Why disk faults after the ack excuse losing this value, if they do:
     /// every member of the ISR at the ack lost it in them, or, just after
     /// one of them, etcd named an ISR every member of which had. The state
@@ -392,8 +428,9 @@ impl<'a> ValueIndex<'a> {
             .filter(|(batch, _)| !batch.is_control())
             .filter_map(|(_, record)| {
                 let value = record.value.as_ref()?;
+                // A padded value (`value_bytes`) is indexed by the value alone.
                 let text = match value.as_str() {
-                    Some(text) => Cow::Borrowed(text),
+                    Some(text) => Cow::Borrowed(crate::history::value_text(text)),
                     None => Cow::Owned(value.to_string()),
                 };
                 Some((text, record.offset))
@@ -630,7 +667,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::observe::timeline::Timeline;
 
@@ -679,7 +716,13 @@ mod tests {
 
     /// A disk fault (`verb`) of `node` at etcd revision `at`, cutting t-0
     /// back to offset `end_after`.
-    fn disk_fault(verb: Verb, node: u32, index: u64, at: i64, end_after: i64) -> Op {
+    pub(in crate::checker) fn disk_fault(
+        verb: Verb,
+        node: u32,
+        index: u64,
+        at: i64,
+        end_after: i64,
+    ) -> Op {
         use crate::history::{Aim, Body, FaultOp, NodeCut, ReplicaCut};
         use crate::schedule::Target;
         let node = NodeId::new(node);

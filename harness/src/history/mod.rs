@@ -18,7 +18,7 @@ pub mod op;
 
 pub use op::{
     Acked, Aim, Body, Done, FaultOp, NodeCut, Op, Poll, PolledRecord, Read, RecordValue,
-    ReplicaCut, Send, Verb,
+    ReplicaCut, Send, Verb, value_text,
 };
 
 use std::collections::HashMap;

@@ -158,6 +158,20 @@ impl Read {
     }
 }
 
+/// The value inside a record's text: the text itself, or, when it is the
+/// workload's padding of a value to a record size (`value_bytes`: the digits,
+/// a space, then only dots), the digits before the space.
+pub fn value_text(text: &str) -> &str {
+    match text.split_once(' ') {
+        Some((value, padding))
+            if !value.is_empty() && !padding.is_empty() && padding.bytes().all(|b| b == b'.') =>
+        {
+            value
+        }
+        _ => text,
+    }
+}
+
 /// `[offset, value]`: one record a poll returned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolledRecord(pub i64, pub RecordValue);
@@ -189,7 +203,8 @@ impl RecordValue {
             None => RecordValue::Null,
             Some(bytes) => {
                 let text = String::from_utf8_lossy(bytes);
-                text.parse::<i64>()
+                value_text(&text)
+                    .parse::<i64>()
                     .map(RecordValue::Number)
                     .unwrap_or_else(|_| RecordValue::Text(text.into_owned()))
             }
@@ -613,6 +628,25 @@ impl Body {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_padded_value_reads_as_the_value_alone() {
+        use crate::workload::client::padded;
+        let text = padded(7, Some(16));
+        assert_eq!(text, "7 ..............");
+        assert_eq!(value_text(&text), "7");
+        assert_eq!(
+            RecordValue::from_bytes(Some(text.as_bytes())),
+            RecordValue::Number(7)
+        );
+        // Too small a size, or none: the digits alone.
+        assert_eq!(padded(1234, Some(3)), "1234");
+        assert_eq!(padded(-5, None), "-5");
+        // Only the workload's own padding is taken off.
+        for other in ["7 abc", "7 ", " ...", "7  ..", "text"] {
+            assert_eq!(value_text(other), other);
+        }
+    }
+
     use super::*;
 
     fn round_trip(line: &str) -> Op {

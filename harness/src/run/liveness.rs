@@ -54,6 +54,8 @@ pub(super) async fn probe<R: Runtime>(
         acks: Acks::All,
         records_per_batch: 1,
         compression: Compression::None,
+        key: None,
+        value_bytes: None,
     };
     let mut value = FIRST_PROBE_VALUE;
     live.log.line(format!(
@@ -66,7 +68,7 @@ pub(super) async fn probe<R: Runtime>(
             let leader = live.view().await?.leader_of(&partition);
             let client = live.scripted_client(PROBE_WORKER);
             let op = client
-                .send(&partition, vec![value], leader, options)
+                .send(&partition, vec![value], leader, options.clone())
                 .await?;
             value += 1;
             // An ack that comes after the window closed is too late.

@@ -195,28 +195,37 @@ async fn send<R: Runtime>(
             .records_per_batch
             .unwrap_or(workload.records_per_batch),
         compression: produce.compression.unwrap_or(workload.compression),
+        key: produce.key.as_deref().map(Into::into),
+        value_bytes: produce.value_bytes,
     };
-    let node = client_target(live, produce.to.as_ref(), &produce.partition).await?;
-    let client = live.scripted_client(produce.process.unwrap_or(0));
-    let op = client
-        .send(&produce.partition, produce.values.clone(), node, options)
-        .await?;
-    let Some(node) = node else {
+    // One request for all the values, or one per value in turn.
+    let requests: Vec<Vec<i64>> = if produce.one_request_per_record {
+        produce.values.iter().map(|&v| vec![v]).collect()
+    } else {
+        vec![produce.values.clone()]
+    };
+    for values in requests {
+        let node = client_target(live, produce.to.as_ref(), &produce.partition).await?;
+        let client = live.scripted_client(produce.process.unwrap_or(0));
+        let op = client
+            .send(&produce.partition, values.clone(), node, options.clone())
+            .await?;
+        let Some(node) = node else {
+            live.log.line(format!(
+                "step {number}: send: no leader of {}",
+                produce.partition
+            ));
+            continue;
+        };
         live.log.line(format!(
-            "step {number}: send: no leader of {}",
-            produce.partition
+            "step {number}: send {values:?} to {node} -> {:?}{}",
+            op.kind,
+            op.error
+                .as_deref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
         ));
-        return Ok(());
-    };
-    live.log.line(format!(
-        "step {number}: send {:?} to {node} -> {:?}{}",
-        produce.values,
-        op.kind,
-        op.error
-            .as_deref()
-            .map(|e| format!(" ({e})"))
-            .unwrap_or_default()
-    ));
+    }
     Ok(())
 }
 

@@ -471,6 +471,17 @@ pub struct Produce {
     pub to: Option<Target>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<u64>,
+    /// Every record's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Each record's value padded to this many bytes (the digits, a space,
+    /// dots), as a test of record size would: checkers read the value alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_bytes: Option<u32>,
+    /// One request per value, each awaited before the next (a send and a
+    /// flush per record, as Kafka's own tests produce): one history op each.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_request_per_record: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -206,7 +206,7 @@ impl Worker {
             let node = self.leader(&partition).await;
             let op = self
                 .client
-                .send(&partition, vec![v], node, context.options)
+                .send(&partition, vec![v], node, context.options.clone())
                 .await?;
             if op.kind == OpType::Ok {
                 context.acked.send_modify(|n| *n += 1);

@@ -71,12 +71,17 @@ impl Clients {
     }
 }
 
-/// How a send is made: acks, batching, compression.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a send is made: acks, batching, compression, and the record's key
+/// and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendOptions {
     pub acks: Acks,
     pub records_per_batch: u32,
     pub compression: Compression,
+    /// Every record's key (`None`: no key).
+    pub key: Option<Arc<str>>,
+    /// Pad each value to this many bytes ([`padded`]); `None`: the value alone.
+    pub value_bytes: Option<u32>,
 }
 
 impl SendOptions {
@@ -86,6 +91,8 @@ impl SendOptions {
             acks: workload.acks,
             records_per_batch: workload.records_per_batch,
             compression: workload.compression,
+            key: None,
+            value_bytes: None,
         }
     }
 }
@@ -157,7 +164,7 @@ impl RecordingClient {
         // A connection that cannot be made (or fails its version check) never
         // carried the produce: a definite failure whatever the error.
         let result = match self.connection(node).await {
-            Ok(client) => produce(client, partition, &send.values, &wire, deadline)
+            Ok(client) => produce(client, partition, &send.values, &options, &wire, deadline)
                 .await
                 .map_err(|e| (send_outcome(&e, wire.acks), e)),
             Err(e) => Err((OpType::Fail, e)),
@@ -295,16 +302,36 @@ pub fn send_outcome(error: &ClientError, acks: i16) -> OpType {
 
 /// Sends `values` (as decimal text) to one partition; on success, the offsets
 /// they were given (`None` under acks=0, which returns none).
+/// A value as the workload writes it: its decimal digits, and with
+/// `value_bytes` a space and dots up to that many bytes (`7 ......`), which
+/// every reader of values takes as the value alone
+/// ([`crate::history::value_text`]). A size below the digits' own is the
+/// digits alone.
+pub fn padded(value: i64, value_bytes: Option<u32>) -> String {
+    let digits = value.to_string();
+    match value_bytes.map(|n| n as usize) {
+        Some(n) if n > digits.len() + 1 => format!("{digits} {}", ".".repeat(n - digits.len() - 1)),
+        _ => digits,
+    }
+}
+
 async fn produce(
     client: &mut KafkaClient,
     partition: &PartitionRef,
     values: &[i64],
+    send: &SendOptions,
     options: &ProduceOptions,
     deadline: Duration,
 ) -> Result<Option<Vec<i64>>, ClientError> {
     let records: Vec<ProduceRecord> = values
         .iter()
-        .map(|v| ProduceRecord::value(Bytes::from(v.to_string())))
+        .map(|&v| {
+            let value = Bytes::from(padded(v, send.value_bytes));
+            match &send.key {
+                Some(key) => ProduceRecord::keyed(Bytes::from(key.to_string()), value),
+                None => ProduceRecord::value(value),
+            }
+        })
         .collect();
     let produced = client
         .produce(
