@@ -54,6 +54,107 @@ pub enum BrokerError {
     },
     #[error("etcd: {0}")]
     Store(#[from] StoreError),
+    #[error(
+        "etcd at {endpoints} not reachable within {waited_ms} ms ({attempts} attempts; last: {last})"
+    )]
+    EtcdUnreachable {
+        endpoints: String,
+        waited_ms: u64,
+        attempts: u32,
+        last: StoreError,
+    },
+    #[error("data directory {path} is in use by another broker ({lock} is locked)")]
+    Locked { path: String, lock: String },
+}
+
+/// Kafka's per-log-directory lock file (`LogManager.lockLogDirs`).
+pub const LOCK_FILE: &str = ".lock";
+
+/// Takes the data directory's lock for as long as the returned file is open
+/// (the broker's lifetime): an exclusive `flock` on `.lock`, as Kafka's
+/// `LogManager` locks each log directory, so a second broker on the same
+/// directory stops at start instead of writing over the first. The kernel
+/// drops the lock when the process dies, however it dies.
+fn lock_data_dir(data_dir: &Path) -> Result<std::fs::File, BrokerError> {
+    use std::os::fd::AsRawFd;
+    let path = data_dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| BrokerError::DataDir {
+            path: path.display().to_string(),
+            source,
+        })?;
+    // SAFETY: flock on a descriptor this function owns; no memory is shared.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let source = std::io::Error::last_os_error();
+        return Err(if source.kind() == std::io::ErrorKind::WouldBlock {
+            BrokerError::Locked {
+                path: data_dir.display().to_string(),
+                lock: path.display().to_string(),
+            }
+        } else {
+            BrokerError::DataDir {
+                path: path.display().to_string(),
+                source,
+            }
+        });
+    }
+    Ok(file)
+}
+
+/// Connects to etcd and registers, retrying with a backoff (100 ms doubling
+/// to 1 s, each retry logged) until `timeout`: a broker started a moment
+/// before etcd serves waits for it, as ZooKeeper-era Kafka waited
+/// `zookeeper.connection.timeout.ms`, and one whose etcd never comes exits
+/// with an error naming the address.
+async fn connect_and_register(
+    config: &BrokerConfig,
+    registration: BrokerRegistration,
+) -> Result<(MetadataStore, Session), BrokerError> {
+    let timeout = Duration::from_millis(config.etcd_connect_timeout_ms);
+    let started = std::time::Instant::now();
+    let mut backoff = Duration::from_millis(100);
+    let mut attempts = 0u32;
+    // The most telling error seen: a refusal beats "no answer in time".
+    let mut last: Option<StoreError> = None;
+    loop {
+        attempts += 1;
+        let attempt = async {
+            let store = MetadataStore::connect(&config.etcd).await?;
+            let session = Session::open(&store, registration.clone(), config.lease_ttl_s).await?;
+            Ok::<_, StoreError>((store, session))
+        };
+        let left = timeout.saturating_sub(started.elapsed());
+        match tokio::time::timeout(left, attempt).await {
+            Ok(Ok(connected)) => return Ok(connected),
+            Ok(Err(e)) => last = Some(e),
+            Err(_) => {
+                last.get_or_insert(StoreError::Timeout(left));
+            }
+        }
+        let left = timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Err(BrokerError::EtcdUnreachable {
+                endpoints: config.etcd.join(","),
+                waited_ms: started.elapsed().as_millis() as u64,
+                attempts,
+                last: last.unwrap_or(StoreError::Timeout(timeout)),
+            });
+        }
+        let pause = backoff.min(left);
+        tracing::warn!(
+            attempt = attempts,
+            etcd = %config.etcd.join(","),
+            error = %last.as_ref().map_or_else(String::new, ToString::to_string),
+            retry_in_ms = pause.as_millis() as u64,
+            "etcd not reachable yet; retrying"
+        );
+        tokio::time::sleep(pause).await;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
 }
 
 /// Start the broker and run it until `shutdown` resolves, then stop cleanly.
@@ -66,6 +167,8 @@ pub async fn run(
         path: data_dir.display().to_string(),
         source,
     })?;
+    // Held until `run` returns; nothing below touches the directory first.
+    let _lock = lock_data_dir(&data_dir)?;
     // A stale address from a previous run must not be mistaken for this one's.
     let _ = std::fs::remove_file(data_dir.join(LISTENING_FILE));
     let logs = LogManager::open(
@@ -97,14 +200,14 @@ pub async fn run(
             Some((h, p)) => (h, p as i32),
             None => (bound.ip().to_string(), bound.port() as i32),
         };
-    let store = MetadataStore::connect(&config.etcd).await?;
     let registration = BrokerRegistration {
         id: config.node_id,
         host: advertised_host.clone(),
         port: advertised_port,
         incarnation: incarnation(),
     };
-    let session = Arc::new(Session::open(&store, registration, config.lease_ttl_s).await?);
+    let (store, session) = connect_and_register(&config, registration).await?;
+    let session = Arc::new(session);
     let replicas = Arc::new(ReplicaManager::new(
         config.node_id,
         config.min_insync_replicas,

@@ -115,6 +115,9 @@ pub struct ConfigArgs {
     #[arg(long, help = HW_CHECKPOINT_INTERVAL_MS.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hw_checkpoint_interval_ms: Option<u64>,
+    #[arg(long, help = ETCD_CONNECT_TIMEOUT_MS.help)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etcd_connect_timeout_ms: Option<u64>,
     /// Not a setting: print every setting and failpoint (JSON lines) and exit.
     #[arg(
         long,
@@ -147,6 +150,7 @@ pub struct BrokerConfig {
     pub replica_fetch_wait_max_ms: u64,
     pub replica_lag_time_max_ms: u64,
     pub hw_checkpoint_interval_ms: u64,
+    pub etcd_connect_timeout_ms: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -214,6 +218,9 @@ impl ConfigArgs {
             hw_checkpoint_interval_ms: self
                 .hw_checkpoint_interval_ms
                 .or(file.hw_checkpoint_interval_ms),
+            etcd_connect_timeout_ms: self
+                .etcd_connect_timeout_ms
+                .or(file.etcd_connect_timeout_ms),
             list_settings: self.list_settings,
         }
     }
@@ -286,6 +293,7 @@ impl ConfigArgs {
                 .count(self.replica_fetch_wait_max_ms)?,
             replica_lag_time_max_ms,
             hw_checkpoint_interval_ms,
+            etcd_connect_timeout_ms: ETCD_CONNECT_TIMEOUT_MS.count(self.etcd_connect_timeout_ms)?,
         })
     }
 }
@@ -320,6 +328,7 @@ impl BrokerConfig {
             replica_fetch_wait_max_ms: Some(self.replica_fetch_wait_max_ms),
             replica_lag_time_max_ms: Some(self.replica_lag_time_max_ms),
             hw_checkpoint_interval_ms: Some(self.hw_checkpoint_interval_ms),
+            etcd_connect_timeout_ms: Some(self.etcd_connect_timeout_ms),
             list_settings: false,
         };
         toml::to_string(&args).unwrap_or_else(|e| format!("# unprintable config: {e}"))

@@ -13,7 +13,20 @@ use tokio::signal::unix::{SignalKind, signal};
 static ALLOCATOR: epochal_broker::huge_alloc::LazyHugeAlloc =
     epochal_broker::huge_alloc::LazyHugeAlloc;
 
-fn main() -> anyhow::Result<()> {
+/// Runs the broker; any error ends it with one line on stderr naming what
+/// failed and why (the cause chain joined by ": "), and exit status 1 — no
+/// backtrace, so a harness or a person reads the reason at a glance.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("epochal-broker: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

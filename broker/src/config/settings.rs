@@ -209,6 +209,18 @@ pub(super) const HW_CHECKPOINT_INTERVAL_MS: Setting = Setting {
            replica.high.watermark.checkpoint.interval.ms)",
 };
 
+// ZooKeeper-era Kafka waited zookeeper.connection.timeout.ms for its
+// coordinator at start; unset, it is zookeeper.session.timeout.ms, 18 s since
+// Kafka 2.5 (KIP-537).
+pub(super) const ETCD_CONNECT_TIMEOUT_MS: Setting = Setting {
+    name: "etcd_connect_timeout_ms",
+    flag: "--etcd-connect-timeout-ms",
+    kind: SettingKind::Count { min: 1 },
+    default: SettingDefault::Count(18_000),
+    help: "How long a starting broker keeps retrying etcd before it gives up (Kafka's \
+           zookeeper.connection.timeout.ms)",
+};
+
 /// Every setting, in the order `--help` lists them.
 pub const SETTINGS: &[Setting] = &[
     CONFIG,
@@ -231,6 +243,7 @@ pub const SETTINGS: &[Setting] = &[
     REPLICA_FETCH_WAIT_MAX_MS,
     REPLICA_LAG_TIME_MAX_MS,
     HW_CHECKPOINT_INTERVAL_MS,
+    ETCD_CONNECT_TIMEOUT_MS,
 ];
 
 impl SettingKind {

@@ -142,6 +142,9 @@ pub enum StoreError {
     /// is stored (in the epoch key, or in the partition state it would replace).
     #[error("controller moved: {0}")]
     ControllerMoved(String),
+    /// A call that did not answer within the time it was given.
+    #[error("no answer within {} ms", .0.as_millis())]
+    Timeout(std::time::Duration),
 }
 
 /// What a controller's write is fenced by, when fencing is on.

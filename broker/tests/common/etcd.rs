@@ -14,7 +14,7 @@ pub struct Etcd {
     _dir: TempDir,
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -45,8 +45,20 @@ impl Etcd {
     /// and etcd's bind) makes etcd exit, and we retry on fresh ports.
     pub fn start() -> Etcd {
         for _attempt in 0..5 {
+            if let Some(etcd) = Self::try_start(free_port()) {
+                return etcd;
+            }
+        }
+        panic!("etcd failed to start 5 times");
+    }
+
+    /// Start etcd serving clients on `client` (a port the caller chose, e.g.
+    /// one a broker already dials); `None` if etcd exited at start (the port
+    /// was taken).
+    pub fn try_start(client: u16) -> Option<Etcd> {
+        {
             let dir = tempfile::tempdir().unwrap();
-            let (client, peer) = (free_port(), free_port());
+            let peer = free_port();
             let log = std::fs::File::create(dir.path().join("etcd.log")).unwrap();
             let mut child = Command::new("etcd")
                 .args([
@@ -76,14 +88,14 @@ impl Etcd {
             let deadline = Instant::now() + Duration::from_secs(15);
             loop {
                 if let Ok(Some(_)) = child.try_wait() {
-                    break; // exited: most likely a port clash; retry
+                    return None; // exited: most likely a port clash
                 }
                 if healthy(client) {
-                    return Etcd {
+                    return Some(Etcd {
                         child,
                         endpoint: format!("http://127.0.0.1:{client}"),
                         _dir: dir,
-                    };
+                    });
                 }
                 if Instant::now() > deadline {
                     let _ = child.kill();
@@ -96,7 +108,6 @@ impl Etcd {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        panic!("etcd failed to start 5 times");
     }
 
     /// Read one key's value with etcd's own client.

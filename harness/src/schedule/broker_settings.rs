@@ -33,6 +33,7 @@ pub const BROKER_SETTINGS: &[(&str, SettingKind)] = &[
     ("replica_fetch_wait_max_ms", SettingKind::Count),
     ("replica_lag_time_max_ms", SettingKind::Count),
     ("hw_checkpoint_interval_ms", SettingKind::Count),
+    ("etcd_connect_timeout_ms", SettingKind::Count),
 ];
 
 impl SettingKind {
