@@ -54,7 +54,7 @@ pub enum Command {
     Campaign(CampaignArgs),
     /// Cut a failing run's faults down (ddmin) to a schedule that still fails the same way: `shrunk.toml`.
     Shrink(ShrinkArgs),
-    /// Remove what Docker runs left behind (containers, networks) and epochal images no longer current.
+    /// Remove what killed harnesses left: process groups, Docker containers and networks, and stale epochal images.
     Gc(GcArgs),
     /// Merge the JUnit reports of a sharded gate (`--shard I/N` on N runners) into one.
     Merge(MergeArgs),
@@ -350,15 +350,35 @@ pub struct GcArgs {
     pub all: bool,
 }
 
-/// `epochal gc`: removes the containers and networks that runs of dead
-/// harnesses left (all runs' with `--all`), and every epochal image whose tag
-/// is not the hash of what it would hold now.
+/// `epochal gc`: kills the process groups (etcd, proxy, brokers) of
+/// harnesses that were killed outright (runtime/orphans.rs), removes the
+/// containers and networks that runs of dead harnesses left (all runs' with
+/// `--all`), and every epochal image whose tag is not the hash of what it
+/// would hold now.
 /// 0 when all went, 4 when Docker could not be reached or something stayed.
 pub fn gc(args: &GcArgs, out: &mut impl Write) -> u8 {
     let bin_dir = args
         .bin_dir
         .clone()
         .unwrap_or_else(crate::run::default_bin_dir);
+    // Process groups first: they need no Docker.
+    match crate::runtime::orphans::reap_dead() {
+        Ok(reaped) => {
+            let _ = writeln!(
+                out,
+                "killed {} process groups left by {} killed harnesses",
+                reaped.groups.len(),
+                reaped.ledgers
+            );
+        }
+        Err(e) => {
+            eprintln!(
+                "epochal: gc: reading {}: {e}",
+                crate::runtime::orphans::ledger_dir().display()
+            );
+            return EXIT_HARNESS_ERROR;
+        }
+    }
     let Some(runtime) = current_thread_runtime() else {
         return EXIT_HARNESS_ERROR;
     };

@@ -223,6 +223,73 @@ fn cluster_run_interrupted_leaves_no_child_and_a_valid_history() {
     assert!(dir.join("nodes/b1/broker.log").is_file());
 }
 
+#[test]
+fn cluster_run_killed_outright_leaves_orphans_that_gc_kills_and_a_run_check_calls_unknown() {
+    let store = tempfile::tempdir().unwrap();
+    // A private ledger directory, so this test's gc sees only its own harness.
+    let ledgers = tempfile::tempdir().unwrap();
+    let mut child = epochal()
+        .arg("run")
+        .arg(schedule("await_forever.toml"))
+        .arg("--store")
+        .arg(store.path())
+        .arg("--quiet")
+        .env("EPOCHAL_LEDGER_DIR", ledgers.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    await_harness_log(
+        store.path(),
+        "await b2 is stopped",
+        &mut child,
+        Duration::from_secs(90),
+    );
+    let pids = children(child.id());
+    assert_eq!(pids.len(), 5, "children {pids:?}");
+    // SIGKILL: no handler runs, and the children are left behind.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for pid in &pids {
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "child {pid} died with the harness: nothing to reap"
+        );
+    }
+    let output = epochal()
+        .arg("gc")
+        .env("EPOCHAL_LEDGER_DIR", ledgers.path())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&output.stdout)
+            .contains("killed 5 process groups left by 1 killed harnesses"),
+        "{}",
+        show(&output)
+    );
+    for pid in &pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rfind(')')
+            .and_then(|at| stat[at + 1..].split_whitespace().next().map(str::to_owned));
+        assert!(
+            state.is_none() || state.as_deref() == Some("Z"),
+            "child {pid} survived gc: {stat}"
+        );
+    }
+    // The run's files: whole history lines, and a check that says why it
+    // cannot judge.
+    let dir = latest(store.path());
+    read_history(dir.join("history.jsonl")).expect("the history so far is valid");
+    let output = epochal().arg("check").arg(&dir).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", show(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("did not finish"),
+        "{}",
+        show(&output)
+    );
+}
+
 fn expect_usage_error(output: &Output, mentions: &[&str]) {
     assert_eq!(output.status.code(), Some(3), "{}", show(output));
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -111,6 +111,54 @@ fn cluster_docker_run_interrupted_leaves_nothing() {
 }
 
 #[test]
+fn cluster_docker_run_killed_outright_leaves_containers_that_gc_removes() {
+    require_docker();
+    let store = tempfile::tempdir().unwrap();
+    let ledgers = tempfile::tempdir().unwrap();
+    let mut child = epochal()
+        .arg("run")
+        .arg(schedule("await_forever.toml"))
+        .args(["--runtime", "docker", "--quiet", "--store"])
+        .arg(store.path())
+        .env("EPOCHAL_LEDGER_DIR", ledgers.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut cleanup = Cleanup(None);
+    let dir = await_harness_log(
+        store.path(),
+        "await b2 is stopped",
+        &mut child,
+        Duration::from_secs(120),
+    );
+    let run = run_id(&dir);
+    cleanup.0 = Some(run.clone());
+    // SIGKILL: the harness's Docker cleanup never runs.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        containers(&run).len(),
+        5,
+        "left running by the killed harness"
+    );
+    let output = epochal()
+        .arg("gc")
+        .env("EPOCHAL_LEDGER_DIR", ledgers.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert_nothing_left(&run, "after gc of a killed harness's run");
+    let output = epochal().arg("check").arg(&dir).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", show(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("did not finish"),
+        "{}",
+        show(&output)
+    );
+}
+
+#[test]
 fn docker_unreachable_is_a_clear_harness_error() {
     let store = tempfile::tempdir().unwrap();
     let output = epochal()

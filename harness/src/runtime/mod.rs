@@ -6,6 +6,7 @@
 //! behind on any exit.
 
 pub mod docker;
+pub mod orphans;
 pub mod plan;
 pub mod process;
 pub mod reaper;

@@ -139,6 +139,15 @@ impl ProcessRuntime {
         let etcd_bin = config.preflight()?;
         let plan = ClusterPlan::new(config);
         reaper::install();
+        // What a harness killed outright (SIGKILL) left running, first.
+        match super::orphans::reap_dead() {
+            Ok(reaped) if !reaped.groups.is_empty() => eprintln!(
+                "epochal: killed {} process group(s) left by harnesses that were killed",
+                reaped.groups.len()
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!("epochal: reading the process ledgers: {e}"),
+        }
         std::fs::create_dir_all(&plan.config.run_dir)
             .map_err(RuntimeError::io("creating the run dir"))?;
         let (etcd, etcd_endpoint) = start_etcd(&plan, &etcd_bin).await?;

@@ -29,10 +29,13 @@ static INSTALL: Once = Once::new();
 /// Records a process group to kill on SIGINT/SIGTERM. Returns false when the table
 /// is full, which the caller treats as an error rather than run unguarded.
 pub fn register(pgid: i32) -> bool {
-    GROUPS.iter().any(|slot| {
+    let free = GROUPS.iter().any(|slot| {
         slot.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
-    })
+    });
+    // And on disk, for a harness killed outright (orphans.rs).
+    super::orphans::record(pgid);
+    free
 }
 
 /// Forgets a group once its leader has been reaped (its pgid may be reused).
@@ -40,6 +43,7 @@ pub fn unregister(pgid: i32) {
     for slot in &GROUPS {
         let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
     }
+    super::orphans::forget(pgid);
 }
 
 /// The prepared Docker cleanup: `/bin/sh`, and a null-terminated argv whose

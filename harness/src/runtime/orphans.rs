@@ -1,0 +1,208 @@
+//! Process groups a harness leaves behind when it is killed outright. A
+//! SIGKILL runs no handler and no destructor, so a run's etcd, proxy and
+//! brokers outlive it. Each harness process therefore keeps a ledger of the
+//! groups it starts, one file of its own under the user's temp directory, and
+//! [`reap_dead`] — `epochal gc`, and every process-runtime cluster start —
+//! reads the ledgers of harnesses that are gone and kills what is left of
+//! their groups.
+//!
+//! A ledger is named `<harness pid>-<start>` (`<start>`: the process's start
+//! time in clock ticks since boot, field 22 of `/proc/<pid>/stat`), so a pid
+//! reused since is not taken for the harness. Its lines are `+ <pgid>
+//! <start>` when a group is started and `- <pgid>` when it is reaped. A group
+//! is killed only while its leader is still the very process recorded (same
+//! pid and start time): a pid reused by anything else is never signalled.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Where the ledgers are: `$EPOCHAL_LEDGER_DIR`, else
+/// `<temp dir>/epochal-<uid>/groups`.
+pub fn ledger_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("EPOCHAL_LEDGER_DIR") {
+        return PathBuf::from(dir);
+    }
+    // SAFETY: getuid cannot fail and touches no memory.
+    let uid = unsafe { nix::libc::getuid() };
+    std::env::temp_dir()
+        .join(format!("epochal-{uid}"))
+        .join("groups")
+}
+
+/// This process's start time in clock ticks since boot, or of `pid`'s.
+fn start_ticks(pid: i32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses):
+    // state is field 3, start time field 22.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This harness process's own ledger, opened on first use; `None` when it
+/// cannot be written (the run goes on; only a later gc is weaker).
+fn own_ledger() -> Option<&'static Mutex<fs::File>> {
+    static LEDGER: OnceLock<Option<Mutex<fs::File>>> = OnceLock::new();
+    LEDGER
+        .get_or_init(|| {
+            let pid = std::process::id() as i32;
+            let dir = ledger_dir();
+            fs::create_dir_all(&dir).ok()?;
+            let name = format!("{pid}-{}", start_ticks(pid)?);
+            let file = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(name))
+                .ok()?;
+            Some(Mutex::new(file))
+        })
+        .as_ref()
+}
+
+fn append(line: String) {
+    if let Some(ledger) = own_ledger() {
+        let mut file = ledger.lock().unwrap_or_else(|p| p.into_inner());
+        // One write per line: a harness killed mid-call leaves whole lines.
+        let _ = file.write_all(line.as_bytes());
+    }
+}
+
+/// Records a process group this harness started (its leader is `pgid`).
+pub fn record(pgid: i32) {
+    if let Some(start) = start_ticks(pgid) {
+        append(format!("+ {pgid} {start}\n"));
+    }
+}
+
+/// Records that the group led by `pgid` was reaped.
+pub fn forget(pgid: i32) {
+    append(format!("- {pgid}\n"));
+}
+
+/// What [`reap_dead`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reaped {
+    /// Groups killed, as (dead harness's pid, group leader).
+    pub groups: Vec<(i32, i32)>,
+    /// Ledgers of dead harnesses removed.
+    pub ledgers: usize,
+}
+
+/// Kills every group a dead harness recorded and did not reap, then removes
+/// its ledger; ledgers of live harnesses are left alone. Waits (bounded, 5 s)
+/// for the killed leaders to be gone.
+pub fn reap_dead() -> std::io::Result<Reaped> {
+    reap_dead_in(&ledger_dir())
+}
+
+fn reap_dead_in(dir: &Path) -> std::io::Result<Reaped> {
+    let mut reaped = Reaped::default();
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(reaped),
+        Err(e) => return Err(e),
+    };
+    let mut killed = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some((pid, start)) = name
+            .to_str()
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(p, s)| Some((p.parse::<i32>().ok()?, s.parse::<u64>().ok()?)))
+        else {
+            continue;
+        };
+        if start_ticks(pid) == Some(start) {
+            continue; // that harness is still running
+        }
+        let text = fs::read_to_string(entry.path()).unwrap_or_default();
+        for (pgid, leader_start) in live_groups(&text) {
+            if start_ticks(pgid) == Some(leader_start) {
+                // SAFETY: kill takes no memory; the group's leader was just
+                // checked to be the process the dead harness started.
+                unsafe { nix::libc::kill(-pgid, nix::libc::SIGKILL) };
+                reaped.groups.push((pid, pgid));
+                killed.push((pgid, leader_start));
+            }
+        }
+        fs::remove_file(entry.path())?;
+        reaped.ledgers += 1;
+    }
+    // Orphans are reaped by init once dead; wait until they are.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while killed
+        .iter()
+        .any(|&(pgid, start)| start_ticks(pgid) == Some(start) && !zombie(pgid))
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(reaped)
+}
+
+/// Whether `pid` is a zombie (dead, not yet reaped by its parent).
+fn zombie(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = stat[stat.rfind(')')? + 1..].to_owned();
+            after.split_whitespace().next().map(|s| s == "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// The groups a ledger's lines leave recorded and not reaped, with their
+/// leaders' start times.
+fn live_groups(text: &str) -> Vec<(i32, u64)> {
+    let mut groups: BTreeMap<i32, u64> = BTreeMap::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next().and_then(|p| p.parse().ok())) {
+            (Some("+"), Some(pgid)) => {
+                if let Some(start) = words.next().and_then(|s| s.parse().ok()) {
+                    groups.insert(pgid, start);
+                }
+            }
+            (Some("-"), Some(pgid)) => {
+                groups.remove(&pgid);
+            }
+            _ => {}
+        }
+    }
+    groups.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ledger_keeps_the_groups_started_and_not_reaped() {
+        let text = "+ 10 500\n+ 11 501\n- 10\n+ 12 502\ngarbage\n- 99\n";
+        assert_eq!(live_groups(text), vec![(11, 501), (12, 502)]);
+    }
+
+    #[test]
+    fn a_live_harness_ledger_is_left_and_a_dead_ones_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id() as i32;
+        let own = dir
+            .path()
+            .join(format!("{me}-{}", start_ticks(me).unwrap()));
+        // A group "led" by this very test process, recorded under a harness
+        // start time that is not this process's: that harness is gone, but
+        // the leader's start time below does not match either, so nothing is
+        // signalled.
+        fs::write(&own, "+ 1 1\n").unwrap();
+        let dead = dir.path().join(format!("{me}-1"));
+        fs::write(&dead, format!("+ {me} 1\n")).unwrap();
+        let reaped = reap_dead_in(dir.path()).unwrap();
+        assert_eq!(reaped.groups, vec![]);
+        assert_eq!(reaped.ledgers, 1);
+        assert!(own.exists() && !dead.exists());
+    }
+}
