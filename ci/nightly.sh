@@ -3,7 +3,7 @@
 # scenario five times against its snapshot), then campaigns (ci/campaigns.sh:
 # seeded random faults on the fixed settings). EPOCHAL_SHARD=I/N (a CI
 # matrix) runs the I-th slice of the gate's cases and of the campaign seeds;
-# the determinism check runs on the first slice only. The store (every run's history,
+# the determinism check and the fuzzing (ci/fuzz.sh) run on the first slice only. The store (every run's history,
 # nodes' data directories, logs and results, and the JUnit files) is left in
 # $EPOCHAL_STORE (default ./store) for the workflow to keep as an artifact.
 # Runs by hand the same way: bash ci/nightly.sh
@@ -14,6 +14,8 @@ shard=${EPOCHAL_SHARD:-1/1}
 bash ci/gate.sh process docker || status=1
 if [[ $shard == 1/* ]]; then
   bash ci/determinism 5 || status=1
+  # Every fuzz target, five minutes each (ci/fuzz.sh; nightly Rust).
+  bash ci/fuzz.sh 300 || status=1
 fi
 bash ci/campaigns.sh "$shard" || status=1
 exit $status

@@ -42,6 +42,7 @@ fn every_script_a_workflow_calls_exists() {
     assert!(nightly.contains("ci/gate.sh process docker"), "{nightly}");
     assert!(nightly.contains("ci/determinism 5"), "{nightly}");
     assert!(nightly.contains("ci/campaigns.sh"), "{nightly}");
+    assert!(nightly.contains("ci/fuzz.sh"), "{nightly}");
     assert!(workflow("nightly.yml").contains("EPOCHAL_SHARD: ${{ matrix.shard }}"));
     assert!(workflow("nightly.yml").contains("upload-artifact"));
     assert!(workflow("nightly.yml").contains("bash ci/merge.sh shards"));

@@ -114,7 +114,38 @@ fn encode_response<R: Encodable + HeaderVersion>(
     Ok(Reply::Response(buf))
 }
 
-pub async fn handle(broker: &Broker, mut frame: Bytes) -> Result<Reply, DispatchError> {
+/// A request as its frame decodes, before anything acts on it: the parse is
+/// apart from the effects so it can be driven on its own (the `fuzz/`
+/// crate's `broker_request` target feeds it arbitrary frames).
+#[derive(Debug)]
+pub enum Request {
+    ApiVersions(ApiVersionsRequest),
+    /// ApiVersions at a version this broker does not know (KIP-511): answered
+    /// at v0 with UNSUPPORTED_VERSION, not by closing the connection.
+    ApiVersionsUnsupported,
+    Metadata(MetadataRequest),
+    CreateTopics(CreateTopicsRequest),
+    Produce(ProduceRequest),
+    Fetch(FetchRequest),
+    ListOffsets(ListOffsetsRequest),
+    OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
+    LeaderAndIsr(LeaderAndIsrRequest),
+    UpdateMetadata(UpdateMetadataRequest),
+}
+
+/// A decoded request with what its response needs.
+#[derive(Debug)]
+pub struct Decoded {
+    pub key: ApiKey,
+    pub version: i16,
+    pub correlation_id: i32,
+    pub request: Request,
+}
+
+/// Parses a frame (without its length prefix): the header, the API key and
+/// version against what this broker implements, and the body. Never panics;
+/// every way a frame can be wrong is a [`DispatchError`].
+pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
     if frame.len() < 4 {
         return Err(DispatchError::TooShort(frame.len()));
     }
@@ -132,15 +163,19 @@ pub async fn handle(broker: &Broker, mut frame: Bytes) -> Result<Reply, Dispatch
             reason: e.to_string(),
         }
     })?;
-    let cid = header.correlation_id;
+    let correlation_id = header.correlation_id;
     let Some((min, max)) = supported_versions(key) else {
         return Err(DispatchError::UnsupportedApi { key });
     };
+    let decoded = |request| Decoded {
+        key,
+        version,
+        correlation_id,
+        request,
+    };
     if version < min || version > max {
         if key == ApiKey::ApiVersions {
-            let mut resp = handlers::api_versions::response();
-            resp.error_code = ResponseError::UnsupportedVersion.code();
-            return encode_response::<ApiVersionsResponse>(key, 0, cid, &resp);
+            return Ok(decoded(Request::ApiVersionsUnsupported));
         }
         return Err(DispatchError::UnsupportedVersion {
             key,
@@ -149,67 +184,77 @@ pub async fn handle(broker: &Broker, mut frame: Bytes) -> Result<Reply, Dispatch
             max,
         });
     }
+    let body = &mut frame;
+    let request = match key {
+        ApiKey::ApiVersions => Request::ApiVersions(decode_body(key, version, body)?),
+        ApiKey::Metadata => Request::Metadata(decode_body(key, version, body)?),
+        ApiKey::CreateTopics => Request::CreateTopics(decode_body(key, version, body)?),
+        ApiKey::Produce => Request::Produce(decode_body(key, version, body)?),
+        ApiKey::Fetch => Request::Fetch(decode_body(key, version, body)?),
+        ApiKey::ListOffsets => Request::ListOffsets(decode_body(key, version, body)?),
+        ApiKey::OffsetForLeaderEpoch => {
+            Request::OffsetForLeaderEpoch(decode_body(key, version, body)?)
+        }
+        ApiKey::LeaderAndIsr => Request::LeaderAndIsr(decode_body(key, version, body)?),
+        ApiKey::UpdateMetadata => Request::UpdateMetadata(decode_body(key, version, body)?),
+        _ => return Err(DispatchError::UnsupportedApi { key }),
+    };
+    Ok(decoded(request))
+}
+
+pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchError> {
+    let Decoded {
+        key,
+        version,
+        correlation_id: cid,
+        request,
+    } = decode(frame)?;
     tracing::trace!(?key, version, cid, "request");
-    match key {
-        ApiKey::ApiVersions => {
-            let _req: ApiVersionsRequest = decode_body(key, version, &mut frame)?;
+    match request {
+        Request::ApiVersionsUnsupported => {
+            let mut resp = handlers::api_versions::response();
+            resp.error_code = ResponseError::UnsupportedVersion.code();
+            encode_response::<ApiVersionsResponse>(key, 0, cid, &resp)
+        }
+        Request::ApiVersions(_) => {
             encode_response(key, version, cid, &handlers::api_versions::response())
         }
-        ApiKey::Metadata => {
-            let req: MetadataRequest = decode_body(key, version, &mut frame)?;
-            encode_response(
-                key,
-                version,
-                cid,
-                &handlers::metadata::handle(broker, req, version),
-            )
-        }
-        ApiKey::CreateTopics => {
-            let req: CreateTopicsRequest = decode_body(key, version, &mut frame)?;
-            encode_response(
-                key,
-                version,
-                cid,
-                &handlers::create_topics::handle(broker, req, version).await,
-            )
-        }
-        ApiKey::Produce => {
-            let req: ProduceRequest = decode_body(key, version, &mut frame)?;
-            match handlers::produce::handle(broker, req).await {
-                ProduceOutcome::Respond(resp) => encode_response(key, version, cid, &resp),
-                ProduceOutcome::Silent => Ok(Reply::None),
-                ProduceOutcome::Close(why) => Err(DispatchError::AcksZeroFailure(why)),
-            }
-        }
-        ApiKey::Fetch => {
-            let req: FetchRequest = decode_body(key, version, &mut frame)?;
-            encode_response(
-                key,
-                version,
-                cid,
-                &handlers::fetch::handle(broker, req, version).await,
-            )
-        }
-        ApiKey::ListOffsets => {
-            let req: ListOffsetsRequest = decode_body(key, version, &mut frame)?;
-            encode_response(
-                key,
-                version,
-                cid,
-                &handlers::list_offsets::handle(broker, req, version),
-            )
-        }
-        ApiKey::OffsetForLeaderEpoch => {
-            let req: OffsetForLeaderEpochRequest = decode_body(key, version, &mut frame)?;
-            encode_response(
-                key,
-                version,
-                cid,
-                &handlers::offsets_for_leader_epoch::handle(broker, req),
-            )
-        }
-        ApiKey::LeaderAndIsr => {
-            let req: LeaderAndIsrRequest = decode_body(key, version, &mut frame)?;
+        Request::Metadata(req) => encode_response(
+            key,
+            version,
+            cid,
+            &handlers::metadata::handle(broker, req, version),
+        ),
+        Request::CreateTopics(req) => encode_response(
+            key,
+            version,
+            cid,
+            &handlers::create_topics::handle(broker, req, version).await,
+        ),
+        Request::Produce(req) => match handlers::produce::handle(broker, req).await {
+            ProduceOutcome::Respond(resp) => encode_response(key, version, cid, &resp),
+            ProduceOutcome::Silent => Ok(Reply::None),
+            ProduceOutcome::Close(why) => Err(DispatchError::AcksZeroFailure(why)),
+        },
+        Request::Fetch(req) => encode_response(
+            key,
+            version,
+            cid,
+            &handlers::fetch::handle(broker, req, version).await,
+        ),
+        Request::ListOffsets(req) => encode_response(
+            key,
+            version,
+            cid,
+            &handlers::list_offsets::handle(broker, req, version),
+        ),
+        Request::OffsetForLeaderEpoch(req) => encode_response(
+            key,
+            version,
+            cid,
+            &handlers::offsets_for_leader_epoch::handle(broker, req),
+        ),
+        Request::LeaderAndIsr(req) => {
             broker.replicas.await_registration(req.broker_epoch).await;
             encode_response(
                 key,
@@ -218,15 +263,11 @@ pub async fn handle(broker: &Broker, mut frame: Bytes) -> Result<Reply, Dispatch
                 &handlers::leader_and_isr::handle(broker, req),
             )
         }
-        ApiKey::UpdateMetadata => {
-            let req: UpdateMetadataRequest = decode_body(key, version, &mut frame)?;
-            encode_response(
-                key,
-                version,
-                cid,
-                &handlers::update_metadata::handle(broker, req),
-            )
-        }
-        _ => Err(DispatchError::UnsupportedApi { key }),
+        Request::UpdateMetadata(req) => encode_response(
+            key,
+            version,
+            cid,
+            &handlers::update_metadata::handle(broker, req),
+        ),
     }
 }

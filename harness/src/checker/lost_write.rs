@@ -2,11 +2,11 @@
 //! value acknowledged with acks=all while the ISR was S is lost illegitimately
 //! unless, after its acknowledgement, an unclean leader election happened or
 //! every member of S lost it in disk faults (power loss, truncate-log) — or
-//! the ISR *as it last stood* did: after a disk fault, etcd's state read just
-//! after it names an ISR every member of which had lost the value in disk
-//! faults since the ack (a dead sole ISR member stays the ISR; the ISR as it
-//! last stood held the value nowhere else, so Kafka's promise — no loss while
-//! an in-sync replica survives — no longer covered it). Lost means not in the
+//! the ISR *as it stood later* did: at a disk fault's revision (etcd read just
+//! after its cut) or any later partition state, etcd names an ISR every
+//! member of which had lost the value in disk faults since the ack (a dead
+//! sole ISR member stays the ISR; an ISR that held the value nowhere is past
+//! Kafka's promise — no loss while an in-sync replica survives). Lost means not in the
 //! partition's final log (see [`super::final_log`]). acks=1 and acks=0 writes
 //! may be lost; they are counted, never invalid.
 //!
@@ -303,52 +303,86 @@ impl<'a> Excuses<'a> {
     }
 
     /// Why disk faults after the ack excuse losing this value, if they do:
-    /// every member of the ISR at the ack lost it in them, or, just after
-    /// one of them, etcd named an ISR every member of which had. The state
-    /// read is the last at or before the revision the fault recorded.
+    /// every member of the ISR at the ack lost it in them, or, at some
+    /// moment after the first of them, the ISR etcd held then consisted only
+    /// of replicas that had lost it in such faults. The moments are each
+    /// fault's recorded revision (read just after its cut) and each later
+    /// partition state; a node counts as having lost the value from its
+    /// fault's revision on. Once the ISR holds no copy, Kafka's promise — no
+    /// loss while an in-sync replica survives — no longer covers the value,
+    /// whichever replica is elected next (an out-of-ISR replica that still
+    /// holds it is not electable without an unclean election).
     ///
-    /// A node counts as having lost the value from the fault that cut it
-    /// on; a node that fetched it back from another replica before that
-    /// replica lost it too is not seen, so this may excuse a loss the
-    /// refetched copy should have prevented (the final log holds the value
-    /// in that case, unless it was lost again later).
+    /// Not seen: a node that fetched the value back from another replica
+    /// before that replica lost it too (this may excuse a loss the refetched
+    /// copy should have prevented; the final log then usually holds the
+    /// value), and whether each ISR shrink was itself legitimate.
     fn disk_loss(&self, acked: &AckedValue, isr_at_ack: &[NodeId]) -> Option<String> {
         let after = self
             .disk_losses
             .partition_point(|(index, _, _)| *index <= acked.index);
-        let states = self.states.get(&acked.partition);
+        let faults = &self.disk_losses[after..];
         // Node → (history index, verb) of the first fault that cut the value.
         let mut lost: BTreeMap<NodeId, (u64, Verb)> = BTreeMap::new();
-        for &(index, verb, done) in &self.disk_losses[after..] {
+        // The same cuts by the etcd revision each fault recorded.
+        let mut by_revision: Vec<(i64, NodeId, u64, Verb)> = Vec::new();
+        for &(index, verb, done) in faults {
             for &node in &done.nodes {
                 if cuts_value(done, node, acked) {
                     lost.entry(node).or_insert((index, verb));
+                    if let Some(revision) = done.etcd_revision {
+                        by_revision.push((revision, node, index, verb));
+                    }
                 }
             }
-            if let Some(faults) = lost_by_all(isr_at_ack, &lost) {
-                let kinds: BTreeSet<&str> =
-                    faults.iter().map(|&(_, _, verb)| words(verb)).collect();
-                let indices: BTreeSet<u64> = faults.iter().map(|&(_, index, _)| index).collect();
-                let kinds: Vec<&str> = kinds.into_iter().collect();
-                return Some(format!(
-                    "{} of every ISR member (history indices {indices:?})",
-                    kinds.join(" or ")
-                ));
+        }
+        if let Some(faults) = lost_by_all(isr_at_ack, &lost) {
+            let kinds: BTreeSet<&str> = faults.iter().map(|&(_, _, verb)| words(verb)).collect();
+            let indices: BTreeSet<u64> = faults.iter().map(|&(_, index, _)| index).collect();
+            let kinds: Vec<&str> = kinds.into_iter().collect();
+            return Some(format!(
+                "{} of every ISR member (history indices {indices:?})",
+                kinds.join(" or ")
+            ));
+        }
+        let states = self.states.get(&acked.partition)?;
+        by_revision.sort_by_key(|&(revision, ..)| revision);
+        let first = by_revision.first()?.0;
+        // The state in force at the first fault's revision, and every later one.
+        let from = states
+            .partition_point(|s| s.revision <= first)
+            .saturating_sub(1);
+        let mut moments: Vec<i64> = by_revision.iter().map(|&(r, ..)| r).collect();
+        moments.extend(
+            states[from..]
+                .iter()
+                .map(|s| s.revision)
+                .filter(|&r| r > first),
+        );
+        moments.sort_unstable();
+        moments.dedup();
+        let mut lost_then: BTreeMap<NodeId, (u64, Verb)> = BTreeMap::new();
+        let mut next_cut = 0;
+        for moment in moments {
+            while let Some(&(revision, node, index, verb)) = by_revision.get(next_cut)
+                && revision <= moment
+            {
+                lost_then.entry(node).or_insert((index, verb));
+                next_cut += 1;
             }
-            let Some((states, revision)) = states.zip(done.etcd_revision) else {
-                continue;
-            };
-            let at = states.partition_point(|s| s.revision <= revision);
+            let at = states.partition_point(|s| s.revision <= moment);
             let Some(state) = at.checked_sub(1).and_then(|at| states.get(at)) else {
                 continue;
             };
-            let isr: Option<Vec<NodeId>> = state
+            let Some(isr) = state
                 .isr
                 .iter()
                 .map(|&b| NodeId::from_broker_id(b))
-                .collect();
-            let Some(isr) = isr else { continue };
-            if let Some(faults) = lost_by_all(&isr, &lost) {
+                .collect::<Option<Vec<NodeId>>>()
+            else {
+                continue;
+            };
+            if let Some(faults) = lost_by_all(&isr, &lost_then) {
                 let faults: Vec<String> = faults
                     .iter()
                     .map(|(node, index, verb)| {
@@ -357,7 +391,7 @@ impl<'a> Excuses<'a> {
                     .collect();
                 let isr: Vec<String> = isr.iter().map(|n| n.to_string()).collect();
                 return Some(format!(
-                    "{}, then etcd named the ISR [{}] (etcd revision {revision})",
+                    "{}, then etcd named the ISR [{}] (etcd revision {moment})",
                     faults.join(", "),
                     isr.join(", ")
                 ));
@@ -808,8 +842,20 @@ pub(super) mod tests {
             "{:?}",
             at(7)
         );
-        // At revision 5 b2 was still in the ISR (and held the value): not excused.
-        assert_eq!(at(5), Judgement::NotExcused);
+        // At revision 5 b2 was still in the ISR (and held the value); at 6
+        // etcd dropped it, leaving b1, which had lost it: excused from then.
+        assert!(
+            matches!(at(5), Judgement::Excused(ref why)
+                if why.contains("then etcd named the ISR [b1] (etcd revision 6)")),
+            "{:?}",
+            at(5)
+        );
+        // Had the ISR kept b2 (it never shrank to [1]), nothing would excuse it.
+        let kept = [state(1, 1, 0, &[1, 2, 3]), state(4, 1, 0, &[1, 2])];
+        assert_eq!(
+            judge(&kept, vec![disk_fault(Verb::PowerLoss, 1, 5, 5, 0)], &acked),
+            Judgement::NotExcused
+        );
     }
 
     #[test]
