@@ -170,6 +170,10 @@ pub(crate) struct Excuses<'a> {
     /// Disk faults (power loss, truncate-log) that completed, as (history
     /// index, verb, what they did), in history order.
     disk_losses: Vec<(u64, Verb, &'a Done)>,
+    /// Restarts and starts that completed, as (history index, node, etcd
+    /// revision read just after), in history order: a node that lost a value
+    /// in a disk fault counts as without it only until it is back.
+    returns: Vec<(u64, NodeId, Option<i64>)>,
     /// Per partition, etcd's states in revision order (to read the ISR a
     /// power loss left).
     states: BTreeMap<PartitionRef, Vec<&'a PartitionStateChange>>,
@@ -219,10 +223,28 @@ impl<'a> Excuses<'a> {
                     .then_some((op.index, fault.verb, done))
             })
             .collect();
+        let returns = run
+            .history
+            .iter()
+            .filter(|op| {
+                op.process == Process::Nemesis && op.kind != OpType::Invoke && op.error.is_none()
+            })
+            .filter_map(|op| {
+                let fault = op.fault()?;
+                let done = fault.done.as_ref()?;
+                matches!(fault.verb, Verb::Restart | Verb::Start).then_some((op.index, done))
+            })
+            .flat_map(|(index, done)| {
+                done.nodes
+                    .iter()
+                    .map(move |&node| (index, node, done.etcd_revision))
+            })
+            .collect();
         Excuses {
             with_states,
             unclean,
             disk_losses,
+            returns,
             states,
         }
     }
@@ -302,13 +324,28 @@ impl<'a> Excuses<'a> {
         self.disk_loss(&read, &[]).is_some()
     }
 
+    /// The etcd revision from which `node`, cut by the fault at history
+    /// `index` (recorded at `revision`), was back: its first restart or start
+    /// after the fault. A return that recorded no revision ends the cut at
+    /// the fault's own revision (only that moment counts); none: `None`.
+    fn back(&self, node: NodeId, index: u64, revision: i64) -> Option<i64> {
+        let after = self.returns.partition_point(|&(i, _, _)| i <= index);
+        self.returns[after..]
+            .iter()
+            .find(|&&(_, n, _)| n == node)
+            .map(|&(_, _, back)| back.unwrap_or(revision + 1))
+    }
+
     /// Why disk faults after the ack excuse losing this value, if they do:
     /// every member of the ISR at the ack lost it in them, or, at some
     /// moment after the first of them, the ISR etcd held then consisted only
     /// of replicas that had lost it in such faults. The moments are each
     /// fault's recorded revision (read just after its cut) and each later
     /// partition state; a node counts as having lost the value from its
-    /// fault's revision on. Once the ISR holds no copy, Kafka's promise — no
+    /// fault's revision until it is back (restarted or started: from then it
+    /// may have fetched the value again, and an ISR that still names it says
+    /// it did — or the broker kept a bounced replica in the ISR, the bug
+    /// KIP-380 fixed). Once the ISR holds no copy, Kafka's promise — no
     /// loss while an in-sync replica survives — no longer covers the value,
     /// whichever replica is elected next (an out-of-ISR replica that still
     /// holds it is not electable without an unclean election).
@@ -324,14 +361,21 @@ impl<'a> Excuses<'a> {
         let faults = &self.disk_losses[after..];
         // Node → (history index, verb) of the first fault that cut the value.
         let mut lost: BTreeMap<NodeId, (u64, Verb)> = BTreeMap::new();
-        // The same cuts by the etcd revision each fault recorded.
-        let mut by_revision: Vec<(i64, NodeId, u64, Verb)> = Vec::new();
+        // The same cuts by the etcd revision each fault recorded, each with
+        // the revision from which the node was back (`None`: never).
+        let mut by_revision: Vec<(i64, Option<i64>, NodeId, u64, Verb)> = Vec::new();
         for &(index, verb, done) in faults {
             for &node in &done.nodes {
                 if cuts_value(done, node, acked) {
                     lost.entry(node).or_insert((index, verb));
                     if let Some(revision) = done.etcd_revision {
-                        by_revision.push((revision, node, index, verb));
+                        by_revision.push((
+                            revision,
+                            self.back(node, index, revision),
+                            node,
+                            index,
+                            verb,
+                        ));
                     }
                 }
             }
@@ -361,14 +405,14 @@ impl<'a> Excuses<'a> {
         );
         moments.sort_unstable();
         moments.dedup();
-        let mut lost_then: BTreeMap<NodeId, (u64, Verb)> = BTreeMap::new();
-        let mut next_cut = 0;
         for moment in moments {
-            while let Some(&(revision, node, index, verb)) = by_revision.get(next_cut)
-                && revision <= moment
-            {
-                lost_then.entry(node).or_insert((index, verb));
-                next_cut += 1;
+            // Nodes without the value at this moment: cut at or before it,
+            // and not back since.
+            let mut lost_then: BTreeMap<NodeId, (u64, Verb)> = BTreeMap::new();
+            for &(revision, back, node, index, verb) in &by_revision {
+                if revision <= moment && back.is_none_or(|back| moment < back) {
+                    lost_then.entry(node).or_insert((index, verb));
+                }
             }
             let at = states.partition_point(|s| s.revision <= moment);
             let Some(state) = at.checked_sub(1).and_then(|at| states.get(at)) else {
@@ -915,6 +959,54 @@ pub(super) mod tests {
         assert_eq!(
             all,
             Judgement::Excused("power loss of every ISR member (history indices {5, 6})".into())
+        );
+    }
+
+    /// A restart of `node` at history `index`, etcd revision `at` read after.
+    fn restart(node: u32, index: u64, at: i64) -> Op {
+        use crate::history::{Aim, Body, FaultOp};
+        use crate::schedule::Target;
+        let node = NodeId::new(node);
+        Op {
+            index,
+            time_ns: index,
+            process: Process::Nemesis,
+            kind: OpType::Info,
+            body: Body::Fault(FaultOp {
+                verb: Verb::Restart,
+                aim: Aim::Target {
+                    target: Target::Node(node),
+                    id: None,
+                    on_heal: None,
+                },
+                done: Some(Done {
+                    nodes: vec![node],
+                    etcd_revision: Some(at),
+                    ..Done::default()
+                }),
+            }),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_replica_back_from_its_disk_fault_no_longer_counts_as_without_the_value() {
+        // Acked under [1, 2]; b1 loses power (revision 5), b2 still in the ISR.
+        // Later (revision 8) etcd names [1] alone.
+        let states = [state(1, 1, 0, &[1, 2]), state(8, 1, 1, &[1])];
+        let acked = acked_at_2_under(&[1, 2]);
+        let lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
+        // b1 never came back: the ISR [1] held the value nowhere. Excused.
+        assert!(matches!(
+            judge(&states, vec![lost.clone()], &acked),
+            Judgement::Excused(_)
+        ));
+        // b1 restarted at revision 6, before etcd named it alone: from then it
+        // could have fetched the value back from b2, and a broker that keeps
+        // a bounced replica in the ISR without it is KIP-380's bug. Not excused.
+        assert_eq!(
+            judge(&states, vec![lost, restart(1, 6, 6)], &acked),
+            Judgement::NotExcused
         );
     }
 }

@@ -440,7 +440,9 @@ pub struct Done {
     /// Disk faults (power loss, truncate-log): etcd's revision read just
     /// after the logs were cut, so the checkers can tell which ISR the loss
     /// left (a dead sole ISR member is still its leader: nothing changes it
-    /// until the node returns or an unclean election replaces it).
+    /// until the node returns or an unclean election replaces it). Restart
+    /// and start: read just after the node was started, so the checkers know
+    /// from when on it may have fetched back what a disk fault took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etcd_revision: Option<i64>,
 }

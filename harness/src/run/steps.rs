@@ -124,7 +124,13 @@ pub(super) async fn faults<R: Runtime>(
             .map_err(|e| RunError::Harness(format!("step {number}: {e}")))?;
         match live.nemesis.fire(&mut live.runtime, &view, fault).await {
             Ok(mut done) => {
-                if matches!(fault, Fault::PowerLoss(_) | Fault::TruncateLog(_)) {
+                if matches!(
+                    fault,
+                    Fault::PowerLoss(_)
+                        | Fault::TruncateLog(_)
+                        | Fault::Restart(_)
+                        | Fault::Start(_)
+                ) {
                     done.etcd_revision = Some(live.view().await?.revision);
                 }
                 op.done = Some(done);
