@@ -18,10 +18,8 @@ runtime=${EPOCHAL_RUNTIME:-process}
 mkdir -p "$store"
 cargo build -q --workspace --bins
 echo "== epochal campaign --seeds $seeds --shard $shard --duration $duration --runtime $runtime"
-# Power loss is left out until the lost-write checker excuses by the ISR as it
-# last stood before a loss ([fidelity] point 2, suites/found/README.md);
-# EPOCHAL_KINDS widens the mix.
-kinds=${EPOCHAL_KINDS:-pause,crash,stop,isolate,majority-minority,one-way,bridge,node-from-etcd}
+# Every fault kind by default; EPOCHAL_KINDS narrows the mix.
+kinds=${EPOCHAL_KINDS:-pause,crash,stop,power-loss,truncate-log,isolate,majority-minority,one-way,bridge,node-from-etcd}
 exec target/debug/epochal campaign --seeds "$seeds" --shard "$shard" --duration "$duration" \
   --runtime "$runtime" --store "$store/campaigns" --quiet --kinds "$kinds" \
   --set truncation=current --set controller_epoch_fencing=true

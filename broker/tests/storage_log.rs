@@ -438,3 +438,33 @@ fn an_unaligned_follower_append_takes_a_batch_from_inside_it_and_offsets_go_back
         Err(StorageError::UnexpectedAppendOffset { .. })
     ));
 }
+
+#[test]
+fn truncating_at_the_log_end_drops_an_epoch_that_never_appended() {
+    // A leader elected at LEO 4 records (2, 4) at once (KAFKA-7415) and is
+    // deposed before any append. As a follower it learns the new leader's
+    // epoch 1 ended at 6 and its own epoch 1 at 4, and truncates to 4: no
+    // record goes, but (2, 4) must, or it asks about epoch 2 for ever.
+    let dir = tempfile::tempdir().unwrap();
+    let mut logs = LogManager::open(dir.path(), config(1 << 20)).unwrap();
+    let log = logs.get_or_create(&tp()).unwrap();
+    fill(log, &[0, 1]);
+    log.leader_epoch_cache_mut().assign(2, 4).unwrap();
+    assert_eq!(
+        log.leader_epoch_cache().entries(),
+        &[e(0, 0), e(1, 2), e(2, 4)]
+    );
+    log.truncate_to(4).unwrap();
+    assert_eq!(log.log_end_offset(), 4);
+    assert_eq!(log.leader_epoch_cache().entries(), &[e(0, 0), e(1, 2)]);
+    // Past the end too: the epoch file follows the log, not the target.
+    log.leader_epoch_cache_mut().assign(3, 4).unwrap();
+    log.truncate_to(100).unwrap();
+    assert_eq!(log.leader_epoch_cache().entries(), &[e(0, 0), e(1, 2)]);
+    drop(logs);
+    let logs = LogManager::open(dir.path(), config(1 << 20)).unwrap();
+    assert_eq!(
+        logs.get(&tp()).unwrap().leader_epoch_cache().entries(),
+        &[e(0, 0), e(1, 2)]
+    );
+}

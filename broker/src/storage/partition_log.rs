@@ -406,7 +406,13 @@ impl PartitionLog {
             });
         }
         if offset >= self.log_end_offset {
-            return Ok(());
+            // No record goes, but an epoch entry at the log end does: a
+            // leader records its epoch at election (KAFKA-7415, Kafka 2.1)
+            // and may be deposed before appending anything; as a follower it
+            // must drop that empty epoch, or it asks the new leader about it
+            // again and again and never fetches (Kafka's Log.truncateTo
+            // truncates the epoch cache from the log end in this case too).
+            return self.epoch_cache.truncate_from_end(self.log_end_offset);
         }
         if offset < self.log_start_offset() {
             return self.truncate_fully_and_start_at(offset);
