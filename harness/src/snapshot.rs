@@ -99,7 +99,7 @@ fn redact(value: &mut Value) {
             for (key, v) in map.iter_mut() {
                 if key.contains("revision") {
                     *v = json!("[revision]");
-                } else if key == "time_ms" || key == "time_ns" {
+                } else if key.ends_with("time_ms") || key == "time_ns" {
                     *v = json!("[time]");
                 } else {
                     redact(v);

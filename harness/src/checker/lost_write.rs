@@ -171,9 +171,13 @@ pub(crate) struct Excuses<'a> {
     /// index, verb, what they did), in history order.
     disk_losses: Vec<(u64, Verb, &'a Done)>,
     /// Restarts and starts that completed, as (history index, node, etcd
-    /// revision read just after), in history order: a node that lost a value
-    /// in a disk fault counts as without it only until it is back.
-    returns: Vec<(u64, NodeId, Option<i64>)>,
+    /// revision read just after, wall-clock start), in history order: a node
+    /// that lost a value in a disk fault counts as without it only until it
+    /// is back.
+    returns: Vec<(u64, NodeId, Option<i64>, Option<u64>)>,
+    /// Each node's state-change log: when a returned node first applied a
+    /// decision for a partition.
+    state_changes: &'a BTreeMap<NodeId, Vec<crate::reader::state_change::StateChange>>,
     /// Per partition, etcd's states in revision order (to read the ISR a
     /// power loss left).
     states: BTreeMap<PartitionRef, Vec<&'a PartitionStateChange>>,
@@ -237,7 +241,7 @@ impl<'a> Excuses<'a> {
             .flat_map(|(index, done)| {
                 done.nodes
                     .iter()
-                    .map(move |&node| (index, node, done.etcd_revision))
+                    .map(move |&node| (index, node, done.etcd_revision, done.started_time_ms))
             })
             .collect();
         Excuses {
@@ -245,6 +249,7 @@ impl<'a> Excuses<'a> {
             unclean,
             disk_losses,
             returns,
+            state_changes: &run.state_changes,
             states,
         }
     }
@@ -324,16 +329,51 @@ impl<'a> Excuses<'a> {
         self.disk_loss(&read, &[]).is_some()
     }
 
-    /// The etcd revision from which `node`, cut by the fault at history
-    /// `index` (recorded at `revision`), was back: its first restart or start
-    /// after the fault. A return that recorded no revision ends the cut at
-    /// the fault's own revision (only that moment counts); none: `None`.
-    fn back(&self, node: NodeId, index: u64, revision: i64) -> Option<i64> {
-        let after = self.returns.partition_point(|&(i, _, _)| i <= index);
-        self.returns[after..]
+    /// The etcd revision from which `node`, cut (for `partition`) by the
+    /// fault at history `index` (recorded at `revision`), was back and could
+    /// hold the value again: the partition state of the first decision for
+    /// the partition it applied after its next restart or start (its
+    /// state-change log), no earlier than the revision read when it started.
+    /// `None`: it never came back, or never applied a decision for the
+    /// partition since — as if it were still down. A return that recorded no
+    /// start time (a history written before returns recorded theirs) is
+    /// placed just after the latest revision a disk fault recorded before it
+    /// in the history: the node was still out then.
+    fn back(
+        &self,
+        node: NodeId,
+        partition: &PartitionRef,
+        index: u64,
+        revision: i64,
+    ) -> Option<i64> {
+        let after = self.returns.partition_point(|&(i, ..)| i <= index);
+        let &(returned, _, read_at_start, started) = self.returns[after..]
             .iter()
-            .find(|&&(_, n, _)| n == node)
-            .map(|&(_, _, back)| back.unwrap_or(revision + 1))
+            .find(|&&(_, n, ..)| n == node)?;
+        let Some(started) = started else {
+            let before = self
+                .disk_losses
+                .iter()
+                .take_while(|&&(i, _, _)| i < returned)
+                .filter_map(|&(_, _, done)| done.etcd_revision)
+                .max()
+                .unwrap_or(revision);
+            return Some(before.max(revision) + 1);
+        };
+        let applied = self.state_changes.get(&node)?.iter().find(|c| {
+            c.time_ms >= started
+                && c.request == "LeaderAndIsr"
+                && c.outcome == "applied"
+                && c.topic == partition.topic
+                && u32::try_from(c.partition).ok() == Some(partition.partition)
+        })?;
+        // The partition state that carried that decision's epoch.
+        let states = self.states.get(partition)?;
+        let carried = states
+            .iter()
+            .find(|s| s.leader_epoch >= applied.leader_epoch)
+            .map_or(i64::MAX, |s| s.revision);
+        Some(carried.max(read_at_start.unwrap_or(revision + 1)))
     }
 
     /// Why disk faults after the ack excuse losing this value, if they do:
@@ -371,7 +411,7 @@ impl<'a> Excuses<'a> {
                     if let Some(revision) = done.etcd_revision {
                         by_revision.push((
                             revision,
-                            self.back(node, index, revision),
+                            self.back(node, &acked.partition, index, revision),
                             node,
                             index,
                             verb,
@@ -834,6 +874,7 @@ pub(super) mod tests {
                     blocked: None,
                     cut: Some(vec![NodeCut { node, cuts, cut }]),
                     etcd_revision: Some(at),
+                    started_time_ms: None,
                 }),
             }),
             error: None,
@@ -1008,5 +1049,58 @@ pub(super) mod tests {
             judge(&states, vec![lost, restart(1, 6, 6)], &acked),
             Judgement::NotExcused
         );
+    }
+
+    #[test]
+    fn a_restarted_replica_is_back_only_once_it_applied_a_decision_for_the_partition() {
+        use crate::reader::state_change::StateChange;
+        let states = [
+            state(1, 1, 0, &[1, 2]),
+            state(7, 2, 1, &[1, 2]),
+            state(8, 2, 2, &[1]),
+        ];
+        let acked = acked_at_2_under(&[1, 2]);
+        let lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
+        let mut back = restart(1, 6, 6);
+        if let crate::history::Body::Fault(f) = &mut back.body {
+            f.done.as_mut().unwrap().started_time_ms = Some(1000);
+        }
+        let applied = |time_ms, leader_epoch| StateChange {
+            time_ms,
+            request: "LeaderAndIsr".into(),
+            controller_id: 1,
+            controller_epoch: 1,
+            topic: "t".into(),
+            partition: 0,
+            leader: 2,
+            leader_epoch,
+            isr: vec![1, 2],
+            outcome: "applied".into(),
+            reason: None,
+        };
+        let judge_with = |changes: Vec<StateChange>| {
+            let run = RunData {
+                timeline: Some(Timeline {
+                    partition_states: states.to_vec(),
+                    controllers: vec![],
+                }),
+                history: vec![lost.clone(), back.clone()],
+                state_changes: [(NodeId::new(1), changes)].into_iter().collect(),
+                ..RunData::default()
+            };
+            Excuses::of(&run).judge(&acked)
+        };
+        // Restarted, and following b2 in epoch 1 (revision 7) before etcd
+        // named it alone: it could hold the value again. Not excused.
+        assert_eq!(
+            judge_with(vec![applied(500, 0), applied(1500, 1)]),
+            Judgement::NotExcused
+        );
+        // Restarted but never told to follow (only a decision from before its
+        // restart): still without the value when the ISR was [1]. Excused.
+        assert!(matches!(
+            judge_with(vec![applied(500, 0)]),
+            Judgement::Excused(_)
+        ));
     }
 }

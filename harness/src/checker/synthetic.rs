@@ -525,6 +525,7 @@ impl<'a> Generator<'a> {
                 blocked: None,
                 cut,
                 etcd_revision: None,
+                started_time_ms: None,
             }),
         };
         self.push(Process::Nemesis, OpType::Info, Body::Fault(done), None);
@@ -582,6 +583,7 @@ impl<'a> Generator<'a> {
                 blocked: None,
                 cut: None,
                 etcd_revision: None,
+                started_time_ms: None,
             }))),
             None,
         );

@@ -445,6 +445,11 @@ pub struct Done {
     /// from when on it may have fetched back what a disk fault took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etcd_revision: Option<i64>,
+    /// Restart and start: when the node was started (wall clock, ms since
+    /// the Unix epoch), so the checkers can find the first decision it
+    /// applied afterwards in its state-change log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_time_ms: Option<u64>,
 }
 
 /// One node's logs after a disk fault: `power-loss` cuts every replica

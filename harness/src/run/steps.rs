@@ -133,6 +133,15 @@ pub(super) async fn faults<R: Runtime>(
                 ) {
                     done.etcd_revision = Some(live.view().await?.revision);
                 }
+                if matches!(fault, Fault::Restart(_) | Fault::Start(_)) {
+                    done.started_time_ms = done
+                        .nodes
+                        .iter()
+                        .filter_map(|&n| live.runtime.started_at(n))
+                        .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map(|d| d.as_millis() as u64)
+                        .min();
+                }
                 op.done = Some(done);
                 let body = Body::Fault(op);
                 live.log.line(format!(
