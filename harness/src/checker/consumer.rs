@@ -642,7 +642,7 @@ mod tests {
         // 10 is read at offset 0; then b1, etcd's only ISR member, loses
         // power and its log is cut to 0; 20 is read at offset 0 after.
         let mut ops: Vec<Op> = poll(0, 0, &[(0, 10)], 1).into();
-        let fault = super::super::lost_write::tests::disk_fault(Verb::PowerLoss, 1, 2, 5, 0);
+        let fault = super::super::excuses::tests::disk_fault(Verb::PowerLoss, 1, 2, 5, 0);
         ops.push(fault);
         ops.extend(poll(3, 0, &[(0, 20)], 1));
         let state = |revision, isr: Vec<i32>| PartitionStateChange {

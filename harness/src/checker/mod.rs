@@ -17,6 +17,7 @@ pub mod context;
 pub mod divergence;
 pub mod duplicates;
 pub mod epoch_file;
+mod excuses;
 pub mod fencing;
 mod final_log;
 pub mod high_watermark;

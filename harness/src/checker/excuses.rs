@@ -1,0 +1,718 @@
+//! What can excuse losing an acknowledged write (DESIGN.md, "Lost write,
+//! precisely"): an unclean election after the ack, or disk faults (power
+//! loss, truncate-log) that took the value from every member of the ISR at
+//! the ack, or of the ISR etcd named at some later moment while the replicas
+//! that lost it had not come back. Judged per acknowledged value by the
+//! lost-write, offset-changed and consumer checkers, and per read by the
+//! consumer checker.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::history::{Done, Op, OpType, Process, Verb};
+use crate::node::NodeId;
+use crate::observe::timeline::PartitionStateChange;
+use crate::schedule::Acks;
+use crate::topic_partition::PartitionRef;
+
+use super::RunData;
+use super::lost_write::AckedValue;
+
+/// Whether losing (or moving) an acks=all write is excused.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Judgement {
+    /// An unclean election after the ack, or a power loss of the whole ISR.
+    Excused(String),
+    NotExcused,
+    /// Cannot tell; why.
+    Undetermined(String),
+}
+
+/// What can excuse losing an acks=all write, indexed once per run so that
+/// judging each acknowledged value costs only the few faults and elections
+/// after it, not a pass over the whole history and timeline: the history can
+/// hold a million ops, and every checker that judges values judges them all.
+pub(crate) struct Excuses<'a> {
+    /// Partitions etcd's timeline has a state for; `None`: no timeline.
+    with_states: Option<BTreeSet<PartitionRef>>,
+    /// Per partition, its unclean elections (the broker elected and the
+    /// state), in revision order.
+    unclean: BTreeMap<PartitionRef, Vec<(NodeId, &'a PartitionStateChange)>>,
+    /// Disk faults (power loss, truncate-log) that completed, as (history
+    /// index, verb, what they did), in history order.
+    disk_losses: Vec<(u64, Verb, &'a Done)>,
+    /// Restarts and starts that completed, as (history index, node, etcd
+    /// revision read just after, wall-clock start), in history order: a node
+    /// that lost a value in a disk fault counts as without it only until it
+    /// is back.
+    returns: Vec<(u64, NodeId, Option<i64>, Option<u64>)>,
+    /// Each node's state-change log: when a returned node first applied a
+    /// decision for a partition.
+    state_changes: &'a BTreeMap<NodeId, Vec<crate::reader::state_change::StateChange>>,
+    /// Per partition, etcd's states in revision order (to read the ISR a
+    /// power loss left).
+    states: BTreeMap<PartitionRef, Vec<&'a PartitionStateChange>>,
+}
+
+impl<'a> Excuses<'a> {
+    pub(crate) fn of(run: &'a RunData) -> Excuses<'a> {
+        let mut unclean: BTreeMap<PartitionRef, Vec<_>> = BTreeMap::new();
+        let mut states: BTreeMap<PartitionRef, Vec<&PartitionStateChange>> = BTreeMap::new();
+        if let Some(timeline) = &run.timeline {
+            for s in &timeline.partition_states {
+                states
+                    .entry(PartitionRef::new(&s.topic, s.partition))
+                    .or_default()
+                    .push(s);
+            }
+            for list in states.values_mut() {
+                list.sort_by_key(|s| s.revision);
+            }
+        }
+        let with_states = run.timeline.as_ref().map(|timeline| {
+            for election in timeline.unclean_elections() {
+                let elected = election.elected;
+                if let Some(leader) = NodeId::from_broker_id(elected.leader) {
+                    unclean
+                        .entry(PartitionRef::new(&elected.topic, elected.partition))
+                        .or_default()
+                        .push((leader, elected));
+                }
+            }
+            timeline
+                .partition_states
+                .iter()
+                .map(|s| PartitionRef::new(&s.topic, s.partition))
+                .collect()
+        });
+        let disk_losses = completed_faults(&run.history)
+            .filter(|(_, verb, _)| matches!(verb, Verb::PowerLoss | Verb::TruncateLog))
+            .collect();
+        let returns = completed_faults(&run.history)
+            .filter(|(_, verb, _)| matches!(verb, Verb::Restart | Verb::Start))
+            .flat_map(|(index, _, done)| {
+                done.nodes
+                    .iter()
+                    .map(move |&node| (index, node, done.etcd_revision, done.started_time_ms))
+            })
+            .collect();
+        Excuses {
+            with_states,
+            unclean,
+            disk_losses,
+            returns,
+            state_changes: &run.state_changes,
+            states,
+        }
+    }
+
+    /// Applies DESIGN.md's excuses to one acknowledged value.
+    pub(crate) fn judge(&self, acked: &AckedValue) -> Judgement {
+        let (Some(isr), Some(leader_epoch)) = (&acked.isr, acked.leader_epoch) else {
+            return Judgement::Undetermined(
+                "the ack recorded no ISR or leader epoch from etcd".into(),
+            );
+        };
+        if isr.is_empty() {
+            return Judgement::Undetermined("the ack recorded an empty ISR".into());
+        }
+        let partition = &acked.partition;
+        // A timeline with no state for the partition rules nothing out.
+        let timeline = self
+            .with_states
+            .as_ref()
+            .is_some_and(|states| states.contains(partition));
+        if let Some((leader, election)) = self
+            .unclean
+            .get(partition)
+            .into_iter()
+            .flatten()
+            .find(|(_, elected)| elected.leader_epoch > leader_epoch)
+        {
+            return Judgement::Excused(format!(
+                "unclean election of {leader} at leader epoch {} (etcd revision {})",
+                election.leader_epoch, election.revision
+            ));
+        }
+        if let Some(why) = self.disk_loss(acked, isr) {
+            return Judgement::Excused(why);
+        }
+        if !timeline {
+            return Judgement::Undetermined(format!(
+                "no timeline of {partition}: an unclean election after the ack cannot be ruled out"
+            ));
+        }
+        Judgement::NotExcused
+    }
+
+    /// Whether losing a record a poll read is excused: the record at
+    /// `offset` of `partition`, read by the poll at history index `index`
+    /// while etcd named `leader_epoch` (`None`: unknown). As for an
+    /// acknowledged write: an unclean election in a later epoch, or disk
+    /// faults after the read that took it from every member of the ISR as it
+    /// last stood. A consumer may have read a committed record that such a
+    /// fault then removed, and the offset then holds another record.
+    pub(crate) fn excuses_read(
+        &self,
+        index: u64,
+        partition: &PartitionRef,
+        offset: i64,
+        leader_epoch: Option<i32>,
+    ) -> bool {
+        if let Some(epoch) = leader_epoch
+            && self
+                .unclean
+                .get(partition)
+                .into_iter()
+                .flatten()
+                .any(|(_, elected)| elected.leader_epoch > epoch)
+        {
+            return true;
+        }
+        let read = AckedValue {
+            index,
+            partition: partition.clone(),
+            value: 0,
+            acks: Acks::All,
+            offset: Some(offset),
+            isr: None,
+            leader_epoch,
+        };
+        self.disk_loss(&read, &[]).is_some()
+    }
+
+    /// The etcd revision from which `node`, cut (for `partition`) by the
+    /// fault at history `index` (recorded at `revision`), was back and could
+    /// hold the value again: the partition state of the first decision for
+    /// the partition it applied after its next restart or start (its
+    /// state-change log), no earlier than the revision read when it started.
+    /// `None`: it never came back, or never applied a decision for the
+    /// partition since — as if it were still down. A return that recorded no
+    /// start time (a history written before returns recorded theirs) is
+    /// placed just after the latest revision a disk fault recorded before it
+    /// in the history: the node was still out then.
+    fn back(
+        &self,
+        node: NodeId,
+        partition: &PartitionRef,
+        index: u64,
+        revision: i64,
+    ) -> Option<i64> {
+        let after = self.returns.partition_point(|&(i, ..)| i <= index);
+        let &(returned, _, read_at_start, started) = self.returns[after..]
+            .iter()
+            .find(|&&(_, n, ..)| n == node)?;
+        let Some(started) = started else {
+            let before = self
+                .disk_losses
+                .iter()
+                .take_while(|&&(i, _, _)| i < returned)
+                .filter_map(|&(_, _, done)| done.etcd_revision)
+                .max()
+                .unwrap_or(revision);
+            return Some(before.max(revision) + 1);
+        };
+        let applied = self.state_changes.get(&node)?.iter().find(|c| {
+            c.time_ms >= started
+                && c.request == "LeaderAndIsr"
+                && c.outcome == "applied"
+                && c.topic == partition.topic
+                && u32::try_from(c.partition).ok() == Some(partition.partition)
+        })?;
+        // The partition state that carried that decision's epoch.
+        let states = self.states.get(partition)?;
+        let carried = states
+            .iter()
+            .find(|s| s.leader_epoch >= applied.leader_epoch)
+            .map_or(i64::MAX, |s| s.revision);
+        Some(carried.max(read_at_start.unwrap_or(revision + 1)))
+    }
+
+    /// Why disk faults after the ack excuse losing this value, if they do:
+    /// every member of the ISR at the ack lost it in them, or, at some
+    /// moment after the first of them, the ISR etcd held then consisted only
+    /// of replicas that had lost it in such faults. The moments are each
+    /// fault's recorded revision (read just after its cut) and each later
+    /// partition state; a node counts as having lost the value from its
+    /// fault's revision until it is back (restarted or started: from then it
+    /// may have fetched the value again, and an ISR that still names it says
+    /// it did — or the broker kept a bounced replica in the ISR, the bug
+    /// KIP-380 fixed). Once the ISR holds no copy, Kafka's promise — no
+    /// loss while an in-sync replica survives — no longer covers the value,
+    /// whichever replica is elected next (an out-of-ISR replica that still
+    /// holds it is not electable without an unclean election).
+    ///
+    /// Not seen: a node that fetched the value back from another replica
+    /// before that replica lost it too (this may excuse a loss the refetched
+    /// copy should have prevented; the final log then usually holds the
+    /// value), and whether each ISR shrink was itself legitimate.
+    fn disk_loss(&self, acked: &AckedValue, isr_at_ack: &[NodeId]) -> Option<String> {
+        let after = self
+            .disk_losses
+            .partition_point(|(index, _, _)| *index <= acked.index);
+        let faults = &self.disk_losses[after..];
+        // Node → (history index, verb) of the first fault that cut the value.
+        let mut lost: BTreeMap<NodeId, (u64, Verb)> = BTreeMap::new();
+        // The same cuts by the etcd revision each fault recorded, each with
+        // the revision from which the node was back (`None`: never).
+        let mut by_revision: Vec<(i64, Option<i64>, NodeId, u64, Verb)> = Vec::new();
+        for &(index, verb, done) in faults {
+            for &node in &done.nodes {
+                if cuts_value(done, node, acked) {
+                    lost.entry(node).or_insert((index, verb));
+                    if let Some(revision) = done.etcd_revision {
+                        by_revision.push((
+                            revision,
+                            self.back(node, &acked.partition, index, revision),
+                            node,
+                            index,
+                            verb,
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(faults) = lost_by_all(isr_at_ack, &lost) {
+            let kinds: BTreeSet<&str> = faults.iter().map(|&(_, _, verb)| words(verb)).collect();
+            let indices: BTreeSet<u64> = faults.iter().map(|&(_, index, _)| index).collect();
+            let kinds: Vec<&str> = kinds.into_iter().collect();
+            return Some(format!(
+                "{} of every ISR member (history indices {indices:?})",
+                kinds.join(" or ")
+            ));
+        }
+        let states = self.states.get(&acked.partition)?;
+        by_revision.sort_by_key(|&(revision, ..)| revision);
+        let first = by_revision.first()?.0;
+        // The state in force at the first fault's revision, and every later one.
+        let from = states
+            .partition_point(|s| s.revision <= first)
+            .saturating_sub(1);
+        let mut moments: Vec<i64> = by_revision.iter().map(|&(r, ..)| r).collect();
+        moments.extend(
+            states[from..]
+                .iter()
+                .map(|s| s.revision)
+                .filter(|&r| r > first),
+        );
+        moments.sort_unstable();
+        moments.dedup();
+        for moment in moments {
+            // Nodes without the value at this moment: cut at or before it,
+            // and not back since.
+            let mut lost_then: BTreeMap<NodeId, (u64, Verb)> = BTreeMap::new();
+            for &(revision, back, node, index, verb) in &by_revision {
+                if revision <= moment && back.is_none_or(|back| moment < back) {
+                    lost_then.entry(node).or_insert((index, verb));
+                }
+            }
+            let at = states.partition_point(|s| s.revision <= moment);
+            let Some(state) = at.checked_sub(1).and_then(|at| states.get(at)) else {
+                continue;
+            };
+            let Some(isr) = state
+                .isr
+                .iter()
+                .map(|&b| NodeId::from_broker_id(b))
+                .collect::<Option<Vec<NodeId>>>()
+            else {
+                continue;
+            };
+            if let Some(faults) = lost_by_all(&isr, &lost_then) {
+                let faults: Vec<String> = faults
+                    .iter()
+                    .map(|(node, index, verb)| {
+                        format!("{} of {node} (history index {index})", words(*verb))
+                    })
+                    .collect();
+                let isr: Vec<String> = isr.iter().map(|n| n.to_string()).collect();
+                return Some(format!(
+                    "{}, then etcd named the ISR [{}] (etcd revision {moment})",
+                    faults.join(", "),
+                    isr.join(", ")
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// The fault that cut the value from each node of `isr` — (node, history
+/// index, verb) — when every one of them lost it; `None` when one did not,
+/// or the ISR is empty.
+fn lost_by_all(
+    isr: &[NodeId],
+    lost: &BTreeMap<NodeId, (u64, Verb)>,
+) -> Option<Vec<(NodeId, u64, Verb)>> {
+    if isr.is_empty() {
+        return None;
+    }
+    isr.iter()
+        .map(|&node| lost.get(&node).map(|&(index, verb)| (node, index, verb)))
+        .collect()
+}
+
+/// The nemesis ops that completed without error, with what they did, in
+/// history order: (history index, verb, what it did).
+fn completed_faults(history: &[Op]) -> impl Iterator<Item = (u64, Verb, &Done)> {
+    history
+        .iter()
+        .filter(|op| {
+            op.process == Process::Nemesis && op.kind != OpType::Invoke && op.error.is_none()
+        })
+        .filter_map(|op| {
+            let fault = op.fault()?;
+            Some((op.index, fault.verb, fault.done.as_ref()?))
+        })
+}
+
+/// A disk fault as the excuses word it.
+fn words(verb: Verb) -> &'static str {
+    match verb {
+        Verb::PowerLoss => "power loss",
+        other => other.name(),
+    }
+}
+
+/// Whether disk-fault op `done` cut `node`'s copy of the value: a recorded
+/// cut must have taken its replica back to or below the acked offset; a
+/// node with no cut recorded counts on its name alone.
+fn cuts_value(done: &Done, node: NodeId, acked: &AckedValue) -> bool {
+    // Disk faults name the replica by its directory, which is the partition's name.
+    let dir = acked.partition.to_string();
+    let cut = done.cut.as_ref().and_then(|cuts| {
+        cuts.iter().find(|c| c.node == node).map(|c| {
+            c.replicas()
+                .find(|r| r.replica == dir)
+                .map(|r| r.log_end_offset_after)
+        })
+    });
+    match (cut, acked.offset) {
+        // No cut recorded for this node: its name is the evidence.
+        (None, _) => true,
+        // The node held no replica of the partition: nothing to lose.
+        (Some(None), _) => false,
+        (Some(Some(_)), None) => true,
+        (Some(Some(end_after)), Some(offset)) => end_after <= offset,
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::observe::timeline::Timeline;
+
+    fn state(revision: i64, leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionStateChange {
+        PartitionStateChange {
+            revision,
+            topic: "t".into(),
+            partition: 0,
+            leader,
+            leader_epoch,
+            isr: isr.to_vec(),
+            controller_epoch: 1,
+        }
+    }
+
+    #[test]
+    fn an_unclean_election_is_a_leader_outside_the_previous_isr_of_that_partition() {
+        let mut other = state(3, 3, 1, &[3]);
+        other.topic = "u".into();
+        let timeline = Timeline {
+            partition_states: vec![
+                state(1, 1, 0, &[1, 2, 3]),
+                other,
+                state(4, 1, 0, &[1]),
+                // No leader is not an election.
+                state(5, -1, 0, &[1]),
+                // b2 was not in [1]: unclean.
+                state(6, 2, 1, &[2]),
+                // b2 was in [2]: clean.
+                state(7, 2, 2, &[2, 3]),
+            ],
+            controllers: vec![],
+        };
+        let run = RunData {
+            timeline: Some(timeline),
+            ..RunData::default()
+        };
+        let excuses = Excuses::of(&run);
+        let unclean: Vec<(NodeId, i64)> = excuses.unclean[&PartitionRef::new("t", 0)]
+            .iter()
+            .map(|(leader, s)| (*leader, s.revision))
+            .collect();
+        assert_eq!(unclean, vec![(NodeId::new(2), 6)]);
+        assert!(!excuses.unclean.contains_key(&PartitionRef::new("u", 0)));
+    }
+
+    /// A disk fault (`verb`) of `node` at etcd revision `at`, cutting t-0
+    /// back to offset `end_after`.
+    pub(in crate::checker) fn disk_fault(
+        verb: Verb,
+        node: u32,
+        index: u64,
+        at: i64,
+        end_after: i64,
+    ) -> Op {
+        use crate::history::{Aim, Body, FaultOp, NodeCut, ReplicaCut};
+        use crate::schedule::Target;
+        let node = NodeId::new(node);
+        let replica = ReplicaCut {
+            replica: "t-0".into(),
+            log_end_offset_before: 4,
+            log_end_offset_after: end_after,
+            bytes_removed: 300,
+            segments_deleted: Vec::new(),
+        };
+        let (cuts, cut) = if verb == Verb::PowerLoss {
+            (Some(vec![replica]), None)
+        } else {
+            (None, Some(replica))
+        };
+        Op {
+            index,
+            time_ns: index,
+            process: Process::Nemesis,
+            kind: OpType::Info,
+            body: Body::Fault(FaultOp {
+                verb,
+                aim: Aim::Target {
+                    target: Target::Node(node),
+                    id: None,
+                    on_heal: None,
+                },
+                done: Some(Done {
+                    nodes: vec![node],
+                    healed: None,
+                    blocked: None,
+                    cut: Some(vec![NodeCut { node, cuts, cut }]),
+                    etcd_revision: Some(at),
+                    started_time_ms: None,
+                }),
+            }),
+            error: None,
+        }
+    }
+
+    fn acked_at_2_under(isr: &[u32]) -> AckedValue {
+        AckedValue {
+            index: 1,
+            partition: PartitionRef::new("t", 0),
+            value: 7,
+            acks: Acks::All,
+            offset: Some(2),
+            isr: Some(isr.iter().map(|&n| NodeId::new(n)).collect()),
+            leader_epoch: Some(0),
+        }
+    }
+
+    fn judge(states: &[PartitionStateChange], faults: Vec<Op>, acked: &AckedValue) -> Judgement {
+        let run = RunData {
+            timeline: Some(Timeline {
+                partition_states: states.to_vec(),
+                controllers: vec![],
+            }),
+            history: faults,
+            ..RunData::default()
+        };
+        Excuses::of(&run).judge(acked)
+    }
+
+    #[test]
+    fn a_power_loss_of_the_isrs_only_member_excuses_what_only_it_held() {
+        let states = [
+            state(1, 1, 0, &[1, 2, 3]),
+            state(4, 1, 0, &[1, 2]),
+            state(6, 1, 0, &[1]),
+        ];
+        let acked = acked_at_2_under(&[1, 2, 3]);
+        let at = |revision| {
+            judge(
+                &states,
+                vec![disk_fault(Verb::PowerLoss, 1, 5, revision, 0)],
+                &acked,
+            )
+        };
+        // At revision 7 etcd named b1 the ISR's only member: excused.
+        assert!(
+            matches!(at(7), Judgement::Excused(ref why)
+                if why.contains("power loss of b1 (history index 5), then etcd named the ISR [b1]")),
+            "{:?}",
+            at(7)
+        );
+        // At revision 5 b2 was still in the ISR (and held the value); at 6
+        // etcd dropped it, leaving b1, which had lost it: excused from then.
+        assert!(
+            matches!(at(5), Judgement::Excused(ref why)
+                if why.contains("then etcd named the ISR [b1] (etcd revision 6)")),
+            "{:?}",
+            at(5)
+        );
+        // Had the ISR kept b2 (it never shrank to [1]), nothing would excuse it.
+        let kept = [state(1, 1, 0, &[1, 2, 3]), state(4, 1, 0, &[1, 2])];
+        assert_eq!(
+            judge(&kept, vec![disk_fault(Verb::PowerLoss, 1, 5, 5, 0)], &acked),
+            Judgement::NotExcused
+        );
+    }
+
+    #[test]
+    fn a_truncated_log_excuses_like_a_power_loss_and_only_below_its_cut() {
+        let states = [state(1, 1, 0, &[1, 2]), state(4, 1, 0, &[1])];
+        let acked = acked_at_2_under(&[1, 2]);
+        // b1, the only ISR member, cut back to offset 2: the value at 2 is gone.
+        let cut_to = |end| {
+            judge(
+                &states,
+                vec![disk_fault(Verb::TruncateLog, 1, 5, 6, end)],
+                &acked,
+            )
+        };
+        assert!(
+            matches!(cut_to(2), Judgement::Excused(ref why)
+                if why.starts_with("truncate-log of b1 (history index 5), then etcd named the ISR [b1]")),
+            "{:?}",
+            cut_to(2)
+        );
+        // A cut that kept offset 2 excuses nothing.
+        assert_eq!(cut_to(3), Judgement::NotExcused);
+    }
+
+    #[test]
+    fn a_later_isr_of_several_members_excuses_only_when_each_lost_the_value() {
+        // Acked under [1, 2, 3]; b3 then left the ISR, holding the value.
+        let states = [state(1, 1, 0, &[1, 2, 3]), state(4, 1, 0, &[1, 2])];
+        let acked = acked_at_2_under(&[1, 2, 3]);
+        let b1_lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
+        // b1 lost it, b2 (still in the ISR) had not: not yet.
+        assert_eq!(
+            judge(&states, vec![b1_lost.clone()], &acked),
+            Judgement::NotExcused
+        );
+        // Then b2's log was cut too, with etcd still naming [1, 2].
+        let both = judge(
+            &states,
+            vec![b1_lost.clone(), disk_fault(Verb::TruncateLog, 2, 8, 6, 1)],
+            &acked,
+        );
+        assert!(
+            matches!(both, Judgement::Excused(ref why)
+                if why == "power loss of b1 (history index 5), truncate-log of b2 (history index 8), \
+                    then etcd named the ISR [b1, b2] (etcd revision 6)"),
+            "{both:?}"
+        );
+        // Every member of the ISR at the ack lost it: worded as before.
+        let all = judge(
+            &[state(1, 1, 0, &[1, 2])],
+            vec![
+                disk_fault(Verb::PowerLoss, 1, 5, 5, 0),
+                disk_fault(Verb::PowerLoss, 2, 6, 5, 0),
+            ],
+            &acked_at_2_under(&[1, 2]),
+        );
+        assert_eq!(
+            all,
+            Judgement::Excused("power loss of every ISR member (history indices {5, 6})".into())
+        );
+    }
+
+    /// A restart of `node` at history `index`, etcd revision `at` read after.
+    fn restart(node: u32, index: u64, at: i64) -> Op {
+        use crate::history::{Aim, Body, FaultOp};
+        use crate::schedule::Target;
+        let node = NodeId::new(node);
+        Op {
+            index,
+            time_ns: index,
+            process: Process::Nemesis,
+            kind: OpType::Info,
+            body: Body::Fault(FaultOp {
+                verb: Verb::Restart,
+                aim: Aim::Target {
+                    target: Target::Node(node),
+                    id: None,
+                    on_heal: None,
+                },
+                done: Some(Done {
+                    nodes: vec![node],
+                    etcd_revision: Some(at),
+                    ..Done::default()
+                }),
+            }),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_replica_back_from_its_disk_fault_no_longer_counts_as_without_the_value() {
+        // Acked under [1, 2]; b1 loses power (revision 5), b2 still in the ISR.
+        // Later (revision 8) etcd names [1] alone.
+        let states = [state(1, 1, 0, &[1, 2]), state(8, 1, 1, &[1])];
+        let acked = acked_at_2_under(&[1, 2]);
+        let lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
+        // b1 never came back: the ISR [1] held the value nowhere. Excused.
+        assert!(matches!(
+            judge(&states, vec![lost.clone()], &acked),
+            Judgement::Excused(_)
+        ));
+        // b1 restarted at revision 6, before etcd named it alone: from then it
+        // could have fetched the value back from b2, and a broker that keeps
+        // a bounced replica in the ISR without it is KIP-380's bug. Not excused.
+        assert_eq!(
+            judge(&states, vec![lost, restart(1, 6, 6)], &acked),
+            Judgement::NotExcused
+        );
+    }
+
+    #[test]
+    fn a_restarted_replica_is_back_only_once_it_applied_a_decision_for_the_partition() {
+        use crate::reader::state_change::StateChange;
+        let states = [
+            state(1, 1, 0, &[1, 2]),
+            state(7, 2, 1, &[1, 2]),
+            state(8, 2, 2, &[1]),
+        ];
+        let acked = acked_at_2_under(&[1, 2]);
+        let lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
+        let mut back = restart(1, 6, 6);
+        if let crate::history::Body::Fault(f) = &mut back.body {
+            f.done.as_mut().unwrap().started_time_ms = Some(1000);
+        }
+        let applied = |time_ms, leader_epoch| StateChange {
+            time_ms,
+            request: "LeaderAndIsr".into(),
+            controller_id: 1,
+            controller_epoch: 1,
+            topic: "t".into(),
+            partition: 0,
+            leader: 2,
+            leader_epoch,
+            isr: vec![1, 2],
+            outcome: "applied".into(),
+            reason: None,
+        };
+        let judge_with = |changes: Vec<StateChange>| {
+            let run = RunData {
+                timeline: Some(Timeline {
+                    partition_states: states.to_vec(),
+                    controllers: vec![],
+                }),
+                history: vec![lost.clone(), back.clone()],
+                state_changes: [(NodeId::new(1), changes)].into_iter().collect(),
+                ..RunData::default()
+            };
+            Excuses::of(&run).judge(&acked)
+        };
+        // Restarted, and following b2 in epoch 1 (revision 7) before etcd
+        // named it alone: it could hold the value again. Not excused.
+        assert_eq!(
+            judge_with(vec![applied(500, 0), applied(1500, 1)]),
+            Judgement::NotExcused
+        );
+        // Restarted but never told to follow (only a decision from before its
+        // restart): still without the value when the ISR was [1]. Excused.
+        assert!(matches!(
+            judge_with(vec![applied(500, 0)]),
+            Judgement::Excused(_)
+        ));
+    }
+}
