@@ -55,8 +55,9 @@ pub fn checker() -> Checker {
             offset from every member of its ISR at the ack or as it last stood, after the ack: \
             see lost-write), nor a read of a record that such a loss later removed (an unclean \
             election in a later epoch than the poll's, or disk faults after the poll that cut its \
-            offset from every member of the ISR as it last stood; counted as reads-excused); lost or duplicated writes are other checkers' \
-            business. \
+            offset from every member of the ISR as it last stood; and any read of an \
+            acknowledged write whose loss lost-write excuses, whenever the poll completed; \
+            counted as reads-excused); lost or duplicated writes are other checkers' business. \
             Truncated reads are judged on the replicas as read after the final heal: a replica \
             that never caught up (a run that did not quiesce) shows as holding nothing, and a \
             partition no replica hosts makes this rule unknown. Values are compared as the \
@@ -206,12 +207,27 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     // write may be gone, its offset may hold another write, as after a lost
     // acks=1 write.
     let excuses = Excuses::of(run);
-    let excused: BTreeSet<(u64, i64)> = acked_values(&run.history)
+    let excused_acks: Vec<_> = acked_values(&run.history)
         .unwrap_or_default()
         .into_iter()
         .filter(|a| a.acks == Acks::All && matches!(excuses.judge(a), Judgement::Excused(_)))
-        .map(|a| (a.index, a.value))
         .collect();
+    let excused: BTreeSet<(u64, i64)> = excused_acks.iter().map(|a| (a.index, a.value)).collect();
+    // The same writes by where they were acknowledged: a read of one of them
+    // is excused as its write's loss is (lost-write's judgement), whatever
+    // the moment of the read — so the two checkers never disagree on a value.
+    let excused_at: BTreeSet<(&PartitionRef, i64, i64)> = excused_acks
+        .iter()
+        .filter_map(|a| Some((&a.partition, a.offset?, a.value)))
+        .collect();
+    let read_excused = |index: u64,
+                        partition: &PartitionRef,
+                        offset: i64,
+                        value: &RecordValue,
+                        epoch: Option<i32>| {
+        matches!(value, RecordValue::Number(v) if excused_at.contains(&(partition, offset, *v)))
+            || excuses.excuses_read(index, partition, offset, epoch)
+    };
     let mut acked_sends = 0u64;
     let mut excused_sends = 0u64;
     for op in &run.history {
@@ -295,8 +311,8 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         let kept: Vec<&((usize, i64), Sighting)> = group
             .iter()
             .filter(|(_, s)| {
-                let excused =
-                    !s.send && excuses.excuses_read(s.index, s.partition, s.offset, s.leader_epoch);
+                let excused = !s.send
+                    && read_excused(s.index, s.partition, s.offset, &s.value, s.leader_epoch);
                 excused_reads += u64::from(excused);
                 !excused
             })
@@ -457,11 +473,13 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     }
     let epoch_of: HashMap<u64, Option<i32>> =
         polls.iter().map(|p| (p.index, p.leader_epoch)).collect();
+    // Acknowledged values by (partition, value), built only for evidence.
+    let mut written: Option<HashMap<(PartitionRef, i64), u64>> = None;
     for ((partition, offset, _), (value, indices)) in &reads {
         // A read that an excused loss later took away is not a truncated read.
         if indices.iter().all(|index| {
             let epoch = epoch_of.get(index).copied().flatten();
-            excuses.excuses_read(*index, partition, *offset, epoch)
+            read_excused(*index, partition, *offset, value, epoch)
         }) {
             excused_reads += indices.len() as u64;
             continue;
@@ -479,9 +497,30 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             .filter(|(_, v)| **v != Some(*value))
             .map(|(node, v)| match v {
                 Some(other) => format!("{node} holds {other}"),
-                None => format!("{node} holds nothing"),
+                None => match logs[partition].replicas.get(node) {
+                    Some((end, ..)) => format!("{node} holds nothing (log end {end})"),
+                    _ => format!("{node} holds nothing"),
+                },
             })
             .collect();
+        // Whether the value was an acknowledged write, and how lost-write
+        // judged losing it: what a reader of the failure asks first.
+        let write = match value {
+            RecordValue::Number(v) => match written
+                .get_or_insert_with(|| {
+                    acked_values(&run.history)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|a| ((a.partition, a.value), a.index))
+                        .collect()
+                })
+                .get(&((*partition).clone(), *v))
+            {
+                Some(index) => format!("; its write was acknowledged at history index {index}"),
+                None => "; its write was never acknowledged".to_string(),
+            },
+            _ => String::new(),
+        };
         let replicas: serde_json::Map<String, Value> = logs[partition]
             .replicas
             .iter()
@@ -494,7 +533,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         evidence.push(Evidence {
             anomaly: "truncated-read".into(),
             summary: format!(
-                "{partition} offset {offset}: polls read {value}, after the final heal {}",
+                "{partition} offset {offset}: polls read {value}, after the final heal {}{write}",
                 shown.join(", ")
             ),
             details: json!({
@@ -633,6 +672,80 @@ mod tests {
         assert_eq!(stored(Some(b"42")).unwrap(), json!(42));
         assert_eq!(stored(Some(b"x")).unwrap(), json!("x"));
         assert_eq!(stored(None).unwrap(), Value::Null);
+    }
+
+    #[test]
+    fn checker_consumer_a_read_of_a_write_whose_loss_is_excused_is_excused_whenever_it_completed() {
+        use crate::history::{Acked, Send, Verb};
+        use crate::observe::timeline::{PartitionStateChange, Timeline};
+        // 10 is acknowledged at offset 0 under ISR [b1]; b1 then loses power
+        // and its log is cut to 0, which excuses losing 10 (lost-write); a
+        // poll that read 10 completes only after the fault; 20 is then read
+        // at offset 0. The read of 10 is excused as its write's loss is,
+        // though no disk fault follows the poll's completion.
+        let send = |index, kind, acked| Op {
+            index,
+            time_ns: index,
+            process: Process::Client(1),
+            kind,
+            body: Body::Send(Send {
+                partition: PartitionRef::new("t", 0),
+                values: vec![10],
+                acks: Acks::All,
+                node: Some(NodeId::new(1)),
+                acked,
+            }),
+            error: None,
+        };
+        let acked = Acked {
+            offsets: Some(vec![0]),
+            isr: Some(vec![1]),
+            leader_epoch: Some(0),
+        };
+        let mut ops = vec![
+            send(0, OpType::Invoke, None),
+            send(1, OpType::Ok, Some(acked)),
+        ];
+        let [invoke, ok] = poll(2, 0, &[(0, 10)], 1);
+        ops.push(invoke);
+        ops.push(super::super::excuses::tests::disk_fault(
+            Verb::PowerLoss,
+            1,
+            3,
+            5,
+            0,
+        ));
+        ops.push(Op {
+            index: 4,
+            time_ns: 4,
+            ..ok
+        });
+        ops.extend(poll(5, 0, &[(0, 20)], 1));
+        let state = PartitionStateChange {
+            revision: 1,
+            topic: "t".into(),
+            partition: 0,
+            leader: 1,
+            leader_epoch: 0,
+            isr: vec![1],
+            controller_epoch: 1,
+        };
+        let data = RunData {
+            history: ops,
+            timeline: Some(Timeline {
+                partition_states: vec![state],
+                controllers: vec![],
+            }),
+            ..RunData::default()
+        };
+        let result = check(&data).unwrap();
+        assert!(
+            !anomalies(&result).contains(&"inconsistent-offsets"),
+            "{:?}",
+            result.evidence
+        );
+        assert_eq!(result.counts["reads-excused"], 1);
+        assert_eq!(result.counts["acks-all-values-excused"], 1);
     }
 
     #[test]

@@ -107,7 +107,11 @@ fn reap_dead_in(dir: &Path) -> std::io::Result<Reaped> {
     };
     let mut killed = Vec::new();
     for entry in entries {
-        let entry = entry?;
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
         let name = entry.file_name();
         let Some((pid, start)) = name
             .to_str()
@@ -129,8 +133,13 @@ fn reap_dead_in(dir: &Path) -> std::io::Result<Reaped> {
                 killed.push((pgid, leader_start));
             }
         }
-        fs::remove_file(entry.path())?;
-        reaped.ledgers += 1;
+        // Another harness starting at the same moment may reap the same
+        // ledger: whichever removes it counts it, and the other is not an error.
+        match fs::remove_file(entry.path()) {
+            Ok(()) => reaped.ledgers += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
     }
     // Orphans are reaped by init once dead; wait until they are.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -204,5 +213,37 @@ mod tests {
         assert_eq!(reaped.groups, vec![]);
         assert_eq!(reaped.ledgers, 1);
         assert!(own.exists() && !dead.exists());
+    }
+
+    #[test]
+    fn harnesses_reaping_the_same_dead_ledgers_at_once_both_succeed() {
+        // Two campaigns started together each reap the ledgers of harnesses
+        // that finished before them: whichever removes a ledger counts it.
+        let dir = tempfile::tempdir().unwrap();
+        for start in 1..=200 {
+            fs::write(
+                dir.path().join(format!("2147483646-{start}")),
+                "+ 1 1\n- 1\n",
+            )
+            .unwrap();
+        }
+        let path = dir.path().to_owned();
+        let reapers: Vec<_> = (0..2)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || reap_dead_in(&path))
+            })
+            .collect();
+        let removed: usize = reapers
+            .into_iter()
+            .map(|r| {
+                r.join()
+                    .unwrap()
+                    .expect("no error from a ledger already gone")
+                    .ledgers
+            })
+            .sum();
+        assert_eq!(removed, 200);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }
