@@ -15,6 +15,7 @@ use crate::runtime::Runtime;
 use crate::schedule::Schedule;
 use crate::store::RunLog;
 use crate::workload::client::{Clients, Processes, RecordingClient};
+use crate::workload::view::SharedView;
 
 use super::RunError;
 
@@ -55,7 +56,10 @@ impl<R: Runtime> Live<R> {
         let clients = Clients {
             history: history.clone(),
             processes: Processes::default(),
-            etcd: observer.etcd(),
+            view: SharedView::new(
+                observer.etcd(),
+                Duration::from_millis(schedule.workload.request_timeout_ms),
+            ),
             addresses: Arc::new(addresses),
             request_timeout: Duration::from_millis(schedule.workload.request_timeout_ms),
         };

@@ -4,9 +4,10 @@
 //! do. Every op goes to the run's one history, stamped under its lock, so the
 //! history's order is real-time order across the steps and the workers.
 //!
-//! A worker finds the partition's leader in etcd (the same routing the
-//! scripted steps use), sends through that node's client proxy, and after an
-//! ack records the ISR and leader epoch etcd shows, which the lost-write rule
+//! A worker finds the partition's leader in etcd (a view at most
+//! [`ROUTE_MAX_AGE`] old, shared by the workers), sends through that node's
+//! client proxy, and after an ack records the ISR and leader epoch etcd shows
+//! in a read begun after the ack, which the lost-write rule
 //! holds to account. An `info` (an answer that never came) retires the
 //! worker's history process and it goes on as a fresh one, as Jepsen does
 //! with a crashed client. Each producer value is written once in the run,
@@ -23,6 +24,12 @@ use tokio::task::JoinSet;
 use super::client::{Clients, RecordingClient, SEND_MARGIN, SendOptions};
 use crate::history::{OpType, WriteError};
 use crate::schedule::{Background, PartitionRef, Workload};
+
+/// How old etcd's view may be for routing a background request. A send
+/// routed by a view this old to a deposed leader fails (NOT_LEADER), as
+/// definitely as it would have a moment later; what an ack records is read
+/// after it, never from this.
+const ROUTE_MAX_AGE: Duration = Duration::from_millis(20);
 
 /// What every worker shares.
 struct Context {
@@ -190,12 +197,9 @@ impl Worker {
         p
     }
 
-    /// The partition's leader as etcd names it now.
+    /// The partition's leader as etcd named it at most [`ROUTE_MAX_AGE`] ago.
     async fn leader(&mut self, partition: &PartitionRef) -> Option<crate::node::NodeId> {
-        self.client
-            .partition_state(partition)
-            .await
-            .and_then(|s| s.leader)
+        self.client.route(partition, ROUTE_MAX_AGE).await
     }
 
     async fn produce(mut self) -> Result<(), WriteError> {

@@ -6,8 +6,9 @@
 //! records the completion, so every client op in every run has one shape.
 //!
 //! After an ack it reads the partition's ISR and leader epoch from etcd (a
-//! direct connection no fault touches): the replicas the lost-write rule holds
-//! to account. An `info` (an answer that never came) retires the client's
+//! direct connection no fault touches; a read begun after the ack, shared with
+//! the other clients: view.rs): the replicas the lost-write rule holds to
+//! account. An `info` (an answer that never came) retires the client's
 //! history process; its next op runs on a fresh one, as Jepsen gives a crashed
 //! worker a new process. A client never retries: a retry is a new op.
 
@@ -21,13 +22,14 @@ use bytes::Bytes;
 use super::kafka_client::{
     self, ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord,
 };
+use super::view::SharedView;
 use crate::history::kafka_errors::{Outcome, produce_outcome};
 use crate::history::{
     Acked, Body, Op, OpType, Poll, PolledRecord, Process, Read, RecordValue, Send, SharedHistory,
     WriteError,
 };
 use crate::node::NodeId;
-use crate::observe::{ClusterView, PartitionView};
+use crate::observe::PartitionView;
 use crate::schedule::{Acks, Compression, PartitionRef, Workload};
 
 /// Extra time a send's answer may take beyond the broker's own acks=all wait.
@@ -49,8 +51,9 @@ impl Processes {
 pub struct Clients {
     pub history: SharedHistory,
     pub processes: Processes,
-    /// etcd, directly: the partition state recorded beside each ack.
-    pub etcd: etcd_client::Client,
+    /// etcd's view, read directly (a connection no fault touches) and shared
+    /// by every client: the partition state recorded beside each ack.
+    pub view: SharedView,
     /// Each node's client address (through its client proxy).
     pub addresses: Arc<BTreeMap<NodeId, String>>,
     /// Bound on one request (the broker's acks=all wait is this too).
@@ -63,7 +66,6 @@ impl Clients {
     pub fn client(&self, client_id: &'static str) -> RecordingClient {
         RecordingClient {
             shared: self.clone(),
-            etcd: self.etcd.clone(),
             client_id,
             process: None,
             connections: BTreeMap::new(),
@@ -97,11 +99,10 @@ impl SendOptions {
     }
 }
 
-/// One client: its connections (one per node), its etcd handle and its
-/// current history process.
+/// One client: its connections (one per node) and its current history
+/// process.
 pub struct RecordingClient {
     shared: Clients,
-    etcd: etcd_client::Client,
     client_id: &'static str,
     process: Option<u64>,
     connections: BTreeMap<NodeId, KafkaClient>,
@@ -122,10 +123,17 @@ impl RecordingClient {
         self.connections.clear();
     }
 
-    /// The partition's state in etcd now (`None` when etcd cannot say).
+    /// The partition's state in etcd now — read after this call began
+    /// (`None` when etcd cannot say).
     pub async fn partition_state(&mut self, partition: &PartitionRef) -> Option<PartitionView> {
-        let view = ClusterView::read(&mut self.etcd).await.ok()?;
+        let view = self.shared.view.fresh().await?;
         view.partition(partition).cloned()
+    }
+
+    /// The partition's leader for routing a request: as etcd named it at
+    /// most `max_age` ago.
+    pub async fn route(&self, partition: &PartitionRef, max_age: Duration) -> Option<NodeId> {
+        self.shared.view.recent(max_age).await?.leader_of(partition)
     }
 
     /// Sends `values` to `partition` on `node` (`None`: no leader was known,

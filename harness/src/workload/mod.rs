@@ -9,6 +9,7 @@
 pub mod background;
 pub mod client;
 pub mod kafka_client;
+pub mod view;
 
 pub use kafka_client::{
     ClientError, Compression, FetchOptions, Fetched, FetchedRecord, KafkaClient, Metadata,
