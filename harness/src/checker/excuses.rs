@@ -145,8 +145,10 @@ impl<'a> Excuses<'a> {
     }
 
     /// Whether losing a record a poll read is excused: the record at
-    /// `offset` of `partition`, read by the poll at history index `index`
-    /// while etcd named `leader_epoch` (`None`: unknown). As for an
+    /// `offset` of `partition`, read by the poll invoked at history index
+    /// `index` (the read may have been served at any moment after the
+    /// invoke, so a fault that completed before the poll did may still have
+    /// followed it) while etcd named `leader_epoch` (`None`: unknown). As for an
     /// acknowledged write: an unclean election in a later epoch, or disk
     /// faults after the read that took it from every member of the ISR as it
     /// last stood. A consumer may have read a committed record that such a

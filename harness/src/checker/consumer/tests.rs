@@ -1,0 +1,249 @@
+//! The consumer checker's unit tests, on hand-built histories.
+
+use super::*;
+use crate::checker::Verdict;
+
+use crate::history::{Body, Poll, Read};
+
+fn op(index: u64, kind: OpType, poll: Poll) -> Op {
+    Op {
+        index,
+        time_ns: index,
+        process: Process::Client(0),
+        kind,
+        body: Body::Poll(poll),
+        error: None,
+    }
+}
+
+/// An ok poll of t-0 from b1 on process 0, invoke then ok; `records` as
+/// `(offset, value)`.
+fn poll(index: u64, from: u64, records: &[(i64, i64)], hw: i64) -> [Op; 2] {
+    let invoke = Poll {
+        partition: PartitionRef::new("t", 0),
+        from_offset: from,
+        node: Some(NodeId::new(1)),
+        read: None,
+    };
+    let read = Read {
+        records: records
+            .iter()
+            .map(|&(offset, value)| PolledRecord(offset, RecordValue::Number(value)))
+            .collect(),
+        high_watermark: hw,
+        leader_epoch: None,
+    };
+    let ok = Poll {
+        read: Some(read),
+        ..invoke.clone()
+    };
+    [
+        op(index, OpType::Invoke, invoke),
+        op(index + 1, OpType::Ok, ok),
+    ]
+}
+
+fn run(ops: Vec<Op>) -> RunData {
+    RunData {
+        history: ops,
+        ..RunData::default()
+    }
+}
+
+fn anomalies(result: &CheckResult) -> Vec<&str> {
+    result.evidence.iter().map(|e| e.anomaly.as_str()).collect()
+}
+
+#[test]
+fn checker_consumer_names_a_within_poll_gap_and_reordering() {
+    let ops: Vec<Op> = poll(0, 0, &[(0, 10), (2, 12), (1, 11)], 3).into();
+    let result = check(&run(ops)).unwrap();
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(
+        anomalies(&result),
+        vec!["int-poll-skip", "int-nonmonotonic-poll"]
+    );
+    assert_eq!(result.evidence[0].details["skipped"], json!([[1, 11]]));
+    assert_eq!(result.evidence[1].details["index"], json!(1));
+}
+
+#[test]
+fn checker_consumer_contiguous_polls_are_not_skips() {
+    let mut ops: Vec<Op> = poll(0, 3, &[(3, 13), (4, 14)], 5).into();
+    ops.extend(poll(2, 5, &[], 5));
+    let result = check(&run(ops)).unwrap();
+    assert!(result.evidence.is_empty(), "{:?}", result.evidence);
+    // No replica hosts t-0 here: the truncated-read rule cannot run.
+    assert_eq!(result.verdict, Verdict::Unknown);
+}
+
+#[test]
+fn checker_consumer_a_malformed_ok_poll_never_reaches_the_checker() {
+    let malformed =
+        json!({"partition": "t-0", "from_offset": 0, "records": [[0]], "high_watermark": 1});
+    assert!(crate::history::Body::from_value("poll", OpType::Ok, malformed).is_err());
+}
+
+#[test]
+fn checker_consumer_stored_values_read_as_the_history_writes_them() {
+    let stored = |bytes: Option<&[u8]>| serde_json::to_value(RecordValue::from_bytes(bytes));
+    assert_eq!(stored(Some(b"42")).unwrap(), json!(42));
+    assert_eq!(stored(Some(b"x")).unwrap(), json!("x"));
+    assert_eq!(stored(None).unwrap(), Value::Null);
+}
+
+#[test]
+fn checker_consumer_a_read_of_a_write_whose_loss_is_excused_is_excused_whenever_it_completed() {
+    use crate::history::{Acked, Send, Verb};
+    use crate::observe::timeline::{PartitionStateChange, Timeline};
+    // 10 is acknowledged at offset 0 under ISR [b1]; b1 then loses power
+    // and its log is cut to 0, which excuses losing 10 (lost-write); a
+    // poll invoked after the fault reads 10 (a stale answer, as far as
+    // the checker can tell); 20 is then read at offset 0. The read of 10
+    // is excused as its write's loss is, though no disk fault follows
+    // the poll.
+    let send = |index, kind, acked| Op {
+        index,
+        time_ns: index,
+        process: Process::Client(1),
+        kind,
+        body: Body::Send(Send {
+            partition: PartitionRef::new("t", 0),
+            values: vec![10],
+            acks: Acks::All,
+            node: Some(NodeId::new(1)),
+            acked,
+        }),
+        error: None,
+    };
+    let acked = Acked {
+        offsets: Some(vec![0]),
+        isr: Some(vec![1]),
+        leader_epoch: Some(0),
+    };
+    let mut ops = vec![
+        send(0, OpType::Invoke, None),
+        send(1, OpType::Ok, Some(acked)),
+    ];
+    ops.push(crate::checker::excuses::tests::disk_fault(
+        Verb::PowerLoss,
+        1,
+        2,
+        5,
+        0,
+    ));
+    ops.extend(poll(3, 0, &[(0, 10)], 1));
+    ops.extend(poll(5, 0, &[(0, 20)], 1));
+    let state = PartitionStateChange {
+        revision: 1,
+        topic: "t".into(),
+        partition: 0,
+        leader: 1,
+        leader_epoch: 0,
+        isr: vec![1],
+        controller_epoch: 1,
+    };
+    let data = RunData {
+        history: ops,
+        timeline: Some(Timeline {
+            partition_states: vec![state],
+            controllers: vec![],
+        }),
+        ..RunData::default()
+    };
+    let result = check(&data).unwrap();
+    assert!(
+        !anomalies(&result).contains(&"inconsistent-offsets"),
+        "{:?}",
+        result.evidence
+    );
+    assert_eq!(result.counts["reads-excused"], 1);
+    assert_eq!(result.counts["acks-all-values-excused"], 1);
+}
+
+#[test]
+fn checker_consumer_a_disk_fault_during_a_poll_may_follow_its_read() {
+    use crate::history::Verb;
+    use crate::observe::timeline::{PartitionStateChange, Timeline};
+    // A poll invoked at 0 reads 10 (never acknowledged); b1, the only ISR
+    // member, loses power (cut to 0) and that completes at 1, before the
+    // poll's completion at 2; 20 is read at offset 0 after. The read may
+    // have been served before the cut: excused.
+    let [invoke, ok] = poll(0, 0, &[(0, 10)], 1);
+    let mut ops = vec![
+        invoke,
+        crate::checker::excuses::tests::disk_fault(Verb::PowerLoss, 1, 1, 5, 0),
+        Op {
+            index: 2,
+            time_ns: 2,
+            ..ok
+        },
+    ];
+    ops.extend(poll(3, 0, &[(0, 20)], 1));
+    let data = RunData {
+        history: ops,
+        timeline: Some(Timeline {
+            partition_states: vec![PartitionStateChange {
+                revision: 1,
+                topic: "t".into(),
+                partition: 0,
+                leader: 1,
+                leader_epoch: 0,
+                isr: vec![1],
+                controller_epoch: 1,
+            }],
+            controllers: vec![],
+        }),
+        ..RunData::default()
+    };
+    let result = check(&data).unwrap();
+    assert!(
+        !anomalies(&result).contains(&"inconsistent-offsets"),
+        "{:?}",
+        result.evidence
+    );
+    assert_eq!(result.counts["reads-excused"], 1);
+}
+
+#[test]
+fn checker_consumer_a_read_that_a_later_disk_fault_took_from_the_isr_is_excused() {
+    use crate::history::Verb;
+    use crate::observe::timeline::{PartitionStateChange, Timeline};
+    // 10 is read at offset 0; then b1, etcd's only ISR member, loses
+    // power and its log is cut to 0; 20 is read at offset 0 after.
+    let mut ops: Vec<Op> = poll(0, 0, &[(0, 10)], 1).into();
+    let fault = crate::checker::excuses::tests::disk_fault(Verb::PowerLoss, 1, 2, 5, 0);
+    ops.push(fault);
+    ops.extend(poll(3, 0, &[(0, 20)], 1));
+    let state = |revision, isr: Vec<i32>| PartitionStateChange {
+        revision,
+        topic: "t".into(),
+        partition: 0,
+        leader: 1,
+        leader_epoch: 0,
+        isr,
+        controller_epoch: 1,
+    };
+    let with = |isr: Vec<i32>| RunData {
+        history: ops.clone(),
+        timeline: Some(Timeline {
+            partition_states: vec![state(1, isr)],
+            controllers: vec![],
+        }),
+        ..RunData::default()
+    };
+    let excused = check(&with(vec![1])).unwrap();
+    assert!(
+        !anomalies(&excused).contains(&"inconsistent-offsets"),
+        "{:?}",
+        excused.evidence
+    );
+    assert_eq!(excused.counts["reads-excused"], 1);
+    // With b2 still in the ISR (and holding 10), nothing excuses it.
+    let not = check(&with(vec![1, 2])).unwrap();
+    assert!(
+        anomalies(&not).contains(&"inconsistent-offsets"),
+        "{:?}",
+        not.evidence
+    );
+}
