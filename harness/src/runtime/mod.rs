@@ -189,7 +189,13 @@ pub trait Runtime {
 /// Awaits the kernel reporting `pid` stopped (state T) after a SIGSTOP, which
 /// takes effect asynchronously; `what` names the wait in the timeout error.
 async fn await_paused(pid: i32, timeout: Duration, what: String) -> Result<(), RuntimeError> {
+    // The stop lands within microseconds unless the machine is busy: re-check
+    // at once a few hundred times (a /proc read each, ~2 ms in all), then every
+    // millisecond. A 20 ms poll made every pause fault take 20 ms whenever the
+    // first check came too early (issue 22's "pause takes effect").
+    const SPINS: u32 = 200;
     let deadline = Instant::now() + timeout;
+    let mut checks = 0u32;
     while !signal::is_stopped(pid)? {
         if Instant::now() > deadline {
             return Err(RuntimeError::Timeout {
@@ -198,7 +204,12 @@ async fn await_paused(pid: i32, timeout: Duration, what: String) -> Result<(), R
                 detail: None,
             });
         }
-        tokio::time::sleep(POLL).await;
+        checks += 1;
+        if checks < SPINS {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
     Ok(())
 }
