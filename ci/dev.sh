@@ -2,7 +2,7 @@
 # epochal's one entry point for set-up, the main job and the tests.
 #
 #   bash ci/dev.sh demo   # the main job: `epochal gate suites/` on the process runtime
-#   bash ci/dev.sh test   # fmt, clippy, every test, then the gate on docker, as CI runs them
+#   bash ci/dev.sh test   # fmt, clippy, every test, the gate on docker, the benches' quick mode
 #
 # It installs what the build and the tests need when it is missing: Debian's
 # etcd-server (the coordinator under test clusters), protobuf-compiler (etcd-client's
@@ -86,6 +86,9 @@ case "$cmd" in
     # The process runtime's full gate ran as a test (cluster_gate.rs); the same
     # suites on the Docker runtime run here, alone, as a user runs them.
     EPOCHAL_STORE=target/ci-store bash ci/gate.sh docker
+    # The benchmarks at small sizes on the debug build, so they cannot rot
+    # (figures not comparable; the nightly runs them at full size).
+    bash ci/bench.sh --quick
     ;;
   *)
     echo "usage: bash ci/dev.sh demo|test" >&2

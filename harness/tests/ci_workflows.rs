@@ -1,6 +1,7 @@
 //! The workflow files in `ci/workflows/` call scripts in `ci/` that also run by
-//! hand: every `bash ci/...` they name exists, and the nightly and release
-//! workflows run the gate on both runtimes.
+//! hand: every `bash ci/...` they name exists, the nightly and release
+//! workflows run the gate on both runtimes, and the benchmarks run nightly and,
+//! in their quick mode, in every CI run.
 
 use std::path::{Path, PathBuf};
 
@@ -48,4 +49,10 @@ fn every_script_a_workflow_calls_exists() {
     assert!(workflow("nightly.yml").contains("bash ci/merge.sh shards"));
     assert!(workflow("release.yml").contains("bash ci/gate.sh process docker"));
     assert!(workflow("release.yml").contains("needs: gate"));
+    // The benchmarks: full size nightly, compared with the night before; the
+    // quick mode in every CI run, so they cannot rot.
+    assert!(workflow("nightly.yml").contains("bash ci/bench.sh"));
+    assert!(workflow("nightly.yml").contains("EPOCHAL_BENCH_PREVIOUS"));
+    let dev = std::fs::read_to_string(root().join("ci/dev.sh")).unwrap();
+    assert!(dev.contains("bash ci/bench.sh --quick"), "{dev}");
 }
