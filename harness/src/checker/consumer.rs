@@ -17,16 +17,18 @@
 //! record. Offsets a replica holds as control records (transaction markers,
 //! which the client drops) are still exempt from the skip rules.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
-use super::lost_write::{Excuses, Judgement, acked_values};
+use super::lost_write::{AckedSends, Excuses, Judgement, acked_sends};
 use super::{CheckResult, Checker, Evidence, RunData};
 use crate::history::{Op, OpType, PolledRecord, Process, RecordValue};
 use crate::node::NodeId;
 use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
+use index::{FirstSeen, HeldValues};
 
 const NAME: &str = "consumer";
 
@@ -114,30 +116,32 @@ pub(crate) fn ok_polls(history: &[Op]) -> Vec<OkPoll<'_>> {
 }
 
 /// What the replicas hold for one partition after the final heal.
-struct AfterHeal {
+struct AfterHeal<'a> {
     /// Node → (log end offset, findings, offset → value of its data
     /// records), for each node hosting the partition.
-    replicas: BTreeMap<NodeId, (i64, usize, HeldValues)>,
+    replicas: BTreeMap<NodeId, (i64, usize, HeldValues<'a>)>,
     /// Offsets some replica holds as control records.
     control: BTreeSet<i64>,
 }
 
-impl AfterHeal {
-    fn read(run: &RunData, partition: &PartitionRef) -> AfterHeal {
+impl<'a> AfterHeal<'a> {
+    fn read(run: &'a RunData, partition: &PartitionRef) -> AfterHeal<'a> {
         let mut log = AfterHeal {
             replicas: BTreeMap::new(),
             control: BTreeSet::new(),
         };
         for (node, replica) in run.holders(partition) {
-            let mut values = Vec::new();
+            let records: usize = replica
+                .batches()
+                .filter(|b| b.intact)
+                .map(|b| b.records.len())
+                .sum();
+            let mut values = Vec::with_capacity(records);
             for (batch, record) in replica.records() {
                 if batch.is_control() {
                     log.control.insert(record.offset);
                 } else {
-                    // Read as the history records a polled value, so the two compare.
-                    let value =
-                        RecordValue::from_bytes(record.value.as_ref().map(|v| v.as_bytes()));
-                    values.push((record.offset, value));
+                    values.push((record.offset, record.value.as_ref()));
                 }
             }
             log.replicas.insert(
@@ -153,36 +157,11 @@ impl AfterHeal {
     }
 }
 
-/// Offset → value of one replica's data records, the later of two records at
-/// one offset winning as a map insert would. A sorted list: it is built for
-/// every replica, millions of records, and looked up only where polls read.
-struct HeldValues(Vec<(i64, RecordValue)>);
-
-impl HeldValues {
-    fn new(mut held: Vec<(i64, RecordValue)>) -> HeldValues {
-        // Stable, so of equal offsets the later record stays later.
-        held.sort_by_key(|(offset, _)| *offset);
-        held.dedup_by(|later, earlier| {
-            let same = later.0 == earlier.0;
-            if same {
-                std::mem::swap(later, earlier);
-            }
-            same
-        });
-        HeldValues(held)
-    }
-
-    fn get(&self, offset: &i64) -> Option<&RecordValue> {
-        let at = self.0.binary_search_by_key(offset, |(o, _)| *o).ok()?;
-        Some(&self.0[at].1)
-    }
-}
-
 /// A value seen at an offset, by an acknowledged send or a poll.
 struct Sighting<'a> {
     partition: &'a PartitionRef,
     offset: i64,
-    value: RecordValue,
+    value: Cow<'a, RecordValue>,
     index: u64,
     /// Polls: the index of the invoke (the read may have been served at any
     /// moment after it); sends: the same as `index`.
@@ -199,30 +178,84 @@ struct Sightings {
     sends: Vec<u64>,
 }
 
+/// Calls `see` with every sighting, in the order seen: each acknowledged
+/// acks=all send's values whose loss is not excused (by `excused`, (ok
+/// index, value)), in history order, then each ok poll's records. Returns
+/// the acks=all sends with offsets, and the values left out as excused.
+fn each_sighting<'a>(
+    sends: &AckedSends<'a>,
+    polls: &[OkPoll<'a>],
+    excused: &BTreeSet<(u64, i64)>,
+    mut see: impl FnMut(Sighting<'a>),
+) -> (u64, u64) {
+    let mut acked_sends = 0u64;
+    let mut excused_sends = 0u64;
+    for &(op, send, ack) in &sends.sends {
+        let Some(offsets) = &ack.offsets else {
+            continue;
+        };
+        if send.acks != Acks::All {
+            continue;
+        }
+        acked_sends += 1;
+        for (&value, &offset) in send.values.iter().zip(offsets) {
+            if !excused.is_empty() && excused.contains(&(op.index, value)) {
+                excused_sends += 1;
+                continue;
+            }
+            see(Sighting {
+                partition: &send.partition,
+                offset,
+                value: Cow::Owned(RecordValue::Number(value)),
+                index: op.index,
+                invoked: op.index,
+                send: true,
+                leader_epoch: None,
+            });
+        }
+    }
+    for poll in polls {
+        for record in poll.records {
+            see(Sighting {
+                partition: poll.partition,
+                offset: record.offset(),
+                value: Cow::Borrowed(record.value()),
+                index: poll.index,
+                invoked: poll.invoke_index,
+                send: false,
+                leader_epoch: poll.leader_epoch,
+            });
+        }
+    }
+    (acked_sends, excused_sends)
+}
+
 fn check(run: &RunData) -> Result<CheckResult, String> {
     let polls = ok_polls(&run.history);
     let mut evidence = Vec::new();
 
-    // Every value seen at each (partition, offset), in the order seen; grouped
-    // by a stable sort below. A flat list, not a map entry a sighting: a long
-    // run has millions, and only an offset seen with two values needs more.
-    let mut seen: Vec<Sighting> = Vec::new();
     // acks=all values whose loss is excused, by (ok index, value): once such a
     // write may be gone, its offset may hold another write, as after a lost
     // acks=1 write.
     let excuses = Excuses::of(run);
-    let excused_acks: Vec<_> = acked_values(&run.history)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|a| a.acks == Acks::All && matches!(excuses.judge(a), Judgement::Excused(_)))
-        .collect();
+    let sends = acked_sends(&run.history);
+    let excused_acks: Vec<_> = sends
+        .values()
+        .map(|acked| {
+            acked
+                .filter(|a| {
+                    a.acks == Acks::All && matches!(excuses.judge(a), Judgement::Excused(_))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let excused: BTreeSet<(u64, i64)> = excused_acks.iter().map(|a| (a.index, a.value)).collect();
     // The same writes by where they were acknowledged: a read of one of them
     // is excused as its write's loss is (lost-write's judgement), whatever
     // the moment of the read — so the two checkers never disagree on a value.
     let excused_at: BTreeSet<(&PartitionRef, i64, i64)> = excused_acks
         .iter()
-        .filter_map(|a| Some((&a.partition, a.offset?, a.value)))
+        .filter_map(|a| Some((&*a.partition, a.offset?, a.value)))
         .collect();
     let read_excused = |index: u64,
                         partition: &PartitionRef,
@@ -232,69 +265,41 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         matches!(value, RecordValue::Number(v) if excused_at.contains(&(partition, offset, *v)))
             || excuses.excuses_read(index, partition, offset, epoch)
     };
-    let mut acked_sends = 0u64;
-    let mut excused_sends = 0u64;
-    for op in &run.history {
-        let Some((send, ack)) = op.acked_send() else {
-            continue;
-        };
-        let Some(offsets) = &ack.offsets else {
-            continue;
-        };
-        if send.acks != Acks::All {
-            continue;
-        }
-        acked_sends += 1;
-        for (&value, &offset) in send.values.iter().zip(offsets) {
-            if excused.contains(&(op.index, value)) {
-                excused_sends += 1;
-                continue;
+    // Every value seen at each (partition, offset), in the order seen, is
+    // grouped by offset below. Only the first value an offset was seen with
+    // is kept for each; the sightings of an offset seen with two values are
+    // then gathered again, and only they are sorted.
+    let mut first_seen = FirstSeen::new(run);
+    let (acked_sends, excused_sends) = each_sighting(&sends, &polls, &excused, |s| {
+        first_seen.see(s.partition, s.offset, &s.value);
+    });
+    let mut differing: Vec<Sighting> = Vec::new();
+    if first_seen.any_differ {
+        each_sighting(&sends, &polls, &excused, |s| {
+            if first_seen.differ(s.partition, s.offset) {
+                differing.push(s);
             }
-            seen.push(Sighting {
-                partition: &send.partition,
-                offset,
-                value: RecordValue::Number(value),
-                index: op.index,
-                invoked: op.index,
-                send: true,
-                leader_epoch: None,
-            });
-        }
-    }
-    for poll in &polls {
-        seen.extend(poll.records.iter().map(|record| Sighting {
-            partition: poll.partition,
-            offset: record.offset(),
-            value: record.value().clone(),
-            index: poll.index,
-            invoked: poll.invoke_index,
-            send: false,
-            leader_epoch: poll.leader_epoch,
-        }));
+        });
     }
     // Sorted by (partition, offset), then the order seen. The partition is
     // sorted by its rank among the few partitions, not its name: comparing
     // names dominated the sort of millions of sightings.
-    let names: Vec<&PartitionRef> = seen
+    let names: Vec<&PartitionRef> = differing
         .iter()
         .map(|s| s.partition)
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
     let rank = |partition: &PartitionRef| names.binary_search(&partition).ok();
-    let mut keyed: Vec<((usize, i64, usize), Sighting)> = seen
+    let mut seen: Vec<((usize, i64), Sighting)> = differing
         .into_iter()
-        .enumerate()
-        .map(|(order, s)| {
+        .map(|s| {
             let partition = rank(s.partition).expect("every sighting's partition is named");
-            ((partition, s.offset, order), s)
+            ((partition, s.offset), s)
         })
         .collect();
-    keyed.sort_unstable_by_key(|(key, _)| *key);
-    let seen: Vec<((usize, i64), Sighting)> = keyed
-        .into_iter()
-        .map(|((partition, offset, _), s)| ((partition, offset), s))
-        .collect();
+    // Stable: within an offset, the order seen.
+    seen.sort_by_key(|(key, _)| *key);
     let at = |partition: &PartitionRef, offset: i64| -> Vec<&Sighting> {
         let Some(key) = rank(partition).map(|p| (p, offset)) else {
             return Vec::new();
@@ -335,7 +340,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             let entry = values
                 .entry(sighting.value.to_string())
                 .or_insert_with(|| Sightings {
-                    value: sighting.value.clone(),
+                    value: sighting.value.clone().into_owned(),
                     polls: Vec::new(),
                     sends: Vec::new(),
                 });
@@ -370,14 +375,15 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         // The first in JSON text order, as evidence lists an offset's values.
         at(partition, offset)
             .iter()
-            .map(|s| &s.value)
+            .map(|s| &*s.value)
             .min_by_key(|value| value.to_string())
             .cloned()
+            .or_else(|| first_seen.only(partition, offset))
             .or_else(|| {
                 logs.get(partition)?
                     .replicas
                     .values()
-                    .find_map(|(_, _, values)| values.get(&offset).cloned())
+                    .find_map(|(_, _, values)| values.get(offset))
             })
             .unwrap_or(RecordValue::Null)
     };
@@ -466,7 +472,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             // the others are gathered by value.
             if replicas
                 .values()
-                .all(|(_, _, values)| values.get(&offset) == Some(value))
+                .all(|(_, _, values)| values.holds(offset, value))
             {
                 continue;
             }
@@ -493,17 +499,17 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             excused_reads += indices.len() as u64;
             continue;
         }
-        let held: BTreeMap<NodeId, Option<&RecordValue>> = logs[partition]
+        let held: BTreeMap<NodeId, Option<RecordValue>> = logs[partition]
             .replicas
             .iter()
-            .map(|(node, (_, _, values))| (*node, values.get(offset)))
+            .map(|(node, (_, _, values))| (*node, values.get(*offset)))
             .collect();
-        if held.values().all(|v| *v == Some(*value)) {
+        if held.values().all(|v| v.as_ref() == Some(*value)) {
             continue;
         }
         let shown: Vec<String> = held
             .iter()
-            .filter(|(_, v)| **v != Some(*value))
+            .filter(|(_, v)| v.as_ref() != Some(*value))
             .map(|(node, v)| match v {
                 Some(other) => format!("{node} holds {other}"),
                 None => match logs[partition].replicas.get(node) {
@@ -517,11 +523,14 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         let write = match value {
             RecordValue::Number(v) => match written
                 .get_or_insert_with(|| {
-                    acked_values(&run.history)
+                    sends
+                        .values()
+                        .map(|acked| {
+                            acked
+                                .map(|a| ((a.partition.into_owned(), a.value), a.index))
+                                .collect()
+                        })
                         .unwrap_or_default()
-                        .into_iter()
-                        .map(|a| ((a.partition, a.value), a.index))
-                        .collect()
                 })
                 .get(&((*partition).clone(), *v))
             {
@@ -534,7 +543,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             .replicas
             .iter()
             .map(|(node, (leo, findings, values))| {
-                let held = json!({"value": values.get(offset), "log_end_offset": leo,
+                let held = json!({"value": values.get(*offset), "log_end_offset": leo,
                                   "findings": findings});
                 (node.to_string(), held)
             })
@@ -589,5 +598,6 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     })
 }
 
+mod index;
 #[cfg(test)]
 mod tests;

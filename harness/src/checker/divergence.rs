@@ -9,7 +9,7 @@
 //! there is divergence, and one that merely lags is reported as behind, with
 //! its log end and the leader's.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
@@ -45,8 +45,12 @@ pub fn checker() -> Checker {
 /// What a replica holds at one offset: batch epoch, control flag, value.
 type Slot<'a> = (i32, bool, Option<&'a Payload>);
 
-fn slots(replica: &ReplicaState, from: i64, to: i64) -> BTreeMap<i64, Slot<'_>> {
-    replica
+/// What `replica` holds at each offset in `from..to`, by offset, the later
+/// of two records at one offset winning as a map insert would. A sorted
+/// list, not a map: replicas hold millions of records, almost always
+/// already in offset order.
+fn slots(replica: &ReplicaState, from: i64, to: i64) -> Vec<(i64, Slot<'_>)> {
+    let mut held: Vec<(i64, Slot<'_>)> = replica
         .records()
         .filter(|(_, r)| r.offset >= from && r.offset < to)
         .map(|(b, r)| {
@@ -55,7 +59,19 @@ fn slots(replica: &ReplicaState, from: i64, to: i64) -> BTreeMap<i64, Slot<'_>> 
                 (b.partition_leader_epoch, b.is_control(), r.value.as_ref()),
             )
         })
-        .collect()
+        .collect();
+    if !held.is_sorted_by(|a, b| a.0 < b.0) {
+        // Stable, so of equal offsets the later record stays later.
+        held.sort_by_key(|(offset, _)| *offset);
+        held.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                std::mem::swap(later, earlier);
+            }
+            same
+        });
+    }
+    held
 }
 
 fn describe(slot: Option<&Slot>) -> Value {
@@ -91,24 +107,39 @@ fn first_divergence<'a>(replicas: &[(NodeId, &'a ReplicaState)]) -> Option<Diver
         .iter()
         .map(|(_, r)| r.segments.first().map_or(0, |s| s.base_offset))
         .max()?;
-    let held: Vec<BTreeMap<i64, Slot<'a>>> =
+    let held: Vec<Vec<(i64, Slot<'a>)>> =
         replicas.iter().map(|(_, r)| slots(r, start, end)).collect();
-    let offsets: BTreeSet<i64> = held.iter().flat_map(|h| h.keys().copied()).collect();
-    for offset in offsets {
-        let at: Vec<Option<&Slot>> = held.iter().map(|h| h.get(&offset)).collect();
+    // Every offset any replica holds, in order: a walk of each list at once.
+    let mut next = vec![0usize; held.len()];
+    let mut at: Vec<Option<&Slot>> = Vec::with_capacity(held.len());
+    loop {
+        let offset = held
+            .iter()
+            .zip(&next)
+            .filter_map(|(h, &i)| h.get(i).map(|(o, _)| *o))
+            .min()?;
+        at.clear();
+        for (h, i) in held.iter().zip(next.iter_mut()) {
+            match h.get(*i) {
+                Some((o, slot)) if *o == offset => {
+                    *i += 1;
+                    at.push(Some(slot));
+                }
+                _ => at.push(None),
+            }
+        }
         if at.windows(2).any(|w| w[0] != w[1]) {
             return Some((
                 offset,
                 end,
                 replicas
                     .iter()
-                    .zip(at)
-                    .map(|((node, _), slot)| (*node, slot.cloned()))
+                    .zip(&at)
+                    .map(|((node, _), slot)| (*node, slot.copied()))
                     .collect(),
             ));
         }
     }
-    None
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {

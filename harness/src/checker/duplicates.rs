@@ -53,7 +53,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         };
         for (source, replica) in examined {
             for (value, offsets) in ValueIndex::of(replica).repeated() {
-                let value = value.to_owned();
+                let value = value.into_owned();
                 if !seen.insert((partition, value.clone(), offsets.clone())) {
                     continue;
                 }

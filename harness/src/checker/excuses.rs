@@ -6,6 +6,7 @@
 //! lost-write, offset-changed and consumer checkers, and per read by the
 //! consumer checker.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::history::{Done, Op, OpType, Process, Verb};
@@ -51,7 +52,21 @@ pub(crate) struct Excuses<'a> {
     /// Per partition, etcd's states in revision order (to read the ISR a
     /// power loss left).
     states: BTreeMap<PartitionRef, Vec<&'a PartitionStateChange>>,
+    /// What [`Excuses::disk_loss`] found, by what it depends on: the
+    /// partition, the first disk fault after the ack, which of that fault's
+    /// and the later ones' cuts took the value (a bit each), and the ISR at
+    /// the ack. The consumer checker judges every acknowledged value, and
+    /// all those acked between the same two faults under one ISR share one
+    /// answer.
+    /// A short list, searched without making a key: there are few such
+    /// combinations (and past `DISK_LOSSES_FOUND_MAX` each is worked out).
+    disk_losses_found: RefCell<Vec<DiskLossFound>>,
 }
+
+/// (partition, first fault after the ack, cuts, ISR at the ack, what was found).
+type DiskLossFound = (PartitionRef, usize, u64, Vec<NodeId>, Option<String>);
+
+const DISK_LOSSES_FOUND_MAX: usize = 256;
 
 impl<'a> Excuses<'a> {
     pub(crate) fn of(run: &'a RunData) -> Excuses<'a> {
@@ -102,6 +117,7 @@ impl<'a> Excuses<'a> {
             returns,
             state_changes: &run.state_changes,
             states,
+            disk_losses_found: RefCell::new(Vec::new()),
         }
     }
 
@@ -172,7 +188,7 @@ impl<'a> Excuses<'a> {
         }
         let read = AckedValue {
             index,
-            partition: partition.clone(),
+            partition: std::borrow::Cow::Borrowed(partition),
             value: 0,
             acks: Acks::All,
             offset: Some(offset),
@@ -251,6 +267,50 @@ impl<'a> Excuses<'a> {
         let after = self
             .disk_losses
             .partition_point(|(index, _, _)| *index <= acked.index);
+        let mut cuts = 0u64;
+        let mut pairs = 0u32;
+        for &(_, _, done) in &self.disk_losses[after..] {
+            for &node in &done.nodes {
+                if pairs < u64::BITS && cuts_value(done, node, acked) {
+                    cuts |= 1 << pairs;
+                }
+                pairs += 1;
+            }
+        }
+        if pairs > u64::BITS {
+            return self.disk_loss_after(acked, isr_at_ack, after);
+        }
+        // No fault after the ack took the value from anyone: nothing excuses.
+        if cuts == 0 {
+            return None;
+        }
+        let partition: &PartitionRef = &acked.partition;
+        if let Some(found) = self.disk_losses_found.borrow().iter().find(|found| {
+            found.1 == after && found.2 == cuts && found.0 == *partition && found.3 == isr_at_ack
+        }) {
+            return found.4.clone();
+        }
+        let found = self.disk_loss_after(acked, isr_at_ack, after);
+        let mut known = self.disk_losses_found.borrow_mut();
+        if known.len() < DISK_LOSSES_FOUND_MAX {
+            known.push((
+                partition.clone(),
+                after,
+                cuts,
+                isr_at_ack.to_vec(),
+                found.clone(),
+            ));
+        }
+        found
+    }
+
+    /// [`Excuses::disk_loss`], the disk faults from `after` on.
+    fn disk_loss_after(
+        &self,
+        acked: &AckedValue,
+        isr_at_ack: &[NodeId],
+        after: usize,
+    ) -> Option<String> {
         let faults = &self.disk_losses[after..];
         // Node → (history index, verb) of the first fault that cut the value.
         let mut lost: BTreeMap<NodeId, (u64, Verb)> = BTreeMap::new();
@@ -379,12 +439,22 @@ fn words(verb: Verb) -> &'static str {
 /// cut must have taken its replica back to or below the acked offset; a
 /// node with no cut recorded counts on its name alone.
 fn cuts_value(done: &Done, node: NodeId, acked: &AckedValue) -> bool {
-    // Disk faults name the replica by its directory, which is the partition's name.
-    let dir = acked.partition.to_string();
+    // Disk faults name the replica by its directory, which is the partition's
+    // name (`t-0`), compared without spelling it out for every value.
+    let partition = &acked.partition;
+    let names_partition = |dir: &str| {
+        dir.strip_prefix(partition.topic.as_str())
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|number| {
+                number.bytes().all(|b| b.is_ascii_digit())
+                    && (number.len() == 1 || !number.starts_with('0'))
+                    && number.parse::<u32>() == Ok(partition.partition)
+            })
+    };
     let cut = done.cut.as_ref().and_then(|cuts| {
         cuts.iter().find(|c| c.node == node).map(|c| {
             c.replicas()
-                .find(|r| r.replica == dir)
+                .find(|r| names_partition(&r.replica))
                 .map(|r| r.log_end_offset_after)
         })
     });
@@ -495,10 +565,10 @@ pub(super) mod tests {
         }
     }
 
-    fn acked_at_2_under(isr: &[u32]) -> AckedValue {
+    fn acked_at_2_under(isr: &[u32]) -> AckedValue<'static> {
         AckedValue {
             index: 1,
-            partition: PartitionRef::new("t", 0),
+            partition: std::borrow::Cow::Owned(PartitionRef::new("t", 0)),
             value: 7,
             acks: Acks::All,
             offset: Some(2),

@@ -15,7 +15,7 @@ use super::{CheckResult, Checker, Evidence, RunData};
 use crate::node::NodeId;
 use crate::observe::timeline::Timeline;
 use crate::reader::state_change::StateChange;
-use crate::reader::{Batch, DataDirState, Payload};
+use crate::reader::{Batch, DataDirState, Payload, ReplicaState};
 use crate::topic_partition::PartitionRef;
 
 pub const NAME: &str = "one-leader-per-epoch";
@@ -205,6 +205,7 @@ fn applied_leaders(logs: &BTreeMap<NodeId, Vec<StateChange>>) -> Vec<Evidence> {
 
 /// One record as one replica holds it; the batch names its file and position
 /// should it be evidence.
+#[derive(Clone, Copy)]
 struct Held<'a> {
     node: NodeId,
     epoch: i32,
@@ -212,50 +213,92 @@ struct Held<'a> {
     batch: &'a Batch,
 }
 
+/// (partition, epoch, node a, node b) → (first offset, count, its two holdings).
+type Found<'a> =
+    BTreeMap<(&'a PartitionRef, i32, NodeId, NodeId), (i64, usize, Held<'a>, Held<'a>)>;
+
+/// Every pair of holdings of one offset, in the order given, that disagree
+/// within one epoch.
+fn differing<'a>(
+    partition: &'a PartitionRef,
+    offset: i64,
+    group: &[Held<'a>],
+    found: &mut Found<'a>,
+) {
+    for (i, a) in group.iter().enumerate() {
+        for b in &group[i + 1..] {
+            if a.epoch != b.epoch || a.value == b.value || a.node == b.node {
+                continue;
+            }
+            let (a, b) = if a.node < b.node { (a, b) } else { (b, a) };
+            found
+                .entry((partition, a.epoch, a.node, b.node))
+                .and_modify(|(_, count, _, _)| *count += 1)
+                .or_insert((offset, 1, *a, *b));
+        }
+    }
+}
+
+/// A replica's records, in log order, each with its offset.
+fn held_records(node: NodeId, replica: &ReplicaState) -> impl Iterator<Item = (i64, Held<'_>)> {
+    replica.records().map(move |(batch, record)| {
+        let held = Held {
+            node,
+            epoch: batch.partition_leader_epoch,
+            value: record.value.as_ref(),
+            batch,
+        };
+        (record.offset, held)
+    })
+}
+
 /// Rule (c): for every offset two replicas both hold in batches of the same
 /// partition leader epoch, the values must be equal. One evidence per
 /// (partition, epoch, pair of replicas), naming the first differing offset.
-fn replica_writers(replicas: &BTreeMap<NodeId, DataDirState>) -> Vec<Evidence> {
-    // Per partition, every record of every replica, grouped by offset below
-    // with a stable sort: within an offset, node order then log order. A flat
-    // list and one sort, not a map entry a record, since the replicas hold
-    // millions of records in a long run.
-    let mut offsets: BTreeMap<PartitionRef, Vec<(i64, Held<'_>)>> = BTreeMap::new();
+fn replica_writers<'a>(replicas: &'a BTreeMap<NodeId, DataDirState>) -> Vec<Evidence> {
+    // Per partition, its replicas in node order.
+    let mut holders: BTreeMap<PartitionRef, Vec<(NodeId, &'a ReplicaState)>> = BTreeMap::new();
     for (&node, dir) in replicas {
         for replica in &dir.replicas {
-            let held = offsets.entry(replica.partition_ref()).or_default();
-            held.extend(replica.records().map(|(batch, record)| {
-                let held = Held {
-                    node,
-                    epoch: batch.partition_leader_epoch,
-                    value: record.value.as_ref(),
-                    batch,
-                };
-                (record.offset, held)
-            }));
+            holders
+                .entry(replica.partition_ref())
+                .or_default()
+                .push((node, replica));
         }
     }
-    for held in offsets.values_mut() {
-        held.sort_by_key(|(offset, _)| *offset);
-    }
-    // (partition, epoch, node a, node b) → (first offset, its two holdings, count).
-    type Pair<'a> = (&'a PartitionRef, i32, NodeId, NodeId);
-    let mut found: BTreeMap<Pair<'_>, (i64, usize, &Held<'_>, &Held<'_>)> = BTreeMap::new();
-    for (partition, by_offset) in &offsets {
-        for group in by_offset.chunk_by(|a, b| a.0 == b.0) {
-            let offset = group[0].0;
-            for (i, (_, a)) in group.iter().enumerate() {
-                for (_, b) in &group[i + 1..] {
-                    if a.epoch != b.epoch || a.value == b.value || a.node == b.node {
-                        continue;
+    let mut found: Found<'_> = BTreeMap::new();
+    for (partition, holders) in &holders {
+        let records = |&(node, replica): &(NodeId, &'a ReplicaState)| held_records(node, replica);
+        // Every record grouped by offset: within an offset, node order then
+        // log order. Replicas in offset order (the rule) are walked side by
+        // side, holding nothing but one offset's records: they hold millions.
+        let in_order = holders
+            .iter()
+            .all(|(_, replica)| replica.records().map(|(_, r)| r.offset).is_sorted());
+        if in_order {
+            let mut walks: Vec<_> = holders.iter().map(|h| records(h).peekable()).collect();
+            let mut group = Vec::new();
+            while let Some(offset) = walks
+                .iter_mut()
+                .filter_map(|w| w.peek().map(|(offset, _)| *offset))
+                .min()
+            {
+                group.clear();
+                for walk in &mut walks {
+                    while let Some((_, held)) = walk.next_if(|(o, _)| *o == offset) {
+                        group.push(held);
                     }
-                    let (a, b) = if a.node < b.node { (a, b) } else { (b, a) };
-                    found
-                        .entry((partition, a.epoch, a.node, b.node))
-                        .and_modify(|(_, count, _, _)| *count += 1)
-                        .or_insert((offset, 1, a, b));
                 }
+                differing(partition, offset, &group, &mut found);
             }
+            continue;
+        }
+        // Otherwise one list, with a stable sort.
+        let mut by_offset: Vec<(i64, Held<'_>)> = holders.iter().flat_map(records).collect();
+        by_offset.sort_by_key(|(offset, _)| *offset);
+        for group in by_offset.chunk_by(|a, b| a.0 == b.0) {
+            let held: Vec<Held<'_>> = group.iter().map(|(_, held)| *held).collect();
+            differing(partition, group[0].0, &held, &mut found);
         }
     }
     let shown = |value: Option<&Payload>| value.map_or("null".to_owned(), |v| v.to_string());

@@ -16,10 +16,11 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::history::{Op, Process};
+use crate::history::{Acked, Op, Process, Send};
 use crate::node::NodeId;
 use crate::reader::ReplicaState;
 use crate::schedule::Acks;
@@ -62,22 +63,24 @@ pub fn checker() -> Checker {
     }
 }
 
-/// One value of a `send` that ended ok.
+/// One value of a `send` that ended ok. The partition is borrowed from the
+/// history and the ISR shared by the send's values: a long run acknowledges
+/// millions of values, and a copy of each per value was most of the cost.
 #[derive(Debug, Clone)]
-pub(crate) struct AckedValue {
+pub(crate) struct AckedValue<'a> {
     /// The index of the `ok` completion.
     pub index: u64,
-    pub partition: PartitionRef,
+    pub partition: Cow<'a, PartitionRef>,
     pub value: i64,
     pub acks: Acks,
     /// `None` for acks=0 (the broker names no offset).
     pub offset: Option<i64>,
     /// The ISR etcd showed just after the ack.
-    pub isr: Option<Vec<NodeId>>,
+    pub isr: Option<Arc<[NodeId]>>,
     pub leader_epoch: Option<i32>,
 }
 
-impl AckedValue {
+impl AckedValue<'_> {
     pub(crate) fn describe(&self) -> String {
         format!(
             "value {} acked{} in {} (history index {}, acks={}, ISR {}, leader epoch {})",
@@ -110,94 +113,162 @@ impl AckedValue {
     }
 }
 
-/// Every value of every `send` that ended ok, in history order.
-pub(crate) fn acked_values(history: &[Op]) -> Result<Vec<AckedValue>, String> {
-    let mut acked = Vec::new();
+/// Every `send` that ended ok, in history order (the nemesis's too: the
+/// values below leave them out), found in one pass over the history (a long run's history is hundreds of megabytes, and each pass
+/// over it costs more than what is done with the sends).
+pub(crate) struct AckedSends<'a> {
+    pub sends: Vec<(&'a Op, &'a Send, &'a Acked)>,
+    /// The history index of the first whose ok does not name one offset per
+    /// value.
+    mismatched: Option<u64>,
+}
+
+pub(crate) fn acked_sends(history: &[Op]) -> AckedSends<'_> {
+    let mut sends = Vec::new();
+    let mut mismatched = None;
     for op in history {
-        if op.process == Process::Nemesis {
-            continue;
-        }
         let Some((send, ack)) = op.acked_send() else {
             continue;
         };
-        if let Some(offsets) = &ack.offsets
+        if op.process != Process::Nemesis
+            && let Some(offsets) = &ack.offsets
             && offsets.len() != send.values.len()
         {
+            mismatched.get_or_insert(op.index);
+        }
+        sends.push((op, send, ack));
+    }
+    AckedSends { sends, mismatched }
+}
+
+impl<'a> AckedSends<'a> {
+    /// Every value of every send, in history order; `Err` when a send's ok
+    /// does not name one offset per value, so a caller sees either every
+    /// value or none.
+    pub(crate) fn values(&self) -> Result<impl Iterator<Item = AckedValue<'a>> + '_, String> {
+        if let Some(index) = self.mismatched {
             return Err(format!(
-                "history index {}: send ok has a different number of offsets and values",
-                op.index
+                "history index {index}: send ok has a different number of offsets and values"
             ));
         }
-        let isr: Option<Vec<NodeId>> = ack
-            .isr
-            .as_ref()
-            .map(|isr| isr.iter().copied().map(NodeId::new).collect());
-        for (i, &value) in send.values.iter().enumerate() {
-            acked.push(AckedValue {
-                index: op.index,
-                partition: send.partition.clone(),
-                value,
-                acks: send.acks,
-                offset: ack.offsets.as_ref().map(|o| o[i]),
-                isr: isr.clone(),
-                leader_epoch: ack.leader_epoch,
-            });
-        }
+        let clients = self
+            .sends
+            .iter()
+            .filter(|(op, _, _)| op.process != Process::Nemesis);
+        Ok(clients.flat_map(|&(op, send, ack)| {
+            let isr: Option<Arc<[NodeId]>> = ack
+                .isr
+                .as_ref()
+                .map(|isr| isr.iter().copied().map(NodeId::new).collect());
+            send.values
+                .iter()
+                .enumerate()
+                .map(move |(i, &value)| AckedValue {
+                    index: op.index,
+                    partition: Cow::Borrowed(&send.partition),
+                    value,
+                    acks: send.acks,
+                    offset: ack.offsets.as_ref().map(|o| o[i]),
+                    isr: isr.clone(),
+                    leader_epoch: ack.leader_epoch,
+                })
+        }))
     }
-    Ok(acked)
 }
 
 /// A replica's data records by value, each value as text the way the
-/// workload wrote it (and as `Payload` prints it): one sorted list borrowed
-/// from the replica rather than a map of owned strings, since a long run's
-/// replica holds millions of records and only a few lookups ever miss.
-pub(crate) struct ValueIndex<'a>(Vec<(Cow<'a, str>, i64)>);
+/// workload wrote it (and as `Payload` prints it). Two sorted lists rather
+/// than a map of owned strings, since a long run's replica holds millions of
+/// records and only a few lookups ever miss: values whose text is an integer
+/// as `i64` prints it (every value the workload writes) by that integer, so
+/// sorting and looking up compare integers, not text; any other text
+/// borrowed from the replica. A text is in one list only, so looking up an
+/// acknowledged value (an `i64`) in the first is looking up its text.
+pub(crate) struct ValueIndex<'a> {
+    /// (value, offset), by value, each value's offsets in log order.
+    numbers: Vec<(i64, i64)>,
+    /// (text, offset), by text, each text's offsets in log order.
+    texts: Vec<(Cow<'a, str>, i64)>,
+}
+
+/// The integer `text` is the decimal of, as `i64::to_string` would print
+/// it: no sign but a leading `-`, no leading zero, no `-0`.
+pub(crate) fn canonical_number(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix('-').unwrap_or(text).as_bytes();
+    let first = *digits.first()?;
+    let leading_zero = first == b'0' && (digits.len() > 1 || text.len() > digits.len());
+    if leading_zero || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    text.parse().ok()
+}
 
 impl<'a> ValueIndex<'a> {
     /// Intact data batches only, null values left out, as
     /// `CompactReplica::offsets_by_value` reads a replica.
     pub(crate) fn of(replica: &'a ReplicaState) -> ValueIndex<'a> {
-        let mut entries: Vec<(Cow<'a, str>, i64)> = replica
-            .records()
-            .filter(|(batch, _)| !batch.is_control())
-            .filter_map(|(_, record)| {
-                let value = record.value.as_ref()?;
-                // A padded value (`value_bytes`) is indexed by the value alone.
-                let text = match value.as_str() {
-                    Some(text) => Cow::Borrowed(crate::history::value_text(text)),
-                    None => Cow::Owned(value.to_string()),
-                };
-                Some((text, record.offset))
-            })
-            .collect();
+        let mut numbers = Vec::new();
+        let mut texts = Vec::new();
+        for (batch, record) in replica.records() {
+            if batch.is_control() {
+                continue;
+            }
+            let Some(value) = record.value.as_ref() else {
+                continue;
+            };
+            // A padded value (`value_bytes`) is indexed by the value alone.
+            let text = match value.as_str() {
+                Some(text) => Cow::Borrowed(crate::history::value_text(text)),
+                None => Cow::Owned(value.to_string()),
+            };
+            match canonical_number(&text) {
+                Some(number) => numbers.push((number, record.offset)),
+                None => texts.push((text, record.offset)),
+            }
+        }
         // Stable, so one value's offsets stay in log order.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        ValueIndex(entries)
+        numbers.sort_by_key(|&(value, _)| value);
+        texts.sort_by(|a, b| a.0.cmp(&b.0));
+        ValueIndex { numbers, texts }
     }
 
-    /// The offsets holding `value`, in log order.
-    pub(crate) fn offsets<'s>(&'s self, value: &'s str) -> impl Iterator<Item = i64> + 's {
-        let start = self.0.partition_point(|(v, _)| v.as_ref() < value);
-        self.0[start..]
+    /// The offsets holding the value whose text is `value.to_string()`, in
+    /// log order.
+    pub(crate) fn offsets(&self, value: i64) -> impl Iterator<Item = i64> + '_ {
+        let start = self.numbers.partition_point(|&(v, _)| v < value);
+        self.numbers[start..]
             .iter()
-            .take_while(move |(v, _)| v.as_ref() == value)
-            .map(|(_, offset)| *offset)
+            .take_while(move |&&(v, _)| v == value)
+            .map(|&(_, offset)| offset)
     }
 
-    pub(crate) fn contains(&self, value: &str) -> bool {
+    pub(crate) fn contains(&self, value: i64) -> bool {
         self.offsets(value).next().is_some()
     }
 
     /// Each value at two or more offsets, with those offsets in log order,
-    /// in value order.
-    pub(crate) fn repeated(&self) -> impl Iterator<Item = (&str, Vec<i64>)> + '_ {
-        self.0
+    /// in value (text) order.
+    pub(crate) fn repeated(&self) -> Vec<(Cow<'_, str>, Vec<i64>)> {
+        let numbers = self
+            .numbers
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|group| group.len() > 1)
+            .map(|group| {
+                let offsets = group.iter().map(|&(_, offset)| offset).collect();
+                (Cow::Owned(group[0].0.to_string()), offsets)
+            });
+        let texts = self
+            .texts
             .chunk_by(|a, b| a.0 == b.0)
             .filter(|group| group.len() > 1)
             .map(|group| {
                 let offsets = group.iter().map(|(_, offset)| *offset).collect();
-                (group[0].0.as_ref(), offsets)
-            })
+                (Cow::Borrowed(group[0].0.as_ref()), offsets)
+            });
+        let mut repeated: Vec<(Cow<'_, str>, Vec<i64>)> = numbers.chain(texts).collect();
+        // Texts are unique across both lists, so this is the text order.
+        repeated.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        repeated
     }
 }
 
@@ -211,7 +282,7 @@ pub(crate) struct IndexedLog<'a> {
 
 impl IndexedLog<'_> {
     /// Nodes whose replica of the partition does not hold the value anywhere.
-    pub(crate) fn lacking(&self, value: &str) -> Vec<NodeId> {
+    pub(crate) fn lacking(&self, value: i64) -> Vec<NodeId> {
         self.held
             .get_or_init(|| {
                 self.log
@@ -267,23 +338,25 @@ impl<'a> FinalLogs<'a> {
 
     /// The final log of `partition`, indexed.
     pub(crate) fn get(&mut self, partition: &PartitionRef) -> Result<&IndexedLog<'a>, &String> {
-        let run = self.run;
-        self.logs
-            .entry(partition.clone())
-            .or_insert_with(|| {
-                FinalLog::of(run, partition).map(|log| IndexedLog {
-                    by_value: ValueIndex::of(log.replica),
-                    held: OnceCell::new(),
-                    log,
-                })
-            })
-            .as_ref()
+        // Looked up before inserting: an entry would copy the name for each
+        // of millions of values.
+        if !self.logs.contains_key(partition) {
+            let indexed = FinalLog::of(self.run, partition).map(|log| IndexedLog {
+                by_value: ValueIndex::of(log.replica),
+                held: OnceCell::new(),
+                log,
+            });
+            self.logs.insert(partition.clone(), indexed);
+        }
+        self.logs[partition].as_ref()
     }
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
-    let acked = acked_values(&run.history)?;
+    let sends = acked_sends(&run.history);
+    let acked = sends.values()?;
     let excused_by_run = Excuses::of(run);
+    let mut acked_count = 0usize;
     let mut logs = FinalLogs::new(run);
     let mut evidence = Vec::new();
     // Legitimate losses, listed after any violation (they never make it invalid).
@@ -292,8 +365,10 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     // Why not → the first value it held back.
     let mut unknown: BTreeMap<String, String> = BTreeMap::new();
     let mut excuses: BTreeSet<String> = BTreeSet::new();
-    for a in &acked {
-        *counts.entry("acknowledged").or_default() += 1;
+    for a in acked {
+        // Counted here, entered in `counts` at the end: a map entry a value
+        // costs more than the lookup below.
+        acked_count += 1;
         let indexed = match logs.get(&a.partition) {
             Ok(found) => found,
             Err(why) => {
@@ -310,9 +385,8 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 continue;
             }
         };
-        let text = a.value.to_string();
         let log = &indexed.log;
-        if indexed.by_value.contains(&text) {
+        if indexed.by_value.contains(a.value) {
             continue;
         }
         // Losses Kafka allows are reported by value too, not only counted.
@@ -338,7 +412,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 *counts.entry("lost-acks-0").or_default() += 1;
                 report("lost-acks-0-write", "acks=0 waits for nothing");
             }
-            Acks::All => match excused_by_run.judge(a) {
+            Acks::All => match excused_by_run.judge(&a) {
                 Judgement::Excused(why) => {
                     *counts.entry("lost-acks-all-excused").or_default() += 1;
                     report("lost-acks-all-write-excused", &why);
@@ -353,7 +427,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                     if evidence.len() >= EVIDENCE_MAX {
                         continue;
                     }
-                    let lacking = indexed.lacking(&text);
+                    let lacking = indexed.lacking(a.value);
                     let mut details = a.details();
                     details["final_log"] = json!(log.chosen);
                     details["final_log_node"] = json!(log.node);
@@ -379,6 +453,9 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             },
         }
     }
+    if acked_count > 0 {
+        counts.insert("acknowledged", acked_count as u64);
+    }
     let lost = counts.get("lost-acks-all").copied().unwrap_or(0);
     let mut result = CheckResult::fold(
         NAME,
@@ -388,7 +465,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         || {
             format!(
                 "{} acknowledged value(s) checked; no acks=all write lost without excuse{}",
-                acked.len(),
+                acked_count,
                 excused_by(&excuses)
             )
         },
