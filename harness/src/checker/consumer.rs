@@ -58,9 +58,9 @@ pub fn checker() -> Checker {
             see lost-write), nor a read of a record that such a loss later removed (an unclean \
             election in a later epoch than the poll's, or disk faults after the poll's invoke \
             (the read may have been served at any moment after it) that cut its \
-            offset from every member of the ISR as it last stood; and any read of an \
-            acknowledged write whose loss lost-write excuses, whenever the poll completed; \
-            counted as reads-excused); lost or duplicated writes are other checkers' business. \
+            offset from every member of the ISR as it last stood; counted as reads-excused — \
+            a read after the loss that excuses its write is not excused); lost or duplicated \
+            writes are other checkers' business. \
             Truncated reads are judged on the replicas as read after the final heal: a replica \
             that never caught up (a run that did not quiesce) shows as holding nothing, and a \
             partition no replica hosts makes this rule unknown. Values are compared as the \
@@ -250,20 +250,13 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         })
         .unwrap_or_default();
     let excused: BTreeSet<(u64, i64)> = excused_acks.iter().map(|a| (a.index, a.value)).collect();
-    // The same writes by where they were acknowledged: a read of one of them
-    // is excused as its write's loss is (lost-write's judgement), whatever
-    // the moment of the read — so the two checkers never disagree on a value.
-    let excused_at: BTreeSet<(&PartitionRef, i64, i64)> = excused_acks
-        .iter()
-        .filter_map(|a| Some((&*a.partition, a.offset?, a.value)))
-        .collect();
-    let read_excused = |index: u64,
-                        partition: &PartitionRef,
-                        offset: i64,
-                        value: &RecordValue,
-                        epoch: Option<i32>| {
-        matches!(value, RecordValue::Number(v) if excused_at.contains(&(partition, offset, *v)))
-            || excuses.excuses_read(index, partition, offset, epoch)
+    // A read is excused by what followed it, never by its write's excuse:
+    // an unclean election or a disk fault explains a value disappearing, not a
+    // replica serving it after it was gone (offsets-backwards on the
+    // high-watermark setting reads a lost value after the election that lost
+    // it, beside its replacement at the same offset — an anomaly).
+    let read_excused = |index: u64, partition: &PartitionRef, offset: i64, epoch: Option<i32>| {
+        excuses.excuses_read(index, partition, offset, epoch)
     };
     // Every value seen at each (partition, offset), in the order seen, is
     // grouped by offset below. Only the first value an offset was seen with
@@ -322,8 +315,8 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         let kept: Vec<&((usize, i64), Sighting)> = group
             .iter()
             .filter(|(_, s)| {
-                let excused = !s.send
-                    && read_excused(s.invoked, s.partition, s.offset, &s.value, s.leader_epoch);
+                let excused =
+                    !s.send && read_excused(s.invoked, s.partition, s.offset, s.leader_epoch);
                 excused_reads += u64::from(excused);
                 !excused
             })
@@ -494,7 +487,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         // A read that an excused loss later took away is not a truncated read.
         if indices.iter().all(|index| {
             let (invoked, epoch) = poll_of.get(index).copied().unwrap_or((*index, None));
-            read_excused(invoked, partition, *offset, value, epoch)
+            read_excused(invoked, partition, *offset, epoch)
         }) {
             excused_reads += indices.len() as u64;
             continue;

@@ -93,15 +93,15 @@ fn checker_consumer_stored_values_read_as_the_history_writes_them() {
 }
 
 #[test]
-fn checker_consumer_a_read_of_a_write_whose_loss_is_excused_is_excused_whenever_it_completed() {
+fn checker_consumer_a_read_after_the_loss_that_excuses_its_write_is_not_excused() {
     use crate::history::{Acked, Send, Verb};
     use crate::observe::timeline::{PartitionStateChange, Timeline};
     // 10 is acknowledged at offset 0 under ISR [b1]; b1 then loses power
     // and its log is cut to 0, which excuses losing 10 (lost-write); a
-    // poll invoked after the fault reads 10 (a stale answer, as far as
-    // the checker can tell); 20 is then read at offset 0. The read of 10
-    // is excused as its write's loss is, though no disk fault follows
-    // the poll.
+    // poll invoked after the fault still reads 10 at offset 0, and a later
+    // one reads 20 there. The write's excuse explains 10 disappearing, not a
+    // replica serving it after it was gone: the two reads disagree
+    // (offsets-backwards on the high-watermark setting is this shape).
     let send = |index, kind, acked| Op {
         index,
         time_ns: index,
@@ -153,11 +153,11 @@ fn checker_consumer_a_read_of_a_write_whose_loss_is_excused_is_excused_whenever_
     };
     let result = check(&data).unwrap();
     assert!(
-        !anomalies(&result).contains(&"inconsistent-offsets"),
+        anomalies(&result).contains(&"inconsistent-offsets"),
         "{:?}",
         result.evidence
     );
-    assert_eq!(result.counts["reads-excused"], 1);
+    assert!(!result.counts.contains_key("reads-excused"));
     assert_eq!(result.counts["acks-all-values-excused"], 1);
 }
 
