@@ -7,16 +7,6 @@
 //! proxy's toxic chain and re-reads it before every wait and every write, so a
 //! partition added by the API holds the very next write. A link never reorders,
 //! and drops bytes only where a toxic says so (`timeout`, `limit_data`, a reset).
-//!
-//! Until a toxic names its stream, a link copies directly instead: read, look at
-//! the chain, write, in one future with no channel between. Handing each chunk
-//! from the reader to the sender woke the connection's task once more per
-//! chunk, and on the multi-threaded runtime that wake bounced the task between
-//! workers (an eventfd write per chunk): it was most of the proxy's added
-//! round-trip time. The direct copy looks at the chain after every read, before
-//! its write, and hands the chunk it holds (with its read time) to the toxic
-//! path the moment a toxic names the stream, so every toxic sees exactly the
-//! bytes it would have seen; the link then stays on the toxic path.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -93,116 +83,19 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut source = source;
-    let mut destination = destination;
-    let mut chain = chain;
-    let mut chain_open = true;
-    let first = match copy_direct(
-        stream,
-        &mut source,
-        &mut destination,
-        &mut chain,
-        &mut chain_open,
-    )
-    .await?
-    {
-        Direct::Finished => return Ok(()),
-        Direct::Toxic(first) => first,
-    };
     let (tx, rx) = mpsc::channel(HELD_CHUNKS_MAX);
-    // The source already ended if the handed-over item says so.
-    let source_done = matches!(first, Some(Item::End | Item::Failed(_)));
-    if let Some(item) = first {
-        // It counts against HELD_CHUNKS_MAX like any chunk the reader queues.
-        let _ = tx.try_send(item);
-    }
     let sender = Sender {
         stream,
         destination,
         chain,
-        chain_open,
+        chain_open: true,
         draws: HashMap::new(),
         applied: HashMap::new(),
         limit_sent: HashMap::new(),
         bandwidth_free_at: Instant::now(),
     };
-    if source_done {
-        drop(tx);
-        return sender.run(rx).await;
-    }
     let ((), ()) = tokio::try_join!(read(source, tx), sender.run(rx))?;
     Ok(())
-}
-
-/// How a direct copy ended.
-enum Direct {
-    /// The source's end (a FIN) was passed on: the link is done.
-    Finished,
-    /// A toxic names this stream: the toxic path takes over, starting with the
-    /// item read but not yet written, if any.
-    Toxic(Option<Item>),
-}
-
-/// Whether any toxic is installed on `stream` (drawn or not: the toxic path
-/// draws toxicity and tracks what applies).
-fn names(stream: Stream, chain: &Chain) -> bool {
-    chain.iter().any(|toxic| toxic.stream == stream)
-}
-
-/// Copies `source` to `destination` for as long as no toxic names `stream`,
-/// with what the toxic path does when none applies: write each chunk as read,
-/// pass a close on as a FIN and a failed read on as a reset.
-async fn copy_direct<R, W>(
-    stream: Stream,
-    source: &mut R,
-    destination: &mut W,
-    chain: &mut watch::Receiver<Chain>,
-    chain_open: &mut bool,
-) -> Result<Direct, LinkEnd>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut buffer = vec![0; READ_CHUNK_BYTES];
-    loop {
-        if names(stream, &chain.borrow_and_update()) {
-            return Ok(Direct::Toxic(None));
-        }
-        // `read` is cancel-safe: a chain change while it waits loses no byte.
-        let read = tokio::select! {
-            biased;
-            changed = chain.changed(), if *chain_open => {
-                *chain_open = changed.is_ok();
-                continue;
-            }
-            read = source.read(&mut buffer) => read,
-        };
-        let read_at = Instant::now();
-        // A toxic added while the read waited takes this chunk too.
-        if names(stream, &chain.borrow_and_update()) {
-            let item = match read {
-                Ok(0) => Item::End,
-                Ok(n) => Item::Data {
-                    bytes: Bytes::copy_from_slice(&buffer[..n]),
-                    read_at,
-                },
-                Err(error) => Item::Failed(format!("read failed: {error}")),
-            };
-            return Ok(Direct::Toxic(Some(item)));
-        }
-        match read {
-            Ok(0) => {
-                // The peer may already be gone; the connection ends either way.
-                let _ = destination.shutdown().await;
-                return Ok(Direct::Finished);
-            }
-            Ok(n) => destination
-                .write_all(&buffer[..n])
-                .await
-                .map_err(|error| LinkEnd::Reset(format!("write failed: {error}")))?,
-            Err(error) => return Err(LinkEnd::Reset(format!("read failed: {error}"))),
-        }
-    }
 }
 
 async fn read<R: AsyncRead + Unpin>(mut source: R, tx: mpsc::Sender<Item>) -> Result<(), LinkEnd> {
