@@ -56,9 +56,7 @@ pub async fn run(
                     );
                     let why = controller.run(shutdown.clone()).await;
                     tracing::info!(epoch, reason = %why, "resigned as controller");
-                    if let Err(e) = store.release_controller(create_revision).await {
-                        tracing::warn!(%e, "could not release the controller key");
-                    }
+                    release(&store, &session, create_revision, &mut shutdown).await;
                 }
                 Err(e) => {
                     tracing::warn!(%e, "won the controller key but could not bump the epoch");
@@ -75,6 +73,34 @@ pub async fn run(
             Err(e) => tracing::warn!(%e, "controller election attempt failed"),
         }
         backoff(&mut shutdown).await;
+    }
+}
+
+/// Deletes this broker's controller key after it resigned. A resignation
+/// caused by a broken etcd connection (a link reset on heal) often finds the
+/// first delete failing too, and while the broker's session lives its lease
+/// keeps the key: the resigned broker would stay named controller and nobody
+/// else could win (ZooKeeper's /controller znode went with the session; this
+/// key must go with the controllership). So retry while the session is live;
+/// once it is not, the lease takes the key. The delete is conditional on the
+/// key's create revision, so only this controllership's key ever goes.
+async fn release(
+    store: &MetadataStore,
+    session: &Session,
+    create_revision: i64,
+    shutdown: &mut watch::Receiver<bool>,
+) {
+    let mut attempt = 1u32;
+    loop {
+        match store.release_controller(create_revision).await {
+            Ok(()) => return,
+            Err(e) => tracing::warn!(%e, attempt, "could not release the controller key"),
+        }
+        if !session.is_live() || *shutdown.borrow() {
+            return;
+        }
+        backoff(shutdown).await;
+        attempt += 1;
     }
 }
 
