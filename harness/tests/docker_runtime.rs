@@ -123,16 +123,29 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
         KafkaClient::connect(&runtime.client_address(leader).unwrap(), "t", deadline)
             .await
             .unwrap();
-    let first = producer
-        .produce(
-            "t",
-            0,
-            &[ProduceRecord::value(Bytes::from("1"))],
-            &options,
-            deadline,
-        )
-        .await
-        .unwrap();
+    // etcd names the leader before the leader has applied its LeaderAndIsr;
+    // until it has, it answers UNKNOWN_TOPIC_OR_PARTITION (a definite refusal,
+    // nothing appended). Wait, bounded, for it to serve.
+    let serving_by = std::time::Instant::now() + READY;
+    let first = loop {
+        match producer
+            .produce(
+                "t",
+                0,
+                &[ProduceRecord::value(Bytes::from("1"))],
+                &options,
+                deadline,
+            )
+            .await
+        {
+            Err(epochal::workload::ClientError::Broker { code: 3, .. })
+                if std::time::Instant::now() < serving_by =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => break other.unwrap(),
+        }
+    };
     assert_eq!(first.base_offset, 0);
 
     runtime.pause_node(leader).await.unwrap();
