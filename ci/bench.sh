@@ -16,6 +16,8 @@
 #   cluster   (harness/benches/cluster.rs)   cluster ready vs etcd alone (<= 5x), pause takes
 #                                            effect, background workload acks/s vs librdkafka
 #                                            (kcat), acks=all RF 3 vs acks=1 RF 1
+#   report    (harness/benches/report.rs)   report.html of a 100,000-op run loads in headless
+#                                            Chromium within 3 s
 #   gate      (here)                         gate wall time with --jobs 2 vs the sum of its
 #                                            cases, and every case's time
 #
@@ -57,6 +59,7 @@ bench() {
 bench epochal checkers
 bench epochal-faults proxy
 bench epochal cluster
+bench epochal report
 
 # The gate: wall time with --jobs 2 against the sum of its cases' own times
 # (what --jobs 1 would take at best), and each case's time in the JSON, so the
@@ -115,7 +118,7 @@ def figures(directory, name):
     return {f["figure"]: f for f in data.get("figures", [])}
 print("| bench | figure | measured | baseline | goal | | previous run |")
 print("|---|---|---|---|---|---|---|")
-for name in ["checkers", "proxy", "cluster", "gate"]:
+for name in ["checkers", "proxy", "cluster", "report", "gate"]:
     before = figures(previous_dir, name) if previous_dir else {}
     for f in figures(out, name).values():
         met = {True: "met", False: "MISSED", None: "—"}[f.get("met")]

@@ -8,13 +8,14 @@
 # etcd-server (the coordinator under test clusters), protobuf-compiler (etcd-client's
 # build runs protoc), kcat (a real Kafka client for the wire tests), cargo-nextest,
 # the Python Toxiproxy client the proxy's compatibility test drives, and
-# pkg-config + libssl-dev (the toxiproxy_rust dev-dependency builds native-tls).
+# pkg-config + libssl-dev (the toxiproxy_rust dev-dependency builds native-tls),
+# and chromium (headless: the run report's test and bench load the page in it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(etcd-server protobuf-compiler kcat python3 python3-venv pkg-config libssl-dev)
+debian_packages=(etcd-server protobuf-compiler kcat python3 python3-venv pkg-config libssl-dev chromium)
 # What each package provides, to tell whether it is already there.
-declare -A provides=([etcd-server]=etcd [protobuf-compiler]=protoc [kcat]=kcat [python3]=python3 [pkg-config]=pkg-config)
+declare -A provides=([etcd-server]=etcd [protobuf-compiler]=protoc [kcat]=kcat [python3]=python3 [pkg-config]=pkg-config [chromium]=chromium)
 
 ensure_debian_packages() {
   local missing=()

@@ -6,12 +6,12 @@
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 | valid; for `inspect`: the directory was read (findings, if any, are printed, not an error) |
+//! | 0 | valid; for `inspect`: the directory was read (findings, if any, are printed, not an error); for `serve`: stopped by SIGINT (Ctrl-C) or SIGTERM, its usual end |
 //! | 1 | invalid: a checker found an anomaly |
 //! | 2 | unknown: the run could not decide (an await timed out, a checker could not run) |
 //! | 3 | usage error: bad arguments or a malformed schedule |
 //! | 4 | harness error: e.g. a data directory that does not exist, a node that will not start |
-//! | 130 | interrupted by SIGINT (143: SIGTERM); every child is killed and reaped first |
+//! | 130 | interrupted by SIGINT (143: SIGTERM); every child is killed and reaped first (not `serve`: it has no children and a signal is how it stops, so 0) |
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -58,6 +58,8 @@ pub enum Command {
     Gc(GcArgs),
     /// Merge the JUnit reports of a sharded gate (`--shard I/N` on N runners) into one.
     Merge(MergeArgs),
+    /// Serve the store read-only on 127.0.0.1: its index of runs, each run's report and files.
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -146,7 +148,7 @@ pub struct ReplayArgs {
 
 /// `epochal check`: the exit code follows the table above.
 pub fn check(args: &CheckArgs, out: &mut impl Write) -> u8 {
-    match crate::run::check_dir(&crate::run_dir::RunDir::open(&args.run_dir)) {
+    match crate::run::check_dir_and_draw(&crate::run_dir::RunDir::open(&args.run_dir)) {
         Ok(report) => {
             let _ = writeln!(out, "run: {}", args.run_dir.display());
             if let Err(e) = crate::run::write_report(&report, out) {
@@ -450,6 +452,71 @@ pub fn merge(args: &MergeArgs, out: &mut impl Write) -> u8 {
     } else {
         EXIT_INVALID
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The store to serve: where `run`, `gate` and `campaign` keep runs (their `--store`).
+    #[arg(default_value = "store")]
+    pub store: PathBuf,
+    /// The port on 127.0.0.1; 0 (the default) lets the system pick a free one.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+}
+
+/// `epochal serve`: rewrites the store's index, prints one line `serving
+/// <store> on http://127.0.0.1:<port>/` (flushed, so a script can read the
+/// port) and serves until SIGINT or SIGTERM: then 0. 4 when the store is not a
+/// directory or the port cannot be had.
+pub fn serve(args: &ServeArgs, out: &mut impl Write) -> u8 {
+    use crate::report::{index, serve};
+    if !args.store.is_dir() {
+        eprintln!(
+            "epochal: serve: {} is not a directory (a store is made by `run` or `gate`)",
+            args.store.display()
+        );
+        return EXIT_HARNESS_ERROR;
+    }
+    let Some(runtime) = current_thread_runtime() else {
+        return EXIT_HARNESS_ERROR;
+    };
+    let code = runtime.block_on(async {
+        // The handlers first: a Ctrl-C any time after the address is printed
+        // must stop the server cleanly, not kill it.
+        let stop = match serve::stop_signals() {
+            Ok(stop) => stop,
+            Err(e) => {
+                eprintln!("epochal: serve: installing the signal handlers: {e}");
+                return EXIT_HARNESS_ERROR;
+            }
+        };
+        let listener = match serve::bind(args.port) {
+            Ok(listener) => listener,
+            Err(e) => {
+                eprintln!("epochal: serve: 127.0.0.1:{}: {e}", args.port);
+                return EXIT_HARNESS_ERROR;
+            }
+        };
+        let port = listener.local_addr().map_or(args.port, |a| a.port());
+        index::update_store_index(&args.store);
+        let _ = writeln!(
+            out,
+            "serving {} on http://127.0.0.1:{port}/",
+            args.store.display()
+        );
+        let _ = out.flush();
+        match serve::serve(&args.store, listener, stop).await {
+            Ok(()) => EXIT_VALID,
+            Err(e) => {
+                eprintln!("epochal: serve: {e}");
+                EXIT_HARNESS_ERROR
+            }
+        }
+    });
+    // Blocking reads still in flight (a file a stopped connection was
+    // reading) get a moment, not a wait without end.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
 }
 
 /// A single-threaded tokio runtime, or `None` after saying why there is none.

@@ -19,6 +19,7 @@ pub mod node;
 pub mod observe;
 pub mod random;
 pub mod reader;
+pub mod report;
 pub mod run;
 pub mod run_dir;
 pub mod runtime;

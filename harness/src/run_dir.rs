@@ -7,6 +7,7 @@
 //!     schedule.toml     the schedule as applied (--set merged in); written first
 //!     harness.log       what the harness did and saw, line by line
 //!     history.jsonl     the history, one op a line, as it happens (history/op.rs)
+//!     clock.json        the wall-clock time the history's clock started from
 //!     timeline.json     etcd's revision history of the cluster's decisions, at the end
 //!     run.json          how the run ended (completed, or unknown and why); absent if cut off
 //!     results.json      the checkers' report and the verdict
@@ -40,6 +41,7 @@ impl RunDir {
     const TIMELINE: &'static str = "timeline.json";
     const RUN_END: &'static str = "run.json";
     const RESULTS: &'static str = "results.json";
+    const CLOCK: &'static str = "clock.json";
     const NODES: &'static str = "nodes";
 
     /// A fresh run directory under `store/<group...>/`, and `store/latest`
@@ -140,6 +142,23 @@ impl RunDir {
                 unknown: Some("the run did not finish (no run.json)".into()),
                 stuck: Vec::new(),
             })
+    }
+
+    /// `clock.json`: the wall-clock time at which the history's clock read
+    /// zero, so the report can place the brokers' wall-clock state-change
+    /// logs among the ops. Written when the history is created.
+    pub fn write_clock(&self, history_opened_unix_ms: u64) -> Result<(), StoreError> {
+        write_json(
+            &self.path.join(Self::CLOCK),
+            &serde_json::json!({ "history_opened_unix_ms": history_opened_unix_ms }),
+        )
+    }
+
+    /// What `clock.json` says, if the run wrote one (runs before it did not).
+    pub fn read_clock(&self) -> Option<u64> {
+        let text = std::fs::read_to_string(self.path.join(Self::CLOCK)).ok()?;
+        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+        value.get("history_opened_unix_ms")?.as_u64()
     }
 
     pub fn write_results(&self, report: &crate::checker::Report) -> Result<(), StoreError> {

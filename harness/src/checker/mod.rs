@@ -19,7 +19,7 @@ pub mod duplicates;
 pub mod epoch_file;
 mod excuses;
 pub mod fencing;
-mod final_log;
+pub(crate) mod final_log;
 pub mod high_watermark;
 pub mod leaders;
 pub mod lost_write;

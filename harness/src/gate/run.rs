@@ -200,7 +200,7 @@ pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<Case
             result
         }));
     }
-    local
+    let results = local
         .run_until(async move {
             let mut results = Vec::new();
             for handle in handles {
@@ -208,7 +208,12 @@ pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<Case
             }
             results
         })
-        .await
+        .await;
+    // Each run updated the index as it ended; once more now, so the page is
+    // the whole gate's even where a run's own update failed or lost a race
+    // (parallel jobs: a scan made before another run's check, renamed last).
+    crate::report::index::update_store_index(&options.store);
+    results
 }
 
 /// A `[[campaign]]` case: the seed's plan and schedule, `--set`s applied, run.

@@ -225,6 +225,9 @@ pub struct HistoryWriter {
     path: PathBuf,
     file: File,
     started: Instant,
+    /// The wall clock when `started` was read (ms since the Unix epoch): what
+    /// lets a report place brokers' wall-clock logs on the history's clock.
+    opened_unix_ms: u64,
     next_index: u64,
     validator: Validator,
 }
@@ -263,6 +266,9 @@ impl HistoryWriter {
             path,
             file,
             started: Instant::now(),
+            opened_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
             next_index: 0,
             validator: Validator::new(),
         })
@@ -270,6 +276,12 @@ impl HistoryWriter {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// When the history's clock (each op's `time_ns`) read zero, on the wall
+    /// clock in ms since the Unix epoch.
+    pub fn opened_unix_ms(&self) -> u64 {
+        self.opened_unix_ms
     }
 
     /// Records an op now, assigning its index and time; returns it as written.

@@ -64,9 +64,23 @@ pub fn check_dir(dir: &RunDir) -> Result<Report, LoadError> {
     Ok(verdict(&run, &dir.read_end()))
 }
 
-/// Checks a run that just ended and keeps the report in `results.json`.
+/// Loads a run directory, checks it and draws its `report.html` (`epochal
+/// check`). A report that cannot be written is told on stderr and never
+/// changes the verdict: the checkers' word is the result, the page a view.
+pub fn check_dir_and_draw(dir: &RunDir) -> Result<Report, LoadError> {
+    let run = RunData::load(dir)?;
+    let end = dir.read_end();
+    let report = verdict(&run, &end);
+    if let Err(e) = crate::report::write(dir, &run, &report, &end) {
+        eprintln!("epochal: drawing the report: {e}");
+    }
+    Ok(report)
+}
+
+/// Checks a run that just ended, keeps the report in `results.json` and
+/// draws `report.html` beside it.
 pub(super) fn check_and_store(dir: &RunDir) -> Result<Report, RunError> {
-    let report = check_dir(dir)
+    let report = check_dir_and_draw(dir)
         .map_err(|e| RunError::Harness(format!("checking {}: {e}", dir.path().display())))?;
     dir.write_results(&report)?;
     Ok(report)

@@ -39,7 +39,7 @@ mod summary;
 
 use std::path::{Path, PathBuf};
 
-pub use check::{check_dir, verdict, write_report};
+pub use check::{check_dir, check_dir_and_draw, verdict, write_report};
 pub use liveness::FIRST_PROBE_VALUE;
 pub use settings::{apply_sets, cluster_config};
 pub use summary::write_summary;
@@ -205,7 +205,9 @@ pub async fn execute(
     dir.write_schedule(&schedule)?;
     let mut log = RunLog::create(&dir.harness_log(), options.echo)?;
     log.line(format!("run of {source} in {}", dir.path().display()));
-    let history = SharedHistory::new(HistoryWriter::create(dir.history())?);
+    let writer = HistoryWriter::create(dir.history())?;
+    dir.write_clock(writer.opened_unix_ms())?;
+    let history = SharedHistory::new(writer);
 
     let config = cluster_config(&schedule, options, &dir);
     let run = Prepared {
@@ -215,10 +217,15 @@ pub async fn execute(
         log,
         driver,
     };
-    match options.runtime {
+    let ran = match options.runtime {
         RuntimeKind::Process => drive(ProcessRuntime::start(config).await, run).await,
         RuntimeKind::Docker => drive(DockerRuntime::start(config).await, run).await,
-    }
+    };
+    // Once the run has ended, checked (check_and_store) or not: the store's
+    // index lists it either way. Not writing the index is a warning, never
+    // the run's failure.
+    crate::report::index::update_store_index(&options.store);
+    ran
 }
 
 /// A run whose directory, history and log exist, before its cluster does.
