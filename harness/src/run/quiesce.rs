@@ -78,8 +78,9 @@ async fn quiesce<R: Runtime>(live: &mut Live<R>, bound: Duration) -> Result<RunS
     let deadline = started + bound;
     let runtime = &live.runtime;
     if let Err(e) = await_ready(runtime.etcd_endpoint(), runtime.nodes(), bound).await {
-        live.log.line(format!("did not quiesce: {e}"));
-        return Ok(RunStatus::Unknown(format!("did not quiesce: {e}")));
+        let why = format!("did not quiesce ([workload] quiesce_timeout_ms): {e}");
+        live.log.line(&why);
+        return Ok(RunStatus::Unknown(why));
     }
     loop {
         let unsettled = unsettled(live).await?;
@@ -92,8 +93,11 @@ async fn quiesce<R: Runtime>(live: &mut Live<R>, bound: Duration) -> Result<RunS
                 return Ok(RunStatus::Completed);
             }
             Some(why) if Instant::now() >= deadline => {
-                live.log.line(format!("did not quiesce: {why}"));
-                return Ok(RunStatus::Unknown(format!("did not quiesce: {why}")));
+                let why = format!(
+                    "did not quiesce within {bound:?} ([workload] quiesce_timeout_ms): {why}"
+                );
+                live.log.line(&why);
+                return Ok(RunStatus::Unknown(why));
             }
             Some(_) => tokio::time::sleep(QUIESCE_POLL).await,
         }

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
@@ -153,9 +154,35 @@ fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, RuntimeError> {
     Ok(libraries)
 }
 
+/// The bound on making one image (issue [reliability] point 5: every long
+/// wait has a bound and names what it waited for). A cold build of the three
+/// images takes seconds; a Docker engine that stops answering mid-build must
+/// not hang a nightly run.
+pub const IMAGE_BUILD_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// The image for `spec`, built unless its tag already exists; returns the tag.
 pub async fn ensure(docker: &Docker, spec: &ImageSpec) -> Result<String, RuntimeError> {
+    ensure_within(docker, spec, IMAGE_BUILD_TIMEOUT).await
+}
+
+/// [`ensure`], within `bound`: past it, a timeout naming the image.
+pub async fn ensure_within(
+    docker: &Docker,
+    spec: &ImageSpec,
+    bound: Duration,
+) -> Result<String, RuntimeError> {
     let context = spec.context()?;
+    let tag = context.tag.clone();
+    tokio::time::timeout(bound, build(docker, context))
+        .await
+        .map_err(|_| RuntimeError::Timeout {
+            what: format!("image {tag} ({}) checked or built", spec.repository()),
+            timeout: bound,
+            detail: Some("the Docker engine did not finish".into()),
+        })?
+}
+
+async fn build(docker: &Docker, context: Context) -> Result<String, RuntimeError> {
     if docker.inspect_image(&context.tag).await.is_ok() {
         return Ok(context.tag);
     }
