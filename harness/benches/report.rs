@@ -8,7 +8,7 @@
 //! whole Chromium run is printed beside it, and a blank page's as its
 //! baseline.
 //!
-//! `cargo bench -p epochal --bench report -- [--quick] [--json PATH] [--ops N] [--keep PATH]`;
+//! `cargo bench -p epochal --bench report -- [--quick] [--json PATH] [--ops N | --run DIR] [--keep PATH]`;
 //! `ci/bench.sh` calls it. `--quick` (CI) uses 10,000 ops. Best of three
 //! loads, since the machine is shared; nothing here asserts a time.
 
@@ -87,16 +87,29 @@ fn main() {
     });
     let json_path = value("--json");
 
-    let run = synthetic_run(&SyntheticSpec::with_ops(ops));
-    let report = checker::check(&run, &checker::all());
-    assert_eq!(report.verdict, Verdict::Valid, "the synthetic run is valid");
-    let end = RunEnd {
-        completed: true,
-        unknown: None,
-        stuck: Vec::new(),
+    // `--run DIR`: a stored run instead (a real campaign's, say).
+    let stored = value("--run").map(epochal::run_dir::RunDir::open);
+    let (run, end, clock) = match &stored {
+        Some(dir) => (
+            checker::RunData::load(dir).expect("a run directory"),
+            dir.read_end(),
+            dir.read_clock(),
+        ),
+        None => {
+            let end = RunEnd {
+                completed: true,
+                unknown: None,
+                stuck: Vec::new(),
+            };
+            (synthetic_run(&SyntheticSpec::with_ops(ops)), end, None)
+        }
     };
+    let report = epochal::run::verdict(&run, &end);
+    if stored.is_none() {
+        assert_eq!(report.verdict, Verdict::Valid, "the synthetic run is valid");
+    }
     let drawn = Instant::now();
-    let html = epochal::report::render(&run, &report, &end, None);
+    let html = epochal::report::render(&run, &report, &end, clock);
     let draw_s = drawn.elapsed().as_secs_f64();
 
     let dir = tempfile::tempdir().unwrap();
@@ -133,7 +146,7 @@ fn main() {
         if met { "met" } else { "MISSED" }
     );
     let figures = vec![json!({
-        "figure": format!("report of a {}k-op run loads in Chromium", ops / 1000),
+        "figure": format!("report of a {}k-op run loads in Chromium", run.history.len() / 1000),
         "measured": format!("{best_load:.2} s ({size_mib:.1} MiB, drawn in {draw_s:.2} s)"),
         "baseline": format!("Chromium run {best_wall:.2} s, blank page {best_blank:.2} s"),
         "goal": format!("<= {GOAL_LOAD_S} s"),

@@ -196,7 +196,7 @@ main{padding:0 20px 40px}nav a{margin-right:14px}
 .verdict.valid{background:#2e7d32}.verdict.invalid{background:#c62828}.verdict.unknown{background:#8d6e00}
 table{border-collapse:collapse;background:#fff;margin:6px 0 12px}td,th{border:1px solid #ddd;padding:2px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}.counts{color:#666;font-size:12px}
-.evidence .anomaly{font-weight:600;color:#c62828}.evidence li{margin:4px 0}.links a{margin-right:8px}
+.evidence .anomaly{font-weight:600;color:#c62828}.allowed .evidence .anomaly{color:#8d6e00}summary h3{display:inline}.evidence li{margin:4px 0}.links a{margin-right:8px}
 pre{white-space:pre-wrap;font-size:12px;background:#f4f4f4;padding:6px;margin:4px 0}
 .scroll{overflow-x:auto;background:#fff;border:1px solid #ddd}
 svg text{font:11px system-ui,sans-serif;fill:#333}.tick{fill:#888}.grid{stroke:#eee}

@@ -101,11 +101,21 @@ pub fn section(report: &Report) -> String {
     }
     out.push_str("</tbody></table>");
     for result in report.results.iter().filter(|r| !r.evidence.is_empty()) {
+        // What a valid checker lists is what Kafka allows (an excused loss,
+        // an acks=1 write lost): folded, so the anomalies come first.
+        let allowed = result.verdict != crate::checker::Verdict::Invalid;
         let _ = write!(
             out,
-            r#"<h3 id="checker-{c}">{c}: {n} evidence</h3><ol class="evidence">"#,
+            r#"<details class="{class}" id="checker-{c}"{open}><summary><h3>{c}: {n} {what}</h3></summary><ol class="evidence">"#,
             c = escape(&result.checker),
-            n = result.evidence.len()
+            n = result.evidence.len(),
+            class = if allowed { "allowed" } else { "anomalies" },
+            open = if allowed { "" } else { " open" },
+            what = if allowed {
+                "allowed or excused (not anomalies)"
+            } else {
+                "evidence"
+            },
         );
         for evidence in result.evidence.iter().take(EVIDENCE_LIMIT) {
             item(evidence, &mut out);
@@ -117,7 +127,7 @@ pub fn section(report: &Report) -> String {
                 result.evidence.len() - EVIDENCE_LIMIT
             );
         }
-        out.push_str("</ol>");
+        out.push_str("</ol></details>");
     }
     out
 }
