@@ -54,9 +54,13 @@ fn assert_checks_as_stored(name: &str, exit_code: i32) {
         verdicts(&stored),
         "{name}: a checker's verdict differs from the one stored with the run"
     );
+    // `epochal check` draws report.html into the run directory: on a copy,
+    // so the committed fixture is never written.
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(&dir, copy.path());
     let out = Command::new(env!("CARGO_BIN_EXE_epochal"))
         .arg("check")
-        .arg(&dir)
+        .arg(copy.path())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -65,6 +69,29 @@ fn assert_checks_as_stored(name: &str, exit_code: i32) {
         stdout.contains(&format!("verdict: {}", stored.verdict)),
         "{name}: {stdout}"
     );
+    // A run stored before the report existed gets one, naming its verdict.
+    let page = std::fs::read_to_string(copy.path().join("report.html")).unwrap();
+    assert!(
+        page.contains(&format!(
+            r#"<span class="verdict {v}" id="verdict">{v}</span>"#,
+            v = stored.verdict
+        )),
+        "{name}"
+    );
+}
+
+/// `from`'s files and directories, recursively, into `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }
 
 #[test]
