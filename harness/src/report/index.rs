@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
+use super::html::escape;
 use crate::run_dir::RunDir;
 use crate::store::{StoreError, utc_stamp};
 
@@ -342,23 +343,6 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         let _ = std::fs::remove_file(&temporary);
     }
     written
-}
-
-/// Text and attribute values made inert: the five characters HTML gives
-/// meaning to.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A relative path as a URL path: each component's bytes percent-encoded

@@ -328,7 +328,7 @@ fn listing(dir: &Path, raw: &str) -> io::Result<String> {
     }
     entries.sort();
     let decoded = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
-    let title = index::escape(&decoded);
+    let title = super::html::escape(&decoded);
     let mut html = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>{title}</title>\n<style>{LISTING_STYLE}</style>\n</head>\n<body>\n\
@@ -339,8 +339,8 @@ fn listing(dir: &Path, raw: &str) -> io::Result<String> {
         let _ = writeln!(
             html,
             "<li><a href=\"{}\">{}</a>{size}</li>",
-            index::escape(href),
-            index::escape(shown)
+            super::html::escape(href),
+            super::html::escape(shown)
         );
     }
     html.push_str("</ul>\n</body>\n</html>\n");
