@@ -250,14 +250,12 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         })
         .unwrap_or_default();
     let excused: BTreeSet<(u64, i64)> = excused_acks.iter().map(|a| (a.index, a.value)).collect();
-    // A read is excused by what followed it, never by its write's excuse:
-    // an unclean election or a disk fault explains a value disappearing, not a
-    // replica serving it after it was gone (offsets-backwards on the
-    // high-watermark setting reads a lost value after the election that lost
-    // it, beside its replacement at the same offset — an anomaly).
-    let read_excused = |index: u64, partition: &PartitionRef, offset: i64, epoch: Option<i32>| {
-        excuses.excuses_read(index, partition, offset, epoch)
-    };
+    // Below, a read is excused (`Excuses::excuses_read`) by what followed it,
+    // never by its write's excuse: an unclean election or a disk fault
+    // explains a value disappearing, not a replica serving it after it was
+    // gone (offsets-backwards on the high-watermark setting reads a lost value
+    // after the election that lost it, beside its replacement at the same
+    // offset — an anomaly).
     // Every value seen at each (partition, offset), in the order seen, is
     // grouped by offset below. Only the first value an offset was seen with
     // is kept for each; the sightings of an offset seen with two values are
@@ -315,8 +313,8 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         let kept: Vec<&((usize, i64), Sighting)> = group
             .iter()
             .filter(|(_, s)| {
-                let excused =
-                    !s.send && read_excused(s.invoked, s.partition, s.offset, s.leader_epoch);
+                let excused = !s.send
+                    && excuses.excuses_read(s.invoked, s.partition, s.offset, s.leader_epoch);
                 excused_reads += u64::from(excused);
                 !excused
             })
@@ -487,7 +485,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         // A read that an excused loss later took away is not a truncated read.
         if indices.iter().all(|index| {
             let (invoked, epoch) = poll_of.get(index).copied().unwrap_or((*index, None));
-            read_excused(invoked, partition, *offset, epoch)
+            excuses.excuses_read(invoked, partition, *offset, epoch)
         }) {
             excused_reads += indices.len() as u64;
             continue;
