@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use epochal_faults::proxy::toxics::{LimitData, Slicer, Timeout};
-use epochal_faults::proxy::{OnHeal, Stream, ToxicJson, ToxicKind};
+use epochal_faults::proxy::{
+    HELD_CHUNKS_MAX, OnHeal, READ_CHUNK_BYTES, Stream, ToxicJson, ToxicKind,
+};
 use epochal_faults::toxiproxy_client::ToxiproxyClient;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -215,11 +217,11 @@ async fn partition_holds_bytes_then_resumes_them_all_in_order() {
         .partition("cut", Stream::Upstream, OnHeal::Resume)
         .await
         .unwrap();
-    // More than the proxy holds itself (4 MiB), so TCP flow control holds the
-    // rest in the kernels' buffers and the writer blocks; nothing is lost.
-    const HELD: usize = 8 * 1024 * 1024;
+    // More than the proxy and the kernel's buffers can hold, so TCP flow
+    // control blocks the writer; nothing is lost.
+    let held_len = more_than_a_cut_absorbs();
     let writer = tokio::spawn(async move {
-        let held = Pattern::bytes(7, HELD);
+        let held = Pattern::bytes(7, held_len);
         client_write.write_all(&held).await.unwrap();
         client_write.write_all(b"|after").await.unwrap();
         client_write
@@ -234,13 +236,13 @@ async fn partition_holds_bytes_then_resumes_them_all_in_order() {
     assert_quiet(&mut server_end, "upstream still cut").await;
     assert!(
         !writer.is_finished(),
-        "8 MiB cannot all be absorbed while cut"
+        "{held_len} bytes cannot all be absorbed while cut"
     );
 
     client.heal("cut", Stream::Upstream).await.unwrap();
-    let held = read_exactly(&mut server_end, HELD, "held bytes after heal").await;
+    let held = read_exactly(&mut server_end, held_len, "held bytes after heal").await;
     assert!(
-        held == Pattern::bytes(7, HELD),
+        held == Pattern::bytes(7, held_len),
         "held bytes arrive intact and in order"
     );
     assert_eq!(
@@ -249,6 +251,24 @@ async fn partition_holds_bytes_then_resumes_them_all_in_order() {
     );
     within("writer finishes", writer).await.unwrap();
     server.shutdown().await;
+}
+
+/// More bytes than a cut upstream stream can take in before its writer
+/// blocks: what the proxy holds (HELD_CHUNKS_MAX chunks and one in hand), plus
+/// the client's send buffer and the proxy's receive buffer, which Linux grows
+/// up to `tcp_wmem` and `tcp_rmem`'s maximum, plus a margin. A fixed 8 MiB
+/// left about 200 KiB to spare on a machine whose `tcp_rmem` allows 32 MiB,
+/// and was now and then absorbed whole when the receive buffer grew.
+fn more_than_a_cut_absorbs() -> usize {
+    let sysctl_max = |name: &str| -> usize {
+        let path = format!("/proc/sys/net/ipv4/{name}");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+        let max = text.split_whitespace().nth(2).expect("min, default, max");
+        max.parse().unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let proxy_holds = (HELD_CHUNKS_MAX + 1) * READ_CHUNK_BYTES;
+    let margin = 1024 * 1024;
+    proxy_holds + sysctl_max("tcp_wmem") + sysctl_max("tcp_rmem") + margin
 }
 
 #[tokio::test]

@@ -1,22 +1,31 @@
 //! One direction of one proxied connection: the bytes from a source socket to a
 //! destination socket, and the toxics on that stream.
 //!
-//! A reader fills a bounded channel with chunks stamped with their read time; a
-//! sender takes them in order, applies the toxics that apply to this connection
-//! and writes them out. Toxics change while a link runs: the sender watches the
-//! proxy's toxic chain and re-reads it before every wait and every write, so a
-//! partition added by the API holds the very next write. A link never reorders,
-//! and drops bytes only where a toxic says so (`timeout`, `limit_data`, a reset).
+//! While no toxic names its stream, a link copies directly, read then write on
+//! one future (see [`direct`]). Once one does, a reader fills a bounded channel
+//! with chunks stamped with their read time and a sender takes them in order,
+//! applies the toxics that apply to this connection and writes them out; the
+//! link stays on that path. Toxics change while a link runs: the sender re-reads
+//! the proxy's toxic chain before every wait and every write, and every write
+//! on either path is guarded by the chain (see [`chain_watch`]), so a partition
+//! added by the API holds the very next byte, even one whose write was waiting
+//! on a full destination when it came. A link never reorders, and drops bytes
+//! only where a toxic says so (`timeout`, `limit_data`, a reset).
+
+mod chain_watch;
+mod direct;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep, sleep_until};
 
+use self::chain_watch::ChainWatch;
+use self::direct::Direct;
 use super::toxics::{Bandwidth, Latency, OnHeal, Slicer, ToxicKind};
 use super::wire::{Stream, ToxicJson};
 use super::{HELD_CHUNKS_MAX, READ_CHUNK_BYTES};
@@ -58,7 +67,7 @@ pub(crate) enum LinkEnd {
     Reset(String),
 }
 
-/// What the reader hands the sender.
+/// What the reader (or the direct copy, once) hands the sender.
 enum Item {
     Data {
         bytes: Bytes,
@@ -75,27 +84,64 @@ enum Item {
 /// decides the whole connection must end (`Err`).
 pub(crate) async fn run<R, W>(
     stream: Stream,
-    source: R,
-    destination: W,
+    mut source: R,
+    mut destination: W,
     chain: watch::Receiver<Chain>,
 ) -> Result<(), LinkEnd>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let mut watch = ChainWatch::new(chain);
+    let first = match direct::copy(stream, &mut source, &mut destination, &mut watch).await? {
+        Direct::Finished => return Ok(()),
+        Direct::Toxic(first) => first,
+    };
     let (tx, rx) = mpsc::channel(HELD_CHUNKS_MAX);
+    let source_done = matches!(first, Some(Item::End | Item::Failed(_)));
+    // The direct copy reads more at once than the reader: its chunk goes in as
+    // chunks of at most READ_CHUNK_BYTES (stamped with its read time), so what a
+    // partition holds stays within HELD_CHUNKS_MAX of them.
+    for item in first.into_iter().flat_map(split_chunk) {
+        // The channel is new and holds more than a direct read's pieces.
+        let _ = tx.try_send(item);
+    }
     let sender = Sender {
         stream,
         destination,
-        chain,
-        chain_open: true,
+        watch,
         draws: HashMap::new(),
         applied: HashMap::new(),
         limit_sent: HashMap::new(),
         bandwidth_free_at: Instant::now(),
     };
+    if source_done {
+        drop(tx);
+        return sender.run(rx).await;
+    }
     let ((), ()) = tokio::try_join!(read(source, tx), sender.run(rx))?;
     Ok(())
+}
+
+// A direct read's pieces must fit the channel the toxic path starts with.
+const _: () = assert!(direct::DIRECT_READ_BYTES.div_ceil(READ_CHUNK_BYTES) <= HELD_CHUNKS_MAX);
+
+/// `item` as items whose data is at most [`READ_CHUNK_BYTES`] each.
+fn split_chunk(item: Item) -> Vec<Item> {
+    match item {
+        Item::Data { mut bytes, read_at } => {
+            let mut items = Vec::with_capacity(bytes.len().div_ceil(READ_CHUNK_BYTES));
+            while !bytes.is_empty() {
+                let piece = bytes.split_to(bytes.len().min(READ_CHUNK_BYTES));
+                items.push(Item::Data {
+                    bytes: piece,
+                    read_at,
+                });
+            }
+            items
+        }
+        other => vec![other],
+    }
 }
 
 async fn read<R: AsyncRead + Unpin>(mut source: R, tx: mpsc::Sender<Item>) -> Result<(), LinkEnd> {
@@ -150,10 +196,7 @@ struct Applied {
 struct Sender<W> {
     stream: Stream,
     destination: W,
-    chain: watch::Receiver<Chain>,
-    /// False once the proxy dropped its chain (it is being deleted); the
-    /// connection is then closed from outside.
-    chain_open: bool,
+    watch: ChainWatch,
     /// Whether each `(toxic id, revision)` applies to this connection: drawn once
     /// against its toxicity, so a toxic affects a connection wholly or not at all.
     draws: HashMap<(u64, u64), bool>,
@@ -174,10 +217,7 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
                 continue;
             }
             let item = tokio::select! {
-                changed = self.chain.changed(), if self.chain_open => {
-                    self.chain_open = changed.is_ok();
-                    continue;
-                }
+                () = self.watch.changed() => continue,
                 () = sleep_until_some(active.close_at) => continue,
                 item = rx.recv() => item,
             };
@@ -195,7 +235,7 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
     /// Reads the chain, draws toxicity for toxics new to this connection, acts on
     /// toxics that were removed, and folds what applies into [`Active`].
     fn refresh(&mut self) -> Result<Active, LinkEnd> {
-        let chain = self.chain.borrow_and_update().clone();
+        let chain = self.watch.current();
         let now = Instant::now();
 
         let removed: Vec<u64> = self
@@ -288,9 +328,7 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
             (a, b) => a.or(b),
         };
         tokio::select! {
-            changed = self.chain.changed(), if self.chain_open => {
-                self.chain_open = changed.is_ok();
-            }
+            () = self.watch.changed() => {}
             () = sleep_until_some(deadline) => {}
         }
     }
@@ -306,88 +344,95 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
         }
     }
 
+    /// Passes one chunk through the toxics and out. If the chain changes while
+    /// a write waits, nothing more is written: what is left of the chunk starts
+    /// over, as a chunk read at `read_at` that was held (a partition holds it,
+    /// latency still counts from its read, a timeout drops it).
     async fn forward(&mut self, mut bytes: Bytes, read_at: Instant) -> Result<(), LinkEnd> {
-        let active = self.refresh()?;
-        if active.drop {
-            return Ok(());
-        }
-        if let Some(delay) = active.reset_peer {
-            sleep(delay).await;
-            return Err(LinkEnd::Reset("reset_peer".to_owned()));
-        }
-
+        // Once a limit truncated this chunk the connection closes after it, even
+        // if the limit goes while the rest waits: the cut-off bytes are gone.
         let mut limit_reached = false;
-        for (id, limit) in &active.limits {
-            let sent = self.limit_sent.get(id).copied().unwrap_or(0);
-            let left = limit.saturating_sub(sent) as usize;
-            if bytes.len() >= left {
-                bytes.truncate(left);
-                limit_reached = true;
-            }
-        }
-
-        // Latency counts from the read, so a chunk held by a partition for longer
-        // than the latency goes out as soon as the partition heals.
+        // A latency's delay is drawn once per chunk, not again at each restart.
         let mut delays: Vec<((u64, u64), Duration)> = Vec::new();
-        loop {
+        'chunk: loop {
             let active = self.refresh()?;
-            let mut total = Duration::ZERO;
-            for (key, latency) in &active.latencies {
-                let delay = match delays.iter().find(|(k, _)| k == key) {
-                    Some((_, delay)) => *delay,
-                    None => {
-                        let delay = latency.sample_delay();
-                        delays.push((*key, delay));
-                        delay
-                    }
-                };
-                total += delay;
+            if active.drop {
+                return Ok(());
             }
-            let release = read_at + total;
-            if Instant::now() >= release {
-                break;
+            if let Some(delay) = active.reset_peer {
+                sleep(delay).await;
+                return Err(LinkEnd::Reset("reset_peer".to_owned()));
             }
-            self.wait(Some(release), active.close_at).await;
-        }
+            for (id, limit) in &active.limits {
+                let sent = self.limit_sent.get(id).copied().unwrap_or(0);
+                let left = limit.saturating_sub(sent) as usize;
+                if bytes.len() >= left {
+                    bytes.truncate(left);
+                    limit_reached = true;
+                }
+            }
 
-        let active = self.refresh()?;
-        let (pieces, gap) = match &active.slicer {
-            Some(slicer) => {
-                let mut pieces = Vec::new();
-                for len in slicer.cut(bytes.len()) {
-                    pieces.push(bytes.split_to(len));
+            // Latency counts from the read, so a chunk held by a partition for
+            // longer than the latency goes out as soon as the partition heals.
+            loop {
+                let active = self.refresh()?;
+                let mut total = Duration::ZERO;
+                for (key, latency) in &active.latencies {
+                    let delay = match delays.iter().find(|(k, _)| k == key) {
+                        Some((_, delay)) => *delay,
+                        None => {
+                            let delay = latency.sample_delay();
+                            delays.push((*key, delay));
+                            delay
+                        }
+                    };
+                    total += delay;
                 }
-                (pieces, slicer.gap())
+                let release = read_at + total;
+                if Instant::now() >= release {
+                    break;
+                }
+                self.wait(Some(release), active.close_at).await;
             }
-            None => (vec![bytes], Duration::ZERO),
-        };
-        let limit_ids: Vec<u64> = active.limits.iter().map(|(id, _)| *id).collect();
-        for (index, mut piece) in pieces.into_iter().enumerate() {
-            if index > 0 && !gap.is_zero() {
-                sleep(gap).await;
+
+            let active = self.refresh()?;
+            let (pieces, gap) = match &active.slicer {
+                Some(slicer) => (slicer.cut(bytes.len()), slicer.gap()),
+                None => (vec![bytes.len()], Duration::ZERO),
+            };
+            let limit_ids: Vec<u64> = active.limits.iter().map(|(id, _)| *id).collect();
+            for (index, mut piece) in pieces.into_iter().enumerate() {
+                if index > 0 && !gap.is_zero() {
+                    sleep(gap).await;
+                }
+                while piece > 0 {
+                    if self.refresh()?.bandwidth.is_some() {
+                        sleep_until(self.bandwidth_free_at).await;
+                    }
+                    let active = self.gate().await?;
+                    if active.drop {
+                        // A timeout arrived while this chunk was on its way.
+                        return Ok(());
+                    }
+                    let part = match &active.bandwidth {
+                        Some(bandwidth) => piece.min(bandwidth.piece_bytes_max()),
+                        None => piece,
+                    };
+                    let Some(written) = self.write(&bytes[..part]).await? else {
+                        continue 'chunk;
+                    };
+                    bytes.advance(written);
+                    piece -= written;
+                    if let Some(bandwidth) = &active.bandwidth {
+                        self.bandwidth_free_at = self.bandwidth_free_at.max(Instant::now())
+                            + bandwidth.transmit_time(written);
+                    }
+                    for id in &limit_ids {
+                        *self.limit_sent.entry(*id).or_insert(0) += written as u64;
+                    }
+                }
             }
-            while !piece.is_empty() {
-                if self.refresh()?.bandwidth.is_some() {
-                    sleep_until(self.bandwidth_free_at).await;
-                }
-                let active = self.gate().await?;
-                if active.drop {
-                    // A timeout arrived while this chunk was on its way.
-                    return Ok(());
-                }
-                let part = match &active.bandwidth {
-                    Some(bandwidth) => piece.split_to(piece.len().min(bandwidth.piece_bytes_max())),
-                    None => std::mem::take(&mut piece),
-                };
-                self.write(&part).await?;
-                if let Some(bandwidth) = &active.bandwidth {
-                    self.bandwidth_free_at = self.bandwidth_free_at.max(Instant::now())
-                        + bandwidth.transmit_time(part.len());
-                }
-                for id in &limit_ids {
-                    *self.limit_sent.entry(*id).or_insert(0) += part.len() as u64;
-                }
-            }
+            break;
         }
         if limit_reached {
             return Err(LinkEnd::Close("limit_data reached".to_owned()));
@@ -395,31 +440,39 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
         Ok(())
     }
 
-    /// The source closed: pass the close on once no partition holds it.
+    /// The source closed: pass the close on once no partition holds it and any
+    /// `slow_close` delay has passed.
     async fn finish(&mut self) -> Result<(), LinkEnd> {
-        let active = self.gate().await?;
-        if let Some(delay) = active.reset_peer {
-            sleep(delay).await;
-            return Err(LinkEnd::Reset("reset_peer".to_owned()));
-        }
-        if let Some(delay) = active.slow_close {
-            let at = Instant::now() + delay;
-            loop {
-                let active = self.refresh()?;
-                if active.slow_close.is_none() || Instant::now() >= at {
-                    break;
+        // Fixed at the first look, so waking for a chain change does not restart it.
+        let mut slow_close_at: Option<Instant> = None;
+        loop {
+            // Gated on every pass: a partition that comes during a slow close
+            // holds the close too.
+            let active = self.gate().await?;
+            if let Some(delay) = active.reset_peer {
+                sleep(delay).await;
+                return Err(LinkEnd::Reset("reset_peer".to_owned()));
+            }
+            if let Some(delay) = active.slow_close {
+                let at = *slow_close_at.get_or_insert_with(|| Instant::now() + delay);
+                if Instant::now() < at {
+                    self.wait(Some(at), active.close_at).await;
+                    continue;
                 }
-                self.wait(Some(at), active.close_at).await;
+            }
+            match self.watch.shutdown(&mut self.destination).await {
+                // The peer may already be gone; the connection ends either way.
+                Ok(Some(())) | Err(_) => return Ok(()),
+                // The chain changed first: look at it again.
+                Ok(None) => {}
             }
         }
-        // The peer may already be gone; the connection ends either way.
-        let _ = self.destination.shutdown().await;
-        Ok(())
     }
 
-    async fn write(&mut self, bytes: &[u8]) -> Result<(), LinkEnd> {
-        self.destination
-            .write_all(bytes)
+    /// Writes some of `bytes`, or nothing (`None`) if the chain changed first.
+    async fn write(&mut self, bytes: &[u8]) -> Result<Option<usize>, LinkEnd> {
+        self.watch
+            .write(&mut self.destination, bytes)
             .await
             .map_err(|error| LinkEnd::Reset(format!("write failed: {error}")))
     }
