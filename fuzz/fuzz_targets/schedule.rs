@@ -11,6 +11,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(schedule) = epochal::schedule::Schedule::parse("fuzz.toml", text) {
         let again = epochal::schedule::Schedule::parse("fuzz.toml", &schedule.to_toml())
             .expect("a printed schedule parses");
-        assert_eq!(again, schedule, "printing and parsing again changed the schedule");
+        assert_eq!(
+            again, schedule,
+            "printing and parsing again changed the schedule"
+        );
     }
 });

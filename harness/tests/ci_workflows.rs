@@ -56,3 +56,28 @@ fn every_script_a_workflow_calls_exists() {
     let dev = std::fs::read_to_string(root().join("ci/dev.sh")).unwrap();
     assert!(dev.contains("bash ci/bench.sh --quick"), "{dev}");
 }
+
+/// A plain YAML scalar may not contain ": " (the step name `this runner's
+/// slice: gate ...` once made nightly.yml unparseable, so GitHub would not
+/// have run it, ci/fuzz.sh included): such a value must be quoted. Checked
+/// for `name:` and `run:` values, the ones written as free text.
+#[test]
+fn free_text_values_in_workflows_are_valid_yaml() {
+    for name in ["nightly.yml", "release.yml"] {
+        for (number, line) in workflow(name).lines().enumerate() {
+            let item = line.trim_start().trim_start_matches("- ");
+            for key in ["name: ", "run: "] {
+                let Some(value) = item.strip_prefix(key) else {
+                    continue;
+                };
+                let quoted = value.starts_with('"') || value.starts_with('\'');
+                let block = value.starts_with('|') || value.starts_with('>');
+                assert!(
+                    quoted || block || !value.contains(": "),
+                    "{name}:{}: quote this value, it contains \": \": {line}",
+                    number + 1
+                );
+            }
+        }
+    }
+}

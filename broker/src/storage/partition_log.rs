@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use super::checkpoint::LEADER_EPOCH_CHECKPOINT;
 use super::log_manager::RecoveryPointFile;
-use super::record_batch::{self, BatchError, BatchHeader, Batches};
+use super::record_batch::{self, BatchError, Batches};
 use super::recovery::{self, Truncation};
 use super::segment::{BatchPosition, Segment};
 use super::{LeaderEpochCache, LogConfig, StorageError, TopicPartition};
@@ -158,15 +158,7 @@ impl PartitionLog {
                 start_offset: self.log_end_offset,
             });
         }
-        let mut headers: Vec<(usize, BatchHeader)> = Vec::new();
-        for item in Batches::new(&records) {
-            let batch = item.map_err(corrupt)?;
-            let size = batch.header.size_bytes();
-            let bytes = records.slice(batch.position..batch.position + size);
-            record_batch::decode_records(bytes, &batch.header)
-                .map_err(|source| corrupt((batch.position, source)))?;
-            headers.push((batch.position, batch.header));
-        }
+        let headers = record_batch::validate_produced(&records).map_err(corrupt)?;
         if headers.is_empty() {
             return Ok(self.empty_append());
         }

@@ -290,6 +290,25 @@ pub fn decode_records(batch: Bytes, header: &BatchHeader) -> Result<RecordSet, B
     Ok(set)
 }
 
+/// Validates a producer's records as the leader does before it appends any of
+/// them (Kafka's `LogValidator`): every batch framed, magic 2, CRC, offsets,
+/// and its records fully decoded ([`decode_records`]). Returns each batch's
+/// position and header, in order; the first problem is the error, with the
+/// position of the batch it is in. Empty records are no batches, not an error.
+pub fn validate_produced(
+    records: &Bytes,
+) -> Result<Vec<(usize, BatchHeader)>, (usize, BatchError)> {
+    let mut headers = Vec::new();
+    for item in Batches::new(records) {
+        let batch = item?;
+        let size = batch.header.size_bytes();
+        let bytes = records.slice(batch.position..batch.position + size);
+        decode_records(bytes, &batch.header).map_err(|source| (batch.position, source))?;
+        headers.push((batch.position, batch.header));
+    }
+    Ok(headers)
+}
+
 /// Reads a zigzag varint (at most 5 bytes) as Kafka encodes record fields.
 fn read_varint(buf: &mut &[u8]) -> Result<i32, String> {
     let mut raw: u32 = 0;
@@ -610,6 +629,22 @@ mod tests {
             assert_eq!(set.records.len(), 3, "{compression:?}");
             assert_eq!(set.records[2].value.as_deref(), Some(&b"c"[..]));
         }
+    }
+
+    #[test]
+    fn validate_produced_gives_every_batch_or_the_first_bad_one() {
+        let mut buf = batch(&["a"]);
+        let second_at = buf.len();
+        buf.extend(batch(&["b", "c"]));
+        let headers = validate_produced(&Bytes::from(buf.clone())).unwrap();
+        let positions: Vec<usize> = headers.iter().map(|(p, _)| *p).collect();
+        assert_eq!(positions, [0, second_at]);
+        assert_eq!(validate_produced(&Bytes::new()).unwrap(), []);
+        let last = buf.len() - 1;
+        buf[last] ^= 1;
+        let (position, error) = validate_produced(&Bytes::from(buf)).unwrap_err();
+        assert_eq!(position, second_at);
+        assert!(matches!(error, BatchError::CrcMismatch { .. }), "{error}");
     }
 
     #[test]

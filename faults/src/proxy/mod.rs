@@ -115,6 +115,16 @@ impl ProxyServer {
     }
 }
 
+/// The HTTP API as a service over a collection of its own, with no proxy yet
+/// and nothing bound: what [`ProxyServer::start`] serves, for driving in
+/// process with `tower::ServiceExt::oneshot` (the `fuzz/` crate's
+/// `proxy_toxic` target posts its bodies through it). A proxy created through
+/// it with `"enabled": false` never binds a socket.
+#[doc(hidden)]
+pub fn api_service() -> axum::Router {
+    api::router(Arc::new(Collection::default()))
+}
+
 impl Drop for ProxyServer {
     fn drop(&mut self) {
         if let Some(http) = self.http.take() {

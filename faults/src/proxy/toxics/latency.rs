@@ -19,13 +19,56 @@ pub struct Latency {
 impl Latency {
     /// The delay for one chunk. Chunks never overtake each other: the link sends
     /// them in order, so a short draw behind a long one waits for it.
+    ///
+    /// Any u64 is a latency or jitter the API accepts: the sum is taken
+    /// without overflow and clamped to 0..=u64::MAX ms.
     pub fn sample_delay(&self) -> Duration {
-        let jitter = self.jitter as i64;
+        let jitter = i64::try_from(self.jitter).unwrap_or(i64::MAX);
         let offset = if jitter > 0 {
             fastrand::i64(-jitter..=jitter)
         } else {
             0
         };
-        Duration::from_millis((self.latency as i64 + offset).max(0) as u64)
+        let millis = (i128::from(self.latency) + i128::from(offset)).max(0);
+        Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::ToxicKind;
+
+    fn posted(body: &[u8]) -> Latency {
+        let body: serde_json::Value = serde_json::from_slice(body).unwrap();
+        let ToxicKind::Latency(latency) =
+            ToxicKind::from_attributes("latency", &body["attributes"]).unwrap()
+        else {
+            panic!("a latency");
+        };
+        latency
+    }
+
+    /// Found by `ci/fuzz.sh` (proxy_toxic): `latency as i64 + offset`
+    /// overflowed when a draw of the jitter pushed a large latency past
+    /// i64::MAX; and a latency above i64::MAX turned negative, i.e. no delay.
+    #[test]
+    fn fuzz_the_largest_latencies_delay_without_overflow() {
+        let half = posted(
+            br#"{"type":"latency","attributes":{"latency":9223372036854775807,"jitter":9223372036854775807}}"#,
+        );
+        for _ in 0..64 {
+            let _ = half.sample_delay();
+        }
+        let max = posted(br#"{"type":"latency","attributes":{"latency":18446744073709551615}}"#);
+        assert_eq!(max.sample_delay(), Duration::from_millis(u64::MAX));
+        let plain = Latency {
+            latency: 100,
+            jitter: 10,
+        };
+        for _ in 0..64 {
+            let delay = plain.sample_delay().as_millis();
+            assert!((90..=110).contains(&delay), "{delay}");
+        }
     }
 }
