@@ -27,6 +27,7 @@ use crate::replica::store::{LogConfig, LogManager, StorageError};
 use crate::server::context::Broker;
 use crate::server::listener;
 use crate::server::metadata_cache::MetadataCache;
+use crate::server::producer_id_manager::ProducerIdManager;
 use crate::state_change_log::{StateChangeLog, StateChangeLogError};
 
 /// The file a broker writes its bound address to once it is ready.
@@ -177,6 +178,7 @@ pub async fn run(
             segment_bytes: config.segment_bytes,
             flush_messages: config.flush_messages,
             flush_interval_ms: config.flush_interval_ms,
+            producer_state_recovery: config.producer_state_recovery,
         },
     )?;
     tracing::info!(
@@ -225,6 +227,7 @@ pub async fn run(
         cluster_id: "epochal".to_string(),
         advertised_host,
         advertised_port,
+        producer_ids: ProducerIdManager::new(config.node_id, store.clone()),
         store: store.clone(),
         state_changes,
         config,

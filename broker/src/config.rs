@@ -44,6 +44,26 @@ pub enum Truncation {
     Current,
 }
 
+/// How a log rebuilds its idempotent producers' state when no producer-state
+/// snapshot at or below its log end is left (after a crash before the first
+/// snapshot, or a truncation below every snapshot kept).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProducerStateRecovery {
+    /// Kafka 0.11.0.0 before KAFKA-5435 (found in its release candidates,
+    /// fixed in 0.11.0.0 by apache/kafka PRs #3306 and #3361): no snapshot was
+    /// taken to mean the log predates idempotence, so the state started empty
+    /// and the log was not replayed. A replica that then leads accepts a
+    /// retried batch it already holds as new (an unknown producer may start at
+    /// any sequence since KIP-360), and the batch is in the log twice.
+    #[serde(rename = "kafka-5435")]
+    #[value(name = "kafka-5435")]
+    Kafka5435,
+    /// Replay the log from its start (Kafka's `rebuildProducerState`).
+    #[default]
+    Current,
+}
+
 /// Every key the flags and the TOML file may set, with the help [`SETTINGS`]
 /// gives it, and the `--list-settings` command. All optional here; required
 /// ones and defaults are applied in [`ConfigArgs::resolve`].
@@ -118,6 +138,9 @@ pub struct ConfigArgs {
     #[arg(long, help = ETCD_CONNECT_TIMEOUT_MS.help)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etcd_connect_timeout_ms: Option<u64>,
+    #[arg(long, value_enum, help = PRODUCER_STATE_RECOVERY.help)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub producer_state_recovery: Option<ProducerStateRecovery>,
     /// Not a setting: print every setting and failpoint (JSON lines) and exit.
     #[arg(
         long,
@@ -151,6 +174,7 @@ pub struct BrokerConfig {
     pub replica_lag_time_max_ms: u64,
     pub hw_checkpoint_interval_ms: u64,
     pub etcd_connect_timeout_ms: u64,
+    pub producer_state_recovery: ProducerStateRecovery,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -221,6 +245,9 @@ impl ConfigArgs {
             etcd_connect_timeout_ms: self
                 .etcd_connect_timeout_ms
                 .or(file.etcd_connect_timeout_ms),
+            producer_state_recovery: self
+                .producer_state_recovery
+                .or(file.producer_state_recovery),
             list_settings: self.list_settings,
         }
     }
@@ -263,6 +290,11 @@ impl ConfigArgs {
             None => Truncation::from_str(TRUNCATION.default_text(), false)
                 .unwrap_or_else(|e| unreachable!("the default truncation is a setting: {e}")),
         };
+        let producer_state_recovery = match self.producer_state_recovery {
+            Some(recovery) => recovery,
+            None => ProducerStateRecovery::from_str(PRODUCER_STATE_RECOVERY.default_text(), false)
+                .unwrap_or_else(|e| unreachable!("the default recovery is a setting: {e}")),
+        };
         // Checked in this order so that, of several bad values, the one named
         // is the same as before the table existed.
         let lease_ttl_s = LEASE_TTL_S.count(self.lease_ttl_s)?;
@@ -294,6 +326,7 @@ impl ConfigArgs {
             replica_lag_time_max_ms,
             hw_checkpoint_interval_ms,
             etcd_connect_timeout_ms: ETCD_CONNECT_TIMEOUT_MS.count(self.etcd_connect_timeout_ms)?,
+            producer_state_recovery,
         })
     }
 }
@@ -329,6 +362,7 @@ impl BrokerConfig {
             replica_lag_time_max_ms: Some(self.replica_lag_time_max_ms),
             hw_checkpoint_interval_ms: Some(self.hw_checkpoint_interval_ms),
             etcd_connect_timeout_ms: Some(self.etcd_connect_timeout_ms),
+            producer_state_recovery: Some(self.producer_state_recovery),
             list_settings: false,
         };
         toml::to_string(&args).unwrap_or_else(|e| format!("# unprintable config: {e}"))
@@ -551,6 +585,14 @@ mod tests {
             unreachable!()
         };
         assert_eq!(values, names);
+        let values: Vec<String> = ProducerStateRecovery::value_variants()
+            .iter()
+            .map(|v| v.to_possible_value().unwrap().get_name().to_string())
+            .collect();
+        let SettingKind::OneOf(names) = PRODUCER_STATE_RECOVERY.kind else {
+            unreachable!()
+        };
+        assert_eq!(values, names);
     }
 
     /// Unset settings take the table's defaults, and a value below a
@@ -564,6 +606,7 @@ mod tests {
         assert_eq!(cfg.flush_messages, u64::MAX);
         assert_eq!(cfg.max_request_bytes, DEFAULT_MAX_REQUEST_BYTES);
         assert_eq!(cfg.truncation, Truncation::Current);
+        assert_eq!(cfg.producer_state_recovery, ProducerStateRecovery::Current);
         assert_eq!(cfg.listen, "127.0.0.1:9092");
         assert!(cfg.controller_epoch_fencing && !cfg.unclean_leader_election);
         for (flag, key) in [

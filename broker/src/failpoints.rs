@@ -29,6 +29,11 @@ pub enum Failpoint {
     ControllerAfterWrite,
     /// A leader appended a producer's batches and has not answered the produce.
     LeaderAfterAppend,
+    /// An acks=all produce is settled (the high watermark passed its batches,
+    /// or it failed) and its answer has not been sent: with `stop`, the
+    /// followers hold the batches and the producer never hears, so its retry
+    /// goes to whichever broker leads next (the idempotent-producer scenario).
+    LeaderBeforeAck,
     /// A broker is about to campaign for the controller key (at start, and each
     /// time the key is vacated). `return` makes it sit this one vacancy out:
     /// it waits until someone else holds the key, then campaigns as usual at
@@ -50,11 +55,12 @@ pub enum Failpoint {
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 7] = [
+    pub const ALL: [Failpoint; 8] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
         Failpoint::LeaderAfterAppend,
+        Failpoint::LeaderBeforeAck,
         Failpoint::ControllerBeforeCampaign,
         Failpoint::FollowerTruncateToHw,
         Failpoint::FollowerFetcherDies,
@@ -66,6 +72,7 @@ impl Failpoint {
             Failpoint::ControllerBeforeBrokerLoss => "controller-before-broker-loss",
             Failpoint::ControllerAfterWrite => "controller-after-write",
             Failpoint::LeaderAfterAppend => "leader-after-append",
+            Failpoint::LeaderBeforeAck => "leader-before-ack",
             Failpoint::ControllerBeforeCampaign => "controller-before-campaign",
             Failpoint::FollowerTruncateToHw => "follower-truncate-to-hw",
             Failpoint::FollowerFetcherDies => "follower-fetcher-dies",

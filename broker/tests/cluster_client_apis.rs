@@ -76,6 +76,7 @@ fn cluster_client_apis_answer_as_kafka_does() {
             (6, 5, 6),
             (18, 0, 3),
             (19, 0, 7),
+            (22, 0, 5),
             (23, 0, 4)
         ]
     );

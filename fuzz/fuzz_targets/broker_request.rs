@@ -14,9 +14,9 @@
 //! paused (tokio's test clock), so a request's wait (a fetch's max_wait_ms, an
 //! acks=all timeout) passes at once instead of stalling the fuzzer.
 //!
-//! Not dispatched: CreateTopics (writes to etcd) and LeaderAndIsr (starts
-//! fetchers that connect to the leader named in the request); both are still
-//! decoded. The etcd client below is lazy and is never called.
+//! Not dispatched: CreateTopics (writes to etcd), InitProducerId (claims a block
+//! of producer ids in etcd) and LeaderAndIsr (starts fetchers that connect to
+//! the leader named in the request); all three are still decoded. The etcd client below is lazy and is never called.
 //!
 //! `EPOCHAL_FUZZ_EXPECT_DECODE=1` (ci/fuzz.sh sets it while checking the seeds)
 //! panics on a frame that does not decode, so a seed encoded wrong is caught.
@@ -35,6 +35,7 @@ use epochal_broker::replica::partition::LeaderAndIsrState;
 use epochal_broker::server::context::Broker;
 use epochal_broker::server::dispatch::{self, Request};
 use epochal_broker::server::metadata_cache::MetadataCache;
+use epochal_broker::server::producer_id_manager::ProducerIdManager;
 use epochal_broker::state_change_log::StateChangeLog;
 use epochal_broker::storage::{LogConfig, LogManager, TopicPartition};
 use libfuzzer_sys::fuzz_target;
@@ -97,6 +98,7 @@ fn world() -> &'static World {
                 segment_bytes: config.segment_bytes,
                 flush_messages: u64::MAX,
                 flush_interval_ms: 0,
+                ..LogConfig::default()
             },
         )
         .expect("open the data dir");
@@ -134,6 +136,7 @@ fn world() -> &'static World {
             cluster_id: "epochal".into(),
             advertised_host: "127.0.0.1".into(),
             advertised_port: 9092,
+            producer_ids: ProducerIdManager::new(1, store.clone()),
             store,
             state_changes: StateChangeLog::open(&dir).expect("the state-change log"),
             config,
@@ -160,7 +163,7 @@ fuzz_target!(|data: &[u8]| {
     };
     if matches!(
         decoded.request,
-        Request::CreateTopics(_) | Request::LeaderAndIsr(_)
+        Request::CreateTopics(_) | Request::LeaderAndIsr(_) | Request::InitProducerId(_)
     ) {
         return;
     }

@@ -221,6 +221,18 @@ pub(super) const ETCD_CONNECT_TIMEOUT_MS: Setting = Setting {
            zookeeper.connection.timeout.ms)",
 };
 
+pub(super) const PRODUCER_STATE_RECOVERY: Setting = Setting {
+    name: "producer_state_recovery",
+    flag: "--producer-state-recovery",
+    kind: SettingKind::OneOf(&["kafka-5435", "current"]),
+    default: SettingDefault::Text("current"),
+    help: "How a log with no producer-state snapshot at or below its end rebuilds its \
+           idempotent producers' state: `current` replays the log; `kafka-5435` starts \
+           empty without reading the log, as Kafka 0.11.0.0 did before KAFKA-5435 (taking \
+           the missing snapshot for an upgrade), so once that replica leads, a producer's \
+           retry of a batch it already holds is appended a second time",
+};
+
 /// Every setting, in the order `--help` lists them.
 pub const SETTINGS: &[Setting] = &[
     CONFIG,
@@ -244,6 +256,7 @@ pub const SETTINGS: &[Setting] = &[
     REPLICA_LAG_TIME_MAX_MS,
     HW_CHECKPOINT_INTERVAL_MS,
     ETCD_CONNECT_TIMEOUT_MS,
+    PRODUCER_STATE_RECOVERY,
 ];
 
 impl SettingKind {

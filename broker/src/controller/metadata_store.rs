@@ -41,6 +41,11 @@ pub fn topics_prefix() -> String {
 pub fn partition_state_key(topic: &str, partition: i32) -> String {
     format!("{ROOT}/brokers/topics/{topic}/partitions/{partition}/state")
 }
+/// ZooKeeper's `/latest_producer_id_block` (KIP-98): the last block of producer
+/// ids handed to a broker.
+pub fn producer_id_block_key() -> String {
+    format!("{ROOT}/latest_producer_id_block")
+}
 
 /// What a key under the root is, parsed from its path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +55,7 @@ pub enum KeyKind {
     ControllerEpoch,
     Topic(String),
     PartitionState(String, i32),
+    ProducerIdBlock,
     Other,
 }
 
@@ -61,6 +67,7 @@ pub fn classify(key: &str) -> KeyKind {
     match parts.as_slice() {
         ["controller"] => KeyKind::Controller,
         ["controller_epoch"] => KeyKind::ControllerEpoch,
+        ["latest_producer_id_block"] => KeyKind::ProducerIdBlock,
         ["brokers", "ids", id] => id.parse().map(KeyKind::Broker).unwrap_or(KeyKind::Other),
         ["brokers", "topics", topic] => KeyKind::Topic(topic.to_string()),
         ["brokers", "topics", topic, "partitions", p, "state"] => p
@@ -104,6 +111,30 @@ pub struct PartitionStateRecord {
     pub controller_epoch: i32,
 }
 
+/// The producer-id block key's value, as Kafka's `ProducerIdBlockZNode` writes
+/// it: `{"version":1,"broker":<id>,"block_start":"<first>","block_end":"<last>"}`
+/// (the bounds are strings there too).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProducerIdBlockRecord {
+    pub version: i32,
+    pub broker: i32,
+    pub block_start: String,
+    pub block_end: String,
+}
+
+/// Producer ids `first..=last`, handed to broker `broker` alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProducerIdBlock {
+    pub broker: i32,
+    pub first: i64,
+    pub last: i64,
+}
+
+/// Compare-and-swap attempts at the producer-id block before giving up: each
+/// lost compare means another broker got a block meanwhile, so a broker
+/// losing this many in a row is starved, not unlucky.
+const PRODUCER_ID_BLOCK_ATTEMPTS: u32 = 16;
+
 /// A value with the revisions a later compare-and-swap needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Versioned<T> {
@@ -145,6 +176,10 @@ pub enum StoreError {
     /// A call that did not answer within the time it was given.
     #[error("no answer within {} ms", .0.as_millis())]
     Timeout(std::time::Duration),
+    /// The next producer-id block would pass `i64::MAX` (Kafka: "Exhausted all
+    /// producerIds").
+    #[error("producer ids exhausted: the last block ended at {last_block_end}")]
+    ProducerIdsExhausted { last_block_end: i64 },
 }
 
 /// What a controller's write is fenced by, when fencing is on.
@@ -349,7 +384,8 @@ impl MetadataStore {
                     snap.partition_states
                         .insert((t, p), versioned(decode(&key, kv.value())?, kv));
                 }
-                KeyKind::Other => {}
+                // Producer ids are no part of the controller's view.
+                KeyKind::ProducerIdBlock | KeyKind::Other => {}
             }
         }
         Ok(snap)
@@ -467,6 +503,79 @@ impl MetadataStore {
 }
 
 impl MetadataStore {
+    /// Claims the next block of `block_size` producer ids for `broker`: reads
+    /// the block key, and writes the block after it (the first block starts at
+    /// 0) by compare-and-swap on the key's mod revision (create revision 0 when
+    /// absent), retrying a lost compare a bounded number of times — Kafka's
+    /// `ZkProducerIdManager.getNewProducerIdBlock`, which did the same with the
+    /// znode's version. No two brokers, and no broker before and after a
+    /// restart, ever get overlapping blocks.
+    pub async fn claim_producer_id_block(
+        &self,
+        broker: i32,
+        block_size: i64,
+    ) -> Result<ProducerIdBlock, StoreError> {
+        let key = producer_id_block_key();
+        let mut client = self.client.clone();
+        for _ in 0..PRODUCER_ID_BLOCK_ATTEMPTS {
+            let current = client.get(key.clone(), None).await?;
+            let (first, compare) = match current.kvs().first() {
+                Some(kv) => {
+                    let stored: ProducerIdBlockRecord = decode(&key, kv.value())?;
+                    let last_block_end: i64 =
+                        stored
+                            .block_end
+                            .parse()
+                            .map_err(|e| StoreError::Malformed {
+                                key: key.clone(),
+                                reason: format!("block_end {:?}: {e}", stored.block_end),
+                            })?;
+                    if last_block_end < 0 {
+                        return Err(StoreError::Malformed {
+                            key: key.clone(),
+                            reason: format!("block_end {last_block_end} is negative"),
+                        });
+                    }
+                    if last_block_end > i64::MAX - block_size {
+                        return Err(StoreError::ProducerIdsExhausted { last_block_end });
+                    }
+                    (
+                        last_block_end + 1,
+                        Compare::mod_revision(key.clone(), CompareOp::Equal, kv.mod_revision()),
+                    )
+                }
+                None => (
+                    0,
+                    Compare::create_revision(key.clone(), CompareOp::Equal, 0),
+                ),
+            };
+            let block = ProducerIdBlock {
+                broker,
+                first,
+                last: first + block_size - 1,
+            };
+            let record = ProducerIdBlockRecord {
+                version: 1,
+                broker,
+                block_start: block.first.to_string(),
+                block_end: block.last.to_string(),
+            };
+            let txn = Txn::new().when(vec![compare]).and_then(vec![TxnOp::put(
+                key.clone(),
+                encode(&record),
+                None,
+            )]);
+            if client.txn(txn).await?.succeeded() {
+                return Ok(block);
+            }
+            tracing::debug!(broker, "lost the producer-id block compare; re-reading");
+        }
+        Err(StoreError::VersionMismatch {
+            key,
+            expected_revision: -1,
+        })
+    }
+
     /// A leader's ISR write: compare-and-swap on the key's *version* (the
     /// zkVersion the leader was told in LeaderAndIsr, plus one). Returns the new
     /// version. No controller-epoch compare: a leader is not a controller.
@@ -566,6 +675,7 @@ mod tests {
             classify(&partition_state_key("t.x", 7)),
             KeyKind::PartitionState("t.x".into(), 7)
         );
+        assert_eq!(classify(&producer_id_block_key()), KeyKind::ProducerIdBlock);
         assert_eq!(classify("/elsewhere/x"), KeyKind::Other);
         assert_eq!(
             classify(&format!("{ROOT}/brokers/ids/nope")),

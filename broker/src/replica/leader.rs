@@ -135,6 +135,18 @@ impl ReplicaManager {
                 storage_error_code(&e)
             },
         )?;
+        if info.duplicate {
+            // KIP-98: the producer retried a batch this log already holds (its
+            // first answer was lost); it gets the original offsets, and an
+            // acks=all wait is on the original batch.
+            tracing::info!(
+                topic = %tp.topic,
+                partition = tp.partition,
+                first_offset = info.first_offset,
+                last_offset = info.last_offset,
+                "duplicate batch from an idempotent producer; answered with its original offsets"
+            );
+        }
         maybe_advance_hw(self.node_id, partition, log);
         let ticket = AppendTicket {
             first_offset: info.first_offset,

@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 
 use super::leader::DEBUGGING_REPLICA_ID;
 use super::partition::Partition;
-use super::store::{LogManager, StorageError, TopicPartition};
+use super::store::{LogManager, ProducerStateError, StorageError, TopicPartition};
 use crate::config::Truncation;
 use crate::controller::session::Session;
 
@@ -197,6 +197,13 @@ pub(super) fn storage_error_code(e: &StorageError) -> ResponseError {
     match e {
         StorageError::CorruptRecords { .. } => ResponseError::CorruptMessage,
         StorageError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        StorageError::ProducerState { source, .. } => match source {
+            ProducerStateError::InvalidSequence { .. } => ResponseError::InvalidRecord,
+            ProducerStateError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,
+            ProducerStateError::OutOfOrderSequence { .. } => {
+                ResponseError::OutOfOrderSequenceNumber
+            }
+        },
         _ => ResponseError::KafkaStorageError,
     }
 }

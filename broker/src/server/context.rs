@@ -1,8 +1,8 @@
 //! What every request handler shares: the broker's configuration and identity,
 //! its replicas and their fetchers, the metadata the controller sent, the etcd
-//! store and the state-change log. The listener hands one [`Broker`] to every
-//! connection; `crate::broker::run` builds it and owns its lifetime, so nothing
-//! here knows how the broker starts or stops.
+//! store, the producer ids it hands out and the state-change log. The listener
+//! hands one [`Broker`] to every connection; `crate::broker::run` builds it and
+//! owns its lifetime, so nothing here knows how the broker starts or stops.
 
 use std::sync::Arc;
 
@@ -11,6 +11,7 @@ use crate::controller::metadata_store::MetadataStore;
 use crate::replica::fetcher::FetcherManager;
 use crate::replica::manager::ReplicaManager;
 use crate::server::metadata_cache::MetadataCache;
+use crate::server::producer_id_manager::ProducerIdManager;
 use crate::state_change_log::StateChangeLog;
 
 pub struct Broker {
@@ -23,5 +24,7 @@ pub struct Broker {
     pub fetchers: FetcherManager,
     pub metadata: MetadataCache,
     pub store: MetadataStore,
+    /// Blocks of producer ids claimed in etcd, for InitProducerId.
+    pub producer_ids: ProducerIdManager,
     pub state_changes: StateChangeLog,
 }

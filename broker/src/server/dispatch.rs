@@ -13,8 +13,9 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, FetchRequest,
-    LeaderAndIsrRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
-    ProduceRequest, RequestHeader, ResponseHeader, UpdateMetadataRequest,
+    InitProducerIdRequest, LeaderAndIsrRequest, ListOffsetsRequest, MetadataRequest,
+    OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    UpdateMetadataRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
@@ -41,6 +42,11 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::UpdateMetadata, 5, 6),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 0, 7),
+    // Idempotent producers only (KIP-98); a transactional id is refused. v2+
+    // is flexible (KIP-482), v3+ may name the current id and epoch (KIP-360),
+    // v4–5 differ only in errors for transactional producers; every version
+    // answers a non-transactional request alike.
+    (ApiKey::InitProducerId, 0, 5),
 ];
 
 pub fn supported_versions(key: ApiKey) -> Option<(i16, i16)> {
@@ -131,6 +137,7 @@ pub enum Request {
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
     LeaderAndIsr(LeaderAndIsrRequest),
     UpdateMetadata(UpdateMetadataRequest),
+    InitProducerId(InitProducerIdRequest),
 }
 
 /// A decoded request with what its response needs.
@@ -197,6 +204,7 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         }
         ApiKey::LeaderAndIsr => Request::LeaderAndIsr(decode_body(key, version, body)?),
         ApiKey::UpdateMetadata => Request::UpdateMetadata(decode_body(key, version, body)?),
+        ApiKey::InitProducerId => Request::InitProducerId(decode_body(key, version, body)?),
         _ => return Err(DispatchError::UnsupportedApi { key }),
     };
     Ok(decoded(request))
@@ -268,6 +276,12 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             version,
             cid,
             &handlers::update_metadata::handle(broker, req),
+        ),
+        Request::InitProducerId(req) => encode_response(
+            key,
+            version,
+            cid,
+            &handlers::init_producer_id::handle(broker, req).await,
         ),
     }
 }

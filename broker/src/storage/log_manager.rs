@@ -5,7 +5,7 @@
 //! watermarks from `replication-offset-checkpoint` (clamped to each recovered
 //! log) and recovery points from `recovery-point-offset-checkpoint`, and notes
 //! and removes the `.kafka_cleanshutdown` marker; a clean shutdown writes them all
-//! back. The manager runs no threads: the server calls [`LogManager::flush_if_due`]
+//! back, with a producer-state snapshot per log. The manager runs no threads: the server calls [`LogManager::flush_if_due`]
 //! and the checkpoint methods on its own schedule.
 
 use std::collections::BTreeMap;
@@ -206,11 +206,14 @@ impl LogManager {
         Ok(())
     }
 
-    /// Flushes every log, writes both checkpoints, then the clean-shutdown marker
-    /// (last, so its presence promises everything before it completed).
+    /// Flushes every log and snapshots its producer state at its log end (as
+    /// Kafka's `UnifiedLog.close` does, so the next start replays nothing),
+    /// writes both checkpoints, then the clean-shutdown marker (last, so its
+    /// presence promises everything before it completed).
     pub fn shutdown(&mut self) -> Result<(), StorageError> {
         for log in self.logs.values_mut() {
             log.flush()?;
+            log.snapshot_producer_state()?;
         }
         self.checkpoint_high_watermarks()?;
         self.checkpoint_recovery_points()?;

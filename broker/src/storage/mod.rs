@@ -1,8 +1,9 @@
 //! The broker's storage, in Kafka's on-disk format.
 //!
 //! A data directory holds one directory per partition (`<topic>-<partition>/`) with
-//! its `<20-digit base offset>.log` segments of record batches v2 and its
-//! `leader-epoch-checkpoint`, plus the data-dir-wide `replication-offset-checkpoint`
+//! its `<20-digit base offset>.log` segments of record batches v2, its
+//! `leader-epoch-checkpoint` and its `<20-digit offset>.snapshot` producer-state
+//! snapshots (KIP-98), plus the data-dir-wide `replication-offset-checkpoint`
 //! (high watermarks), `recovery-point-offset-checkpoint` and `.kafka_cleanshutdown`
 //! marker. [`LogManager`] owns the directory; [`PartitionLog`] owns one partition.
 //! The storage never interprets records beyond what Kafka's log layer does: it keeps
@@ -15,6 +16,8 @@ pub mod checkpoint;
 pub mod leader_epoch_cache;
 pub mod log_manager;
 pub mod partition_log;
+pub mod producer_snapshot;
+pub mod producer_state;
 pub mod record_batch;
 pub mod recovery;
 pub mod segment;
@@ -23,10 +26,13 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+pub use crate::config::ProducerStateRecovery;
+
 pub use checkpoint::CheckpointError;
 pub use leader_epoch_cache::{EpochAnswerRule, EpochEndOffset, EpochEntry, LeaderEpochCache};
 pub use log_manager::LogManager;
 pub use partition_log::{LogAppendInfo, PartitionLog};
+pub use producer_state::{ProducerStateError, ProducerStateManager};
 pub use record_batch::BatchError;
 
 /// A topic and partition number: the key of every per-partition structure.
@@ -106,7 +112,7 @@ impl fmt::Display for TopicPartition {
 }
 
 /// Per-log settings, named after Kafka's `segment.bytes`, `flush.messages` and
-/// `flush.ms`.
+/// `flush.ms`, and which release's producer-state recovery to follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogConfig {
     /// A segment rolls when the next append would take it past this size.
@@ -117,6 +123,9 @@ pub struct LogConfig {
     /// fsync when this long has passed since the last flush, checked by
     /// [`LogManager::flush_if_due`]; 0 never flushes by time.
     pub flush_interval_ms: u64,
+    /// What a log with no producer-state snapshot at or below its end does
+    /// (`--producer-state-recovery`; the KAFKA-5435 flaw on request).
+    pub producer_state_recovery: ProducerStateRecovery,
 }
 
 impl Default for LogConfig {
@@ -126,6 +135,7 @@ impl Default for LogConfig {
             segment_bytes: 1 << 30,
             flush_messages: u64::MAX,
             flush_interval_ms: 0,
+            producer_state_recovery: ProducerStateRecovery::Current,
         }
     }
 }
@@ -176,6 +186,14 @@ pub enum StorageError {
     InvalidPartitionDir { path: PathBuf },
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// A leader append refused by the idempotent producer's epoch and sequence
+    /// rules (KIP-98); nothing of that append was written.
+    #[error("{topic_partition}: {source}")]
+    ProducerState {
+        topic_partition: TopicPartition,
+        #[source]
+        source: ProducerStateError,
+    },
 }
 
 impl StorageError {

@@ -5,8 +5,13 @@
 //! segment's base) to the log end offset (LEO). A leader append assigns offsets
 //! from the LEO and stamps its epoch into each batch; a follower append keeps the
 //! leader's offsets and epochs. Either way the stored bytes are the sender's, with
-//! at most baseOffset and partitionLeaderEpoch patched. The log does not decide
-//! roles, advance the high watermark on its own, or talk to peers.
+//! at most baseOffset and partitionLeaderEpoch patched. The log also owns the
+//! partition's producer state (KIP-98): a leader append of an idempotent
+//! producer's batches is checked against it first (a retry is answered with the
+//! original offsets and not written again), every append updates it, and it is
+//! rebuilt from its latest snapshot and the log after any truncation. The log
+//! does not decide roles, advance the high watermark on its own, or talk to
+//! peers.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,10 +21,11 @@ use bytes::Bytes;
 
 use super::checkpoint::LEADER_EPOCH_CHECKPOINT;
 use super::log_manager::RecoveryPointFile;
-use super::record_batch::{self, BatchError, Batches};
+use super::producer_state::{LeaderCheck, ProducerBatch, ProducerStateManager};
+use super::record_batch::{self, BatchError, BatchHeader, Batches, HEADER_SIZE};
 use super::recovery::{self, Truncation};
 use super::segment::{BatchPosition, Segment};
-use super::{LeaderEpochCache, LogConfig, StorageError, TopicPartition};
+use super::{LeaderEpochCache, LogConfig, ProducerStateRecovery, StorageError, TopicPartition};
 
 /// What an append wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +36,9 @@ pub struct LogAppendInfo {
     pub last_offset: i64,
     pub record_count: u32,
     pub batch_count: u32,
+    /// The append repeated a batch an idempotent producer already wrote: nothing
+    /// was written, and the offsets are the original batch's (KIP-98).
+    pub duplicate: bool,
 }
 
 #[derive(Debug)]
@@ -47,6 +56,7 @@ pub struct PartitionLog {
     last_flush: Instant,
     recovery_points: Arc<RecoveryPointFile>,
     recovery: Option<Truncation>,
+    producer_state: ProducerStateManager,
 }
 
 impl PartitionLog {
@@ -75,8 +85,12 @@ impl PartitionLog {
             last_flush: Instant::now(),
             recovery_points,
             recovery: recovered.truncation,
+            producer_state: ProducerStateManager::open(dir)?,
         };
         log.set_high_watermark(high_watermark);
+        // Snapshots past the recovered end are deleted, the newest left loaded
+        // and the log after it replayed (Kafka's `LogLoader` → `rebuildProducerState`).
+        log.rebuild_producer_state()?;
         Ok(log)
     }
 
@@ -124,6 +138,11 @@ impl PartitionLog {
         &mut self.epoch_cache
     }
 
+    /// The idempotent producers' state as of the log end.
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producer_state
+    }
+
     /// What recovery cut when this log was opened, if anything.
     pub fn recovery_truncation(&self) -> Option<&Truncation> {
         self.recovery.as_ref()
@@ -145,8 +164,15 @@ impl PartitionLog {
     ///
     /// Every batch is validated first (framing, magic 2, CRC, offsets, and a full
     /// decode of its records); if any fails nothing is written and the error says
-    /// which batch. Then offsets are assigned from the LEO and each batch is
-    /// stamped with the epoch, both patched in place.
+    /// which batch. Batches with a producer id are then checked against the
+    /// producer state: a retry of a batch in the log is answered with that
+    /// batch's offsets and nothing is written (`duplicate`); a fenced epoch or a
+    /// sequence out of order refuses the whole append. Then offsets are assigned
+    /// from the LEO and each batch is stamped with the epoch, both patched in
+    /// place.
+    ///
+    /// (Kafka 2.x assigns the epoch's start and may roll before it finds the
+    /// duplicate; here a duplicate changes nothing at all.)
     pub fn append_as_leader(
         &mut self,
         records: Bytes,
@@ -162,6 +188,34 @@ impl PartitionLog {
         if headers.is_empty() {
             return Ok(self.empty_append());
         }
+        // The offsets each batch will get, as the loop below assigns them.
+        let mut offset = self.log_end_offset;
+        let producer_batches: Vec<ProducerBatch> = headers
+            .iter()
+            .filter_map(|(_, header)| {
+                let first_offset = offset;
+                offset += i64::from(header.last_offset_delta) + 1;
+                ProducerBatch::from_header(header, first_offset)
+            })
+            .collect();
+        let pending = match self.producer_state.check_leader_append(&producer_batches) {
+            Ok(LeaderCheck::Append(pending)) => pending,
+            Ok(LeaderCheck::Duplicate(original)) => {
+                return Ok(LogAppendInfo {
+                    first_offset: original.first_offset(),
+                    last_offset: original.last_offset,
+                    record_count: 0,
+                    batch_count: 0,
+                    duplicate: true,
+                });
+            }
+            Err(source) => {
+                return Err(StorageError::ProducerState {
+                    topic_partition: self.topic_partition.clone(),
+                    source,
+                });
+            }
+        };
 
         // The one copy on the leader path: the producer's buffer is shared and
         // immutable, the patched one is what goes to disk.
@@ -190,11 +244,15 @@ impl PartitionLog {
         // A no-op unless this is the epoch's first append (KIP-101).
         self.epoch_cache.assign(leader_epoch, first_offset)?;
         self.write(&bytes, positions, next_offset)?;
+        // Only once written: a roll inside `write` snapshots the state as of
+        // the old log end.
+        self.producer_state.commit(pending, next_offset);
         Ok(LogAppendInfo {
             first_offset,
             last_offset: next_offset - 1,
             record_count,
             batch_count: headers.len() as u32,
+            duplicate: false,
         })
     }
 
@@ -236,6 +294,7 @@ impl PartitionLog {
         unaligned_first: bool,
     ) -> Result<LogAppendInfo, StorageError> {
         let mut positions = Vec::new();
+        let mut producer_batches = Vec::new();
         let mut epoch_starts: Vec<(i32, i64)> = Vec::new();
         let mut next_offset = self.log_end_offset;
         let mut record_count = 0u32;
@@ -273,6 +332,7 @@ impl PartitionLog {
                 size_bytes: header.size_bytes() as u32,
                 leader_epoch: epoch,
             });
+            producer_batches.extend(ProducerBatch::from_header(&header, header.base_offset));
             record_count = record_count.saturating_add(header.record_count as u32);
             next_offset = header.next_offset();
         }
@@ -285,11 +345,17 @@ impl PartitionLog {
             self.epoch_cache.assign(epoch, start_offset)?;
         }
         self.write(&records, positions, next_offset)?;
+        // The leader judged these batches; a follower records them as they are.
+        for batch in &producer_batches {
+            self.producer_state.apply_replicated(batch);
+        }
+        self.producer_state.set_map_end_offset(next_offset);
         Ok(LogAppendInfo {
             first_offset,
             last_offset: next_offset - 1,
             record_count,
             batch_count,
+            duplicate: false,
         })
     }
 
@@ -299,6 +365,7 @@ impl PartitionLog {
             last_offset: self.log_end_offset - 1,
             record_count: 0,
             batch_count: 0,
+            duplicate: false,
         }
     }
 
@@ -329,9 +396,13 @@ impl PartitionLog {
 
     /// Starts a new segment at the LEO. The old one is flushed first, as Kafka
     /// schedules a flush of every rolled segment, so only the active segment can
-    /// hold unflushed bytes.
+    /// hold unflushed bytes; and the producer state is snapshotted at the new
+    /// segment's base, as Kafka's `roll` does, so a later rebuild replays at
+    /// most the active segment.
     fn roll(&mut self) -> Result<(), StorageError> {
         self.flush()?;
+        debug_assert_eq!(self.producer_state.map_end_offset(), self.log_end_offset);
+        self.producer_state.take_snapshot()?;
         let segment = Segment::create(&self.dir, self.log_end_offset)?;
         self.segments.push(segment);
         Ok(())
@@ -386,7 +457,8 @@ impl PartitionLog {
     /// contains `offset` is removed whole, so the new LEO is the base of that
     /// batch (Kafka instead sets its LEO to `offset` itself, which can leave it
     /// pointing inside a batch no longer there; we keep the LEO on a boundary).
-    /// The epoch cache, high watermark and recovery point are cut to the new LEO.
+    /// The epoch cache, high watermark and recovery point are cut to the new LEO,
+    /// and the producer state rebuilt for it.
     /// Truncating below the log start empties the log and restarts it at `offset`.
     pub fn truncate_to(&mut self, offset: i64) -> Result<(), StorageError> {
         if offset < 0 {
@@ -431,6 +503,7 @@ impl PartitionLog {
         self.segments.push(Segment::create(&self.dir, offset)?);
         self.log_end_offset = offset;
         self.epoch_cache.clear()?;
+        self.producer_state.truncate_fully_and_start_at(offset)?;
         self.after_truncation()
     }
 
@@ -444,7 +517,66 @@ impl PartitionLog {
             self.recovery_points
                 .record(&self.topic_partition, self.recovery_point)?;
         }
-        Ok(())
+        self.rebuild_producer_state()
+    }
+
+    /// Makes the producer state what the log implies: the newest snapshot at or
+    /// below the LEO (newer ones deleted, corrupt ones deleted with a warning),
+    /// then every batch after it replayed from the segments (Kafka's
+    /// `rebuildProducerState`), then a snapshot at the LEO so the next rebuild
+    /// starts here. With no snapshot left the whole log is replayed — unless
+    /// `producer_state_recovery = kafka-5435`, which starts empty instead.
+    fn rebuild_producer_state(&mut self) -> Result<(), StorageError> {
+        let loaded = self
+            .producer_state
+            .truncate_and_reload(self.log_start_offset(), self.log_end_offset)?;
+        let from = match loaded {
+            Some(snapshot_offset) => snapshot_offset,
+            None if self.config.producer_state_recovery == ProducerStateRecovery::Kafka5435
+                && self.log_end_offset > self.log_start_offset() =>
+            {
+                // KAFKA-5435 (Kafka 0.11.0.0 before its release): no snapshot
+                // was read as "this log predates idempotence", and the broker
+                // wrote an empty snapshot at the log end instead of reading
+                // the log, losing every producer's sequences in it.
+                tracing::warn!(
+                    topic = %self.topic_partition.topic,
+                    partition = self.topic_partition.partition,
+                    log_end_offset = self.log_end_offset,
+                    "no producer-state snapshot: starting with no producer state without \
+                     reading the log (producer_state_recovery = kafka-5435)"
+                );
+                self.producer_state.set_map_end_offset(self.log_end_offset);
+                return self.producer_state.take_snapshot();
+            }
+            None => self.log_start_offset(),
+        };
+        let mut header_buf = [0u8; HEADER_SIZE];
+        for segment in self.segments.iter().filter(|s| s.end_offset() > from) {
+            for batch in segment.batches().iter().filter(|b| b.last_offset >= from) {
+                let read = segment.read_some_at(&mut header_buf, batch.position)?;
+                let header: BatchHeader = record_batch::parse_header(&header_buf[..read])
+                    .map_err(|e| corrupt((batch.position as usize, e)))?;
+                if let Some(producer_batch) = ProducerBatch::from_header(&header, batch.base_offset)
+                {
+                    self.producer_state.apply_replicated(&producer_batch);
+                }
+            }
+        }
+        self.producer_state.set_map_end_offset(self.log_end_offset);
+        self.snapshot_producer_state()
+    }
+
+    /// Snapshots the producer state at the LEO (Kafka does at every clean
+    /// shutdown), unless the log is empty: there the state is empty too, and
+    /// the file would say nothing.
+    pub fn snapshot_producer_state(&mut self) -> Result<(), StorageError> {
+        if self.log_end_offset == self.log_start_offset()
+            && self.producer_state.producers().next().is_none()
+        {
+            return Ok(());
+        }
+        self.producer_state.take_snapshot()
     }
 
     /// fsyncs every segment with bytes past the recovery point, then moves the

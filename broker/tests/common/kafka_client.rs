@@ -12,8 +12,9 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
-    MetadataResponse, ProduceRequest, RequestHeader, ResponseHeader, TopicName,
+    ApiKey, BrokerId, CreateTopicsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
+    MetadataRequest, MetadataResponse, ProduceRequest, RequestHeader, ResponseHeader, TopicName,
+    TransactionalId,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use kafka_protocol::records::{
@@ -49,6 +50,45 @@ pub fn batch(values: &[&[u8]]) -> Bytes {
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
             sequence: -1,
+            timestamp: 0,
+            key: None,
+            value: Some(Bytes::copy_from_slice(v)),
+            headers: IndexMap::new(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    buf.freeze()
+}
+
+/// One batch as an idempotent producer sends it (KIP-98): producer id and epoch
+/// in the header, sequences from `base_sequence`.
+pub fn idempotent_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    values: &[&[u8]],
+) -> Bytes {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id,
+            producer_epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: base_sequence + i as i32,
             timestamp: 0,
             key: None,
             value: Some(Bytes::copy_from_slice(v)),
@@ -136,6 +176,21 @@ impl KafkaClient {
             .map_err(std::io::Error::other)?;
         assert_eq!(header.correlation_id, cid, "correlation id");
         R::Response::decode(&mut resp, version).map_err(std::io::Error::other)
+    }
+
+    /// InitProducerId at `version`; returns (error code, producer id, epoch).
+    pub fn init_producer_id(
+        &mut self,
+        version: i16,
+        transactional_id: Option<&str>,
+    ) -> std::io::Result<(i16, i64, i16)> {
+        let req = InitProducerIdRequest::default()
+            .with_transactional_id(
+                transactional_id.map(|t| TransactionalId(StrBytes::from_string(t.to_string()))),
+            )
+            .with_transaction_timeout_ms(-1);
+        let resp = self.send(&req, version)?;
+        Ok((resp.error_code, resp.producer_id.0, resp.producer_epoch))
     }
 
     /// CreateTopics v4; returns the topic's error code.

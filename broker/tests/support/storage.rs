@@ -68,6 +68,27 @@ pub fn producer_batch(values: &[&str]) -> Bytes {
     encode(&records, Compression::None)
 }
 
+/// One batch as an idempotent producer sends it (KIP-98): producer id and
+/// epoch in the header, sequences from `base_sequence`, offsets from 0.
+pub fn idempotent_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    values: &[&str],
+) -> Bytes {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Record {
+            producer_id,
+            producer_epoch,
+            sequence: base_sequence + i as i32,
+            ..record(i as i64, i as i64, v, -1)
+        })
+        .collect();
+    encode(&records, Compression::None)
+}
+
 pub fn producer_batch_compressed(values: &[&str], compression: Compression) -> Bytes {
     let records: Vec<Record> = values
         .iter()

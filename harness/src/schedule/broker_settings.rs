@@ -34,6 +34,10 @@ pub const BROKER_SETTINGS: &[(&str, SettingKind)] = &[
     ("replica_lag_time_max_ms", SettingKind::Count),
     ("hw_checkpoint_interval_ms", SettingKind::Count),
     ("etcd_connect_timeout_ms", SettingKind::Count),
+    (
+        "producer_state_recovery",
+        SettingKind::OneOf(&["kafka-5435", "current"]),
+    ),
 ];
 
 impl SettingKind {
@@ -75,6 +79,7 @@ pub const FAILPOINTS: &[&str] = &[
     "controller-before-broker-loss",
     "controller-after-write",
     "leader-after-append",
+    "leader-before-ack",
     "controller-before-campaign",
     "follower-truncate-to-hw",
     "follower-fetcher-dies",

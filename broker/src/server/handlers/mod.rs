@@ -4,6 +4,7 @@
 pub mod api_versions;
 pub mod create_topics;
 pub mod fetch;
+pub mod init_producer_id;
 pub mod leader_and_isr;
 pub mod list_offsets;
 pub mod metadata;

@@ -8,7 +8,11 @@
 //! NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank below it by the time the HW
 //! passed the batch. A leader that loses leadership while waiting answers
 //! NOT_LEADER_OR_FOLLOWER; one that fences itself answers REQUEST_TIMED_OUT. A batch that fails its CRC is CORRUPT_MESSAGE and nothing of that
-//! partition's data is appended.
+//! partition's data is appended. An idempotent producer's retry of a batch the
+//! log holds is answered with the original base offset (and, for acks=all,
+//! once the original batch is committed); a fenced epoch or a sequence out of
+//! order is INVALID_PRODUCER_EPOCH or OUT_OF_ORDER_SEQUENCE_NUMBER (KIP-98; the
+//! rules are in `storage/producer_state.rs`).
 
 use std::time::Duration;
 
@@ -104,7 +108,8 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
             ProduceOutcome::Close(format!("acks=0 produce failed ({})", failed.join(", ")))
         };
     }
-    if !pending.is_empty() {
+    let waited_for_acks = !pending.is_empty();
+    if waited_for_acks {
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
         loop {
@@ -140,6 +145,9 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
                 }
             }
         }
+    }
+    if waited_for_acks {
+        failpoints::hit(Failpoint::LeaderBeforeAck);
     }
     ProduceOutcome::Respond(ProduceResponse::default().with_responses(responses))
 }
