@@ -7,7 +7,9 @@
 //! read is dumped (`epochal inspect`'s default) and compacted and serialized
 //! (`--compact`; what the checkers and snapshots compare). `--json` (the
 //! whole state through serde's derived code) is left out: it cost two thirds
-//! of the executions.
+//! of the executions. The same bytes are also parsed, in memory, as a
+//! producer-state snapshot (`<offset>.snapshot`): a snapshot and findings,
+//! never a panic or an allocation sized by a damaged entry count.
 #![no_main]
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -44,6 +46,14 @@ fuzz_target!(|data: &[u8]| {
     let walk =
         epochal::reader::segment::walk_segment(Path::new("t-0/00000000000000000000.log"), data);
     let _ = format!("{walk:?}");
+    // In memory only: a second file per input would cost executions, and the
+    // directory scan that finds snapshot files is the one segments go through.
+    let snapshot = epochal::reader::parse_snapshot(
+        Path::new("t-0/00000000000000000004.snapshot"),
+        4,
+        data,
+    );
+    let _ = format!("{snapshot:?}");
 
     let dir = data_dir();
     std::fs::write(dir.join("t-0/00000000000000000000.log"), data).expect("write the segment");

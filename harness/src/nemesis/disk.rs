@@ -417,6 +417,7 @@ mod tests {
                 })
                 .collect(),
             leader_epochs: None,
+            producer_snapshots: Vec::new(),
             high_watermark: None,
             recovery_point: None,
             log_end_offset: 0,

@@ -2,7 +2,9 @@
 //!
 //! Per replica: `(offset, epoch, value)` for every record of every intact
 //! data batch, the leader-epoch file as `(epoch, start_offset)` pairs, the
-//! high watermark, recovery point, log end offset and findings. Batch
+//! high watermark, recovery point, log end offset and findings, and the
+//! producer-state snapshots as `(offset, [producer id, epoch, last sequence,
+//! last offset])` when there are any. Batch
 //! boundaries, positions, keys, headers and timestamps are dropped: checkers
 //! compare what a replica holds, not how it was framed. Control batches
 //! (transaction markers) carry no user value and are left out; they still
@@ -12,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{DataDirState, Finding, Payload, ReplicaState};
+use super::{DataDirState, Finding, Payload, ProducerSnapshot, ReplicaState};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactDataDir {
@@ -33,8 +35,58 @@ pub struct CompactReplica {
     /// `(epoch, start_offset)`; `None` when the file is absent or malformed.
     pub leader_epochs: Option<Vec<(i32, i64)>>,
     pub records: Vec<CompactRecord>,
+    /// Ordered by offset; absent when the replica has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub producer_snapshots: Vec<CompactProducerSnapshot>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
+}
+
+/// A producer-state snapshot without its file, size, timestamps or
+/// transaction fields: what the producers' idempotence rests on, a few
+/// integers per producer id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactProducerSnapshot {
+    pub offset: i64,
+    /// Whether Kafka would load it; a damaged one has no producers (its
+    /// finding says why).
+    pub intact: bool,
+    pub producers: Vec<CompactProducer>,
+}
+
+/// One snapshot entry: serialises as
+/// `[producer_id, producer_epoch, last_sequence, last_offset]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "(i64, i16, i32, i64)", into = "(i64, i16, i32, i64)")]
+pub struct CompactProducer {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub last_sequence: i32,
+    pub last_offset: i64,
+}
+
+impl From<(i64, i16, i32, i64)> for CompactProducer {
+    fn from(
+        (producer_id, producer_epoch, last_sequence, last_offset): (i64, i16, i32, i64),
+    ) -> Self {
+        CompactProducer {
+            producer_id,
+            producer_epoch,
+            last_sequence,
+            last_offset,
+        }
+    }
+}
+
+impl From<CompactProducer> for (i64, i16, i32, i64) {
+    fn from(producer: CompactProducer) -> Self {
+        (
+            producer.producer_id,
+            producer.producer_epoch,
+            producer.last_sequence,
+            producer.last_offset,
+        )
+    }
 }
 
 /// One record: serialises as `[offset, epoch, value]`.
@@ -105,7 +157,31 @@ impl ReplicaState {
                     value: record.value.clone(),
                 })
                 .collect(),
+            producer_snapshots: self
+                .producer_snapshots
+                .iter()
+                .map(ProducerSnapshot::compact)
+                .collect(),
             findings: self.findings.clone(),
+        }
+    }
+}
+
+impl ProducerSnapshot {
+    pub fn compact(&self) -> CompactProducerSnapshot {
+        CompactProducerSnapshot {
+            offset: self.offset,
+            intact: self.intact,
+            producers: self
+                .entries
+                .iter()
+                .map(|entry| CompactProducer {
+                    producer_id: entry.producer_id,
+                    producer_epoch: entry.producer_epoch,
+                    last_sequence: entry.last_sequence,
+                    last_offset: entry.last_offset,
+                })
+                .collect(),
         }
     }
 }

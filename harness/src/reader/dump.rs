@@ -1,11 +1,14 @@
 //! A text dump of a data directory in the shape of Kafka's DumpLogSegments
 //! (`--deep-iteration --print-data-log`), so people who know that tool can
 //! read it at a glance: one `baseOffset: …` line per batch, one `| offset: …`
-//! line per record, then the checkpoints and the findings.
+//! line per record, then the checkpoints and the findings. Producer-state
+//! snapshots are dumped as DumpLogSegments dumps a `.snapshot` file, one
+//! `producerId: …` line per entry, after a line saying whether the file
+//! would load.
 
 use std::io::{self, Write};
 
-use super::{Batch, DataDirState, OffsetEntry, Record};
+use super::{Batch, DataDirState, OffsetEntry, ProducerSnapshot, Record};
 
 pub fn write_dump(state: &DataDirState, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "Data directory {}", state.path.display())?;
@@ -33,6 +36,9 @@ pub fn write_dump(state: &DataDirState, out: &mut impl Write) -> io::Result<()> 
                 }
             }
             None => writeln!(out, "No readable {}", epoch_file.display())?,
+        }
+        for snapshot in &replica.producer_snapshots {
+            write_producer_snapshot(snapshot, out)?;
         }
         writeln!(
             out,
@@ -124,6 +130,45 @@ fn write_record(batch: &Batch, record: &Record, out: &mut impl Write) -> io::Res
         Some(value) => writeln!(out, " payload: {value}"),
         None => writeln!(out, " payload: null"),
     }
+}
+
+fn write_producer_snapshot(snapshot: &ProducerSnapshot, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "Dumping {}", snapshot.file.display())?;
+    writeln!(
+        out,
+        "Snapshot offset: {} version: {} entries: {} size: {} isvalid: {}",
+        snapshot.offset,
+        snapshot
+            .version
+            .map_or_else(|| "none".to_owned(), |version| version.to_string()),
+        snapshot.entries.len(),
+        snapshot.size_bytes,
+        snapshot.intact,
+    )?;
+    for entry in &snapshot.entries {
+        write!(
+            out,
+            "producerId: {} producerEpoch: {} coordinatorEpoch: {} currentTxnFirstOffset: {}",
+            entry.producer_id,
+            entry.producer_epoch,
+            entry.coordinator_epoch,
+            entry.current_txn_first_offset,
+        )?;
+        // As Kafka, which restores batch metadata only for `lastOffset >= 0`.
+        if entry.has_batch() {
+            write!(
+                out,
+                " firstSequence: {} lastSequence: {} lastOffset: {} offsetDelta: {} timestamp: {}",
+                entry.first_sequence(),
+                entry.last_sequence,
+                entry.last_offset,
+                entry.offset_delta,
+                entry.timestamp,
+            )?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
 /// The producer sequence of `offset`, or -1 for a batch without one.

@@ -2,7 +2,8 @@
 //!
 //! A finding names the file (relative to the data directory, so reports and
 //! snapshots do not depend on where a run was stored), where in it (a byte
-//! position in a segment, a line in a checkpoint) and what is wrong. The reader
+//! position in a segment or producer-state snapshot, a line in a checkpoint)
+//! and what is wrong. The reader
 //! never panics or gives up on damage: it records a finding and reads on where
 //! the format still lets it find the next boundary.
 
@@ -25,7 +26,8 @@ pub struct Finding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Location {
-    /// A byte position in a segment: the start of the batch concerned.
+    /// A byte position: in a segment the start of the batch concerned, in a
+    /// producer-state snapshot the field or entry concerned.
     Byte(u64),
     /// A 1-based line of a checkpoint file.
     Line(usize),
@@ -34,8 +36,14 @@ pub enum Location {
 }
 
 /// What is wrong. Segment kinds come from walking batches; checkpoint kinds
-/// from Kafka's strict checkpoint parsing; the `…PastLogEnd` kinds from
-/// comparing a checkpoint with the log the reader recovered.
+/// from Kafka's strict checkpoint parsing; `Snapshot…` kinds from reading
+/// producer-state snapshots (KIP-98); the `…PastLogEnd` kinds from comparing
+/// a checkpoint or snapshot with the log the reader recovered.
+///
+/// Kafka deletes a producer-state snapshot it cannot load and rebuilds the
+/// state from an older snapshot or the log (`ProducerStateManager`'s
+/// `loadFromSnapshot`), so snapshot kinds are damage, never data loss by
+/// themselves; they show the broker wrote or kept a file Kafka would not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FindingKind {
@@ -100,6 +108,55 @@ pub enum FindingKind {
         topic: String,
         partition: i32,
         offset: i64,
+        log_end_offset: i64,
+    },
+    /// A `.snapshot` file whose name is not a 20-digit offset. Kafka never
+    /// writes one; the reader does not read it.
+    BadSnapshotName,
+    /// A snapshot larger than the reader's bound; it is not read. Kafka
+    /// would read it whole.
+    SnapshotTooLarge {
+        size_bytes: u64,
+        size_bytes_max: u64,
+    },
+    /// The snapshot's version is not 1, the only one Kafka loads; Kafka
+    /// deletes it as corrupt. A zero-filled file reads as version 0.
+    UnknownSnapshotVersion { version: i16 },
+    /// The snapshot ends before its header (10 bytes) or before the entries
+    /// its count declares (46 bytes each); `at` is the start of the header or
+    /// of the first incomplete entry. Kafka's parse underflows and it deletes the file as
+    /// corrupt. An empty file — created, never written — is this too.
+    SnapshotTruncated {
+        bytes_remaining: u64,
+        bytes_needed: u64,
+    },
+    /// The entry count is negative; Kafka rejects the file.
+    SnapshotNegativeEntryCount { entry_count: i32 },
+    /// The stored CRC-32C does not match the bytes after the crc field.
+    /// Kafka deletes the file as corrupt; its entries are not returned.
+    SnapshotCrcMismatch { stored: u32, computed: u32 },
+    /// Bytes after the last declared entry. Kafka never writes them and,
+    /// since its parser ignores them and the CRC covers them, loads the file
+    /// anyway: the entries are returned.
+    SnapshotTrailingBytes { trailing_bytes: u64 },
+    /// A producer id that appears twice in one snapshot. Kafka writes one
+    /// entry per id (from a map); on load the later entry would win.
+    SnapshotDuplicateProducer { producer_id: i64 },
+    /// An entry whose last batch ends at or past the snapshot's offset, which
+    /// is exclusive: the state of a snapshot at `N` covers offsets below `N`
+    /// only. Kafka loads it without checking.
+    SnapshotEntryPastSnapshot {
+        producer_id: i64,
+        last_offset: i64,
+        snapshot_offset: i64,
+    },
+    /// A snapshot whose offset is past the replica's log end offset. Kafka
+    /// deletes such snapshots when it recovers or truncates the log
+    /// (`truncateAndReload`), so one left on disk means the snapshot and the
+    /// log disagree. A snapshot exactly at the log end is the normal one a
+    /// clean shutdown or segment roll writes.
+    SnapshotPastLogEnd {
+        snapshot_offset: i64,
         log_end_offset: i64,
     },
     /// The file could not be read at all.
@@ -187,6 +244,56 @@ impl fmt::Display for FindingKind {
             } => write!(
                 f,
                 "{topic}-{partition} checkpointed at {offset}, past the log end offset {log_end_offset}"
+            ),
+            FindingKind::BadSnapshotName => {
+                f.write_str("producer snapshot name is not a 20-digit offset")
+            }
+            FindingKind::SnapshotTooLarge {
+                size_bytes,
+                size_bytes_max,
+            } => write!(
+                f,
+                "producer snapshot of {size_bytes} bytes is over the {size_bytes_max}-byte bound, not read"
+            ),
+            FindingKind::UnknownSnapshotVersion { version } => {
+                write!(f, "producer snapshot version {version} (only 1 is read)")
+            }
+            FindingKind::SnapshotTruncated {
+                bytes_remaining,
+                bytes_needed,
+            } => write!(
+                f,
+                "truncated producer snapshot: {bytes_remaining} bytes remain, {bytes_needed} needed"
+            ),
+            FindingKind::SnapshotNegativeEntryCount { entry_count } => {
+                write!(f, "producer snapshot entry count {entry_count} is negative")
+            }
+            FindingKind::SnapshotCrcMismatch { stored, computed } => write!(
+                f,
+                "producer snapshot CRC mismatch: stored {stored}, computed {computed}"
+            ),
+            FindingKind::SnapshotTrailingBytes { trailing_bytes } => write!(
+                f,
+                "{trailing_bytes} bytes after the producer snapshot's last entry"
+            ),
+            FindingKind::SnapshotDuplicateProducer { producer_id } => write!(
+                f,
+                "producer id {producer_id} appears twice in the producer snapshot"
+            ),
+            FindingKind::SnapshotEntryPastSnapshot {
+                producer_id,
+                last_offset,
+                snapshot_offset,
+            } => write!(
+                f,
+                "producer {producer_id}'s last offset {last_offset} is not below the snapshot offset {snapshot_offset}"
+            ),
+            FindingKind::SnapshotPastLogEnd {
+                snapshot_offset,
+                log_end_offset,
+            } => write!(
+                f,
+                "producer snapshot at {snapshot_offset}, past the log end offset {log_end_offset}"
             ),
             FindingKind::Unreadable { error } => write!(f, "unreadable: {error}"),
         }

@@ -1,14 +1,16 @@
 //! The harness's own reader of Kafka-format replica state.
 //!
 //! Given a broker's data directory it returns every replica's state: the
-//! segments walked batch by batch, the leader-epoch-checkpoint, the high
-//! watermark and recovery point checkpoints and the clean-shutdown marker,
+//! segments walked batch by batch, the leader-epoch-checkpoint, the
+//! producer-state snapshots, the high watermark and recovery point
+//! checkpoints and the clean-shutdown marker,
 //! plus every piece of damage found, as [`Finding`]s. It reads the files with
 //! its own code and must never use the broker crate's: a bug in the broker's
 //! file handling must not be able to hide itself from the checks.
 //!
 //! Layout read (Kafka's): `<data>/<topic>-<partition>/<20-digit base offset>.log`,
 //! `<data>/<topic>-<partition>/leader-epoch-checkpoint`,
+//! `<data>/<topic>-<partition>/<20-digit offset>.snapshot`,
 //! `<data>/replication-offset-checkpoint`, `<data>/recovery-point-offset-checkpoint`
 //! and `<data>/.kafka_cleanshutdown`. Index files are ignored: they are derived
 //! data and Kafka rebuilds them.
@@ -18,6 +20,7 @@ pub mod compact;
 pub mod dump;
 pub mod finding;
 pub mod payload;
+pub mod producer_snapshot;
 pub mod record;
 pub mod segment;
 pub mod state_change;
@@ -32,9 +35,12 @@ use serde::{Deserialize, Serialize};
 use crate::topic_partition::PartitionRef;
 
 pub use checkpoint::{CheckpointError, CheckpointProblem, EpochEntry, OffsetEntry};
-pub use compact::{CompactDataDir, CompactRecord, CompactReplica};
+pub use compact::{
+    CompactDataDir, CompactProducer, CompactProducerSnapshot, CompactRecord, CompactReplica,
+};
 pub use finding::{Finding, FindingKind, Location};
 pub use payload::Payload;
+pub use producer_snapshot::{ProducerEntry, ProducerSnapshot, parse_snapshot};
 pub use record::{Codec, Header, Record};
 pub use segment::{Batch, walk_segment};
 
@@ -87,6 +93,12 @@ pub struct ReplicaState {
     pub segments: Vec<Segment>,
     /// `leader-epoch-checkpoint`; `None` when absent or malformed.
     pub leader_epochs: Option<Vec<EpochEntry>>,
+    /// `<offset>.snapshot` producer-state snapshots (KIP-98), ordered by
+    /// offset, damaged ones included without entries. Left out of the
+    /// serialized form when there are none, so replicas without idempotent
+    /// producers serialize as they did before snapshots were read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub producer_snapshots: Vec<ProducerSnapshot>,
     pub high_watermark: Option<i64>,
     pub recovery_point: Option<i64>,
     /// The offset after the last intact batch, or the last segment's base
@@ -244,21 +256,29 @@ fn segment_base_offset(name: &str) -> Option<i64> {
 fn read_replica(root: &Path, topic: String, partition: i32, dir: PathBuf) -> ReplicaState {
     let mut findings = Vec::new();
     let mut segment_files = Vec::new();
+    let mut snapshot_files = Vec::new();
     match fs::read_dir(root.join(&dir)) {
         Ok(entries) => {
             for entry in entries.flatten() {
                 let name = entry.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if !name.ends_with(".log") {
-                    continue;
-                }
-                match segment_base_offset(name) {
-                    Some(base_offset) => segment_files.push((base_offset, dir.join(name))),
-                    None => findings.push(Finding {
-                        file: dir.join(name),
-                        at: Location::File,
-                        kind: FindingKind::BadSegmentName,
-                    }),
+                let bad_name = |kind| Finding {
+                    file: dir.join(name),
+                    at: Location::File,
+                    kind,
+                };
+                // `.snapshot.deleted` (Kafka's asynchronous delete) and every
+                // other suffix fall through both arms.
+                if name.ends_with(".log") {
+                    match segment_base_offset(name) {
+                        Some(base_offset) => segment_files.push((base_offset, dir.join(name))),
+                        None => findings.push(bad_name(FindingKind::BadSegmentName)),
+                    }
+                } else if name.ends_with(".snapshot") {
+                    match producer_snapshot::snapshot_offset(name) {
+                        Some(offset) => snapshot_files.push((offset, dir.join(name))),
+                        None => findings.push(bad_name(FindingKind::BadSnapshotName)),
+                    }
                 }
             }
         }
@@ -297,6 +317,9 @@ fn read_replica(root: &Path, topic: String, partition: i32, dir: PathBuf) -> Rep
     }
 
     let log_end_offset = check_offsets(&segments, &mut findings);
+    snapshot_files.sort();
+    let producer_snapshots = producer_snapshot::read_snapshots(root, snapshot_files, &mut findings);
+    producer_snapshot::check_against_log_end(&producer_snapshots, log_end_offset, &mut findings);
     let epoch_file = dir.join(LEADER_EPOCH_CHECKPOINT);
     let leader_epochs = read_checkpoint(root, &epoch_file, &mut findings, parse_leader_epochs);
     for (index, entry) in leader_epochs.iter().flatten().enumerate() {
@@ -319,6 +342,7 @@ fn read_replica(root: &Path, topic: String, partition: i32, dir: PathBuf) -> Rep
         dir,
         segments,
         leader_epochs,
+        producer_snapshots,
         high_watermark: None,
         recovery_point: None,
         log_end_offset,
