@@ -7,7 +7,7 @@
 # It installs what the build and the tests need when it is missing: Debian's
 # etcd-server (the coordinator under test clusters), protobuf-compiler (etcd-client's
 # build runs protoc), kcat (a real Kafka client for the wire tests), cargo-nextest,
-# the Python Toxiproxy client the proxy's compatibility test drives, and
+# the Python Toxiproxy client and Kafka clients (kafka-python, confluent-kafka) the tests drive, and
 # pkg-config + libssl-dev (the toxiproxy_rust dev-dependency builds native-tls),
 # and chromium (headless: the run report's test and bench load the page in it).
 set -euo pipefail
@@ -54,15 +54,17 @@ ensure_nextest() {
   cargo install --locked cargo-nextest
 }
 
-# A private virtualenv under target/ for the Python Toxiproxy client, so nothing
-# is installed into the system's Python.
+# A private virtualenv under target/ for the Python Toxiproxy client and the
+# real Kafka clients the idempotence test drives (kafka-python, confluent-kafka),
+# so nothing is installed into the system's Python.
 ensure_python_client() {
   local venv=target/py
   if [[ ! -x $venv/bin/python ]]; then
     python3 -m venv "$venv"
   fi
-  "$venv/bin/python" -c 'import toxiproxy' 2>/dev/null \
-    || "$venv/bin/python" -m pip install -q toxiproxy-python==0.1.1
+  "$venv/bin/python" -c 'import toxiproxy, kafka, confluent_kafka' 2>/dev/null \
+    || "$venv/bin/python" -m pip install -q toxiproxy-python==0.1.1 \
+      kafka-python==3.0.12 confluent-kafka==2.16.1
   export EPOCHAL_PYTHON="$PWD/$venv/bin/python"
 }
 

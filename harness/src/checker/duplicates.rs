@@ -1,15 +1,20 @@
 //! Duplicates: a value at two or more offsets of a partition's final log.
 //! Without idempotence Kafka allows them (a producer retry after a lost
 //! response appends the batch again), so they are reported and counted and
-//! the verdict stays valid.
+//! the verdict stays valid. An idempotent producer's batches carry a
+//! producer id and sequences (KIP-98), and a leader must answer a retried
+//! batch with the offset it already has rather than append it again: a value
+//! that only idempotent sends wrote, at more offsets than it was sent, makes
+//! the run invalid, naming the sends and their stamps.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::final_log::FinalLog;
 use super::lost_write::{EVIDENCE_MAX, ValueIndex};
 use super::{CheckResult, Checker, Evidence, RunData};
+use crate::history::{Idempotence, Op, OpType, Process};
 use crate::topic_partition::PartitionRef;
 
 pub const NAME: &str = "duplicates";
@@ -17,17 +22,129 @@ pub const NAME: &str = "duplicates";
 pub fn checker() -> Checker {
     Checker {
         name: NAME,
-        guarantee: "None asserted: without an idempotent producer Kafka delivers at least once, so \
-            a value may be written at more than one offset. Each such value is reported and \
-            counted; the verdict is valid.",
-        source: "Kafka documentation, Design §4.6 Message Delivery Semantics (at-least-once unless \
-            the producer is idempotent, enable.idempotence / KIP-98).",
-        not_checked: "Whether a duplicate came from a client retry or from the broker (the workload \
-            client does not retry; a duplicate with an idempotent producer would be a bug this \
-            checker does not flag). Null values. When a partition has no final log (no final \
-            leader and disagreeing replicas) every replica is examined instead.",
+        guarantee: "With an idempotent producer, each send is written once: a value only \
+            idempotent sends wrote is at no more offsets of its partition than it was sent. \
+            Without one, none asserted: Kafka delivers at least once, so a value may be written \
+            at more than one offset; each such value is reported and counted and the verdict is \
+            valid.",
+        source: "KIP-98 (idempotent producer: producer id, epoch and per-partition sequence \
+            numbers, and the leader's duplicate detection); Kafka documentation, Design §4.6 \
+            Message Delivery Semantics (at-least-once unless the producer is idempotent, \
+            enable.idempotence).",
+        not_checked: "Whether a plain producer's duplicate came from a client retry or from the \
+            broker (the plain workload client does not retry). A value sent both by idempotent \
+            and by plain sends is held to the plain rule. A send that failed counts as sent, so \
+            a failed idempotent send whose value appears anyway is not flagged here. Producer ids \
+            across processes: a process whose send ended info is retired with its producer, and \
+            the workload never sends that value again. Null values. When a partition has no \
+            final log (no final leader and disagreeing replicas) every replica is examined \
+            instead.",
         check,
     }
+}
+
+/// One send of a value: the op that sent it and, from an idempotent
+/// producer, the value's own sequence.
+#[derive(Debug, Clone)]
+struct SentBy {
+    process: Process,
+    invoke_index: u64,
+    /// The completion's index and type; `None` while still in flight.
+    completion: Option<(u64, OpType)>,
+    /// The completion's stamp when it has one (it adds `attempts`), else
+    /// the invoke's.
+    producer: Option<Idempotence>,
+    /// The value's sequence: the base sequence plus its place in the send.
+    sequence: Option<i32>,
+}
+
+impl SentBy {
+    fn details(&self) -> Value {
+        let mut details = json!({
+            "process": self.process,
+            "invoke_index": self.invoke_index,
+        });
+        if let Some((index, kind)) = self.completion {
+            details["index"] = json!(index);
+            details["type"] = json!(kind);
+        }
+        if let Some(p) = &self.producer {
+            details["producer_id"] = json!(p.id);
+            details["producer_epoch"] = json!(p.epoch);
+            details["sequence"] = json!(self.sequence);
+            if let Some(attempts) = p.attempts {
+                details["attempts"] = json!(attempts);
+            }
+        }
+        details
+    }
+
+    /// `producer 4000 epoch 0 sequence 7 (process 3, history index 10, ok
+    /// after 2 attempts)`.
+    fn describe(&self) -> String {
+        let stamp = self.producer.map_or_else(String::new, |p| {
+            format!(
+                "producer {} epoch {} sequence {} ",
+                p.id,
+                p.epoch,
+                self.sequence.unwrap_or(p.base_sequence)
+            )
+        });
+        let outcome = match (self.completion, self.producer.and_then(|p| p.attempts)) {
+            (Some((_, kind)), Some(n)) => format!(", {kind:?} after {n} attempt(s)"),
+            (Some((_, kind)), None) => format!(", {kind:?}"),
+            (None, _) => ", never completed".to_owned(),
+        };
+        format!(
+            "{stamp}(process {}, history index {}{})",
+            self.process,
+            self.invoke_index,
+            outcome.to_lowercase()
+        )
+    }
+}
+
+/// Every send of each (partition, value text), from the history.
+fn sends_by_value(history: &[Op]) -> HashMap<(&PartitionRef, String), Vec<SentBy>> {
+    // Each process's send in flight: its place in `all`.
+    let mut pending: HashMap<Process, usize> = HashMap::new();
+    let mut all: Vec<(&Op, SentBy)> = Vec::new();
+    for op in history {
+        let Some(send) = op.send() else { continue };
+        if op.kind == OpType::Invoke {
+            pending.insert(op.process, all.len());
+            let sent = SentBy {
+                process: op.process,
+                invoke_index: op.index,
+                completion: None,
+                producer: send.producer,
+                sequence: None,
+            };
+            all.push((op, sent));
+        } else if let Some(i) = pending.remove(&op.process) {
+            let sent = &mut all[i].1;
+            sent.completion = Some((op.index, op.kind));
+            sent.producer = send.producer.or(sent.producer);
+        }
+    }
+    let mut by_value: HashMap<(&PartitionRef, String), Vec<SentBy>> = HashMap::new();
+    for (op, sent) in all {
+        let send = op.send().expect("only sends were kept");
+        for (i, value) in send.values.iter().enumerate() {
+            let sequence = sent.producer.map(|p| {
+                let place = i32::try_from(i).unwrap_or(i32::MAX);
+                crate::workload::kafka_client::increment_sequence(p.base_sequence, place)
+            });
+            by_value
+                .entry((&send.partition, value.to_string()))
+                .or_default()
+                .push(SentBy {
+                    sequence,
+                    ..sent.clone()
+                });
+        }
+    }
+    by_value
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
@@ -38,8 +155,13 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             "the run left no replica to examine",
         ));
     }
-    let mut evidence = Vec::new();
+    let sends = sends_by_value(&run.history);
+    let idempotent_run = sends.values().flatten().any(|sent| sent.producer.is_some());
+    // Duplicates idempotence forbids, and those Kafka allows.
+    let mut forbidden = Vec::new();
+    let mut allowed = Vec::new();
     let mut total = 0u64;
+    let mut idempotent_duplicates = 0u64;
     // Replicas that agree show the same duplicate once.
     let mut seen: BTreeSet<(&PartitionRef, String, Vec<i64>)> = BTreeSet::new();
     for partition in &partitions {
@@ -58,8 +180,19 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                     continue;
                 }
                 total += 1;
-                if evidence.len() < EVIDENCE_MAX {
-                    evidence.push(Evidence {
+                let sent = sends
+                    .get(&(partition, value.clone()))
+                    .map_or(&[][..], Vec::as_slice);
+                let only_idempotent = !sent.is_empty() && sent.iter().all(|s| s.producer.is_some());
+                if only_idempotent && offsets.len() > sent.len() {
+                    idempotent_duplicates += 1;
+                    if forbidden.len() < EVIDENCE_MAX {
+                        forbidden.push(idempotent_duplicate(
+                            partition, &value, &offsets, &source, sent,
+                        ));
+                    }
+                } else if allowed.len() < EVIDENCE_MAX {
+                    allowed.push(Evidence {
                         anomaly: "duplicate".into(),
                         summary: format!(
                             "value {value} is at offsets {offsets:?} of {partition} ({source})"
@@ -75,15 +208,231 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             }
         }
     }
-    let mut result = CheckResult::valid(
-        NAME,
-        if total == 0 {
-            "no value at two offsets".to_owned()
-        } else {
-            format!("{total} value(s) at more than one offset (allowed without idempotence)")
-        },
-    )
-    .with_count("duplicates", total);
-    result.evidence = evidence;
+    let mut result = if idempotent_duplicates > 0 {
+        let message = format!(
+            "{idempotent_duplicates} value(s) sent by idempotent producers are at more offsets \
+             than they were sent ({total} value(s) at more than one offset in all)"
+        );
+        let mut evidence = forbidden;
+        let room = EVIDENCE_MAX.saturating_sub(evidence.len());
+        evidence.extend(allowed.into_iter().take(room));
+        CheckResult::invalid(NAME, message, evidence)
+    } else {
+        let mut result = CheckResult::valid(
+            NAME,
+            if total == 0 {
+                "no value at two offsets".to_owned()
+            } else {
+                format!("{total} value(s) at more than one offset (allowed without idempotence)")
+            },
+        );
+        result.evidence = allowed;
+        result
+    };
+    result = result.with_count("duplicates", total);
+    if idempotent_run {
+        result = result.with_count("idempotent-duplicates", idempotent_duplicates);
+    }
     Ok(result)
+}
+
+/// The evidence of a value idempotent sends wrote more often than they sent it.
+fn idempotent_duplicate(
+    partition: &PartitionRef,
+    value: &str,
+    offsets: &[i64],
+    source: &str,
+    sent: &[SentBy],
+) -> Evidence {
+    let times = match sent.len() {
+        1 => "once".to_owned(),
+        n => format!("{n} times"),
+    };
+    let by: Vec<String> = sent.iter().map(SentBy::describe).collect();
+    Evidence {
+        anomaly: "idempotent-duplicate".into(),
+        summary: format!(
+            "value {value} is at offsets {offsets:?} of {partition} ({source}), sent {times} by an \
+             idempotent producer: {}",
+            by.join("; ")
+        ),
+        details: json!({
+            "partition": partition,
+            "value": value,
+            "offsets": offsets,
+            "log": source,
+            "sends": sent.iter().map(SentBy::details).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::Verdict;
+    use crate::checker::synthetic::{SyntheticSpec, synthetic_run};
+    use crate::history::Body;
+
+    /// A small synthetic run without faults or unknown sends, one value a
+    /// send: every replica of every partition holds each acknowledged value
+    /// once, in a batch of its own.
+    fn run() -> RunData {
+        synthetic_run(&SyntheticSpec {
+            faults: 0,
+            info_send_every: 0,
+            values_per_send: 1,
+            ..SyntheticSpec::with_ops(300)
+        })
+    }
+
+    /// The first acknowledged send: its invoke's and completion's places in
+    /// the history.
+    fn first_acked(run: &RunData) -> (usize, usize) {
+        let completion = run
+            .history
+            .iter()
+            .position(|op| op.acked_send().is_some())
+            .expect("the run acknowledged a send");
+        let process = run.history[completion].process;
+        let invoke = run.history[..completion]
+            .iter()
+            .rposition(|op| op.process == process && op.kind == OpType::Invoke)
+            .expect("its invoke");
+        (invoke, completion)
+    }
+
+    /// Stamps the send at these places as an idempotent producer's.
+    fn stamp(run: &mut RunData, places: &[usize], attempts: u32) {
+        for &i in places {
+            let completion = run.history[i].kind != OpType::Invoke;
+            if let Body::Send(send) = &mut run.history[i].body {
+                send.producer = Some(Idempotence {
+                    id: 4000,
+                    epoch: 0,
+                    base_sequence: 7,
+                    attempts: completion.then_some(attempts),
+                });
+            }
+        }
+    }
+
+    /// Appends the batch holding `value` to the end of `partition`'s log once
+    /// more, on every replica alike (as a leader that appended a retried
+    /// batch again would leave it); the new offsets.
+    fn append_again(run: &mut RunData, partition: &PartitionRef, value: i64) -> Vec<i64> {
+        let text = value.to_string();
+        let mut appended = Vec::new();
+        for dir in run.replicas.values_mut() {
+            let replica = dir
+                .replicas
+                .iter_mut()
+                .find(|r| r.partition_ref() == *partition)
+                .expect("every node holds every partition");
+            let batch = replica
+                .segments
+                .iter()
+                .flat_map(|s| &s.batches)
+                .find(|b| {
+                    b.records
+                        .iter()
+                        .any(|r| r.value.as_ref().and_then(|v| v.as_str()) == Some(&text))
+                })
+                .expect("the value is in the log")
+                .clone();
+            let shift = replica.log_end_offset - batch.base_offset;
+            let mut again = batch;
+            again.base_offset += shift;
+            again.last_offset += shift;
+            for record in &mut again.records {
+                record.offset += shift;
+            }
+            appended = again.records.iter().map(|r| r.offset).collect();
+            replica.log_end_offset = again.last_offset + 1;
+            replica.high_watermark = Some(replica.log_end_offset);
+            replica.segments.last_mut().unwrap().batches.push(again);
+        }
+        appended
+    }
+
+    #[test]
+    fn an_idempotent_send_written_twice_is_invalid_naming_its_op_and_stamp() {
+        let mut run = run();
+        let (invoke, completion) = first_acked(&run);
+        stamp(&mut run, &[invoke, completion], 2);
+        let (send, acked) = run.history[completion].acked_send().unwrap();
+        let (partition, value) = (send.partition.clone(), send.values[0]);
+        let first = acked.offsets.as_ref().unwrap()[0];
+        let again = append_again(&mut run, &partition, value);
+
+        let result = check(&run).unwrap();
+        assert_eq!(result.verdict, Verdict::Invalid, "{result:#?}");
+        assert_eq!(result.counts["idempotent-duplicates"], 1);
+        assert!(result.counts["duplicates"] >= 1);
+        let evidence = &result.evidence[0];
+        assert_eq!(evidence.anomaly, "idempotent-duplicate");
+        assert_eq!(evidence.details["value"], value.to_string());
+        assert_eq!(evidence.details["offsets"][0], first);
+        assert_eq!(evidence.details["offsets"][1], again[0]);
+        let sent = &evidence.details["sends"][0];
+        assert_eq!(sent["process"], json!(run.history[invoke].process));
+        assert_eq!(sent["invoke_index"], run.history[invoke].index);
+        assert_eq!(sent["index"], run.history[completion].index);
+        assert_eq!(sent["type"], "ok");
+        assert_eq!(sent["producer_id"], 4000);
+        assert_eq!(sent["sequence"], 7);
+        assert_eq!(sent["attempts"], 2);
+        assert!(
+            evidence
+                .summary
+                .contains("sent once by an idempotent producer")
+                && evidence
+                    .summary
+                    .contains("producer 4000 epoch 0 sequence 7"),
+            "{}",
+            evidence.summary
+        );
+    }
+
+    #[test]
+    fn a_plain_send_written_twice_is_counted_and_valid_as_before() {
+        let mut run = run();
+        let (_, completion) = first_acked(&run);
+        let send = run.history[completion].send().unwrap();
+        let (partition, value) = (send.partition.clone(), send.values[0]);
+        append_again(&mut run, &partition, value);
+
+        let result = check(&run).unwrap();
+        assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
+        assert_eq!(result.counts["duplicates"], 1);
+        assert!(!result.counts.contains_key("idempotent-duplicates"));
+        assert_eq!(
+            result.message,
+            "1 value(s) at more than one offset (allowed without idempotence)"
+        );
+        assert_eq!(result.evidence[0].anomaly, "duplicate");
+        assert!(result.evidence[0].details.get("sends").is_none());
+    }
+
+    #[test]
+    fn a_value_two_idempotent_sends_wrote_may_be_at_two_offsets() {
+        let mut run = run();
+        let (invoke, completion) = first_acked(&run);
+        stamp(&mut run, &[invoke, completion], 1);
+        let send = run.history[completion].send().unwrap();
+        let (partition, value) = (send.partition.clone(), send.values[0]);
+        // A second op sending the same value: two sends, two copies.
+        let mut second = vec![run.history[invoke].clone(), run.history[completion].clone()];
+        let next = run.history.last().unwrap().index + 1;
+        for (i, op) in second.iter_mut().enumerate() {
+            op.index = next + i as u64;
+            op.process = Process::Client(9_999);
+        }
+        run.history.extend(second);
+        append_again(&mut run, &partition, value);
+
+        let result = check(&run).unwrap();
+        assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
+        assert_eq!(result.counts["idempotent-duplicates"], 0);
+        assert_eq!(result.counts["duplicates"], 1);
+    }
 }

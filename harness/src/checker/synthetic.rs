@@ -276,6 +276,7 @@ impl<'a> Generator<'a> {
                     values,
                     acks: Acks::All,
                     node: Some(self.logs[p].leader),
+                    producer: None,
                     acked: None,
                 })
             }
@@ -615,6 +616,7 @@ impl<'a> Generator<'a> {
                     dir: PathBuf::from(log.partition.to_string()),
                     segments: log.segments.clone(),
                     leader_epochs: Some(log.epochs.clone()),
+                    producer_snapshots: Vec::new(),
                     high_watermark: Some(log.log_end_offset()),
                     recovery_point: Some(log.log_end_offset()),
                     log_end_offset: log.log_end_offset(),

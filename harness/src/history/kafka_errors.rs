@@ -70,13 +70,49 @@ pub const KAFKA_ERRORS: &[KafkaError] = &[
     e(35, "UNSUPPORTED_VERSION", Always(Definite)),
     e(42, "INVALID_REQUEST", Always(Definite)),
     e(43, "UNSUPPORTED_FOR_MESSAGE_FORMAT", Always(Definite)),
+    // The idempotent producer's codes (KIP-98). The leader validates a batch's
+    // producer epoch and sequence before it appends (Kafka's
+    // ProducerAppendInfo), so a batch refused with one of these was not
+    // appended — by this request.
+    e(45, "OUT_OF_ORDER_SEQUENCE_NUMBER", Always(Definite)),
+    // The batch is a retry of one already appended: it happened. The
+    // idempotent client counts it a success before this table is asked;
+    // anyone else who sees it must not call the write failed.
+    e(46, "DUPLICATE_SEQUENCE_NUMBER", Always(Indefinite)),
+    e(47, "INVALID_PRODUCER_EPOCH", Always(Definite)),
     // A disk error can strike mid-append: part of the batch may be on disk.
     e(56, "KAFKA_STORAGE_ERROR", Always(Indefinite)),
+    // The leader holds no state for the producer id (KIP-360's case: it was
+    // lost or expired); checked before the append.
+    e(59, "UNKNOWN_PRODUCER_ID", Always(Definite)),
     e(74, "FENCED_LEADER_EPOCH", Always(Definite)),
     e(75, "UNKNOWN_LEADER_EPOCH", Always(Definite)),
     e(76, "UNSUPPORTED_COMPRESSION_TYPE", Always(Definite)),
     e(87, "INVALID_RECORD", Always(Definite)),
+    // A newer epoch of the producer id exists (KIP-588); before the append.
+    e(90, "PRODUCER_FENCED", Always(Definite)),
 ];
+
+/// Definite produce errors that say only that this leader, now, did not
+/// append the batch — the partition is between leaders, short of in-sync
+/// replicas, or the request went to a node that is gone — so the same batch
+/// may yet succeed elsewhere or a moment later. Kafka's producer retries
+/// them (each is a `RetriableException`); an idempotent send whose earlier
+/// attempt may have landed retries them too, rather than give up on a
+/// sequence whose fate it does not know. Every other definite error ends it.
+pub const RETRIABLE_PRODUCE_ERRORS: &[i16] = &[
+    3,  // UNKNOWN_TOPIC_OR_PARTITION: a broker not (yet) told of the partition
+    5,  // LEADER_NOT_AVAILABLE
+    6,  // NOT_LEADER_OR_FOLLOWER
+    19, // NOT_ENOUGH_REPLICAS
+    74, // FENCED_LEADER_EPOCH
+    75, // UNKNOWN_LEADER_EPOCH
+];
+
+/// Whether a produce that failed with `code` may succeed if sent again.
+pub fn produce_retriable(code: i16) -> bool {
+    RETRIABLE_PRODUCE_ERRORS.contains(&code)
+}
 
 const fn e(code: i16, name: &'static str, produce: Produce) -> KafkaError {
     KafkaError {
@@ -136,6 +172,19 @@ mod tests {
         assert_eq!(produce_outcome(6, -1), Indefinite);
         assert_eq!(produce_outcome(6, 1), Definite);
         assert_eq!(produce_outcome(6, 0), Definite);
+    }
+
+    #[test]
+    fn idempotence_refusals_are_definite_and_retriable_codes_are_named() {
+        for code in [45, 47, 59, 90] {
+            assert_eq!(produce_outcome(code, -1), Definite, "{code}");
+            assert!(!produce_retriable(code), "{code}");
+        }
+        // A duplicate was appended once already: never a failure.
+        assert_eq!(produce_outcome(46, -1), Indefinite);
+        for &code in RETRIABLE_PRODUCE_ERRORS {
+            assert!(kafka_error(code).is_some(), "{code} is in the table");
+        }
     }
 
     #[test]

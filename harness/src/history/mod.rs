@@ -17,8 +17,8 @@ pub mod kafka_errors;
 pub mod op;
 
 pub use op::{
-    Acked, Aim, Body, Done, FaultOp, NodeCut, Op, Poll, PolledRecord, Read, RecordValue,
-    ReplicaCut, Send, Verb, value_text,
+    Acked, Aim, Body, Done, FaultOp, Idempotence, NodeCut, Op, Poll, PolledRecord, Read,
+    RecordValue, ReplicaCut, Send, Verb, value_text,
 };
 
 use std::collections::HashMap;

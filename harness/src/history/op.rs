@@ -4,7 +4,7 @@
 //!
 //! | f | process | invoke value | `ok` adds |
 //! |---|---|---|---|
-//! | `send` | client | [`Send`]: `{partition, values, acks, node}` | [`Acked`]: `offsets` (null under acks=0), and the `isr` and `leader_epoch` etcd showed just after the ack |
+//! | `send` | client | [`Send`]: `{partition, values, acks, node}`, and from an idempotent producer `producer`: [`Idempotence`] `{id, epoch, base_sequence}` (its completion, whatever its type, adds `attempts`) | [`Acked`]: `offsets` (null under acks=0), and the `isr` and `leader_epoch` etcd showed just after the ack |
 //! | `poll` | client | [`Poll`]: `{partition, from_offset, node}` | [`Read`]: `records: [[offset, value]]`, `high_watermark` of the first fetch, `leader_epoch` from etcd just after |
 //! | fault verbs (`crash`, `power-loss`, ...) | nemesis | [`Aim`]: the fault as written | [`Done`]: `nodes` it resolved to, and the `blocked` links or `cut` logs |
 //!
@@ -104,11 +104,33 @@ pub struct Send {
     pub values: Vec<i64>,
     pub acks: Acks,
     /// The node it went to (`null`: no leader was known, and it failed).
+    /// An idempotent send's retries may go elsewhere: this is the first.
     #[serde(default)]
     pub node: Option<NodeId>,
+    /// Absent for a plain producer's send, so histories written before
+    /// idempotence read, and are written, as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer: Option<Idempotence>,
     /// On an `ok` only.
     #[serde(skip)]
     pub acked: Option<Acked>,
+}
+
+/// An idempotent producer's stamp on a send (KIP-98): every batch of the
+/// request carries the producer id and epoch, and the values' sequences
+/// count on from `base_sequence` (value `i` has sequence `base_sequence + i`,
+/// wrapping to 0 past `i32::MAX` as Kafka's do). Every attempt resends the
+/// same stamp, so a leader holding the batch already answers with it rather
+/// than append it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Idempotence {
+    pub id: i64,
+    pub epoch: i16,
+    pub base_sequence: i32,
+    /// On the completion: how many times the request was sent (1 when it
+    /// was never retried, 0 when it never went out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
 }
 
 /// What an acknowledged send learned.
@@ -676,6 +698,21 @@ mod tests {
         );
         round_trip(
             r#"{"index":1,"time_ns":5,"process":0,"type":"ok","f":"send","value":{"acks":"0","node":"b1","offsets":null,"partition":"t-0","values":[1]}}"#,
+        );
+        let idempotent = round_trip(
+            r#"{"index":1,"time_ns":5,"process":0,"type":"ok","f":"send","value":{"acks":"all","node":"b1","offsets":[4,5],"partition":"t-0","producer":{"attempts":2,"base_sequence":7,"epoch":0,"id":4000},"values":[1,2]}}"#,
+        );
+        assert_eq!(
+            idempotent.send().unwrap().producer,
+            Some(Idempotence {
+                id: 4000,
+                epoch: 0,
+                base_sequence: 7,
+                attempts: Some(2),
+            })
+        );
+        round_trip(
+            r#"{"index":0,"time_ns":5,"process":0,"type":"invoke","f":"send","value":{"acks":"all","node":"b1","partition":"t-0","producer":{"base_sequence":7,"epoch":0,"id":4000},"values":[1,2]}}"#,
         );
         round_trip(
             r#"{"index":0,"time_ns":5,"process":3,"type":"fail","f":"send","value":{"acks":"1","node":null,"partition":"t-0","values":[1]},"error":"no leader to send to"}"#,

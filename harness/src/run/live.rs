@@ -62,6 +62,7 @@ impl<R: Runtime> Live<R> {
             ),
             addresses: Arc::new(addresses),
             request_timeout: Duration::from_millis(schedule.workload.request_timeout_ms),
+            idempotent: schedule.workload.idempotent,
         };
         Ok(Live {
             runtime,

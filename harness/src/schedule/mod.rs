@@ -105,4 +105,46 @@ fault = "heal"
         assert!(!text.contains("[step."), "{text}");
         assert_eq!(Schedule::parse("s.toml", &text).unwrap(), schedule);
     }
+
+    const CLUSTER: &str = "[cluster]\nbrokers = 1\n\n[[cluster.topic]]\nname = \"t\"\npartitions = 1\nreplication_factor = 1\n";
+
+    #[test]
+    fn idempotent_is_off_by_default_and_printed_back_only_when_on() {
+        let plain = Schedule::parse("s.toml", CLUSTER).unwrap();
+        assert!(!plain.workload.idempotent);
+        assert!(
+            !plain.to_toml().contains("idempotent"),
+            "{}",
+            plain.to_toml()
+        );
+        let src = format!("{CLUSTER}\n[workload]\nidempotent = true\n");
+        let on = Schedule::parse("s.toml", &src).unwrap();
+        assert!(on.workload.idempotent);
+        let text = on.to_toml();
+        assert!(text.contains("idempotent = true"), "{text}");
+        assert_eq!(Schedule::parse("s.toml", &text).unwrap(), on);
+    }
+
+    #[test]
+    fn a_bad_idempotent_names_the_key_and_other_acks_are_refused() {
+        let src = format!("{CLUSTER}\n[workload]\nidempotent = \"yes\"\n");
+        let e = Schedule::parse("s.toml", &src).unwrap_err();
+        assert!(e.to_string().contains("`idempotent`"), "{e}");
+        let src = format!("{CLUSTER}\n[workload]\nacks = \"1\"\nidempotent = true\n");
+        let e = Schedule::parse("s.toml", &src).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`idempotent = true` needs acks = \"all\"; [workload] sets acks = \"1\""),
+            "{e}"
+        );
+        assert_eq!(e.line(), Some(11));
+        let src = format!(
+            "{CLUSTER}\n[workload]\nidempotent = true\n\n[[step]]\nproduce = {{ partition = \"t-0\", values = [1], acks = \"0\" }}\n"
+        );
+        let e = Schedule::parse("s.toml", &src).unwrap_err();
+        assert!(e.to_string().contains("step 1 sets acks = \"0\""), "{e}");
+        // Without idempotence any acks goes, as before.
+        let src = src.replace("idempotent = true", "idempotent = false");
+        Schedule::parse("s.toml", &src).unwrap();
+    }
 }

@@ -84,6 +84,14 @@ pub struct Workload {
     /// on purpose sets less.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quiesce_timeout_ms: Option<u64>,
+    /// Every client process is an idempotent producer (KIP-98): a producer
+    /// id from InitProducerId, a sequence per partition on every batch, and
+    /// a send whose outcome is unknown resent with the same sequences until
+    /// it is known or its deadline passes (workload/producer.rs). Needs
+    /// acks = "all", as Kafka's producer does. Off by default; printed back
+    /// only when on, so schedules that never set it print as before.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent: bool,
 }
 
 /// `[workload.background]`: clients that keep producing and consuming while
@@ -129,6 +137,7 @@ impl Default for Workload {
             background: None,
             liveness_ms: None,
             quiesce_timeout_ms: None,
+            idempotent: false,
         }
     }
 }

@@ -10,7 +10,7 @@ use super::broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS
 use super::condition::Condition;
 use serde::Deserialize;
 
-use super::model::{Cluster, Fault, PartitionRef, Schedule, Target, Workload};
+use super::model::{Acks, Cluster, Fault, PartitionRef, Schedule, Target, Workload};
 use super::step::{ONE_KIND, Step, StepTable, TIMEOUT_WITHOUT_AWAIT};
 use crate::node::NodeId;
 
@@ -93,6 +93,11 @@ pub enum Invalid {
     BadStep { step: usize, why: String },
     #[error("[workload.background] needs at least one producer or consumer, and a topic to use")]
     EmptyBackground,
+    /// Kafka's producer refuses `enable.idempotence` with acks other than
+    /// all: an acks=1 write the leader loses in a failover would leave the
+    /// producer's sequence ahead of the log's.
+    #[error("`idempotent = true` needs acks = \"all\"; {at} sets acks = \"{acks}\"")]
+    IdempotenceNeedsAcksAll { at: String, acks: Acks },
 }
 
 pub(super) fn parse(file: &Path, src: &str) -> Result<Schedule, ScheduleError> {
@@ -266,6 +271,15 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
     };
 
     settings(&s.cluster.settings, "cluster.settings", src)?;
+    if s.workload.idempotent && s.workload.acks != Acks::All {
+        return Err((
+            key_line(src, "idempotent"),
+            Invalid::IdempotenceNeedsAcksAll {
+                at: "[workload]".into(),
+                acks: s.workload.acks,
+            },
+        ));
+    }
     if let Some(b) = &s.workload.background {
         let line = key_line(src, "background");
         for p in &b.partitions {
@@ -391,6 +405,15 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
             }
             if p.records_per_batch == Some(0) {
                 return Err(bad("records_per_batch must be at least 1".into()));
+            }
+            if let Some(acks) = p.acks.filter(|&a| s.workload.idempotent && a != Acks::All) {
+                return Err((
+                    line,
+                    Invalid::IdempotenceNeedsAcksAll {
+                        at: format!("step {number}"),
+                        acks,
+                    },
+                ));
             }
         }
         if let Some(c) = consume {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::client::{Clients, RecordingClient, SEND_MARGIN, SendOptions};
+use super::client::{Clients, RecordingClient, SendOptions};
 use crate::history::{OpType, WriteError};
 use crate::schedule::{Background, PartitionRef, Workload};
 
@@ -56,7 +56,8 @@ pub struct Workers {
     stop: watch::Sender<bool>,
     acked: watch::Receiver<u64>,
     tasks: JoinSet<Result<(), WriteError>>,
-    request_timeout: Duration,
+    /// The longest one send may take ([`Clients::send_bound`]).
+    send_bound: Duration,
 }
 
 impl Workers {
@@ -93,7 +94,7 @@ impl Workers {
             stop: stop_tx,
             acked: acked_rx,
             tasks,
-            request_timeout: clients.request_timeout,
+            send_bound: clients.send_bound(),
         }
     }
 
@@ -118,10 +119,11 @@ impl Workers {
     }
 
     /// Tells every worker to stop and waits for each to finish its request in
-    /// flight (bounded by the request deadline).
+    /// flight (bounded by the send's deadline: an idempotent send's retries
+    /// included).
     pub async fn stop(mut self) -> Result<(), BackgroundError> {
         let _ = self.stop.send(true);
-        let bound = self.request_timeout + SEND_MARGIN + Duration::from_secs(5);
+        let bound = self.send_bound + Duration::from_secs(5);
         let deadline = tokio::time::Instant::now() + bound;
         let mut first_error = None;
         while !self.tasks.is_empty() {

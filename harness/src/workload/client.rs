@@ -10,7 +10,9 @@
 //! the other clients: view.rs): the replicas the lost-write rule holds to
 //! account. An `info` (an answer that never came) retires the client's
 //! history process; its next op runs on a fresh one, as Jepsen gives a crashed
-//! worker a new process. A client never retries: a retry is a new op.
+//! worker a new process. A plain client never retries: a retry is a new op.
+//! With `[workload] idempotent = true` each process is an idempotent producer
+//! instead, which resends a send whose outcome is unknown (producer.rs).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use bytes::Bytes;
 use super::kafka_client::{
     self, ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord,
 };
+use super::producer::{Producer, delivery_timeout};
 use super::view::SharedView;
 use crate::history::kafka_errors::{Outcome, produce_outcome};
 use crate::history::{
@@ -58,6 +61,8 @@ pub struct Clients {
     pub addresses: Arc<BTreeMap<NodeId, String>>,
     /// Bound on one request (the broker's acks=all wait is this too).
     pub request_timeout: Duration,
+    /// `[workload] idempotent`: every process is an idempotent producer.
+    pub idempotent: bool,
 }
 
 impl Clients {
@@ -68,7 +73,19 @@ impl Clients {
             shared: self.clone(),
             client_id,
             process: None,
+            producer: None,
             connections: BTreeMap::new(),
+        }
+    }
+
+    /// The longest one send may take until its completion is recorded, less
+    /// the etcd read after an ack: one request and its margin, or, for an
+    /// idempotent producer, every attempt within its delivery timeout.
+    pub fn send_bound(&self) -> Duration {
+        if self.idempotent {
+            delivery_timeout(self.request_timeout)
+        } else {
+            self.request_timeout + SEND_MARGIN
         }
     }
 }
@@ -99,13 +116,16 @@ impl SendOptions {
     }
 }
 
-/// One client: its connections (one per node) and its current history
-/// process.
+/// One client: its connections (one per node), its current history
+/// process and, when idempotent, that process's producer.
 pub struct RecordingClient {
-    shared: Clients,
+    pub(super) shared: Clients,
     client_id: &'static str,
     process: Option<u64>,
-    connections: BTreeMap<NodeId, KafkaClient>,
+    /// The idempotent producer of the current process, made at its first
+    /// send (producer.rs); `None` for a plain client.
+    pub(super) producer: Option<Producer>,
+    pub(super) connections: BTreeMap<NodeId, KafkaClient>,
 }
 
 impl RecordingClient {
@@ -145,11 +165,17 @@ impl RecordingClient {
         node: Option<NodeId>,
         options: SendOptions,
     ) -> Result<Op, WriteError> {
+        // Kafka's producer refuses idempotence without acks=all, and so does
+        // the schedule; a caller that asks for other acks gets a plain send.
+        if self.shared.idempotent && options.acks == Acks::All {
+            return self.send_idempotent(partition, values, node, options).await;
+        }
         let mut send = Send {
             partition: partition.clone(),
             values,
             acks: options.acks,
             node,
+            producer: None,
             acked: None,
         };
         let process = self.invoke(Body::Send(send.clone()))?;
@@ -161,17 +187,12 @@ impl RecordingClient {
                 Some("no leader to send to".into()),
             );
         };
-        let wire = ProduceOptions {
-            acks: options.acks.wire(),
-            records_per_batch: options.records_per_batch.max(1) as usize,
-            compression: wire_compression(options.compression),
-            timeout_ms: i32::try_from(self.shared.request_timeout.as_millis()).unwrap_or(i32::MAX),
-        };
+        let wire = self.produce_options(&options);
         // The broker's own acks=all wait, then a margin for the answer to travel.
         let deadline = self.shared.request_timeout + SEND_MARGIN;
         // A connection that cannot be made (or fails its version check) never
         // carried the produce: a definite failure whatever the error.
-        let result = match self.connection(node).await {
+        let result = match self.connection(node, self.shared.request_timeout).await {
             Ok(client) => produce(client, partition, &send.values, &options, &wire, deadline)
                 .await
                 .map_err(|e| (send_outcome(&e, wire.acks), e)),
@@ -218,7 +239,7 @@ impl RecordingClient {
             );
         };
         let deadline = self.shared.request_timeout;
-        let result = match self.connection(node).await {
+        let result = match self.connection(node, deadline).await {
             Ok(client) => read(client, partition, from_offset, deadline).await,
             Err(e) => Err(e),
         };
@@ -239,13 +260,24 @@ impl RecordingClient {
         }
     }
 
-    fn invoke(&mut self, body: Body) -> Result<u64, WriteError> {
+    /// The wire options of a send: the broker waits for acks=all as long as
+    /// the client waits for one request.
+    pub(super) fn produce_options(&self, options: &SendOptions) -> ProduceOptions {
+        ProduceOptions {
+            acks: options.acks.wire(),
+            records_per_batch: options.records_per_batch.max(1) as usize,
+            compression: wire_compression(options.compression),
+            timeout_ms: i32::try_from(self.shared.request_timeout.as_millis()).unwrap_or(i32::MAX),
+        }
+    }
+
+    pub(super) fn invoke(&mut self, body: Body) -> Result<u64, WriteError> {
         let process = self.process();
         self.shared.history.invoke(Process::Client(process), body)?;
         Ok(process)
     }
 
-    fn complete(
+    pub(super) fn complete(
         &mut self,
         process: u64,
         kind: OpType,
@@ -258,19 +290,30 @@ impl RecordingClient {
             .append(Process::Client(process), kind, body, error)?;
         if kind == OpType::Info {
             self.process = None;
+            // The retired process's producer goes with it: the sequences it
+            // sent last may or may not be in the log, so no later batch of
+            // that producer id could be numbered correctly (KIP-98's producer
+            // fails the same way; KIP-360 bumps the epoch instead). The next
+            // process asks for a new producer id.
+            self.producer = None;
         }
         Ok(op)
     }
 
-    async fn connection(&mut self, node: NodeId) -> Result<&mut KafkaClient, ClientError> {
+    /// The connection to `node`, made within `connect_timeout` if there is
+    /// none.
+    pub(super) async fn connection(
+        &mut self,
+        node: NodeId,
+        connect_timeout: Duration,
+    ) -> Result<&mut KafkaClient, ClientError> {
         if !self.connections.contains_key(&node) {
             let address = self
                 .shared
                 .addresses
                 .get(&node)
                 .ok_or_else(|| ClientError::Protocol(format!("no address for {node}")))?;
-            let client =
-                KafkaClient::connect(address, self.client_id, self.shared.request_timeout).await?;
+            let client = KafkaClient::connect(address, self.client_id, connect_timeout).await?;
             self.connections.insert(node, client);
         }
         Ok(self.connections.get_mut(&node).expect("inserted above"))
@@ -331,16 +374,7 @@ async fn produce(
     options: &ProduceOptions,
     deadline: Duration,
 ) -> Result<Option<Vec<i64>>, ClientError> {
-    let records: Vec<ProduceRecord> = values
-        .iter()
-        .map(|&v| {
-            let value = Bytes::from(padded(v, send.value_bytes));
-            match &send.key {
-                Some(key) => ProduceRecord::keyed(Bytes::from(key.to_string()), value),
-                None => ProduceRecord::value(value),
-            }
-        })
-        .collect();
+    let records = records(values, send);
     let produced = client
         .produce(
             &partition.topic,
@@ -350,11 +384,28 @@ async fn produce(
             deadline,
         )
         .await?;
-    Ok((produced.base_offset >= 0).then(|| {
-        (0..values.len() as i64)
-            .map(|i| produced.base_offset + i)
-            .collect()
-    }))
+    Ok(offsets(produced.base_offset, values.len()))
+}
+
+/// The records a send of `values` writes: each value as [`padded`] text,
+/// with the send's key.
+pub(super) fn records(values: &[i64], send: &SendOptions) -> Vec<ProduceRecord> {
+    values
+        .iter()
+        .map(|&v| {
+            let value = Bytes::from(padded(v, send.value_bytes));
+            match &send.key {
+                Some(key) => ProduceRecord::keyed(Bytes::from(key.to_string()), value),
+                None => ProduceRecord::value(value),
+            }
+        })
+        .collect()
+}
+
+/// Each of `count` values' offset from the first's; `None` when the broker
+/// gave none (-1: acks=0, or a duplicate it could not place).
+pub(super) fn offsets(base_offset: i64, count: usize) -> Option<Vec<i64>> {
+    (base_offset >= 0).then(|| (0..count as i64).map(|i| base_offset + i).collect())
 }
 
 /// Reads one partition from `from_offset` up to the high watermark seen by the

@@ -112,6 +112,7 @@ fn checker_consumer_a_read_after_the_loss_that_excuses_its_write_is_not_excused(
             values: vec![10],
             acks: Acks::All,
             node: Some(NodeId::new(1)),
+            producer: None,
             acked,
         }),
         error: None,

@@ -127,7 +127,24 @@ impl KafkaClient {
         options: &ProduceOptions,
         deadline: Duration,
     ) -> Result<Produced, ClientError> {
-        let batches = encode_batches(records, options)?;
+        self.produce_stamped(topic, partition, records, options, None, deadline)
+            .await
+    }
+
+    /// [`KafkaClient::produce`], the batches stamped by an idempotent
+    /// producer when `stamp` is given (idempotent.rs). The broker's
+    /// DUPLICATE_SEQUENCE_NUMBER is a success for a stamped produce, with
+    /// the offset the broker sent (-1 when it could not say).
+    pub(super) async fn produce_stamped(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        records: &[ProduceRecord],
+        options: &ProduceOptions,
+        stamp: Option<&ProducerStamp>,
+        deadline: Duration,
+    ) -> Result<Produced, ClientError> {
+        let batches = encode_batches(records, options, stamp)?;
         let req = ProduceRequest::default()
             .with_acks(options.acks)
             .with_timeout_ms(options.timeout_ms)
@@ -155,6 +172,9 @@ impl KafkaClient {
             .ok_or_else(|| missing("Produce", topic, partition))?;
         match p.error_code {
             0 => Ok(Produced {
+                base_offset: p.base_offset,
+            }),
+            DUPLICATE_SEQUENCE_NUMBER if stamp.is_some() => Ok(Produced {
                 base_offset: p.base_offset,
             }),
             code => Err(ClientError::broker(code)),
@@ -378,13 +398,30 @@ impl KafkaClient {
     }
 }
 
-fn encode_batches(
+/// `records` as record batches v2 of at most `records_per_batch` records.
+/// Unstamped, every batch has producer id, epoch and base sequence -1, as a
+/// plain producer's do. Stamped, each batch carries the producer id and
+/// epoch, and its base sequence is `stamp.base_sequence` plus the records
+/// before it in the request.
+pub(super) fn encode_batches(
     records: &[ProduceRecord],
     options: &ProduceOptions,
+    stamp: Option<&ProducerStamp>,
 ) -> Result<Bytes, ClientError> {
     let per_batch = options.records_per_batch.max(1);
+    let (producer_id, producer_epoch) = stamp.map_or((-1, -1), |s| {
+        (s.producer.producer_id, s.producer.producer_epoch)
+    });
     let mut out = BytesMut::new();
-    for chunk in records.chunks(per_batch) {
+    for (n, chunk) in records.chunks(per_batch).enumerate() {
+        let base_sequence = match stamp {
+            Some(s) => {
+                let before = i32::try_from(n * per_batch).unwrap_or(i32::MAX);
+                increment_sequence(s.base_sequence, before)
+            }
+            // No idempotence: the batch's base sequence is -1.
+            None => -1,
+        };
         let batch: Vec<Record> = chunk
             .iter()
             .enumerate()
@@ -393,14 +430,16 @@ fn encode_batches(
                 control: false,
                 // The leader stamps its epoch and offsets on append.
                 partition_leader_epoch: -1,
-                producer_id: -1,
-                producer_epoch: -1,
+                producer_id,
+                producer_epoch,
                 timestamp_type: TimestampType::Creation,
                 offset: i as i64,
-                // No idempotence, so the batch's base sequence is -1; the
-                // encoder starts a new batch wherever offset - sequence
-                // changes, so the records count on from it.
-                sequence: (i as i32).wrapping_sub(1),
+                // The encoder takes the batch's base sequence from its first
+                // record and starts a new batch wherever offset - sequence
+                // changes, so the records count on from the base (wrapping as
+                // i32 inside the batch, as the decoder reads them back; the
+                // wire carries the base sequence alone).
+                sequence: base_sequence.wrapping_add(i as i32),
                 timestamp: 0,
                 key: r.key.clone(),
                 value: Some(r.value.clone()),

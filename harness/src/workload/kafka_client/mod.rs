@@ -7,11 +7,14 @@
 //! answer to the next request); later calls report [`ClientError::Closed`].
 
 mod calls;
+mod idempotent;
 mod types;
 
+pub use idempotent::{DUPLICATE_SEQUENCE_NUMBER, INIT_PRODUCER_ID_VERSIONS};
 pub use types::{
     Compression, FetchOptions, Fetched, FetchedRecord, Metadata, MetadataBroker, MetadataPartition,
-    MetadataTopic, OffsetSpec, ProduceOptions, ProduceRecord, Produced, ReplicaOffsets,
+    MetadataTopic, OffsetSpec, ProduceOptions, ProduceRecord, Produced, ProducerIdAndEpoch,
+    ProducerStamp, ReplicaOffsets, increment_sequence,
 };
 
 use std::time::Duration;
@@ -133,6 +136,11 @@ pub struct KafkaClient {
     next_correlation_id: i32,
     client_id: String,
     response_bytes_max: usize,
+    /// The InitProducerId versions the broker offered in its ApiVersions
+    /// answer (min, max); `None` when it offers none. Not required at
+    /// connect: only an idempotent producer needs it, and a plain one must
+    /// still work against a broker without it.
+    init_producer_id_offered: Option<(i16, i16)>,
 }
 
 fn topic_name(name: &str) -> TopicName {
@@ -184,6 +192,7 @@ impl KafkaClient {
             next_correlation_id: 0,
             client_id: client_id.to_string(),
             response_bytes_max: RESPONSE_BYTES_MAX_DEFAULT,
+            init_producer_id_offered: None,
         };
         client.check_api_versions(connect_timeout).await?;
         Ok(client)
@@ -211,6 +220,11 @@ impl KafkaClient {
         if resp.error_code != 0 {
             return Err(ClientError::broker(resp.error_code));
         }
+        self.init_producer_id_offered = resp
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == ApiKey::InitProducerId as i16)
+            .map(|k| (k.min_version, k.max_version));
         let needed = [
             (ApiKey::Metadata, METADATA_VERSION),
             (ApiKey::Produce, PRODUCE_VERSION),

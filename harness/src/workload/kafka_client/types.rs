@@ -81,6 +81,35 @@ impl Default for ProduceOptions {
     }
 }
 
+/// A producer id and epoch handed out by InitProducerId (KIP-98): who an
+/// idempotent producer is to the brokers. Kafka's `ProducerIdAndEpoch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerIdAndEpoch {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
+/// What an idempotent producer stamps on one produce: its id and epoch and
+/// the sequence of the first record. Every record counts on from it, across
+/// the `records_per_batch` batches of the request, so each batch's base
+/// sequence follows the last one's (Kafka's sequences are per partition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerStamp {
+    pub producer: ProducerIdAndEpoch,
+    pub base_sequence: i32,
+}
+
+/// `sequence + increment` as Kafka counts sequences
+/// (`DefaultRecordBatch.incrementSequence`): past `i32::MAX` they wrap to 0,
+/// not to a negative number.
+pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
+    if sequence > i32::MAX - increment {
+        increment - (i32::MAX - sequence) - 1
+    } else {
+        sequence + increment
+    }
+}
+
 /// A produce the broker accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Produced {
