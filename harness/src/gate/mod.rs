@@ -22,6 +22,8 @@
 //! [[scenario.path]]
 //! acked_at_least = 2                          # values acknowledged (ok sends)
 //! [[scenario.path]]
+//! resent_acked_at_least = 1                   # idempotent sends acked after a resend
+//! [[scenario.path]]
 //! fault = "crash"                             # a nemesis op that completed without error
 //! [[scenario.path]]
 //! isr_shrink = "t-0"                          # etcd's timeline shows the ISR shrink

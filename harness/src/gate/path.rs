@@ -24,6 +24,22 @@ pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(),
             return Err(format!("{acked} values acknowledged, wanted at least {n}"));
         }
     }
+    if let Some(n) = assertion.resent_acked_at_least {
+        let resent = run
+            .history
+            .iter()
+            .filter_map(|op| op.acked_send())
+            .filter(|(send, _)| {
+                send.producer
+                    .is_some_and(|p| p.attempts.is_some_and(|attempts| attempts > 1))
+            })
+            .count() as u64;
+        if resent < n {
+            return Err(format!(
+                "{resent} idempotent sends acknowledged after a resend, wanted at least {n}"
+            ));
+        }
+    }
     if let Some(f) = &assertion.fault {
         // The nemesis records a fault that did its work as `info` with no error.
         let fired = run.history.iter().any(|op| {

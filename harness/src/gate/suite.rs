@@ -153,6 +153,9 @@ pub enum Expect {
 #[serde(deny_unknown_fields)]
 pub struct PathAssertion {
     pub acked_at_least: Option<u64>,
+    /// Idempotent sends acknowledged after more than one attempt: the
+    /// producer's resend reached a leader and was settled.
+    pub resent_acked_at_least: Option<u64>,
     pub fault: Option<String>,
     pub isr_shrink: Option<String>,
     pub leaders: Option<LeaderSequence>,
@@ -297,13 +300,14 @@ fn load_suite(path: &Path, text: &str) -> Result<LoadedSuite, SuiteError> {
         for assertion in &scenario.paths {
             let keys = [
                 assertion.acked_at_least.is_some(),
+                assertion.resent_acked_at_least.is_some(),
                 assertion.fault.is_some(),
                 assertion.isr_shrink.is_some(),
                 assertion.leaders.is_some(),
             ];
             if keys.iter().filter(|&&k| k).count() != 1 {
                 return Err(invalid(
-                    "each [[scenario.path]] takes exactly one of acked_at_least, fault, isr_shrink, leaders"
+                    "each [[scenario.path]] takes exactly one of acked_at_least, resent_acked_at_least, fault, isr_shrink, leaders"
                         .into(),
                 ));
             }
