@@ -277,6 +277,37 @@ mod tests {
         assert_eq!(changes[0].leader_epoch, 1);
     }
 
+    /// The directory is named from the request's topic: a name Kafka would
+    /// refuse (`../x`, `a/b`) or a negative partition is refused with
+    /// INVALID_TOPIC_EXCEPTION and nothing is created, inside the data dir or
+    /// out of it (found by fuzzing the broker's dispatch).
+    #[test]
+    fn a_leader_and_isr_for_a_topic_name_kafka_refuses_creates_nothing() {
+        let parent = tempfile::tempdir().unwrap();
+        let data = parent.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let rm = manager(&data, 1);
+        let before = std::fs::read_dir(&data).unwrap().count();
+        for (topic, partition) in [("../escape", 0), ("a/b", 0), ("..", 0), ("t", -1)] {
+            let bad = TopicPartition {
+                topic: topic.into(),
+                partition,
+            };
+            let d = rm.apply_leader_and_isr(vec![(bad, state(1, 0, vec![1]))]);
+            assert_eq!(
+                d[0].result,
+                Err(ResponseError::InvalidTopicException),
+                "{topic}-{partition}"
+            );
+        }
+        assert_eq!(std::fs::read_dir(&data).unwrap().count(), before);
+        let outside: Vec<_> = std::fs::read_dir(parent.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(outside, vec![std::ffi::OsString::from("data")]);
+    }
+
     #[test]
     fn a_leader_and_isr_not_newer_than_the_current_epoch_is_rejected() {
         let dir = tempfile::tempdir().unwrap();

@@ -197,6 +197,7 @@ pub(super) fn storage_error_code(e: &StorageError) -> ResponseError {
     match e {
         StorageError::CorruptRecords { .. } => ResponseError::CorruptMessage,
         StorageError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        StorageError::InvalidTopicPartition { .. } => ResponseError::InvalidTopicException,
         StorageError::ProducerState { source, .. } => match source {
             ProducerStateError::InvalidSequence { .. } => ResponseError::InvalidRecord,
             ProducerStateError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,

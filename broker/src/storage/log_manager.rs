@@ -155,6 +155,12 @@ impl LogManager {
         tp: &TopicPartition,
     ) -> Result<&mut PartitionLog, StorageError> {
         if !self.logs.contains_key(tp) {
+            tp.validate()
+                .map_err(|reason| StorageError::InvalidTopicPartition {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    reason,
+                })?;
             let dir = self.data_dir.join(tp.dir_name());
             fs::create_dir_all(&dir).map_err(StorageError::io("create partition dir", &dir))?;
             checkpoint::sync_dir(&self.data_dir)?;

@@ -35,6 +35,30 @@ pub use partition_log::{LogAppendInfo, PartitionLog};
 pub use producer_state::{ProducerStateError, ProducerStateManager};
 pub use record_batch::BatchError;
 
+/// Kafka's limit on topic name length (`Topic.MAX_NAME_LENGTH`).
+pub const MAX_TOPIC_NAME_LEN: usize = 249;
+
+/// Kafka's topic name rule (`org.apache.kafka.common.internals.Topic.validate`).
+pub fn validate_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name == "." || name == ".." {
+        return Err(format!("topic name {name:?} is not allowed"));
+    }
+    if name.len() > MAX_TOPIC_NAME_LEN {
+        return Err(format!(
+            "topic name is longer than {MAX_TOPIC_NAME_LEN} characters"
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "topic name {name:?} contains {c:?}; allowed are ASCII alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
 /// A topic and partition number: the key of every per-partition structure.
 ///
 /// Ordered by topic then partition so checkpoint files list entries in a stable order.
@@ -50,6 +74,23 @@ impl TopicPartition {
             topic: topic.into(),
             partition,
         }
+    }
+
+    /// Whether this names a partition the broker may keep on disk: a topic
+    /// name Kafka accepts (`Topic.validate`: 1 to 249 of ASCII alphanumerics,
+    /// `.`, `_` and `-`, and not `.` or `..`) and a partition number >= 0. The
+    /// directory name is built from it, so a name with `/` or `..` would
+    /// otherwise reach outside the data directory (a LeaderAndIsr for
+    /// `../../x` did, before this check).
+    pub fn validate(&self) -> Result<(), String> {
+        validate_topic_name(&self.topic)?;
+        if self.partition < 0 {
+            return Err(format!(
+                "partition {} of {:?} is negative",
+                self.partition, self.topic
+            ));
+        }
+        Ok(())
     }
 
     /// The partition's directory name, `<topic>-<partition>`, as Kafka names it.
@@ -184,6 +225,14 @@ pub enum StorageError {
     /// A directory in the data dir that is not `<topic>-<partition>`.
     #[error("{path}: not a <topic>-<partition> directory")]
     InvalidPartitionDir { path: PathBuf },
+    /// A partition whose name cannot be a directory of the data dir (see
+    /// [`TopicPartition::validate`]); nothing was created.
+    #[error("invalid partition {topic:?}-{partition}: {reason}")]
+    InvalidTopicPartition {
+        topic: String,
+        partition: i32,
+        reason: String,
+    },
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
     /// A leader append refused by the idempotent producer's epoch and sequence

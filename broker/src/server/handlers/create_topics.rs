@@ -19,30 +19,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::controller::metadata_store::TopicAssignment;
 use crate::server::context::Broker;
+use crate::storage::validate_topic_name;
 
-/// Kafka's limit on topic name length.
-const MAX_TOPIC_NAME_LEN: usize = 249;
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
-
-pub fn validate_topic_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name == "." || name == ".." {
-        return Err(format!("topic name {name:?} is not allowed"));
-    }
-    if name.len() > MAX_TOPIC_NAME_LEN {
-        return Err(format!(
-            "topic name is longer than {MAX_TOPIC_NAME_LEN} characters"
-        ));
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return Err(format!(
-            "topic name {name:?} contains {c:?}; allowed are ASCII alphanumerics, '.', '_' and '-'"
-        ));
-    }
-    Ok(())
-}
 
 /// Partition p → `rf` brokers of `live` (sorted) starting at index p.
 pub fn assign_replicas(live: &[i32], partitions: i32, rf: usize) -> BTreeMap<i32, Vec<i32>> {
