@@ -18,6 +18,8 @@ use crate::topic_partition::PartitionRef;
 use super::RunData;
 use super::lost_write::AckedValue;
 
+mod read_after_loss;
+
 /// Whether losing (or moving) an acks=all write is excused.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Judgement {
@@ -188,6 +190,7 @@ impl<'a> Excuses<'a> {
         }
         let read = AckedValue {
             index,
+            invoked: index,
             partition: std::borrow::Cow::Borrowed(partition),
             value: 0,
             acks: Acks::All,
@@ -196,6 +199,8 @@ impl<'a> Excuses<'a> {
             leader_epoch,
         };
         self.disk_loss(&read, &[]).is_some()
+            || leader_epoch
+                .is_some_and(|epoch| self.read_before_isr_lost_it(index, partition, offset, epoch))
     }
 
     /// The etcd revision from which `node`, cut (for `partition`) by the
@@ -245,7 +250,8 @@ impl<'a> Excuses<'a> {
         Some(carried.max(read_at_start.unwrap_or(revision + 1)))
     }
 
-    /// Why disk faults after the ack excuse losing this value, if they do:
+    /// Why disk faults after the ack (its invoke: [`AckedValue::invoked`])
+    /// excuse losing this value, if they do:
     /// every member of the ISR at the ack lost it in them, or, at some
     /// moment after the first of them, the ISR etcd held then consisted only
     /// of replicas that had lost it in such faults. The moments are each
@@ -266,7 +272,7 @@ impl<'a> Excuses<'a> {
     fn disk_loss(&self, acked: &AckedValue, isr_at_ack: &[NodeId]) -> Option<String> {
         let after = self
             .disk_losses
-            .partition_point(|(index, _, _)| *index <= acked.index);
+            .partition_point(|(index, _, _)| *index <= acked.invoked);
         let mut cuts = 0u64;
         let mut pairs = 0u32;
         for &(_, _, done) in &self.disk_losses[after..] {
@@ -469,322 +475,4 @@ fn cuts_value(done: &Done, node: NodeId, acked: &AckedValue) -> bool {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::*;
-    use crate::observe::timeline::Timeline;
-
-    fn state(revision: i64, leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionStateChange {
-        PartitionStateChange {
-            revision,
-            topic: "t".into(),
-            partition: 0,
-            leader,
-            leader_epoch,
-            isr: isr.to_vec(),
-            controller_epoch: 1,
-        }
-    }
-
-    #[test]
-    fn an_unclean_election_is_a_leader_outside_the_previous_isr_of_that_partition() {
-        let mut other = state(3, 3, 1, &[3]);
-        other.topic = "u".into();
-        let timeline = Timeline {
-            partition_states: vec![
-                state(1, 1, 0, &[1, 2, 3]),
-                other,
-                state(4, 1, 0, &[1]),
-                // No leader is not an election.
-                state(5, -1, 0, &[1]),
-                // b2 was not in [1]: unclean.
-                state(6, 2, 1, &[2]),
-                // b2 was in [2]: clean.
-                state(7, 2, 2, &[2, 3]),
-            ],
-            controllers: vec![],
-        };
-        let run = RunData {
-            timeline: Some(timeline),
-            ..RunData::default()
-        };
-        let excuses = Excuses::of(&run);
-        let unclean: Vec<(NodeId, i64)> = excuses.unclean[&PartitionRef::new("t", 0)]
-            .iter()
-            .map(|(leader, s)| (*leader, s.revision))
-            .collect();
-        assert_eq!(unclean, vec![(NodeId::new(2), 6)]);
-        assert!(!excuses.unclean.contains_key(&PartitionRef::new("u", 0)));
-    }
-
-    /// A disk fault (`verb`) of `node` at etcd revision `at`, cutting t-0
-    /// back to offset `end_after`.
-    pub(in crate::checker) fn disk_fault(
-        verb: Verb,
-        node: u32,
-        index: u64,
-        at: i64,
-        end_after: i64,
-    ) -> Op {
-        use crate::history::{Aim, Body, FaultOp, NodeCut, ReplicaCut};
-        use crate::schedule::Target;
-        let node = NodeId::new(node);
-        let replica = ReplicaCut {
-            replica: "t-0".into(),
-            log_end_offset_before: 4,
-            log_end_offset_after: end_after,
-            bytes_removed: 300,
-            segments_deleted: Vec::new(),
-        };
-        let (cuts, cut) = if verb == Verb::PowerLoss {
-            (Some(vec![replica]), None)
-        } else {
-            (None, Some(replica))
-        };
-        Op {
-            index,
-            time_ns: index,
-            process: Process::Nemesis,
-            kind: OpType::Info,
-            body: Body::Fault(FaultOp {
-                verb,
-                aim: Aim::Target {
-                    target: Target::Node(node),
-                    id: None,
-                    on_heal: None,
-                },
-                done: Some(Done {
-                    nodes: vec![node],
-                    healed: None,
-                    blocked: None,
-                    cut: Some(vec![NodeCut { node, cuts, cut }]),
-                    etcd_revision: Some(at),
-                    started_time_ms: None,
-                }),
-            }),
-            error: None,
-        }
-    }
-
-    fn acked_at_2_under(isr: &[u32]) -> AckedValue<'static> {
-        AckedValue {
-            index: 1,
-            partition: std::borrow::Cow::Owned(PartitionRef::new("t", 0)),
-            value: 7,
-            acks: Acks::All,
-            offset: Some(2),
-            isr: Some(isr.iter().map(|&n| NodeId::new(n)).collect()),
-            leader_epoch: Some(0),
-        }
-    }
-
-    fn judge(states: &[PartitionStateChange], faults: Vec<Op>, acked: &AckedValue) -> Judgement {
-        let run = RunData {
-            timeline: Some(Timeline {
-                partition_states: states.to_vec(),
-                controllers: vec![],
-            }),
-            history: faults,
-            ..RunData::default()
-        };
-        Excuses::of(&run).judge(acked)
-    }
-
-    #[test]
-    fn a_power_loss_of_the_isrs_only_member_excuses_what_only_it_held() {
-        let states = [
-            state(1, 1, 0, &[1, 2, 3]),
-            state(4, 1, 0, &[1, 2]),
-            state(6, 1, 0, &[1]),
-        ];
-        let acked = acked_at_2_under(&[1, 2, 3]);
-        let at = |revision| {
-            judge(
-                &states,
-                vec![disk_fault(Verb::PowerLoss, 1, 5, revision, 0)],
-                &acked,
-            )
-        };
-        // At revision 7 etcd named b1 the ISR's only member: excused.
-        assert!(
-            matches!(at(7), Judgement::Excused(ref why)
-                if why.contains("power loss of b1 (history index 5), then etcd named the ISR [b1]")),
-            "{:?}",
-            at(7)
-        );
-        // At revision 5 b2 was still in the ISR (and held the value); at 6
-        // etcd dropped it, leaving b1, which had lost it: excused from then.
-        assert!(
-            matches!(at(5), Judgement::Excused(ref why)
-                if why.contains("then etcd named the ISR [b1] (etcd revision 6)")),
-            "{:?}",
-            at(5)
-        );
-        // Had the ISR kept b2 (it never shrank to [1]), nothing would excuse it.
-        let kept = [state(1, 1, 0, &[1, 2, 3]), state(4, 1, 0, &[1, 2])];
-        assert_eq!(
-            judge(&kept, vec![disk_fault(Verb::PowerLoss, 1, 5, 5, 0)], &acked),
-            Judgement::NotExcused
-        );
-    }
-
-    #[test]
-    fn a_truncated_log_excuses_like_a_power_loss_and_only_below_its_cut() {
-        let states = [state(1, 1, 0, &[1, 2]), state(4, 1, 0, &[1])];
-        let acked = acked_at_2_under(&[1, 2]);
-        // b1, the only ISR member, cut back to offset 2: the value at 2 is gone.
-        let cut_to = |end| {
-            judge(
-                &states,
-                vec![disk_fault(Verb::TruncateLog, 1, 5, 6, end)],
-                &acked,
-            )
-        };
-        assert!(
-            matches!(cut_to(2), Judgement::Excused(ref why)
-                if why.starts_with("truncate-log of b1 (history index 5), then etcd named the ISR [b1]")),
-            "{:?}",
-            cut_to(2)
-        );
-        // A cut that kept offset 2 excuses nothing.
-        assert_eq!(cut_to(3), Judgement::NotExcused);
-    }
-
-    #[test]
-    fn a_later_isr_of_several_members_excuses_only_when_each_lost_the_value() {
-        // Acked under [1, 2, 3]; b3 then left the ISR, holding the value.
-        let states = [state(1, 1, 0, &[1, 2, 3]), state(4, 1, 0, &[1, 2])];
-        let acked = acked_at_2_under(&[1, 2, 3]);
-        let b1_lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
-        // b1 lost it, b2 (still in the ISR) had not: not yet.
-        assert_eq!(
-            judge(&states, vec![b1_lost.clone()], &acked),
-            Judgement::NotExcused
-        );
-        // Then b2's log was cut too, with etcd still naming [1, 2].
-        let both = judge(
-            &states,
-            vec![b1_lost.clone(), disk_fault(Verb::TruncateLog, 2, 8, 6, 1)],
-            &acked,
-        );
-        assert!(
-            matches!(both, Judgement::Excused(ref why)
-                if why == "power loss of b1 (history index 5), truncate-log of b2 (history index 8), \
-                    then etcd named the ISR [b1, b2] (etcd revision 6)"),
-            "{both:?}"
-        );
-        // Every member of the ISR at the ack lost it: worded as before.
-        let all = judge(
-            &[state(1, 1, 0, &[1, 2])],
-            vec![
-                disk_fault(Verb::PowerLoss, 1, 5, 5, 0),
-                disk_fault(Verb::PowerLoss, 2, 6, 5, 0),
-            ],
-            &acked_at_2_under(&[1, 2]),
-        );
-        assert_eq!(
-            all,
-            Judgement::Excused("power loss of every ISR member (history indices {5, 6})".into())
-        );
-    }
-
-    /// A restart of `node` at history `index`, etcd revision `at` read after.
-    fn restart(node: u32, index: u64, at: i64) -> Op {
-        use crate::history::{Aim, Body, FaultOp};
-        use crate::schedule::Target;
-        let node = NodeId::new(node);
-        Op {
-            index,
-            time_ns: index,
-            process: Process::Nemesis,
-            kind: OpType::Info,
-            body: Body::Fault(FaultOp {
-                verb: Verb::Restart,
-                aim: Aim::Target {
-                    target: Target::Node(node),
-                    id: None,
-                    on_heal: None,
-                },
-                done: Some(Done {
-                    nodes: vec![node],
-                    etcd_revision: Some(at),
-                    ..Done::default()
-                }),
-            }),
-            error: None,
-        }
-    }
-
-    #[test]
-    fn a_replica_back_from_its_disk_fault_no_longer_counts_as_without_the_value() {
-        // Acked under [1, 2]; b1 loses power (revision 5), b2 still in the ISR.
-        // Later (revision 8) etcd names [1] alone.
-        let states = [state(1, 1, 0, &[1, 2]), state(8, 1, 1, &[1])];
-        let acked = acked_at_2_under(&[1, 2]);
-        let lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
-        // b1 never came back: the ISR [1] held the value nowhere. Excused.
-        assert!(matches!(
-            judge(&states, vec![lost.clone()], &acked),
-            Judgement::Excused(_)
-        ));
-        // b1 restarted at revision 6, before etcd named it alone: from then it
-        // could have fetched the value back from b2, and a broker that keeps
-        // a bounced replica in the ISR without it is KIP-380's bug. Not excused.
-        assert_eq!(
-            judge(&states, vec![lost, restart(1, 6, 6)], &acked),
-            Judgement::NotExcused
-        );
-    }
-
-    #[test]
-    fn a_restarted_replica_is_back_only_once_it_applied_a_decision_for_the_partition() {
-        use crate::reader::state_change::StateChange;
-        let states = [
-            state(1, 1, 0, &[1, 2]),
-            state(7, 2, 1, &[1, 2]),
-            state(8, 2, 2, &[1]),
-        ];
-        let acked = acked_at_2_under(&[1, 2]);
-        let lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
-        let mut back = restart(1, 6, 6);
-        if let crate::history::Body::Fault(f) = &mut back.body {
-            f.done.as_mut().unwrap().started_time_ms = Some(1000);
-        }
-        let applied = |time_ms, leader_epoch| StateChange {
-            time_ms,
-            request: "LeaderAndIsr".into(),
-            controller_id: 1,
-            controller_epoch: 1,
-            topic: "t".into(),
-            partition: 0,
-            leader: 2,
-            leader_epoch,
-            isr: vec![1, 2],
-            outcome: "applied".into(),
-            reason: None,
-        };
-        let judge_with = |changes: Vec<StateChange>| {
-            let run = RunData {
-                timeline: Some(Timeline {
-                    partition_states: states.to_vec(),
-                    controllers: vec![],
-                }),
-                history: vec![lost.clone(), back.clone()],
-                state_changes: [(NodeId::new(1), changes)].into_iter().collect(),
-                ..RunData::default()
-            };
-            Excuses::of(&run).judge(&acked)
-        };
-        // Restarted, and following b2 in epoch 1 (revision 7) before etcd
-        // named it alone: it could hold the value again. Not excused.
-        assert_eq!(
-            judge_with(vec![applied(500, 0), applied(1500, 1)]),
-            Judgement::NotExcused
-        );
-        // Restarted but never told to follow (only a decision from before its
-        // restart): still without the value when the ISR was [1]. Excused.
-        assert!(matches!(
-            judge_with(vec![applied(500, 0)]),
-            Judgement::Excused(_)
-        ));
-    }
-}
+pub(super) mod tests;

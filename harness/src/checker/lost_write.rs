@@ -70,6 +70,10 @@ pub fn checker() -> Checker {
 pub(crate) struct AckedValue<'a> {
     /// The index of the `ok` completion.
     pub index: u64,
+    /// The index of the send's invoke: a disk fault that completed after it
+    /// may have cut the value from a replica that had fetched it, even
+    /// before the ok (for a read, the poll's invoke, as `index`).
+    pub invoked: u64,
     pub partition: Cow<'a, PartitionRef>,
     pub value: i64,
     pub acks: Acks,
@@ -118,6 +122,8 @@ impl AckedValue<'_> {
 /// over it costs more than what is done with the sends).
 pub(crate) struct AckedSends<'a> {
     pub sends: Vec<(&'a Op, &'a Send, &'a Acked)>,
+    /// Each send's invoke index, in the order of `sends`.
+    invoked: Vec<u64>,
     /// The history index of the first whose ok does not name one offset per
     /// value.
     mismatched: Option<u64>,
@@ -125,11 +131,18 @@ pub(crate) struct AckedSends<'a> {
 
 pub(crate) fn acked_sends(history: &[Op]) -> AckedSends<'_> {
     let mut sends = Vec::new();
+    let mut invoked = Vec::new();
     let mut mismatched = None;
+    // Each process's latest invoke: a process runs one op at a time.
+    let mut open: std::collections::HashMap<Process, u64> = std::collections::HashMap::new();
     for op in history {
+        if op.kind == crate::history::OpType::Invoke {
+            open.insert(op.process, op.index);
+        }
         let Some((send, ack)) = op.acked_send() else {
             continue;
         };
+        invoked.push(open.get(&op.process).copied().unwrap_or(op.index));
         if op.process != Process::Nemesis
             && let Some(offsets) = &ack.offsets
             && offsets.len() != send.values.len()
@@ -138,7 +151,11 @@ pub(crate) fn acked_sends(history: &[Op]) -> AckedSends<'_> {
         }
         sends.push((op, send, ack));
     }
-    AckedSends { sends, mismatched }
+    AckedSends {
+        sends,
+        invoked,
+        mismatched,
+    }
 }
 
 impl<'a> AckedSends<'a> {
@@ -154,8 +171,9 @@ impl<'a> AckedSends<'a> {
         let clients = self
             .sends
             .iter()
-            .filter(|(op, _, _)| op.process != Process::Nemesis);
-        Ok(clients.flat_map(|&(op, send, ack)| {
+            .zip(&self.invoked)
+            .filter(|((op, _, _), _)| op.process != Process::Nemesis);
+        Ok(clients.flat_map(|(&(op, send, ack), &invoked)| {
             let isr: Option<Arc<[NodeId]>> = ack
                 .isr
                 .as_ref()
@@ -165,6 +183,7 @@ impl<'a> AckedSends<'a> {
                 .enumerate()
                 .map(move |(i, &value)| AckedValue {
                     index: op.index,
+                    invoked,
                     partition: Cow::Borrowed(&send.partition),
                     value,
                     acks: send.acks,

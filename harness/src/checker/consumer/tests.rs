@@ -248,3 +248,68 @@ fn checker_consumer_a_read_that_a_later_disk_fault_took_from_the_isr_is_excused(
         not.evidence
     );
 }
+
+#[test]
+fn checker_consumer_a_read_after_one_isr_member_lost_it_is_excused_once_the_isr_is_only_such_members()
+ {
+    use crate::history::Verb;
+    use crate::observe::timeline::{PartitionStateChange, Timeline};
+    // b2 leads epoch 0 with ISR [2, 1]. b1 loses power first (its log cut
+    // to 0, done at index 0); a poll invoked after that reads 10 at offset 0
+    // from b2, which still holds it, in epoch 0. Then etcd names b1 — dead
+    // but registered — the only ISR member of epoch 1, and 20 is read at
+    // offset 0. The ISR then held no copy: excused, as lost-write excuses it
+    // (suites/found/current-seed-2-concurrent-power-loss). With b2 still in
+    // epoch 1's ISR, nothing excuses it.
+    let in_epoch = |op: Op, epoch: i32| -> Op {
+        let Body::Poll(mut poll) = op.body else {
+            unreachable!("a poll")
+        };
+        if let Some(read) = poll.read.as_mut() {
+            read.leader_epoch = Some(epoch);
+        }
+        Op {
+            body: Body::Poll(poll),
+            ..op
+        }
+    };
+    let mut ops = vec![crate::checker::excuses::tests::disk_fault(
+        Verb::PowerLoss,
+        1,
+        0,
+        5,
+        0,
+    )];
+    ops.extend(poll(1, 0, &[(0, 10)], 1).map(|op| in_epoch(op, 0)));
+    ops.extend(poll(3, 0, &[(0, 20)], 1).map(|op| in_epoch(op, 1)));
+    let state = |revision, leader, leader_epoch, isr: Vec<i32>| PartitionStateChange {
+        revision,
+        topic: "t".into(),
+        partition: 0,
+        leader,
+        leader_epoch,
+        isr,
+        controller_epoch: 1,
+    };
+    let with = |later_isr: Vec<i32>| RunData {
+        history: ops.clone(),
+        timeline: Some(Timeline {
+            partition_states: vec![state(1, 2, 0, vec![2, 1]), state(7, 1, 1, later_isr)],
+            controllers: vec![],
+        }),
+        ..RunData::default()
+    };
+    let excused = check(&with(vec![1])).unwrap();
+    assert!(
+        !anomalies(&excused).contains(&"inconsistent-offsets"),
+        "{:?}",
+        excused.evidence
+    );
+    assert_eq!(excused.counts["reads-excused"], 1);
+    let not = check(&with(vec![1, 2])).unwrap();
+    assert!(
+        anomalies(&not).contains(&"inconsistent-offsets"),
+        "{:?}",
+        not.evidence
+    );
+}
