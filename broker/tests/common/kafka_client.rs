@@ -38,35 +38,8 @@ pub fn topic(name: &str) -> TopicName {
 
 /// One record batch (magic 2, uncompressed) holding `values`.
 pub fn batch(values: &[&[u8]]) -> Bytes {
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| Record {
-            transactional: false,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: 0,
-            key: None,
-            value: Some(Bytes::copy_from_slice(v)),
-            headers: IndexMap::new(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf.freeze()
+    // A plain producer's batch: no producer id or epoch, base sequence -1.
+    idempotent_batch(-1, -1, -1, values)
 }
 
 /// One batch as an idempotent producer sends it (KIP-98): producer id and epoch
@@ -88,7 +61,7 @@ pub fn idempotent_batch(
             producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            sequence: base_sequence + i as i32,
+            sequence: base_sequence.wrapping_add(i as i32),
             timestamp: 0,
             key: None,
             value: Some(Bytes::copy_from_slice(v)),
