@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::finding::{Finding, FindingKind, Location};
+use super::segment::{be_i16, be_i32, be_i64, be_u32};
 
 /// The only version Kafka loads (`PidSnapshot.HIGHEST_SUPPORTED_VERSION`, and
 /// `ProducerSnapshotVersion` before 2.8); anything else is corrupt to it.
@@ -362,23 +363,6 @@ fn read_entry(bytes: &[u8]) -> ProducerEntry {
         coordinator_epoch: be_i32(bytes, 34),
         current_txn_first_offset: be_i64(bytes, 38),
     }
-}
-
-// Callers have checked that `bytes` holds the field.
-fn be_i64(bytes: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
-}
-
-fn be_i32(bytes: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn be_u32(bytes: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn be_i16(bytes: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes(bytes[at..at + 2].try_into().expect("2 bytes"))
 }
 
 #[cfg(test)]

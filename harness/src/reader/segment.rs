@@ -205,18 +205,18 @@ fn read_batch(file: &Path, position: u64, bytes: &[u8]) -> (Batch, Option<Findin
 }
 
 // Callers have checked that `bytes` holds the field.
-fn be_i64(bytes: &[u8], at: usize) -> i64 {
+pub(super) fn be_i64(bytes: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
-fn be_i32(bytes: &[u8], at: usize) -> i32 {
+pub(super) fn be_i32(bytes: &[u8], at: usize) -> i32 {
     i32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
 }
 
-fn be_u32(bytes: &[u8], at: usize) -> u32 {
+pub(super) fn be_u32(bytes: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
 }
 
-fn be_i16(bytes: &[u8], at: usize) -> i16 {
+pub(super) fn be_i16(bytes: &[u8], at: usize) -> i16 {
     i16::from_be_bytes(bytes[at..at + 2].try_into().expect("2 bytes"))
 }
