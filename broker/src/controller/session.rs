@@ -114,12 +114,19 @@ impl Session {
         let period = (self.ttl / 3).max(Duration::from_millis(200));
         let mut client = store.client();
         let mut stream = None;
+        // After a failed renewal the next comes sooner. Renewing every third
+        // of the TTL, a failure noticed one period after it was sent and a
+        // full period's pause before the next try put that try at the TTL's
+        // edge: one renewal lost to a short cut of the etcd link (or a
+        // connection reset when it heals) lapsed the lease of a live broker.
+        let mut pause = period;
         loop {
             self.note_fencing();
             tokio::select! {
                 _ = shutdown.changed() => return,
-                _ = tokio::time::sleep(period) => {}
+                _ = tokio::time::sleep(pause) => {}
             }
+            pause = period;
             let lease = self.lease();
             let sent = Instant::now();
             let gone = match renew_once(&mut client, &mut stream, lease.id, period).await {
@@ -132,6 +139,7 @@ impl Session {
                 Err(e) => {
                     tracing::warn!(%e, "lease renewal failed");
                     stream = None;
+                    pause = REOPEN_BACKOFF.min(period);
                     false
                 }
             };
@@ -184,12 +192,19 @@ async fn renew_once(
     lease: i64,
     wait: Duration,
 ) -> Result<bool, etcd_client::Error> {
-    if stream.is_none() {
-        *stream = Some(client.lease_keep_alive(lease).await?);
-    }
-    let (keeper, responses) = stream.as_mut().expect("opened above");
-    keeper.keep_alive().await?;
-    match tokio::time::timeout(wait, responses.message()).await {
+    // One bound on the whole renewal, opening the stream included: on a
+    // connection etcd-client is still re-establishing, opening it can hang
+    // far past the TTL, and the lease would lapse with the broker alive.
+    let answer = tokio::time::timeout(wait, async {
+        if stream.is_none() {
+            *stream = Some(client.lease_keep_alive(lease).await?);
+        }
+        let (keeper, responses) = stream.as_mut().expect("opened above");
+        keeper.keep_alive().await?;
+        responses.message().await
+    })
+    .await;
+    match answer {
         Ok(Ok(Some(resp))) => Ok(resp.ttl() > 0),
         Ok(Ok(None)) => {
             *stream = None;
@@ -201,9 +216,13 @@ async fn renew_once(
             *stream = None;
             Err(e)
         }
-        Err(_) => Err(etcd_client::Error::LeaseKeepAliveError(format!(
-            "no answer within {wait:?}"
-        ))),
+        Err(_) => {
+            // A stream that did not answer in time is not trusted again.
+            *stream = None;
+            Err(etcd_client::Error::LeaseKeepAliveError(format!(
+                "no answer within {wait:?}"
+            )))
+        }
     }
 }
 
