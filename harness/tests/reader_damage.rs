@@ -21,7 +21,7 @@ fn positions(state: &DataDirState, file: &str) -> Vec<u64> {
         .replica("t", 0)
         .unwrap()
         .batches()
-        .filter(|batch| batch.file == Path::new(file))
+        .filter(|batch| *batch.file == *Path::new(file))
         .map(|batch| batch.position)
         .collect()
 }

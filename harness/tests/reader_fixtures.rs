@@ -151,7 +151,7 @@ fn codec_of(spec: SpecCodec) -> Codec {
 }
 
 fn payload(bytes: &Option<Vec<u8>>) -> Option<Payload> {
-    bytes.clone().map(Payload)
+    bytes.clone().map(Payload::from)
 }
 
 /// Everything the spec says about one data directory, compared field by
@@ -218,7 +218,7 @@ fn assert_reads_as_written(spec: &SpecDataDir, root: &Path) {
             let mut position = 0;
             for (batch, spec_batch) in segment.batches.iter().zip(&spec_segment.batches) {
                 let what = format!("{} batch at {}", file.display(), batch.position);
-                assert_eq!(batch.file, file, "{what}");
+                assert_eq!(*batch.file, *file, "{what}");
                 assert_eq!(batch.position, position, "{what}");
                 assert_eq!(
                     batch.size_bytes,

@@ -7,7 +7,7 @@
 //! that only idempotent sends wrote, at more offsets than it was sent, makes
 //! the run invalid, naming the sends and their stamps.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Value, json};
 
@@ -104,47 +104,83 @@ impl SentBy {
     }
 }
 
-/// Every send of each (partition, value text), from the history.
-fn sends_by_value(history: &[Op]) -> HashMap<(&PartitionRef, String), Vec<SentBy>> {
-    // Each process's send in flight: its place in `all`.
-    let mut pending: HashMap<Process, usize> = HashMap::new();
-    let mut all: Vec<(&Op, SentBy)> = Vec::new();
-    for op in history {
-        let Some(send) = op.send() else { continue };
-        if op.kind == OpType::Invoke {
-            pending.insert(op.process, all.len());
-            let sent = SentBy {
-                process: op.process,
-                invoke_index: op.index,
-                completion: None,
-                producer: send.producer,
-                sequence: None,
-            };
-            all.push((op, sent));
-        } else if let Some(i) = pending.remove(&op.process) {
-            let sent = &mut all[i].1;
-            sent.completion = Some((op.index, op.kind));
-            sent.producer = send.producer.or(sent.producer);
+/// The sends of the values a final log holds more than once, keyed by
+/// partition and value, and whether any send of the run was idempotent.
+/// Only the `wanted` values are gathered: a long run sends millions of
+/// values and repeats a handful, and keying every one by its text cost
+/// more time and memory than every other checker together (issue 22).
+struct Sends {
+    by_value: HashMap<(PartitionRef, i64), Vec<SentBy>>,
+    idempotent_run: bool,
+}
+
+impl Sends {
+    fn of(history: &[Op], wanted: &HashSet<(PartitionRef, i64)>) -> Sends {
+        let wanted_values: HashSet<i64> = wanted.iter().map(|(_, value)| *value).collect();
+        let is_wanted = |partition: &PartitionRef, value: i64| {
+            wanted_values.contains(&value) && wanted.contains(&(partition.clone(), value))
+        };
+        let mut idempotent_run = false;
+        // Each process's send in flight, when it sent a wanted value: its
+        // place in `all`.
+        let mut pending: HashMap<Process, usize> = HashMap::new();
+        let mut all: Vec<(&Op, SentBy)> = Vec::new();
+        for op in history {
+            let Some(send) = op.send() else { continue };
+            idempotent_run |= send.producer.is_some();
+            if op.kind == OpType::Invoke {
+                if !send.values.iter().any(|&v| is_wanted(&send.partition, v)) {
+                    pending.remove(&op.process);
+                    continue;
+                }
+                pending.insert(op.process, all.len());
+                let sent = SentBy {
+                    process: op.process,
+                    invoke_index: op.index,
+                    completion: None,
+                    producer: send.producer,
+                    sequence: None,
+                };
+                all.push((op, sent));
+            } else if let Some(i) = pending.remove(&op.process) {
+                let sent = &mut all[i].1;
+                sent.completion = Some((op.index, op.kind));
+                sent.producer = send.producer.or(sent.producer);
+            }
         }
-    }
-    let mut by_value: HashMap<(&PartitionRef, String), Vec<SentBy>> = HashMap::new();
-    for (op, sent) in all {
-        let send = op.send().expect("only sends were kept");
-        for (i, value) in send.values.iter().enumerate() {
-            let sequence = sent.producer.map(|p| {
-                let place = i32::try_from(i).unwrap_or(i32::MAX);
-                crate::workload::kafka_client::increment_sequence(p.base_sequence, place)
-            });
-            by_value
-                .entry((&send.partition, value.to_string()))
-                .or_default()
-                .push(SentBy {
-                    sequence,
-                    ..sent.clone()
+        let mut by_value: HashMap<(PartitionRef, i64), Vec<SentBy>> = HashMap::new();
+        for (op, sent) in all {
+            let send = op.send().expect("only sends were kept");
+            for (i, &value) in send.values.iter().enumerate() {
+                if !is_wanted(&send.partition, value) {
+                    continue;
+                }
+                let sequence = sent.producer.map(|p| {
+                    let place = i32::try_from(i).unwrap_or(i32::MAX);
+                    crate::workload::kafka_client::increment_sequence(p.base_sequence, place)
                 });
+                by_value
+                    .entry((send.partition.clone(), value))
+                    .or_default()
+                    .push(SentBy {
+                        sequence,
+                        ..sent.clone()
+                    });
+            }
+        }
+        Sends {
+            by_value,
+            idempotent_run,
         }
     }
-    by_value
+}
+
+/// The value a send wrote as `text`, if one could have: the workload's
+/// values are integers written in their canonical decimal form.
+fn sent_value(text: &str) -> Option<i64> {
+    text.parse::<i64>()
+        .ok()
+        .filter(|value| value.to_string() == text)
 }
 
 fn check(run: &RunData) -> Result<CheckResult, String> {
@@ -155,15 +191,9 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             "the run left no replica to examine",
         ));
     }
-    let sends = sends_by_value(&run.history);
-    let idempotent_run = sends.values().flatten().any(|sent| sent.producer.is_some());
-    // Duplicates idempotence forbids, and those Kafka allows.
-    let mut forbidden = Vec::new();
-    let mut allowed = Vec::new();
-    let mut total = 0u64;
-    let mut idempotent_duplicates = 0u64;
     // Replicas that agree show the same duplicate once.
     let mut seen: BTreeSet<(&PartitionRef, String, Vec<i64>)> = BTreeSet::new();
+    let mut repeated = Vec::new();
     for partition in &partitions {
         let examined: Vec<(String, _)> = match FinalLog::of(run, partition) {
             Ok(log) => vec![(log.chosen.clone(), log.replica)],
@@ -176,36 +206,48 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         for (source, replica) in examined {
             for (value, offsets) in ValueIndex::of(replica).repeated() {
                 let value = value.into_owned();
-                if !seen.insert((partition, value.clone(), offsets.clone())) {
-                    continue;
-                }
-                total += 1;
-                let sent = sends
-                    .get(&(partition, value.clone()))
-                    .map_or(&[][..], Vec::as_slice);
-                let only_idempotent = !sent.is_empty() && sent.iter().all(|s| s.producer.is_some());
-                if only_idempotent && offsets.len() > sent.len() {
-                    idempotent_duplicates += 1;
-                    if forbidden.len() < EVIDENCE_MAX {
-                        forbidden.push(idempotent_duplicate(
-                            partition, &value, &offsets, &source, sent,
-                        ));
-                    }
-                } else if allowed.len() < EVIDENCE_MAX {
-                    allowed.push(Evidence {
-                        anomaly: "duplicate".into(),
-                        summary: format!(
-                            "value {value} is at offsets {offsets:?} of {partition} ({source})"
-                        ),
-                        details: json!({
-                            "partition": partition,
-                            "value": value,
-                            "offsets": offsets,
-                            "log": source,
-                        }),
-                    });
+                if seen.insert((partition, value.clone(), offsets.clone())) {
+                    repeated.push((partition, value, offsets, source.clone()));
                 }
             }
+        }
+    }
+    let wanted: HashSet<(PartitionRef, i64)> = repeated
+        .iter()
+        .filter_map(|(partition, value, _, _)| Some(((*partition).clone(), sent_value(value)?)))
+        .collect();
+    let sends = Sends::of(&run.history, &wanted);
+    // Duplicates idempotence forbids, and those Kafka allows.
+    let mut forbidden = Vec::new();
+    let mut allowed = Vec::new();
+    let mut total = 0u64;
+    let mut idempotent_duplicates = 0u64;
+    for (partition, value, offsets, source) in repeated {
+        total += 1;
+        let sent = sent_value(&value)
+            .and_then(|v| sends.by_value.get(&(partition.clone(), v)))
+            .map_or(&[][..], Vec::as_slice);
+        let only_idempotent = !sent.is_empty() && sent.iter().all(|s| s.producer.is_some());
+        if only_idempotent && offsets.len() > sent.len() {
+            idempotent_duplicates += 1;
+            if forbidden.len() < EVIDENCE_MAX {
+                forbidden.push(idempotent_duplicate(
+                    partition, &value, &offsets, &source, sent,
+                ));
+            }
+        } else if allowed.len() < EVIDENCE_MAX {
+            allowed.push(Evidence {
+                anomaly: "duplicate".into(),
+                summary: format!(
+                    "value {value} is at offsets {offsets:?} of {partition} ({source})"
+                ),
+                details: json!({
+                    "partition": partition,
+                    "value": value,
+                    "offsets": offsets,
+                    "log": source,
+                }),
+            });
         }
     }
     let mut result = if idempotent_duplicates > 0 {
@@ -230,7 +272,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         result
     };
     result = result.with_count("duplicates", total);
-    if idempotent_run {
+    if sends.idempotent_run {
         result = result.with_count("idempotent-duplicates", idempotent_duplicates);
     }
     Ok(result)

@@ -406,8 +406,13 @@ impl<'a> Generator<'a> {
                 .sum::<u64>();
         let segment = log.segments.last_mut().expect("a segment was made above");
         let last = base + values.len() as i64 - 1;
+        // One shared path per segment, as the reader makes them.
+        let file = match segment.batches.last() {
+            Some(batch) => batch.file.clone(),
+            None => std::sync::Arc::from(segment.file.as_path()),
+        };
         segment.batches.push(Batch {
-            file: segment.file.clone(),
+            file,
             position: segment.size_bytes,
             size_bytes,
             base_offset: base,
@@ -492,7 +497,12 @@ impl<'a> Generator<'a> {
             aim: aim.clone(),
             done: None,
         };
-        self.push(Process::Nemesis, OpType::Invoke, Body::Fault(invoke), None);
+        self.push(
+            Process::Nemesis,
+            OpType::Invoke,
+            Body::Fault(Box::new(invoke)),
+            None,
+        );
         let cut = (verb == Verb::PowerLoss).then(|| {
             // It loses the last few records of each replica (unflushed), and
             // fetches them again from the new leaders after its restart.
@@ -529,7 +539,12 @@ impl<'a> Generator<'a> {
                 started_time_ms: None,
             }),
         };
-        self.push(Process::Nemesis, OpType::Info, Body::Fault(done), None);
+        self.push(
+            Process::Nemesis,
+            OpType::Info,
+            Body::Fault(Box::new(done)),
+            None,
+        );
 
         let up: Vec<NodeId> = self
             .brokers
@@ -572,20 +587,20 @@ impl<'a> Generator<'a> {
         self.push(
             Process::Nemesis,
             OpType::Invoke,
-            Body::Fault(restart(None)),
+            Body::Fault(Box::new(restart(None))),
             None,
         );
         self.push(
             Process::Nemesis,
             OpType::Info,
-            Body::Fault(restart(Some(Done {
+            Body::Fault(Box::new(restart(Some(Done {
                 nodes: vec![node],
                 healed: None,
                 blocked: None,
                 cut: None,
                 etcd_revision: None,
                 started_time_ms: None,
-            }))),
+            })))),
             None,
         );
         let everyone = self.brokers.clone();

@@ -84,7 +84,9 @@ impl Op {
 pub enum Body {
     Send(Send),
     Poll(Poll),
-    Fault(FaultOp),
+    /// Boxed: faults are a handful of a run's ops, and unboxed the
+    /// largest variant sized every op of a million-op history (issue 22).
+    Fault(Box<FaultOp>),
 }
 
 impl Body {
@@ -649,7 +651,7 @@ impl Body {
                     Some(_) => Some(serde_json::from_value(value).map_err(bad)?),
                     None => None,
                 };
-                Body::Fault(FaultOp { verb, aim, done })
+                Body::Fault(Box::new(FaultOp { verb, aim, done }))
             }
         })
     }

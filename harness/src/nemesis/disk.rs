@@ -436,7 +436,7 @@ mod tests {
     fn only_batch(segment: &mut Segment, base_offset: i64, last_offset: i64) {
         segment.size_bytes = 60;
         segment.batches = vec![Batch {
-            file: segment.file.clone(),
+            file: std::sync::Arc::from(segment.file.as_path()),
             position: 0,
             size_bytes: 60,
             base_offset,

@@ -361,7 +361,7 @@ fn check_offsets(segments: &[Segment], findings: &mut Vec<Finding>) -> i64 {
         let mut first_in_segment = true;
         for batch in segment.batches.iter().filter(|batch| batch.intact) {
             let finding = |kind| Finding {
-                file: batch.file.clone(),
+                file: batch.file.to_path_buf(),
                 at: Location::Byte(batch.position),
                 kind,
             };

@@ -10,7 +10,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The bytes of one key, value or header value, exactly as stored.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Payload(pub Vec<u8>);
+/// Boxed rather than a `Vec`: a long run's replicas hold millions of
+/// records, two payload slots each, and no payload grows (issue 22).
+pub struct Payload(pub Box<[u8]>);
 
 impl Payload {
     /// The bytes as text, when they are UTF-8.
@@ -37,19 +39,19 @@ impl Payload {
 
 impl From<&[u8]> for Payload {
     fn from(bytes: &[u8]) -> Self {
-        Payload(bytes.to_vec())
+        Payload(bytes.into())
     }
 }
 
 impl From<Vec<u8>> for Payload {
     fn from(bytes: Vec<u8>) -> Self {
-        Payload(bytes)
+        Payload(bytes.into_boxed_slice())
     }
 }
 
 impl From<&str> for Payload {
     fn from(text: &str) -> Self {
-        Payload(text.as_bytes().to_vec())
+        Payload(text.as_bytes().into())
     }
 }
 
@@ -95,9 +97,9 @@ impl Serialize for Payload {
 impl<'de> Deserialize<'de> for Payload {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Wire::deserialize(deserializer)? {
-            Wire::Text(text) => Ok(Payload(text.into_bytes())),
+            Wire::Text(text) => Ok(Payload(text.into_bytes().into_boxed_slice())),
             Wire::Binary { base16 } => decode_base16(&base16)
-                .map(Payload)
+                .map(Payload::from)
                 .ok_or_else(|| serde::de::Error::custom("base16 payload is not hex")),
         }
     }
@@ -119,13 +121,13 @@ mod tests {
 
     #[test]
     fn text_and_binary_round_trip_through_json() {
-        for payload in [Payload::from("v-1"), Payload(vec![0xff, 0x00, 0x10])] {
+        for payload in [Payload::from("v-1"), Payload::from(vec![0xff, 0x00, 0x10])] {
             let json = serde_json::to_string(&payload).unwrap();
             assert_eq!(serde_json::from_str::<Payload>(&json).unwrap(), payload);
         }
         assert_eq!(serde_json::to_string(&Payload::from("v")).unwrap(), "\"v\"");
         assert_eq!(
-            serde_json::to_string(&Payload(vec![0xff, 1])).unwrap(),
+            serde_json::to_string(&Payload::from(vec![0xff, 1])).unwrap(),
             "{\"base16\":\"ff01\"}"
         );
     }

@@ -9,7 +9,8 @@
 //! continuity across batches is checked by the caller, which sees segments in
 //! order.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -34,8 +35,9 @@ const LOG_APPEND_TIME_BIT: i16 = 1 << 3;
 /// One v2 record batch as found on disk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Batch {
-    /// Relative to the data directory.
-    pub file: PathBuf,
+    /// Relative to the data directory; shared by the segment's batches (a
+    /// long run's replica holds millions of batches: issue 22).
+    pub file: Arc<Path>,
     /// Byte position of the batch (its baseOffset field) in `file`.
     pub position: u64,
     /// Bytes the batch takes on disk, framing included.
@@ -94,6 +96,7 @@ pub struct SegmentWalk {
 /// to the data directory).
 pub fn walk_segment(file: &Path, bytes: &[u8]) -> SegmentWalk {
     let mut walk = SegmentWalk::default();
+    let shared: Arc<Path> = Arc::from(file);
     let mut position = 0usize;
     while position < bytes.len() {
         let rest = &bytes[position..];
@@ -137,7 +140,7 @@ pub fn walk_segment(file: &Path, bytes: &[u8]) -> SegmentWalk {
             position += size;
             continue;
         }
-        let (batch, problem) = read_batch(file, position as u64, &rest[..size]);
+        let (batch, problem) = read_batch(&shared, position as u64, &rest[..size]);
         walk.findings.extend(problem.map(finding));
         walk.batches.push(batch);
         position += size;
@@ -146,13 +149,13 @@ pub fn walk_segment(file: &Path, bytes: &[u8]) -> SegmentWalk {
 }
 
 /// Reads one complete v2 batch (`bytes` is exactly its on-disk size).
-fn read_batch(file: &Path, position: u64, bytes: &[u8]) -> (Batch, Option<FindingKind>) {
+fn read_batch(file: &Arc<Path>, position: u64, bytes: &[u8]) -> (Batch, Option<FindingKind>) {
     let base_offset = be_i64(bytes, 0);
     let attributes = be_i16(bytes, 21);
     let crc = be_u32(bytes, 17);
     let computed = crc32c::crc32c(&bytes[CRC_COVERED_FROM..]);
     let mut batch = Batch {
-        file: file.to_owned(),
+        file: file.clone(),
         position,
         size_bytes: bytes.len() as u64,
         base_offset,

@@ -116,7 +116,7 @@ pub(super) async fn faults<R: Runtime>(
         let mut op = FaultOp::of(fault);
         let f = op.verb;
         live.history
-            .invoke(Process::Nemesis, Body::Fault(op.clone()))?;
+            .invoke(Process::Nemesis, Body::Fault(Box::new(op.clone())))?;
         let view = live
             .observer
             .view()
@@ -143,7 +143,7 @@ pub(super) async fn faults<R: Runtime>(
                         .min();
                 }
                 op.done = Some(done);
-                let body = Body::Fault(op);
+                let body = Body::Fault(Box::new(op));
                 live.log.line(format!(
                     "step {number}: {f} {}",
                     body.to_value(OpType::Info)
@@ -159,7 +159,7 @@ pub(super) async fn faults<R: Runtime>(
                 live.history.append(
                     Process::Nemesis,
                     OpType::Info,
-                    Body::Fault(op),
+                    Body::Fault(Box::new(op)),
                     Some(e.to_string()),
                 )?;
                 live.log.line(format!("step {number}: {f} failed: {e}"));

@@ -78,7 +78,7 @@ pub(in crate::checker) fn disk_fault(
         time_ns: index,
         process: Process::Nemesis,
         kind: OpType::Info,
-        body: Body::Fault(FaultOp {
+        body: Body::Fault(Box::new(FaultOp {
             verb,
             aim: Aim::Target {
                 target: Target::Node(node),
@@ -93,7 +93,7 @@ pub(in crate::checker) fn disk_fault(
                 etcd_revision: Some(at),
                 started_time_ms: None,
             }),
-        }),
+        })),
         error: None,
     }
 }
@@ -235,7 +235,7 @@ fn restart(node: u32, index: u64, at: i64) -> Op {
         time_ns: index,
         process: Process::Nemesis,
         kind: OpType::Info,
-        body: Body::Fault(FaultOp {
+        body: Body::Fault(Box::new(FaultOp {
             verb: Verb::Restart,
             aim: Aim::Target {
                 target: Target::Node(node),
@@ -247,7 +247,7 @@ fn restart(node: u32, index: u64, at: i64) -> Op {
                 etcd_revision: Some(at),
                 ..Done::default()
             }),
-        }),
+        })),
         error: None,
     }
 }
