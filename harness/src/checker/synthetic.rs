@@ -394,7 +394,7 @@ impl<'a> Generator<'a> {
                 timestamp,
                 key: None,
                 value: Some(Payload::from(value.to_string().into_bytes())),
-                headers: Vec::new(),
+                headers: Box::default(),
             })
             .collect();
         // Sizes as the v2 format would frame them (a 61-byte header, about

@@ -9,49 +9,109 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The bytes of one key, value or header value, exactly as stored.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-/// Boxed rather than a `Vec`: a long run's replicas hold millions of
-/// records, two payload slots each, and no payload grows (issue 22).
-pub struct Payload(pub Box<[u8]>);
+///
+/// Short payloads (the workload's values are a few digits) are held inline:
+/// a long run's replicas hold millions of records, and a heap allocation
+/// each cost more than the bytes it held (issue 22). Equality, order and
+/// hash are the bytes', whichever way they are held.
+#[derive(Clone)]
+pub struct Payload(Repr);
+
+/// Inline up to this many bytes.
+const INLINE_MAX: usize = 22;
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE_MAX] },
+    Heap(Box<[u8]>),
+}
+
+impl Default for Payload {
+    fn default() -> Self {
+        Payload::from(&[][..])
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Payload {}
+
+impl std::hash::Hash for Payload {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl PartialOrd for Payload {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Payload {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
 
 impl Payload {
     /// The bytes as text, when they are UTF-8.
     pub fn as_str(&self) -> Option<&str> {
-        std::str::from_utf8(&self.0).ok()
+        std::str::from_utf8(self.as_bytes()).ok()
     }
 
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Heap(bytes) => bytes,
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.as_bytes().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_bytes().is_empty()
     }
 
     fn base16(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        self.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
 impl From<&[u8]> for Payload {
     fn from(bytes: &[u8]) -> Self {
-        Payload(bytes.into())
+        if bytes.len() <= INLINE_MAX {
+            let mut inline = [0u8; INLINE_MAX];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            Payload(Repr::Inline {
+                len: bytes.len() as u8,
+                bytes: inline,
+            })
+        } else {
+            Payload(Repr::Heap(bytes.into()))
+        }
     }
 }
 
 impl From<Vec<u8>> for Payload {
     fn from(bytes: Vec<u8>) -> Self {
-        Payload(bytes.into_boxed_slice())
+        if bytes.len() <= INLINE_MAX {
+            Payload::from(bytes.as_slice())
+        } else {
+            Payload(Repr::Heap(bytes.into_boxed_slice()))
+        }
     }
 }
 
 impl From<&str> for Payload {
     fn from(text: &str) -> Self {
-        Payload(text.as_bytes().into())
+        Payload::from(text.as_bytes())
     }
 }
 
@@ -97,7 +157,7 @@ impl Serialize for Payload {
 impl<'de> Deserialize<'de> for Payload {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match Wire::deserialize(deserializer)? {
-            Wire::Text(text) => Ok(Payload(text.into_bytes().into_boxed_slice())),
+            Wire::Text(text) => Ok(Payload::from(text.into_bytes())),
             Wire::Binary { base16 } => decode_base16(&base16)
                 .map(Payload::from)
                 .ok_or_else(|| serde::de::Error::custom("base16 payload is not hex")),
@@ -118,6 +178,34 @@ fn decode_base16(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_and_heap_payloads_compare_hash_and_order_by_their_bytes() {
+        use std::collections::hash_map::DefaultHasher;
+        use std::hash::{Hash, Hasher};
+        let hash = |p: &Payload| {
+            let mut h = DefaultHasher::new();
+            p.hash(&mut h);
+            h.finish()
+        };
+        let short = "a".repeat(INLINE_MAX);
+        let long = "a".repeat(INLINE_MAX + 1);
+        let (inline, heap) = (Payload::from(short.as_str()), Payload::from(long.as_str()));
+        assert!(matches!(inline.0, Repr::Inline { .. }));
+        assert!(matches!(heap.0, Repr::Heap(_)));
+        assert_eq!(inline.as_bytes(), short.as_bytes());
+        assert_eq!(heap.as_bytes(), long.as_bytes());
+        // A prefix orders first, whichever way each is held.
+        assert!(inline < heap);
+        assert!(Payload::from("b") > heap);
+        // The same bytes held either way are one payload.
+        let same = Payload(Repr::Heap(short.as_bytes().into()));
+        assert_eq!(same, inline);
+        assert_eq!(hash(&same), hash(&inline));
+        assert_eq!(Payload::from(long.clone().into_bytes()), heap);
+        assert!(Payload::default().is_empty());
+        assert_eq!(std::mem::size_of::<Option<Payload>>(), 24);
+    }
 
     #[test]
     fn text_and_binary_round_trip_through_json() {

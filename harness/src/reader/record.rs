@@ -62,8 +62,9 @@ pub struct Record {
     pub timestamp: i64,
     pub key: Option<Payload>,
     pub value: Option<Payload>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub headers: Vec<Header>,
+    /// Boxed: no record's headers grow once read (issue 22's memory figure).
+    #[serde(default, skip_serializing_if = "<[Header]>::is_empty")]
+    pub headers: Box<[Header]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,7 +158,7 @@ fn read_record(cursor: &mut Cursor<'_>, context: RecordContext) -> Result<Record
         timestamp: context.first_timestamp.wrapping_add(timestamp_delta),
         key,
         value,
-        headers,
+        headers: headers.into_boxed_slice(),
     })
 }
 
