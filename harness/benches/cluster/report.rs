@@ -244,14 +244,22 @@ pub fn report(args: &Args, m: &Measured) -> bool {
                     ),
                     Err(_) => ("kcat not measured".to_owned(), f64::NAN),
                 };
+                // Two figures: the rate the acceptance asks for, and the
+                // share of kcat's pipelined, batched rate (one op at a time
+                // per client process cannot approach it; reported as is).
                 figures.push(Figure {
-                    figure,
-                    measured: format!("{:.0}/s ({share:.3}× kcat)", b.sends_ok_per_s),
+                    figure: figure.clone(),
+                    measured: format!("{:.0}/s", b.sends_ok_per_s),
+                    baseline: baseline.clone(),
+                    goal: format!("≥ {GOAL_SENDS_PER_S_MIN:.0}/s"),
+                    met: Some(b.sends_ok_per_s >= GOAL_SENDS_PER_S_MIN),
+                });
+                figures.push(Figure {
+                    figure: format!("{figure}: share of kcat"),
+                    measured: format!("{share:.3}×"),
                     baseline,
-                    goal: goal.clone(),
-                    met: Some(
-                        b.sends_ok_per_s >= GOAL_SENDS_PER_S_MIN && share >= GOAL_SENDS_SHARE_MIN,
-                    ),
+                    goal: format!("≥ {GOAL_SENDS_SHARE_MIN}× kcat"),
+                    met: Some(share >= GOAL_SENDS_SHARE_MIN),
                 });
             }
             (Err(why), _) => {
