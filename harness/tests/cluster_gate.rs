@@ -57,7 +57,17 @@ fn cluster_gate_over_every_suite_meets_every_expectation_and_writes_junit() {
         ],
         &dir.path().join("store"),
     );
-    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    if output.status.code() != Some(0) {
+        // A failing case's run directory is the evidence: the paths the
+        // gate printed must still exist after the test (a campaign case that
+        // failed once under load could not be studied because they were gone).
+        let kept = dir.keep();
+        panic!(
+            "{}\nthe store is kept at {}",
+            show(&output),
+            kept.join("store").display()
+        );
+    }
     assert!(String::from_utf8_lossy(&output.stdout).contains("PASS"));
 
     // Every scenario and setting each suite names is one JUnit case, passed,
