@@ -199,8 +199,7 @@ impl<'a> Excuses<'a> {
             leader_epoch,
         };
         self.disk_loss(&read, &[]).is_some()
-            || leader_epoch
-                .is_some_and(|epoch| self.read_before_isr_lost_it(index, partition, offset, epoch))
+            || leader_epoch.is_some_and(|epoch| self.read_before_isr_lost_it(&read, epoch))
     }
 
     /// The etcd revision from which `node`, cut (for `partition`) by the

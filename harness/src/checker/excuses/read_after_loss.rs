@@ -12,38 +12,21 @@ use std::collections::BTreeSet;
 
 use super::{AckedValue, Excuses, cuts_value};
 use crate::node::NodeId;
-use crate::schedule::Acks;
-use crate::topic_partition::PartitionRef;
 
 impl Excuses<'_> {
-    /// Whether the record at `offset` of `partition`, read by the poll
-    /// invoked at history `index` while etcd named leader epoch `epoch`, was
-    /// later lost with an ISR that held no copy, counting the disk faults
-    /// that completed before the read. Two conditions: when it was read,
-    /// the ISR of the read's epoch (its last state) still had a member the
-    /// faults had not cut — else the record was served after every in-sync
-    /// copy was gone, which no excuse covers; and in a later leader epoch
-    /// etcd named an ISR whose members had all been cut (and were not back
-    /// since, as [`Excuses::back`] decides).
-    pub(super) fn read_before_isr_lost_it(
-        &self,
-        index: u64,
-        partition: &PartitionRef,
-        offset: i64,
-        epoch: i32,
-    ) -> bool {
+    /// Whether the record `read` names (at its offset of its partition, read
+    /// by the poll invoked at its history index while etcd named leader
+    /// epoch `epoch`) was later lost with an ISR that held no copy, counting
+    /// the disk faults that completed before the read. Two conditions: when
+    /// it was read, the ISR of the read's epoch (its last state) still had a
+    /// member the faults had not cut — else the record was served after every
+    /// in-sync copy was gone, which no excuse covers; and in a later leader
+    /// epoch etcd named an ISR whose members had all been cut (and were not
+    /// back since, as [`Excuses::back`] decides).
+    pub(super) fn read_before_isr_lost_it(&self, read: &AckedValue<'_>, epoch: i32) -> bool {
+        let (index, partition) = (read.index, read.partition.as_ref());
         let Some(states) = self.states.get(partition) else {
             return false;
-        };
-        let probe = AckedValue {
-            index,
-            invoked: index,
-            partition: std::borrow::Cow::Borrowed(partition),
-            value: 0,
-            acks: Acks::All,
-            offset: Some(offset),
-            isr: None,
-            leader_epoch: Some(epoch),
         };
         let before = self.disk_losses.partition_point(|(i, _, _)| *i <= index);
         // (revision of the cut, revision the node was back from, node).
@@ -53,7 +36,7 @@ impl Excuses<'_> {
                 continue;
             };
             for &node in &done.nodes {
-                if cuts_value(done, node, &probe) {
+                if cuts_value(done, node, read) {
                     cut.push((revision, self.back(node, partition, fault, revision), node));
                 }
             }
