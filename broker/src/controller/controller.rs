@@ -259,8 +259,11 @@ impl Controller {
         for t in &topics {
             self.elect_missing(t).await?;
         }
-        // Brokers may have come and gone while there was no controller.
-        self.reelect_all().await?;
+        // Brokers that restarted while there was no controller come first
+        // (KIP-380): a broker back from a power loss with a cut log may still be
+        // listed in the ISR, and re-electing before this would elect it in a
+        // gone leader's place — and the state that election writes is newer than
+        // the broker's re-registration, so the restart would never be seen.
         let fencing = self.settings.broker_epoch_fencing;
         let restarted =
             partition_election::restarted_unseen(&self.ctx.states, &self.ctx.brokers, fencing);
@@ -270,6 +273,8 @@ impl Controller {
             })
             .await?;
         }
+        // Brokers may have come and gone while there was no controller.
+        self.reelect_all().await?;
         for id in &ids {
             self.send_leader_and_isr(*id, |_| true, false);
         }
