@@ -43,8 +43,11 @@ fn cluster_waits_a_run_that_never_quiesces_names_the_bound_and_the_unsettled_par
 }
 
 /// The image build is bounded: past its bound (here none at all) it is a
-/// timeout naming the image, never a hang. The check that the image exists
-/// is inside the bound too, so this holds whether or not it was built before.
+/// timeout naming the image, never a hang. The bound is a deadline checked
+/// before every request to the engine, so this holds whether or not the image
+/// was built before and however the scheduler interleaves the engine's answer
+/// (a plain tokio timeout polls the work first: an answer that came in while
+/// the thread was descheduled counted as in time, once in ci/stress.sh).
 #[test]
 fn docker_image_build_past_its_bound_is_a_timeout_naming_the_image() {
     common::docker::require_docker();

@@ -166,26 +166,63 @@ pub async fn ensure(docker: &Docker, spec: &ImageSpec) -> Result<String, Runtime
 }
 
 /// [`ensure`], within `bound`: past it, a timeout naming the image.
+///
+/// The bound is a deadline checked before each request to the engine as well
+/// as a timeout on it: `tokio::time::timeout` polls the work before its timer,
+/// so an answer that came in while this thread was descheduled past the
+/// deadline would otherwise count as in time (seen under a CPU hog with a zero
+/// bound). Nothing starts once the deadline has passed.
 pub async fn ensure_within(
     docker: &Docker,
     spec: &ImageSpec,
     bound: Duration,
 ) -> Result<String, RuntimeError> {
+    let deadline = tokio::time::Instant::now() + bound;
     let context = spec.context()?;
     let tag = context.tag.clone();
-    tokio::time::timeout(bound, build(docker, context))
+    let timed_out = || RuntimeError::Timeout {
+        what: format!("image {tag} ({}) checked or built", spec.repository()),
+        timeout: bound,
+        detail: Some("the Docker engine did not finish".into()),
+    };
+    tokio::time::timeout_at(deadline, build(docker, context, deadline))
         .await
-        .map_err(|_| RuntimeError::Timeout {
-            what: format!("image {tag} ({}) checked or built", spec.repository()),
-            timeout: bound,
-            detail: Some("the Docker engine did not finish".into()),
-        })?
+        .map_err(|_| timed_out())?
+        .map_err(|e| match e {
+            BuildError::PastDeadline => timed_out(),
+            BuildError::Runtime(e) => e,
+        })
 }
 
-async fn build(docker: &Docker, context: Context) -> Result<String, RuntimeError> {
+enum BuildError {
+    PastDeadline,
+    Runtime(RuntimeError),
+}
+
+impl From<RuntimeError> for BuildError {
+    fn from(e: RuntimeError) -> Self {
+        BuildError::Runtime(e)
+    }
+}
+
+/// Fails with [`BuildError::PastDeadline`] once `deadline` has passed.
+fn in_time(deadline: tokio::time::Instant) -> Result<(), BuildError> {
+    if tokio::time::Instant::now() >= deadline {
+        return Err(BuildError::PastDeadline);
+    }
+    Ok(())
+}
+
+async fn build(
+    docker: &Docker,
+    context: Context,
+    deadline: tokio::time::Instant,
+) -> Result<String, BuildError> {
+    in_time(deadline)?;
     if docker.inspect_image(&context.tag).await.is_ok() {
         return Ok(context.tag);
     }
+    in_time(deadline)?;
     let options = BuildImageOptions {
         dockerfile: "Dockerfile".into(),
         t: Some(context.tag.clone()),
@@ -205,9 +242,11 @@ async fn build(docker: &Docker, context: Context) -> Result<String, RuntimeError
             return Err(RuntimeError::ImageBuild {
                 tag: context.tag,
                 detail: format!("{error}\n{transcript}"),
-            });
+            }
+            .into());
         }
     }
+    in_time(deadline)?;
     docker
         .inspect_image(&context.tag)
         .await
