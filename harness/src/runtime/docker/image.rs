@@ -185,44 +185,30 @@ pub async fn ensure_within(
         timeout: bound,
         detail: Some("the Docker engine did not finish".into()),
     };
-    tokio::time::timeout_at(deadline, build(docker, context, deadline))
+    tokio::time::timeout_at(deadline, build(docker, context, deadline, &timed_out))
         .await
         .map_err(|_| timed_out())?
-        .map_err(|e| match e {
-            BuildError::PastDeadline => timed_out(),
-            BuildError::Runtime(e) => e,
-        })
 }
 
-enum BuildError {
-    PastDeadline,
-    Runtime(RuntimeError),
-}
-
-impl From<RuntimeError> for BuildError {
-    fn from(e: RuntimeError) -> Self {
-        BuildError::Runtime(e)
-    }
-}
-
-/// Fails with [`BuildError::PastDeadline`] once `deadline` has passed.
-fn in_time(deadline: tokio::time::Instant) -> Result<(), BuildError> {
-    if tokio::time::Instant::now() >= deadline {
-        return Err(BuildError::PastDeadline);
-    }
-    Ok(())
-}
-
+/// Check the image exists, else build it; each request to the engine starts
+/// only before `deadline` (else `timed_out()`).
 async fn build(
     docker: &Docker,
     context: Context,
     deadline: tokio::time::Instant,
-) -> Result<String, BuildError> {
-    in_time(deadline)?;
+    timed_out: &(dyn Fn() -> RuntimeError + Sync),
+) -> Result<String, RuntimeError> {
+    let in_time = || {
+        if tokio::time::Instant::now() >= deadline {
+            return Err(timed_out());
+        }
+        Ok(())
+    };
+    in_time()?;
     if docker.inspect_image(&context.tag).await.is_ok() {
         return Ok(context.tag);
     }
-    in_time(deadline)?;
+    in_time()?;
     let options = BuildImageOptions {
         dockerfile: "Dockerfile".into(),
         t: Some(context.tag.clone()),
@@ -242,11 +228,10 @@ async fn build(
             return Err(RuntimeError::ImageBuild {
                 tag: context.tag,
                 detail: format!("{error}\n{transcript}"),
-            }
-            .into());
+            });
         }
     }
-    in_time(deadline)?;
+    in_time()?;
     docker
         .inspect_image(&context.tag)
         .await
