@@ -14,9 +14,12 @@ mod common;
 use std::time::Duration;
 
 use common::cluster::Cluster;
-use common::kafka_client::{KafkaClient, batch};
-use epochal_broker::controller::metadata_store::PartitionStateRecord;
+use common::kafka_client::{KafkaClient, batch, topic};
 use epochal_broker::state_change_log::{self, Outcome, StateChange};
+use kafka_protocol::messages::leader_and_isr_request::{
+    LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
+};
+use kafka_protocol::messages::{BrokerId, LeaderAndIsrRequest, UpdateMetadataRequest};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const FLAGS: &[&str] = &[
@@ -78,20 +81,45 @@ fn await_write(
 /// leader, 2, is not the controller, 1), writes ten values to k-1, restarts
 /// its leader within its lease and returns the state of the new epoch: one
 /// above, led by 3, the next ISR member in assignment order.
-fn bounce_the_leader_of_k1(cluster: &mut Cluster) -> PartitionStateRecord {
+/// Broker 2, leader of k-1, bounces; the controller's decision for k-1, as
+/// broker 3 applied it. Not etcd's state: by the time a busy test reads it,
+/// the new leader may already have taken a caught-up bounced broker back into
+/// the ISR (an ISR-only write, same epoch), hiding what the controller decided.
+fn bounce_the_leader_of_k1(cluster: &mut Cluster) -> StateChange {
     assert_eq!(cluster.client(1).create_topic("k", 2, 3), 0);
     let before = cluster.await_state("a full ISR", TIMEOUT, "k", 1, |s| {
         s.leader == 2 && s.isr.len() == 3
     });
     let mut leader = cluster.client(2);
     write_acked(&mut leader, "k", 1, "before", 10);
+    let restarted_ms = StateChange::now_ms();
     cluster.restart(2);
-    let after = cluster.await_state("a new epoch for k-1", TIMEOUT, "k", 1, |s| {
-        s.leader_epoch > before.leader_epoch
-    });
+    let after = decided(cluster, 3, "k", 1, restarted_ms, before.leader_epoch);
     assert_eq!(after.leader_epoch, before.leader_epoch + 1, "{after:?}");
     assert_eq!(after.leader, 3, "the next ISR member in assignment order");
     after
+}
+
+/// The first LeaderAndIsr for `topic`-`partition` past `epoch` that broker
+/// `id` applied since `since_ms`: a controller decision as it was sent.
+fn decided(
+    cluster: &Cluster,
+    id: i32,
+    topic: &str,
+    partition: i32,
+    since_ms: u64,
+    epoch: i32,
+) -> StateChange {
+    common::await_some_or(
+        &format!("broker {id} to apply a new epoch of {topic}-{partition}"),
+        TIMEOUT,
+        || {
+            applied_since(cluster, id, since_ms)
+                .into_iter()
+                .find(|c| c.topic == topic && c.partition == partition && c.leader_epoch > epoch)
+        },
+        || cluster.logs(),
+    )
 }
 
 fn applied_since(cluster: &Cluster, id: i32, since_ms: u64) -> Vec<StateChange> {
@@ -239,10 +267,16 @@ fn cluster_rejoin_a_restarted_leader_and_follower_leave_the_isr_and_rejoin_once_
     // not a bounce (as Kafka's does: KIP-380 compares broker epochs a live
     // controller has cached).
     let state = cluster.state("k", 1).unwrap();
+    let restarted_ms = StateChange::now_ms();
     cluster.restart(2);
-    let left = cluster.await_state("a follower's bounce seen", TIMEOUT, "k", 1, |s| {
-        s.leader_epoch > state.leader_epoch
-    });
+    let left = decided(
+        &cluster,
+        state.leader,
+        "k",
+        1,
+        restarted_ms,
+        state.leader_epoch,
+    );
     assert_eq!(left.leader, state.leader, "{left:?}");
     assert!(!left.isr.contains(&2), "{left:?}");
     cluster.await_state("the follower back in the ISR", TIMEOUT, "k", 1, |s| {
@@ -253,3 +287,81 @@ fn cluster_rejoin_a_restarted_leader_and_follower_leave_the_isr_and_rejoin_once_
     await_write(&cluster, &mut leader, "k", 1, b"last");
     cluster.await_converged(&[1, 2, 3], "k", 1, 1, TIMEOUT);
 }
+
+/// KIP-380: a control request addressed to an older registration of this
+/// broker is refused whole with STALE_BROKER_EPOCH. Such a request may not be
+/// meant for this process at all: under ci/stress.sh another run's controller,
+/// still retrying a broker of its own that had died, reached a broker restarted
+/// on that port, which applied a leader for an epoch its own etcd never held.
+/// Refused, it applies nothing and leaves alone the controller epoch the broker
+/// holds (a far higher one here), so its own controller's next decision still
+/// applies.
+#[test]
+fn cluster_rejoin_a_control_request_for_an_older_registration_is_refused_and_changes_nothing() {
+    let mut cluster = Cluster::start(3, FLAGS);
+    assert_eq!(cluster.client(1).create_topic("s", 1, 3), 0);
+    let before = cluster.await_state("a full ISR", TIMEOUT, "s", 0, |s| {
+        s.leader > 0 && s.isr.len() == 3
+    });
+    // A follower that is not the controller (broker 1), and the third broker.
+    let target = (2..=3).find(|id| *id != before.leader).unwrap();
+    let other = (2..=3).find(|id| *id != target).unwrap();
+    let since_ms = StateChange::now_ms();
+    let foreign_controller_epoch = 1_000;
+    // etcd's first write is revision 2, so every registration is newer than 1.
+    let stale_broker_epoch = 1;
+    let partition = LeaderAndIsrPartitionState::default()
+        .with_partition_index(0)
+        .with_controller_epoch(foreign_controller_epoch)
+        .with_leader(BrokerId(target))
+        .with_leader_epoch(before.leader_epoch + 10)
+        .with_isr(vec![BrokerId(target)])
+        .with_replicas(vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
+    let leader_and_isr = LeaderAndIsrRequest::default()
+        .with_controller_id(BrokerId(9))
+        .with_controller_epoch(foreign_controller_epoch)
+        .with_broker_epoch(stale_broker_epoch)
+        .with_topic_states(vec![
+            LeaderAndIsrTopicState::default()
+                .with_topic_name(topic("s"))
+                .with_partition_states(vec![partition]),
+        ]);
+    let mut client = cluster.client(target);
+    let answer = client.send(&leader_and_isr, 4).unwrap();
+    assert_eq!(answer.error_code, STALE_BROKER_EPOCH, "{answer:?}");
+    let update_metadata = UpdateMetadataRequest::default()
+        .with_controller_id(BrokerId(9))
+        .with_controller_epoch(foreign_controller_epoch)
+        .with_broker_epoch(stale_broker_epoch);
+    let answer = client.send(&update_metadata, 6).unwrap();
+    assert_eq!(answer.error_code, STALE_BROKER_EPOCH, "{answer:?}");
+
+    let refused: Vec<StateChange> = state_change_log::read_all(&cluster.broker(target).data_dir)
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.time_ms >= since_ms && c.topic == "s")
+        .collect();
+    assert!(
+        refused.iter().any(|c| c.request == "LeaderAndIsr"
+            && c.outcome == Outcome::Rejected
+            && c.reason
+                .as_deref()
+                .is_some_and(|r| r.contains("STALE_BROKER_EPOCH"))),
+        "{refused:?}"
+    );
+    assert!(
+        applied_since(&cluster, target, since_ms).is_empty(),
+        "{refused:?}"
+    );
+
+    // Its own controller's next decision (the third broker bounces and leaves
+    // the ISR) still applies: controller epoch 1000 was never taken.
+    let decided_ms = StateChange::now_ms();
+    cluster.restart(other);
+    let next = decided(&cluster, target, "s", 0, decided_ms, before.leader_epoch);
+    assert_eq!(next.leader_epoch, before.leader_epoch + 1, "{next:?}");
+    assert!(!next.isr.contains(&other), "{next:?}");
+}
+
+/// Kafka's STALE_BROKER_EPOCH error code (KIP-380).
+const STALE_BROKER_EPOCH: i16 = 77;

@@ -47,26 +47,60 @@ fn registration_ahead(ours: i64, requested: i64) -> bool {
     requested > ours
 }
 
+/// KIP-380's refusal (Kafka 2.2, `KafkaApis.isBrokerEpochStale`): a control
+/// request addressed to a registration older than this broker's. -1 (a
+/// request that names none) is never stale.
+fn registration_behind(ours: i64, requested: i64) -> bool {
+    requested != -1 && requested < ours
+}
+
 impl ReplicaManager {
-    /// Wait (at most one lease TTL) until this broker's session has caught up
-    /// with the registration a LeaderAndIsr was addressed to. A broker that
-    /// registers again under a new lease puts its key, and the controller may
-    /// see the put and send it its state before the put's answer reaches the
-    /// broker: applied then, the decision would be bound to the old lease and
-    /// the role it grants would be dead on arrival, with nothing ever resending
-    /// it. `broker_epoch` is the request's (the registration's create revision
-    /// as the controller saw it; -1 when unknown).
-    pub async fn await_registration(&self, broker_epoch: i64) {
+    /// The broker-epoch check every control request (LeaderAndIsr,
+    /// UpdateMetadata) passes before anything else, the controller-epoch check
+    /// included (KIP-380: Kafka checks it in `KafkaApis` before the replica
+    /// manager sees the request). `broker_epoch` is the registration the
+    /// controller addressed (its create revision as the controller saw it; -1
+    /// when unknown). `Err` is the reason the request is refused whole with
+    /// STALE_BROKER_EPOCH.
+    ///
+    /// Older than this broker's registration: stale, refused with fencing on.
+    /// The controller had not yet seen this broker register again (it resends
+    /// the whole state once it does), or the request was never meant for this
+    /// process: a controller still retrying a broker that died, whose port was
+    /// given to this one (found under ci/stress.sh: another run's controller
+    /// had a broker restarted by the gate apply a leader for an epoch its own
+    /// etcd never held). Applying it would also raise the controller epoch this
+    /// broker holds, fencing its own controller.
+    ///
+    /// Newer: the broker registered again under a new lease and the controller
+    /// saw the put before the put's answer reached the broker; applied now, the
+    /// decision would be bound to the old lease and the role it grants dead on
+    /// arrival, with nothing ever resending it. So it waits (at most one lease
+    /// TTL) for the session to switch, and is then applied under the current
+    /// lease whether it did or not, as Kafka refuses only older epochs (a
+    /// request from another cluster naming a newer one is not caught).
+    ///
+    /// Without broker-epoch fencing (before KIP-380) nothing is refused.
+    pub async fn check_broker_epoch(&self, broker_epoch: i64, fencing: bool) -> Result<(), String> {
         let Some(session) = &self.session else {
-            return;
+            return Ok(());
         };
-        if !registration_ahead(session.lease().broker_epoch, broker_epoch) {
-            return;
+        let ours = session.lease().broker_epoch;
+        if registration_behind(ours, broker_epoch) {
+            return match fencing {
+                true => Err(format!(
+                    "STALE_BROKER_EPOCH: addressed to broker epoch {broker_epoch}, this broker's is {ours}"
+                )),
+                false => Ok(()),
+            };
+        }
+        if !registration_ahead(ours, broker_epoch) {
+            return Ok(());
         }
         tracing::info!(
             broker_epoch,
-            ours = session.lease().broker_epoch,
-            "LeaderAndIsr for a registration the session has not switched to yet; waiting"
+            ours,
+            "control request for a registration the session has not switched to yet; waiting"
         );
         let mut leases = session.subscribe();
         let caught_up = leases.wait_for(|l| !registration_ahead(l.broker_epoch, broker_epoch));
@@ -74,9 +108,10 @@ impl ReplicaManager {
             tracing::warn!(
                 broker_epoch,
                 ours = session.lease().broker_epoch,
-                "LeaderAndIsr for a registration this broker has not seen; applying under the current lease"
+                "control request for a registration this broker has not seen; applying under the current lease"
             );
         }
+        Ok(())
     }
 
     /// The controller-epoch check every control request passes first (KAFKA-532):
@@ -237,11 +272,20 @@ mod tests {
         assert!(!registration_ahead(17, -1));
     }
 
+    #[test]
+    fn a_request_for_an_older_registration_is_stale_and_one_naming_none_is_not() {
+        assert!(registration_behind(17, 5));
+        assert!(!registration_behind(17, 17));
+        assert!(!registration_behind(5, 17));
+        assert!(!registration_behind(17, -1));
+    }
+
     #[tokio::test]
-    async fn without_a_session_nothing_waits() {
+    async fn without_a_session_nothing_waits_or_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let rm = manager(dir.path(), 1);
-        rm.await_registration(i64::MAX).await;
+        assert_eq!(rm.check_broker_epoch(i64::MAX, true).await, Ok(()));
+        assert_eq!(rm.check_broker_epoch(1, true).await, Ok(()));
     }
 
     /// The controller drops follower 2 (its registration went) in a new epoch

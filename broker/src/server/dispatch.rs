@@ -263,20 +263,31 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             &handlers::offsets_for_leader_epoch::handle(broker, req),
         ),
         Request::LeaderAndIsr(req) => {
-            broker.replicas.await_registration(req.broker_epoch).await;
+            let refused = broker
+                .replicas
+                .check_broker_epoch(req.broker_epoch, broker.config.broker_epoch_fencing)
+                .await
+                .err();
             encode_response(
                 key,
                 version,
                 cid,
-                &handlers::leader_and_isr::handle(broker, req),
+                &handlers::leader_and_isr::handle(broker, req, refused),
             )
         }
-        Request::UpdateMetadata(req) => encode_response(
-            key,
-            version,
-            cid,
-            &handlers::update_metadata::handle(broker, req),
-        ),
+        Request::UpdateMetadata(req) => {
+            let refused = broker
+                .replicas
+                .check_broker_epoch(req.broker_epoch, broker.config.broker_epoch_fencing)
+                .await
+                .err();
+            encode_response(
+                key,
+                version,
+                cid,
+                &handlers::update_metadata::handle(broker, req, refused),
+            )
+        }
         Request::InitProducerId(req) => encode_response(
             key,
             version,

@@ -1,11 +1,15 @@
 //! LeaderAndIsr: the controller's decisions for the partitions this broker
-//! replicates. The request-level controller-epoch check comes first (KAFKA-532:
-//! a request from an older controller than the newest seen is rejected whole,
-//! STALE_CONTROLLER_EPOCH, when fencing is on); then each partition is applied or
-//! rejected by the leader-epoch rule. Every partition's outcome is appended to
+//! replicates. Two request-level checks come first: the broker epoch (KIP-380:
+//! a request addressed to an older registration of this broker is rejected
+//! whole, STALE_BROKER_EPOCH, with broker-epoch fencing on; the dispatcher
+//! makes it, since it may wait for the session), then the controller epoch
+//! (KAFKA-532: a request from an older controller than the newest seen is
+//! rejected whole, STALE_CONTROLLER_EPOCH, when fencing is on); then each
+//! partition is applied or rejected by the leader-epoch rule. Every partition's outcome is appended to
 //! state-change.log. An applied partition this broker follows gets a fetcher
 //! (replacing any earlier one); one it leads has its fetcher stopped.
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::leader_and_isr_response::LeaderAndIsrPartitionError;
 use kafka_protocol::messages::{LeaderAndIsrRequest, LeaderAndIsrResponse};
 
@@ -19,7 +23,12 @@ use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
 use crate::state_change_log::{Outcome, StateChange};
 
-pub fn handle(broker: &Broker, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse {
+/// `stale_broker_epoch`: why the broker-epoch check refused the request, if it did.
+pub fn handle(
+    broker: &Broker,
+    req: LeaderAndIsrRequest,
+    stale_broker_epoch: Option<String>,
+) -> LeaderAndIsrResponse {
     let controller_id = req.controller_id.0;
     let controller_epoch = req.controller_epoch;
     // Where each leader is reached: `--peer` wins over the advertised address.
@@ -84,21 +93,35 @@ pub fn handle(broker: &Broker, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse
                 tracing::error!(%e, "could not append to the state-change log");
             }
         };
-    let fencing = broker.config.controller_epoch_fencing;
-    if let Err(code) = broker
-        .replicas
-        .observe_controller_epoch(controller_epoch, fencing)
-    {
-        let newest = broker.replicas.controller_epoch();
-        let reason = format!(
-            "STALE_CONTROLLER_EPOCH: controller epoch {controller_epoch} is older than {newest}"
-        );
-        tracing::warn!(
-            controller_id,
-            controller_epoch,
-            newest,
-            "rejected LeaderAndIsr from a stale controller"
-        );
+    let refused = match stale_broker_epoch {
+        Some(reason) => {
+            tracing::warn!(
+                controller_id,
+                controller_epoch,
+                broker_epoch = req.broker_epoch,
+                "rejected LeaderAndIsr addressed to another registration"
+            );
+            Some((ResponseError::StaleBrokerEpoch, reason))
+        }
+        None => broker
+            .replicas
+            .observe_controller_epoch(controller_epoch, broker.config.controller_epoch_fencing)
+            .err()
+            .map(|code| {
+                let newest = broker.replicas.controller_epoch();
+                tracing::warn!(
+                    controller_id,
+                    controller_epoch,
+                    newest,
+                    "rejected LeaderAndIsr from a stale controller"
+                );
+                let reason = format!(
+                    "STALE_CONTROLLER_EPOCH: controller epoch {controller_epoch} is older than {newest}"
+                );
+                (code, reason)
+            }),
+    };
+    if let Some((code, reason)) = refused {
         let errors = states
             .iter()
             .map(|(tp, s)| {

@@ -1,29 +1,41 @@
 //! UpdateMetadata: the controller's announcement of live brokers and every
 //! partition's leadership, which replaces the metadata cache. Fenced by the
-//! controller epoch like LeaderAndIsr (KAFKA-532); each partition's outcome goes
-//! to state-change.log.
+//! broker epoch (KIP-380) and the controller epoch (KAFKA-532) like
+//! LeaderAndIsr; each partition's outcome goes to state-change.log.
 
 use std::collections::BTreeMap;
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{UpdateMetadataRequest, UpdateMetadataResponse};
 
 use crate::server::context::Broker;
 use crate::server::metadata_cache::{BrokerEndpoint, ClusterView, PartitionMetadata};
 use crate::state_change_log::{Outcome, StateChange};
 
-pub fn handle(broker: &Broker, req: UpdateMetadataRequest) -> UpdateMetadataResponse {
-    let fencing = broker.config.controller_epoch_fencing;
-    let stale = broker
-        .replicas
-        .observe_controller_epoch(req.controller_epoch, fencing)
-        .err();
-    let reason = stale.map(|_| {
-        format!(
-            "STALE_CONTROLLER_EPOCH: controller epoch {} is older than {}",
-            req.controller_epoch,
-            broker.replicas.controller_epoch()
-        )
-    });
+/// `stale_broker_epoch`: why the broker-epoch check refused the request, if it did.
+pub fn handle(
+    broker: &Broker,
+    req: UpdateMetadataRequest,
+    stale_broker_epoch: Option<String>,
+) -> UpdateMetadataResponse {
+    let (stale, reason) = match stale_broker_epoch {
+        Some(reason) => (Some(ResponseError::StaleBrokerEpoch), Some(reason)),
+        None => {
+            let fencing = broker.config.controller_epoch_fencing;
+            let stale = broker
+                .replicas
+                .observe_controller_epoch(req.controller_epoch, fencing)
+                .err();
+            let reason = stale.map(|_| {
+                format!(
+                    "STALE_CONTROLLER_EPOCH: controller epoch {} is older than {}",
+                    req.controller_epoch,
+                    broker.replicas.controller_epoch()
+                )
+            });
+            (stale, reason)
+        }
+    };
     let mut view = ClusterView {
         controller_id: req.controller_id.0,
         ..Default::default()
@@ -80,7 +92,9 @@ pub fn handle(broker: &Broker, req: UpdateMetadataRequest) -> UpdateMetadataResp
     if let Some(code) = stale {
         tracing::warn!(
             controller_epoch = req.controller_epoch,
-            "rejected UpdateMetadata from a stale controller"
+            broker_epoch = req.broker_epoch,
+            reason = reason.as_deref().unwrap_or_default(),
+            "rejected UpdateMetadata"
         );
         return UpdateMetadataResponse::default().with_error_code(code.code());
     }
