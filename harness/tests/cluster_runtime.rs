@@ -119,12 +119,38 @@ async fn cluster_kill_restart_and_pause_a_broker() {
     common::ready(&runtime, Duration::from_secs(30)).await;
 
     let old = runtime.pid(NodeId::new(1)).unwrap();
+    let old_port = runtime.direct_address(NodeId::new(1)).unwrap().to_owned();
     runtime.kill_node(NodeId::new(1)).await.unwrap();
     assert!(!alive(old));
     assert!(matches!(
         runtime.kill_node(NodeId::new(1)).await,
         Err(RuntimeError::NotRunning(n)) if n == NodeId::new(1)
     ));
+    // The dead broker's port goes back to the OS, which may give it to
+    // another run's process (here: this test). Its links no longer dial it: a
+    // client connecting through the link is closed, with nothing reaching the
+    // port's new owner.
+    let new_owner = std::net::TcpListener::bind(&old_port).unwrap();
+    new_owner.set_nonblocking(true).unwrap();
+    let link = runtime
+        .link_address(Link::ClientToBroker(NodeId::new(1)))
+        .unwrap()
+        .to_owned();
+    let mut client = tokio::net::TcpStream::connect(&link).await.unwrap();
+    let mut byte = [0u8; 1];
+    let closed = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::io::AsyncReadExt::read(&mut client, &mut byte),
+    )
+    .await
+    .expect("the link closes a connection towards a dead broker");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    let reached = new_owner.accept();
+    assert!(
+        matches!(&reached, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the link dialled the dead broker's port: {reached:?}"
+    );
+    drop(new_owner);
     runtime.start_node(NodeId::new(1)).await.unwrap();
     // The client proxy follows the restarted broker to its new port.
     let proxy = runtime

@@ -9,7 +9,8 @@
 //! are the brokers' flags). So each proxy towards a broker is created first with
 //! an upstream nothing listens on, and pointed at the broker with the proxy API's
 //! upstream update once the broker writes `<data>/listening` — and again on each
-//! restart, when the port changes. A broker dialling a peer not yet started sees
+//! restart, when the port changes. When a broker is killed or stopped they point
+//! back at nothing, since the OS may give its port to another run's process. A broker dialling a peer not yet started sees
 //! a refused connection and retries, as it would if the peer were down.
 //!
 //! Each child leads its own process group, is recorded with the [`reaper`] for
@@ -223,6 +224,25 @@ impl ProcessRuntime {
         Ok(self.cluster.plan.broker(node)?.log.clone())
     }
 
+    /// Points every link towards `node` at `address`: its new port once it
+    /// listens, [`UPSTREAM_NOT_YET`] once it is gone. Only the links towards the
+    /// node follow it; its own etcd link points at etcd, which never moves. A
+    /// dead broker's port goes back to the OS, which may give it to another
+    /// run's process (seen under ci/stress.sh: a broker of one test cluster,
+    /// restarted on a port another cluster's dead broker had held, was sent that
+    /// cluster's LeaderAndIsr), so a link must not dial it once the broker is gone.
+    async fn point_links_at(&self, node: NodeId, address: &str) -> Result<(), RuntimeError> {
+        for &link in self.cluster.plan.links() {
+            if link.upstream() == Upstream::Broker(node) {
+                self.cluster
+                    .proxies
+                    .set_upstream(&link.proxy_name(), address)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
     fn broker_mut(&mut self, node: NodeId) -> Result<&mut Broker, RuntimeError> {
         self.brokers
             .get_mut(&node)
@@ -386,17 +406,8 @@ impl Runtime for ProcessRuntime {
             }
             tokio::time::sleep(POLL).await;
         };
-        // Only the links towards the node follow its new port; its own etcd
-        // link points at etcd, which never moves.
-        for &link in self.cluster.plan.links() {
-            if link.upstream() == Upstream::Broker(node) {
-                self.cluster
-                    .proxies
-                    .set_upstream(&link.proxy_name(), &address)
-                    .await?;
-            }
-        }
-        broker.address = Some(address);
+        self.point_links_at(node, &address).await?;
+        self.broker_mut(node)?.address = Some(address);
         Ok(())
     }
 
@@ -424,7 +435,7 @@ impl Runtime for ProcessRuntime {
         let broker = self.broker_mut(node)?;
         broker.process = None;
         broker.address = None;
-        Ok(())
+        self.point_links_at(node, UPSTREAM_NOT_YET).await
     }
 
     async fn kill_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
@@ -433,7 +444,7 @@ impl Runtime for ProcessRuntime {
         // The guard's drop sends SIGKILL to the group and reaps it.
         broker.process = None;
         broker.address = None;
-        Ok(())
+        self.point_links_at(node, UPSTREAM_NOT_YET).await
     }
 
     async fn pause_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
