@@ -240,6 +240,13 @@ impl MetadataStore {
         Ok(())
     }
 
+    /// Broker `id`'s epoch as etcd holds it now (its registration key's create
+    /// revision), `None` when it is not registered.
+    pub async fn broker_epoch(&self, id: i32) -> Result<Option<i64>, StoreError> {
+        let resp = self.client.clone().get(broker_key(id), None).await?;
+        Ok(resp.kvs().first().map(|kv| kv.create_revision()))
+    }
+
     /// Register (or take over) this broker's key under `lease`; returns the broker
     /// epoch, the key's create revision. A put on an existing key keeps its create
     /// revision, which is how a broker restarted within its old lease keeps its

@@ -54,48 +54,43 @@ fn registration_behind(ours: i64, requested: i64) -> bool {
     requested != -1 && requested < ours
 }
 
+/// How the registration a control request addresses compares with this
+/// broker's (see [`ReplicaManager::registration_addressed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addressed {
+    /// This broker's registration, or none named (-1), or no session to tell.
+    Ours,
+    /// An older registration than the session's (`ours`).
+    Older { ours: i64 },
+    /// A newer one, which the session did not switch to within a lease TTL.
+    Unreached { ours: i64 },
+}
+
 impl ReplicaManager {
-    /// The broker-epoch check every control request (LeaderAndIsr,
-    /// UpdateMetadata) passes before anything else, the controller-epoch check
-    /// included (KIP-380: Kafka checks it in `KafkaApis` before the replica
-    /// manager sees the request). `broker_epoch` is the registration the
-    /// controller addressed (its create revision as the controller saw it; -1
-    /// when unknown). `Err` is the reason the request is refused whole with
-    /// STALE_BROKER_EPOCH.
+    /// The broker-epoch comparison every control request (LeaderAndIsr,
+    /// UpdateMetadata) goes through before anything else, the controller-epoch
+    /// check included (KIP-380: Kafka checks it in `KafkaApis` before the
+    /// replica manager sees the request). `broker_epoch` is the registration
+    /// the controller addressed (its create revision as the controller saw it;
+    /// -1 when unknown). The dispatcher decides what to refuse (see
+    /// `server::dispatch`).
     ///
-    /// Older than this broker's registration: stale, refused with fencing on.
-    /// The controller had not yet seen this broker register again (it resends
-    /// the whole state once it does), or the request was never meant for this
-    /// process: a controller still retrying a broker that died, whose port was
-    /// given to this one (found under ci/stress.sh: another run's controller
-    /// had a broker restarted by the gate apply a leader for an epoch its own
-    /// etcd never held). Applying it would also raise the controller epoch this
-    /// broker holds, fencing its own controller.
-    ///
-    /// Newer: the broker registered again under a new lease and the controller
-    /// saw the put before the put's answer reached the broker; applied now, the
-    /// decision would be bound to the old lease and the role it grants dead on
-    /// arrival, with nothing ever resending it. So it waits (at most one lease
-    /// TTL) for the session to switch, and is then applied under the current
-    /// lease whether it did or not, as Kafka refuses only older epochs (a
-    /// request from another cluster naming a newer one is not caught).
-    ///
-    /// Without broker-epoch fencing (before KIP-380) nothing is refused.
-    pub async fn check_broker_epoch(&self, broker_epoch: i64, fencing: bool) -> Result<(), String> {
+    /// A newer one than the session's is usually this broker's own: it
+    /// registered again under a new lease and the controller saw the put before
+    /// the put's answer reached the broker. Applied now, the decision would be
+    /// bound to the old lease and the role it grants dead on arrival, with
+    /// nothing ever resending it, so this waits (at most one lease TTL) for the
+    /// session to switch.
+    pub async fn registration_addressed(&self, broker_epoch: i64) -> Addressed {
         let Some(session) = &self.session else {
-            return Ok(());
+            return Addressed::Ours;
         };
         let ours = session.lease().broker_epoch;
         if registration_behind(ours, broker_epoch) {
-            return match fencing {
-                true => Err(format!(
-                    "STALE_BROKER_EPOCH: addressed to broker epoch {broker_epoch}, this broker's is {ours}"
-                )),
-                false => Ok(()),
-            };
+            return Addressed::Older { ours };
         }
         if !registration_ahead(ours, broker_epoch) {
-            return Ok(());
+            return Addressed::Ours;
         }
         tracing::info!(
             broker_epoch,
@@ -104,14 +99,12 @@ impl ReplicaManager {
         );
         let mut leases = session.subscribe();
         let caught_up = leases.wait_for(|l| !registration_ahead(l.broker_epoch, broker_epoch));
-        if tokio::time::timeout(session.ttl, caught_up).await.is_err() {
-            tracing::warn!(
-                broker_epoch,
-                ours = session.lease().broker_epoch,
-                "control request for a registration this broker has not seen; applying under the current lease"
-            );
+        match tokio::time::timeout(session.ttl, caught_up).await {
+            Ok(_) => Addressed::Ours,
+            Err(_) => Addressed::Unreached {
+                ours: session.lease().broker_epoch,
+            },
         }
-        Ok(())
     }
 
     /// The controller-epoch check every control request passes first (KAFKA-532):
@@ -281,11 +274,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn without_a_session_nothing_waits_or_is_refused() {
+    async fn without_a_session_every_request_is_addressed_to_this_broker() {
         let dir = tempfile::tempdir().unwrap();
         let rm = manager(dir.path(), 1);
-        assert_eq!(rm.check_broker_epoch(i64::MAX, true).await, Ok(()));
-        assert_eq!(rm.check_broker_epoch(1, true).await, Ok(()));
+        assert_eq!(rm.registration_addressed(i64::MAX).await, Addressed::Ours);
+        assert_eq!(rm.registration_addressed(1).await, Addressed::Ours);
     }
 
     /// The controller drops follower 2 (its registration went) in a new epoch

@@ -21,6 +21,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use super::handlers;
 use super::handlers::produce::ProduceOutcome;
+use crate::replica::leader_and_isr::Addressed;
 use crate::server::context::Broker;
 
 /// Every API this broker implements, with the versions it accepts — exactly
@@ -263,11 +264,7 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             &handlers::offsets_for_leader_epoch::handle(broker, req),
         ),
         Request::LeaderAndIsr(req) => {
-            let refused = broker
-                .replicas
-                .check_broker_epoch(req.broker_epoch, broker.config.broker_epoch_fencing)
-                .await
-                .err();
+            let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
             encode_response(
                 key,
                 version,
@@ -276,11 +273,7 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             )
         }
         Request::UpdateMetadata(req) => {
-            let refused = broker
-                .replicas
-                .check_broker_epoch(req.broker_epoch, broker.config.broker_epoch_fencing)
-                .await
-                .err();
+            let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
             encode_response(
                 key,
                 version,
@@ -294,5 +287,71 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             cid,
             &handlers::init_producer_id::handle(broker, req).await,
         ),
+    }
+}
+
+/// KIP-380's broker-epoch check on a control request (Kafka 2.2,
+/// `KafkaApis.isBrokerEpochStale`): why it is refused whole with
+/// STALE_BROKER_EPOCH, or `None` to go on to the controller-epoch check.
+/// Nothing is refused without `--broker-epoch-fencing` (before KIP-380).
+///
+/// Addressed to an older registration than this broker's: the controller had
+/// not yet seen this broker register again (it resends the whole state once it
+/// does), or the request was never meant for this process — a controller still
+/// retrying a broker that died, whose port the OS gave to this one (found under
+/// ci/stress.sh: a gate broker restarted on such a port applied another test
+/// cluster's leader for an epoch its own etcd never held). Applying it would
+/// also raise the controller epoch this broker holds, fencing its own
+/// controller.
+///
+/// Addressed to a newer one the session never switched to: etcd is asked which
+/// registration this broker holds. The one addressed (the put's answer never
+/// reached the session) is applied under the current lease; any other is not
+/// this broker's, and is refused like an older one. Kafka refuses only older
+/// epochs; a request from another cluster can name a newer one as easily.
+async fn broker_epoch_refusal(broker: &Broker, requested: i64) -> Option<String> {
+    let fencing = broker.config.broker_epoch_fencing;
+    let refusal = |ours: i64, held: &str| {
+        format!(
+            "STALE_BROKER_EPOCH: addressed to broker epoch {requested}, this broker's is {ours}{held}"
+        )
+    };
+    match broker.replicas.registration_addressed(requested).await {
+        Addressed::Ours => None,
+        Addressed::Older { ours } => fencing.then(|| refusal(ours, "")),
+        Addressed::Unreached { ours } => {
+            let held = if fencing {
+                broker.store.broker_epoch(broker.config.node_id).await
+            } else {
+                Ok(Some(requested))
+            };
+            match held {
+                Ok(Some(held)) if held == requested => {
+                    tracing::warn!(
+                        broker_epoch = requested,
+                        ours,
+                        "control request for a registration the session has not switched to; \
+                         applying under the current lease"
+                    );
+                    None
+                }
+                Ok(held) => Some(refusal(
+                    ours,
+                    &format!(
+                        " (etcd holds {})",
+                        held.map_or("none".into(), |h| h.to_string())
+                    ),
+                )),
+                Err(e) => {
+                    tracing::warn!(
+                        broker_epoch = requested,
+                        ours,
+                        %e,
+                        "could not read this broker's registration; applying under the current lease"
+                    );
+                    None
+                }
+            }
+        }
     }
 }
