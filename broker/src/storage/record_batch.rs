@@ -262,6 +262,11 @@ pub fn decode_records(batch: Bytes, header: &BatchHeader) -> Result<RecordSet, B
         match compression {
             Compression::None => checked(compressed),
             Compression::Gzip => compression::Gzip::decompress(compressed, checked),
+            Compression::Snappy if compressed.starts_with(XERIAL_MAGIC) => {
+                let mut unframed =
+                    Bytes::from(unframe_xerial(compressed).map_err(anyhow::Error::msg)?);
+                checked(&mut unframed)
+            }
             Compression::Snappy => {
                 check_snappy_length(compressed).map_err(anyhow::Error::msg)?;
                 compression::Snappy::decompress(compressed, checked)
@@ -376,6 +381,41 @@ pub fn check_record_framing(mut payload: &[u8], count: usize) -> Result<(), Stri
         return Err(format!("{} bytes after the last record", payload.len()));
     }
     Ok(())
+}
+
+/// The stream format of snappy-java (xerial), which Kafka's Java producer
+/// writes for snappy batches (`SnappyOutputStream`): this magic, a big-endian
+/// int32 version and compatible version, then blocks of a big-endian int32
+/// length and one raw snappy block each. kafka-protocol and librdkafka write a
+/// single raw block; Kafka's broker reads both (`SnappyInputStream` falls back
+/// to raw), and keeps the batch as sent.
+const XERIAL_MAGIC: &[u8] = b"\x82SNAPPY\x00";
+const XERIAL_HEADER_BYTES: usize = 16;
+
+/// The raw bytes of an xerial-framed snappy payload, each block checked like
+/// a raw one ([`check_snappy_length`]) before it is decoded.
+fn unframe_xerial(framed: &[u8]) -> Result<Vec<u8>, String> {
+    let mut rest = framed
+        .get(XERIAL_HEADER_BYTES..)
+        .ok_or("xerial snappy header cut short")?;
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let (length, after) = rest
+            .split_first_chunk::<4>()
+            .ok_or("xerial snappy block length cut short")?;
+        let length = usize::try_from(i32::from_be_bytes(*length))
+            .map_err(|_| "negative xerial snappy block length")?;
+        let block = after
+            .get(..length)
+            .ok_or("xerial snappy block past the end of the batch")?;
+        check_snappy_length(block)?;
+        let decoded = snap::raw::Decoder::new()
+            .decompress_vec(block)
+            .map_err(|e| format!("xerial snappy block: {e}"))?;
+        out.extend(decoded);
+        rest = &after[length..];
+    }
+    Ok(out)
 }
 
 /// Raw snappy declares its uncompressed length up front and the decoder
@@ -629,6 +669,71 @@ mod tests {
             assert_eq!(set.records.len(), 3, "{compression:?}");
             assert_eq!(set.records[2].value.as_deref(), Some(&b"c"[..]));
         }
+    }
+
+    /// Kafka's Java producer frames snappy as snappy-java's stream (xerial):
+    /// such a batch decodes, over several blocks; a block cut short does not.
+    #[test]
+    fn xerial_framed_snappy_batches_decode() {
+        let records: Vec<Record> = ["a", "bb", "ccc"]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Record {
+                transactional: false,
+                control: false,
+                partition_leader_epoch: 1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: i as i32 - 1,
+                timestamp: 5,
+                key: None,
+                value: Some(Bytes::copy_from_slice(v.as_bytes())),
+                headers: Default::default(),
+            })
+            .collect();
+        let encode = |cut: usize| {
+            let xerial = |raw: &mut BytesMut, out: &mut BytesMut, _: Compression| {
+                out.extend_from_slice(XERIAL_MAGIC);
+                out.extend_from_slice(&1i32.to_be_bytes());
+                out.extend_from_slice(&1i32.to_be_bytes());
+                // Two blocks, as snappy-java writes one per buffer it fills.
+                let half = raw.len() / 2;
+                for part in [&raw[..half], &raw[half..]] {
+                    let block = snap::raw::Encoder::new().compress_vec(part)?;
+                    out.extend_from_slice(&(block.len() as i32).to_be_bytes());
+                    out.extend_from_slice(&block[..block.len() - cut]);
+                }
+                Ok(())
+            };
+            let mut buf = BytesMut::new();
+            RecordBatchEncoder::encode_with_custom_compression(
+                &mut buf,
+                &records,
+                &RecordEncodeOptions {
+                    version: 2,
+                    compression: Compression::Snappy,
+                },
+                Some(xerial),
+            )
+            .unwrap();
+            buf
+        };
+        let buf = encode(0);
+        let h = validate(&buf).unwrap();
+        let set = decode_records(buf.freeze(), &h).unwrap();
+        let values: Vec<_> = set.records.iter().map(|r| r.value.clone()).collect();
+        assert_eq!(
+            values,
+            [Some("a"), Some("bb"), Some("ccc")].map(|v| v.map(Bytes::from))
+        );
+        let cut = encode(1);
+        let h = validate(&cut).unwrap();
+        assert!(matches!(
+            decode_records(cut.freeze(), &h),
+            Err(BatchError::Undecodable { .. })
+        ));
     }
 
     #[test]
