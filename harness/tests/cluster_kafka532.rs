@@ -127,7 +127,7 @@ fn cluster_kafka532_without_fencing_the_stale_controller_deposes_a_live_leader_a
     // b3 applied it after having applied controller epoch 2; b2 was never sent
     // it: b2 applied no LeaderAndIsr of controller epoch 1 past epoch 0 (its
     // epoch 2 came from the newer controller after its restart), and then
-    // truncated values 4 and 5.
+    // truncated to where b1's epoch 2 begins.
     let b3 = run.state_changes("b3");
     assert!(
         b3.iter()
@@ -140,11 +140,20 @@ fn cluster_kafka532_without_fencing_the_stale_controller_deposes_a_live_leader_a
             .all(|c| c.controller_epoch >= 2 || c.leader_epoch == 0),
         "{b2:?}"
     );
-    assert!(
-        run.broker_log("b2")
-            .contains("follower truncated its log topic=t partition=0 from=5 to=3"),
-        "b2 did not truncate values 4 and 5"
-    );
+    // Where b1's epoch 2 begins is a race inside the broker (bugs.toml): b1,
+    // registered again on resuming, is told by the new controller to follow b2
+    // in epoch 1, and may fetch value 4 before its stale controller's
+    // LeaderAndIsr makes it leader of epoch 2 — at offset 4 then, else 3. Both
+    // lose value 5; only the first keeps value 4.
+    let b2_log = run.broker_log("b2");
+    let truncated = "follower truncated its log topic=t partition=0 from=5 to=";
+    let kept: i64 = b2_log
+        .split(truncated)
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("b2 did not truncate value 5: {b2_log}"));
+    assert!(kept == 3 || kept == 4, "b2 truncated to {kept}");
 
     // Value 5 was acknowledged by b2 as leader of epoch 1, after etcd already
     // named b1 leader of epoch 2 with ISR [1].
@@ -152,8 +161,9 @@ fn cluster_kafka532_without_fencing_the_stale_controller_deposes_a_live_leader_a
     assert_eq!(acked[&5]["leader_epoch"], 2, "{}", acked[&5]);
     assert_eq!(acked[&5]["isr"][0], 1, "{}", acked[&5]);
 
-    // The lost-write checker names value 5 (not excused) and value 4 (excused
-    // by the stale, unclean election that came after its ack).
+    // The lost-write checker names value 5 (not excused) and, when b1 began
+    // epoch 2 without it, value 4 (excused by the stale, unclean election that
+    // came after its ack).
     let lost = run.checker("lost-write");
     assert_eq!(lost["verdict"], "invalid", "{lost}");
     let evidence = lost["evidence"].as_array().unwrap();
@@ -164,17 +174,15 @@ fn cluster_kafka532_without_fencing_the_stale_controller_deposes_a_live_leader_a
     assert_eq!(unexcused.len(), 1, "{lost}");
     assert_eq!(unexcused[0]["details"]["value"], 5, "{lost}");
     assert_eq!(unexcused[0]["details"]["acked_offset"], 4, "{lost}");
-    assert!(
-        evidence
-            .iter()
-            .any(|e| e["anomaly"] == "lost-acks-all-write-excused"
-                && e["details"]["value"] == 4
-                && e["summary"]
-                    .as_str()
-                    .unwrap()
-                    .contains("unclean election of b1 at leader epoch 2")),
-        "{lost}"
-    );
+    let value_4_excused = evidence.iter().any(|e| {
+        e["anomaly"] == "lost-acks-all-write-excused"
+            && e["details"]["value"] == 4
+            && e["summary"]
+                .as_str()
+                .unwrap()
+                .contains("unclean election of b1 at leader epoch 2")
+    });
+    assert_eq!(value_4_excused, kept == 3, "{lost}");
     assert_eq!(lost["counts"]["lost-acks-all"], 1, "{lost}");
 
     // The fencing checker sees b3 take the stale decision.
@@ -191,9 +199,10 @@ fn cluster_kafka532_without_fencing_the_stale_controller_deposes_a_live_leader_a
         "{fenced}"
     );
 
-    // The loss is final: every replica holds values 1–3 only.
+    // The loss is final: every replica holds values 1–3 (and 4) only.
+    let held: Vec<(i64, i64)> = (0..kept).map(|offset| (offset, offset + 1)).collect();
     for node in ["b1", "b2", "b3"] {
-        assert_eq!(run.records(node), vec![(0, 1), (1, 2), (2, 3)], "{node}");
+        assert_eq!(run.records(node), held, "{node}");
     }
 }
 
