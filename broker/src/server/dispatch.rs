@@ -318,20 +318,16 @@ async fn broker_epoch_refusal(broker: &Broker, requested: i64) -> Option<String>
     };
     match broker.replicas.registration_addressed(requested).await {
         Addressed::Ours => None,
-        Addressed::Older { ours } => fencing.then(|| refusal(ours, "")),
+        _ if !fencing => None,
+        Addressed::Older { ours } => Some(refusal(ours, "")),
         Addressed::Unreached { ours } => {
-            let held = if fencing {
-                broker.store.broker_epoch(broker.config.node_id).await
-            } else {
-                Ok(Some(requested))
-            };
-            match held {
+            match broker.store.broker_epoch(broker.config.node_id).await {
                 Ok(Some(held)) if held == requested => {
                     tracing::warn!(
                         broker_epoch = requested,
                         ours,
                         "control request for a registration the session has not switched to; \
-                         applying under the current lease"
+                     applying under the current lease"
                     );
                     None
                 }

@@ -628,6 +628,28 @@ mod tests {
         assert!(check_snappy_length(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0]).is_err());
     }
 
+    /// One record a value, offsets from 0, each with a header.
+    fn records(values: &[&str]) -> Vec<Record> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Record {
+                transactional: false,
+                control: false,
+                partition_leader_epoch: 1,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: i as i32 - 1,
+                timestamp: 5,
+                key: None,
+                value: Some(Bytes::copy_from_slice(v.as_bytes())),
+                headers: [("h".into(), Some(Bytes::from_static(b"x")))].into(),
+            })
+            .collect()
+    }
+
     #[test]
     fn compressed_batches_decode_through_the_guard() {
         for compression in [
@@ -636,24 +658,7 @@ mod tests {
             Compression::Lz4,
             Compression::Zstd,
         ] {
-            let records: Vec<Record> = ["a", "b", "c"]
-                .iter()
-                .enumerate()
-                .map(|(i, v)| Record {
-                    transactional: false,
-                    control: false,
-                    partition_leader_epoch: 1,
-                    producer_id: -1,
-                    producer_epoch: -1,
-                    timestamp_type: TimestampType::Creation,
-                    offset: i as i64,
-                    sequence: i as i32 - 1,
-                    timestamp: 5,
-                    key: None,
-                    value: Some(Bytes::copy_from_slice(v.as_bytes())),
-                    headers: [("h".into(), Some(Bytes::from_static(b"x")))].into(),
-                })
-                .collect();
+            let records = records(&["a", "b", "c"]);
             let mut buf = BytesMut::new();
             RecordBatchEncoder::encode(
                 &mut buf,
@@ -675,24 +680,7 @@ mod tests {
     /// such a batch decodes, over several blocks; a block cut short does not.
     #[test]
     fn xerial_framed_snappy_batches_decode() {
-        let records: Vec<Record> = ["a", "bb", "ccc"]
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Record {
-                transactional: false,
-                control: false,
-                partition_leader_epoch: 1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32 - 1,
-                timestamp: 5,
-                key: None,
-                value: Some(Bytes::copy_from_slice(v.as_bytes())),
-                headers: Default::default(),
-            })
-            .collect();
+        let records = records(&["a", "bb", "ccc"]);
         let encode = |cut: usize| {
             let xerial = |raw: &mut BytesMut, out: &mut BytesMut, _: Compression| {
                 out.extend_from_slice(XERIAL_MAGIC);
