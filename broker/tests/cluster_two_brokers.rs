@@ -44,7 +44,19 @@ fn cluster_two_brokers_share_a_controller_and_hand_it_over() {
     // CreateTopics through the broker that is not the controller.
     assert_eq!(c2.create_topic("pair", 2, 2), 0, "b2 log:\n{}", b2.log());
     for c in [&mut c1, &mut c2] {
-        let meta = c.metadata(Some(&["pair"]));
+        // CreateTopics answers once the broker that took it (b2) knows every
+        // partition's leader, as Kafka's does; the other broker learns them
+        // from the controller's UpdateMetadata a moment later (seen empty on
+        // b1 under ci/stress.sh).
+        let meta = common::await_some(
+            "both partitions of pair with a leader in the broker's metadata",
+            Duration::from_secs(15),
+            || {
+                let meta = c.metadata(Some(&["pair"]));
+                let parts = &meta.topics.first()?.partitions;
+                (parts.len() == 2 && parts.iter().all(|p| p.leader_id.0 >= 0)).then_some(meta)
+            },
+        );
         assert_eq!(meta.controller_id.0, 1);
         let parts = &meta.topics[0].partitions;
         assert_eq!(parts[0].leader_id.0, 1);
