@@ -125,7 +125,7 @@ impl<'a> Excuses<'a> {
 
     /// Applies DESIGN.md's excuses to one acknowledged value.
     pub(crate) fn judge(&self, acked: &AckedValue) -> Judgement {
-        let (Some(isr), Some(leader_epoch)) = (&acked.isr, acked.leader_epoch) else {
+        let (Some(isr), Some(leader_epoch)) = (acked.isr, acked.leader_epoch) else {
             return Judgement::Undetermined(
                 "the ack recorded no ISR or leader epoch from etcd".into(),
             );
@@ -268,7 +268,9 @@ impl<'a> Excuses<'a> {
     /// before that replica lost it too (this may excuse a loss the refetched
     /// copy should have prevented; the final log then usually holds the
     /// value), and whether each ISR shrink was itself legitimate.
-    fn disk_loss(&self, acked: &AckedValue, isr_at_ack: &[NodeId]) -> Option<String> {
+    /// `isr_at_ack` as broker ids, as the history records it (made into
+    /// nodes only past the common case, no disk fault after the ack).
+    fn disk_loss(&self, acked: &AckedValue, isr_at_ack: &[u32]) -> Option<String> {
         let after = self
             .disk_losses
             .partition_point(|(index, _, _)| *index <= acked.invoked);
@@ -282,29 +284,26 @@ impl<'a> Excuses<'a> {
                 pairs += 1;
             }
         }
+        let isr_at_ack =
+            || -> Vec<NodeId> { isr_at_ack.iter().copied().map(NodeId::new).collect() };
         if pairs > u64::BITS {
-            return self.disk_loss_after(acked, isr_at_ack, after);
+            return self.disk_loss_after(acked, &isr_at_ack(), after);
         }
         // No fault after the ack took the value from anyone: nothing excuses.
         if cuts == 0 {
             return None;
         }
+        let isr_at_ack = isr_at_ack();
         let partition: &PartitionRef = &acked.partition;
         if let Some(found) = self.disk_losses_found.borrow().iter().find(|found| {
             found.1 == after && found.2 == cuts && found.0 == *partition && found.3 == isr_at_ack
         }) {
             return found.4.clone();
         }
-        let found = self.disk_loss_after(acked, isr_at_ack, after);
+        let found = self.disk_loss_after(acked, &isr_at_ack, after);
         let mut known = self.disk_losses_found.borrow_mut();
         if known.len() < DISK_LOSSES_FOUND_MAX {
-            known.push((
-                partition.clone(),
-                after,
-                cuts,
-                isr_at_ack.to_vec(),
-                found.clone(),
-            ));
+            known.push((partition.clone(), after, cuts, isr_at_ack, found.clone()));
         }
         found
     }

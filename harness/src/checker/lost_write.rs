@@ -16,7 +16,6 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -79,8 +78,9 @@ pub(crate) struct AckedValue<'a> {
     pub acks: Acks,
     /// `None` for acks=0 (the broker names no offset).
     pub offset: Option<i64>,
-    /// The ISR etcd showed just after the ack.
-    pub isr: Option<Arc<[NodeId]>>,
+    /// The ISR etcd showed just after the ack, as broker ids (borrowed from
+    /// the history: a copy per send was 7-9% of a long run's check).
+    pub isr: Option<&'a [u32]>,
     pub leader_epoch: Option<i32>,
 }
 
@@ -95,9 +95,7 @@ impl AckedValue<'_> {
             self.partition,
             self.index,
             self.acks,
-            self.isr
-                .as_deref()
-                .map_or("unknown".into(), |isr| format!("{:?}", NodeId::ids(isr))),
+            self.isr.map_or("unknown".into(), |isr| format!("{isr:?}")),
             self.leader_epoch
                 .map_or("unknown".into(), |e| e.to_string()),
         )
@@ -111,7 +109,7 @@ impl AckedValue<'_> {
             "acked_offset": self.offset,
             "history_index": self.index,
             "acks": self.acks,
-            "isr": self.isr.as_deref().map(NodeId::ids),
+            "isr": self.isr,
             "leader_epoch": self.leader_epoch,
         })
     }
@@ -174,10 +172,7 @@ impl<'a> AckedSends<'a> {
             .zip(&self.invoked)
             .filter(|((op, _, _), _)| op.process != Process::Nemesis);
         Ok(clients.flat_map(|(&(op, send, ack), &invoked)| {
-            let isr: Option<Arc<[NodeId]>> = ack
-                .isr
-                .as_ref()
-                .map(|isr| isr.iter().copied().map(NodeId::new).collect());
+            let isr = ack.isr.as_deref();
             send.values
                 .iter()
                 .enumerate()
@@ -188,7 +183,7 @@ impl<'a> AckedSends<'a> {
                     value,
                     acks: send.acks,
                     offset: ack.offsets.as_ref().map(|o| o[i]),
-                    isr: isr.clone(),
+                    isr,
                     leader_epoch: ack.leader_epoch,
                 })
         }))
@@ -204,8 +199,8 @@ impl<'a> AckedSends<'a> {
 /// borrowed from the replica. A text is in one list only, so looking up an
 /// acknowledged value (an `i64`) in the first is looking up its text.
 pub(crate) struct ValueIndex<'a> {
-    /// (value, offset), by value, each value's offsets in log order.
-    numbers: Vec<(i64, i64)>,
+    /// The numeric values' offsets, by value, each value's in log order.
+    numbers: Numbers,
     /// (text, offset), by text, each text's offsets in log order.
     texts: Vec<(Cow<'a, str>, i64)>,
 }
@@ -245,20 +240,17 @@ impl<'a> ValueIndex<'a> {
                 None => texts.push((text, record.offset)),
             }
         }
-        // Stable, so one value's offsets stay in log order.
-        numbers.sort_by_key(|&(value, _)| value);
         texts.sort_by(|a, b| a.0.cmp(&b.0));
-        ValueIndex { numbers, texts }
+        ValueIndex {
+            numbers: Numbers::of(numbers),
+            texts,
+        }
     }
 
     /// The offsets holding the value whose text is `value.to_string()`, in
     /// log order.
     pub(crate) fn offsets(&self, value: i64) -> impl Iterator<Item = i64> + '_ {
-        let start = self.numbers.partition_point(|&(v, _)| v < value);
-        self.numbers[start..]
-            .iter()
-            .take_while(move |&&(v, _)| v == value)
-            .map(|&(_, offset)| offset)
+        self.numbers.offsets(value).iter().copied()
     }
 
     pub(crate) fn contains(&self, value: i64) -> bool {
@@ -270,12 +262,9 @@ impl<'a> ValueIndex<'a> {
     pub(crate) fn repeated(&self) -> Vec<(Cow<'_, str>, Vec<i64>)> {
         let numbers = self
             .numbers
-            .chunk_by(|a, b| a.0 == b.0)
-            .filter(|group| group.len() > 1)
-            .map(|group| {
-                let offsets = group.iter().map(|&(_, offset)| offset).collect();
-                (Cow::Owned(group[0].0.to_string()), offsets)
-            });
+            .groups()
+            .filter(|(_, offsets)| offsets.len() > 1)
+            .map(|(value, offsets)| (Cow::Owned(value.to_string()), offsets.to_vec()));
         let texts = self
             .texts
             .chunk_by(|a, b| a.0 == b.0)
@@ -288,6 +277,131 @@ impl<'a> ValueIndex<'a> {
         // Texts are unique across both lists, so this is the text order.
         repeated.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         repeated
+    }
+}
+
+/// A replica's numeric values and their offsets, grouped by value. The
+/// workload's values count up from one counter shared by every partition,
+/// so a partition's values span a range a few times their count: then they
+/// are bucketed by value in one pass (a counting sort, stable, so each
+/// value's offsets stay in log order) and a lookup is two reads, where a
+/// sorted list costs a binary search whose lower levels miss the cache on a
+/// long log. That search grew a million-op check's lost-write and
+/// offset-changed by a log factor (issue 22: 10× the ops must cost ≤ 12× the
+/// time). Values too spread out for that (a hand-written history, say) are
+/// sorted and searched.
+enum Numbers {
+    /// For value `min + k`: `offsets[starts[k]..starts[k + 1]]`.
+    Dense {
+        min: i64,
+        starts: Vec<u32>,
+        offsets: Vec<i64>,
+    },
+    /// (value, offset), by value, each value's offsets in log order.
+    Sorted { values: Vec<i64>, offsets: Vec<i64> },
+}
+
+/// Values may span this many times their count and still be bucketed: a
+/// bucket costs 4 bytes, a sorted entry 8 more than a bucketed one.
+const DENSE_SPAN_PER_VALUE: u64 = 4;
+
+impl Numbers {
+    /// `pairs`: (value, offset) in log order.
+    fn of(mut pairs: Vec<(i64, i64)>) -> Numbers {
+        if let Some(dense) = Self::dense(&pairs) {
+            return dense;
+        }
+        // Stable, so one value's offsets stay in log order.
+        pairs.sort_by_key(|&(value, _)| value);
+        let (values, offsets) = pairs.into_iter().unzip();
+        Numbers::Sorted { values, offsets }
+    }
+
+    fn dense(pairs: &[(i64, i64)]) -> Option<Numbers> {
+        let min = pairs.iter().map(|&(value, _)| value).min()?;
+        let max = pairs.iter().map(|&(value, _)| value).max()?;
+        let span = u64::try_from(i128::from(max) - i128::from(min) + 1).ok()?;
+        let count = u32::try_from(pairs.len()).ok()?;
+        if span > DENSE_SPAN_PER_VALUE * u64::from(count) {
+            return None;
+        }
+        let span = usize::try_from(span).ok()?;
+        let bucket = |value: i64| (value - min) as usize;
+        // Counted one bucket up, summed, so `starts[k]` is where bucket k
+        // begins; each value then placed at its bucket's cursor, which leaves
+        // `starts[k]` at bucket k's end, shifted back below.
+        let mut starts = vec![0u32; span + 1];
+        for &(value, _) in pairs {
+            starts[bucket(value) + 1] += 1;
+        }
+        for k in 1..=span {
+            starts[k] += starts[k - 1];
+        }
+        let mut offsets = vec![0i64; pairs.len()];
+        for &(value, offset) in pairs {
+            let cursor = &mut starts[bucket(value)];
+            offsets[*cursor as usize] = offset;
+            *cursor += 1;
+        }
+        starts.copy_within(0..span, 1);
+        starts[0] = 0;
+        Some(Numbers::Dense {
+            min,
+            starts,
+            offsets,
+        })
+    }
+
+    /// The offsets holding `value`, in log order.
+    fn offsets(&self, value: i64) -> &[i64] {
+        match self {
+            Numbers::Dense {
+                min,
+                starts,
+                offsets,
+            } => {
+                let Some(k) = value
+                    .checked_sub(*min)
+                    .and_then(|k| usize::try_from(k).ok())
+                    .filter(|&k| k + 1 < starts.len())
+                else {
+                    return &[];
+                };
+                &offsets[starts[k] as usize..starts[k + 1] as usize]
+            }
+            Numbers::Sorted { values, offsets } => {
+                let start = values.partition_point(|&v| v < value);
+                let end = start + values[start..].partition_point(|&v| v == value);
+                &offsets[start..end]
+            }
+        }
+    }
+
+    /// Each value held, with its offsets, in value order.
+    fn groups(&self) -> Box<dyn Iterator<Item = (i64, &[i64])> + '_> {
+        match self {
+            Numbers::Dense {
+                min,
+                starts,
+                offsets,
+            } => Box::new(
+                starts
+                    .windows(2)
+                    .enumerate()
+                    .filter(|(_, w)| w[1] > w[0])
+                    .map(move |(k, w)| (*min + k as i64, &offsets[w[0] as usize..w[1] as usize])),
+            ),
+            Numbers::Sorted { values, offsets } => {
+                let mut start = 0;
+                Box::new(std::iter::from_fn(move || {
+                    let &value = values.get(start)?;
+                    let end = start + values[start..].partition_point(|&v| v == value);
+                    let group = (value, &offsets[start..end]);
+                    start = end;
+                    Some(group)
+                }))
+            }
+        }
     }
 }
 
@@ -494,4 +608,71 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         result = result.with_count(name, n);
     }
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::Numbers;
+    use crate::random::SplitMix64;
+
+    /// What either form must answer: each value's offsets in log order.
+    fn expected(pairs: &[(i64, i64)]) -> BTreeMap<i64, Vec<i64>> {
+        let mut by_value: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+        for &(value, offset) in pairs {
+            by_value.entry(value).or_default().push(offset);
+        }
+        by_value
+    }
+
+    fn assert_answers(numbers: &Numbers, pairs: &[(i64, i64)], probes: &[i64]) {
+        let expected = expected(pairs);
+        let groups: BTreeMap<i64, Vec<i64>> = numbers
+            .groups()
+            .map(|(value, offsets)| (value, offsets.to_vec()))
+            .collect();
+        assert_eq!(groups, expected);
+        for &value in probes {
+            let want = expected.get(&value).cloned().unwrap_or_default();
+            assert_eq!(numbers.offsets(value), want.as_slice(), "value {value}");
+        }
+    }
+
+    #[test]
+    fn numbers_bucketed_or_sorted_give_each_value_its_offsets_in_log_order() {
+        let mut random = SplitMix64::new(22);
+        for round in 0..200 {
+            // Dense rounds draw from a span near the count; sparse ones from
+            // one far wider (and near the ends of i64, to test the span's
+            // arithmetic).
+            let dense = round % 2 == 0;
+            let len = random.index(60) + usize::from(!dense) * 2;
+            let base: i64 = if dense { -5 } else { i64::MAX - 1_000_000 };
+            let width = if dense { 2 * len as u64 + 1 } else { 1_000_000 };
+            let mut pairs: Vec<(i64, i64)> = (0..len)
+                .map(|offset| (base + random.between(0, width) as i64, offset as i64))
+                .collect();
+            if !dense {
+                // Both ends drawn, so the values span the whole width.
+                pairs[0].0 = if round % 4 == 1 { i64::MIN } else { base };
+                pairs[1].0 = base + width as i64;
+            }
+            let numbers = Numbers::of(pairs.clone());
+            assert_eq!(
+                matches!(numbers, Numbers::Dense { .. }),
+                dense && len > 0,
+                "round {round}: {len} values within {width}"
+            );
+            let mut probes: Vec<i64> = pairs.iter().map(|&(v, _)| v).collect();
+            probes.extend([
+                i64::MIN,
+                i64::MAX,
+                0,
+                base - 1,
+                (base + width as i64).saturating_add(1),
+            ]);
+            assert_answers(&numbers, &pairs, &probes);
+        }
+    }
 }

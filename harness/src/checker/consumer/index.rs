@@ -153,13 +153,25 @@ impl<'a> FirstSeen<'a> {
     }
 }
 
-/// Offset → payload of one replica's data records, the later of two records
-/// at one offset winning as a map insert would; each payload is read as the
-/// history records a polled value only when compared or shown.
+/// What one replica holds at an offset: a plain decimal (all the workload
+/// writes) read once here, so comparing a polled value with it touches no
+/// payload; anything else as its payload, read as a polled value only when
+/// compared or shown.
+#[derive(Debug, Clone, Copy)]
+enum Held<'a> {
+    Number(i64),
+    Null,
+    Other(&'a Payload),
+}
+
+/// Offset → value of one replica's data records, the later of two records
+/// at one offset winning as a map insert would.
 pub(super) struct HeldValues<'a> {
-    held: Vec<(i64, Option<&'a Payload>)>,
-    /// Offsets run from the first without a gap: look up by subtraction.
-    contiguous: bool,
+    held: Vec<Held<'a>>,
+    /// Each entry's offset, ascending; `None` when the offsets run from
+    /// `first` without a gap (the common case: look up by subtraction).
+    offsets: Option<Vec<i64>>,
+    first: i64,
 }
 
 impl<'a> HeldValues<'a> {
@@ -175,45 +187,54 @@ impl<'a> HeldValues<'a> {
                 same
             });
         }
-        let contiguous = match (held.first(), held.last()) {
-            (Some(first), Some(last)) => {
-                usize::try_from(last.0 - first.0).is_ok_and(|span| span + 1 == held.len())
-            }
-            _ => true,
-        };
-        HeldValues { held, contiguous }
+        let first = held.first().map_or(0, |&(offset, _)| offset);
+        let contiguous = held.last().is_none_or(|last| {
+            usize::try_from(last.0 - first).is_ok_and(|span| span + 1 == held.len())
+        });
+        let offsets = (!contiguous).then(|| held.iter().map(|&(offset, _)| offset).collect());
+        let held = held
+            .into_iter()
+            .map(|(_, payload)| match payload {
+                None => Held::Null,
+                Some(payload) => match plain_number(payload.as_bytes()) {
+                    Some(n) => Held::Number(n),
+                    None => Held::Other(payload),
+                },
+            })
+            .collect();
+        HeldValues {
+            held,
+            offsets,
+            first,
+        }
     }
 
-    fn find(&self, offset: i64) -> Option<Option<&'a Payload>> {
-        if self.contiguous {
-            let first = self.held.first()?.0;
-            let at = usize::try_from(offset.checked_sub(first)?).ok()?;
-            return self.held.get(at).map(|(_, payload)| *payload);
-        }
-        let at = self.held.binary_search_by_key(&offset, |(o, _)| *o).ok()?;
-        Some(self.held[at].1)
+    fn find(&self, offset: i64) -> Option<Held<'a>> {
+        let at = match &self.offsets {
+            None => usize::try_from(offset.checked_sub(self.first)?).ok()?,
+            Some(offsets) => offsets.binary_search(&offset).ok()?,
+        };
+        self.held.get(at).copied()
     }
 
     /// The value at `offset`, as a poll would record it.
     pub(super) fn get(&self, offset: i64) -> Option<RecordValue> {
-        self.find(offset)
-            .map(|payload| RecordValue::from_bytes(payload.map(Payload::as_bytes)))
+        Some(match self.find(offset)? {
+            Held::Number(n) => RecordValue::Number(n),
+            Held::Null => RecordValue::Null,
+            Held::Other(payload) => RecordValue::from_bytes(Some(payload.as_bytes())),
+        })
     }
 
     /// Whether the value at `offset` is `value`: `get(offset) ==
     /// Some(value)`, without making the value.
     pub(super) fn holds(&self, offset: i64, value: &RecordValue) -> bool {
-        let Some(payload) = self.find(offset) else {
-            return false;
+        let payload = match self.find(offset) {
+            None => return false,
+            Some(Held::Number(n)) => return *value == RecordValue::Number(n),
+            Some(Held::Null) => return *value == RecordValue::Null,
+            Some(Held::Other(payload)) => payload,
         };
-        let Some(payload) = payload else {
-            return *value == RecordValue::Null;
-        };
-        // Decimal digits (all the workload writes) read directly: what
-        // `RecordValue::from_bytes` makes of them, without its text.
-        if let Some(n) = plain_number(payload.as_bytes()) {
-            return *value == RecordValue::Number(n);
-        }
         // As `RecordValue::from_bytes` reads it; checked as UTF-8 first,
         // since the lossy reading is slower even for text that is.
         let lossy;
@@ -249,4 +270,66 @@ fn plain_number(bytes: &[u8]) -> Option<i64> {
         n = n * 10 + i64::from(b - b'0');
     }
     Some(if negative { -n } else { n })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HeldValues;
+    use crate::history::RecordValue;
+    use crate::reader::Payload;
+
+    /// Whatever form a replica's values take, `get` and `holds` answer as
+    /// `RecordValue::from_bytes` reads each payload, the later of two records
+    /// at one offset winning, nothing where no record is.
+    #[test]
+    fn held_values_answer_as_a_poll_reads_each_payload() {
+        let payloads: Vec<Option<Payload>> = [
+            Some("7"),
+            Some("-12"),
+            None,
+            Some("007"),
+            Some("42 ....."),
+            Some("not a number"),
+            Some("-"),
+            Some("123456789012345678901234"),
+        ]
+        .into_iter()
+        .map(|text| text.map(|t| Payload::from(t.as_bytes().to_vec())))
+        .collect();
+        let probes: Vec<RecordValue> = payloads
+            .iter()
+            .map(|p| RecordValue::from_bytes(p.as_ref().map(Payload::as_bytes)))
+            .chain([RecordValue::Number(8), RecordValue::Text("7".into())])
+            .collect();
+        // Contiguous from 5; with a gap; out of order with a repeat (the
+        // later record at offset 9 wins).
+        let layouts: [Vec<i64>; 3] = [
+            (5..13).collect(),
+            vec![0, 1, 2, 4, 5, 6, 8, 9],
+            vec![9, 3, 1, 9, 2, 20, 11, 4],
+        ];
+        for offsets in layouts {
+            let entries: Vec<(i64, Option<&Payload>)> = offsets
+                .iter()
+                .zip(&payloads)
+                .map(|(&offset, payload)| (offset, payload.as_ref()))
+                .collect();
+            let held = HeldValues::new(entries.clone());
+            for offset in -1..=21 {
+                let want = entries
+                    .iter()
+                    .rev()
+                    .find(|(o, _)| *o == offset)
+                    .map(|(_, p)| RecordValue::from_bytes(p.map(Payload::as_bytes)));
+                assert_eq!(held.get(offset), want, "{offsets:?} at {offset}");
+                for probe in &probes {
+                    assert_eq!(
+                        held.holds(offset, probe),
+                        want.as_ref() == Some(probe),
+                        "{offsets:?} at {offset}: {probe}"
+                    );
+                }
+            }
+        }
+    }
 }

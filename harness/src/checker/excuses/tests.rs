@@ -98,7 +98,7 @@ pub(in crate::checker) fn disk_fault(
     }
 }
 
-pub(super) fn acked_at_2_under(isr: &[u32]) -> AckedValue<'static> {
+pub(super) fn acked_at_2_under(isr: &[u32]) -> AckedValue<'_> {
     AckedValue {
         index: 1,
         invoked: 0,
@@ -106,7 +106,7 @@ pub(super) fn acked_at_2_under(isr: &[u32]) -> AckedValue<'static> {
         value: 7,
         acks: Acks::All,
         offset: Some(2),
-        isr: Some(isr.iter().map(|&n| NodeId::new(n)).collect()),
+        isr: Some(isr),
         leader_epoch: Some(0),
     }
 }
