@@ -6,10 +6,10 @@
 //! leader. This pins the order of events it needs:
 //!
 //! 1. Broker 1 is controller and leads `t-0` (replicas 1, 2, 3). Its failpoint
-//!    holds each broker loss for 3 s before the controller handles it.
+//!    holds each broker loss for 5 s before the controller handles it.
 //! 2. Brokers 2 and 3 stop cleanly (their registrations go at once). The
 //!    controller shrinks the ISR twice, each a new leader epoch: e+1 (ISR
-//!    [1, 3]), then, 3 s later, e+2 (ISR [1]).
+//!    [1, 3]), then, 5 s later, e+2 (ISR [1]).
 //! 3. Broker 3 starts again between the two writes, so its registration comes
 //!    after e+1's state in etcd's order and before e+2's: the controller
 //!    handles e+1's event, then broker 3's registration, having already
@@ -30,7 +30,7 @@ use epochal_broker::controller::metadata_store::broker_key;
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the controller sits on each broker loss: the window in which
 /// broker 3 must register again.
-const HOLD_MS: u64 = 3000;
+const HOLD_MS: u64 = 5000;
 
 /// The leader epochs of `t-0` broker `id` applied from LeaderAndIsr, in order.
 fn applied_epochs(cluster: &Cluster, id: i32) -> Vec<i64> {
