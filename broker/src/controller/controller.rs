@@ -53,7 +53,7 @@ const LIVENESS_CHECK: Duration = Duration::from_millis(50);
 /// writes is re-read and re-decided at most this many times.
 const WRITE_ATTEMPTS_MAX: usize = 10;
 
-type PartitionKey = (String, i32);
+use super::context::{ControllerContext, PartitionKey};
 
 /// What the controller needs to know about the broker it runs in.
 #[derive(Clone, Debug)]
@@ -92,44 +92,6 @@ impl From<StoreError> for Resignation {
             StoreError::ControllerMoved(why) => Resignation::Moved(why),
             other => Resignation::Store(other),
         }
-    }
-}
-
-/// The controller's view of the cluster (Kafka's ControllerContext).
-#[derive(Default, Debug)]
-struct ControllerContext {
-    brokers: BTreeMap<i32, Versioned<BrokerRegistration>>,
-    topics: BTreeMap<String, TopicAssignment>,
-    states: BTreeMap<(String, i32), Versioned<PartitionStateRecord>>,
-}
-
-impl ControllerContext {
-    /// Takes a partition state the watch delivered, unless the controller
-    /// already holds that state or a later one; `true` when taken. The watch
-    /// runs behind the controller's own writes: two elections of one
-    /// partition in a row (a broker lost, then another) are written before
-    /// the first one's event arrives, and taking that event would put the
-    /// older state back. The controller then told brokers that registered
-    /// next the older leader (found by campaign seed 2 under ci/stress.sh: a
-    /// restarted broker made leader of epoch 9 while etcd and the real
-    /// leader were at epoch 10, its follower truncated to it, and neither
-    /// ever followed the real leader). Kafka's controller never reads its own
-    /// writes back: its cache is updated as it writes, and ZooKeeper's
-    /// zkVersion orders the rest.
-    fn observe_state(&mut self, key: PartitionKey, state: Versioned<PartitionStateRecord>) -> bool {
-        let held = self.states.get(&key).map(|v| v.mod_revision);
-        if held.is_some_and(|held| held >= state.mod_revision) {
-            return false;
-        }
-        self.states.insert(key, state);
-        true
-    }
-
-    fn replicas(&self, topic: &str, partition: i32) -> &[i32] {
-        self.topics
-            .get(topic)
-            .and_then(|t| t.partitions.get(&partition))
-            .map_or(&[], |r| r.as_slice())
     }
 }
 
@@ -792,51 +754,5 @@ impl Controller {
             )));
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn state(
-        leader: i32,
-        leader_epoch: i32,
-        isr: &[i32],
-        mod_revision: i64,
-    ) -> Versioned<PartitionStateRecord> {
-        Versioned {
-            value: PartitionStateRecord {
-                leader,
-                leader_epoch,
-                isr: isr.to_vec(),
-                controller_epoch: 3,
-            },
-            create_revision: 8,
-            mod_revision,
-            version: mod_revision - 7,
-        }
-    }
-
-    /// Campaign seed 2's order of events: the controller writes t-0's
-    /// epoch 9 (revision 83) and epoch 10 (88) before the watch delivers 83.
-    #[test]
-    fn a_watched_state_older_than_the_one_held_is_not_taken() {
-        let key: PartitionKey = ("t".into(), 0);
-        let mut ctx = ControllerContext::default();
-        ctx.states.insert(key.clone(), state(3, 10, &[3], 88));
-        // The controller's own earlier write, arriving late.
-        assert!(!ctx.observe_state(key.clone(), state(1, 9, &[1, 3], 83)));
-        // Its own latest write, arriving: already held.
-        assert!(!ctx.observe_state(key.clone(), state(3, 10, &[3], 88)));
-        assert_eq!(ctx.states[&key].value.leader_epoch, 10);
-        assert_eq!(ctx.states[&key].mod_revision, 88);
-        // A leader's later ISR change is taken.
-        assert!(ctx.observe_state(key.clone(), state(3, 10, &[3, 2], 90)));
-        assert_eq!(ctx.states[&key].value.isr, vec![3, 2]);
-        // A partition not held yet is taken.
-        let other: PartitionKey = ("t".into(), 1);
-        assert!(ctx.observe_state(other.clone(), state(2, 4, &[2], 12)));
-        assert_eq!(ctx.states[&other].value.leader, 2);
     }
 }

@@ -2,6 +2,7 @@
 //! controller that takes the cluster's leadership decisions.
 
 pub mod channel;
+mod context;
 #[allow(clippy::module_inception)]
 pub mod controller;
 pub mod election;
