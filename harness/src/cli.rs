@@ -372,6 +372,13 @@ pub fn gc(args: &GcArgs, out: &mut impl Write) -> u8 {
                 reaped.groups.len(),
                 reaped.ledgers
             );
+            if reaped.memory_dirs > 0 {
+                let _ = writeln!(
+                    out,
+                    "removed {} etcd data directories they left in memory",
+                    reaped.memory_dirs
+                );
+            }
         }
         Err(e) => {
             eprintln!(

@@ -12,7 +12,9 @@
 //!     run.json          how the run ended (completed, or unknown and why); absent if cut off
 //!     results.json      the checkers' report and the verdict
 //!     nodes/etcd.log, nodes/proxy.log
-//!     nodes/etcd-data-<n>/ (process runtime), nodes/docker-run-id (Docker runtime)
+//!     nodes/etcd-data-<n>/ (process runtime, only where /dev/shm is missing: etcd's
+//!                       data is kept in memory and dropped with it; timeline.json has
+//!                       what the checkers read), nodes/docker-run-id (Docker runtime)
 //!     nodes/b<i>/broker.log, nodes/b<i>/broker.toml (its settings, if any)
 //!     nodes/b<i>/data/  the broker's data directory, frozen at the end (SIGKILL)
 //! <store>/latest -> the newest run directory
@@ -219,8 +221,9 @@ impl NodeLayout {
         self.nodes.join("proxy.log")
     }
 
-    /// The process runtime's etcd data directory; each start attempt gets a
-    /// fresh one, so a member that failed to bind leaves nothing to rejoin.
+    /// The process runtime's etcd data directory when there is no memory to
+    /// keep it in (runtime/orphans.rs, `etcd_memory_dir`); each start attempt
+    /// gets a fresh one, so a member that failed to bind leaves nothing to rejoin.
     pub fn etcd_data(&self, attempt: u32) -> PathBuf {
         self.nodes.join(format!("etcd-data-{attempt}"))
     }

@@ -247,6 +247,22 @@ fn cluster_run_killed_outright_leaves_orphans_that_gc_kills_and_a_run_check_call
     );
     let pids = children(child.id());
     assert_eq!(pids.len(), 5, "children {pids:?}");
+    // etcd's data in memory, in a directory named as the harness's ledger is.
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+    let start = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_owned();
+    let memory = epochal::runtime::orphans::etcd_memory_root()
+        .map(|root| root.join(format!("{}-{start}", child.id())));
+    if let Some(memory) = &memory {
+        assert!(
+            memory.is_dir(),
+            "no etcd data in memory at {}",
+            memory.display()
+        );
+    }
     // SIGKILL: no handler runs, and the children are left behind.
     child.kill().unwrap();
     child.wait().unwrap();
@@ -267,6 +283,14 @@ fn cluster_run_killed_outright_leaves_orphans_that_gc_kills_and_a_run_check_call
         "{}",
         show(&output)
     );
+    if let Some(memory) = &memory {
+        assert!(
+            !memory.exists(),
+            "gc left the killed harness's etcd data in memory: {}\n{}",
+            memory.display(),
+            show(&output)
+        );
+    }
     for pid in &pids {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let state = stat

@@ -247,8 +247,15 @@ fn free_port() -> Result<u16, String> {
 pub async fn etcd_alone(etcd: &Path, dir: &Path) -> Result<f64, String> {
     let (client, peer) = (free_port()?, free_port()?);
     let client_url = format!("http://127.0.0.1:{client}");
+    // Where the runtime keeps etcd's data (in memory when it can), so the
+    // baseline is the same etcd; dropped after etcd, which is declared later.
+    let memory = epochal::runtime::orphans::etcd_memory_dir();
+    let data_dir = match &memory {
+        Some(memory) => memory.path().to_owned(),
+        None => dir.join("etcd-data"),
+    };
     let at = EtcdAddresses {
-        data_dir: dir.join("etcd-data").display().to_string(),
+        data_dir: data_dir.display().to_string(),
         listen_client: client_url.clone(),
         advertise_client: client_url.clone(),
         peer: format!("http://127.0.0.1:{peer}"),

@@ -42,16 +42,92 @@ fn start_ticks(pid: i32) -> Option<u64> {
     after.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// This harness process's name in the ledgers: `<pid>-<start>`.
+fn own_name() -> Option<String> {
+    let pid = std::process::id() as i32;
+    Some(format!("{pid}-{}", start_ticks(pid)?))
+}
+
+/// Free space /dev/shm must have for etcd's data to go there: etcd 3.4
+/// preallocates its 64 MiB write-ahead log and a run's data comes to ~125 MiB;
+/// room for several runs at once (a container's default /dev/shm of 64 MiB
+/// has none, and etcd would fail to start there).
+pub const ETCD_MEMORY_NEEDED: u64 = 1 << 30;
+
+/// Where harnesses keep etcd's data in memory: `/dev/shm/epochal-<uid>-etcd`,
+/// one directory per harness named as its ledger is, so a harness killed
+/// outright leaves a directory [`reap_dead`] can tell is orphaned. `None` when
+/// the machine has no tmpfs at /dev/shm, or one with less than
+/// [`ETCD_MEMORY_NEEDED`] free (etcd's data then goes to the run directory,
+/// on disk).
+pub fn etcd_memory_root() -> Option<PathBuf> {
+    let shm = Path::new("/dev/shm");
+    let stat = nix::sys::statvfs::statvfs(shm).ok()?;
+    let free = stat.blocks_available() as u64 * stat.fragment_size() as u64;
+    if free < ETCD_MEMORY_NEEDED {
+        return None;
+    }
+    // SAFETY: getuid cannot fail and touches no memory.
+    let uid = unsafe { nix::libc::getuid() };
+    Some(shm.join(format!("epochal-{uid}-etcd")))
+}
+
+/// A fresh directory for one etcd's data in memory, under this harness's own
+/// directory in [`etcd_memory_root`]; removed when dropped. `None` when there
+/// is no such memory or it cannot be written.
+///
+/// Why in memory: etcd fsyncs its log and its database, and on a busy disk a
+/// single fsync can stall for seconds (ci/stress.sh saw every lease of a run
+/// lapse at once after etcd stalled ~3 s, with no broker at fault). ZooKeeper's
+/// administrator's guide gives the same advice for the same reason: its
+/// transaction log on a dedicated device, since its sessions expire when the
+/// log's syncs stall. etcd is never crashed by a run, so its durability is
+/// not under test; its timeline is read through its API at the run's end.
+pub fn etcd_memory_dir() -> Option<MemoryDir> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let own = etcd_memory_root()?.join(own_name()?);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = own.join(format!("etcd-{n}"));
+    // Another run of this harness may remove `own` (empty) between the two
+    // calls, as its own etcd's directory goes: try again then.
+    for _ in 0..3 {
+        if fs::create_dir_all(&own).is_ok() && fs::create_dir(&dir).is_ok() {
+            return Some(MemoryDir(dir));
+        }
+    }
+    None
+}
+
+/// An etcd data directory in memory, removed when dropped (after the etcd
+/// using it is dead: drop it after the process).
+#[derive(Debug)]
+pub struct MemoryDir(PathBuf);
+
+impl MemoryDir {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for MemoryDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+        // This harness's directory too, once no other etcd of it uses it.
+        if let Some(own) = self.0.parent() {
+            let _ = fs::remove_dir(own);
+        }
+    }
+}
+
 /// This harness process's own ledger, opened on first use; `None` when it
 /// cannot be written (the run goes on; only a later gc is weaker).
 fn own_ledger() -> Option<&'static Mutex<fs::File>> {
     static LEDGER: OnceLock<Option<Mutex<fs::File>>> = OnceLock::new();
     LEDGER
         .get_or_init(|| {
-            let pid = std::process::id() as i32;
             let dir = ledger_dir();
             fs::create_dir_all(&dir).ok()?;
-            let name = format!("{pid}-{}", start_ticks(pid)?);
+            let name = own_name()?;
             let file = fs::OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -89,16 +165,18 @@ pub struct Reaped {
     pub groups: Vec<(i32, i32)>,
     /// Ledgers of dead harnesses removed.
     pub ledgers: usize,
+    /// Dead harnesses' etcd data directories in memory removed.
+    pub memory_dirs: usize,
 }
 
 /// Kills every group a dead harness recorded and did not reap, then removes
 /// its ledger; ledgers of live harnesses are left alone. Waits (bounded, 5 s)
 /// for the killed leaders to be gone.
 pub fn reap_dead() -> std::io::Result<Reaped> {
-    reap_dead_in(&ledger_dir())
+    reap_dead_in(&ledger_dir(), etcd_memory_root().as_deref())
 }
 
-fn reap_dead_in(dir: &Path) -> std::io::Result<Reaped> {
+fn reap_dead_in(dir: &Path, memory: Option<&Path>) -> std::io::Result<Reaped> {
     let mut reaped = Reaped::default();
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -131,6 +209,13 @@ fn reap_dead_in(dir: &Path) -> std::io::Result<Reaped> {
                 unsafe { nix::libc::kill(-pgid, nix::libc::SIGKILL) };
                 reaped.groups.push((pid, pgid));
                 killed.push((pgid, leader_start));
+            }
+        }
+        // Its etcd data in memory, after the etcd using it was killed above.
+        if let Some(memory) = memory {
+            let orphaned = memory.join(&name);
+            if orphaned.exists() && fs::remove_dir_all(&orphaned).is_ok() {
+                reaped.memory_dirs += 1;
             }
         }
         // Another harness starting at the same moment may reap the same
@@ -209,10 +294,20 @@ mod tests {
         fs::write(&own, "+ 1 1\n").unwrap();
         let dead = dir.path().join(format!("{me}-1"));
         fs::write(&dead, format!("+ {me} 1\n")).unwrap();
-        let reaped = reap_dead_in(dir.path()).unwrap();
+        // Each harness's etcd data in memory: the dead one's goes, ours stays.
+        let memory = tempfile::tempdir().unwrap();
+        let own_memory = memory.path().join(own.file_name().unwrap()).join("etcd-0");
+        let dead_memory = memory.path().join(dead.file_name().unwrap()).join("etcd-0");
+        for dir in [&own_memory, &dead_memory] {
+            fs::create_dir_all(dir).unwrap();
+            fs::write(dir.join("db"), "x").unwrap();
+        }
+        let reaped = reap_dead_in(dir.path(), Some(memory.path())).unwrap();
         assert_eq!(reaped.groups, vec![]);
         assert_eq!(reaped.ledgers, 1);
+        assert_eq!(reaped.memory_dirs, 1);
         assert!(own.exists() && !dead.exists());
+        assert!(own_memory.exists() && !dead_memory.parent().unwrap().exists());
     }
 
     #[test]
@@ -231,7 +326,7 @@ mod tests {
         let reapers: Vec<_> = (0..2)
             .map(|_| {
                 let path = path.clone();
-                std::thread::spawn(move || reap_dead_in(&path))
+                std::thread::spawn(move || reap_dead_in(&path, None))
             })
             .collect();
         let removed: usize = reapers

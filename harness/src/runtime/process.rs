@@ -29,6 +29,7 @@ use epochal_faults::proxy::NewProxy;
 use epochal_faults::signal;
 use epochal_faults::toxiproxy_client::ToxiproxyClient;
 
+use super::orphans::{MemoryDir, etcd_memory_dir};
 use super::{
     ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Realised, Runtime, RuntimeError,
     Upstream, await_paused, reaper,
@@ -130,6 +131,8 @@ pub struct ProcessRuntime {
     // Dropped last (fields drop in order): brokers die before their proxy and etcd.
     _proxy: Guarded,
     _etcd: Guarded,
+    /// etcd's data in memory, removed once etcd (above) is dead.
+    _etcd_data: Option<MemoryDir>,
 }
 
 impl ProcessRuntime {
@@ -151,7 +154,7 @@ impl ProcessRuntime {
         }
         std::fs::create_dir_all(&plan.config.run_dir)
             .map_err(RuntimeError::io("creating the run dir"))?;
-        let (etcd, etcd_endpoint) = start_etcd(&plan, &etcd_bin).await?;
+        let (etcd, etcd_data, etcd_endpoint) = start_etcd(&plan, &etcd_bin).await?;
         let (proxy, proxy_address) = start_proxy(&plan).await?;
         let proxies = ToxiproxyClient::new(&proxy_address);
 
@@ -196,6 +199,7 @@ impl ProcessRuntime {
             brokers,
             _proxy: proxy,
             _etcd: etcd,
+            _etcd_data: etcd_data,
         };
         for node in runtime.nodes() {
             runtime.start_node(node).await?;
@@ -269,16 +273,23 @@ fn free_port() -> Result<u16, RuntimeError> {
         })
 }
 
+/// etcd, healthy, with its data directory in memory when the machine has
+/// one ([`etcd_memory_dir`] says why) and in the run directory otherwise.
 async fn start_etcd(
     plan: &ClusterPlan,
     etcd_bin: &Path,
-) -> Result<(Guarded, String), RuntimeError> {
+) -> Result<(Guarded, Option<MemoryDir>, String), RuntimeError> {
     const ATTEMPTS: u32 = 5;
     let timeout = plan.config.start_timeout;
     let log = plan.layout().etcd_log();
     let mut last = None;
     for attempt in 0..ATTEMPTS {
-        let data = plan.layout().etcd_data(attempt);
+        // Declared before etcd, so dropped after it on a failed attempt.
+        let memory = etcd_memory_dir();
+        let data = match &memory {
+            Some(memory) => memory.path().to_owned(),
+            None => plan.layout().etcd_data(attempt),
+        };
         let (client, peer) = (free_port()?, free_port()?);
         let client_url = format!("http://127.0.0.1:{client}");
         let at = EtcdAddresses {
@@ -298,7 +309,7 @@ async fn start_etcd(
                 break;
             }
             if etcd_healthy(&client_url).await {
-                return Ok((etcd, client_url));
+                return Ok((etcd, memory, client_url));
             }
             if Instant::now() > deadline {
                 return Err(RuntimeError::Timeout {

@@ -44,6 +44,8 @@ pub(super) struct Spec<'a> {
     pub(super) log: PathBuf,
     /// `uid:gid` to run as (the default is the image's, root).
     pub(super) user: Option<String>,
+    /// Paths inside the container mounted as tmpfs (in memory).
+    pub(super) tmpfs: Vec<&'a str>,
 }
 
 impl DockerRuntime {
@@ -73,6 +75,12 @@ impl DockerRuntime {
             exposed_ports: Some(port_bindings.keys().cloned().collect()),
             host_config: Some(HostConfig {
                 binds: Some(spec.binds),
+                tmpfs: Some(
+                    spec.tmpfs
+                        .iter()
+                        .map(|&path| (path.to_owned(), String::new()))
+                        .collect(),
+                ),
                 port_bindings: Some(port_bindings),
                 network_mode: Some(self.network()),
                 init: Some(false),

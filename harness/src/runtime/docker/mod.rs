@@ -184,6 +184,9 @@ impl DockerRuntime {
                 publish: vec![(ETCD_PORT, host_port)],
                 log: self.cluster.plan.layout().etcd_log(),
                 user: None,
+                // etcd's data in memory, as on the process runtime
+                // (runtime/orphans.rs, `etcd_memory_dir`, says why).
+                tmpfs: vec!["/etcd-data"],
             })
             .await?;
         let pid = self.start_container(&container).await?;
@@ -231,6 +234,7 @@ impl DockerRuntime {
                 publish,
                 log: self.cluster.plan.layout().proxy_log(),
                 user: None,
+                tmpfs: Vec::new(),
             })
             .await?;
         let pid = self.start_container(&container).await?;
@@ -287,6 +291,7 @@ impl DockerRuntime {
                     publish: vec![(BROKER_PORT, observe_port)],
                     log: broker.log.clone(),
                     user: Some(owner.clone()),
+                    tmpfs: Vec::new(),
                 })
                 .await?;
             self.brokers.insert(
