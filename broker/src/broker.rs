@@ -66,6 +66,8 @@ pub enum BrokerError {
     },
     #[error("data directory {path} is in use by another broker ({lock} is locked)")]
     Locked { path: String, lock: String },
+    #[error("starting the etcd session thread: {0}")]
+    SessionThread(std::io::Error),
 }
 
 /// Kafka's per-log-directory lock file (`LogManager.lockLogDirs`).
@@ -240,9 +242,14 @@ pub async fn run(
         stop_rx.clone(),
     )));
     {
-        let (session, store, stop) = (session.clone(), store.clone(), stop_rx.clone());
+        // The heartbeat on a thread and connection of its own, so disk work on
+        // the runtime's workers cannot hold it (Session::keep_alive_on_own_thread).
+        let stopped = session
+            .clone()
+            .keep_alive_on_own_thread(broker.config.etcd.clone(), stop_rx.clone())
+            .map_err(BrokerError::SessionThread)?;
         tasks.push(tokio::spawn(async move {
-            session.keep_alive(&store, stop).await
+            let _ = stopped.await;
         }));
     }
     let settings = Arc::new(ControllerSettings {

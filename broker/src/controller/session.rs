@@ -156,6 +156,64 @@ impl Session {
         }
     }
 
+    /// Runs [`Session::keep_alive`] on a thread of its own, with a
+    /// single-threaded runtime and an etcd connection of its own (to
+    /// `endpoints`), until shutdown; the returned receiver resolves when it
+    /// has stopped.
+    ///
+    /// Why a thread: the broker's request handling does blocking disk work
+    /// (appends, fsyncs, new log directories) on the async runtime's worker
+    /// threads, and on a slow disk a few fsyncs can hold every worker for
+    /// seconds. A heartbeat queued behind them lapsed the lease of a broker
+    /// that was alive and only slow: under ci/stress.sh all three brokers of a
+    /// run lost their sessions together while creating a topic's logs, and
+    /// the controller moved. ZooKeeper's client pinged from its own
+    /// SendThread, so a Kafka broker stuck on its disk kept its session (its
+    /// `zookeeper.session.timeout.ms` ran only while the process or its
+    /// network was gone); this keeps that. A paused process (SIGSTOP) stops
+    /// this thread too, so a pause still lapses the lease.
+    pub fn keep_alive_on_own_thread(
+        self: std::sync::Arc<Self>,
+        endpoints: Vec<String>,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> std::io::Result<tokio::sync::oneshot::Receiver<()>> {
+        let (done, stopped) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("etcd-session".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        tracing::error!(%e, "the session thread could not start its runtime");
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    loop {
+                        match MetadataStore::connect(&endpoints).await {
+                            Ok(store) => {
+                                self.keep_alive(&store, shutdown).await;
+                                return;
+                            }
+                            Err(e) => {
+                                self.note_fencing();
+                                tracing::warn!(%e, "the session's own etcd connection failed; retrying");
+                            }
+                        }
+                        tokio::select! {
+                            _ = shutdown.changed() => return,
+                            _ = tokio::time::sleep(REOPEN_BACKOFF) => {}
+                        }
+                    }
+                });
+                let _ = done.send(());
+            })?;
+        Ok(stopped)
+    }
+
     /// Open a new lease and register under it, retrying until it works or
     /// shutdown (false).
     async fn reregister(
