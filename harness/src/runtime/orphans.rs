@@ -57,14 +57,12 @@ pub const ETCD_MEMORY_NEEDED: u64 = 1 << 30;
 /// Where harnesses keep etcd's data in memory: `/dev/shm/epochal-<uid>-etcd`,
 /// one directory per harness named as its ledger is, so a harness killed
 /// outright leaves a directory [`reap_dead`] can tell is orphaned. `None` when
-/// the machine has no tmpfs at /dev/shm, or one with less than
-/// [`ETCD_MEMORY_NEEDED`] free (etcd's data then goes to the run directory,
-/// on disk).
+/// the machine has no /dev/shm. (Whether it has room for another etcd is
+/// [`etcd_memory_dir`]'s question: reaping must still find the root when it
+/// is nearly full.)
 pub fn etcd_memory_root() -> Option<PathBuf> {
     let shm = Path::new("/dev/shm");
-    let stat = nix::sys::statvfs::statvfs(shm).ok()?;
-    let free = stat.blocks_available() as u64 * stat.fragment_size() as u64;
-    if free < ETCD_MEMORY_NEEDED {
+    if !shm.is_dir() {
         return None;
     }
     // SAFETY: getuid cannot fail and touches no memory.
@@ -74,7 +72,8 @@ pub fn etcd_memory_root() -> Option<PathBuf> {
 
 /// A fresh directory for one etcd's data in memory, under this harness's own
 /// directory in [`etcd_memory_root`]; removed when dropped. `None` when there
-/// is no such memory or it cannot be written.
+/// is no such memory, it has less than [`ETCD_MEMORY_NEEDED`] free, or it
+/// cannot be written (etcd's data then goes to the run directory, on disk).
 ///
 /// Why in memory: etcd fsyncs its log and its database, and on a busy disk a
 /// single fsync can stall for seconds (ci/stress.sh saw every lease of a run
@@ -85,7 +84,12 @@ pub fn etcd_memory_root() -> Option<PathBuf> {
 /// not under test; its timeline is read through its API at the run's end.
 pub fn etcd_memory_dir() -> Option<MemoryDir> {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let own = etcd_memory_root()?.join(own_name()?);
+    let root = etcd_memory_root()?;
+    let stat = nix::sys::statvfs::statvfs(Path::new("/dev/shm")).ok()?;
+    if (stat.blocks_available() as u64) * (stat.fragment_size() as u64) < ETCD_MEMORY_NEEDED {
+        return None;
+    }
+    let own = root.join(own_name()?);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = own.join(format!("etcd-{n}"));
     // Another run of this harness may remove `own` (empty) between the two
