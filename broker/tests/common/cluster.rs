@@ -192,6 +192,15 @@ impl Cluster {
         serde_json::from_str(&raw).ok()
     }
 
+    /// Every state etcd has held for the partition, oldest first.
+    pub fn state_history(&self, topic: &str, partition: i32) -> Vec<PartitionStateRecord> {
+        self.etcd
+            .history(&partition_state_key(topic, partition))
+            .iter()
+            .filter_map(|raw| serde_json::from_str(raw).ok())
+            .collect()
+    }
+
     /// Poll the stored state until `pred` holds.
     pub fn await_state(
         &self,

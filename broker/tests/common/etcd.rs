@@ -128,6 +128,42 @@ impl Etcd {
     }
 }
 
+impl Etcd {
+    /// Every value `key` has held since it was last created, oldest first,
+    /// read back through etcd's revisions (nothing in a test compacts them).
+    /// A poll sees only the value of the moment; this also sees a state that
+    /// a later write replaced before the poll came round.
+    pub fn history(&self, key: &str) -> Vec<String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let Ok(mut client) = etcd_client::Client::connect([self.endpoint.as_str()], None).await
+            else {
+                return vec![];
+            };
+            let mut values = Vec::new();
+            let mut at = None;
+            loop {
+                let options = at.map(|r| etcd_client::GetOptions::new().with_revision(r));
+                let Ok(resp) = client.get(key, options).await else {
+                    break;
+                };
+                let Some(kv) = resp.kvs().first() else { break };
+                values.push(String::from_utf8_lossy(kv.value()).into_owned());
+                // Version 1 is the value the key was created with.
+                if kv.version() <= 1 {
+                    break;
+                }
+                at = Some(kv.mod_revision() - 1);
+            }
+            values.reverse();
+            values
+        })
+    }
+}
+
 impl Drop for Etcd {
     fn drop(&mut self) {
         let _ = self.child.kill();
