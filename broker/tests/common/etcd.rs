@@ -110,8 +110,12 @@ impl Etcd {
         }
     }
 
-    /// Read one key's value with etcd's own client.
-    pub fn get(&self, key: &str) -> Option<String> {
+    /// Run `f` with a fresh connection of etcd's own client; None if it
+    /// cannot connect or `f` gives None.
+    fn with_client<T>(
+        &self,
+        f: impl AsyncFnOnce(&mut etcd_client::Client) -> Option<T>,
+    ) -> Option<T> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -120,29 +124,26 @@ impl Etcd {
             let mut client = etcd_client::Client::connect([self.endpoint.as_str()], None)
                 .await
                 .ok()?;
+            f(&mut client).await
+        })
+    }
+
+    /// Read one key's value with etcd's own client.
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.with_client(async |client| {
             let resp = client.get(key, None).await.ok()?;
             resp.kvs()
                 .first()
                 .map(|kv| String::from_utf8_lossy(kv.value()).into_owned())
         })
     }
-}
 
-impl Etcd {
     /// Every value `key` has held since it was last created, oldest first,
     /// read back through etcd's revisions (nothing in a test compacts them).
     /// A poll sees only the value of the moment; this also sees a state that
     /// a later write replaced before the poll came round.
     pub fn history(&self, key: &str) -> Vec<String> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let Ok(mut client) = etcd_client::Client::connect([self.endpoint.as_str()], None).await
-            else {
-                return vec![];
-            };
+        self.with_client(async |client| {
             let mut values = Vec::new();
             let mut at = None;
             loop {
@@ -159,8 +160,9 @@ impl Etcd {
                 at = Some(kv.mod_revision() - 1);
             }
             values.reverse();
-            values
+            Some(values)
         })
+        .unwrap_or_default()
     }
 }
 
