@@ -102,6 +102,8 @@ def counts(n):
         if "PROGRAM TOTALS" in name:
             rows["all checkers"] = (ir, dlmr + dlmw)
             continue
+        # Rows are named by the checker's module (`leaders` holds
+        # one-leader-per-epoch, `fencing` stale-controller-fenced).
         c = re.search(r"epochal::checker::([a-z_]+)::check \[", name)
         if c:
             rows[c.group(1).replace("_", "-")] = (ir, dlmr + dlmw)
@@ -112,7 +114,7 @@ b, _ = counts(large)
 print()
 print(f"checkers under callgrind, {small} -> {large} ops ({cache}; two checks' worth at each size)")
 print()
-print(f"| checker | instructions, {small} | instructions, {large} | growth | LL data misses, {small} | LL data misses, {large} | growth |")
+print(f"| checker (module) | instructions, {small} | instructions, {large} | growth | LL data misses, {small} | LL data misses, {large} | growth |")
 print("|---|---|---|---|---|---|---|")
 order = sorted((k for k in b if k != "all checkers"), key=lambda k: -b[k][0]) + ["all checkers"]
 result = {"small_ops": small, "large_ops": large, "cache": cache, "checkers": {}}
@@ -120,7 +122,7 @@ for name in order:
     (ia, ma), (ib, mb) = a.get(name, (0, 0)), b[name]
     gi = ib / ia if ia else float("nan")
     gm = mb / ma if ma else float("nan")
-    print(f"| {name} | {ia:,} | {ib:,} | {gi:.1f}x | {ma:,} | {mb:,} | {gm:.1f}x |")
+    print(f"| {name} | {ia:,} | {ib:,} | {gi:.1f}× | {ma:,} | {mb:,} | {gm:.1f}× |")
     result["checkers"][name] = {"instructions": [ia, ib], "ll_data_misses": [ma, mb]}
 with open(f"{out}/checkers-callgrind.json", "w") as f:
     json.dump(result, f, indent=1)
