@@ -52,10 +52,16 @@ pub enum Failpoint {
     /// KAFKA-8346): the replica stays as it is, out of the ISR, until a later
     /// LeaderAndIsr starts another fetcher.
     FollowerFetcherDies,
+    /// The broker received SIGTERM or SIGINT and has not begun its clean
+    /// shutdown. `return` makes it exit at once (status 0), with nothing
+    /// closed, flushed or deregistered: a broker whose stop is over before
+    /// whoever signalled it looks again, so a test can hold a runtime's stop
+    /// path to that race (issue [stop-race]) on every stop instead of by luck.
+    ShutdownExitsAtOnce,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 8] = [
+    pub const ALL: [Failpoint; 9] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
@@ -64,6 +70,7 @@ impl Failpoint {
         Failpoint::ControllerBeforeCampaign,
         Failpoint::FollowerTruncateToHw,
         Failpoint::FollowerFetcherDies,
+        Failpoint::ShutdownExitsAtOnce,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +83,7 @@ impl Failpoint {
             Failpoint::ControllerBeforeCampaign => "controller-before-campaign",
             Failpoint::FollowerTruncateToHw => "follower-truncate-to-hw",
             Failpoint::FollowerFetcherDies => "follower-fetcher-dies",
+            Failpoint::ShutdownExitsAtOnce => "shutdown-exits-at-once",
         }
     }
 

@@ -5,6 +5,7 @@
 use anyhow::Context;
 use clap::Parser;
 use epochal_broker::config::ConfigArgs;
+use epochal_broker::failpoints::{self, Failpoint};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Keeps a request that declares an absurd array length from aborting the
@@ -36,7 +37,7 @@ fn run() -> anyhow::Result<()> {
         .init();
     // Before anything else runs, so a scenario's failpoint is armed from the
     // first event and a misspelt name stops the broker here.
-    let failpoints = epochal_broker::failpoints::configure_from_env()?;
+    let armed = failpoints::configure_from_env()?;
     let args = ConfigArgs::parse();
     if args.list_settings {
         for line in epochal_broker::config::listing() {
@@ -46,7 +47,7 @@ fn run() -> anyhow::Result<()> {
     }
     let config = args.resolve().context("invalid configuration")?;
     tracing::info!(config = %config.to_toml(), "starting");
-    for (point, actions) in &failpoints {
+    for (point, actions) in &armed {
         tracing::warn!(failpoint = %point, %actions, "failpoint armed");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -60,6 +61,10 @@ fn run() -> anyhow::Result<()> {
             tokio::select! {
                 _ = term.recv() => tracing::info!("SIGTERM received"),
                 _ = int.recv() => tracing::info!("SIGINT received"),
+            }
+            if failpoints::hit_or_return(Failpoint::ShutdownExitsAtOnce) {
+                tracing::warn!("failpoint shutdown-exits-at-once: exiting now, nothing closed");
+                std::process::exit(0);
             }
         };
         epochal_broker::broker::run(config, shutdown)

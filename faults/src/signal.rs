@@ -60,20 +60,69 @@ pub fn kill_group(pgid: i32) -> Result<(), SignalError> {
     send(-pgid, Signal::SIGKILL)
 }
 
+/// What `/proc/<pid>/stat` says of a process that exists (a zombie included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// The state letter: `R`, `S`, `D`, `T` stopped, `t` traced, `Z` zombie, ...
+    pub state: char,
+    /// When the process started, in clock ticks since boot (field 22): with
+    /// the pid, it names one process even after the pid is reused.
+    pub start_ticks: u64,
+}
+
+/// Whether an error from reading `/proc/<pid>/...` means the process is gone,
+/// which is an answer and not a failure. The kernel says it two ways (both
+/// seen on Linux 6.18): opening the file of a reaped pid fails with ENOENT,
+/// and reading a file opened while the task still existed fails with ESRCH
+/// once it has exited and been reaped (procfs finds no task behind the inode).
+/// A Docker container's PID 1 is reaped by its shim within moments of exiting,
+/// so a read right after a signal that ends it can meet either (issue
+/// [stop-race]: ESRCH failed a Docker gate run).
+pub fn vanished(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::NotFound
+        || error.raw_os_error() == Some(nix::errno::Errno::ESRCH as i32)
+}
+
+/// `/proc/<pid>/stat` parsed; `None` when no such process exists any more.
+pub fn proc_stat(pid: i32) -> Result<Option<ProcStat>, SignalError> {
+    match std::fs::File::open(format!("/proc/{pid}/stat")) {
+        Ok(file) => stat_from(pid, file),
+        Err(e) if vanished(&e) => Ok(None),
+        Err(source) => Err(SignalError::Read { pid, source }),
+    }
+}
+
+/// Reads and parses an open `/proc/<pid>/stat`. Split from [`proc_stat`] so a
+/// test can hold the file open across the process's exit, as a racing reader
+/// does.
+fn stat_from(pid: i32, mut file: std::fs::File) -> Result<Option<ProcStat>, SignalError> {
+    use std::io::Read;
+    let mut stat = String::new();
+    match file.read_to_string(&mut stat) {
+        Ok(_) => {}
+        Err(e) if vanished(&e) => return Ok(None),
+        Err(source) => return Err(SignalError::Read { pid, source }),
+    }
+    parse_stat(&stat)
+        .map(Some)
+        .ok_or(SignalError::Malformed { pid, stat })
+}
+
+/// The state (field 3) and start time (field 22) of a `/proc/<pid>/stat`
+/// line. The command name (field 2) is in parentheses and may itself hold
+/// spaces or parentheses, so the fields are counted after the LAST ')'.
+fn parse_stat(stat: &str) -> Option<ProcStat> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let start_ticks = fields.nth(18)?.parse().ok()?;
+    Some(ProcStat { state, start_ticks })
+}
+
 /// The state letter of `/proc/<pid>/stat` (`R`, `S`, `D`, `T` stopped, `t` traced,
 /// `Z` zombie, ...); `None` when no such process exists any more.
 pub fn proc_state(pid: i32) -> Result<Option<char>, SignalError> {
-    let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(SignalError::Read { pid, source }),
-    };
-    // The command name (field 2) is in parentheses and may itself hold spaces or
-    // parentheses, so the state is the first field after the LAST ')'.
-    stat.rfind(')')
-        .and_then(|close| stat[close + 1..].trim_start().chars().next())
-        .map(Some)
-        .ok_or(SignalError::Malformed { pid, stat })
+    Ok(proc_stat(pid)?.map(|stat| stat.state))
 }
 
 /// True when the kernel reports the process stopped by a signal (state `T`).
@@ -142,6 +191,55 @@ mod tests {
         );
         // Reaped: the kernel no longer knows the pid.
         assert_eq!(proc_state(pid).unwrap(), None);
+    }
+
+    #[test]
+    fn esrch_and_enoent_mean_gone_other_errors_do_not() {
+        use std::io::{Error, ErrorKind};
+        let esrch = Error::from_raw_os_error(nix::errno::Errno::ESRCH as i32);
+        assert!(vanished(&esrch), "ESRCH is a process that went away");
+        assert!(vanished(&Error::from(ErrorKind::NotFound)));
+        let eacces = Error::from_raw_os_error(nix::errno::Errno::EACCES as i32);
+        assert!(
+            !vanished(&eacces),
+            "a denied read is a failure, not an exit"
+        );
+    }
+
+    #[test]
+    fn a_stat_file_read_after_its_process_was_reaped_reads_as_gone() {
+        // The race of issue [stop-race], made certain: the file is opened while
+        // the process lives and read after it was killed and reaped. The
+        // kernel answers that read with ESRCH; before, that was an error.
+        let mut child = sleeper();
+        let pid = child.id() as i32;
+        let open = std::fs::File::open(format!("/proc/{pid}/stat")).unwrap();
+        let mut raw = std::fs::File::open(format!("/proc/{pid}/stat")).unwrap();
+        kill_now(pid).unwrap();
+        child.wait().unwrap();
+        let mut text = String::new();
+        let error = std::io::Read::read_to_string(&mut raw, &mut text).unwrap_err();
+        assert_eq!(
+            error.raw_os_error(),
+            Some(nix::errno::Errno::ESRCH as i32),
+            "what the kernel says: {error}"
+        );
+        assert_eq!(stat_from(pid, open).unwrap(), None);
+    }
+
+    #[test]
+    fn stat_fields_are_counted_after_the_last_parenthesis() {
+        let line = "42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(
+            parse_stat(line),
+            Some(ProcStat {
+                state: 'S',
+                start_ticks: 987654
+            })
+        );
+        assert_eq!(parse_stat("42 (x) T 1"), None, "too short: no start time");
+        let own = proc_stat(std::process::id() as i32).unwrap().unwrap();
+        assert!(own.state == 'R' || own.state == 'S', "{own:?}");
     }
 
     #[test]

@@ -186,9 +186,20 @@ pub trait Runtime {
     }
 }
 
+/// How a wait for a SIGSTOP to land ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Paused {
+    /// The kernel reports the process stopped (state T).
+    Stopped,
+    /// The process exited (a zombie, or gone): it died on its own, or was
+    /// killed by someone else, and will never stop. Each runtime reports it
+    /// with what it knows of the exit.
+    Ended,
+}
+
 /// Awaits the kernel reporting `pid` stopped (state T) after a SIGSTOP, which
 /// takes effect asynchronously; `what` names the wait in the timeout error.
-async fn await_paused(pid: i32, timeout: Duration, what: String) -> Result<(), RuntimeError> {
+async fn await_paused(pid: i32, timeout: Duration, what: String) -> Result<Paused, RuntimeError> {
     // The stop lands within microseconds unless the machine is busy: re-check
     // at once a few hundred times (a /proc read each, ~2 ms in all), then every
     // millisecond. A 20 ms poll made every pause fault take 20 ms whenever the
@@ -196,7 +207,12 @@ async fn await_paused(pid: i32, timeout: Duration, what: String) -> Result<(), R
     const SPINS: u32 = 200;
     let deadline = Instant::now() + timeout;
     let mut checks = 0u32;
-    while !signal::is_stopped(pid)? {
+    loop {
+        match signal::proc_state(pid)? {
+            Some('T') => return Ok(Paused::Stopped),
+            None | Some('Z') => return Ok(Paused::Ended),
+            Some(_) => {}
+        }
         if Instant::now() > deadline {
             return Err(RuntimeError::Timeout {
                 what,
@@ -211,5 +227,4 @@ async fn await_paused(pid: i32, timeout: Duration, what: String) -> Result<(), R
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
-    Ok(())
 }

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use epochal_faults::signal;
+
 /// Where the ledgers are: `$EPOCHAL_LEDGER_DIR`, else
 /// `<temp dir>/epochal-<uid>/groups`.
 pub fn ledger_dir() -> PathBuf {
@@ -33,19 +35,29 @@ pub fn ledger_dir() -> PathBuf {
         .join("groups")
 }
 
-/// This process's start time in clock ticks since boot, or of `pid`'s.
-fn start_ticks(pid: i32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces and parentheses):
-    // state is field 3, start time field 22.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+/// Whether `pid` is the process that started at `start` (clock ticks since
+/// boot) and has not exited: a pid alone may have been reused. A read that
+/// fails for any reason but the process being gone answers yes, so gc keeps
+/// what it cannot judge — the safe mistake.
+fn alive(pid: i32, start: u64) -> bool {
+    match signal::proc_stat(pid) {
+        Ok(Some(stat)) => stat.start_ticks == start && stat.state != 'Z',
+        Ok(None) => false,
+        Err(_) => true,
+    }
+}
+
+/// Whether `pid` is the process that started at `start`, a zombie included:
+/// the leader of a group that may still hold live members.
+fn same_process(pid: i32, start: u64) -> bool {
+    matches!(signal::proc_stat(pid), Ok(Some(stat)) if stat.start_ticks == start)
 }
 
 /// This harness process's name in the ledgers: `<pid>-<start>`.
 fn own_name() -> Option<String> {
     let pid = std::process::id() as i32;
-    Some(format!("{pid}-{}", start_ticks(pid)?))
+    let stat = signal::proc_stat(pid).ok()??;
+    Some(format!("{pid}-{}", stat.start_ticks))
 }
 
 /// Free space /dev/shm must have for etcd's data to go there: etcd 3.4
@@ -152,8 +164,8 @@ fn append(line: String) {
 
 /// Records a process group this harness started (its leader is `pgid`).
 pub fn record(pgid: i32) {
-    if let Some(start) = start_ticks(pgid) {
-        append(format!("+ {pgid} {start}\n"));
+    if let Ok(Some(stat)) = signal::proc_stat(pgid) {
+        append(format!("+ {pgid} {}\n", stat.start_ticks));
     }
 }
 
@@ -202,12 +214,12 @@ fn reap_dead_in(dir: &Path, memory: Option<&Path>) -> std::io::Result<Reaped> {
         else {
             continue;
         };
-        if start_ticks(pid) == Some(start) {
+        if alive(pid, start) {
             continue; // that harness is still running
         }
         let text = fs::read_to_string(entry.path()).unwrap_or_default();
         for (pgid, leader_start) in live_groups(&text) {
-            if start_ticks(pgid) == Some(leader_start) {
+            if same_process(pgid, leader_start) {
                 // SAFETY: kill takes no memory; the group's leader was just
                 // checked to be the process the dead harness started.
                 unsafe { nix::libc::kill(-pgid, nix::libc::SIGKILL) };
@@ -232,25 +244,10 @@ fn reap_dead_in(dir: &Path, memory: Option<&Path>) -> std::io::Result<Reaped> {
     }
     // Orphans are reaped by init once dead; wait until they are.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while killed
-        .iter()
-        .any(|&(pgid, start)| start_ticks(pgid) == Some(start) && !zombie(pgid))
-        && Instant::now() < deadline
-    {
+    while killed.iter().any(|&(pgid, start)| alive(pgid, start)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(reaped)
-}
-
-/// Whether `pid` is a zombie (dead, not yet reaped by its parent).
-fn zombie(pid: i32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let after = stat[stat.rfind(')')? + 1..].to_owned();
-            after.split_whitespace().next().map(|s| s == "Z")
-        })
-        .unwrap_or(false)
 }
 
 /// The groups a ledger's lines leave recorded and not reaped, with their
@@ -288,9 +285,7 @@ mod tests {
     fn a_live_harness_ledger_is_left_and_a_dead_ones_removed() {
         let dir = tempfile::tempdir().unwrap();
         let me = std::process::id() as i32;
-        let own = dir
-            .path()
-            .join(format!("{me}-{}", start_ticks(me).unwrap()));
+        let own = dir.path().join(own_name().unwrap());
         // A group "led" by this very test process, recorded under a harness
         // start time that is not this process's: that harness is gone, but
         // the leader's start time below does not match either, so nothing is

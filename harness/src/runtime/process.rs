@@ -31,8 +31,8 @@ use epochal_faults::toxiproxy_client::ToxiproxyClient;
 
 use super::orphans::{MemoryDir, etcd_memory_dir};
 use super::{
-    ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Realised, Runtime, RuntimeError,
-    Upstream, await_paused, reaper,
+    ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused, Realised, Runtime,
+    RuntimeError, Upstream, await_paused, reaper,
 };
 use crate::observe::ready::etcd_healthy;
 
@@ -253,6 +253,28 @@ impl ProcessRuntime {
             .ok_or(RuntimeError::UnknownNode(node))
     }
 
+    /// The error for a broker found dead that nobody stopped (its exit status,
+    /// still ours to read: the child is unreaped until now), once it is reaped
+    /// and forgotten and its links point at nothing, as after a kill.
+    async fn died(&mut self, node: NodeId) -> Result<RuntimeError, RuntimeError> {
+        // /proc shows a multi-threaded process's leader as a zombie while its
+        // other threads are still exiting, and waitpid cannot reap it until
+        // they have: wait for that, within the start timeout.
+        let deadline = Instant::now() + self.cluster.plan.config.start_timeout;
+        let broker = self.broker_mut(node)?;
+        let exited = loop {
+            match broker.process.as_mut().map(Guarded::exited) {
+                Some(Err(exited)) => break exited,
+                Some(Ok(())) if Instant::now() < deadline => tokio::time::sleep(POLL).await,
+                _ => break RuntimeError::NotRunning(node),
+            }
+        };
+        broker.process = None;
+        broker.address = None;
+        self.point_links_at(node, UPSTREAM_NOT_YET).await?;
+        Ok(exited)
+    }
+
     fn running(&mut self, node: NodeId) -> Result<&mut Guarded, RuntimeError> {
         self.broker_mut(node)?
             .process
@@ -425,9 +447,13 @@ impl Runtime for ProcessRuntime {
     async fn stop_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
         let timeout = self.cluster.plan.config.start_timeout;
         let process = self.running(node)?;
+        // Asked before the signal, as the Docker runtime does. Here the child
+        // stays a zombie until we reap it, so a read after SIGTERM could not
+        // race its exit; one order for both runtimes keeps it that way.
+        let paused = signal::is_stopped(process.pid())?;
         signal::terminate(process.pid())?;
         // A stopped process acts on SIGTERM only once continued.
-        if signal::is_stopped(process.pid())? {
+        if paused {
             signal::resume(process.pid())?;
         }
         let deadline = Instant::now() + timeout;
@@ -462,7 +488,10 @@ impl Runtime for ProcessRuntime {
         let pid = self.running(node)?.pid();
         signal::pause(pid)?;
         let what = format!("broker {node} stopped (state T)");
-        await_paused(pid, self.cluster.plan.config.start_timeout, what).await
+        match await_paused(pid, self.cluster.plan.config.start_timeout, what).await? {
+            Paused::Stopped => Ok(()),
+            Paused::Ended => Err(self.died(node).await?),
+        }
     }
 
     async fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {

@@ -83,4 +83,5 @@ pub const FAILPOINTS: &[&str] = &[
     "controller-before-campaign",
     "follower-truncate-to-hw",
     "follower-fetcher-dies",
+    "shutdown-exits-at-once",
 ];

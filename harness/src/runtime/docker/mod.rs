@@ -44,8 +44,8 @@ use testcontainers::bollard::models::NetworkCreateRequest;
 use testcontainers::bollard::query_parameters::KillContainerOptions;
 
 use super::{
-    ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Realised, Runtime, RuntimeError,
-    Upstream, await_paused, reaper,
+    ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused, Realised, Runtime,
+    RuntimeError, Upstream, await_paused, reaper,
 };
 use crate::observe::ready::etcd_healthy;
 use api::{LABEL_RUN, docker_error};
@@ -323,9 +323,11 @@ impl DockerRuntime {
         self.broker(node)?.pid.ok_or(RuntimeError::NotRunning(node))
     }
 
-    /// Sends `signal` to a broker's PID 1 through the Engine API. A container
-    /// that already stopped by itself (409) is not an error for SIGKILL/SIGTERM.
-    async fn signal(&self, node: NodeId, signal: &str) -> Result<(), RuntimeError> {
+    /// Sends `signal` to a broker's PID 1 through the Engine API: true when it
+    /// was delivered, false when the container had already exited (409), which
+    /// each caller judges: nothing to do for a stop or a kill, a broker that
+    /// died on its own for a pause or a resume.
+    async fn signal(&self, node: NodeId, signal: &str) -> Result<bool, RuntimeError> {
         let broker = self.broker(node)?;
         let options = KillContainerOptions {
             signal: signal.into(),
@@ -335,10 +337,10 @@ impl DockerRuntime {
             .kill_container(&broker.container.id, Some(options))
             .await
         {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(true),
             Err(DockerError::DockerResponseServerError {
                 status_code: 409, ..
-            }) if matches!(signal, "SIGKILL" | "SIGTERM") => Ok(()),
+            }) => Ok(false),
             Err(e) => Err(docker_error(
                 format!(
                     "{signal} to broker {node} (container {})",
@@ -347,6 +349,23 @@ impl DockerRuntime {
                 e,
             )),
         }
+    }
+
+    /// A signal that must find the broker alive (SIGSTOP, SIGCONT): a container
+    /// that has exited is reported as the exit it was, with its code and output.
+    async fn signal_live(&mut self, node: NodeId, signal: &str) -> Result<(), RuntimeError> {
+        if self.signal(node, signal).await? {
+            return Ok(());
+        }
+        Err(self.died(node).await?)
+    }
+
+    /// The error for a broker found dead that nobody stopped, once the runtime
+    /// has forgotten it (as a start that ends early does).
+    async fn died(&mut self, node: NodeId) -> Result<RuntimeError, RuntimeError> {
+        let exited = self.exited(&self.broker(node)?.container).await;
+        self.forget(node)?;
+        Ok(exited)
     }
 
     /// Awaits Docker reporting the container stopped, up to `timeout`.
@@ -429,9 +448,15 @@ impl Runtime for DockerRuntime {
     async fn stop_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
         let timeout = self.cluster.plan.config.start_timeout;
         let pid = self.running_pid(node)?;
+        // Asked before the signal, never after: a broker that exits at once on
+        // SIGTERM is gone (and its pid reaped by the shim, perhaps reused)
+        // by the time a later read of /proc would look (issue [stop-race]).
+        let paused = signal::is_stopped(pid)?;
         self.signal(node, "SIGTERM").await?;
-        // A stopped process acts on SIGTERM only once continued.
-        if signal::is_stopped(pid)? {
+        // A stopped process acts on SIGTERM only once continued; it cannot
+        // have exited in between unless something else continued it, and then
+        // the SIGCONT finds nothing to do (false), which is fine.
+        if paused {
             self.signal(node, "SIGCONT").await?;
         }
         if !self.await_stopped(node, timeout).await? {
@@ -509,17 +534,20 @@ impl Runtime for DockerRuntime {
 
     async fn pause_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
         let pid = self.running_pid(node)?;
-        self.signal(node, "SIGSTOP").await?;
+        self.signal_live(node, "SIGSTOP").await?;
         let what = format!(
             "broker {node} stopped (state T; container {})",
             self.broker(node)?.container.name
         );
-        await_paused(pid, self.cluster.plan.config.start_timeout, what).await
+        match await_paused(pid, self.cluster.plan.config.start_timeout, what).await? {
+            Paused::Stopped => Ok(()),
+            Paused::Ended => Err(self.died(node).await?),
+        }
     }
 
     async fn resume_node(&mut self, node: NodeId) -> Result<(), RuntimeError> {
         self.running_pid(node)?;
-        self.signal(node, "SIGCONT").await
+        self.signal_live(node, "SIGCONT").await
     }
 
     fn started_at(&self, node: NodeId) -> Option<SystemTime> {

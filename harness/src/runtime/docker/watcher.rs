@@ -47,7 +47,10 @@ impl StopWatcher {
                 for (request, pid) in requests {
                     if signal::pause(pid).is_ok() {
                         let deadline = Instant::now() + Duration::from_secs(5);
-                        while !signal::is_stopped(pid).unwrap_or(true) && Instant::now() < deadline
+                        // Until it is stopped, or gone: a broker that exits
+                        // meanwhile will never stop, and the wait is over.
+                        while matches!(signal::proc_state(pid), Ok(Some(s)) if s != 'T' && s != 'Z')
+                            && Instant::now() < deadline
                         {
                             std::thread::sleep(Duration::from_millis(1));
                         }
