@@ -8,12 +8,14 @@
 //! [`crate::server::context::Broker`]; the handlers never reach back here.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::config::{BrokerConfig, split_host_port};
 use crate::controller::controller::ControllerSettings;
@@ -70,6 +72,14 @@ pub enum BrokerError {
     SessionThread(std::io::Error),
 }
 
+impl BrokerError {
+    /// A failure at `path` in the data directory.
+    fn data_dir(path: &Path) -> impl FnOnce(std::io::Error) -> BrokerError {
+        let path = path.display().to_string();
+        move |source| BrokerError::DataDir { path, source }
+    }
+}
+
 /// Kafka's per-log-directory lock file (`LogManager.lockLogDirs`).
 pub const LOCK_FILE: &str = ".lock";
 
@@ -86,10 +96,7 @@ fn lock_data_dir(data_dir: &Path) -> Result<std::fs::File, BrokerError> {
         .truncate(false)
         .write(true)
         .open(&path)
-        .map_err(|source| BrokerError::DataDir {
-            path: path.display().to_string(),
-            source,
-        })?;
+        .map_err(BrokerError::data_dir(&path))?;
     // SAFETY: flock on a descriptor this function owns; no memory is shared.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let source = std::io::Error::last_os_error();
@@ -99,10 +106,7 @@ fn lock_data_dir(data_dir: &Path) -> Result<std::fs::File, BrokerError> {
                 lock: path.display().to_string(),
             }
         } else {
-            BrokerError::DataDir {
-                path: path.display().to_string(),
-                source,
-            }
+            BrokerError::data_dir(&path)(source)
         });
     }
     Ok(file)
@@ -161,44 +165,17 @@ async fn connect_and_register(
 }
 
 /// Start the broker and run it until `shutdown` resolves, then stop cleanly.
+/// The passes in order: storage (the data directory locked, the logs
+/// recovered), the listener bound, registration in etcd, the tasks started,
+/// the `listening` file written; then, once `shutdown` resolves, the stop.
 pub async fn run(
     config: BrokerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BrokerError> {
     let data_dir = config.data_dir.clone();
-    std::fs::create_dir_all(&data_dir).map_err(|source| BrokerError::DataDir {
-        path: data_dir.display().to_string(),
-        source,
-    })?;
     // Held until `run` returns; nothing below touches the directory first.
-    let _lock = lock_data_dir(&data_dir)?;
-    // A stale address from a previous run must not be mistaken for this one's.
-    let _ = std::fs::remove_file(data_dir.join(LISTENING_FILE));
-    let logs = LogManager::open(
-        &data_dir,
-        LogConfig {
-            segment_bytes: config.segment_bytes,
-            flush_messages: config.flush_messages,
-            flush_interval_ms: config.flush_interval_ms,
-            producer_state_recovery: config.producer_state_recovery,
-        },
-    )?;
-    tracing::info!(
-        clean_shutdown = logs.had_clean_shutdown(),
-        partitions = logs.partitions().count(),
-        "storage opened"
-    );
-    let state_changes = StateChangeLog::open(&data_dir)?;
-    let listener = TcpListener::bind(&config.listen)
-        .await
-        .map_err(|source| BrokerError::Bind {
-            addr: config.listen.clone(),
-            source,
-        })?;
-    let bound = listener.local_addr().map_err(|source| BrokerError::Bind {
-        addr: config.listen.clone(),
-        source,
-    })?;
+    let (_lock, logs, state_changes) = open_storage(&config)?;
+    let (listener, bound) = bind(&config.listen).await?;
     let (advertised_host, advertised_port) =
         match config.advertised.as_deref().and_then(split_host_port) {
             Some((h, p)) => (h, p as i32),
@@ -235,6 +212,78 @@ pub async fn run(
         config,
     });
     let (stop_tx, stop_rx) = watch::channel(false);
+    let tasks = start_tasks(&broker, listener, &store, &session, &stop_rx)?;
+    write_listening(&data_dir, &format!("{}:{}", bound.ip(), bound.port()))
+        .map_err(BrokerError::data_dir(&data_dir))?;
+    tracing::info!(%bound, node_id = broker.config.node_id, "broker ready");
+
+    shutdown.await;
+    tracing::info!("shutting down");
+    let _ = stop_tx.send(true);
+    broker.fetchers.stop_all();
+    for t in tasks {
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, t).await;
+    }
+    broker.replicas.shutdown()?;
+    // Giving the lease back drops our registration (and the controller key, if
+    // held) at once instead of after the TTL, like closing a ZooKeeper session.
+    if let Err(e) = store.revoke_lease(session.lease().id).await {
+        tracing::warn!(%e, "could not revoke the etcd lease");
+    }
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
+/// The first pass: the data directory created and locked (the lock file is
+/// held as long as it is open), a previous run's `listening` file removed,
+/// the logs recovered and the state-change log opened.
+fn open_storage(
+    config: &BrokerConfig,
+) -> Result<(std::fs::File, LogManager, StateChangeLog), BrokerError> {
+    let data_dir = &config.data_dir;
+    std::fs::create_dir_all(data_dir).map_err(BrokerError::data_dir(data_dir))?;
+    let lock = lock_data_dir(data_dir)?;
+    // A stale address from a previous run must not be mistaken for this one's.
+    let _ = std::fs::remove_file(data_dir.join(LISTENING_FILE));
+    let logs = LogManager::open(
+        data_dir,
+        LogConfig {
+            segment_bytes: config.segment_bytes,
+            flush_messages: config.flush_messages,
+            flush_interval_ms: config.flush_interval_ms,
+            producer_state_recovery: config.producer_state_recovery,
+        },
+    )?;
+    tracing::info!(
+        clean_shutdown = logs.had_clean_shutdown(),
+        partitions = logs.partitions().count(),
+        "storage opened"
+    );
+    let state_changes = StateChangeLog::open(data_dir)?;
+    Ok((lock, logs, state_changes))
+}
+
+/// The listener on `listen`, and the address it is bound to (port 0 picks one).
+async fn bind(listen: &str) -> Result<(TcpListener, SocketAddr), BrokerError> {
+    let bind_error = |source| BrokerError::Bind {
+        addr: listen.to_string(),
+        source,
+    };
+    let listener = TcpListener::bind(listen).await.map_err(bind_error)?;
+    let bound = listener.local_addr().map_err(bind_error)?;
+    Ok((listener, bound))
+}
+
+/// Everything the broker runs until it stops: the listener, the session's
+/// heartbeat (on a thread of its own), the controller election, the storage
+/// maintenance and the leader's ISR task.
+fn start_tasks(
+    broker: &Arc<Broker>,
+    listener: TcpListener,
+    store: &MetadataStore,
+    session: &Arc<Session>,
+    stop_rx: &watch::Receiver<bool>,
+) -> Result<Vec<JoinHandle<()>>, BrokerError> {
     let mut tasks = Vec::new();
     tasks.push(tokio::spawn(listener::serve(
         listener,
@@ -272,29 +321,7 @@ pub async fn run(
         Duration::from_millis(broker.config.replica_lag_time_max_ms),
         stop_rx.clone(),
     )));
-    write_listening(&data_dir, &format!("{}:{}", bound.ip(), bound.port())).map_err(|source| {
-        BrokerError::DataDir {
-            path: data_dir.display().to_string(),
-            source,
-        }
-    })?;
-    tracing::info!(%bound, node_id = broker.config.node_id, "broker ready");
-
-    shutdown.await;
-    tracing::info!("shutting down");
-    let _ = stop_tx.send(true);
-    broker.fetchers.stop_all();
-    for t in tasks {
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, t).await;
-    }
-    broker.replicas.shutdown()?;
-    // Giving the lease back drops our registration (and the controller key, if
-    // held) at once instead of after the TTL, like closing a ZooKeeper session.
-    if let Err(e) = store.revoke_lease(session.lease().id).await {
-        tracing::warn!(%e, "could not revoke the etcd lease");
-    }
-    tracing::info!("stopped cleanly");
-    Ok(())
+    Ok(tasks)
 }
 
 /// Periodic storage work: time-based flushes and the two checkpoints.

@@ -26,7 +26,10 @@ pub enum ClientError {
     #[error("timed out after {0:?}")]
     Timeout(Duration),
     #[error("encoding or decoding: {0}")]
-    Codec(String),
+    Codec(#[source] anyhow::Error),
+    /// A response frame claiming a size no broker sends: not a broker.
+    #[error("encoding or decoding: response size {len} outside 0..={MAX_RESPONSE_BYTES}")]
+    ResponseSize { len: i32 },
     #[error("response correlation id {got}, expected {expected}")]
     Correlation { got: i32, expected: i32 },
 }
@@ -86,7 +89,7 @@ impl Connection {
         header
             .encode(&mut body, R::header_version(version))
             .and_then(|_| request.encode(&mut body, version))
-            .map_err(|e| ClientError::Codec(e.to_string()))?;
+            .map_err(ClientError::Codec)?;
         let mut frame = BytesMut::with_capacity(body.len() + 4);
         frame.put_i32(body.len() as i32);
         frame.extend_from_slice(&body);
@@ -95,14 +98,14 @@ impl Connection {
             .await
             .map_err(|_| ClientError::Timeout(timeout))??;
         let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))
-            .map_err(|e| ClientError::Codec(e.to_string()))?;
+            .map_err(ClientError::Codec)?;
         if header.correlation_id != correlation_id {
             return Err(ClientError::Correlation {
                 got: header.correlation_id,
                 expected: correlation_id,
             });
         }
-        R::Response::decode(&mut response, version).map_err(|e| ClientError::Codec(e.to_string()))
+        R::Response::decode(&mut response, version).map_err(ClientError::Codec)
     }
 
     async fn round_trip(&mut self, frame: &[u8]) -> Result<Bytes, ClientError> {
@@ -117,9 +120,7 @@ impl Connection {
         let len = (&len[..]).get_i32();
         // A response is bounded like a request: a peer claiming more is not a broker.
         if !(0..=MAX_RESPONSE_BYTES).contains(&len) {
-            return Err(ClientError::Codec(format!(
-                "response size {len} outside 0..={MAX_RESPONSE_BYTES}"
-            )));
+            return Err(ClientError::ResponseSize { len });
         }
         let mut buf = vec![0u8; len as usize];
         self.stream.read_exact(&mut buf).await.map_err(io)?;

@@ -1,29 +1,30 @@
 //! The broker's configuration: command-line flags, an optional TOML file setting
 //! the same keys, and the validated [`BrokerConfig`] the rest of the broker reads.
 //!
-//! Every setting is declared once, in [`SETTINGS`] (`settings.rs`): its name,
-//! kind, default and help. The flags' help and the defaults and minimums applied
-//! here come from that table, unit tests hold the flag parser to it, and
-//! `epochal-broker --list-settings` prints it so a launcher (the harness, which
-//! never links this crate) can check its own list against it.
+//! Every setting is declared once, in the table in `settings.rs`: its key and
+//! type, flag, kind, default, help and codec. From that entry come its flag
+//! and file key ([`ConfigArgs`]), its field of [`BrokerConfig`], its check and
+//! default (`value.rs`) and its line of `epochal-broker --list-settings`
+//! ([`SETTINGS`], [`listing`]), which a launcher (the harness, which never
+//! links this crate) checks its own list against. `declare.rs` is the macro
+//! that makes them; it names no setting.
 //!
 //! Flags win over the file; the file wins over defaults. The resolved config is
 //! serializable back to TOML so a launcher can log exactly what ran. Settings that
 //! the replication protocol reads (truncation rule, fencing, unclean election,
 //! min ISR, fetch wait, lag time, checkpoint interval) are named after Kafka's.
 
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use clap::{Parser, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+mod declare;
 mod settings;
+mod value;
 
-use settings::*;
 pub use settings::{
-    DEFAULT_MAX_REQUEST_BYTES, SETTINGS, Setting, SettingDefault, SettingKind, listing,
+    BrokerConfig, ConfigArgs, DEFAULT_MAX_REQUEST_BYTES, SETTINGS, Setting, SettingDefault,
+    SettingKind, listing,
 };
 
 /// Which release's follower-truncation rule the broker follows (DESIGN.md's epoch table).
@@ -64,119 +65,6 @@ pub enum ProducerStateRecovery {
     Current,
 }
 
-/// Every key the flags and the TOML file may set, with the help [`SETTINGS`]
-/// gives it, and the `--list-settings` command. All optional here; required
-/// ones and defaults are applied in [`ConfigArgs::resolve`].
-#[derive(Parser, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-#[command(
-    name = "epochal-broker",
-    version,
-    about = "Kafka-style broker with etcd in ZooKeeper's role"
-)]
-pub struct ConfigArgs {
-    #[arg(long, value_name = "FILE", help = CONFIG.help)]
-    #[serde(skip)]
-    pub config: Option<PathBuf>,
-    #[arg(long, help = NODE_ID.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_id: Option<i32>,
-    #[arg(long, value_name = "HOST:PORT", help = LISTEN.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub listen: Option<String>,
-    #[arg(long, value_name = "HOST:PORT", help = ADVERTISED.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub advertised: Option<String>,
-    #[arg(long, value_name = "DIR", help = DATA_DIR.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub data_dir: Option<PathBuf>,
-    #[arg(long, value_name = "URL[,URL]", help = ETCD.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub etcd: Option<String>,
-    #[arg(long = "peer", value_name = "ID=HOST:PORT", help = PEERS.help)]
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub peers: Vec<String>,
-    #[arg(long, help = LEASE_TTL_S.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lease_ttl_s: Option<u64>,
-    #[arg(long, help = SEGMENT_BYTES.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub segment_bytes: Option<u64>,
-    #[arg(long, help = FLUSH_MESSAGES.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flush_messages: Option<u64>,
-    #[arg(long, help = FLUSH_INTERVAL_MS.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flush_interval_ms: Option<u64>,
-    #[arg(long, value_enum, help = TRUNCATION.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub truncation: Option<Truncation>,
-    #[arg(long, value_name = "true|false", help = CONTROLLER_EPOCH_FENCING.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub controller_epoch_fencing: Option<bool>,
-    #[arg(long, value_name = "true|false", help = BROKER_EPOCH_FENCING.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub broker_epoch_fencing: Option<bool>,
-    #[arg(long, value_name = "true|false", help = UNCLEAN_LEADER_ELECTION.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unclean_leader_election: Option<bool>,
-    #[arg(long, help = MIN_INSYNC_REPLICAS.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub min_insync_replicas: Option<i32>,
-    #[arg(long, help = MAX_REQUEST_BYTES.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_request_bytes: Option<u32>,
-    #[arg(long, help = REPLICA_FETCH_WAIT_MAX_MS.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub replica_fetch_wait_max_ms: Option<u64>,
-    #[arg(long, help = REPLICA_LAG_TIME_MAX_MS.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub replica_lag_time_max_ms: Option<u64>,
-    #[arg(long, help = HW_CHECKPOINT_INTERVAL_MS.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hw_checkpoint_interval_ms: Option<u64>,
-    #[arg(long, help = ETCD_CONNECT_TIMEOUT_MS.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub etcd_connect_timeout_ms: Option<u64>,
-    #[arg(long, value_enum, help = PRODUCER_STATE_RECOVERY.help)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub producer_state_recovery: Option<ProducerStateRecovery>,
-    /// Not a setting: print every setting and failpoint (JSON lines) and exit.
-    #[arg(
-        long,
-        help = "Print every setting and failpoint as JSON lines, then exit"
-    )]
-    #[serde(skip)]
-    pub list_settings: bool,
-}
-
-/// The validated configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BrokerConfig {
-    pub node_id: i32,
-    pub listen: String,
-    pub advertised: Option<String>,
-    pub data_dir: PathBuf,
-    pub etcd: Vec<String>,
-    /// Broker id → address override, from `--peer`.
-    pub peers: BTreeMap<i32, String>,
-    pub lease_ttl_s: u64,
-    pub segment_bytes: u64,
-    pub flush_messages: u64,
-    pub flush_interval_ms: u64,
-    pub truncation: Truncation,
-    pub controller_epoch_fencing: bool,
-    pub broker_epoch_fencing: bool,
-    pub unclean_leader_election: bool,
-    pub min_insync_replicas: i32,
-    pub max_request_bytes: u32,
-    pub replica_fetch_wait_max_ms: u64,
-    pub replica_lag_time_max_ms: u64,
-    pub hw_checkpoint_interval_ms: u64,
-    pub etcd_connect_timeout_ms: u64,
-    pub producer_state_recovery: ProducerStateRecovery,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("reading config file {path}: {source}")]
@@ -196,138 +84,14 @@ pub enum ConfigError {
 }
 
 impl ConfigArgs {
-    /// Read the TOML file (if any) and merge it under the flags.
+    /// Read the TOML file (if any), lay the flags over it, and check and
+    /// default every setting.
     pub fn resolve(self) -> Result<BrokerConfig, ConfigError> {
         let file = match &self.config {
             Some(path) => load_file(path)?,
             None => ConfigArgs::default(),
         };
-        let merged = self.merge_over(file);
-        merged.validate()
-    }
-
-    fn merge_over(self, file: ConfigArgs) -> ConfigArgs {
-        ConfigArgs {
-            config: self.config,
-            node_id: self.node_id.or(file.node_id),
-            listen: self.listen.or(file.listen),
-            advertised: self.advertised.or(file.advertised),
-            data_dir: self.data_dir.or(file.data_dir),
-            etcd: self.etcd.or(file.etcd),
-            peers: if self.peers.is_empty() {
-                file.peers
-            } else {
-                self.peers
-            },
-            lease_ttl_s: self.lease_ttl_s.or(file.lease_ttl_s),
-            segment_bytes: self.segment_bytes.or(file.segment_bytes),
-            flush_messages: self.flush_messages.or(file.flush_messages),
-            flush_interval_ms: self.flush_interval_ms.or(file.flush_interval_ms),
-            truncation: self.truncation.or(file.truncation),
-            controller_epoch_fencing: self
-                .controller_epoch_fencing
-                .or(file.controller_epoch_fencing),
-            broker_epoch_fencing: self.broker_epoch_fencing.or(file.broker_epoch_fencing),
-            unclean_leader_election: self
-                .unclean_leader_election
-                .or(file.unclean_leader_election),
-            min_insync_replicas: self.min_insync_replicas.or(file.min_insync_replicas),
-            max_request_bytes: self.max_request_bytes.or(file.max_request_bytes),
-            replica_fetch_wait_max_ms: self
-                .replica_fetch_wait_max_ms
-                .or(file.replica_fetch_wait_max_ms),
-            replica_lag_time_max_ms: self
-                .replica_lag_time_max_ms
-                .or(file.replica_lag_time_max_ms),
-            hw_checkpoint_interval_ms: self
-                .hw_checkpoint_interval_ms
-                .or(file.hw_checkpoint_interval_ms),
-            etcd_connect_timeout_ms: self
-                .etcd_connect_timeout_ms
-                .or(file.etcd_connect_timeout_ms),
-            producer_state_recovery: self
-                .producer_state_recovery
-                .or(file.producer_state_recovery),
-            list_settings: self.list_settings,
-        }
-    }
-
-    fn validate(self) -> Result<BrokerConfig, ConfigError> {
-        let node_id = NODE_ID.count(self.node_id)?;
-        let listen = self
-            .listen
-            .unwrap_or_else(|| LISTEN.default_text().to_string());
-        listen
-            .parse::<SocketAddr>()
-            .map_err(|e| invalid("listen", format!("{listen:?}: {e}")))?;
-        if let Some(adv) = &self.advertised {
-            split_host_port(adv)
-                .ok_or_else(|| invalid("advertised", format!("{adv:?} is not HOST:PORT")))?;
-        }
-        let data_dir = DATA_DIR.required(self.data_dir)?;
-        let etcd: Vec<String> = ETCD
-            .required(self.etcd)?
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        if etcd.is_empty() {
-            return Err(invalid("etcd", "no endpoint given"));
-        }
-        let mut peers = BTreeMap::new();
-        for p in &self.peers {
-            let (id, addr) = p
-                .split_once('=')
-                .ok_or_else(|| invalid("peer", format!("{p:?} is not ID=HOST:PORT")))?;
-            let id: i32 = id
-                .parse()
-                .map_err(|_| invalid("peer", format!("{p:?}: bad broker id")))?;
-            split_host_port(addr).ok_or_else(|| invalid("peer", format!("{p:?}: bad address")))?;
-            peers.insert(id, addr.to_string());
-        }
-        let truncation = match self.truncation {
-            Some(truncation) => truncation,
-            None => Truncation::from_str(TRUNCATION.default_text(), false)
-                .unwrap_or_else(|e| unreachable!("the default truncation is a setting: {e}")),
-        };
-        let producer_state_recovery = match self.producer_state_recovery {
-            Some(recovery) => recovery,
-            None => ProducerStateRecovery::from_str(PRODUCER_STATE_RECOVERY.default_text(), false)
-                .unwrap_or_else(|e| unreachable!("the default recovery is a setting: {e}")),
-        };
-        // Checked in this order so that, of several bad values, the one named
-        // is the same as before the table existed.
-        let lease_ttl_s = LEASE_TTL_S.count(self.lease_ttl_s)?;
-        let min_insync_replicas = MIN_INSYNC_REPLICAS.count(self.min_insync_replicas)?;
-        let flush_messages = FLUSH_MESSAGES.count(self.flush_messages)?;
-        let hw_checkpoint_interval_ms =
-            HW_CHECKPOINT_INTERVAL_MS.count(self.hw_checkpoint_interval_ms)?;
-        let replica_lag_time_max_ms =
-            REPLICA_LAG_TIME_MAX_MS.count(self.replica_lag_time_max_ms)?;
-        Ok(BrokerConfig {
-            node_id,
-            listen,
-            advertised: self.advertised,
-            data_dir,
-            etcd,
-            peers,
-            lease_ttl_s,
-            segment_bytes: SEGMENT_BYTES.count(self.segment_bytes)?,
-            flush_messages,
-            flush_interval_ms: FLUSH_INTERVAL_MS.count(self.flush_interval_ms)?,
-            truncation,
-            controller_epoch_fencing: CONTROLLER_EPOCH_FENCING.bool(self.controller_epoch_fencing),
-            broker_epoch_fencing: BROKER_EPOCH_FENCING.bool(self.broker_epoch_fencing),
-            unclean_leader_election: UNCLEAN_LEADER_ELECTION.bool(self.unclean_leader_election),
-            min_insync_replicas,
-            max_request_bytes: MAX_REQUEST_BYTES.count(self.max_request_bytes)?,
-            replica_fetch_wait_max_ms: REPLICA_FETCH_WAIT_MAX_MS
-                .count(self.replica_fetch_wait_max_ms)?,
-            replica_lag_time_max_ms,
-            hw_checkpoint_interval_ms,
-            etcd_connect_timeout_ms: ETCD_CONNECT_TIMEOUT_MS.count(self.etcd_connect_timeout_ms)?,
-            producer_state_recovery,
-        })
+        self.over(file).validate()
     }
 }
 
@@ -335,37 +99,7 @@ impl BrokerConfig {
     /// The resolved settings as a config file: logged at start so a run records
     /// what it used, and readable back through `--config` to the same settings.
     pub fn to_toml(&self) -> String {
-        let args = ConfigArgs {
-            config: None,
-            node_id: Some(self.node_id),
-            listen: Some(self.listen.clone()),
-            advertised: self.advertised.clone(),
-            data_dir: Some(self.data_dir.clone()),
-            etcd: Some(self.etcd.join(",")),
-            peers: self
-                .peers
-                .iter()
-                .map(|(id, addr)| format!("{id}={addr}"))
-                .collect(),
-            lease_ttl_s: Some(self.lease_ttl_s),
-            segment_bytes: Some(self.segment_bytes),
-            // "Never" is u64::MAX, which TOML integers (i64) cannot hold: omit it.
-            flush_messages: (self.flush_messages != u64::MAX).then_some(self.flush_messages),
-            flush_interval_ms: Some(self.flush_interval_ms),
-            truncation: Some(self.truncation),
-            controller_epoch_fencing: Some(self.controller_epoch_fencing),
-            broker_epoch_fencing: Some(self.broker_epoch_fencing),
-            unclean_leader_election: Some(self.unclean_leader_election),
-            min_insync_replicas: Some(self.min_insync_replicas),
-            max_request_bytes: Some(self.max_request_bytes),
-            replica_fetch_wait_max_ms: Some(self.replica_fetch_wait_max_ms),
-            replica_lag_time_max_ms: Some(self.replica_lag_time_max_ms),
-            hw_checkpoint_interval_ms: Some(self.hw_checkpoint_interval_ms),
-            etcd_connect_timeout_ms: Some(self.etcd_connect_timeout_ms),
-            producer_state_recovery: Some(self.producer_state_recovery),
-            list_settings: false,
-        };
-        toml::to_string(&args).unwrap_or_else(|e| format!("# unprintable config: {e}"))
+        toml::to_string(&self.to_args()).unwrap_or_else(|e| format!("# unprintable config: {e}"))
     }
 }
 
@@ -400,6 +134,8 @@ pub fn split_host_port(addr: &str) -> Option<(String, u16)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::{Parser, ValueEnum};
+    use settings::row;
 
     fn args(list: &[&str]) -> ConfigArgs {
         let mut v = vec!["epochal-broker"];
@@ -440,20 +176,8 @@ mod tests {
 
     #[test]
     fn bool_settings_take_a_value_and_missing_required_keys_are_named() {
-        let cfg = args(&[
-            "--node-id",
-            "1",
-            "--data-dir",
-            "/d",
-            "--etcd",
-            "http://e:1",
-            "--controller-epoch-fencing",
-            "false",
-            "--unclean-leader-election",
-            "true",
-        ])
-        .resolve()
-        .unwrap();
+        let cfg = resolve_with("--controller-epoch-fencing false --unclean-leader-election true")
+            .unwrap();
         assert!(!cfg.controller_epoch_fencing);
         assert!(cfg.unclean_leader_election);
         let err = args(&["--node-id", "1"]).resolve().unwrap_err();
@@ -496,18 +220,7 @@ mod tests {
             .resolve()
             .unwrap_err();
         assert!(matches!(err, ConfigError::Parse { .. }), "{err}");
-        let err = args(&[
-            "--node-id",
-            "1",
-            "--data-dir",
-            "/d",
-            "--etcd",
-            "e",
-            "--lease-ttl-s",
-            "0",
-        ])
-        .resolve()
-        .unwrap_err();
+        let err = resolve_with("--lease-ttl-s 0").unwrap_err();
         assert!(
             matches!(
                 err,
@@ -548,22 +261,7 @@ mod tests {
     /// printed config carries; and the `truncation` names are the parser's.
     #[test]
     fn the_table_names_the_file_keys_and_the_truncation_values() {
-        let cfg = args(&[
-            "--node-id",
-            "1",
-            "--data-dir",
-            "/d",
-            "--etcd",
-            "http://e:1",
-            "--advertised",
-            "h:1",
-            "--peer",
-            "2=h:2",
-            "--flush-messages",
-            "1",
-        ])
-        .resolve()
-        .unwrap();
+        let cfg = resolve_with("--advertised h:1 --peer 2=h:2 --flush-messages 1").unwrap();
         let printed: toml::Table = toml::from_str(&cfg.to_toml()).unwrap();
         let keys: Vec<&str> = printed.keys().map(String::as_str).collect();
         let mut names: Vec<&str> = SETTINGS
@@ -573,35 +271,78 @@ mod tests {
             .collect();
         names.sort_unstable();
         assert_eq!(keys, names);
-        let values: Vec<String> = Truncation::value_variants()
-            .iter()
-            .map(|v| v.to_possible_value().unwrap().get_name().to_string())
-            .collect();
         assert_eq!(
-            TRUNCATION.kind,
+            row::truncation.kind,
             SettingKind::OneOf(&["high-watermark", "kip-101", "kip-279", "current"])
         );
-        let SettingKind::OneOf(names) = TRUNCATION.kind else {
-            unreachable!()
-        };
-        assert_eq!(values, names);
-        let values: Vec<String> = ProducerStateRecovery::value_variants()
+        for (row, parsed) in [
+            (row::truncation, parser_names::<Truncation>()),
+            (
+                row::producer_state_recovery,
+                parser_names::<ProducerStateRecovery>(),
+            ),
+        ] {
+            let SettingKind::OneOf(names) = row.kind else {
+                unreachable!("{} is not one-of", row.name)
+            };
+            assert_eq!(parsed, names);
+        }
+    }
+
+    /// The names clap accepts for `E`'s values.
+    fn parser_names<E: ValueEnum>() -> Vec<String> {
+        E::value_variants()
             .iter()
             .map(|v| v.to_possible_value().unwrap().get_name().to_string())
-            .collect();
-        let SettingKind::OneOf(names) = PRODUCER_STATE_RECOVERY.kind else {
-            unreachable!()
-        };
-        assert_eq!(values, names);
+            .collect()
+    }
+
+    /// The three required settings, then `more` (flags and values split at
+    /// spaces), resolved.
+    fn resolve_with(more: &str) -> Result<BrokerConfig, ConfigError> {
+        let required = ["--node-id", "1", "--data-dir", "/d", "--etcd", "e"];
+        let more: Vec<&str> = more.split(' ').filter(|s| !s.is_empty()).collect();
+        args(&[&required[..], &more].concat()).resolve()
+    }
+
+    /// Of several bad values the error names one, always the same: the first
+    /// in the order the broker checked them before the table existed, which
+    /// is not the table's order (`settings::CHECKED_FIRST`).
+    #[test]
+    fn of_several_bad_settings_the_one_checked_first_is_named() {
+        for (bad, named) in [
+            (
+                "--flush-messages 0 --min-insync-replicas 0",
+                "min_insync_replicas",
+            ),
+            (
+                "--hw-checkpoint-interval-ms 0 --flush-messages 0",
+                "flush_messages",
+            ),
+            (
+                "--replica-lag-time-max-ms 0 --hw-checkpoint-interval-ms 0",
+                "hw_checkpoint_interval_ms",
+            ),
+            (
+                "--etcd-connect-timeout-ms 0 --replica-lag-time-max-ms 0",
+                "replica_lag_time_max_ms",
+            ),
+            ("--min-insync-replicas 0 --lease-ttl-s 0", "lease_ttl_s"),
+            ("--lease-ttl-s 0 --peer x", "peer"),
+        ] {
+            let err = resolve_with(bad).unwrap_err();
+            assert!(
+                matches!(&err, ConfigError::Invalid { key, .. } if *key == named),
+                "{bad}: {err}"
+            );
+        }
     }
 
     /// Unset settings take the table's defaults, and a value below a
     /// table minimum is refused naming the setting.
     #[test]
     fn defaults_and_minimums_come_from_the_table() {
-        let cfg = args(&["--node-id", "1", "--data-dir", "/d", "--etcd", "e"])
-            .resolve()
-            .unwrap();
+        let cfg = resolve_with("").unwrap();
         assert_eq!(cfg.lease_ttl_s, 6);
         assert_eq!(cfg.flush_messages, u64::MAX);
         assert_eq!(cfg.max_request_bytes, DEFAULT_MAX_REQUEST_BYTES);
@@ -615,24 +356,14 @@ mod tests {
             ("--replica-lag-time-max-ms", "replica_lag_time_max_ms"),
             ("--hw-checkpoint-interval-ms", "hw_checkpoint_interval_ms"),
         ] {
-            let err = args(&[
-                "--node-id",
-                "1",
-                "--data-dir",
-                "/d",
-                "--etcd",
-                "e",
-                flag,
-                "0",
-            ])
-            .resolve()
-            .unwrap_err();
+            let err = resolve_with(&format!("{flag} 0")).unwrap_err();
             assert!(
                 matches!(&err, ConfigError::Invalid { key: k, reason } if *k == key && reason == "must be at least 1"),
                 "{err}"
             );
         }
-        let err = args(&["--node-id=-1", "--data-dir", "/d", "--etcd", "e"])
+        // A negative id, checked before anything else is (a bad TTL too here).
+        let err = args(&["--node-id=-1", "--lease-ttl-s", "0", "--listen", "x"])
             .resolve()
             .unwrap_err();
         assert!(

@@ -162,6 +162,22 @@ pub enum StoreError {
     Etcd(#[from] etcd_client::Error),
     #[error("malformed value at {key}: {reason}")]
     Malformed { key: String, reason: String },
+    /// A value that is not the JSON record its key holds.
+    #[error("malformed value at {key}: {source}")]
+    Undecodable {
+        key: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The producer-id block record's `block_end`, kept as a decimal string,
+    /// does not parse.
+    #[error("malformed value at {key}: block_end {text:?}: {source}")]
+    BlockEnd {
+        key: String,
+        text: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
     /// The compare of a conditional write failed: someone else changed the key.
     #[error("conditional write to {key} lost: the key changed since revision {expected_revision}")]
     VersionMismatch { key: String, expected_revision: i64 },
@@ -194,9 +210,9 @@ pub struct MetadataStore {
 }
 
 fn decode<T: for<'de> Deserialize<'de>>(key: &str, value: &[u8]) -> Result<T, StoreError> {
-    serde_json::from_slice(value).map_err(|e| StoreError::Malformed {
+    serde_json::from_slice(value).map_err(|source| StoreError::Undecodable {
         key: key.to_string(),
-        reason: e.to_string(),
+        source,
     })
 }
 
@@ -533,9 +549,10 @@ impl MetadataStore {
                         stored
                             .block_end
                             .parse()
-                            .map_err(|e| StoreError::Malformed {
+                            .map_err(|source| StoreError::BlockEnd {
                                 key: key.clone(),
-                                reason: format!("block_end {:?}: {e}", stored.block_end),
+                                text: stored.block_end.clone(),
+                                source,
                             })?;
                     if last_block_end < 0 {
                         return Err(StoreError::Malformed {

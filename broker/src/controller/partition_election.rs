@@ -94,15 +94,12 @@ pub fn restarted(
     } else {
         current.isr.clone()
     };
+    // A leader that restarted moves on in a new epoch even when it stays
+    // leader (no other ISR member live): its in-memory state is gone.
     if !led && isr == current.isr {
         return None;
     }
-    Some(PartitionStateRecord {
-        leader,
-        leader_epoch: current.leader_epoch + 1,
-        isr,
-        controller_epoch,
-    })
+    Some(next_epoch(current, leader, isr, controller_epoch))
 }
 
 /// The brokers a controller taking over must treat as restarted within their
@@ -144,6 +141,7 @@ fn last_member(current: &PartitionStateRecord) -> Vec<i32> {
     }
 }
 
+/// The next state if the leader or the ISR changed, else None.
 fn changed(
     current: &PartitionStateRecord,
     leader: i32,
@@ -153,12 +151,23 @@ fn changed(
     if leader == current.leader && isr == current.isr {
         return None;
     }
-    Some(PartitionStateRecord {
+    Some(next_epoch(current, leader, isr, controller_epoch))
+}
+
+/// `leader` and `isr` in the next leader epoch: every change raises it by
+/// exactly one.
+fn next_epoch(
+    current: &PartitionStateRecord,
+    leader: i32,
+    isr: Vec<i32>,
+    controller_epoch: i32,
+) -> PartitionStateRecord {
+    PartitionStateRecord {
         leader,
         leader_epoch: current.leader_epoch + 1,
         isr,
         controller_epoch,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -219,12 +219,7 @@ async fn truncate_log(
         };
         let request = offsets_for_leader_epoch_request(replicas.node_id(), tp, leader_epoch, epoch);
         let response = conn.send(&request, version).await?;
-        let answer = response
-            .topics
-            .first()
-            .and_then(|t| t.partitions.first())
-            .ok_or(FetchError::Leader(ResponseError::UnknownServerError))?;
-        leader_answer(answer.error_code)?;
+        let answer = only_partition(&response.topics, |t| &t.partitions, |p| p.error_code)?;
         let answer = EpochEndOffset {
             leader_epoch: if version >= 1 {
                 answer.leader_epoch
@@ -307,23 +302,28 @@ async fn leader_offset(
                 ]),
         ]);
     let response = conn.send(&request, LIST_OFFSETS_VERSION).await?;
-    let answer = response
-        .topics
-        .first()
-        .and_then(|t| t.partitions.first())
-        .ok_or(FetchError::Leader(ResponseError::UnknownServerError))?;
-    leader_answer(answer.error_code)?;
+    let answer = only_partition(&response.topics, |t| &t.partitions, |p| p.error_code)?;
     Ok(answer.offset)
 }
 
-/// A leader's per-partition error code as the fetcher's error (0: none).
-fn leader_answer(error_code: i16) -> Result<(), FetchError> {
-    if error_code == 0 {
-        return Ok(());
+/// The answer for the one partition a follower's request names (each asks
+/// about one): missing, it is UNKNOWN_SERVER_ERROR; with an error code, that
+/// error.
+fn only_partition<'a, T, P>(
+    topics: &'a [T],
+    partitions: impl FnOnce(&'a T) -> &'a [P],
+    error_code: impl FnOnce(&P) -> i16,
+) -> Result<&'a P, FetchError> {
+    let answer = topics
+        .first()
+        .and_then(|t| partitions(t).first())
+        .ok_or(FetchError::Leader(ResponseError::UnknownServerError))?;
+    match error_code(answer) {
+        0 => Ok(answer),
+        code => Err(FetchError::Leader(
+            ResponseError::try_from_code(code).unwrap_or(ResponseError::UnknownServerError),
+        )),
     }
-    Err(FetchError::Leader(
-        ResponseError::try_from_code(error_code).unwrap_or(ResponseError::UnknownServerError),
-    ))
 }
 
 /// The follower's question about one of its epochs. Fields the chosen version
@@ -377,12 +377,7 @@ async fn fetch_once(
                 ]),
         ]);
     let response = conn.send(&request, FETCH_VERSION).await?;
-    let data = response
-        .responses
-        .first()
-        .and_then(|t| t.partitions.first())
-        .ok_or(FetchError::Leader(ResponseError::UnknownServerError))?;
-    leader_answer(data.error_code)?;
+    let data = only_partition(&response.responses, |t| &t.partitions, |p| p.error_code)?;
     let records = data.records.clone().unwrap_or_default();
     replicas.append_as_follower(tp, leader_epoch, records, data.high_watermark)?;
     Ok(())

@@ -271,11 +271,17 @@ mod tests {
         assert_eq!((s.isr, s.partition_epoch), (vec![1], 4));
     }
 
-    /// t-0 led by 1 in epoch 0 with ISR [1, 2] and replicas 1, 2, 3.
-    fn three_replicas(rm: &ReplicaManager) {
+    /// t-0 led by 1 in epoch 0 with ISR [1, 2] and replicas 1, 2, 3, two
+    /// records long, and 2 (in the ISR) and 3 (not) both at its end.
+    fn three_replicas_at_two(rm: &ReplicaManager) {
+        use crate::replica::test_support::batch;
         let mut s = state(1, 0, vec![1, 2]);
         s.replicas = vec![1, 2, 3];
         rm.apply_leader_and_isr(vec![(tp(), s)]);
+        rm.append_as_leader(&tp(), batch(2), -1).unwrap();
+        for follower in [2, 3] {
+            rm.read(&tp(), 2, 1 << 20, follower, 0).unwrap();
+        }
     }
 
     #[test]
@@ -283,12 +289,8 @@ mod tests {
         use crate::replica::test_support::batch;
         let dir = tempfile::tempdir().unwrap();
         let rm = manager(dir.path(), 1);
-        three_replicas(&rm);
-        rm.append_as_leader(&tp(), batch(2), -1).unwrap();
         // 2 (in the ISR) and 3 (not) both reach the log end: HW 2.
-        for follower in [2, 3] {
-            rm.read(&tp(), 2, 1 << 20, follower, 0).unwrap();
-        }
+        three_replicas_at_two(&rm);
         assert_eq!(rm.high_watermark(&tp()), Some(2));
         // The leader decides 3 has caught up and writes ISR [1, 2, 3].
         let changes = rm.pending_isr_changes(Duration::from_secs(10));
@@ -311,11 +313,7 @@ mod tests {
         use crate::replica::test_support::batch;
         let dir = tempfile::tempdir().unwrap();
         let rm = manager(dir.path(), 1);
-        three_replicas(&rm);
-        rm.append_as_leader(&tp(), batch(2), -1).unwrap();
-        for follower in [2, 3] {
-            rm.read(&tp(), 2, 1 << 20, follower, 0).unwrap();
-        }
+        three_replicas_at_two(&rm);
         let changes = rm.pending_isr_changes(Duration::from_secs(10));
         rm.append_as_leader(&tp(), batch(2), -1).unwrap();
         rm.read(&tp(), 4, 1 << 20, 2, 0).unwrap();

@@ -14,9 +14,9 @@ use std::time::Instant;
 use kafka_protocol::ResponseError;
 
 use super::leader::maybe_advance_hw;
-use super::manager::{ReplicaManager, storage_error_code};
+use super::manager::{Inner, ReplicaManager, storage_error_code};
 use super::partition::{FollowerState, LeaderAndIsrState, Partition};
-use super::store::TopicPartition;
+use super::store::{PartitionLog, StorageError, TopicPartition};
 use super::truncation;
 
 /// What this broker does for a partition after a LeaderAndIsr.
@@ -130,122 +130,172 @@ impl ReplicaManager {
         states: Vec<(TopicPartition, LeaderAndIsrState)>,
     ) -> Vec<Decision> {
         let mut guard = self.lock();
-        let inner = &mut *guard;
-        let mut decisions = Vec::with_capacity(states.len());
         let lease = self.current_lease();
-        for (tp, state) in states {
-            let current = inner.partitions.get(&tp).cloned().unwrap_or_default();
-            // A broker whose session expired and was re-registered lost its role
-            // with the old lease. If no other controller decision intervened,
-            // the next controller resends the same epoch (it cannot know the
-            // session moved); that must reinstate the role, not be ignored.
-            let reinstated = current.state.is_some()
-                && current.lease != lease
-                && state.leader_epoch == current.leader_epoch();
-            if let Err(code) = current
-                .check_leader_and_isr(&state)
-                .or_else(|e| if reinstated { Ok(()) } else { Err(e) })
-            {
-                let reason = format!(
-                    "leader epoch {} is not newer than the current {}",
-                    state.leader_epoch,
-                    current.leader_epoch()
-                );
-                decisions.push(Decision {
-                    tp,
-                    state,
-                    result: Err(code),
-                    reason: Some(reason),
-                });
-                continue;
-            }
-            if !state.replicas.contains(&self.node_id) {
-                decisions.push(Decision {
-                    tp,
-                    state,
-                    result: Err(ResponseError::UnknownTopicOrPartition),
-                    reason: Some("this broker is not a replica".into()),
-                });
-                continue;
-            }
-            let node_id = self.node_id;
-            let log = match inner.logs.get_or_create(&tp) {
-                Ok(log) => log,
-                Err(e) => {
-                    decisions.push(Decision {
-                        tp,
-                        state,
-                        result: Err(storage_error_code(&e)),
-                        reason: Some(e.to_string()),
-                    });
-                    continue;
-                }
-            };
-            let was_leader = current.is_leader(node_id) && current.lease == lease;
-            let mut next = Partition {
-                state: Some(state.clone()),
-                lease,
-                ..Default::default()
-            };
-            let role = if state.leader == node_id {
-                let leo = log.log_end_offset();
-                if truncation::records_epoch_at_election(self.truncation)
-                    && let Err(e) = log.leader_epoch_cache_mut().assign(state.leader_epoch, leo)
-                {
-                    decisions.push(Decision {
-                        tp,
-                        state,
-                        result: Err(storage_error_code(&e)),
-                        reason: Some(e.to_string()),
-                    });
-                    continue;
-                }
-                let now = Instant::now();
-                if was_leader {
-                    // Same leadership, new epoch (e.g. the controller dropped a
-                    // lost follower): keep what we know of the followers, but
-                    // not that one caught up before this epoch (Kafka 2.x
-                    // makeLeader): a follower the controller dropped because
-                    // it is gone must not be taken straight back into the ISR
-                    // on the strength of a fetch it made before it died.
-                    next.followers = current.followers.clone();
-                    for (id, follower) in &mut next.followers {
-                        follower.reset_caught_up(state.isr.contains(id), leo, now);
-                    }
-                    next.leadership = current.leadership;
-                } else {
-                    next.leadership = self.leaderships.fetch_add(1, Ordering::Relaxed);
-                }
-                for id in state.replicas.iter().filter(|id| **id != node_id) {
-                    next.followers
-                        .entry(*id)
-                        .or_insert_with(|| FollowerState::new(state.isr.contains(id), now));
-                }
-                next.followers.retain(|id, _| state.replicas.contains(id));
-                next.leader_epoch_start_offset = leo;
-                maybe_advance_hw(node_id, &next, log);
-                Role::Leader
-            } else {
-                let previous_leader = current.state.as_ref().map(|s| s.leader);
-                let leader_changed = previous_leader != Some(state.leader);
-                Role::Follower {
-                    leader: state.leader,
-                    leader_epoch: state.leader_epoch,
-                    truncate: leader_changed
-                        || truncation::truncates_when_leader_unchanged(self.truncation),
-                }
-            };
-            inner.partitions.insert(tp.clone(), next);
-            decisions.push(Decision {
-                tp,
-                state,
-                result: Ok(role),
-                reason: None,
-            });
-        }
+        let decisions = states
+            .into_iter()
+            .map(|(tp, state)| {
+                let result = self.apply_partition(&mut guard, lease, &tp, &state);
+                Decision::new(tp, state, result)
+            })
+            .collect();
         drop(guard);
         self.appended.notify_waiters();
         decisions
+    }
+
+    /// One partition of a LeaderAndIsr, in three passes: checked (its leader
+    /// epoch; this broker one of its replicas), its log opened (created if
+    /// new), and the role it gives this broker taken. Refused, nothing of it is
+    /// kept; the error is the partition's code and the reason state-change.log
+    /// records.
+    fn apply_partition(
+        &self,
+        inner: &mut Inner,
+        lease: i64,
+        tp: &TopicPartition,
+        state: &LeaderAndIsrState,
+    ) -> Result<Role, Refusal> {
+        let current = inner.partitions.get(tp).cloned().unwrap_or_default();
+        self.check_partition(&current, lease, state)?;
+        let log = inner.logs.get_or_create(tp).map_err(Refusal::storage)?;
+        let mut next = Partition {
+            state: Some(state.clone()),
+            lease,
+            ..Default::default()
+        };
+        let role = if state.leader == self.node_id {
+            self.lead(&current, state, &mut next, log)?;
+            Role::Leader
+        } else {
+            self.follow(&current, state)
+        };
+        inner.partitions.insert(tp.clone(), next);
+        Ok(role)
+    }
+
+    /// Whether the partition's state may be applied: its leader epoch newer
+    /// than the one held (or the same one resent after a session change), and
+    /// this broker one of its replicas.
+    fn check_partition(
+        &self,
+        current: &Partition,
+        lease: i64,
+        state: &LeaderAndIsrState,
+    ) -> Result<(), Refusal> {
+        // A broker whose session expired and was re-registered lost its role
+        // with the old lease. If no other controller decision intervened,
+        // the next controller resends the same epoch (it cannot know the
+        // session moved); that must reinstate the role, not be ignored.
+        let reinstated = current.state.is_some()
+            && current.lease != lease
+            && state.leader_epoch == current.leader_epoch();
+        if let Err(code) = current
+            .check_leader_and_isr(state)
+            .or_else(|e| if reinstated { Ok(()) } else { Err(e) })
+        {
+            let reason = format!(
+                "leader epoch {} is not newer than the current {}",
+                state.leader_epoch,
+                current.leader_epoch()
+            );
+            return Err(Refusal { code, reason });
+        }
+        if !state.replicas.contains(&self.node_id) {
+            return Err(Refusal {
+                code: ResponseError::UnknownTopicOrPartition,
+                reason: "this broker is not a replica".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// This broker leads the partition in `state` (`next`, under the current
+    /// lease): the epoch recorded at election (KAFKA-7415, where the setting
+    /// says so), the followers' catching up carried over or started, the
+    /// epoch's start offset, and the high watermark as the ISR allows.
+    fn lead(
+        &self,
+        current: &Partition,
+        state: &LeaderAndIsrState,
+        next: &mut Partition,
+        log: &mut PartitionLog,
+    ) -> Result<(), Refusal> {
+        let node_id = self.node_id;
+        let leo = log.log_end_offset();
+        if truncation::records_epoch_at_election(self.truncation) {
+            log.leader_epoch_cache_mut()
+                .assign(state.leader_epoch, leo)
+                .map_err(Refusal::storage)?;
+        }
+        let now = Instant::now();
+        if current.is_leader(node_id) && current.lease == next.lease {
+            // Same leadership, new epoch (e.g. the controller dropped a
+            // lost follower): keep what we know of the followers, but
+            // not that one caught up before this epoch (Kafka 2.x
+            // makeLeader): a follower the controller dropped because
+            // it is gone must not be taken straight back into the ISR
+            // on the strength of a fetch it made before it died.
+            next.followers = current.followers.clone();
+            for (id, follower) in &mut next.followers {
+                follower.reset_caught_up(state.isr.contains(id), leo, now);
+            }
+            next.leadership = current.leadership;
+        } else {
+            next.leadership = self.leaderships.fetch_add(1, Ordering::Relaxed);
+        }
+        for id in state.replicas.iter().filter(|id| **id != node_id) {
+            next.followers
+                .entry(*id)
+                .or_insert_with(|| FollowerState::new(state.isr.contains(id), now));
+        }
+        next.followers.retain(|id, _| state.replicas.contains(id));
+        next.leader_epoch_start_offset = leo;
+        maybe_advance_hw(node_id, next, log);
+        Ok(())
+    }
+
+    /// This broker follows the partition: whether it truncates before it
+    /// fetches is the setting's (KAFKA-7164: also when the leader did not change).
+    fn follow(&self, current: &Partition, state: &LeaderAndIsrState) -> Role {
+        let previous_leader = current.state.as_ref().map(|s| s.leader);
+        let leader_changed = previous_leader != Some(state.leader);
+        Role::Follower {
+            leader: state.leader,
+            leader_epoch: state.leader_epoch,
+            truncate: leader_changed
+                || truncation::truncates_when_leader_unchanged(self.truncation),
+        }
+    }
+}
+
+/// A partition refused: its error code, and the reason state-change.log records.
+struct Refusal {
+    code: ResponseError,
+    reason: String,
+}
+
+impl Refusal {
+    /// A storage failure, answered with the code it maps to.
+    fn storage(e: StorageError) -> Refusal {
+        Refusal {
+            code: storage_error_code(&e),
+            reason: e.to_string(),
+        }
+    }
+}
+
+impl Decision {
+    fn new(tp: TopicPartition, state: LeaderAndIsrState, result: Result<Role, Refusal>) -> Self {
+        let (result, reason) = match result {
+            Ok(role) => (Ok(role), None),
+            Err(Refusal { code, reason }) => (Err(code), Some(reason)),
+        };
+        Decision {
+            tp,
+            state,
+            result,
+            reason,
+        }
     }
 }
 

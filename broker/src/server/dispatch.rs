@@ -79,15 +79,23 @@ pub enum DispatchError {
         min: i16,
         max: i16,
     },
-    #[error("malformed {what}: {reason}")]
-    Malformed { what: String, reason: String },
+    #[error("malformed request header: {0}")]
+    MalformedHeader(#[source] anyhow::Error),
+    #[error("malformed {key:?} v{version} request body: {source}")]
+    MalformedBody {
+        key: ApiKey,
+        version: i16,
+        #[source]
+        source: anyhow::Error,
+    },
     #[error("{0}")]
     AcksZeroFailure(String),
-    #[error("encoding the {key:?} v{version} response: {reason}")]
+    #[error("encoding the {key:?} v{version} response: {source}")]
     Encode {
         key: ApiKey,
         version: i16,
-        reason: String,
+        #[source]
+        source: anyhow::Error,
     },
 }
 
@@ -96,9 +104,10 @@ fn decode_body<T: Decodable>(
     version: i16,
     buf: &mut Bytes,
 ) -> Result<T, DispatchError> {
-    T::decode(buf, version).map_err(|e| DispatchError::Malformed {
-        what: format!("{key:?} v{version} request body"),
-        reason: e.to_string(),
+    T::decode(buf, version).map_err(|source| DispatchError::MalformedBody {
+        key,
+        version,
+        source,
     })
 }
 
@@ -113,10 +122,10 @@ fn encode_response<R: Encodable + HeaderVersion>(
         .with_correlation_id(correlation_id)
         .encode(&mut buf, R::header_version(version))
         .and_then(|_| response.encode(&mut buf, version))
-        .map_err(|e| DispatchError::Encode {
+        .map_err(|source| DispatchError::Encode {
             key,
             version,
-            reason: e.to_string(),
+            source,
         })?;
     Ok(Reply::Response(buf))
 }
@@ -165,12 +174,8 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
     } else {
         key.request_header_version(version)
     };
-    let header = RequestHeader::decode(&mut frame, header_version).map_err(|e| {
-        DispatchError::Malformed {
-            what: "request header".into(),
-            reason: e.to_string(),
-        }
-    })?;
+    let header = RequestHeader::decode(&mut frame, header_version)
+        .map_err(DispatchError::MalformedHeader)?;
     let correlation_id = header.correlation_id;
     let Some((min, max)) = supported_versions(key) else {
         return Err(DispatchError::UnsupportedApi { key });
@@ -219,74 +224,47 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         request,
     } = decode(frame)?;
     tracing::trace!(?key, version, cid, "request");
+    // Every answer goes back at the request's version with its correlation id;
+    // a macro, since each API's response is its own type.
+    macro_rules! respond {
+        ($response:expr) => {
+            encode_response(key, version, cid, &$response)
+        };
+    }
     match request {
         Request::ApiVersionsUnsupported => {
             let mut resp = handlers::api_versions::response();
             resp.error_code = ResponseError::UnsupportedVersion.code();
             encode_response::<ApiVersionsResponse>(key, 0, cid, &resp)
         }
-        Request::ApiVersions(_) => {
-            encode_response(key, version, cid, &handlers::api_versions::response())
+        Request::ApiVersions(_) => respond!(handlers::api_versions::response()),
+        Request::Metadata(req) => respond!(handlers::metadata::handle(broker, req, version)),
+        Request::CreateTopics(req) => {
+            respond!(handlers::create_topics::handle(broker, req, version).await)
         }
-        Request::Metadata(req) => encode_response(
-            key,
-            version,
-            cid,
-            &handlers::metadata::handle(broker, req, version),
-        ),
-        Request::CreateTopics(req) => encode_response(
-            key,
-            version,
-            cid,
-            &handlers::create_topics::handle(broker, req, version).await,
-        ),
         Request::Produce(req) => match handlers::produce::handle(broker, req).await {
-            ProduceOutcome::Respond(resp) => encode_response(key, version, cid, &resp),
+            ProduceOutcome::Respond(resp) => respond!(resp),
             ProduceOutcome::Silent => Ok(Reply::None),
             ProduceOutcome::Close(why) => Err(DispatchError::AcksZeroFailure(why)),
         },
-        Request::Fetch(req) => encode_response(
-            key,
-            version,
-            cid,
-            &handlers::fetch::handle(broker, req, version).await,
-        ),
-        Request::ListOffsets(req) => encode_response(
-            key,
-            version,
-            cid,
-            &handlers::list_offsets::handle(broker, req, version),
-        ),
-        Request::OffsetForLeaderEpoch(req) => encode_response(
-            key,
-            version,
-            cid,
-            &handlers::offsets_for_leader_epoch::handle(broker, req),
-        ),
+        Request::Fetch(req) => respond!(handlers::fetch::handle(broker, req, version).await),
+        Request::ListOffsets(req) => {
+            respond!(handlers::list_offsets::handle(broker, req, version))
+        }
+        Request::OffsetForLeaderEpoch(req) => {
+            respond!(handlers::offsets_for_leader_epoch::handle(broker, req))
+        }
         Request::LeaderAndIsr(req) => {
             let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
-            encode_response(
-                key,
-                version,
-                cid,
-                &handlers::leader_and_isr::handle(broker, req, refused),
-            )
+            respond!(handlers::leader_and_isr::handle(broker, req, refused))
         }
         Request::UpdateMetadata(req) => {
             let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
-            encode_response(
-                key,
-                version,
-                cid,
-                &handlers::update_metadata::handle(broker, req, refused),
-            )
+            respond!(handlers::update_metadata::handle(broker, req, refused))
         }
-        Request::InitProducerId(req) => encode_response(
-            key,
-            version,
-            cid,
-            &handlers::init_producer_id::handle(broker, req).await,
-        ),
+        Request::InitProducerId(req) => {
+            respond!(handlers::init_producer_id::handle(broker, req).await)
+        }
     }
 }
 

@@ -14,8 +14,32 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use super::dispatch::{self, Reply};
+use super::dispatch::{self, DispatchError, Reply};
 use crate::server::context::Broker;
+
+/// Why a connection was closed: the `reason` of its `closed connection`
+/// warning. Each closes that connection only.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("read failed: {0}")]
+    Read(#[source] std::io::Error),
+    /// A negative size, or one above `--max-request-bytes`: closed before any
+    /// body is read, as Kafka's SocketServer does.
+    #[error("frame size {size} outside 0..={max} bytes (socket.request.max.bytes)")]
+    FrameSize { size: i32, max: u32 },
+    /// The peer closed (or failed) mid-frame.
+    #[error("frame of {size} bytes cut short: {source}")]
+    CutShort {
+        size: i32,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("write failed: {0}")]
+    Write(#[source] std::io::Error),
+    /// A request that cannot be answered in a format the client expects.
+    #[error(transparent)]
+    Request(#[from] DispatchError),
+}
 
 pub async fn serve(
     listener: TcpListener,
@@ -48,7 +72,7 @@ async fn serve_connection(
     peer: SocketAddr,
     broker: Arc<Broker>,
     mut shutdown: watch::Receiver<bool>,
-) -> Result<(), String> {
+) -> Result<(), ConnectionError> {
     let max = broker.config.max_request_bytes;
     loop {
         let mut size = [0u8; 4];
@@ -58,20 +82,18 @@ async fn serve_connection(
                 Ok(_) => {}
                 // A clean close between frames is the normal end of a connection.
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                Err(e) => return Err(format!("read failed: {e}")),
+                Err(e) => return Err(ConnectionError::Read(e)),
             },
         }
         let size = i32::from_be_bytes(size);
         if size < 0 || size as u32 > max {
-            return Err(format!(
-                "frame size {size} outside 0..={max} bytes (socket.request.max.bytes)"
-            ));
+            return Err(ConnectionError::FrameSize { size, max });
         }
         let mut body = vec![0u8; size as usize];
         stream
             .read_exact(&mut body)
             .await
-            .map_err(|e| format!("frame of {size} bytes cut short: {e}"))?;
+            .map_err(|source| ConnectionError::CutShort { size, source })?;
         match dispatch::handle(&broker, Bytes::from(body)).await {
             Ok(Reply::Response(resp)) => {
                 let mut frame = BytesMut::with_capacity(resp.len() + 4);
@@ -80,12 +102,12 @@ async fn serve_connection(
                 stream
                     .write_all(&frame)
                     .await
-                    .map_err(|e| format!("write failed: {e}"))?;
+                    .map_err(ConnectionError::Write)?;
             }
             Ok(Reply::None) => {}
             Err(e) => {
                 tracing::debug!(%peer, "request rejected");
-                return Err(e.to_string());
+                return Err(e.into());
             }
         }
     }

@@ -38,23 +38,47 @@ pub use record_batch::BatchError;
 /// Kafka's limit on topic name length (`Topic.MAX_NAME_LENGTH`).
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
 
+/// Why a topic name is refused: Kafka's rule (`Topic.validate`). The Display
+/// text is what a CreateTopics client reads as its error message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidTopicName {
+    /// Empty, `.` or `..`.
+    #[error("topic name {name:?} is not allowed")]
+    Reserved { name: String },
+    #[error("topic name is longer than {MAX_TOPIC_NAME_LEN} characters")]
+    TooLong { len: usize },
+    #[error(
+        "topic name {name:?} contains {found:?}; allowed are ASCII alphanumerics, '.', '_' and '-'"
+    )]
+    IllegalCharacter { name: String, found: char },
+}
+
+/// Why a partition cannot be a directory of the data dir (see
+/// [`TopicPartition::validate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidPartition {
+    #[error(transparent)]
+    Topic(#[from] InvalidTopicName),
+    #[error("partition {partition} of {topic:?} is negative")]
+    Negative { topic: String, partition: i32 },
+}
+
 /// Kafka's topic name rule (`org.apache.kafka.common.internals.Topic.validate`).
-pub fn validate_topic_name(name: &str) -> Result<(), String> {
+pub fn validate_topic_name(name: &str) -> Result<(), InvalidTopicName> {
     if name.is_empty() || name == "." || name == ".." {
-        return Err(format!("topic name {name:?} is not allowed"));
+        return Err(InvalidTopicName::Reserved { name: name.into() });
     }
     if name.len() > MAX_TOPIC_NAME_LEN {
-        return Err(format!(
-            "topic name is longer than {MAX_TOPIC_NAME_LEN} characters"
-        ));
+        return Err(InvalidTopicName::TooLong { len: name.len() });
     }
-    if let Some(c) = name
+    if let Some(found) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
-        return Err(format!(
-            "topic name {name:?} contains {c:?}; allowed are ASCII alphanumerics, '.', '_' and '-'"
-        ));
+        return Err(InvalidTopicName::IllegalCharacter {
+            name: name.into(),
+            found,
+        });
     }
     Ok(())
 }
@@ -82,13 +106,13 @@ impl TopicPartition {
     /// directory name is built from it, so a name with `/` or `..` would
     /// otherwise reach outside the data directory (a LeaderAndIsr for
     /// `../../x` did, before this check).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidPartition> {
         validate_topic_name(&self.topic)?;
         if self.partition < 0 {
-            return Err(format!(
-                "partition {} of {:?} is negative",
-                self.partition, self.topic
-            ));
+            return Err(InvalidPartition::Negative {
+                topic: self.topic.clone(),
+                partition: self.partition,
+            });
         }
         Ok(())
     }
@@ -136,6 +160,37 @@ mod tests {
         assert_eq!(
             TopicPartition::new("my-topic", 12).dir_name(),
             "my-topic-12"
+        );
+    }
+
+    /// What a CreateTopics client reads as the error message, and a
+    /// LeaderAndIsr's state-change.log as the reason.
+    #[test]
+    fn refused_topic_names_and_partitions_say_why() {
+        let refused = |name: &str| validate_topic_name(name).unwrap_err().to_string();
+        assert_eq!(refused(".."), r#"topic name ".." is not allowed"#);
+        assert_eq!(
+            refused(&"x".repeat(250)),
+            "topic name is longer than 249 characters"
+        );
+        assert_eq!(
+            refused("a/b"),
+            r#"topic name "a/b" contains '/'; allowed are ASCII alphanumerics, '.', '_' and '-'"#
+        );
+        assert!(validate_topic_name("orders-1.v2_x").is_ok());
+        assert_eq!(
+            TopicPartition::new("t", -1).validate(),
+            Err(InvalidPartition::Negative {
+                topic: "t".into(),
+                partition: -1
+            })
+        );
+        assert_eq!(
+            TopicPartition::new("t", -1)
+                .validate()
+                .unwrap_err()
+                .to_string(),
+            r#"partition -1 of "t" is negative"#
         );
     }
 
@@ -231,7 +286,8 @@ pub enum StorageError {
     InvalidTopicPartition {
         topic: String,
         partition: i32,
-        reason: String,
+        #[source]
+        reason: InvalidPartition,
     },
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),

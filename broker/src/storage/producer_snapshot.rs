@@ -65,7 +65,24 @@ pub enum SnapshotError {
     #[error("entry count {count} does not fit the {available} bytes that follow it")]
     BadCount { count: i32, available: usize },
     #[error("entry {index} cannot come from a log: {reason}")]
-    InvalidEntry { index: usize, reason: String },
+    InvalidEntry {
+        index: usize,
+        #[source]
+        reason: ImpossibleEntry,
+    },
+}
+
+/// Which value of a snapshot entry no log could have produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ImpossibleEntry {
+    #[error("producer id {0}")]
+    NegativeProducerId(i64),
+    /// Below -1, the "no batch yet" sequence.
+    #[error("last sequence {0}")]
+    LastSequence(i32),
+    /// A batch that would start before offset 0, or end before it starts.
+    #[error("last offset {last_offset} with offset delta {offset_delta}")]
+    OffsetDelta { last_offset: i64, offset_delta: i32 },
 }
 
 /// Kafka's snapshot file name: the offset zero-padded to 20 digits.
@@ -159,18 +176,18 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<SnapshotEntry>, SnapshotError> {
 
 /// Values no log could have produced; loading them would poison the sequence
 /// arithmetic, so the file is treated as corrupt.
-fn check_entry(e: &SnapshotEntry) -> Result<(), String> {
+fn check_entry(e: &SnapshotEntry) -> Result<(), ImpossibleEntry> {
     if e.producer_id < 0 {
-        return Err(format!("producer id {}", e.producer_id));
+        return Err(ImpossibleEntry::NegativeProducerId(e.producer_id));
     }
     if e.last_sequence < -1 {
-        return Err(format!("last sequence {}", e.last_sequence));
+        return Err(ImpossibleEntry::LastSequence(e.last_sequence));
     }
     if e.last_sequence >= 0 && (e.offset_delta < 0 || e.last_offset < i64::from(e.offset_delta)) {
-        return Err(format!(
-            "last offset {} with offset delta {}",
-            e.last_offset, e.offset_delta
-        ));
+        return Err(ImpossibleEntry::OffsetDelta {
+            last_offset: e.last_offset,
+            offset_delta: e.offset_delta,
+        });
     }
     Ok(())
 }

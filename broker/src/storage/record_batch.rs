@@ -63,6 +63,73 @@ pub enum BatchError {
     Undecodable { reason: String },
 }
 
+/// Why a record payload is not exactly its count of well-framed v2 records
+/// ([`check_record_framing`]). Found before the decoder allocates anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RecordFramingError {
+    #[error("truncated varint")]
+    TruncatedVarint,
+    #[error("varint longer than 5 bytes")]
+    VarintTooLong,
+    #[error("negative {field} length {len}")]
+    NegativeLength { field: RecordField, len: i32 },
+    #[error("{field} of {len} bytes overruns its record")]
+    Overrun { field: RecordField, len: usize },
+    /// More headers than the record's remaining bytes could hold (each takes
+    /// at least two).
+    #[error("record {record}: {headers} headers cannot fit")]
+    Headers { record: usize, headers: i32 },
+    #[error("record {record}: {bytes} bytes after its headers")]
+    TrailingInRecord { record: usize, bytes: usize },
+    #[error("{bytes} bytes after the last record")]
+    TrailingAfterRecords { bytes: usize },
+}
+
+/// The length-prefixed part of a record that [`RecordFramingError`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordField {
+    /// The whole record, by its index in the batch.
+    Record(usize),
+    Attributes,
+    Key,
+    Value,
+    HeaderKey,
+    HeaderValue,
+}
+
+impl std::fmt::Display for RecordField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordField::Record(i) => write!(f, "record {i}"),
+            RecordField::Attributes => f.write_str("attributes"),
+            RecordField::Key => f.write_str("key"),
+            RecordField::Value => f.write_str("value"),
+            RecordField::HeaderKey => f.write_str("header key"),
+            RecordField::HeaderValue => f.write_str("header value"),
+        }
+    }
+}
+
+/// Why a snappy payload is refused before (or while) it is decompressed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SnappyPayloadError {
+    /// A raw block declaring more than snappy could expand it to: forged.
+    #[error("snappy block claims {declared} bytes from {compressed} compressed")]
+    ForgedLength { declared: u64, compressed: usize },
+    #[error("xerial snappy header cut short")]
+    XerialHeaderCutShort,
+    #[error("xerial snappy block length cut short")]
+    XerialLengthCutShort,
+    #[error("negative xerial snappy block length")]
+    XerialNegativeLength,
+    #[error("xerial snappy block past the end of the batch")]
+    XerialBlockPastEnd,
+    /// The decoder's error is the source and not repeated here: the batch's
+    /// error prints the whole chain (`{:#}`), which would say it twice.
+    #[error("xerial snappy block")]
+    XerialBlock(#[source] snap::Error),
+}
+
 /// A parsed v2 batch header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchHeader {
@@ -252,23 +319,23 @@ pub fn decode_records(batch: Bytes, header: &BatchHeader) -> Result<RecordSet, B
     let count = header.record_count as usize;
     let undecodable = |reason: String| BatchError::Undecodable { reason };
     if header.compression_id() == 0 {
-        check_record_framing(&batch[HEADER_SIZE..], count).map_err(undecodable)?;
+        check_record_framing(&batch[HEADER_SIZE..], count)
+            .map_err(|e| undecodable(e.to_string()))?;
     }
     let decompress = |compressed: &mut Bytes, compression: Compression| -> anyhow::Result<Bytes> {
         let checked = |payload: &mut Bytes| -> anyhow::Result<Bytes> {
-            check_record_framing(payload, count).map_err(anyhow::Error::msg)?;
+            check_record_framing(payload, count)?;
             Ok(payload.clone())
         };
         match compression {
             Compression::None => checked(compressed),
             Compression::Gzip => compression::Gzip::decompress(compressed, checked),
             Compression::Snappy if compressed.starts_with(XERIAL_MAGIC) => {
-                let mut unframed =
-                    Bytes::from(unframe_xerial(compressed).map_err(anyhow::Error::msg)?);
+                let mut unframed = Bytes::from(unframe_xerial(compressed)?);
                 checked(&mut unframed)
             }
             Compression::Snappy => {
-                check_snappy_length(compressed).map_err(anyhow::Error::msg)?;
+                check_snappy_length(compressed)?;
                 compression::Snappy::decompress(compressed, checked)
             }
             Compression::Lz4 => compression::Lz4::decompress(compressed, checked),
@@ -315,11 +382,11 @@ pub fn validate_produced(
 }
 
 /// Reads a zigzag varint (at most 5 bytes) as Kafka encodes record fields.
-fn read_varint(buf: &mut &[u8]) -> Result<i32, String> {
+fn read_varint(buf: &mut &[u8]) -> Result<i32, RecordFramingError> {
     let mut raw: u32 = 0;
     for i in 0..5 {
         let Some((&byte, rest)) = buf.split_first() else {
-            return Err("truncated varint".into());
+            return Err(RecordFramingError::TruncatedVarint);
         };
         *buf = rest;
         raw |= u32::from(byte & 0x7f) << (7 * i);
@@ -327,14 +394,19 @@ fn read_varint(buf: &mut &[u8]) -> Result<i32, String> {
             return Ok((raw >> 1) as i32 ^ -((raw & 1) as i32));
         }
     }
-    Err("varint longer than 5 bytes".into())
+    Err(RecordFramingError::VarintTooLong)
 }
 
 /// Takes `len` bytes off the front of `buf` if there are that many.
-fn skip<'a>(buf: &mut &'a [u8], len: i32, what: &str) -> Result<&'a [u8], String> {
-    let len = usize::try_from(len).map_err(|_| format!("negative {what} length {len}"))?;
+fn skip<'a>(
+    buf: &mut &'a [u8],
+    len: i32,
+    field: RecordField,
+) -> Result<&'a [u8], RecordFramingError> {
+    let len =
+        usize::try_from(len).map_err(|_| RecordFramingError::NegativeLength { field, len })?;
     if len > buf.len() {
-        return Err(format!("{what} of {len} bytes overruns its record"));
+        return Err(RecordFramingError::Overrun { field, len });
     }
     let (taken, rest) = buf.split_at(len);
     *buf = rest;
@@ -344,41 +416,43 @@ fn skip<'a>(buf: &mut &'a [u8], len: i32, what: &str) -> Result<&'a [u8], String
 /// Checks, without allocating, that `payload` is exactly `count` well-framed v2
 /// records: every length fits inside its record and every record inside the
 /// payload.
-pub fn check_record_framing(mut payload: &[u8], count: usize) -> Result<(), String> {
+pub fn check_record_framing(mut payload: &[u8], count: usize) -> Result<(), RecordFramingError> {
     for i in 0..count {
         let len = read_varint(&mut payload)?;
-        let mut record = skip(&mut payload, len, &format!("record {i}"))?;
-        skip(&mut record, 1, "attributes")?;
+        let mut record = skip(&mut payload, len, RecordField::Record(i))?;
+        skip(&mut record, 1, RecordField::Attributes)?;
         read_varint(&mut record)?; // timestamp delta
         read_varint(&mut record)?; // offset delta
-        for what in ["key", "value"] {
+        for field in [RecordField::Key, RecordField::Value] {
             let len = read_varint(&mut record)?;
             if len != -1 {
-                skip(&mut record, len, what)?;
+                skip(&mut record, len, field)?;
             }
         }
         let headers = read_varint(&mut record)?;
         // Each header takes at least two bytes (two length varints).
         if headers < 0 || headers as usize > record.len() / 2 {
-            return Err(format!("record {i}: {headers} headers cannot fit"));
+            return Err(RecordFramingError::Headers { record: i, headers });
         }
         for _ in 0..headers {
             let key_len = read_varint(&mut record)?;
-            skip(&mut record, key_len, "header key")?;
+            skip(&mut record, key_len, RecordField::HeaderKey)?;
             let value_len = read_varint(&mut record)?;
             if value_len != -1 {
-                skip(&mut record, value_len, "header value")?;
+                skip(&mut record, value_len, RecordField::HeaderValue)?;
             }
         }
         if !record.is_empty() {
-            return Err(format!(
-                "record {i}: {} bytes after its headers",
-                record.len()
-            ));
+            return Err(RecordFramingError::TrailingInRecord {
+                record: i,
+                bytes: record.len(),
+            });
         }
     }
     if !payload.is_empty() {
-        return Err(format!("{} bytes after the last record", payload.len()));
+        return Err(RecordFramingError::TrailingAfterRecords {
+            bytes: payload.len(),
+        });
     }
     Ok(())
 }
@@ -394,24 +468,24 @@ const XERIAL_HEADER_BYTES: usize = 16;
 
 /// The raw bytes of an xerial-framed snappy payload, each block checked like
 /// a raw one ([`check_snappy_length`]) before it is decoded.
-fn unframe_xerial(framed: &[u8]) -> Result<Vec<u8>, String> {
+fn unframe_xerial(framed: &[u8]) -> Result<Vec<u8>, SnappyPayloadError> {
     let mut rest = framed
         .get(XERIAL_HEADER_BYTES..)
-        .ok_or("xerial snappy header cut short")?;
+        .ok_or(SnappyPayloadError::XerialHeaderCutShort)?;
     let mut out = Vec::new();
     while !rest.is_empty() {
         let (length, after) = rest
             .split_first_chunk::<4>()
-            .ok_or("xerial snappy block length cut short")?;
+            .ok_or(SnappyPayloadError::XerialLengthCutShort)?;
         let length = usize::try_from(i32::from_be_bytes(*length))
-            .map_err(|_| "negative xerial snappy block length")?;
+            .map_err(|_| SnappyPayloadError::XerialNegativeLength)?;
         let block = after
             .get(..length)
-            .ok_or("xerial snappy block past the end of the batch")?;
+            .ok_or(SnappyPayloadError::XerialBlockPastEnd)?;
         check_snappy_length(block)?;
         let decoded = snap::raw::Decoder::new()
             .decompress_vec(block)
-            .map_err(|e| format!("xerial snappy block: {e}"))?;
+            .map_err(SnappyPayloadError::XerialBlock)?;
         out.extend(decoded);
         rest = &after[length..];
     }
@@ -421,7 +495,7 @@ fn unframe_xerial(framed: &[u8]) -> Result<Vec<u8>, String> {
 /// Raw snappy declares its uncompressed length up front and the decoder
 /// allocates it at once. Snappy expands at most about 22 times (a 3-byte copy
 /// yields 64 bytes), so a larger claim is forged.
-fn check_snappy_length(compressed: &[u8]) -> Result<(), String> {
+fn check_snappy_length(compressed: &[u8]) -> Result<(), SnappyPayloadError> {
     let mut declared: u64 = 0;
     for (i, &byte) in compressed.iter().take(5).enumerate() {
         declared |= u64::from(byte & 0x7f) << (7 * i);
@@ -431,10 +505,10 @@ fn check_snappy_length(compressed: &[u8]) -> Result<(), String> {
     }
     let limit = 32 * compressed.len() as u64 + 1024;
     if declared > limit {
-        return Err(format!(
-            "snappy block claims {declared} bytes from {} compressed",
-            compressed.len()
-        ));
+        return Err(SnappyPayloadError::ForgedLength {
+            declared,
+            compressed: compressed.len(),
+        });
     }
     Ok(())
 }
@@ -502,8 +576,10 @@ mod tests {
         Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
     };
 
-    fn batch(values: &[&str]) -> Vec<u8> {
-        let records: Vec<Record> = values
+    /// One record a value, offsets from 0, each with a header, in leader
+    /// epoch 7.
+    fn records(values: &[&str]) -> Vec<Record> {
+        values
             .iter()
             .enumerate()
             .map(|(i, v)| Record {
@@ -520,20 +596,28 @@ mod tests {
                 timestamp: 1_000,
                 key: None,
                 value: Some(Bytes::copy_from_slice(v.as_bytes())),
-                headers: Default::default(),
+                headers: [("h".into(), Some(Bytes::from_static(b"x")))].into(),
             })
-            .collect();
+            .collect()
+    }
+
+    /// Those records as one batch.
+    fn encoded(values: &[&str], compression: Compression) -> BytesMut {
         let mut buf = BytesMut::new();
         RecordBatchEncoder::encode(
             &mut buf,
-            &records,
+            &records(values),
             &RecordEncodeOptions {
                 version: 2,
-                compression: Compression::None,
+                compression,
             },
         )
         .unwrap();
-        buf.to_vec()
+        buf
+    }
+
+    fn batch(values: &[&str]) -> Vec<u8> {
+        encoded(values, Compression::None).to_vec()
     }
 
     #[test]
@@ -617,37 +701,29 @@ mod tests {
         let mut record = vec![0u8, 0, 0, 0, 1, 1];
         record.extend([0x80, 0x80, 0x80, 0x80, 0x08]); // zigzag(2^30)
         record[0] = ((record.len() - 1) * 2) as u8;
-        assert!(
-            check_record_framing(&record, 1)
-                .unwrap_err()
-                .contains("headers")
-        );
-        assert!(check_record_framing(&[0xff; 4], 1).is_err());
-        assert!(check_record_framing(&[], 1).is_err());
-        assert!(check_record_framing(&[0], 0).is_err());
-        assert!(check_snappy_length(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0]).is_err());
-    }
-
-    /// One record a value, offsets from 0, each with a header.
-    fn records(values: &[&str]) -> Vec<Record> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Record {
-                transactional: false,
-                control: false,
-                partition_leader_epoch: 1,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32 - 1,
-                timestamp: 5,
-                key: None,
-                value: Some(Bytes::copy_from_slice(v.as_bytes())),
-                headers: [("h".into(), Some(Bytes::from_static(b"x")))].into(),
+        assert_eq!(
+            check_record_framing(&record, 1),
+            Err(RecordFramingError::Headers {
+                record: 0,
+                headers: 1 << 30
             })
-            .collect()
+        );
+        assert_eq!(
+            check_record_framing(&[0xff; 4], 1),
+            Err(RecordFramingError::TruncatedVarint)
+        );
+        assert_eq!(
+            check_record_framing(&[], 1),
+            Err(RecordFramingError::TruncatedVarint)
+        );
+        assert_eq!(
+            check_record_framing(&[0], 0),
+            Err(RecordFramingError::TrailingAfterRecords { bytes: 1 })
+        );
+        assert!(matches!(
+            check_snappy_length(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0]),
+            Err(SnappyPayloadError::ForgedLength { .. })
+        ));
     }
 
     #[test]
@@ -658,17 +734,7 @@ mod tests {
             Compression::Lz4,
             Compression::Zstd,
         ] {
-            let records = records(&["a", "b", "c"]);
-            let mut buf = BytesMut::new();
-            RecordBatchEncoder::encode(
-                &mut buf,
-                &records,
-                &RecordEncodeOptions {
-                    version: 2,
-                    compression,
-                },
-            )
-            .unwrap();
+            let buf = encoded(&["a", "b", "c"], compression);
             let h = validate(&buf).unwrap();
             let set = decode_records(buf.freeze(), &h).unwrap();
             assert_eq!(set.records.len(), 3, "{compression:?}");

@@ -41,7 +41,8 @@ struct Failure(ResponseError, String);
 
 fn plan(topic: &CreatableTopic, live: &[i32]) -> Result<TopicAssignment, Failure> {
     let name = topic.name.0.as_str();
-    validate_topic_name(name).map_err(|m| Failure(ResponseError::InvalidTopicException, m))?;
+    validate_topic_name(name)
+        .map_err(|e| Failure(ResponseError::InvalidTopicException, e.to_string()))?;
     if !topic.configs.is_empty() {
         return Err(Failure(
             ResponseError::InvalidConfig,

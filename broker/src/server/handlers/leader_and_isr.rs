@@ -9,12 +9,15 @@
 //! state-change.log. An applied partition this broker follows gets a fetcher
 //! (replacing any earlier one); one it leads has its fetcher stopped.
 
-use kafka_protocol::ResponseError;
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::leader_and_isr_request::{
+    LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
+};
 use kafka_protocol::messages::leader_and_isr_response::LeaderAndIsrPartitionError;
 use kafka_protocol::messages::{LeaderAndIsrRequest, LeaderAndIsrResponse};
 
-use std::collections::BTreeMap;
-
+use super::fencing::{self, Refusal};
 use super::topic_name;
 use crate::replica::fetcher::FetchTarget;
 use crate::replica::leader_and_isr::Role;
@@ -29,11 +32,46 @@ pub fn handle(
     req: LeaderAndIsrRequest,
     stale_broker_epoch: Option<String>,
 ) -> LeaderAndIsrResponse {
-    let controller_id = req.controller_id.0;
-    let controller_epoch = req.controller_epoch;
-    // Where each leader is reached: `--peer` wins over the advertised address.
-    let leader_addrs: BTreeMap<i32, String> = req
-        .live_leaders
+    let recorder = Recorder {
+        broker,
+        controller_id: req.controller_id.0,
+        controller_epoch: req.controller_epoch,
+    };
+    let leader_addrs = leader_addresses(broker, &req.live_leaders);
+    let broker_epoch = req.broker_epoch;
+    let states = partition_states(req.ungrouped_partition_states, req.topic_states);
+    if let Some(refusal) = fencing::refusal(broker, recorder.controller_epoch, stale_broker_epoch) {
+        recorder.log_refusal(&refusal, broker_epoch);
+        return refuse_whole(&recorder, &states, &refusal);
+    }
+    let errors = broker
+        .replicas
+        .apply_leader_and_isr(states)
+        .into_iter()
+        .map(|d| {
+            let code = match &d.result {
+                Ok(_) => 0,
+                Err(e) => e.code(),
+            };
+            let outcome = if d.result.is_ok() { Outcome::Applied } else { Outcome::Rejected };
+            if let Ok(role) = &d.result {
+                start_or_stop_fetcher(broker, &d.tp, role, &leader_addrs);
+                tracing::info!(topic = %d.tp.topic, partition = d.tp.partition, leader = d.state.leader, leader_epoch = d.state.leader_epoch, isr = ?d.state.isr, "applied LeaderAndIsr");
+            }
+            recorder.record(&d.tp, &d.state, outcome, d.reason.clone());
+            partition_error(&d.tp, code)
+        })
+        .collect();
+    LeaderAndIsrResponse::default().with_partition_errors(errors)
+}
+
+/// Where each live leader is reached: `--peer` wins over the address the
+/// controller sent.
+fn leader_addresses(
+    broker: &Broker,
+    live_leaders: &[LeaderAndIsrLiveLeader],
+) -> BTreeMap<i32, String> {
+    live_leaders
         .iter()
         .map(|l| {
             let id = l.broker_id.0;
@@ -45,12 +83,18 @@ pub fn handle(
                 .unwrap_or_else(|| format!("{}:{}", l.host_name, l.port));
             (id, addr)
         })
-        .collect();
-    // v0-1 list partitions flat; v2+ group them by topic.
-    let states: Vec<(TopicPartition, LeaderAndIsrState)> = req
-        .ungrouped_partition_states
+        .collect()
+}
+
+/// Every partition's state in the request, in request order: v0-1 list
+/// partitions flat, v2+ group them by topic.
+fn partition_states(
+    ungrouped: Vec<LeaderAndIsrPartitionState>,
+    topics: Vec<LeaderAndIsrTopicState>,
+) -> Vec<(TopicPartition, LeaderAndIsrState)> {
+    ungrouped
         .into_iter()
-        .chain(req.topic_states.into_iter().flat_map(|t| {
+        .chain(topics.into_iter().flat_map(|t| {
             let name = t.topic_name;
             t.partition_states.into_iter().map(move |mut p| {
                 p.topic_name = name.clone();
@@ -73,104 +117,117 @@ pub fn handle(
                 },
             )
         })
-        .collect();
-    let record =
-        |tp: &TopicPartition, s: &LeaderAndIsrState, outcome: Outcome, reason: Option<String>| {
-            let change = StateChange {
-                time_ms: StateChange::now_ms(),
-                request: "LeaderAndIsr".into(),
-                controller_id,
-                controller_epoch,
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-                leader: s.leader,
-                leader_epoch: s.leader_epoch,
-                isr: s.isr.clone(),
-                outcome,
-                reason,
-            };
-            if let Err(e) = broker.state_changes.append(&change) {
-                tracing::error!(%e, "could not append to the state-change log");
-            }
-        };
-    let refused = match stale_broker_epoch {
-        Some(reason) => {
-            tracing::warn!(
-                controller_id,
-                controller_epoch,
-                broker_epoch = req.broker_epoch,
-                "rejected LeaderAndIsr addressed to another registration"
-            );
-            Some((ResponseError::StaleBrokerEpoch, reason))
-        }
-        None => broker
-            .replicas
-            .observe_controller_epoch(controller_epoch, broker.config.controller_epoch_fencing)
-            .err()
-            .map(|code| {
-                let newest = broker.replicas.controller_epoch();
-                tracing::warn!(
-                    controller_id,
-                    controller_epoch,
-                    newest,
-                    "rejected LeaderAndIsr from a stale controller"
-                );
-                let reason = format!(
-                    "STALE_CONTROLLER_EPOCH: controller epoch {controller_epoch} is older than {newest}"
-                );
-                (code, reason)
-            }),
-    };
-    if let Some((code, reason)) = refused {
-        let errors = states
-            .iter()
-            .map(|(tp, s)| {
-                record(tp, s, Outcome::Rejected, Some(reason.clone()));
-                LeaderAndIsrPartitionError::default()
-                    .with_topic_name(topic_name(&tp.topic))
-                    .with_partition_index(tp.partition)
-                    .with_error_code(code.code())
-            })
-            .collect();
-        return LeaderAndIsrResponse::default()
-            .with_error_code(code.code())
-            .with_partition_errors(errors);
-    }
-    let decisions = broker.replicas.apply_leader_and_isr(states);
-    let errors = decisions
-        .into_iter()
-        .map(|d| {
-            let code = match &d.result {
-                Ok(_) => 0,
-                Err(e) => e.code(),
-            };
-            let outcome = if d.result.is_ok() { Outcome::Applied } else { Outcome::Rejected };
-            match &d.result {
-                Ok(Role::Leader) => broker.fetchers.stop(&d.tp),
-                Ok(Role::Follower { leader, leader_epoch, truncate }) => {
-                    match leader_addrs.get(leader).or_else(|| broker.config.peers.get(leader)) {
-                        Some(addr) => broker.fetchers.follow(FetchTarget {
-                            tp: d.tp.clone(),
-                            leader: *leader,
-                            leader_addr: addr.clone(),
-                            leader_epoch: *leader_epoch,
-                            truncate: *truncate,
-                        }),
-                        // No live leader (offline partition): nothing to fetch from.
-                        None => broker.fetchers.stop(&d.tp),
-                    }
-                }
-                Err(_) => {}
-            }
-            if d.result.is_ok() {
-                tracing::info!(topic = %d.tp.topic, partition = d.tp.partition, leader = d.state.leader, leader_epoch = d.state.leader_epoch, isr = ?d.state.isr, "applied LeaderAndIsr");
-            }
-            record(&d.tp, &d.state, outcome, d.reason.clone());
-            LeaderAndIsrPartitionError::default()
-                .with_topic_name(topic_name(&d.tp.topic))
-                .with_partition_index(d.tp.partition)
-                .with_error_code(code)
+        .collect()
+}
+
+/// A request refused whole: each partition recorded as rejected and answered
+/// the refusal's code, as is the request.
+fn refuse_whole(
+    recorder: &Recorder,
+    states: &[(TopicPartition, LeaderAndIsrState)],
+    refusal: &Refusal,
+) -> LeaderAndIsrResponse {
+    let code = refusal.code().code();
+    let reason = refusal.reason();
+    let errors = states
+        .iter()
+        .map(|(tp, s)| {
+            recorder.record(tp, s, Outcome::Rejected, Some(reason.clone()));
+            partition_error(tp, code)
         })
         .collect();
-    LeaderAndIsrResponse::default().with_partition_errors(errors)
+    LeaderAndIsrResponse::default()
+        .with_error_code(code)
+        .with_partition_errors(errors)
+}
+
+/// An applied partition's fetcher: stopped where this broker leads, pointed
+/// at the leader where it follows (stopped too when no leader is live).
+fn start_or_stop_fetcher(
+    broker: &Broker,
+    tp: &TopicPartition,
+    role: &Role,
+    leader_addrs: &BTreeMap<i32, String>,
+) {
+    match role {
+        Role::Leader => broker.fetchers.stop(tp),
+        Role::Follower {
+            leader,
+            leader_epoch,
+            truncate,
+        } => match leader_addrs
+            .get(leader)
+            .or_else(|| broker.config.peers.get(leader))
+        {
+            Some(addr) => broker.fetchers.follow(FetchTarget {
+                tp: tp.clone(),
+                leader: *leader,
+                leader_addr: addr.clone(),
+                leader_epoch: *leader_epoch,
+                truncate: *truncate,
+            }),
+            // No live leader (offline partition): nothing to fetch from.
+            None => broker.fetchers.stop(tp),
+        },
+    }
+}
+
+fn partition_error(tp: &TopicPartition, code: i16) -> LeaderAndIsrPartitionError {
+    LeaderAndIsrPartitionError::default()
+        .with_topic_name(topic_name(&tp.topic))
+        .with_partition_index(tp.partition)
+        .with_error_code(code)
+}
+
+/// Writes this request's partitions to state-change.log.
+struct Recorder<'a> {
+    broker: &'a Broker,
+    controller_id: i32,
+    controller_epoch: i32,
+}
+
+impl Recorder<'_> {
+    fn record(
+        &self,
+        tp: &TopicPartition,
+        s: &LeaderAndIsrState,
+        outcome: Outcome,
+        reason: Option<String>,
+    ) {
+        let change = StateChange {
+            time_ms: StateChange::now_ms(),
+            request: "LeaderAndIsr".into(),
+            controller_id: self.controller_id,
+            controller_epoch: self.controller_epoch,
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            leader: s.leader,
+            leader_epoch: s.leader_epoch,
+            isr: s.isr.clone(),
+            outcome,
+            reason,
+        };
+        if let Err(e) = self.broker.state_changes.append(&change) {
+            tracing::error!(%e, "could not append to the state-change log");
+        }
+    }
+
+    /// The warning a refused request leaves in the broker's log.
+    fn log_refusal(&self, refusal: &Refusal, broker_epoch: i64) {
+        let (controller_id, controller_epoch) = (self.controller_id, self.controller_epoch);
+        match refusal {
+            Refusal::StaleBrokerEpoch { .. } => tracing::warn!(
+                controller_id,
+                controller_epoch,
+                broker_epoch,
+                "rejected LeaderAndIsr addressed to another registration"
+            ),
+            Refusal::StaleControllerEpoch { newest, .. } => tracing::warn!(
+                controller_id,
+                controller_epoch,
+                newest,
+                "rejected LeaderAndIsr from a stale controller"
+            ),
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod api_versions;
 pub mod create_topics;
+pub mod fencing;
 pub mod fetch;
 pub mod init_producer_id;
 pub mod leader_and_isr;

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{UpdateMetadataRequest, UpdateMetadataResponse};
 
+use super::fencing;
 use crate::server::context::Broker;
 use crate::server::metadata_cache::{BrokerEndpoint, ClusterView, PartitionMetadata};
 use crate::state_change_log::{Outcome, StateChange};
@@ -18,24 +18,9 @@ pub fn handle(
     req: UpdateMetadataRequest,
     stale_broker_epoch: Option<String>,
 ) -> UpdateMetadataResponse {
-    let (stale, reason) = match stale_broker_epoch {
-        Some(reason) => (Some(ResponseError::StaleBrokerEpoch), Some(reason)),
-        None => {
-            let fencing = broker.config.controller_epoch_fencing;
-            let stale = broker
-                .replicas
-                .observe_controller_epoch(req.controller_epoch, fencing)
-                .err();
-            let reason = stale.map(|_| {
-                format!(
-                    "STALE_CONTROLLER_EPOCH: controller epoch {} is older than {}",
-                    req.controller_epoch,
-                    broker.replicas.controller_epoch()
-                )
-            });
-            (stale, reason)
-        }
-    };
+    let (stale, reason) = fencing::refusal(broker, req.controller_epoch, stale_broker_epoch)
+        .map(|refusal| (refusal.code(), refusal.reason()))
+        .unzip();
     let mut view = ClusterView {
         controller_id: req.controller_id.0,
         ..Default::default()

@@ -1,0 +1,69 @@
+//! The request-level fences of a control request (LeaderAndIsr,
+//! UpdateMetadata), checked before any partition is looked at, in Kafka's
+//! order: the broker epoch (KIP-380, decided by the dispatcher, since it may
+//! wait for the session to switch leases), then the controller epoch
+//! (KAFKA-532). A request either fence stops is refused whole: every partition
+//! answers the refusal's code and state-change.log records its reason. This
+//! module decides and words the refusal; each handler logs and answers it.
+
+use kafka_protocol::ResponseError;
+
+use crate::server::context::Broker;
+
+/// Why a control request is refused whole.
+pub enum Refusal {
+    /// Addressed to another registration of this broker than its session's
+    /// (KIP-380); the dispatcher's reason.
+    StaleBrokerEpoch { reason: String },
+    /// From an older controller than the newest this broker has seen
+    /// (KAFKA-532).
+    StaleControllerEpoch {
+        code: ResponseError,
+        requested: i32,
+        newest: i32,
+    },
+}
+
+impl Refusal {
+    /// The error every partition of the request answers.
+    pub fn code(&self) -> ResponseError {
+        match self {
+            Refusal::StaleBrokerEpoch { .. } => ResponseError::StaleBrokerEpoch,
+            Refusal::StaleControllerEpoch { code, .. } => *code,
+        }
+    }
+
+    /// The reason state-change.log records for each partition.
+    pub fn reason(&self) -> String {
+        match self {
+            Refusal::StaleBrokerEpoch { reason } => reason.clone(),
+            Refusal::StaleControllerEpoch {
+                requested, newest, ..
+            } => format!(
+                "STALE_CONTROLLER_EPOCH: controller epoch {requested} is older than {newest}"
+            ),
+        }
+    }
+}
+
+/// Both fences in order. `stale_broker_epoch` is the dispatcher's verdict on
+/// the broker epoch; only a request that passes it has its controller epoch
+/// observed, which raises the newest one this broker holds when it is newer.
+pub fn refusal(
+    broker: &Broker,
+    controller_epoch: i32,
+    stale_broker_epoch: Option<String>,
+) -> Option<Refusal> {
+    if let Some(reason) = stale_broker_epoch {
+        return Some(Refusal::StaleBrokerEpoch { reason });
+    }
+    broker
+        .replicas
+        .observe_controller_epoch(controller_epoch, broker.config.controller_epoch_fencing)
+        .err()
+        .map(|code| Refusal::StaleControllerEpoch {
+            code,
+            requested: controller_epoch,
+            newest: broker.replicas.controller_epoch(),
+        })
+}
