@@ -127,7 +127,7 @@ fn measure(ops: usize, reps: usize) {
             let best = (0..reps)
                 .map(|_| {
                     let started = Instant::now();
-                    let _ = (c.check)(&run);
+                    let _ = c.check_run(&run);
                     started.elapsed().as_secs_f64()
                 })
                 .fold(f64::INFINITY, f64::min);

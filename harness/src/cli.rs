@@ -60,6 +60,15 @@ pub enum Command {
     Merge(MergeArgs),
     /// Serve the store read-only on 127.0.0.1: its index of runs, each run's report and files.
     Serve(ServeArgs),
+    /// Print every anomaly kind a checker can name: its checker, whether it makes a run invalid, what it means.
+    Anomalies,
+}
+
+/// `epochal anomalies`: the table of `checker::Anomaly` (the names suites'
+/// `anomaly = "..."` take), as Markdown; always 0.
+pub fn anomalies(out: &mut impl Write) -> u8 {
+    let _ = out.write_all(crate::checker::anomaly::table().as_bytes());
+    EXIT_VALID
 }
 
 #[derive(Debug, Args)]

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use epochal::cli::{
-    Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, campaign, check, gate, gc, inspect, merge,
-    replay, run, serve, shrink,
+    Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, anomalies, campaign, check, gate, gc, inspect,
+    merge, replay, run, serve, shrink,
 };
 
 fn main() -> ExitCode {
@@ -32,6 +32,7 @@ fn main() -> ExitCode {
         Command::Gc(args) => return ExitCode::from(gc(args, &mut io::stdout().lock())),
         Command::Merge(args) => return ExitCode::from(merge(args, &mut io::stdout().lock())),
         Command::Serve(args) => return ExitCode::from(serve(args, &mut io::stdout().lock())),
+        Command::Anomalies => return ExitCode::from(anomalies(&mut io::stdout().lock())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -59,17 +59,35 @@ impl fmt::Display for NodeId {
     }
 }
 
+/// Why a text is not a node name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeIdError {
+    /// Not `b` and a number.
+    #[error("{text:?} is not a node name like \"b1\"")]
+    NotAName { text: String },
+    /// `b` and a number too large for a broker id.
+    #[error("{text:?}: node number out of range")]
+    OutOfRange {
+        text: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+}
+
 impl FromStr for NodeId {
-    type Err = String;
-    fn from_str(s: &str) -> Result<NodeId, String> {
+    type Err = NodeIdError;
+    fn from_str(s: &str) -> Result<NodeId, NodeIdError> {
         let digits = s
             .strip_prefix('b')
             .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            .ok_or_else(|| format!("{s:?} is not a node name like \"b1\""))?;
+            .ok_or_else(|| NodeIdError::NotAName { text: s.to_owned() })?;
         digits
             .parse()
             .map(NodeId)
-            .map_err(|_| format!("{s:?}: node number out of range"))
+            .map_err(|source| NodeIdError::OutOfRange {
+                text: s.to_owned(),
+                source,
+            })
     }
 }
 

@@ -4,13 +4,13 @@
 //! (`#[serde(try_from = "String", into = "String")]`) from those two, so the
 //! form is defined once.
 
-/// `TryFrom<String>` through `FromStr` (its error a `String`) and
-/// `From<T> for String` through `Display`.
+/// `TryFrom<String>` through `FromStr` (with its error, which serde shows
+/// through `Display`) and `From<T> for String` through `Display`.
 macro_rules! text_form {
     ($t:ty) => {
         impl TryFrom<String> for $t {
-            type Error = String;
-            fn try_from(s: String) -> Result<Self, String> {
+            type Error = <$t as std::str::FromStr>::Err;
+            fn try_from(s: String) -> Result<Self, Self::Error> {
                 s.parse()
             }
         }

@@ -30,10 +30,18 @@ impl PartitionRef {
     }
 }
 
+/// Why a text is not a partition: not `TOPIC-N`, or `N` too large for a
+/// partition number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a partition like \"t-0\"")]
+pub struct PartitionRefError {
+    pub text: String,
+}
+
 impl FromStr for PartitionRef {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("{s:?} is not a partition like \"t-0\"");
+    type Err = PartitionRefError;
+    fn from_str(s: &str) -> Result<Self, PartitionRefError> {
+        let bad = || PartitionRefError { text: s.to_owned() };
         let (topic, n) = s.rsplit_once('-').ok_or_else(bad)?;
         if topic.is_empty() || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());

@@ -80,11 +80,11 @@ impl Run {
 }
 
 fn consumer_check(run: &Run) -> CheckResult {
-    (consumer::checker().check)(&run.load()).unwrap()
+    consumer::checker().check_run(&run.load()).unwrap()
 }
 
 fn anomalies(result: &CheckResult) -> Vec<&str> {
-    result.evidence.iter().map(|e| e.anomaly.as_str()).collect()
+    result.evidence.iter().map(|e| e.anomaly.name()).collect()
 }
 
 /// Both replicas hold values 1, 2, 3 at offsets 0, 1, 2.
@@ -107,7 +107,7 @@ fn consumer_accepts_a_consistent_run_on_real_segments() {
     let result = consumer_check(&run);
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
     assert_eq!(result.counts["records-read"], 5);
-    let result = (high_watermark::checker().check)(&run.load()).unwrap();
+    let result = high_watermark::checker().check_run(&run.load()).unwrap();
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
 }
 
@@ -120,8 +120,8 @@ fn consumer_inconsistent_offsets_between_an_acked_send_and_a_poll() {
     let result = consumer_check(&run);
     assert_eq!(result.verdict, Verdict::Invalid);
     assert_eq!(anomalies(&result), vec!["inconsistent-offsets"]);
-    let values = &result.evidence[0].details["values"];
-    assert_eq!(result.evidence[0].details["offset"], json!(1));
+    let values = &result.evidence[0].details.json()["values"];
+    assert_eq!(result.evidence[0].details.json()["offset"], json!(1));
     assert_eq!(
         *values,
         json!([
@@ -143,7 +143,7 @@ fn consumer_inconsistent_offsets_between_two_polls() {
         anomalies(&result),
         vec!["inconsistent-offsets", "truncated-read"]
     );
-    assert_eq!(result.evidence[1].details["value"], json!(4));
+    assert_eq!(result.evidence[1].details.json()["value"], json!(4));
 }
 
 #[test]
@@ -165,8 +165,11 @@ fn poll_skip_from_the_from_offset() {
     let result = consumer_check(&run);
     assert_eq!(anomalies(&result), vec!["poll-skip"]);
     // The skipped record is named with the value the replicas hold there.
-    assert_eq!(result.evidence[0].details["skipped"], json!([[0, 1]]));
-    assert_eq!(result.evidence[0].details["index"], json!(1));
+    assert_eq!(
+        result.evidence[0].details.json()["skipped"],
+        json!([[0, 1]])
+    );
+    assert_eq!(result.evidence[0].details.json()["index"], json!(1));
 }
 
 #[test]
@@ -177,7 +180,10 @@ fn poll_skip_within_a_poll_and_its_control_record_exemption() {
     run.poll(0, "b1", 0, json!([[0, 1], [2, 3]]), 3);
     let result = consumer_check(&run);
     assert_eq!(anomalies(&result), vec!["int-poll-skip"]);
-    assert_eq!(result.evidence[0].details["skipped"], json!([[1, 2]]));
+    assert_eq!(
+        result.evidence[0].details.json()["skipped"],
+        json!([[1, 2]])
+    );
 
     // The same poll over a log whose offset 1 is a control record (a marker
     // the client drops) skipped nothing.
@@ -204,8 +210,8 @@ fn poll_nonmonotonic_within_a_poll() {
     run.poll(0, "b1", 0, json!([[0, 1], [1, 2], [1, 2], [2, 3]]), 3);
     let result = consumer_check(&run);
     assert_eq!(anomalies(&result), vec!["int-nonmonotonic-poll"]);
-    assert_eq!(result.evidence[0].details["offset"], json!(1));
-    assert_eq!(result.evidence[0].details["after"], json!(1));
+    assert_eq!(result.evidence[0].details.json()["offset"], json!(1));
+    assert_eq!(result.evidence[0].details.json()["after"], json!(1));
 }
 
 #[test]
@@ -224,11 +230,11 @@ fn consumer_truncated_read_against_the_final_replica_logs() {
     let result = consumer_check(&run);
     assert_eq!(anomalies(&result), vec!["truncated-read"]);
     let e = &result.evidence[0];
-    assert_eq!(e.details["offset"], json!(2));
-    assert_eq!(e.details["value"], json!(3));
-    assert_eq!(e.details["polls"], json!([1]));
+    assert_eq!(e.details.json()["offset"], json!(2));
+    assert_eq!(e.details.json()["value"], json!(3));
+    assert_eq!(e.details.json()["polls"], json!([1]));
     assert_eq!(
-        e.details["replicas"],
+        e.details.json()["replicas"],
         json!({
             "b1": {"value": null, "log_end_offset": 2, "findings": 0},
             "b2": {"value": 8, "log_end_offset": 3, "findings": 0},
@@ -245,7 +251,7 @@ fn consumer_truncated_read_against_the_final_replica_logs() {
     let result = consumer_check(&run);
     assert_eq!(anomalies(&result), vec!["truncated-read"]);
     assert_eq!(
-        result.evidence[0].details["replicas"]["b1"]["value"],
+        result.evidence[0].details.json()["replicas"]["b1"]["value"],
         json!(2)
     );
     assert!(
@@ -290,13 +296,19 @@ fn watermark_regression_on_one_leader_from_a_stored_run() {
         std::fs::write(run.dir.path().join("timeline.json"), timeline(epochs)).unwrap();
         run.poll(0, "b1", 3, json!([]), 3);
         run.poll(1, second_node, 2, json!([[2, 3]]), 2);
-        (high_watermark::checker().check)(&run.load()).unwrap()
+        high_watermark::checker().check_run(&run.load()).unwrap()
     };
     let result = build(&[(1, 0)], "b1");
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(anomalies(&result), vec!["high-watermark-regressed"]);
-    assert_eq!(result.evidence[0].details["earlier"]["index"], json!(1));
-    assert_eq!(result.evidence[0].details["later"]["index"], json!(3));
+    assert_eq!(
+        result.evidence[0].details.json()["earlier"]["index"],
+        json!(1)
+    );
+    assert_eq!(
+        result.evidence[0].details.json()["later"]["index"],
+        json!(3)
+    );
     // A new leader lagging the old one (KIP-207) is counted, not invalid.
     let result = build(&[(1, 0), (2, 1)], "b2");
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
@@ -438,7 +450,7 @@ fn consumer_an_acks_all_send_lost_to_a_whole_isr_power_loss_may_have_its_offset_
         let result = consumer_check(&build(cut_to));
         assert_eq!(result.verdict, Verdict::Invalid, "{cut_to:?}: {result:?}");
         assert_eq!(anomalies(&result), vec!["inconsistent-offsets"]);
-        assert_eq!(result.evidence[0].details["offset"], json!(1));
+        assert_eq!(result.evidence[0].details.json()["offset"], json!(1));
         assert!(!result.counts.contains_key("acks-all-values-excused"));
     }
 }

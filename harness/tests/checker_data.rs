@@ -9,6 +9,7 @@
 use std::fs;
 use std::path::Path;
 
+use epochal::checker::Anomaly;
 use epochal::checker::{self, CheckResult, Checker, RunData, Verdict};
 use epochal::history::{Body, HistoryWriter, OpType, Process};
 use epochal::node::NodeId;
@@ -207,7 +208,7 @@ fn unclean_failover(run: &Path) {
 
 fn check(run: &Path, checker: Checker) -> CheckResult {
     let data = RunData::load(&epochal::run_dir::RunDir::open(run)).unwrap();
-    let result = (checker.check)(&data).unwrap();
+    let result = checker.check_run(&data).unwrap();
     assert!(!checker.guarantee.is_empty() && !checker.source.is_empty());
     assert!(!checker.not_checked.is_empty());
     result
@@ -282,18 +283,21 @@ fn lost_acks_all_write_without_unclean_election_is_invalid_naming_value_and_offs
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(result.evidence.len(), 1);
     let evidence = &result.evidence[0];
-    assert_eq!(evidence.anomaly, "lost-acknowledged-write");
+    assert_eq!(evidence.anomaly, Anomaly::LostAcknowledgedWrite);
     assert!(
         evidence.summary.contains("value 3 acked at offset 2"),
         "{}",
         evidence.summary
     );
-    assert_eq!(evidence.details["value"], 3);
-    assert_eq!(evidence.details["acked_offset"], 2);
-    assert_eq!(evidence.details["history_index"], 3);
-    assert_eq!(evidence.details["isr"], json!([1, 2, 3]));
-    assert_eq!(evidence.details["lacking"], json!(["b1", "b2", "b3"]));
-    assert_eq!(evidence.details["final_log_node"], "b2");
+    assert_eq!(evidence.details.json()["value"], 3);
+    assert_eq!(evidence.details.json()["acked_offset"], 2);
+    assert_eq!(evidence.details.json()["history_index"], 3);
+    assert_eq!(evidence.details.json()["isr"], json!([1, 2, 3]));
+    assert_eq!(
+        evidence.details.json()["lacking"],
+        json!(["b1", "b2", "b3"])
+    );
+    assert_eq!(evidence.details.json()["final_log_node"], "b2");
     assert_eq!(count(&result, "lost-acks-all"), 1);
 }
 
@@ -320,7 +324,7 @@ fn lost_acks_all_write_after_an_unclean_election_is_valid_and_counted() {
     assert_eq!(count(&result, "lost-acks-all-excused"), 1);
     // Reported by value, as allowed.
     assert_eq!(result.evidence.len(), 1);
-    assert_eq!(result.evidence[0].anomaly, "lost-acks-all-write-excused");
+    assert_eq!(result.evidence[0].anomaly, Anomaly::LostAcksAllWriteExcused);
     assert!(
         result
             .message
@@ -340,7 +344,7 @@ fn lost_acks_all_write_acked_after_the_unclean_election_is_not_excused_by_it() {
     unclean_failover(dir.path());
     let result = lost_write(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
-    assert_eq!(result.evidence[0].details["value"], 3);
+    assert_eq!(result.evidence[0].details.json()["value"], 3);
 }
 
 #[test]
@@ -431,7 +435,7 @@ fn lost_write_in_a_damaged_final_leader_log_is_invalid() {
     assert!(data.replicas[&NodeId::new(2)].all_findings().count() > 0);
     let result = lost_write(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
-    assert_eq!(result.evidence[0].details["lacking"], json!(["b2"]));
+    assert_eq!(result.evidence[0].details.json()["lacking"], json!(["b2"]));
 }
 
 // ---- offset-changed ------------------------------------------------------------
@@ -452,12 +456,12 @@ fn offset_changed_acks_all_value_is_invalid_naming_both_offsets() {
     let result = offset_changed(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     let evidence = &result.evidence[0];
-    assert_eq!(evidence.anomaly, "acknowledged-offset-changed");
-    assert_eq!(evidence.details["value"], 3);
-    assert_eq!(evidence.details["acked_offset"], 2);
-    assert_eq!(evidence.details["found_at"], json!([3]));
+    assert_eq!(evidence.anomaly, Anomaly::AcknowledgedOffsetChanged);
+    assert_eq!(evidence.details.json()["value"], 3);
+    assert_eq!(evidence.details.json()["acked_offset"], 2);
+    assert_eq!(evidence.details.json()["found_at"], json!([3]));
     assert_eq!(
-        evidence.details["final_log_at_acked_offset"],
+        evidence.details.json()["final_log_at_acked_offset"],
         json!({"epoch": 1, "value": "4"})
     );
     // Not lost: the lost-write checker has nothing to say.
@@ -497,14 +501,14 @@ fn divergence_names_the_first_differing_offset_and_each_replica() {
     let result = divergence(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     let evidence = &result.evidence[0];
-    assert_eq!(evidence.anomaly, "replica-divergence");
-    assert_eq!(evidence.details["offset"], 2);
+    assert_eq!(evidence.anomaly, Anomaly::ReplicaDivergence);
+    assert_eq!(evidence.details.json()["offset"], 2);
     assert_eq!(
-        evidence.details["holds"]["b1"],
+        evidence.details.json()["holds"]["b1"],
         json!({"epoch": 0, "control": false, "value": "3"})
     );
     assert_eq!(
-        evidence.details["holds"]["b2"],
+        evidence.details.json()["holds"]["b2"],
         json!({"epoch": 1, "control": false, "value": "4"})
     );
     assert!(
@@ -527,7 +531,7 @@ fn divergence_in_the_batch_epoch_alone_is_divergence() {
     History::new(dir.path());
     let result = divergence(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
-    assert_eq!(result.evidence[0].details["offset"], 2);
+    assert_eq!(result.evidence[0].details.json()["offset"], 2);
 }
 
 #[test]
@@ -570,8 +574,8 @@ fn divergence_in_a_damaged_middle_batch_is_reported_but_a_torn_tail_is_not() {
     fs::write(&segment, bytes).unwrap();
     let result = divergence(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
-    assert_eq!(result.evidence[0].details["offset"], 2);
-    assert_eq!(result.evidence[0].details["holds"]["b2"], "nothing");
+    assert_eq!(result.evidence[0].details.json()["offset"], 2);
+    assert_eq!(result.evidence[0].details.json()["holds"]["b2"], "nothing");
 }
 
 #[test]
@@ -589,12 +593,12 @@ fn divergence_names_a_replica_outside_the_final_isr_that_conflicts_with_the_fina
     assert_eq!(count(&result, "partitions-compared"), 1);
     assert_eq!(result.evidence.len(), 1, "{:?}", result.evidence);
     let evidence = &result.evidence[0];
-    assert_eq!(evidence.anomaly, "replica-divergence");
-    assert_eq!(evidence.details["offset"], 2);
-    assert_eq!(evidence.details["outside_final_isr"], true);
-    assert_eq!(evidence.details["replicas"], json!(["b2", "b1"]));
+    assert_eq!(evidence.anomaly, Anomaly::ReplicaDivergence);
+    assert_eq!(evidence.details.json()["offset"], 2);
+    assert_eq!(evidence.details.json()["outside_final_isr"], true);
+    assert_eq!(evidence.details.json()["replicas"], json!(["b2", "b1"]));
     assert_eq!(
-        evidence.details["holds"]["b1"],
+        evidence.details.json()["holds"]["b1"],
         json!({"epoch": 0, "control": false, "value": "3"})
     );
     assert!(
@@ -638,11 +642,11 @@ fn epoch_file_disagreeing_with_a_batch_is_invalid() {
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(result.evidence.len(), 1);
     let evidence = &result.evidence[0];
-    assert_eq!(evidence.anomaly, "epoch-file-disagrees-with-batch");
-    assert_eq!(evidence.details["node"], "b3");
-    assert_eq!(evidence.details["first_base_offset"], 2);
-    assert_eq!(evidence.details["batch_epoch"], 1);
-    assert_eq!(evidence.details["file_epoch"], 2);
+    assert_eq!(evidence.anomaly, Anomaly::EpochFileDisagreesWithBatch);
+    assert_eq!(evidence.details.json()["node"], "b3");
+    assert_eq!(evidence.details.json()["first_base_offset"], 2);
+    assert_eq!(evidence.details.json()["batch_epoch"], 1);
+    assert_eq!(evidence.details.json()["file_epoch"], 2);
 }
 
 #[test]
@@ -655,7 +659,7 @@ fn epoch_file_out_of_order_or_unreadable_is_invalid() {
     fs::write(dir.path().join("nodes/b3").join(EPOCHS), "0\n3\n0 0\n1 2\n").unwrap();
     let result = epoch_file(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
-    let anomalies: Vec<&str> = result.evidence.iter().map(|e| e.anomaly.as_str()).collect();
+    let anomalies: Vec<&str> = result.evidence.iter().map(|e| e.anomaly.name()).collect();
     assert!(
         anomalies.contains(&"epoch-file-not-monotonic"),
         "{anomalies:?}"
@@ -674,7 +678,10 @@ fn epoch_file_entry_inside_a_batch_is_invalid() {
     History::new(dir.path());
     let result = epoch_file(dir.path());
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
-    assert_eq!(result.evidence[0].anomaly, "epoch-entry-not-at-batch-start");
+    assert_eq!(
+        result.evidence[0].anomaly,
+        Anomaly::EpochEntryNotAtBatchStart
+    );
 }
 
 #[test]
@@ -723,8 +730,8 @@ fn duplicates_are_reported_and_counted_but_valid() {
     let result = duplicates(dir.path());
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
     assert_eq!(count(&result, "duplicates"), 1);
-    assert_eq!(result.evidence[0].details["value"], "3");
-    assert_eq!(result.evidence[0].details["offsets"], json!([2, 3]));
+    assert_eq!(result.evidence[0].details.json()["value"], "3");
+    assert_eq!(result.evidence[0].details.json()["offsets"], json!([2, 3]));
 
     let (dir, _history) = run_with("all", full);
     clean_failover(dir.path());
@@ -748,7 +755,7 @@ fn duplicates_without_a_final_log_are_found_in_every_replica() {
     let result = duplicates(dir.path());
     assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
     assert_eq!(count(&result, "duplicates"), 1);
-    assert_eq!(result.evidence[0].details["log"], "b2");
+    assert_eq!(result.evidence[0].details.json()["log"], "b2");
 }
 
 // ---- registration --------------------------------------------------------------

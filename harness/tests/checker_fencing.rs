@@ -2,6 +2,7 @@
 //! brokers' state-change logs and etcd's timeline, loaded through
 //! `RunData::load` as a stored run would be.
 
+use epochal::checker::Anomaly;
 use epochal::checker::{self, CheckResult, Verdict, fencing};
 use epochal::observe::timeline::Timeline;
 use epochal::reader::state_change::StateChange;
@@ -71,7 +72,7 @@ fn checker_fencing_rejects_a_lower_controller_epoch_applied_after_a_higher_one()
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(result.evidence.len(), 1, "{:?}", result.evidence);
     let evidence = &result.evidence[0];
-    assert_eq!(evidence.anomaly, "stale-controller-epoch-applied");
+    assert_eq!(evidence.anomaly, Anomaly::StaleControllerEpochApplied);
     assert!(
         evidence.summary.starts_with(
             "b1 applied UpdateMetadata for t-0 (leader 1, leader epoch 0) from controller 1 \
@@ -80,8 +81,8 @@ fn checker_fencing_rejects_a_lower_controller_epoch_applied_after_a_higher_one()
         "{}",
         evidence.summary
     );
-    assert_eq!(evidence.details["stale"]["entry"], 2);
-    assert_eq!(evidence.details["newer_applied_before"]["entry"], 1);
+    assert_eq!(evidence.details.json()["stale"]["entry"], 2);
+    assert_eq!(evidence.details.json()["newer_applied_before"]["entry"], 1);
 }
 
 #[test]
@@ -101,7 +102,7 @@ fn checker_fencing_rejects_an_applied_leader_and_isr_etcd_never_recorded() {
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(result.evidence.len(), 1, "{:?}", result.evidence);
     let evidence = &result.evidence[0];
-    assert_eq!(evidence.anomaly, "uncommitted-decision-applied");
+    assert_eq!(evidence.anomaly, Anomaly::UncommittedDecisionApplied);
     assert_eq!(
         evidence.summary,
         "b2 applied LeaderAndIsr for t-0 naming leader 1 at leader epoch 1 (controller 1, \
@@ -109,7 +110,7 @@ fn checker_fencing_rejects_an_applied_leader_and_isr_etcd_never_recorded() {
          (revision 20)"
     );
     assert_eq!(
-        evidence.details["etcd_states_in_that_epoch"][0]["revision"],
+        evidence.details.json()["etcd_states_in_that_epoch"][0]["revision"],
         20
     );
     // Without the timeline the same run is unknown, not valid.

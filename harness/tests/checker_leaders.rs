@@ -3,6 +3,7 @@
 //! harness's reader, state-change logs and etcd's timeline, all loaded through
 //! `RunData::load` as a stored run would be.
 
+use epochal::checker::Anomaly;
 use epochal::checker::{self, Verdict, leaders};
 use epochal::observe::timeline::Timeline;
 
@@ -97,17 +98,17 @@ fn checker_leaders_rejects_two_replicas_with_different_values_at_one_offset_in_o
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(result.evidence.len(), 1, "{:?}", result.evidence);
     let evidence = &result.evidence[0];
-    assert_eq!(evidence.anomaly, "two-writers-in-one-epoch");
+    assert_eq!(evidence.anomaly, Anomaly::TwoWritersInOneEpoch);
     assert_eq!(
         evidence.summary,
         "t-0 offset 3, leader epoch 1: b1 holds v3, b2 holds x3 (2 offsets differ in this epoch)"
     );
-    assert_eq!(evidence.details["first_offset"], 3);
-    assert_eq!(evidence.details["differing_offsets"], 2);
-    assert_eq!(evidence.details["replicas"][1]["node"], "b2");
-    assert_eq!(evidence.details["replicas"][1]["value"], "x3");
+    assert_eq!(evidence.details.json()["first_offset"], 3);
+    assert_eq!(evidence.details.json()["differing_offsets"], 2);
+    assert_eq!(evidence.details.json()["replicas"][1]["node"], "b2");
+    assert_eq!(evidence.details.json()["replicas"][1]["value"], "x3");
     assert_eq!(
-        evidence.details["replicas"][1]["file"],
+        evidence.details.json()["replicas"][1]["file"],
         "t-0/00000000000000000000.log"
     );
 }
@@ -148,7 +149,7 @@ fn checker_leaders_rejects_two_leaders_for_one_epoch_in_etcd() {
     let result = run_leaders(&nodes, Some(&timeline));
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(result.evidence.len(), 1, "{:?}", result.evidence);
-    assert_eq!(result.evidence[0].anomaly, "two-leaders-in-etcd");
+    assert_eq!(result.evidence[0].anomaly, Anomaly::TwoLeadersInEtcd);
     assert_eq!(
         result.evidence[0].summary,
         "t-0 leader epoch 1: etcd recorded leaders 2 (revisions [14]) and 3 (revisions [17])"
@@ -164,7 +165,7 @@ fn checker_leaders_rejects_two_brokers_applying_different_leaders_for_one_epoch(
     let result = run_leaders(&nodes, Some(&timeline()));
     assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
     assert_eq!(result.evidence.len(), 1, "{:?}", result.evidence);
-    assert_eq!(result.evidence[0].anomaly, "two-leaders-applied");
+    assert_eq!(result.evidence[0].anomaly, Anomaly::TwoLeadersApplied);
     assert!(
         result.evidence[0]
             .summary
@@ -173,7 +174,7 @@ fn checker_leaders_rejects_two_brokers_applying_different_leaders_for_one_epoch(
         result.evidence[0].summary
     );
     assert_eq!(
-        result.evidence[0].details["leaders"][1]["applied"][0]["controller_id"],
+        result.evidence[0].details.json()["leaders"][1]["applied"][0]["controller_id"],
         3
     );
 }

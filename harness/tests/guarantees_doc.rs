@@ -73,3 +73,21 @@ fn every_guarantees_scenario_is_in_its_table() {
         }
     }
 }
+
+#[test]
+fn the_anomaly_table_is_what_epochal_anomalies_prints() {
+    let doc = doc();
+    let table = epochal::checker::anomaly::table();
+    assert!(
+        doc.contains(&table),
+        "GUARANTEES.md's \"Anomaly kinds\" table differs from `epochal anomalies`; paste its output:\n{table}"
+    );
+    // Each kind's checker is one the guarantee table lists.
+    for kind in epochal::checker::Anomaly::ALL {
+        assert!(
+            doc.contains(&format!("`{}`", kind.checker())),
+            "{kind}: checker {} is not in GUARANTEES.md",
+            kind.checker()
+        );
+    }
+}

@@ -38,7 +38,10 @@ fn verdicts(report: &Report) -> Vec<(String, String, Vec<String>)> {
             (
                 r.checker.clone(),
                 r.verdict.to_string(),
-                r.evidence.iter().map(|e| e.anomaly.clone()).collect(),
+                r.evidence
+                    .iter()
+                    .map(|e| e.anomaly.name().to_owned())
+                    .collect(),
             )
         })
         .collect()

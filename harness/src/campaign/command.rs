@@ -4,12 +4,13 @@
 //! summary and, unless valid, the command that replays it; a table of every
 //! seed's verdict at the end.
 
+use crate::checker::Anomaly;
 use std::io::Write;
 use std::time::Duration;
 
 use clap::Args;
 
-use super::{CampaignOptions, Kind, Plan, StopAfter};
+use super::{CampaignOptions, Kind, KindError, Plan, StopAfter};
 use crate::cli::{
     EXIT_HARNESS_ERROR, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID, RunSettings,
     RuntimeKind, finish_run,
@@ -62,10 +63,18 @@ pub struct CampaignArgs {
     pub settings: RunSettings,
 }
 
+/// A duration that is not a number with `ms`, `s`, `m` or no unit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a duration like 120s, 2m or 1500ms")]
+pub struct DurationError {
+    /// As given, trimmed.
+    pub text: String,
+}
+
 /// `120s`, `2m`, `1500ms`, or bare seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let s = s.trim();
-    let bad = || format!("{s:?} is not a duration like 120s, 2m or 1500ms");
+    let bad = || DurationError { text: s.to_owned() };
     let (number, unit) = s
         .find(|c: char| !c.is_ascii_digit())
         .map_or((s, "s"), |i| (&s[..i], &s[i..]));
@@ -78,9 +87,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A `--seeds` that is not `LOW..HIGH` with LOW <= HIGH.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a seed range like 1..20")]
+pub struct SeedRangeError {
+    pub text: String,
+}
+
 /// `1..20`, both ends included.
-fn parse_seeds(s: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("{s:?} is not a seed range like 1..20");
+fn parse_seeds(s: &str) -> Result<(u64, u64), SeedRangeError> {
+    let bad = || SeedRangeError { text: s.to_owned() };
     let (low, high) = s.split_once("..").ok_or_else(bad)?;
     let (low, high): (u64, u64) = (
         low.trim().parse().map_err(|_| bad())?,
@@ -92,13 +108,25 @@ fn parse_seeds(s: &str) -> Result<(u64, u64), String> {
     Ok((low, high))
 }
 
-fn parse_acks(s: &str) -> Result<Acks, String> {
-    toml::Value::String(s.to_owned())
-        .try_into()
-        .map_err(|_| format!("{s:?} is not acks (all, 1, 0)"))
+/// An `--acks` that is none of the schedule's `acks` values.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{text:?} is not acks (all, 1, 0)")]
+pub struct AcksError {
+    pub text: String,
+    #[source]
+    pub source: toml::de::Error,
 }
 
-fn parse_kind(s: &str) -> Result<Kind, String> {
+fn parse_acks(s: &str) -> Result<Acks, AcksError> {
+    toml::Value::String(s.to_owned())
+        .try_into()
+        .map_err(|source| AcksError {
+            text: s.to_owned(),
+            source,
+        })
+}
+
+fn parse_kind(s: &str) -> Result<Kind, KindError> {
     s.parse()
 }
 
@@ -106,7 +134,7 @@ fn parse_kind(s: &str) -> Result<Kind, String> {
 struct Outcome {
     seed: u64,
     code: u8,
-    anomalies: Vec<String>,
+    anomalies: Vec<Anomaly>,
     dir: Option<std::path::PathBuf>,
 }
 
@@ -150,7 +178,11 @@ pub fn campaign(args: &CampaignArgs, out: &mut impl Write) -> u8 {
                 "  seed {:<6} {:<8} {:<40} {}",
                 o.seed,
                 verdict,
-                o.anomalies.join(","),
+                o.anomalies
+                    .iter()
+                    .map(|a| a.name())
+                    .collect::<Vec<_>>()
+                    .join(","),
                 o.dir
                     .as_ref()
                     .map(|d| d.display().to_string())
@@ -224,13 +256,13 @@ fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
             report.dir.path().display()
         );
     }
-    let mut anomalies: Vec<String> = report
+    let mut anomalies: Vec<Anomaly> = report
         .report
         .results
         .iter()
-        .flat_map(|r| r.evidence.iter().map(|e| e.anomaly.clone()))
+        .flat_map(|r| r.evidence.iter().map(|e| e.anomaly))
         .collect();
-    anomalies.sort();
+    anomalies.sort_by_key(|a| a.name());
     anomalies.dedup();
     Outcome {
         seed,
@@ -248,7 +280,7 @@ pub struct ShrinkArgs {
     /// The anomaly kind a candidate must reproduce; default the first the
     /// run's results name.
     #[arg(long)]
-    pub anomaly: Option<String>,
+    pub anomaly: Option<Anomaly>,
     /// Runs of each candidate before it counts as passing.
     #[arg(long, default_value_t = 3)]
     pub tries: u32,
@@ -278,7 +310,7 @@ pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
         eprintln!("epochal: {e}");
         return EXIT_USAGE;
     }
-    let anomaly = match args.anomaly.clone().or_else(|| first_anomaly(&dir)) {
+    let anomaly = match args.anomaly.or_else(|| first_anomaly(&dir)) {
         Some(a) => a,
         None => {
             eprintln!(
@@ -415,7 +447,7 @@ pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
     }
     let text = header(
         &args.run_dir,
-        &anomaly,
+        anomaly.name(),
         &args.settings.sets,
         faults(&schedule),
         faults(&shrunk),
@@ -438,7 +470,7 @@ pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
 }
 
 /// The first anomaly an invalid run's results name.
-fn first_anomaly(dir: &crate::run_dir::RunDir) -> Option<String> {
+fn first_anomaly(dir: &crate::run_dir::RunDir) -> Option<Anomaly> {
     let text = std::fs::read_to_string(dir.results()).ok()?;
     let report: crate::checker::Report = serde_json::from_str(&text).ok()?;
     if report.verdict != crate::checker::Verdict::Invalid {
@@ -449,7 +481,7 @@ fn first_anomaly(dir: &crate::run_dir::RunDir) -> Option<String> {
         .iter()
         .filter(|r| r.verdict == crate::checker::Verdict::Invalid)
         .flat_map(|r| &r.evidence)
-        .map(|e| e.anomaly.clone())
+        .map(|e| e.anomaly)
         .next()
 }
 
@@ -492,3 +524,40 @@ const LIGHTER_LOADS: [(&str, Lighten); 3] = [
         Some(s)
     }),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap prints these after `error: invalid value ... for '--flag'`.
+    #[test]
+    fn a_bad_flag_value_says_what_was_expected() {
+        assert_eq!(parse_duration(" 90s ").unwrap(), Duration::from_secs(90));
+        assert_eq!(
+            parse_duration(" 5h ").unwrap_err().to_string(),
+            r#""5h" is not a duration like 120s, 2m or 1500ms"#
+        );
+        assert_eq!(parse_seeds("3..7").unwrap(), (3, 7));
+        assert_eq!(
+            parse_seeds("7..3").unwrap_err(),
+            SeedRangeError {
+                text: "7..3".into()
+            }
+        );
+        assert_eq!(
+            parse_seeds("x").unwrap_err().to_string(),
+            r#""x" is not a seed range like 1..20"#
+        );
+        let acks = parse_acks("2").unwrap_err();
+        assert_eq!(acks.to_string(), r#""2" is not acks (all, 1, 0)"#);
+        assert!(std::error::Error::source(&acks).is_some());
+        assert_eq!(parse_kind("pause").unwrap(), Kind::Pause);
+        let kind = parse_kind("paws").unwrap_err();
+        assert_eq!(kind.name, "paws");
+        assert!(
+            kind.to_string()
+                .starts_with(r#""paws" is not a fault kind (pause, crash, "#),
+            "{kind}"
+        );
+    }
+}

@@ -158,16 +158,20 @@ impl Kind {
     }
 }
 
+/// A name that is no [`Kind`]'s; it lists every kind's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name:?} is not a fault kind ({})", Kind::ALL.map(Kind::name).join(", "))]
+pub struct KindError {
+    pub name: String,
+}
+
 impl std::str::FromStr for Kind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Kind, String> {
+    type Err = KindError;
+    fn from_str(s: &str) -> Result<Kind, KindError> {
         Kind::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-                format!("{s:?} is not a fault kind ({})", names.join(", "))
-            })
+            .ok_or_else(|| KindError { name: s.to_owned() })
     }
 }
 

@@ -20,11 +20,13 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde_json::{Value, json};
-
-use super::lost_write::{AckedSends, Excuses, Judgement, acked_sends};
-use super::{CheckResult, Checker, Evidence, RunData};
-use crate::history::{Op, OpType, PolledRecord, Process, RecordValue};
+use super::evidence::{
+    HeldAfterHeal, InconsistentOffsets, NonmonotonicPoll, PollSkip, TruncatedRead, ValueSeen,
+};
+use super::excuses::{Excuses, Judgement};
+use super::index::{AckedSends, OkPoll, RunIndex};
+use super::{Anomaly, CheckResult, Checker, Evidence, RunData};
+use crate::history::RecordValue;
 use crate::node::NodeId;
 use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
@@ -67,52 +69,6 @@ pub fn checker() -> Checker {
             workload writes them (decimal text); keys, headers and timestamps are not compared.",
         check,
     }
-}
-
-/// One poll that ended ok, with the index of its invoke.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct OkPoll<'a> {
-    pub invoke_index: u64,
-    pub index: u64,
-    pub process: Process,
-    pub partition: &'a PartitionRef,
-    pub from_offset: i64,
-    pub node: Option<NodeId>,
-    pub records: &'a [PolledRecord],
-    pub high_watermark: i64,
-    /// The leader epoch etcd named just after the poll.
-    pub leader_epoch: Option<i32>,
-}
-
-/// Every ok poll, in history order.
-pub(crate) fn ok_polls(history: &[Op]) -> Vec<OkPoll<'_>> {
-    let mut invoked: HashMap<Process, u64> = HashMap::new();
-    let mut polls = Vec::new();
-    for op in history {
-        let Some(poll) = op.poll() else {
-            continue;
-        };
-        if op.kind == OpType::Invoke {
-            invoked.insert(op.process, op.index);
-            continue;
-        }
-        let invoke_index = invoked.remove(&op.process).unwrap_or(op.index);
-        let Some((_, read)) = op.read() else {
-            continue;
-        };
-        polls.push(OkPoll {
-            invoke_index,
-            index: op.index,
-            process: op.process,
-            partition: &poll.partition,
-            from_offset: i64::try_from(poll.from_offset).unwrap_or(i64::MAX),
-            node: poll.node,
-            records: &read.records,
-            high_watermark: read.high_watermark,
-            leader_epoch: read.leader_epoch,
-        });
-    }
-    polls
 }
 
 /// What the replicas hold for one partition after the final heal.
@@ -230,15 +186,16 @@ fn each_sighting<'a>(
     (acked_sends, excused_sends)
 }
 
-fn check(run: &RunData) -> Result<CheckResult, String> {
-    let polls = ok_polls(&run.history);
+fn check(index: &RunIndex) -> Result<CheckResult, String> {
+    let run = index.run;
+    let polls = index.ok_polls();
     let mut evidence = Vec::new();
 
     // acks=all values whose loss is excused, by (ok index, value): once such a
     // write may be gone, its offset may hold another write, as after a lost
     // acks=1 write.
     let excuses = Excuses::of(run);
-    let sends = acked_sends(&run.history);
+    let sends = index.acked_sends();
     let excused_acks: Vec<_> = sends
         .values()
         .map(|acked| {
@@ -261,12 +218,12 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     // is kept for each; the sightings of an offset seen with two values are
     // then gathered again, and only they are sorted.
     let mut first_seen = FirstSeen::new(run);
-    let (acked_sends, excused_sends) = each_sighting(&sends, &polls, &excused, |s| {
+    let (acked_sends, excused_sends) = each_sighting(sends, polls, &excused, |s| {
         first_seen.see(s.partition, s.offset, &s.value);
     });
     let mut differing: Vec<Sighting> = Vec::new();
     if first_seen.any_differ {
-        each_sighting(&sends, &polls, &excused, |s| {
+        each_sighting(sends, polls, &excused, |s| {
             if first_seen.differ(s.partition, s.offset) {
                 differing.push(s);
             }
@@ -341,20 +298,29 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 entry.polls.push(sighting.index);
             }
         }
-        let listed: Vec<Value> = values
-            .values()
-            .map(|s| json!({"value": s.value, "polls": s.polls, "sends": s.sends}))
-            .collect();
         let shown: Vec<String> = values.values().map(|s| s.value.to_string()).collect();
-        evidence.push(Evidence {
-            anomaly: "inconsistent-offsets".into(),
-            summary: format!(
-                "{partition} offset {offset} was seen with {} values: {}",
-                values.len(),
-                shown.join(", ")
-            ),
-            details: json!({"partition": partition, "offset": offset, "values": listed}),
-        });
+        let summary = format!(
+            "{partition} offset {offset} was seen with {} values: {}",
+            values.len(),
+            shown.join(", ")
+        );
+        let listed: Vec<ValueSeen> = values
+            .into_values()
+            .map(|s| ValueSeen {
+                polls: s.polls,
+                sends: s.sends,
+                value: s.value,
+            })
+            .collect();
+        evidence.push(Evidence::new(
+            Anomaly::InconsistentOffsets,
+            summary,
+            InconsistentOffsets {
+                offset,
+                partition: partition.clone(),
+                values: listed,
+            },
+        ));
     }
 
     let partitions: BTreeSet<&PartitionRef> = polls.iter().map(|p| p.partition).collect();
@@ -380,7 +346,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     };
 
     // Skips and order, within each poll.
-    for poll in &polls {
+    for poll in polls {
         let control = &logs[poll.partition].control;
         let mut expected = poll.from_offset;
         let mut previous: Option<i64> = None;
@@ -389,53 +355,59 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             if let Some(prev) = previous
                 && offset <= prev
             {
-                evidence.push(Evidence {
-                    anomaly: "int-nonmonotonic-poll".into(),
-                    summary: format!(
+                evidence.push(Evidence::new(
+                    Anomaly::IntNonmonotonicPoll,
+                    format!(
                         "poll at index {} of {} returned offset {offset} after offset {prev}",
                         poll.index, poll.partition
                     ),
-                    details: json!({
-                        "partition": poll.partition, "index": poll.index,
-                        "process": poll.process, "offset": offset, "after": prev,
-                    }),
-                });
+                    NonmonotonicPoll {
+                        after: prev,
+                        index: poll.index,
+                        offset,
+                        partition: poll.partition.clone(),
+                        process: poll.process,
+                    },
+                ));
             } else if offset > expected {
                 let skipped: Vec<i64> = (expected..offset)
                     .filter(|o| !control.contains(o))
                     .collect();
                 if !skipped.is_empty() {
                     let anomaly = if previous.is_some() {
-                        "int-poll-skip"
+                        Anomaly::IntPollSkip
                     } else {
-                        "poll-skip"
+                        Anomaly::PollSkip
                     };
-                    let shown: Vec<Value> = skipped
+                    let shown: Vec<(i64, RecordValue)> = skipped
                         .iter()
                         .take(10)
-                        .map(|&o| json!([o, known_value(poll.partition, o)]))
+                        .map(|&o| (o, known_value(poll.partition, o)))
                         .collect();
                     let from = match previous {
                         Some(prev) => format!("offset {prev}"),
                         None => format!("from_offset {}", poll.from_offset),
                     };
-                    evidence.push(Evidence {
-                        anomaly: anomaly.into(),
-                        summary: format!(
+                    evidence.push(Evidence::new(
+                        anomaly,
+                        format!(
                             "poll at index {} of {} went from {from} to offset {offset}, \
                              skipping {} record(s)",
                             poll.index,
                             poll.partition,
                             skipped.len()
                         ),
-                        details: json!({
-                            "partition": poll.partition, "index": poll.index,
-                            "process": poll.process, "from_offset": poll.from_offset,
-                            "after": previous, "offset": offset,
-                            "skipped_count": skipped.len(),
-                            "skipped": shown,
-                        }),
-                    });
+                        PollSkip {
+                            after: previous,
+                            from_offset: poll.from_offset,
+                            index: poll.index,
+                            offset,
+                            partition: poll.partition.clone(),
+                            process: poll.process,
+                            skipped: shown,
+                            skipped_count: skipped.len(),
+                        },
+                    ));
                 }
             }
             expected = expected.max(offset + 1);
@@ -448,7 +420,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let mut reads: BTreeMap<(&PartitionRef, i64, String), (&RecordValue, Vec<u64>)> =
         BTreeMap::new();
     let mut unhosted: BTreeSet<&PartitionRef> = BTreeSet::new();
-    for poll in &polls {
+    for poll in polls {
         if poll.records.is_empty() {
             continue;
         }
@@ -530,26 +502,32 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
             },
             _ => String::new(),
         };
-        let replicas: serde_json::Map<String, Value> = logs[partition]
+        let replicas: BTreeMap<NodeId, HeldAfterHeal> = logs[partition]
             .replicas
             .iter()
             .map(|(node, (leo, findings, values))| {
-                let held = json!({"value": values.get(*offset), "log_end_offset": leo,
-                                  "findings": findings});
-                (node.to_string(), held)
+                let held = HeldAfterHeal {
+                    findings: *findings,
+                    log_end_offset: *leo,
+                    value: values.get(*offset),
+                };
+                (*node, held)
             })
             .collect();
-        evidence.push(Evidence {
-            anomaly: "truncated-read".into(),
-            summary: format!(
+        evidence.push(Evidence::new(
+            Anomaly::TruncatedRead,
+            format!(
                 "{partition} offset {offset}: polls read {value}, after the final heal {}{write}",
                 shown.join(", ")
             ),
-            details: json!({
-                "partition": partition, "offset": offset, "value": value,
-                "polls": indices, "replicas": replicas,
-            }),
-        });
+            TruncatedRead {
+                offset: *offset,
+                partition: (*partition).clone(),
+                polls: indices.clone(),
+                replicas,
+                value: (*value).clone(),
+            },
+        ));
     }
 
     let records_read: usize = polls.iter().map(|p| p.records.len()).sum();

@@ -9,15 +9,15 @@
 //! there is divergence, and one that merely lags is reported as behind, with
 //! its log end and the leader's.
 
-use std::collections::BTreeSet;
-
-use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::node::NodeId;
 use crate::reader::{Payload, ReplicaState};
 
+use super::evidence;
 use super::final_log::FinalLog;
-use super::{CheckResult, Checker, Evidence, RunData};
+use super::{Anomaly, CheckResult, Checker, Details, Evidence, RunIndex};
+use crate::topic_partition::PartitionRef;
 
 pub const NAME: &str = "divergence";
 
@@ -74,14 +74,14 @@ fn slots(replica: &ReplicaState, from: i64, to: i64) -> Vec<(i64, Slot<'_>)> {
     held
 }
 
-fn describe(slot: Option<&Slot>) -> Value {
+fn describe(slot: Option<&Slot>) -> evidence::Slot {
     match slot {
-        None => json!("nothing"),
-        Some((epoch, control, value)) => json!({
-            "epoch": epoch,
-            "control": control,
-            "value": value,
-        }),
+        None => evidence::Slot::Nothing(evidence::NothingHeld::Nothing),
+        Some(&(epoch, control, value)) => evidence::Slot::Record {
+            control,
+            epoch,
+            value: value.cloned(),
+        },
     }
 }
 
@@ -142,7 +142,8 @@ fn first_divergence<'a>(replicas: &[(NodeId, &'a ReplicaState)]) -> Option<Diver
     }
 }
 
-fn check(run: &RunData) -> Result<CheckResult, String> {
+fn check(index: &RunIndex) -> Result<CheckResult, String> {
+    let run = index.run;
     let partitions = run.partitions();
     let mut evidence = Vec::new();
     let mut compared = 0u64;
@@ -204,9 +205,12 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         NAME,
         evidence,
         |evidence| {
-            let partitions: BTreeSet<String> = evidence
+            let partitions: BTreeSet<&PartitionRef> = evidence
                 .iter()
-                .map(|e| e.details["partition"].to_string())
+                .filter_map(|e| match &e.details {
+                    Details::Divergence(d) => Some(&d.partition),
+                    _ => None,
+                })
                 .collect();
             format!("{} partition(s) with diverging replicas", partitions.len())
         },
@@ -249,29 +253,24 @@ fn divergence(
         .map(|(node, slot)| format!("{node} holds {}", short(slot.as_ref())))
         .collect::<Vec<_>>()
         .join(", ");
-    let holds: serde_json::Map<String, Value> = held
+    let holds: BTreeMap<NodeId, evidence::Slot> = held
         .iter()
-        .map(|(node, slot)| (node.to_string(), describe(slot.as_ref())))
+        .map(|(node, slot)| (*node, describe(slot.as_ref())))
         .collect();
-    let mut details = json!({
-        "partition": partition,
-        "offset": offset,
-        "common_end": end,
-        "replicas": replicas.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
-        "holds": holds,
-    });
     let who = match &against {
-        Some(against) => {
-            details["outside_final_isr"] = json!(true);
-            format!("{against}: ")
-        }
+        Some(against) => format!("{against}: "),
         None => String::new(),
     };
-    Evidence {
-        anomaly: "replica-divergence".into(),
-        summary: format!(
-            "{partition} diverges at offset {offset} (common end {end}): {who}{summary}"
-        ),
-        details,
-    }
+    Evidence::new(
+        Anomaly::ReplicaDivergence,
+        format!("{partition} diverges at offset {offset} (common end {end}): {who}{summary}"),
+        evidence::Divergence {
+            common_end: end,
+            holds,
+            offset,
+            outside_final_isr: against.is_some().then_some(true),
+            partition: partition.clone(),
+            replicas: replicas.iter().map(|(n, _)| *n).collect(),
+        },
+    )
 }

@@ -9,11 +9,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use serde_json::{Value, json};
-
-use super::final_log::FinalLog;
-use super::lost_write::{EVIDENCE_MAX, ValueIndex};
-use super::{CheckResult, Checker, Evidence, RunData};
+use super::evidence::{Duplicate, IdempotentDuplicate, SendRef};
+use super::index::{EVIDENCE_MAX, RunIndex, ValueIndex};
+use super::{Anomaly, CheckResult, Checker, Evidence};
 use crate::history::{Idempotence, Op, OpType, Process};
 use crate::topic_partition::PartitionRef;
 
@@ -59,24 +57,17 @@ struct SentBy {
 }
 
 impl SentBy {
-    fn details(&self) -> Value {
-        let mut details = json!({
-            "process": self.process,
-            "invoke_index": self.invoke_index,
-        });
-        if let Some((index, kind)) = self.completion {
-            details["index"] = json!(index);
-            details["type"] = json!(kind);
+    fn details(&self) -> SendRef {
+        SendRef {
+            attempts: self.producer.as_ref().and_then(|p| p.attempts),
+            index: self.completion.map(|(index, _)| index),
+            invoke_index: self.invoke_index,
+            process: self.process,
+            producer_epoch: self.producer.as_ref().map(|p| p.epoch),
+            producer_id: self.producer.as_ref().map(|p| p.id),
+            sequence: self.producer.as_ref().map(|_| self.sequence),
+            kind: self.completion.map(|(_, kind)| kind),
         }
-        if let Some(p) = &self.producer {
-            details["producer_id"] = json!(p.id);
-            details["producer_epoch"] = json!(p.epoch);
-            details["sequence"] = json!(self.sequence);
-            if let Some(attempts) = p.attempts {
-                details["attempts"] = json!(attempts);
-            }
-        }
-        details
     }
 
     /// `producer 4000 epoch 0 sequence 7 (process 3, history index 10, ok
@@ -183,7 +174,8 @@ fn sent_value(text: &str) -> Option<i64> {
         .filter(|value| value.to_string() == text)
 }
 
-fn check(run: &RunData) -> Result<CheckResult, String> {
+fn check(index: &RunIndex) -> Result<CheckResult, String> {
+    let run = index.run;
     let partitions = run.partitions();
     if partitions.is_empty() {
         return Ok(CheckResult::unknown(
@@ -195,19 +187,29 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     let mut seen: BTreeSet<(&PartitionRef, String, Vec<i64>)> = BTreeSet::new();
     let mut repeated = Vec::new();
     for partition in &partitions {
-        let examined: Vec<(String, _)> = match FinalLog::of(run, partition) {
-            Ok(log) => vec![(log.chosen.clone(), log.replica)],
+        // The final log's values as the run's index holds them; without a
+        // final log, every replica's, indexed here.
+        let final_log = index.final_log(partition);
+        let each: Vec<(String, ValueIndex<'_>)> = match final_log {
+            Ok(_) => Vec::new(),
             Err(_) => run
                 .holders(partition)
                 .into_iter()
-                .map(|(node, replica)| (node.to_string(), replica))
+                .map(|(node, replica)| (node.to_string(), ValueIndex::of(replica)))
                 .collect(),
         };
-        for (source, replica) in examined {
-            for (value, offsets) in ValueIndex::of(replica).repeated() {
+        let examined: Vec<(&str, &ValueIndex<'_>)> = match final_log {
+            Ok(indexed) => vec![(indexed.log.chosen.as_str(), &indexed.by_value)],
+            Err(_) => each
+                .iter()
+                .map(|(node, values)| (node.as_str(), values))
+                .collect(),
+        };
+        for (source, values) in examined {
+            for (value, offsets) in values.repeated() {
                 let value = value.into_owned();
                 if seen.insert((partition, value.clone(), offsets.clone())) {
-                    repeated.push((partition, value, offsets, source.clone()));
+                    repeated.push((partition, value, offsets, source.to_owned()));
                 }
             }
         }
@@ -236,18 +238,16 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 ));
             }
         } else if allowed.len() < EVIDENCE_MAX {
-            allowed.push(Evidence {
-                anomaly: "duplicate".into(),
-                summary: format!(
-                    "value {value} is at offsets {offsets:?} of {partition} ({source})"
-                ),
-                details: json!({
-                    "partition": partition,
-                    "value": value,
-                    "offsets": offsets,
-                    "log": source,
-                }),
-            });
+            allowed.push(Evidence::new(
+                Anomaly::Duplicate,
+                format!("value {value} is at offsets {offsets:?} of {partition} ({source})"),
+                Duplicate {
+                    log: source,
+                    offsets,
+                    partition: partition.clone(),
+                    value,
+                },
+            ));
         }
     }
     let mut result = if idempotent_duplicates > 0 {
@@ -292,28 +292,31 @@ fn idempotent_duplicate(
     };
     let by: Vec<String> = sent.iter().map(SentBy::describe).collect();
     Evidence {
-        anomaly: "idempotent-duplicate".into(),
+        anomaly: Anomaly::IdempotentDuplicate,
         summary: format!(
             "value {value} is at offsets {offsets:?} of {partition} ({source}), sent {times} by an \
              idempotent producer: {}",
             by.join("; ")
         ),
-        details: json!({
-            "partition": partition,
-            "value": value,
-            "offsets": offsets,
-            "log": source,
-            "sends": sent.iter().map(SentBy::details).collect::<Vec<_>>(),
-        }),
+        details: IdempotentDuplicate {
+            log: source.to_owned(),
+            offsets: offsets.to_vec(),
+            partition: partition.clone(),
+            sends: sent.iter().map(SentBy::details).collect(),
+            value: value.to_owned(),
+        }
+        .into(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checker::RunData;
     use crate::checker::Verdict;
     use crate::checker::synthetic::{SyntheticSpec, synthetic_run};
     use crate::history::Body;
+    use serde_json::json;
 
     /// A small synthetic run without faults or unknown sends, one value a
     /// send: every replica of every partition holds each acknowledged value
@@ -406,16 +409,16 @@ mod tests {
         let first = acked.offsets.as_ref().unwrap()[0];
         let again = append_again(&mut run, &partition, value);
 
-        let result = check(&run).unwrap();
+        let result = checker().check_run(&run).unwrap();
         assert_eq!(result.verdict, Verdict::Invalid, "{result:#?}");
         assert_eq!(result.counts["idempotent-duplicates"], 1);
         assert!(result.counts["duplicates"] >= 1);
         let evidence = &result.evidence[0];
-        assert_eq!(evidence.anomaly, "idempotent-duplicate");
-        assert_eq!(evidence.details["value"], value.to_string());
-        assert_eq!(evidence.details["offsets"][0], first);
-        assert_eq!(evidence.details["offsets"][1], again[0]);
-        let sent = &evidence.details["sends"][0];
+        assert_eq!(evidence.anomaly, Anomaly::IdempotentDuplicate);
+        assert_eq!(evidence.details.json()["value"], value.to_string());
+        assert_eq!(evidence.details.json()["offsets"][0], first);
+        assert_eq!(evidence.details.json()["offsets"][1], again[0]);
+        let sent = &evidence.details.json()["sends"][0];
         assert_eq!(sent["process"], json!(run.history[invoke].process));
         assert_eq!(sent["invoke_index"], run.history[invoke].index);
         assert_eq!(sent["index"], run.history[completion].index);
@@ -443,7 +446,7 @@ mod tests {
         let (partition, value) = (send.partition.clone(), send.values[0]);
         append_again(&mut run, &partition, value);
 
-        let result = check(&run).unwrap();
+        let result = checker().check_run(&run).unwrap();
         assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
         assert_eq!(result.counts["duplicates"], 1);
         assert!(!result.counts.contains_key("idempotent-duplicates"));
@@ -451,8 +454,8 @@ mod tests {
             result.message,
             "1 value(s) at more than one offset (allowed without idempotence)"
         );
-        assert_eq!(result.evidence[0].anomaly, "duplicate");
-        assert!(result.evidence[0].details.get("sends").is_none());
+        assert_eq!(result.evidence[0].anomaly, Anomaly::Duplicate);
+        assert!(result.evidence[0].details.json().get("sends").is_none());
     }
 
     #[test]
@@ -472,7 +475,7 @@ mod tests {
         run.history.extend(second);
         append_again(&mut run, &partition, value);
 
-        let result = check(&run).unwrap();
+        let result = checker().check_run(&run).unwrap();
         assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
         assert_eq!(result.counts["idempotent-duplicates"], 0);
         assert_eq!(result.counts["duplicates"], 1);

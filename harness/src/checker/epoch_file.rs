@@ -30,12 +30,13 @@
 //! it — the reader still notes them as findings); an epoch file that is
 //! absent (Kafka creates an empty one and recovery reassigns from batches).
 
-use serde_json::json;
-
 use crate::node::NodeId;
 use crate::reader::{EpochEntry, FindingKind, ReplicaState};
 
-use super::{CheckResult, Checker, Evidence, RunData};
+use super::evidence::{
+    BatchSpan, EpochDisagrees, EpochNotAtBatchStart, EpochNotMonotonic, EpochUnreadable,
+};
+use super::{Anomaly, CheckResult, Checker, Evidence, RunIndex};
 
 pub const NAME: &str = "epoch-file";
 
@@ -172,17 +173,20 @@ fn evidence_of(node: NodeId, replica: &ReplicaState, problem: &Problem) -> Evide
             previous,
             entry,
         } => Evidence {
-            anomaly: "epoch-file-not-monotonic".into(),
+            anomaly: Anomaly::EpochFileNotMonotonic,
             summary: format!(
                 "{where_}: entry {index} ({} {}) follows ({} {}): epochs must increase and start \
                  offsets must not decrease",
                 entry.epoch, entry.start_offset, previous.epoch, previous.start_offset
             ),
-            details: json!({
-                "node": node, "partition": partition, "entry": index,
-                "previous": [previous.epoch, previous.start_offset],
-                "entry_value": [entry.epoch, entry.start_offset],
-            }),
+            details: EpochNotMonotonic {
+                entry: *index,
+                entry_value: (entry.epoch, entry.start_offset),
+                node,
+                partition,
+                previous: (previous.epoch, previous.start_offset),
+            }
+            .into(),
         },
         Problem::Disagrees {
             first_base,
@@ -192,7 +196,7 @@ fn evidence_of(node: NodeId, replica: &ReplicaState, problem: &Problem) -> Evide
             file_epoch,
             entry_start,
         } => Evidence {
-            anomaly: "epoch-file-disagrees-with-batch".into(),
+            anomaly: Anomaly::EpochFileDisagreesWithBatch,
             summary: format!(
                 "{where_}: {batches} batch(es) at offsets {first_base}..={last_offset} carry epoch \
                  {batch_epoch} but the file gives {}",
@@ -201,16 +205,26 @@ fn evidence_of(node: NodeId, replica: &ReplicaState, problem: &Problem) -> Evide
                     _ => "no epoch (no entry starts at or before them)".into(),
                 }
             ),
-            details: json!({
-                "node": node, "partition": partition,
-                "first_base_offset": first_base, "last_offset": last_offset,
-                "batches": batches, "batch_epoch": batch_epoch,
-                "file_epoch": file_epoch, "entry_start_offset": entry_start,
-                "epoch_file": replica.leader_epochs.as_ref().map(|e| e.iter().map(|e| [i64::from(e.epoch), e.start_offset]).collect::<Vec<_>>()),
-            }),
+            details: EpochDisagrees {
+                batch_epoch: *batch_epoch,
+                batches: *batches,
+                entry_start_offset: *entry_start,
+                epoch_file: replica.leader_epochs.as_ref().map(|entries| {
+                    entries
+                        .iter()
+                        .map(|e| (i64::from(e.epoch), e.start_offset))
+                        .collect()
+                }),
+                file_epoch: *file_epoch,
+                first_base_offset: *first_base,
+                last_offset: *last_offset,
+                node,
+                partition,
+            }
+            .into(),
         },
         Problem::NotAtBatchStart { entry, inside } => Evidence {
-            anomaly: "epoch-entry-not-at-batch-start".into(),
+            anomaly: Anomaly::EpochEntryNotAtBatchStart,
             summary: format!(
                 "{where_}: epoch {} starts at {}, which is no batch's base offset{}",
                 entry.epoch,
@@ -220,16 +234,23 @@ fn evidence_of(node: NodeId, replica: &ReplicaState, problem: &Problem) -> Evide
                     b.base, b.last, b.epoch
                 ))
             ),
-            details: json!({
-                "node": node, "partition": partition,
-                "entry": [entry.epoch, entry.start_offset],
-                "inside_batch": inside.map(|b| json!({"base_offset": b.base, "last_offset": b.last, "epoch": b.epoch})),
-            }),
+            details: EpochNotAtBatchStart {
+                entry: (entry.epoch, entry.start_offset),
+                inside_batch: inside.map(|b| BatchSpan {
+                    base_offset: b.base,
+                    epoch: b.epoch,
+                    last_offset: b.last,
+                }),
+                node,
+                partition,
+            }
+            .into(),
         },
     }
 }
 
-fn check(run: &RunData) -> Result<CheckResult, String> {
+fn check(index: &RunIndex) -> Result<CheckResult, String> {
+    let run = index.run;
     let mut evidence = Vec::new();
     let (mut checked, mut without) = (0u64, 0u64);
     for (&node, dir) in &run.replicas {
@@ -243,11 +264,14 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                     )
             });
             if let Some(finding) = unreadable {
-                evidence.push(Evidence {
-                    anomaly: "epoch-file-unreadable".into(),
-                    summary: format!("{node} {}: {}", epoch_file.display(), finding.kind),
-                    details: json!({"node": node, "finding": finding}),
-                });
+                evidence.push(Evidence::new(
+                    Anomaly::EpochFileUnreadable,
+                    format!("{node} {}: {}", epoch_file.display(), finding.kind),
+                    EpochUnreadable {
+                        finding: finding.clone(),
+                        node,
+                    },
+                ));
                 continue;
             }
             let Some(entries) = &replica.leader_epochs else {

@@ -16,7 +16,7 @@ use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
 use super::RunData;
-use super::lost_write::AckedValue;
+use super::index::AckedValue;
 
 mod read_after_loss;
 

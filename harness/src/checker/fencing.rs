@@ -8,9 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::json;
-
-use super::{CheckResult, Checker, Evidence, RunData};
+use super::evidence::{EtcdState, StaleEpochApplied, StateChangeEntry, UncommittedApplied};
+use super::{Anomaly, CheckResult, Checker, Evidence, RunIndex};
 use crate::node::NodeId;
 use crate::observe::timeline::Timeline;
 use crate::reader::state_change::StateChange;
@@ -47,7 +46,8 @@ pub fn checker() -> Checker {
     }
 }
 
-pub fn check(run: &RunData) -> Result<CheckResult, String> {
+pub fn check(index: &RunIndex) -> Result<CheckResult, String> {
+    let run = index.run;
     if run.state_changes.is_empty() {
         return Ok(CheckResult::unknown(
             NAME,
@@ -96,20 +96,20 @@ pub fn check(run: &RunData) -> Result<CheckResult, String> {
         .with_count("rejected", rejected))
 }
 
-fn entry_json(node: NodeId, index: usize, entry: &StateChange) -> serde_json::Value {
-    json!({
-        "node": node,
-        "entry": index,
-        "time_ms": entry.time_ms,
-        "request": entry.request,
-        "controller_id": entry.controller_id,
-        "controller_epoch": entry.controller_epoch,
-        "topic": entry.topic,
-        "partition": entry.partition,
-        "leader": entry.leader,
-        "leader_epoch": entry.leader_epoch,
-        "isr": entry.isr,
-    })
+fn entry_of(node: NodeId, index: usize, entry: &StateChange) -> StateChangeEntry {
+    StateChangeEntry {
+        controller_epoch: entry.controller_epoch,
+        controller_id: entry.controller_id,
+        entry: index,
+        isr: entry.isr.clone(),
+        leader: entry.leader,
+        leader_epoch: entry.leader_epoch,
+        node,
+        partition: entry.partition,
+        request: entry.request.clone(),
+        time_ms: entry.time_ms,
+        topic: entry.topic.clone(),
+    }
 }
 
 /// Rule 1: along each broker's log, an applied entry whose controller epoch is
@@ -142,7 +142,7 @@ fn stale_epochs_applied(logs: &BTreeMap<NodeId, Vec<StateChange>>) -> Vec<Eviden
         for ((_, stale_epoch, newer_epoch), (index, newer_index, count)) in found {
             let (entry, newer) = (&entries[index], &entries[newer_index]);
             evidence.push(Evidence {
-                anomaly: "stale-controller-epoch-applied".into(),
+                anomaly: Anomaly::StaleControllerEpochApplied,
                 summary: format!(
                     "{node} applied {} for {}-{} (leader {}, leader epoch {}) from controller \
                      {} at controller epoch {stale_epoch} after applying controller epoch \
@@ -154,12 +154,13 @@ fn stale_epochs_applied(logs: &BTreeMap<NodeId, Vec<StateChange>>) -> Vec<Eviden
                     entry.leader_epoch,
                     entry.controller_id
                 ),
-                details: json!({
-                    "node": node,
-                    "stale": entry_json(node, index, entry),
-                    "newer_applied_before": entry_json(node, newer_index, newer),
-                    "stale_entries": count,
-                }),
+                details: StaleEpochApplied {
+                    newer_applied_before: entry_of(node, newer_index, newer),
+                    node,
+                    stale: entry_of(node, index, entry),
+                    stale_entries: count,
+                }
+                .into(),
             });
         }
     }
@@ -200,7 +201,7 @@ fn uncommitted_decisions_applied(
             if committed.contains(&key) {
                 continue;
             }
-            let recorded: Vec<serde_json::Value> = timeline
+            let recorded: Vec<EtcdState> = timeline
                 .partition_states
                 .iter()
                 .filter(|s| {
@@ -208,18 +209,16 @@ fn uncommitted_decisions_applied(
                         && i64::from(s.partition) == i64::from(entry.partition)
                         && s.leader_epoch == entry.leader_epoch
                 })
-                .map(|s| {
-                    json!({
-                        "revision": s.revision,
-                        "leader": s.leader,
-                        "leader_epoch": s.leader_epoch,
-                        "isr": s.isr,
-                        "controller_epoch": s.controller_epoch,
-                    })
+                .map(|s| EtcdState {
+                    controller_epoch: s.controller_epoch,
+                    isr: s.isr.clone(),
+                    leader: s.leader,
+                    leader_epoch: s.leader_epoch,
+                    revision: s.revision,
                 })
                 .collect();
             evidence.push(Evidence {
-                anomaly: "uncommitted-decision-applied".into(),
+                anomaly: Anomaly::UncommittedDecisionApplied,
                 summary: format!(
                     "{node} applied LeaderAndIsr for {}-{} naming leader {} at leader epoch {} \
                      (controller {}, controller epoch {}), which etcd never recorded{}",
@@ -232,15 +231,16 @@ fn uncommitted_decisions_applied(
                     match recorded.first() {
                         Some(first) => format!(
                             "; etcd's leader for that epoch: {} (revision {})",
-                            first["leader"], first["revision"]
+                            first.leader, first.revision
                         ),
                         None => String::new(),
                     }
                 ),
-                details: json!({
-                    "applied": entry_json(node, index, entry),
-                    "etcd_states_in_that_epoch": recorded,
-                }),
+                details: UncommittedApplied {
+                    applied: entry_of(node, index, entry),
+                    etcd_states_in_that_epoch: recorded,
+                }
+                .into(),
             });
         }
     }
@@ -250,6 +250,7 @@ fn uncommitted_decisions_applied(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checker::RunData;
     use crate::checker::Verdict;
     use crate::observe::timeline::PartitionStateChange;
 
@@ -291,8 +292,11 @@ mod tests {
             .push(entry("StopReplica", 1, 1, 1));
         let evidence = stale_epochs_applied(&logs);
         assert_eq!(evidence.len(), 1, "{evidence:?}");
-        assert_eq!(evidence[0].details["stale"]["entry"], 4);
-        assert_eq!(evidence[0].details["newer_applied_before"]["entry"], 1);
+        assert_eq!(evidence[0].details.json()["stale"]["entry"], 4);
+        assert_eq!(
+            evidence[0].details.json()["newer_applied_before"]["entry"],
+            1
+        );
     }
 
     #[test]
@@ -300,7 +304,7 @@ mod tests {
         let mut run = RunData::default();
         run.state_changes
             .insert(NodeId::new(1), vec![entry("LeaderAndIsr", 1, 1, 0)]);
-        let result = check(&run).unwrap();
+        let result = checker().check_run(&run).unwrap();
         assert_eq!(result.verdict, Verdict::Unknown);
         assert!(result.message.contains("rule 2"), "{}", result.message);
         run.timeline = Some(Timeline {
@@ -315,9 +319,9 @@ mod tests {
             }],
             controllers: vec![],
         });
-        assert_eq!(check(&run).unwrap().verdict, Verdict::Valid);
+        assert_eq!(checker().check_run(&run).unwrap().verdict, Verdict::Valid);
         assert_eq!(
-            check(&RunData::default()).unwrap().verdict,
+            checker().check_run(&RunData::default()).unwrap().verdict,
             Verdict::Unknown
         );
     }

@@ -23,10 +23,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde_json::json;
-
-use super::consumer::{OkPoll, ok_polls};
-use super::{CheckResult, Checker, Evidence, RunData};
+use super::evidence::{ConsumedRegressed, EarlierPoll, LaterPoll, WatermarkRegressed};
+use super::index::{OkPoll, RunIndex};
+use super::{Anomaly, CheckResult, Checker, Evidence};
 use crate::history::Process;
 use crate::node::NodeId;
 use crate::observe::timeline::Timeline;
@@ -76,8 +75,9 @@ fn epochs_led(
     )
 }
 
-fn check(run: &RunData) -> Result<CheckResult, String> {
-    let polls = ok_polls(&run.history);
+fn check(index: &RunIndex) -> Result<CheckResult, String> {
+    let run = index.run;
+    let polls = index.ok_polls();
     let mut evidence = Vec::new();
     let mut unresolved = Vec::new();
     let mut across_leaders = 0u64;
@@ -85,7 +85,7 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 
     // (process, partition) → the highest offset it consumed so far.
     let mut consumed: HashMap<(Process, &PartitionRef), i64> = HashMap::new();
-    for poll in &polls {
+    for poll in polls {
         let key = (poll.process, poll.partition);
         let before = consumed.get(&key).copied();
         if let Some(last) = poll.records.iter().map(|r| r.offset()).max() {
@@ -93,18 +93,21 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         }
         if let Some(record) = poll.records.iter().find(|r| r.offset() < poll.from_offset) {
             let offset = record.offset();
-            evidence.push(Evidence {
-                anomaly: "consumed-offset-regressed".into(),
-                summary: format!(
+            evidence.push(Evidence::new(
+                Anomaly::ConsumedOffsetRegressed,
+                format!(
                     "poll at index {} of {} asked from offset {} and returned offset {offset}",
                     poll.index, poll.partition, poll.from_offset
                 ),
-                details: json!({
-                    "partition": poll.partition, "index": poll.index,
-                    "process": poll.process, "from_offset": poll.from_offset,
-                    "offset": offset, "consumed_before": before,
-                }),
-            });
+                ConsumedRegressed {
+                    consumed_before: before,
+                    from_offset: poll.from_offset,
+                    index: poll.index,
+                    offset,
+                    partition: poll.partition.clone(),
+                    process: poll.process,
+                },
+            ));
         }
     }
 
@@ -139,24 +142,32 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                 .timeline
                 .as_ref()
                 .and_then(|t| epochs_led(t, partition, node));
-            let details = json!({
-                "partition": partition, "node": node,
-                "earlier": {"index": earlier.index, "process": earlier.process,
-                            "high_watermark": earlier.high_watermark},
-                "later": {"index": later.index, "invoke_index": later.invoke_index,
-                          "process": later.process, "high_watermark": later.high_watermark},
-                "leader_epochs_of_node": epochs,
-            });
-            match epochs {
-                Some(epochs) if epochs.len() == 1 => evidence.push(Evidence {
-                    anomaly: "high-watermark-regressed".into(),
-                    summary: format!(
+            let details = WatermarkRegressed {
+                earlier: EarlierPoll {
+                    high_watermark: earlier.high_watermark,
+                    index: earlier.index,
+                    process: earlier.process,
+                },
+                later: LaterPoll {
+                    high_watermark: later.high_watermark,
+                    index: later.index,
+                    invoke_index: later.invoke_index,
+                    process: later.process,
+                },
+                leader_epochs_of_node: epochs,
+                node,
+                partition: (*partition).clone(),
+            };
+            match &details.leader_epochs_of_node {
+                Some(epochs) if epochs.len() == 1 => evidence.push(Evidence::new(
+                    Anomaly::HighWatermarkRegressed,
+                    format!(
                         "{partition} on {node}: poll at index {} saw high watermark {}, poll at \
                          index {} (invoked after) saw {}, within {node}'s one leader epoch",
                         earlier.index, earlier.high_watermark, later.index, later.high_watermark
                     ),
                     details,
-                }),
+                )),
                 Some(epochs) if epochs.len() > 1 => after_leader_change += 1,
                 _ => unresolved.push(details),
             }
@@ -171,6 +182,8 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
         evidence,
         super::anomalies_message,
         unresolved.first().map(|first| {
+            // Written as its JSON, as results.json has always said it.
+            let first = serde_json::to_string(first).expect("serializes");
             format!(
                 "{} high watermark drop(s) on one node with no timeline to tell whether \
                  leadership changed between, first: {first}",
@@ -193,7 +206,8 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checker::Verdict;
+    use crate::checker::RunData;
+    use crate::checker::{Details, Verdict};
     use crate::history::{Body, Op, OpType, Poll, PolledRecord, Read, RecordValue};
     use crate::observe::timeline::PartitionStateChange;
 
@@ -271,27 +285,35 @@ mod tests {
 
     #[test]
     fn checker_watermark_drop_on_one_leader_epoch_is_invalid_across_processes() {
-        let result = check(&run(two_polls(1), Some(vec![leader(1, 1, 0)]))).unwrap();
+        let result = checker()
+            .check_run(&run(two_polls(1), Some(vec![leader(1, 1, 0)])))
+            .unwrap();
         assert_eq!(result.verdict, Verdict::Invalid);
         let e = &result.evidence[0];
-        assert_eq!(e.anomaly, "high-watermark-regressed");
-        assert_eq!(e.details["earlier"]["high_watermark"], json!(5));
-        assert_eq!(e.details["later"]["index"], json!(3));
+        assert_eq!(e.anomaly, Anomaly::HighWatermarkRegressed);
+        let Details::WatermarkRegressed(d) = &e.details else {
+            panic!("{:?}", e.details)
+        };
+        assert_eq!((d.earlier.high_watermark, d.later.index), (5, 3));
     }
 
     #[test]
     fn checker_watermark_drop_across_leaders_is_counted_not_invalid() {
         let mut states = vec![leader(1, 1, 0), leader(2, 2, 1)];
-        let result = check(&run(two_polls(2), Some(states.clone()))).unwrap();
+        let result = checker()
+            .check_run(&run(two_polls(2), Some(states.clone())))
+            .unwrap();
         assert_eq!(result.verdict, Verdict::Valid);
         assert_eq!(result.counts["drops-across-leaders"], 1);
         // b1 led again in a later epoch: a drop on b1 is KIP-207's case too.
         states.push(leader(3, 1, 2));
-        let result = check(&run(two_polls(1), Some(states))).unwrap();
+        let result = checker()
+            .check_run(&run(two_polls(1), Some(states)))
+            .unwrap();
         assert_eq!(result.verdict, Verdict::Valid);
         assert_eq!(result.counts["drops-after-leader-change"], 1);
         // No timeline: the same-node drop cannot be judged.
-        let result = check(&run(two_polls(1), None)).unwrap();
+        let result = checker().check_run(&run(two_polls(1), None)).unwrap();
         assert_eq!(result.verdict, Verdict::Unknown);
     }
 
@@ -303,7 +325,9 @@ mod tests {
             op(2, 0, OpType::Ok, ok(1, 0, &[], 5)),
             op(3, 1, OpType::Ok, ok(1, 0, &[], 3)),
         ];
-        let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
+        let result = checker()
+            .check_run(&run(history, Some(vec![leader(1, 1, 0)])))
+            .unwrap();
         assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.evidence);
     }
 
@@ -315,20 +339,25 @@ mod tests {
             op(2, 0, OpType::Invoke, invoke()),
             op(3, 0, OpType::Ok, ok(1, 4, &[(3, 13), (4, 14)], 5)),
         ];
-        let result = check(&run(history.clone(), Some(vec![leader(1, 1, 0)]))).unwrap();
+        let result = checker()
+            .check_run(&run(history.clone(), Some(vec![leader(1, 1, 0)])))
+            .unwrap();
         assert_eq!(result.verdict, Verdict::Invalid);
         assert_eq!(result.evidence.len(), 1);
         let e = &result.evidence[0];
-        assert_eq!(e.anomaly, "consumed-offset-regressed");
-        assert_eq!(e.details["offset"], json!(3));
-        assert_eq!(e.details["index"], json!(3));
-        assert_eq!(e.details["consumed_before"], json!(3));
+        assert_eq!(e.anomaly, Anomaly::ConsumedOffsetRegressed);
+        let Details::ConsumedRegressed(d) = &e.details else {
+            panic!("{:?}", e.details)
+        };
+        assert_eq!((d.offset, d.index, d.consumed_before), (3, 3, Some(3)));
         // Asking for offset 3 again is a re-read the consumer asked for.
         let mut history = history;
         if let Body::Poll(poll) = &mut history[3].body {
             poll.from_offset = 3;
         }
-        let result = check(&run(history, Some(vec![leader(1, 1, 0)]))).unwrap();
+        let result = checker()
+            .check_run(&run(history, Some(vec![leader(1, 1, 0)])))
+            .unwrap();
         assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.evidence);
     }
 }

@@ -9,9 +9,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::json;
-
-use super::{CheckResult, Checker, Evidence, RunData};
+use super::evidence::{
+    AppliedBy, AppliedLeader, EtcdLeader, HeldInBatch, LeadersApplied, LeadersInEtcd,
+    WritersInOneEpoch,
+};
+use super::{Anomaly, CheckResult, Checker, Evidence, RunIndex};
 use crate::node::NodeId;
 use crate::observe::timeline::Timeline;
 use crate::reader::state_change::StateChange;
@@ -49,7 +51,8 @@ pub fn checker() -> Checker {
     }
 }
 
-pub fn check(run: &RunData) -> Result<CheckResult, String> {
+pub fn check(index: &RunIndex) -> Result<CheckResult, String> {
+    let run = index.run;
     let mut evidence = Vec::new();
     let mut skipped = Vec::new();
     match &run.timeline {
@@ -127,20 +130,21 @@ fn etcd_leaders(timeline: &Timeline) -> Vec<Evidence> {
                 .map(|(leader, revisions)| format!("{leader} (revisions {revisions:?})"))
                 .collect();
             Evidence {
-                anomaly: "two-leaders-in-etcd".into(),
+                anomaly: Anomaly::TwoLeadersInEtcd,
                 summary: format!(
                     "{topic}-{partition} leader epoch {epoch}: etcd recorded leaders {}",
                     named.join(" and ")
                 ),
-                details: json!({
-                    "topic": topic,
-                    "partition": partition,
-                    "leader_epoch": epoch,
-                    "leaders": leaders
-                        .iter()
-                        .map(|(leader, revisions)| json!({"leader": leader, "revisions": revisions}))
-                        .collect::<Vec<_>>(),
-                }),
+                details: LeadersInEtcd {
+                    leader_epoch: epoch,
+                    leaders: leaders
+                        .into_iter()
+                        .map(|(leader, revisions)| EtcdLeader { leader, revisions })
+                        .collect(),
+                    partition,
+                    topic: topic.to_owned(),
+                }
+                .into(),
             }
         })
         .collect()
@@ -177,27 +181,34 @@ fn applied_leaders(logs: &BTreeMap<NodeId, Vec<StateChange>>) -> Vec<Evidence> {
                 })
                 .collect();
             Evidence {
-                anomaly: "two-leaders-applied".into(),
+                anomaly: Anomaly::TwoLeadersApplied,
                 summary: format!(
                     "{topic}-{partition} leader epoch {epoch}: brokers applied LeaderAndIsr \
                      naming leaders {}",
                     named.join(" and ")
                 ),
-                details: json!({
-                    "topic": topic,
-                    "partition": partition,
-                    "leader_epoch": epoch,
-                    "leaders": leaders.iter().map(|(leader, seen)| json!({
-                        "leader": leader,
-                        "applied": seen.iter().map(|(node, index, entry)| json!({
-                            "node": node,
-                            "entry": index,
-                            "time_ms": entry.time_ms,
-                            "controller_id": entry.controller_id,
-                            "controller_epoch": entry.controller_epoch,
-                        })).collect::<Vec<_>>(),
-                    })).collect::<Vec<_>>(),
-                }),
+                details: LeadersApplied {
+                    leader_epoch: epoch,
+                    leaders: leaders
+                        .iter()
+                        .map(|(&leader, seen)| AppliedLeader {
+                            applied: seen
+                                .iter()
+                                .map(|&(node, entry, state)| AppliedBy {
+                                    controller_epoch: state.controller_epoch,
+                                    controller_id: state.controller_id,
+                                    entry,
+                                    node,
+                                    time_ms: state.time_ms,
+                                })
+                                .collect(),
+                            leader,
+                        })
+                        .collect(),
+                    partition,
+                    topic: topic.to_owned(),
+                }
+                .into(),
             }
         })
         .collect()
@@ -306,7 +317,7 @@ fn replica_writers<'a>(replicas: &'a BTreeMap<NodeId, DataDirState>) -> Vec<Evid
         .into_iter()
         .map(
             |((partition, epoch, _, _), (offset, count, a, b))| Evidence {
-                anomaly: "two-writers-in-one-epoch".into(),
+                anomaly: Anomaly::TwoWritersInOneEpoch,
                 summary: format!(
                     "{partition} offset {offset}, leader epoch {epoch}: {} holds {}, \
                      {} holds {} ({count} offsets differ in this epoch)",
@@ -315,19 +326,23 @@ fn replica_writers<'a>(replicas: &'a BTreeMap<NodeId, DataDirState>) -> Vec<Evid
                     b.node,
                     shown(b.value)
                 ),
-                details: json!({
-                    "topic": partition.topic,
-                    "partition": partition.partition,
-                    "leader_epoch": epoch,
-                    "first_offset": offset,
-                    "differing_offsets": count,
-                    "replicas": ([a, b]).iter().map(|held| json!({
-                        "node": held.node,
-                        "value": held.value,
-                        "file": held.batch.file.display().to_string(),
-                        "batch_position": held.batch.position,
-                    })).collect::<Vec<_>>(),
-                }),
+                details: WritersInOneEpoch {
+                    differing_offsets: count,
+                    first_offset: offset,
+                    leader_epoch: epoch,
+                    partition: partition.partition,
+                    replicas: [a, b]
+                        .iter()
+                        .map(|held| HeldInBatch {
+                            batch_position: held.batch.position,
+                            file: held.batch.file.display().to_string(),
+                            node: held.node,
+                            value: held.value.cloned(),
+                        })
+                        .collect(),
+                    topic: partition.topic.clone(),
+                }
+                .into(),
             },
         )
         .collect()
@@ -336,6 +351,7 @@ fn replica_writers<'a>(replicas: &'a BTreeMap<NodeId, DataDirState>) -> Vec<Evid
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checker::RunData;
     use crate::checker::Verdict;
     use crate::observe::timeline::PartitionStateChange;
 
@@ -383,7 +399,7 @@ mod tests {
         two.partition_states.push(state(6, 3, 1));
         let evidence = etcd_leaders(&two);
         assert_eq!(evidence.len(), 1, "{evidence:?}");
-        assert_eq!(evidence[0].details["leader_epoch"], 1);
+        assert_eq!(evidence[0].details.json()["leader_epoch"], 1);
         assert!(
             evidence[0].summary.contains("2 (revisions [5])"),
             "{}",
@@ -421,7 +437,7 @@ mod tests {
     #[test]
     fn leader_checker_is_unknown_when_a_rule_lacks_its_input() {
         let run = RunData::default();
-        let result = check(&run).unwrap();
+        let result = checker().check_run(&run).unwrap();
         assert_eq!(result.verdict, Verdict::Unknown);
         assert!(
             result.message.contains("(a) needs etcd's timeline"),
@@ -432,6 +448,6 @@ mod tests {
         let mut run = RunData::default();
         run.state_changes
             .insert(NodeId::new(1), vec![applied(1, 0), applied(2, 0)]);
-        assert_eq!(check(&run).unwrap().verdict, Verdict::Invalid);
+        assert_eq!(checker().check_run(&run).unwrap().verdict, Verdict::Invalid);
     }
 }

@@ -12,15 +12,18 @@
 //! have. Nodes are `NodeId`s and partitions `PartitionRef`s throughout; the
 //! evidence spells them as every report does (`b1`, `t-0`).
 
+pub mod anomaly;
 pub mod consumer;
 pub mod context;
 pub mod divergence;
 pub mod duplicates;
 pub mod epoch_file;
+pub mod evidence;
 mod excuses;
 pub mod fencing;
 pub(crate) mod final_log;
 pub mod high_watermark;
+pub mod index;
 pub mod leaders;
 pub mod lost_write;
 pub mod offset_changed;
@@ -30,7 +33,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+pub use anomaly::Anomaly;
 pub use context::{LoadError, RunData};
+pub use evidence::{Details, Evidence};
+pub use index::RunIndex;
 
 /// Ordered so that `max` is the merge: invalid > unknown > valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -49,18 +55,6 @@ impl std::fmt::Display for Verdict {
             Verdict::Invalid => "invalid",
         })
     }
-}
-
-/// One anomaly, minimal and concrete: enough to find it in the files.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Evidence {
-    /// The anomaly's name, e.g. `lost-acknowledged-write`.
-    pub anomaly: String,
-    /// One line a person reads first, naming values, offsets and replicas.
-    pub summary: String,
-    /// The particulars: offsets, replicas, epochs, values, history indices.
-    #[serde(default)]
-    pub details: serde_json::Value,
 }
 
 /// One checker's result.
@@ -134,7 +128,7 @@ impl CheckResult {
 
 /// `3 anomalies: poll-skip, truncated-read`: how many, and which kinds.
 pub(crate) fn anomalies_message(evidence: &[Evidence]) -> String {
-    let kinds: BTreeSet<&str> = evidence.iter().map(|e| e.anomaly.as_str()).collect();
+    let kinds: BTreeSet<&str> = evidence.iter().map(|e| e.anomaly.name()).collect();
     format!(
         "{} anomalies: {}",
         evidence.len(),
@@ -149,7 +143,15 @@ pub struct Checker {
     pub guarantee: &'static str,
     pub source: &'static str,
     pub not_checked: &'static str,
-    pub check: fn(&RunData) -> Result<CheckResult, String>,
+    pub check: fn(&RunIndex) -> Result<CheckResult, String>,
+}
+
+impl Checker {
+    /// Checks `run` alone, with an index of its own (tests, a single
+    /// checker); [`check`] shares one index among every checker.
+    pub fn check_run(&self, run: &RunData) -> Result<CheckResult, String> {
+        (self.check)(&RunIndex::new(run))
+    }
 }
 
 /// Every checker, in report order. Each module adds its own entry here.
@@ -175,7 +177,7 @@ pub struct Report {
 }
 
 /// Runs one checker; one that errs or panics is unknown, never valid.
-fn run_one(checker: &Checker, run: &RunData) -> CheckResult {
+fn run_one(checker: &Checker, run: &RunIndex) -> CheckResult {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (checker.check)(run)));
     match outcome {
         Ok(Ok(mut result)) => {
@@ -194,6 +196,7 @@ fn run_one(checker: &Checker, run: &RunData) -> CheckResult {
 /// consumer near the back) run apart. Each checker reads the run alone, so
 /// every result, and their order, is what one thread would give.
 pub fn check(run: &RunData, checkers: &[Checker]) -> Report {
+    let run = &RunIndex::new(run);
     let mut slots: Vec<Option<CheckResult>> = vec![None; checkers.len()];
     // The next checker from the front, and one past the next from the back.
     let bounds = std::sync::Mutex::new((0usize, checkers.len()));
@@ -243,7 +246,7 @@ pub fn check(run: &RunData, checkers: &[Checker]) -> Report {
 mod tests {
     use super::*;
 
-    fn checker(name: &'static str, check: fn(&RunData) -> Result<CheckResult, String>) -> Checker {
+    fn checker(name: &'static str, check: fn(&RunIndex) -> Result<CheckResult, String>) -> Checker {
         Checker {
             name,
             guarantee: "",
@@ -277,17 +280,22 @@ mod tests {
         );
     }
 
-    fn evidence(anomaly: &str) -> Evidence {
-        Evidence {
-            anomaly: anomaly.into(),
-            summary: String::new(),
-            details: serde_json::Value::Null,
-        }
+    fn evidence(anomaly: Anomaly) -> Evidence {
+        let details = evidence::Stuck {
+            last_error: None,
+            partition: crate::topic_partition::PartitionRef::new("t", 0),
+            window_ms: 1,
+        };
+        Evidence::new(anomaly, String::new(), details)
     }
 
     #[test]
     fn a_fold_is_invalid_with_evidence_else_unknown_with_a_reason_else_valid() {
-        let found = vec![evidence("b"), evidence("a"), evidence("b")];
+        let found = vec![
+            evidence(Anomaly::PollSkip),
+            evidence(Anomaly::Duplicate),
+            evidence(Anomaly::PollSkip),
+        ];
         let invalid = CheckResult::fold(
             "c",
             found.clone(),
@@ -296,7 +304,7 @@ mod tests {
             || unreachable!("a verdict with evidence is not valid"),
         );
         assert_eq!(invalid.verdict, Verdict::Invalid);
-        assert_eq!(invalid.message, "3 anomalies: a, b");
+        assert_eq!(invalid.message, "3 anomalies: duplicate, poll-skip");
         assert_eq!(invalid.evidence, found);
         let unknown = CheckResult::fold(
             "c",

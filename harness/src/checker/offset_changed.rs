@@ -5,12 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::json;
-
-use super::lost_write::{
-    EVIDENCE_MAX, Excuses, FinalLogs, Judgement, acked_sends, excused_by, unknown_message,
-};
-use super::{CheckResult, Checker, Evidence, RunData};
+use super::evidence::{AckedWrite, EpochValue, OffsetChanged};
+use super::excuses::{Excuses, Judgement};
+use super::index::{EVIDENCE_MAX, RunIndex, excused_by, unknown_message};
+use super::{Anomaly, CheckResult, Checker, Evidence};
 use crate::schedule::Acks;
 
 pub const NAME: &str = "offset-changed";
@@ -34,11 +32,10 @@ pub fn checker() -> Checker {
     }
 }
 
-fn check(run: &RunData) -> Result<CheckResult, String> {
-    let sends = acked_sends(&run.history);
-    let acked = sends.values()?;
+fn check(index: &RunIndex) -> Result<CheckResult, String> {
+    let run = index.run;
+    let acked = index.acked_sends().values()?;
     let excusable = Excuses::of(run);
-    let mut logs = FinalLogs::new(run);
     let mut evidence = Vec::new();
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     // Why not → the first value it held back.
@@ -50,11 +47,13 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
     for a in acked {
         let Some(offset) = a.offset else { continue };
         checked += 1;
-        let indexed = match logs.get(&a.partition) {
+        let indexed = match index.final_log(&a.partition) {
             Ok(found) => found,
             Err(why) => {
                 if a.acks == Acks::All {
-                    unknown.entry(why.clone()).or_insert_with(|| a.describe());
+                    unknown
+                        .entry(why.to_owned())
+                        .or_insert_with(|| a.describe());
                 }
                 continue;
             }
@@ -101,24 +100,41 @@ fn check(run: &RunData) -> Result<CheckResult, String> {
                         r.epoch
                     )
                 });
-                let mut details = a.details();
-                details["found_at"] = json!(found);
-                details["final_log"] = json!(log.chosen);
-                details["final_log_node"] = json!(log.node);
-                details["final_log_at_acked_offset"] = json!(there.map(|r| json!({
-                    "epoch": r.epoch,
-                    "value": r.value,
-                })));
-                evidence.push(Evidence {
-                    anomaly: "acknowledged-offset-changed".into(),
-                    summary: format!(
+                let AckedWrite {
+                    acked_offset,
+                    acks,
+                    history_index,
+                    isr,
+                    leader_epoch,
+                    partition,
+                    value,
+                } = a.details();
+                let details = OffsetChanged {
+                    acked_offset,
+                    acks,
+                    final_log: log.chosen.clone(),
+                    final_log_at_acked_offset: there.map(|r| EpochValue {
+                        epoch: r.epoch,
+                        value: r.value,
+                    }),
+                    final_log_node: log.node,
+                    found_at: found.clone(),
+                    history_index,
+                    isr,
+                    leader_epoch,
+                    partition,
+                    value,
+                };
+                evidence.push(Evidence::new(
+                    Anomaly::AcknowledgedOffsetChanged,
+                    format!(
                         "{} is at offset {found:?} in the final log ({}), which holds {holds} at \
                          offset {offset}",
                         a.describe(),
                         log.chosen,
                     ),
                     details,
-                });
+                ));
             }
         }
     }

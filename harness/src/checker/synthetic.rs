@@ -765,7 +765,7 @@ mod tests {
             .find(|r| r.checker == "lost-write")
             .unwrap();
         assert_eq!(lost.verdict, Verdict::Invalid, "{lost:#?}");
-        let anomalies: Vec<&str> = lost.evidence.iter().map(|e| e.anomaly.as_str()).collect();
+        let anomalies: Vec<&str> = lost.evidence.iter().map(|e| e.anomaly.name()).collect();
         assert_eq!(anomalies, vec!["lost-acknowledged-write"]);
     }
 }

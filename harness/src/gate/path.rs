@@ -6,13 +6,38 @@ use crate::checker::RunData;
 use crate::history::{OpType, Process};
 use crate::node::NodeId;
 use crate::observe::timeline::PartitionStateChange;
-use crate::topic_partition::PartitionRef;
+use crate::topic_partition::{PartitionRef, PartitionRefError};
 
 use super::suite::PathAssertion;
 
+/// What a run shows instead of what a path assertion asks for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("{acked} values acknowledged, wanted at least {wanted}")]
+    TooFewAcked { acked: u64, wanted: u64 },
+    #[error("{resent} idempotent sends acknowledged after a resend, wanted at least {wanted}")]
+    TooFewResentAcked { resent: u64, wanted: u64 },
+    #[error("no {fault} fault completed")]
+    FaultNotCompleted { fault: String },
+    #[error("the run recorded no etcd timeline")]
+    NoTimeline,
+    /// The assertion names a partition that is not one.
+    #[error(transparent)]
+    Partition(#[from] PartitionRefError),
+    #[error("etcd shows no ISR shrink of {partition}")]
+    NoIsrShrink { partition: String },
+    /// Leaders as `b1@0` (node, leader epoch), each change once.
+    #[error("leaders of {partition} in etcd were {seen:?}, expected {expected:?}")]
+    Leaders {
+        partition: String,
+        seen: Vec<String>,
+        expected: Vec<String>,
+    },
+}
+
 /// Whether the run shows what `assertion` asks for; `Err` says what it shows
 /// instead.
-pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(), String> {
+pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(), PathError> {
     if let Some(n) = assertion.acked_at_least {
         let acked: u64 = run
             .history
@@ -21,7 +46,7 @@ pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(),
             .map(|(send, _)| send.values.len() as u64)
             .sum();
         if acked < n {
-            return Err(format!("{acked} values acknowledged, wanted at least {n}"));
+            return Err(PathError::TooFewAcked { acked, wanted: n });
         }
     }
     if let Some(n) = assertion.resent_acked_at_least {
@@ -35,9 +60,7 @@ pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(),
             })
             .count() as u64;
         if resent < n {
-            return Err(format!(
-                "{resent} idempotent sends acknowledged after a resend, wanted at least {n}"
-            ));
+            return Err(PathError::TooFewResentAcked { resent, wanted: n });
         }
     }
     if let Some(f) = &assertion.fault {
@@ -49,14 +72,11 @@ pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(),
                 && op.fault().is_some_and(|fault| fault.verb.name() == f)
         });
         if !fired {
-            return Err(format!("no {f} fault completed"));
+            return Err(PathError::FaultNotCompleted { fault: f.clone() });
         }
     }
-    let states = |partition: &str| -> Result<Vec<&PartitionStateChange>, String> {
-        let timeline = run
-            .timeline
-            .as_ref()
-            .ok_or("the run recorded no etcd timeline")?;
+    let states = |partition: &str| -> Result<Vec<&PartitionStateChange>, PathError> {
+        let timeline = run.timeline.as_ref().ok_or(PathError::NoTimeline)?;
         let partition: PartitionRef = partition.parse()?;
         Ok(timeline.states_of(&partition.topic, partition.partition))
     };
@@ -64,7 +84,9 @@ pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(),
         let states = states(partition)?;
         let shrank = states.windows(2).any(|w| w[1].isr.len() < w[0].isr.len());
         if !shrank {
-            return Err(format!("etcd shows no ISR shrink of {partition}"));
+            return Err(PathError::NoIsrShrink {
+                partition: partition.clone(),
+            });
         }
     }
     if let Some(leaders) = &assertion.leaders {
@@ -79,10 +101,11 @@ pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(),
             }
         }
         if seen != leaders.sequence {
-            return Err(format!(
-                "leaders of {} in etcd were {seen:?}, expected {:?}",
-                leaders.partition, leaders.sequence
-            ));
+            return Err(PathError::Leaders {
+                partition: leaders.partition.clone(),
+                seen,
+                expected: leaders.sequence.clone(),
+            });
         }
     }
     Ok(())

@@ -59,10 +59,17 @@ impl Shard {
     }
 }
 
+/// A `--shard` that is not `I/N` with 1 <= I <= N.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not a shard like 1/4 (I/N with 1 <= I <= N)")]
+pub struct ShardError {
+    pub text: String,
+}
+
 impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || format!("{s:?} is not a shard like 1/4 (I/N with 1 <= I <= N)");
+    type Err = ShardError;
+    fn from_str(s: &str) -> Result<Shard, ShardError> {
+        let bad = || ShardError { text: s.to_owned() };
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count) = (
             i.trim().parse().map_err(|_| bad())?,
@@ -222,9 +229,9 @@ async fn run_campaign(
     seed: u64,
     options: &RunOptions,
 ) -> Result<run::RunReport, run::RunError> {
-    let invalid =
-        |why: String| run::RunError::Harness(format!("campaign {}: {why}", campaign.name));
-    let campaign_options = campaign.options(seed).map_err(invalid)?;
+    let campaign_options = campaign
+        .options(seed)
+        .map_err(|e| run::RunError::Harness(format!("campaign {}: {e}", campaign.name)))?;
     let mut schedule = crate::campaign::schedule(&campaign_options);
     run::apply_sets(&mut schedule, &options.sets)?;
     let plan = crate::campaign::Plan::derive(
@@ -303,7 +310,7 @@ pub fn judge(scenario: &Scenario, setting: &Setting, report: &Report, dir: &RunD
             .iter()
             .filter(|r| r.verdict == Verdict::Invalid)
             .flat_map(|r| &r.evidence)
-            .any(|e| &e.anomaly == anomaly);
+            .any(|e| e.anomaly == *anomaly);
         if report.verdict == Verdict::Invalid && !named {
             failures.push(format!(
                 "invalid, but no checker names the expected anomaly {anomaly}: {}",

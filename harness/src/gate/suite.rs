@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::checker::Anomaly;
 use crate::run;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -48,7 +49,7 @@ pub struct CampaignCase {
     pub set: Vec<String>,
     pub expect: Expect,
     #[serde(default)]
-    pub anomaly: Option<String>,
+    pub anomaly: Option<Anomaly>,
     #[serde(default)]
     pub brokers: Option<u32>,
     #[serde(default)]
@@ -62,10 +63,13 @@ pub struct CampaignCase {
 
 impl CampaignCase {
     /// The campaign's options and stop for `seed`, or why they are wrong.
-    pub fn options(&self, seed: u64) -> Result<crate::campaign::CampaignOptions, String> {
+    pub fn options(
+        &self,
+        seed: u64,
+    ) -> Result<crate::campaign::CampaignOptions, CampaignCaseError> {
         use crate::campaign::{CampaignOptions, StopAfter};
         let stop = match (&self.duration, self.faults) {
-            (Some(_), Some(_)) => return Err("give duration or faults, not both".into()),
+            (Some(_), Some(_)) => return Err(CampaignCaseError::DurationAndFaults),
             (Some(d), None) => StopAfter::Duration(crate::campaign::command::parse_duration(d)?),
             (None, Some(n)) => StopAfter::Faults(n),
             (None, None) => StopAfter::Duration(std::time::Duration::from_secs(60)),
@@ -89,7 +93,7 @@ impl CampaignCase {
         Setting {
             set: self.set.clone(),
             expect: self.expect,
-            anomaly: self.anomaly.clone(),
+            anomaly: self.anomaly,
             snapshot: Some(false),
         }
     }
@@ -125,7 +129,7 @@ pub struct Setting {
     pub expect: Expect,
     /// For `invalid`: the anomaly some checker's evidence must name.
     #[serde(default)]
-    pub anomaly: Option<String>,
+    pub anomaly: Option<Anomaly>,
     /// Overrides the scenario's `snapshot` for this setting alone (a setting
     /// whose run has a race of the system's own in what it records).
     #[serde(default)]
@@ -187,6 +191,26 @@ pub enum SuiteError {
         scenario: String,
         why: String,
     },
+    /// A `[[campaign]]` whose keys do not make a campaign (`scenario` is the
+    /// campaign's name).
+    #[error("{}: scenario {scenario}: {source}", path.display())]
+    Campaign {
+        path: PathBuf,
+        scenario: String,
+        #[source]
+        source: CampaignCaseError,
+    },
+}
+
+/// Why a `[[campaign]]`'s keys do not make a campaign.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CampaignCaseError {
+    #[error("give duration or faults, not both")]
+    DurationAndFaults,
+    #[error(transparent)]
+    Duration(#[from] crate::campaign::command::DurationError),
+    #[error(transparent)]
+    Kind(#[from] crate::campaign::KindError),
 }
 
 /// A suite file, loaded and checked (schedules exist and parse, settings are
@@ -272,7 +296,14 @@ fn load_suite(path: &Path, text: &str) -> Result<LoadedSuite, SuiteError> {
         if campaign.seeds.is_empty() {
             return Err(invalid("no seeds".into()));
         }
-        let options = campaign.options(campaign.seeds[0]).map_err(invalid)?;
+        let options =
+            campaign
+                .options(campaign.seeds[0])
+                .map_err(|source| SuiteError::Campaign {
+                    path: path.to_owned(),
+                    scenario: campaign.name.clone(),
+                    source,
+                })?;
         let mut schedule = crate::campaign::schedule(&options);
         run::apply_sets(&mut schedule, &campaign.set).map_err(|e| invalid(e.to_string()))?;
         if campaign.expect == Expect::Valid && campaign.anomaly.is_some() {
@@ -327,4 +358,60 @@ pub fn setting_label(setting: &Setting) -> String {
 /// The store directory name of a setting: `truncation-high-watermark`.
 pub fn setting_dir(setting: &Setting) -> String {
     setting_label(setting).replace(['=', ','], "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn campaign(keys: &str) -> SuiteError {
+        let text = format!("[[campaign]]\nname = \"c\"\nseeds = [1]\nexpect = \"valid\"\n{keys}\n");
+        load_suite(Path::new("s.toml"), &text).unwrap_err()
+    }
+
+    #[test]
+    fn a_bad_campaign_fails_the_load_with_its_reason_as_the_source() {
+        let both = campaign("duration = \"20s\"\nfaults = 3");
+        assert!(
+            matches!(
+                &both,
+                SuiteError::Campaign {
+                    scenario,
+                    source: CampaignCaseError::DurationAndFaults,
+                    ..
+                } if scenario == "c"
+            ),
+            "{both:?}"
+        );
+        assert_eq!(
+            both.to_string(),
+            "s.toml: scenario c: give duration or faults, not both"
+        );
+        let duration = campaign("duration = \"soon\"");
+        assert!(
+            matches!(
+                &duration,
+                SuiteError::Campaign {
+                    source: CampaignCaseError::Duration(_),
+                    ..
+                }
+            ),
+            "{duration:?}"
+        );
+        assert_eq!(
+            duration.to_string(),
+            r#"s.toml: scenario c: "soon" is not a duration like 120s, 2m or 1500ms"#
+        );
+        let kind = campaign("kinds = [\"paws\"]");
+        assert!(
+            matches!(
+                &kind,
+                SuiteError::Campaign {
+                    source: CampaignCaseError::Kind(crate::campaign::KindError { name }),
+                    ..
+                } if name == "paws"
+            ),
+            "{kind:?}"
+        );
+    }
 }

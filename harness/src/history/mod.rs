@@ -17,7 +17,7 @@ pub mod kafka_errors;
 pub mod op;
 
 pub use op::{
-    Acked, Aim, Body, Done, FaultOp, Idempotence, NodeCut, Op, Poll, PolledRecord, Read,
+    Acked, Aim, Body, BodyError, Done, FaultOp, Idempotence, NodeCut, Op, Poll, PolledRecord, Read,
     RecordValue, ReplicaCut, Send, Verb, value_text,
 };
 
@@ -45,15 +45,20 @@ enum RawProcess {
     Name(String),
 }
 
+/// A history line's `process` that is a name other than `"nemesis"`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("process must be a number or \"nemesis\", not {name:?}")]
+pub struct ProcessNameError {
+    pub name: String,
+}
+
 impl TryFrom<RawProcess> for Process {
-    type Error = String;
-    fn try_from(raw: RawProcess) -> Result<Self, String> {
+    type Error = ProcessNameError;
+    fn try_from(raw: RawProcess) -> Result<Self, ProcessNameError> {
         match raw {
             RawProcess::Number(n) => Ok(Process::Client(n)),
             RawProcess::Name(name) if name == "nemesis" => Ok(Process::Nemesis),
-            RawProcess::Name(name) => Err(format!(
-                "process must be a number or \"nemesis\", not {name:?}"
-            )),
+            RawProcess::Name(name) => Err(ProcessNameError { name }),
         }
     }
 }

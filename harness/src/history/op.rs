@@ -539,9 +539,26 @@ impl From<&Op> for Line {
     }
 }
 
+/// Why a history line's `value` does not read as the body of an op with its
+/// `f` and type.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// Not the shape a `send`, a `poll` or a fault of this type has; the text
+    /// is lowercased whole, the source's message included.
+    #[error("{}", format!("{f} {kind:?} value: {source}").to_lowercase())]
+    Shape {
+        f: String,
+        kind: OpType,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("f {f:?} is neither send, poll nor a fault verb")]
+    UnknownF { f: String },
+}
+
 impl TryFrom<Line> for Op {
-    type Error = String;
-    fn try_from(line: Line) -> Result<Op, String> {
+    type Error = BodyError;
+    fn try_from(line: Line) -> Result<Op, BodyError> {
         let body = Body::from_value(&line.f, line.kind, line.value)?;
         Ok(Op {
             index: line.index,
@@ -626,8 +643,12 @@ impl Body {
     }
 
     /// Reads the `value` of an op with this `f` and type.
-    pub fn from_value(f: &str, kind: OpType, value: Value) -> Result<Body, String> {
-        let bad = |e: serde_json::Error| format!("{f} {kind:?} value: {e}").to_lowercase();
+    pub fn from_value(f: &str, kind: OpType, value: Value) -> Result<Body, BodyError> {
+        let bad = |source| BodyError::Shape {
+            f: f.to_owned(),
+            kind,
+            source,
+        };
         Ok(match f {
             "send" => {
                 let mut send: Send = serde_json::from_value(value.clone()).map_err(bad)?;
@@ -645,7 +666,7 @@ impl Body {
             }
             verb => {
                 let verb = Verb::from_name(verb)
-                    .ok_or_else(|| format!("f {verb:?} is neither send, poll nor a fault verb"))?;
+                    .ok_or_else(|| BodyError::UnknownF { f: verb.to_owned() })?;
                 let aim: Aim = serde_json::from_value(value.clone()).map_err(bad)?;
                 let done = match value.get("nodes") {
                     Some(_) => Some(serde_json::from_value(value).map_err(bad)?),
@@ -755,5 +776,27 @@ mod tests {
             r#"{"index":0,"time_ns":0,"process":0,"type":"invoke","f":"frobnicate","value":{}}"#;
         let e = serde_json::from_str::<Op>(bad).unwrap_err().to_string();
         assert!(e.contains("frobnicate"), "{e}");
+    }
+
+    #[test]
+    fn a_body_error_keeps_what_serde_said_as_its_source() {
+        use std::error::Error as _;
+        let e = Body::from_value("send", OpType::Invoke, serde_json::json!([1])).unwrap_err();
+        assert!(
+            matches!(&e, BodyError::Shape { f, kind: OpType::Invoke, .. } if f == "send"),
+            "{e:?}"
+        );
+        let source = e.source().expect("serde's error is the source").to_string();
+        // The message is lowercased whole, as the history reader has always
+        // printed it.
+        assert_eq!(
+            e.to_string(),
+            format!("send invoke value: {source}").to_lowercase()
+        );
+        let e = Body::from_value("frobnicate", OpType::Invoke, serde_json::json!({})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"f "frobnicate" is neither send, poll nor a fault verb"#
+        );
     }
 }

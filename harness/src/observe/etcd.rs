@@ -112,29 +112,53 @@ impl ClusterView {
 
     /// Ready: a controller, all `brokers` registered, and every partition with a
     /// leader and its full replica set in the ISR. `Err` names what is missing.
-    pub fn ready(&self, brokers: &BTreeSet<NodeId>) -> Result<(), String> {
+    pub fn ready(&self, brokers: &BTreeSet<NodeId>) -> Result<(), NotReady> {
         if self.controller.is_none() {
-            return Err("no controller".into());
+            return Err(NotReady::NoController);
         }
-        if let Some(missing) = brokers.difference(&self.brokers).next() {
-            return Err(format!("broker {} not registered", missing.id()));
+        if let Some(&missing) = brokers.difference(&self.brokers).next() {
+            return Err(NotReady::NotRegistered { broker: missing });
         }
         for (p, partition) in &self.partitions {
             if partition.leader.is_none() {
-                return Err(format!("{p} has no leader"));
+                return Err(NotReady::NoLeader {
+                    partition: p.clone(),
+                });
             }
             let isr: BTreeSet<_> = partition.isr.iter().collect();
             let replicas: BTreeSet<_> = partition.replicas.iter().collect();
             if replicas.is_empty() || isr != replicas {
-                return Err(format!(
-                    "{p} ISR {:?} is not its replicas {:?}",
-                    NodeId::ids(&partition.isr),
-                    NodeId::ids(&partition.replicas)
-                ));
+                return Err(NotReady::IsrNotReplicas {
+                    partition: p.clone(),
+                    isr: partition.isr.clone(),
+                    replicas: partition.replicas.clone(),
+                });
             }
         }
         Ok(())
     }
+}
+
+/// The first thing etcd's view lacks for a ready cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    #[error("no controller")]
+    NoController,
+    #[error("broker {} not registered", broker.id())]
+    NotRegistered { broker: NodeId },
+    #[error("{partition} has no leader")]
+    NoLeader { partition: PartitionRef },
+    /// Printed as broker ids, as etcd lists them.
+    #[error(
+        "{partition} ISR {:?} is not its replicas {:?}",
+        NodeId::ids(isr),
+        NodeId::ids(replicas)
+    )]
+    IsrNotReplicas {
+        partition: PartitionRef,
+        isr: Vec<NodeId>,
+        replicas: Vec<NodeId>,
+    },
 }
 
 fn ids(value: &Value) -> Vec<NodeId> {
@@ -167,18 +191,29 @@ mod tests {
     #[test]
     fn ready_names_the_first_thing_missing() {
         let all: BTreeSet<NodeId> = nodes(&[1, 2, 3]).into_iter().collect();
+        let missing = |view: &ClusterView| view.ready(&all).unwrap_err();
         let mut view = ClusterView::default();
-        assert_eq!(view.ready(&all).unwrap_err(), "no controller");
+        assert_eq!(missing(&view), NotReady::NoController);
+        assert_eq!(missing(&view).to_string(), "no controller");
         view.controller = Some(NodeId::new(1));
         view.brokers = nodes(&[1, 2]).into_iter().collect();
-        assert_eq!(view.ready(&all).unwrap_err(), "broker 3 not registered");
+        assert_eq!(
+            missing(&view),
+            NotReady::NotRegistered {
+                broker: NodeId::new(3)
+            }
+        );
+        assert_eq!(missing(&view).to_string(), "broker 3 not registered");
         view.brokers = all.clone();
         view.partitions
             .insert(PartitionRef::new("t", 0), partition(None, &[1, 2, 3]));
-        assert_eq!(view.ready(&all).unwrap_err(), "t-0 has no leader");
+        assert_eq!(missing(&view).to_string(), "t-0 has no leader");
         view.partitions
             .insert(PartitionRef::new("t", 0), partition(Some(1), &[1, 3]));
-        assert!(view.ready(&all).unwrap_err().contains("ISR [1, 3]"));
+        assert_eq!(
+            missing(&view).to_string(),
+            "t-0 ISR [1, 3] is not its replicas [1, 2, 3]"
+        );
         view.partitions
             .insert(PartitionRef::new("t", 0), partition(Some(1), &[3, 2, 1]));
         assert_eq!(view.ready(&all), Ok(()));

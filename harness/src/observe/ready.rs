@@ -35,7 +35,7 @@ pub async fn await_ready(
             return Err(RuntimeError::Timeout {
                 what: "cluster ready".into(),
                 timeout,
-                detail: Some(missing),
+                detail: Some(missing.to_string()),
             });
         }
         tokio::time::sleep(POLL).await;

@@ -10,27 +10,42 @@ use crate::node::NodeId;
 use crate::reader::state_change::read_state_changes;
 use crate::runtime::Runtime;
 use crate::topic_partition::PartitionRef;
-use crate::workload::kafka_client::KafkaClient;
+use crate::workload::kafka_client::{ClientError, KafkaClient};
 
 /// Bound on one observation request to a broker's own port.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why one replica's offsets could not be read; a wait reads it as "not
+/// yet" and shows it as the last thing seen.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaOffsetsError {
+    /// The runtime gives no address for the node: it has no running broker.
+    #[error("{node} is not running")]
+    NotRunning { node: NodeId },
+    /// Connecting to the broker's own port failed.
+    #[error("{0}")]
+    Connect(#[source] ClientError),
+    /// The broker did not answer the offsets request.
+    #[error("{0}")]
+    Request(#[source] ClientError),
+}
 
 /// (HW, LEO) of one replica, asked on the broker's own port.
 pub async fn replica_offsets<R: Runtime>(
     runtime: &R,
     node: NodeId,
     partition: &PartitionRef,
-) -> Result<(u64, u64), String> {
+) -> Result<(u64, u64), ReplicaOffsetsError> {
     let address = runtime
         .observe_address(node)
-        .ok_or_else(|| format!("{node} is not running"))?;
+        .ok_or(ReplicaOffsetsError::NotRunning { node })?;
     let mut client = KafkaClient::connect(&address, "epochal-observer", PROBE_TIMEOUT)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(ReplicaOffsetsError::Connect)?;
     let offsets = client
         .replica_offsets(&partition.topic, partition.wire_partition())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(ReplicaOffsetsError::Request)?;
     Ok((
         offsets.high_watermark.max(0) as u64,
         offsets.log_end_offset.max(0) as u64,

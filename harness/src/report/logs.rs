@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use crate::checker::final_log::FinalLog;
-use crate::checker::{Report, RunData};
+use crate::checker::{Details, Report, RunData};
 use crate::history::op::RecordValue;
 use crate::node::NodeId;
 use crate::reader::ReplicaState;
@@ -109,19 +109,15 @@ fn seen(run: &RunData) -> BTreeMap<String, BTreeMap<i64, Seen>> {
 
 /// Lost acknowledged writes the checkers named: partition → offset →
 /// (value, history index).
-fn lost(report: &Report) -> BTreeMap<String, BTreeMap<i64, (serde_json::Value, Option<u64>)>> {
+fn lost(report: &Report) -> BTreeMap<String, BTreeMap<i64, (i64, u64)>> {
     let mut lost: BTreeMap<String, BTreeMap<i64, _>> = BTreeMap::new();
     for evidence in report.results.iter().flat_map(|r| &r.evidence) {
-        if evidence.anomaly != "lost-acknowledged-write" {
-            continue;
-        }
-        let d = &evidence.details;
-        if let (Some(partition), Some(offset)) =
-            (d["partition"].as_str(), d["acked_offset"].as_i64())
+        if let Details::LostWrite(d) = &evidence.details
+            && let Some(offset) = d.acked_offset
         {
-            lost.entry(partition.to_owned())
+            lost.entry(d.partition.to_string())
                 .or_default()
-                .insert(offset, (d["value"].clone(), d["history_index"].as_u64()));
+                .insert(offset, (d.value, d.history_index));
         }
     }
     lost
@@ -160,7 +156,7 @@ fn partition_table(
     run: &RunData,
     partition: &PartitionRef,
     seen: &BTreeMap<i64, Seen>,
-    lost: &BTreeMap<i64, (serde_json::Value, Option<u64>)>,
+    lost: &BTreeMap<i64, (i64, u64)>,
     out: &mut String,
 ) {
     let name = partition.to_string();
@@ -299,13 +295,11 @@ fn partition_table(
                 "<strong>lost:</strong> acknowledged {}",
                 escape(&value.to_string())
             );
-            if let Some(index) = index {
-                let _ = write!(
-                    out,
-                    r##" (<a class="op-link" href="#{}">op {index}</a>)"##,
-                    op_anchor(*index)
-                );
-            }
+            let _ = write!(
+                out,
+                r##" (<a class="op-link" href="#{}">op {index}</a>)"##,
+                op_anchor(*index)
+            );
         } else if let Some(s) = seen.get(&offset) {
             let _ = write!(
                 out,

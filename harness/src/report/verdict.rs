@@ -1,64 +1,18 @@
 //! The verdict: each checker's result, and each piece of evidence with links
-//! to what it names — history ops (any `…index` field of its details) and
-//! final-log rows (a `partition` with an `…offset` field) — and its details
+//! to what it names — the history ops and final-log records its typed
+//! details point at (`Details::ops`, `Details::records`) — and its details
 //! as JSON for the rest.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use serde_json::Value;
-
 use crate::checker::{Evidence, Report};
 
 use super::html::{escape, log_anchor, op_anchor};
 
-/// The history indices a piece of evidence names, wherever they sit in its
-/// details: a number or list of numbers under a key ending in `index`.
+/// The history indices a piece of evidence names.
 pub fn named_ops(evidence: &Evidence) -> BTreeSet<u64> {
-    let mut found = BTreeSet::new();
-    walk(&evidence.details, &mut |key, value| {
-        if key.ends_with("index") || key.ends_with("indices") {
-            match value {
-                Value::Number(n) => found.extend(n.as_u64()),
-                Value::Array(items) => found.extend(items.iter().filter_map(Value::as_u64)),
-                _ => {}
-            }
-        }
-    });
-    found
-}
-
-/// The final-log rows a piece of evidence names: its `partition` with each
-/// number under a key ending in `offset`.
-fn named_rows(evidence: &Evidence) -> Vec<(String, i64)> {
-    let Some(partition) = evidence.details.get("partition").and_then(Value::as_str) else {
-        return Vec::new();
-    };
-    let mut rows = Vec::new();
-    walk(&evidence.details, &mut |key, value| {
-        if key.ends_with("offset")
-            && let Some(offset) = value.as_i64()
-        {
-            rows.push((partition.to_owned(), offset));
-        }
-    });
-    rows.sort();
-    rows.dedup();
-    rows
-}
-
-/// Calls `visit` with every (key, value) pair in `value`, depth first.
-fn walk(value: &Value, visit: &mut impl FnMut(&str, &Value)) {
-    match value {
-        Value::Object(map) => {
-            for (key, inner) in map {
-                visit(key, inner);
-                walk(inner, visit);
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|item| walk(item, visit)),
-        _ => {}
-    }
+    evidence.details.ops()
 }
 
 /// Every op any evidence names.
@@ -136,11 +90,11 @@ fn item(evidence: &Evidence, out: &mut String) {
     let _ = write!(
         out,
         r#"<li class="evidence-item" data-anomaly="{a}"><span class="anomaly">{a}</span> {s}"#,
-        a = escape(&evidence.anomaly),
+        a = escape(evidence.anomaly.name()),
         s = escape(&evidence.summary)
     );
     let ops = named_ops(evidence);
-    let rows = named_rows(evidence);
+    let rows = evidence.details.records();
     if !ops.is_empty() || !rows.is_empty() {
         out.push_str(r#"<div class="links">"#);
         for index in ops {
@@ -154,44 +108,53 @@ fn item(evidence: &Evidence, out: &mut String) {
             let _ = write!(
                 out,
                 r##"<a class="row-link" href="#{}">{}@{offset}</a> "##,
-                log_anchor(&partition, offset),
-                escape(&partition)
+                log_anchor(&partition.to_string(), offset),
+                escape(&partition.to_string())
             );
         }
         out.push_str("</div>");
     }
-    if !evidence.details.is_null() {
-        let pretty = serde_json::to_string_pretty(&evidence.details).unwrap_or_default();
-        let _ = write!(
-            out,
-            "<details><summary>details</summary><pre>{}</pre></details>",
-            escape(&pretty)
-        );
-    }
+    let pretty = serde_json::to_string_pretty(&evidence.details).unwrap_or_default();
+    let _ = write!(
+        out,
+        "<details><summary>details</summary><pre>{}</pre></details>",
+        escape(&pretty)
+    );
     out.push_str("</li>");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checker::evidence::{Anomaly, LostWrite};
+    use crate::schedule::Acks;
+    use crate::topic_partition::PartitionRef;
 
     #[test]
-    fn evidence_links_every_index_and_offset_it_names() {
-        let evidence = Evidence {
-            anomaly: "x".into(),
-            summary: "y".into(),
-            details: serde_json::json!({
-                "partition": "t-0",
-                "history_index": 7,
-                "acked_offset": 1,
-                "polls": [{"invoke_index": 9, "offset": 3}],
-                "isr": [1, 2],
-            }),
-        };
-        assert_eq!(named_ops(&evidence), BTreeSet::from([7, 9]));
-        assert_eq!(
-            named_rows(&evidence),
-            vec![("t-0".into(), 1), ("t-0".into(), 3)]
+    fn evidence_links_the_op_and_the_record_it_names() {
+        let t0 = PartitionRef::new("t", 0);
+        let evidence = Evidence::new(
+            Anomaly::LostAcknowledgedWrite,
+            "y",
+            LostWrite {
+                acked_offset: Some(1),
+                acks: Acks::All,
+                final_log: "b1".into(),
+                final_log_findings: 0,
+                final_log_node: crate::node::NodeId::new(1),
+                history_index: 7,
+                isr: Some(vec![1, 2]),
+                lacking: vec![],
+                leader_epoch: Some(0),
+                partition: t0.clone(),
+                value: 4,
+            },
         );
+        assert_eq!(named_ops(&evidence), BTreeSet::from([7]));
+        assert_eq!(evidence.details.records(), vec![(&t0, 1)]);
+        let mut html = String::new();
+        item(&evidence, &mut html);
+        assert!(html.contains(r##"href="#log-t-0-1""##), "{html}");
+        assert!(html.contains("op 7"), "{html}");
     }
 }

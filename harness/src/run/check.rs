@@ -5,7 +5,9 @@
 
 use std::io::Write;
 
-use crate::checker::{self, CheckResult, Evidence, LoadError, Report, RunData, Verdict};
+use crate::checker::{
+    self, Anomaly, CheckResult, Evidence, LoadError, Report, RunData, Verdict, evidence,
+};
 use crate::run_dir::{RunDir, RunEnd, Stuck};
 
 use super::RunError;
@@ -34,18 +36,19 @@ fn stuck_partitions(stuck: &[Stuck]) -> CheckResult {
     let evidence = stuck
         .iter()
         .map(|s| Evidence {
-            anomaly: "stuck-partition".into(),
+            anomaly: Anomaly::StuckPartition,
             summary: format!(
                 "{} acknowledged no write within {} ms of the final heal (last answer: {})",
                 s.partition,
                 s.window_ms,
                 s.last_error.as_deref().unwrap_or("none")
             ),
-            details: serde_json::json!({
-                "partition": s.partition.to_string(),
-                "window_ms": s.window_ms,
-                "last_error": s.last_error,
-            }),
+            details: evidence::Stuck {
+                last_error: s.last_error.clone(),
+                partition: s.partition.clone(),
+                window_ms: s.window_ms,
+            }
+            .into(),
         })
         .collect();
     CheckResult::invalid(

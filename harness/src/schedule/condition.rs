@@ -8,7 +8,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::model::PartitionRef;
-use crate::node::NodeId;
+use crate::node::{NodeId, NodeIdError};
+use crate::topic_partition::PartitionRefError;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -123,9 +124,46 @@ checkpoint hw of X for P is N | checkpoint recovery-point of X for P is N | \
 leader-epoch-checkpoint of X for P is [(E,O),...] | X applied LeaderAndIsr for P with leader epoch E | \
 X is stopped | N more writes acknowledged | N ms pass";
 
+/// Why a text is not a condition: each names the word and the condition it
+/// is in, as a schedule's author wrote them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConditionError {
+    /// A partition (`P` in the forms) that is not one.
+    #[error(transparent)]
+    Partition(#[from] PartitionRefError),
+    #[error("{word:?} in {condition:?} is not a node name like \"b1\"")]
+    Node {
+        word: String,
+        condition: String,
+        #[source]
+        source: NodeIdError,
+    },
+    #[error("{word:?} in {condition:?} is not a number")]
+    Number {
+        word: String,
+        condition: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    #[error("{word:?} in {condition:?} is not a leader epoch")]
+    LeaderEpoch {
+        word: String,
+        condition: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    #[error("{text:?} in {condition:?} is not a list of (epoch,offset) like [(0,0),(1,3)]")]
+    EpochEntries { text: String, condition: String },
+    #[error("{condition:?} is not a condition; one of: {FORMS}")]
+    NotACondition { condition: String },
+}
+
 /// `[(0,0),(1,3)]` (spaces allowed anywhere) → its entries.
-fn epoch_entries(text: &str, s: &str) -> Result<Vec<(i32, i64)>, String> {
-    let bad = || format!("{text:?} in {s:?} is not a list of (epoch,offset) like [(0,0),(1,3)]");
+fn epoch_entries(text: &str, s: &str) -> Result<Vec<(i32, i64)>, ConditionError> {
+    let bad = || ConditionError::EpochEntries {
+        text: text.to_owned(),
+        condition: s.to_owned(),
+    };
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     let inner = compact
         .strip_prefix('[')
@@ -148,16 +186,22 @@ fn epoch_entries(text: &str, s: &str) -> Result<Vec<(i32, i64)>, String> {
 }
 
 impl std::str::FromStr for Condition {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ConditionError;
+    fn from_str(s: &str) -> Result<Self, ConditionError> {
         let words: Vec<&str> = s.split_whitespace().collect();
         let node = |w: &str| {
-            w.parse::<NodeId>()
-                .map_err(|_| format!("{w:?} in {s:?} is not a node name like \"b1\""))
+            w.parse::<NodeId>().map_err(|source| ConditionError::Node {
+                word: w.to_owned(),
+                condition: s.to_owned(),
+                source,
+            })
         };
         let number = |w: &str| {
-            w.parse::<u64>()
-                .map_err(|_| format!("{w:?} in {s:?} is not a number"))
+            w.parse::<u64>().map_err(|source| ConditionError::Number {
+                word: w.to_owned(),
+                condition: s.to_owned(),
+                source,
+            })
         };
         Ok(match words.as_slice() {
             ["leader", "of", p, "is", x] => Condition::LeaderIs {
@@ -249,14 +293,20 @@ impl std::str::FromStr for Condition {
             ] => Condition::AppliedLeaderAndIsr {
                 node: node(x)?,
                 partition: p.parse()?,
-                leader_epoch: e
-                    .parse()
-                    .map_err(|_| format!("{e:?} in {s:?} is not a leader epoch"))?,
+                leader_epoch: e.parse().map_err(|source| ConditionError::LeaderEpoch {
+                    word: (*e).to_owned(),
+                    condition: s.to_owned(),
+                    source,
+                })?,
             },
             [x, "is", "stopped"] => Condition::Stopped { node: node(x)? },
             [n, "more", "writes", "acknowledged"] => Condition::Acknowledged { more: number(n)? },
             [n, "ms", "pass"] => Condition::Elapsed { ms: number(n)? },
-            _ => return Err(format!("{s:?} is not a condition; one of: {FORMS}")),
+            _ => {
+                return Err(ConditionError::NotACondition {
+                    condition: s.to_owned(),
+                });
+            }
         })
     }
 }
@@ -396,24 +446,28 @@ mod tests {
 
     #[test]
     fn malformed_conditions_say_what_is_wrong() {
+        let error = |s: &str| s.parse::<Condition>().unwrap_err();
+        let short = error("leader of t-0 is");
         assert!(
-            "leader of t-0 is"
-                .parse::<Condition>()
-                .unwrap_err()
-                .contains("not a condition")
+            matches!(&short, ConditionError::NotACondition { condition } if condition == "leader of t-0 is"),
+            "{short:?}"
         );
+        assert!(short.to_string().contains("not a condition"), "{short}");
+        let node = error("leader of t-0 is x2");
         assert!(
-            "leader of t-0 is x2"
-                .parse::<Condition>()
-                .unwrap_err()
-                .contains("node name")
+            matches!(&node, ConditionError::Node { word, .. } if word == "x2"),
+            "{node:?}"
         );
+        assert_eq!(
+            node.to_string(),
+            r#""x2" in "leader of t-0 is x2" is not a node name like "b1""#
+        );
+        let number = error("HW of b1 for t-0 >= many");
         assert!(
-            "HW of b1 for t-0 >= many"
-                .parse::<Condition>()
-                .unwrap_err()
-                .contains("number")
+            matches!(&number, ConditionError::Number { word, .. } if word == "many"),
+            "{number:?}"
         );
+        assert!(number.to_string().contains("number"), "{number}");
         let spaced: Condition = "leader-epoch-checkpoint of b1 for t-0 is [(0, 0), (2, 5)]"
             .parse()
             .unwrap();
@@ -421,23 +475,21 @@ mod tests {
             spaced.to_string(),
             "leader-epoch-checkpoint of b1 for t-0 is [(0,0),(2,5)]"
         );
+        let entries = error("leader-epoch-checkpoint of b1 for t-0 is (0,0)");
         assert!(
-            "leader-epoch-checkpoint of b1 for t-0 is (0,0)"
-                .parse::<Condition>()
-                .unwrap_err()
-                .contains("(epoch,offset)")
+            matches!(&entries, ConditionError::EpochEntries { text, .. } if text == "(0,0)"),
+            "{entries:?}"
         );
-        assert!(
-            "HW of b1 for t-0 > 3"
-                .parse::<Condition>()
-                .unwrap_err()
-                .contains("not a condition")
+        assert!(entries.to_string().contains("(epoch,offset)"), "{entries}");
+        assert!(matches!(
+            error("HW of b1 for t-0 > 3"),
+            ConditionError::NotACondition { .. }
+        ));
+        let partition = error("leader of t is b1");
+        assert_eq!(
+            partition,
+            ConditionError::Partition(PartitionRefError { text: "t".into() })
         );
-        assert!(
-            "leader of t is b1"
-                .parse::<Condition>()
-                .unwrap_err()
-                .contains("partition")
-        );
+        assert!(partition.to_string().contains("partition"), "{partition}");
     }
 }

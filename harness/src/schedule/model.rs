@@ -9,8 +9,9 @@ use epochal_faults::proxy::OnHeal;
 use serde::{Deserialize, Serialize};
 
 use super::step::Step;
-use crate::node::NodeId;
+use crate::node::{NodeId, NodeIdError};
 pub use crate::topic_partition::PartitionRef;
+use crate::topic_partition::PartitionRefError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -522,9 +523,24 @@ pub enum Target {
 
 crate::text_form::text_form!(Target);
 
+/// Why a text is not a target.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// `leader of P` or `a follower of P` with a `P` that is not a partition.
+    #[error(transparent)]
+    Partition(#[from] PartitionRefError),
+    /// A node name, or one of a list `b1,b3`, that is not one.
+    #[error(transparent)]
+    Node(#[from] NodeIdError),
+    #[error(
+        "{text:?} is not a target (b2, controller, leader, leader of t-0, a follower of t-0, random minority, b1,b3)"
+    )]
+    NotATarget { text: String },
+}
+
 impl std::str::FromStr for Target {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = TargetError;
+    fn from_str(s: &str) -> Result<Self, TargetError> {
         let words: Vec<&str> = s.split_whitespace().collect();
         Ok(match words.as_slice() {
             ["controller"] => Target::Controller,
@@ -542,11 +558,7 @@ impl std::str::FromStr for Target {
                 named.dedup();
                 Target::Nodes(named)
             }
-            _ => {
-                return Err(format!(
-                    "{s:?} is not a target (b2, controller, leader, leader of t-0, a follower of t-0, random minority, b1,b3)"
-                ));
-            }
+            _ => return Err(TargetError::NotATarget { text: s.to_owned() }),
         })
     }
 }

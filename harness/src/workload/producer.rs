@@ -184,7 +184,8 @@ impl RecordingClient {
             Some(node) => self
                 .producer_stamp(partition, node, deadline)
                 .await
-                .map(|stamp| (node, stamp)),
+                .map(|stamp| (node, stamp))
+                .map_err(|e| e.to_string()),
         };
         let (node, stamp) = match first {
             Ok(first) => first,
@@ -311,7 +312,7 @@ impl RecordingClient {
         partition: &PartitionRef,
         first: NodeId,
         deadline: Instant,
-    ) -> Result<ProducerStamp, String> {
+    ) -> Result<ProducerStamp, ProducerIdError> {
         if self.producer.is_none() {
             let id = self.init_producer_id(first, deadline).await?;
             self.producer = Some(Producer::new(id));
@@ -327,11 +328,11 @@ impl RecordingClient {
         &mut self,
         first: NodeId,
         deadline: Instant,
-    ) -> Result<ProducerIdAndEpoch, String> {
+    ) -> Result<ProducerIdAndEpoch, ProducerIdError> {
         let started = Instant::now();
         let mut nodes = vec![first];
         nodes.extend(self.shared.addresses.keys().filter(|&&n| n != first));
-        let mut errors: BTreeMap<NodeId, String> = BTreeMap::new();
+        let mut errors: BTreeMap<NodeId, ClientError> = BTreeMap::new();
         while Instant::now() < deadline {
             for &node in &nodes {
                 let end = deadline.min(Instant::now() + INIT_PRODUCER_ID_NODE_TIMEOUT);
@@ -348,31 +349,58 @@ impl RecordingClient {
                     // Every node runs the same broker: if one does not speak
                     // InitProducerId, none does.
                     Err(
-                        e @ ClientError::Unsupported {
+                        source @ ClientError::Unsupported {
                             api: ApiKey::InitProducerId,
                             ..
                         },
                     ) => {
-                        return Err(format!(
-                            "no producer id from {node}: {e}; `idempotent = true` needs a broker that answers InitProducerId"
-                        ));
+                        return Err(ProducerIdError::Unsupported { node, source });
                     }
                     Err(e) => {
                         self.connections.remove(&node);
-                        errors.insert(node, e.to_string());
+                        errors.insert(node, e);
                     }
                 }
             }
             let now = Instant::now();
             tokio::time::sleep_until((now + RETRY_BACKOFF).min(deadline)).await;
         }
-        let errors: Vec<String> = errors.iter().map(|(n, e)| format!("{n}: {e}")).collect();
-        Err(format!(
-            "no producer id: no node answered InitProducerId within {} ms ({})",
-            started.elapsed().as_millis(),
-            errors.join("; ")
-        ))
+        Err(ProducerIdError::NoAnswer {
+            elapsed_ms: started.elapsed().as_millis(),
+            errors,
+        })
     }
+}
+
+/// Why a process got no producer id; the send it was for fails unstamped
+/// with this as its error.
+#[derive(Debug, thiserror::Error)]
+pub enum ProducerIdError {
+    /// A node does not speak InitProducerId; every node runs the same broker,
+    /// so none does.
+    #[error(
+        "no producer id from {node}: {source}; `idempotent = true` needs a broker that answers InitProducerId"
+    )]
+    Unsupported {
+        node: NodeId,
+        #[source]
+        source: ClientError,
+    },
+    /// No node answered before the send's deadline; each node's last error.
+    #[error(
+        "no producer id: no node answered InitProducerId within {elapsed_ms} ms ({})",
+        node_errors(errors)
+    )]
+    NoAnswer {
+        elapsed_ms: u128,
+        errors: BTreeMap<NodeId, ClientError>,
+    },
+}
+
+/// `b1: ...; b2: ...`.
+fn node_errors(errors: &BTreeMap<NodeId, ClientError>) -> String {
+    let errors: Vec<String> = errors.iter().map(|(n, e)| format!("{n}: {e}")).collect();
+    errors.join("; ")
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 
 use super::*;
 use crate::checker::Verdict;
+use serde_json::{Value, json};
 
-use crate::history::{Body, Poll, Read};
+use crate::history::{Body, Op, OpType, Poll, PolledRecord, Process, Read};
 
 fn op(index: u64, kind: OpType, poll: Poll) -> Op {
     Op {
@@ -51,27 +52,30 @@ fn run(ops: Vec<Op>) -> RunData {
 }
 
 fn anomalies(result: &CheckResult) -> Vec<&str> {
-    result.evidence.iter().map(|e| e.anomaly.as_str()).collect()
+    result.evidence.iter().map(|e| e.anomaly.name()).collect()
 }
 
 #[test]
 fn checker_consumer_names_a_within_poll_gap_and_reordering() {
     let ops: Vec<Op> = poll(0, 0, &[(0, 10), (2, 12), (1, 11)], 3).into();
-    let result = check(&run(ops)).unwrap();
+    let result = checker().check_run(&run(ops)).unwrap();
     assert_eq!(result.verdict, Verdict::Invalid);
     assert_eq!(
         anomalies(&result),
         vec!["int-poll-skip", "int-nonmonotonic-poll"]
     );
-    assert_eq!(result.evidence[0].details["skipped"], json!([[1, 11]]));
-    assert_eq!(result.evidence[1].details["index"], json!(1));
+    assert_eq!(
+        result.evidence[0].details.json()["skipped"],
+        json!([[1, 11]])
+    );
+    assert_eq!(result.evidence[1].details.json()["index"], json!(1));
 }
 
 #[test]
 fn checker_consumer_contiguous_polls_are_not_skips() {
     let mut ops: Vec<Op> = poll(0, 3, &[(3, 13), (4, 14)], 5).into();
     ops.extend(poll(2, 5, &[], 5));
-    let result = check(&run(ops)).unwrap();
+    let result = checker().check_run(&run(ops)).unwrap();
     assert!(result.evidence.is_empty(), "{:?}", result.evidence);
     // No replica hosts t-0 here: the truncated-read rule cannot run.
     assert_eq!(result.verdict, Verdict::Unknown);
@@ -152,7 +156,7 @@ fn checker_consumer_a_read_after_the_loss_that_excuses_its_write_is_not_excused(
         }),
         ..RunData::default()
     };
-    let result = check(&data).unwrap();
+    let result = checker().check_run(&data).unwrap();
     assert!(
         anomalies(&result).contains(&"inconsistent-offsets"),
         "{:?}",
@@ -197,7 +201,7 @@ fn checker_consumer_a_disk_fault_during_a_poll_may_follow_its_read() {
         }),
         ..RunData::default()
     };
-    let result = check(&data).unwrap();
+    let result = checker().check_run(&data).unwrap();
     assert!(
         !anomalies(&result).contains(&"inconsistent-offsets"),
         "{:?}",
@@ -233,7 +237,7 @@ fn checker_consumer_a_read_that_a_later_disk_fault_took_from_the_isr_is_excused(
         }),
         ..RunData::default()
     };
-    let excused = check(&with(vec![1])).unwrap();
+    let excused = checker().check_run(&with(vec![1])).unwrap();
     assert!(
         !anomalies(&excused).contains(&"inconsistent-offsets"),
         "{:?}",
@@ -241,7 +245,7 @@ fn checker_consumer_a_read_that_a_later_disk_fault_took_from_the_isr_is_excused(
     );
     assert_eq!(excused.counts["reads-excused"], 1);
     // With b2 still in the ISR (and holding 10), nothing excuses it.
-    let not = check(&with(vec![1, 2])).unwrap();
+    let not = checker().check_run(&with(vec![1, 2])).unwrap();
     assert!(
         anomalies(&not).contains(&"inconsistent-offsets"),
         "{:?}",
@@ -299,14 +303,14 @@ fn checker_consumer_a_read_after_one_isr_member_lost_it_is_excused_once_the_isr_
         }),
         ..RunData::default()
     };
-    let excused = check(&with(vec![1])).unwrap();
+    let excused = checker().check_run(&with(vec![1])).unwrap();
     assert!(
         !anomalies(&excused).contains(&"inconsistent-offsets"),
         "{:?}",
         excused.evidence
     );
     assert_eq!(excused.counts["reads-excused"], 1);
-    let not = check(&with(vec![1, 2])).unwrap();
+    let not = checker().check_run(&with(vec![1, 2])).unwrap();
     assert!(
         anomalies(&not).contains(&"inconsistent-offsets"),
         "{:?}",

@@ -1,0 +1,707 @@
+//! What a checker says it found, as data: an [`Anomaly`] kind, a line for a
+//! person, and [`Details`] — one typed struct per kind, whose fields point at
+//! history ops ([`OpRef`]s: a history index) and log records (a partition and
+//! its offsets) by name and type. The report and the gate ask a piece of
+//! evidence which ops and records it names ([`Details::ops`],
+//! [`Details::records`]); nothing downstream reads its JSON.
+//!
+//! On disk (`results.json`) a piece of evidence is `{anomaly, summary,
+//! details}` with the details' fields in name order, as they were when the
+//! details were free-form JSON: every struct below lists its fields
+//! alphabetically, and a test holds each to that.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::{OpType, Process, RecordValue};
+use crate::node::NodeId;
+use crate::reader::{Finding, Payload};
+use crate::schedule::Acks;
+use crate::topic_partition::PartitionRef;
+
+pub use super::anomaly::Anomaly;
+
+/// A history op, by its index in `history.jsonl`.
+pub type OpRef = u64;
+
+/// One anomaly, minimal and concrete: enough to find it in the files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawEvidence")]
+pub struct Evidence {
+    pub anomaly: Anomaly,
+    /// One line a person reads first, naming values, offsets and replicas.
+    pub summary: String,
+    /// The particulars, typed by kind.
+    pub details: Details,
+}
+
+impl Evidence {
+    pub fn new(anomaly: Anomaly, summary: impl Into<String>, details: impl Into<Details>) -> Self {
+        Evidence {
+            anomaly,
+            summary: summary.into(),
+            details: details.into(),
+        }
+    }
+}
+
+/// Evidence as it is read back: the details parsed by the kind's struct.
+#[derive(Deserialize)]
+struct RawEvidence {
+    anomaly: Anomaly,
+    summary: String,
+    #[serde(default)]
+    details: serde_json::Value,
+}
+
+impl TryFrom<RawEvidence> for Evidence {
+    type Error = String;
+
+    fn try_from(raw: RawEvidence) -> Result<Self, Self::Error> {
+        let details = Details::parse(raw.anomaly, raw.details)
+            .map_err(|e| format!("the details of a {} anomaly: {e}", raw.anomaly))?;
+        Ok(Evidence {
+            anomaly: raw.anomaly,
+            summary: raw.summary,
+            details,
+        })
+    }
+}
+
+/// Declares [`Details`] with a variant per struct, its `From`s, and how each
+/// kind's details are parsed back, from one list.
+macro_rules! details {
+    ($( $variant:ident($ty:ident) for $($kind:ident)|+; )*) => {
+        /// The particulars of one piece of evidence, one struct per kind (some
+        /// kinds share one: the three allowed losses, the two poll skips).
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        #[serde(untagged)]
+        pub enum Details {
+            $( $variant($ty), )*
+        }
+
+        $(
+            impl From<$ty> for Details {
+                fn from(details: $ty) -> Self {
+                    Details::$variant(details)
+                }
+            }
+        )*
+
+        impl Details {
+            /// `value` read as the struct `anomaly`'s details have.
+            pub fn parse(
+                anomaly: Anomaly,
+                value: serde_json::Value,
+            ) -> Result<Details, serde_json::Error> {
+                Ok(match anomaly {
+                    $( $(Anomaly::$kind)|+ => Details::$variant(serde_json::from_value(value)?), )*
+                })
+            }
+        }
+    };
+}
+
+details! {
+    AckedWrite(AckedWrite) for LostAcksAllWriteExcused | LostAcks1Write | LostAcks0Write;
+    LostWrite(LostWrite) for LostAcknowledgedWrite;
+    OffsetChanged(OffsetChanged) for AcknowledgedOffsetChanged;
+    Divergence(Divergence) for ReplicaDivergence;
+    EpochNotMonotonic(EpochNotMonotonic) for EpochFileNotMonotonic;
+    EpochDisagrees(EpochDisagrees) for EpochFileDisagreesWithBatch;
+    EpochNotAtBatchStart(EpochNotAtBatchStart) for EpochEntryNotAtBatchStart;
+    EpochUnreadable(EpochUnreadable) for EpochFileUnreadable;
+    LeadersInEtcd(LeadersInEtcd) for TwoLeadersInEtcd;
+    LeadersApplied(LeadersApplied) for TwoLeadersApplied;
+    WritersInOneEpoch(WritersInOneEpoch) for TwoWritersInOneEpoch;
+    StaleEpochApplied(StaleEpochApplied) for StaleControllerEpochApplied;
+    UncommittedApplied(UncommittedApplied) for UncommittedDecisionApplied;
+    ConsumedRegressed(ConsumedRegressed) for ConsumedOffsetRegressed;
+    WatermarkRegressed(WatermarkRegressed) for HighWatermarkRegressed;
+    InconsistentOffsets(InconsistentOffsets) for InconsistentOffsets;
+    NonmonotonicPoll(NonmonotonicPoll) for IntNonmonotonicPoll;
+    PollSkip(PollSkip) for PollSkip | IntPollSkip;
+    TruncatedRead(TruncatedRead) for TruncatedRead;
+    Duplicate(Duplicate) for Duplicate;
+    IdempotentDuplicate(IdempotentDuplicate) for IdempotentDuplicate;
+    Stuck(Stuck) for StuckPartition;
+}
+
+impl Details {
+    /// The details as `results.json` writes them: for showing a person, and
+    /// for tests that hold the on-disk form. Code that acts on evidence
+    /// matches the typed variant instead.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("details serialize")
+    }
+
+    /// The history ops the evidence names: the acknowledging op of a lost or
+    /// moved write, a poll, the sends of a duplicated value.
+    pub fn ops(&self) -> BTreeSet<OpRef> {
+        match self {
+            Details::AckedWrite(d) => BTreeSet::from([d.history_index]),
+            Details::LostWrite(d) => BTreeSet::from([d.history_index]),
+            Details::OffsetChanged(d) => BTreeSet::from([d.history_index]),
+            Details::ConsumedRegressed(d) => BTreeSet::from([d.index]),
+            Details::WatermarkRegressed(d) => {
+                BTreeSet::from([d.earlier.index, d.later.index, d.later.invoke_index])
+            }
+            Details::NonmonotonicPoll(d) => BTreeSet::from([d.index]),
+            Details::PollSkip(d) => BTreeSet::from([d.index]),
+            Details::IdempotentDuplicate(d) => d
+                .sends
+                .iter()
+                .flat_map(|s| std::iter::once(s.invoke_index).chain(s.index))
+                .collect(),
+            _ => BTreeSet::new(),
+        }
+    }
+
+    /// The log records the evidence names, as (partition, offset), in order:
+    /// where a write was acknowledged, what a poll returned or skipped to,
+    /// where replicas part, the batches an epoch entry disagrees with.
+    pub fn records(&self) -> Vec<(&PartitionRef, i64)> {
+        let mut rows: Vec<(&PartitionRef, i64)> = match self {
+            Details::AckedWrite(d) => d
+                .acked_offset
+                .map(|o| (&d.partition, o))
+                .into_iter()
+                .collect(),
+            Details::LostWrite(d) => d
+                .acked_offset
+                .map(|o| (&d.partition, o))
+                .into_iter()
+                .collect(),
+            Details::OffsetChanged(d) => d
+                .acked_offset
+                .map(|o| (&d.partition, o))
+                .into_iter()
+                .collect(),
+            Details::Divergence(d) => vec![(&d.partition, d.offset)],
+            Details::EpochDisagrees(d) => [
+                Some(d.first_base_offset),
+                Some(d.last_offset),
+                d.entry_start_offset,
+            ]
+            .into_iter()
+            .flatten()
+            .map(|o| (&d.partition, o))
+            .collect(),
+            Details::EpochNotAtBatchStart(d) => d
+                .inside_batch
+                .iter()
+                .flat_map(|b| [b.base_offset, b.last_offset])
+                .map(|o| (&d.partition, o))
+                .collect(),
+            Details::ConsumedRegressed(d) => {
+                vec![(&d.partition, d.from_offset), (&d.partition, d.offset)]
+            }
+            Details::InconsistentOffsets(d) => vec![(&d.partition, d.offset)],
+            Details::NonmonotonicPoll(d) => vec![(&d.partition, d.offset)],
+            Details::PollSkip(d) => vec![(&d.partition, d.from_offset), (&d.partition, d.offset)],
+            Details::TruncatedRead(d) => vec![(&d.partition, d.offset)],
+            _ => Vec::new(),
+        };
+        rows.sort();
+        rows.dedup();
+        rows
+    }
+}
+
+/// A write the client saw acknowledged, as lost-write and offset-changed
+/// name it; the ISR as broker ids, as etcd lists them. The details of an
+/// allowed loss (acks=1, acks=0, an excused acks=all).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AckedWrite {
+    /// `None` for acks=0 (the broker names no offset).
+    pub acked_offset: Option<i64>,
+    pub acks: Acks,
+    pub history_index: OpRef,
+    pub isr: Option<Vec<u32>>,
+    pub leader_epoch: Option<i32>,
+    pub partition: PartitionRef,
+    pub value: i64,
+}
+
+/// `lost-acknowledged-write`: the write, the final log it is missing from
+/// and the replicas that lack it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LostWrite {
+    pub acked_offset: Option<i64>,
+    pub acks: Acks,
+    /// Which replica's log was taken as final, and why.
+    pub final_log: String,
+    /// Damage the reader found in that replica (often why a value is missing).
+    pub final_log_findings: usize,
+    pub final_log_node: NodeId,
+    pub history_index: OpRef,
+    pub isr: Option<Vec<u32>>,
+    pub lacking: Vec<NodeId>,
+    pub leader_epoch: Option<i32>,
+    pub partition: PartitionRef,
+    pub value: i64,
+}
+
+/// `acknowledged-offset-changed`: the write, where the final log has it and
+/// what the final log holds at the acknowledged offset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffsetChanged {
+    pub acked_offset: Option<i64>,
+    pub acks: Acks,
+    pub final_log: String,
+    pub final_log_at_acked_offset: Option<EpochValue>,
+    pub final_log_node: NodeId,
+    pub found_at: Vec<i64>,
+    pub history_index: OpRef,
+    pub isr: Option<Vec<u32>>,
+    pub leader_epoch: Option<i32>,
+    pub partition: PartitionRef,
+    pub value: i64,
+}
+
+/// A record's batch epoch and value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochValue {
+    pub epoch: i32,
+    pub value: Option<Payload>,
+}
+
+/// `replica-divergence`: the first offset where replicas part, below their
+/// common end, and what each holds there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Divergence {
+    pub common_end: i64,
+    pub holds: BTreeMap<NodeId, Slot>,
+    pub offset: i64,
+    /// Present (true) when a replica outside the final ISR was compared with
+    /// the final log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_final_isr: Option<bool>,
+    pub partition: PartitionRef,
+    pub replicas: Vec<NodeId>,
+}
+
+/// What one replica holds at an offset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Slot {
+    Record {
+        control: bool,
+        epoch: i32,
+        value: Option<Payload>,
+    },
+    /// Written `"nothing"`.
+    Nothing(NothingHeld),
+}
+
+/// The word `"nothing"`, as [`Slot::Nothing`] is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NothingHeld {
+    #[serde(rename = "nothing")]
+    Nothing,
+}
+
+/// `epoch-file-not-monotonic`: entry `entry` (0-based) and the one before,
+/// each as `[epoch, start_offset]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochNotMonotonic {
+    pub entry: usize,
+    pub entry_value: (i32, i64),
+    pub node: NodeId,
+    pub partition: PartitionRef,
+    pub previous: (i32, i64),
+}
+
+/// `epoch-file-disagrees-with-batch`: batches `first_base_offset..=
+/// last_offset` carry `batch_epoch`, the file says `file_epoch` from the
+/// entry at `entry_start_offset`; the whole file as `[epoch, start]` pairs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochDisagrees {
+    pub batch_epoch: i32,
+    pub batches: usize,
+    pub entry_start_offset: Option<i64>,
+    pub epoch_file: Option<Vec<(i64, i64)>>,
+    pub file_epoch: Option<i32>,
+    pub first_base_offset: i64,
+    pub last_offset: i64,
+    pub node: NodeId,
+    pub partition: PartitionRef,
+}
+
+/// `epoch-entry-not-at-batch-start`: the entry as `[epoch, start_offset]`
+/// and the batch it starts inside, if one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochNotAtBatchStart {
+    pub entry: (i32, i64),
+    pub inside_batch: Option<BatchSpan>,
+    pub node: NodeId,
+    pub partition: PartitionRef,
+}
+
+/// A batch's offsets and epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchSpan {
+    pub base_offset: i64,
+    pub epoch: i32,
+    pub last_offset: i64,
+}
+
+/// `epoch-file-unreadable`: the reader's finding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochUnreadable {
+    pub finding: Finding,
+    pub node: NodeId,
+}
+
+/// `two-leaders-in-etcd`: each leader etcd recorded in one leader epoch,
+/// with the revisions that name it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeadersInEtcd {
+    pub leader_epoch: i32,
+    pub leaders: Vec<EtcdLeader>,
+    pub partition: u32,
+    pub topic: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EtcdLeader {
+    pub leader: i32,
+    pub revisions: Vec<i64>,
+}
+
+/// `two-leaders-applied`: each leader brokers applied in one leader epoch,
+/// with the state-change log entries that applied it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeadersApplied {
+    pub leader_epoch: i32,
+    pub leaders: Vec<AppliedLeader>,
+    pub partition: i32,
+    pub topic: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppliedLeader {
+    pub applied: Vec<AppliedBy>,
+    pub leader: i32,
+}
+
+/// One state-change log entry (`entry`: its 0-based line) of `node`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppliedBy {
+    pub controller_epoch: i32,
+    pub controller_id: i32,
+    pub entry: usize,
+    pub node: NodeId,
+    pub time_ms: u64,
+}
+
+/// `two-writers-in-one-epoch`: two replicas' different records under one
+/// leader epoch, from `first_offset`, and how many offsets differ.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WritersInOneEpoch {
+    pub differing_offsets: usize,
+    pub first_offset: i64,
+    pub leader_epoch: i32,
+    pub partition: u32,
+    pub replicas: Vec<HeldInBatch>,
+    pub topic: String,
+}
+
+/// A record as one replica holds it, with its batch's file and position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldInBatch {
+    pub batch_position: u64,
+    pub file: String,
+    pub node: NodeId,
+    pub value: Option<Payload>,
+}
+
+/// A state-change log entry (`entry`: its 0-based line) of `node`, whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateChangeEntry {
+    pub controller_epoch: i32,
+    pub controller_id: i32,
+    pub entry: usize,
+    pub isr: Vec<i32>,
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub node: NodeId,
+    pub partition: i32,
+    pub request: String,
+    pub time_ms: u64,
+    pub topic: String,
+}
+
+/// `stale-controller-epoch-applied`: the first stale entry, the newer one
+/// applied before it, and how many such entries followed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StaleEpochApplied {
+    pub newer_applied_before: StateChangeEntry,
+    pub node: NodeId,
+    pub stale: StateChangeEntry,
+    pub stale_entries: usize,
+}
+
+/// `uncommitted-decision-applied`: the entry, and what etcd did record for
+/// its partition and leader epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UncommittedApplied {
+    pub applied: StateChangeEntry,
+    pub etcd_states_in_that_epoch: Vec<EtcdState>,
+}
+
+/// A partition state etcd recorded, at its revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EtcdState {
+    pub controller_epoch: i32,
+    pub isr: Vec<i32>,
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub revision: i64,
+}
+
+/// `consumed-offset-regressed`: a poll (history `index`) that returned
+/// `offset` below its `from_offset`, and the highest its process had
+/// consumed before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsumedRegressed {
+    pub consumed_before: Option<i64>,
+    pub from_offset: i64,
+    pub index: OpRef,
+    pub offset: i64,
+    pub partition: PartitionRef,
+    pub process: Process,
+}
+
+/// `high-watermark-regressed`: an earlier poll's and a later poll's high
+/// watermark from one node, and the leader epochs it led in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatermarkRegressed {
+    pub earlier: EarlierPoll,
+    pub later: LaterPoll,
+    pub leader_epochs_of_node: Option<BTreeSet<i32>>,
+    pub node: NodeId,
+    pub partition: PartitionRef,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EarlierPoll {
+    pub high_watermark: i64,
+    pub index: OpRef,
+    pub process: Process,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaterPoll {
+    pub high_watermark: i64,
+    pub index: OpRef,
+    pub invoke_index: OpRef,
+    pub process: Process,
+}
+
+/// `inconsistent-offsets`: each value seen at one offset, with the polls
+/// and sends that saw it (history indices).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InconsistentOffsets {
+    pub offset: i64,
+    pub partition: PartitionRef,
+    pub values: Vec<ValueSeen>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValueSeen {
+    pub polls: Vec<OpRef>,
+    pub sends: Vec<OpRef>,
+    pub value: RecordValue,
+}
+
+/// `int-nonmonotonic-poll`: a poll returned `offset` after `after`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NonmonotonicPoll {
+    pub after: i64,
+    pub index: OpRef,
+    pub offset: i64,
+    pub partition: PartitionRef,
+    pub process: Process,
+}
+
+/// `poll-skip` / `int-poll-skip`: a poll went from `from_offset` (or the
+/// record at `after`) to `offset`, skipping records; the first ten skipped
+/// as `[offset, value]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PollSkip {
+    pub after: Option<i64>,
+    pub from_offset: i64,
+    pub index: OpRef,
+    pub offset: i64,
+    pub partition: PartitionRef,
+    pub process: Process,
+    pub skipped: Vec<(i64, RecordValue)>,
+    pub skipped_count: usize,
+}
+
+/// `truncated-read`: a value polls read at `offset`, and what each replica
+/// holds there after the final heal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TruncatedRead {
+    pub offset: i64,
+    pub partition: PartitionRef,
+    pub polls: Vec<OpRef>,
+    pub replicas: BTreeMap<NodeId, HeldAfterHeal>,
+    pub value: RecordValue,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldAfterHeal {
+    /// How many findings the reader had for the replica.
+    pub findings: usize,
+    pub log_end_offset: i64,
+    pub value: Option<RecordValue>,
+}
+
+/// `duplicate`: a value at several offsets of one log (`log`: which replica).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Duplicate {
+    pub log: String,
+    pub offsets: Vec<i64>,
+    pub partition: PartitionRef,
+    pub value: String,
+}
+
+/// `idempotent-duplicate`: as [`Duplicate`], with every send of the value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdempotentDuplicate {
+    pub log: String,
+    pub offsets: Vec<i64>,
+    pub partition: PartitionRef,
+    pub sends: Vec<SendRef>,
+    pub value: String,
+}
+
+/// One send of a value: its invoke, its completion (index and type) once it
+/// had one, and the idempotent producer's stamp (with the value's sequence,
+/// and the client's attempts when the completion counted them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<OpRef>,
+    pub invoke_index: OpRef,
+    pub process: Process,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer_epoch: Option<i16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer_id: Option<i64>,
+    /// Present with a producer: `Some(None)` is written `null`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "present_or_null"
+    )]
+    pub sequence: Option<Option<i32>>,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<OpType>,
+}
+
+/// An `Option<Option<T>>` field: absent, `null`, or a value.
+mod present_or_null {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(
+        value: &Option<Option<T>>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(inner) => inner.serialize(serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(deserializer).map(Some)
+    }
+}
+
+/// `stuck-partition`: a partition that took no write within the liveness
+/// window, and the last attempt's error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stuck {
+    pub last_error: Option<String>,
+    pub partition: PartitionRef,
+    pub window_ms: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind's details round-trip through `results.json`'s form, with
+    /// their fields in name order (as free-form JSON objects wrote them).
+    fn assert_on_disk_form(evidence: &Evidence) {
+        let details = serde_json::to_string_pretty(&evidence.details).unwrap();
+        let sorted = serde_json::to_string_pretty(&evidence.details.json()).unwrap();
+        assert_eq!(details, sorted, "fields out of name order");
+        let text = serde_json::to_string_pretty(evidence).unwrap();
+        let back: Evidence = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text);
+    }
+
+    /// Free-form JSON objects wrote their keys in name order (serde_json's
+    /// map is sorted), and results.json must read as it did: so every struct
+    /// here declares its fields in the order of their names on disk.
+    #[test]
+    fn every_details_struct_declares_its_fields_in_name_order() {
+        let source = include_str!("evidence.rs");
+        let mut structs = 0;
+        for block in source.split("pub struct ").skip(1) {
+            let name = block.split_whitespace().next().unwrap_or_default();
+            // The wrapper keeps its own order: anomaly, summary, details.
+            let Some(body) = block
+                .split_once('{')
+                .map(|(_, b)| b)
+                .filter(|_| name != "Evidence")
+            else {
+                continue;
+            };
+            let body = &body[..body.find("\n}").unwrap_or(body.len())];
+            let mut rename = None;
+            let mut names = Vec::new();
+            for line in body.lines().map(str::trim) {
+                if let Some(at) = line.find("rename = \"") {
+                    let rest = &line[at + 10..];
+                    rename = rest.split('"').next().map(str::to_owned);
+                }
+                if let Some(field) = line.strip_prefix("pub ").and_then(|l| l.split_once(':')) {
+                    names.push(rename.take().unwrap_or_else(|| field.0.to_owned()));
+                }
+            }
+            let mut sorted = names.clone();
+            sorted.sort();
+            assert_eq!(names, sorted, "pub struct {name}");
+            structs += 1;
+        }
+        assert!(structs >= 30, "found {structs} structs: the scan is broken");
+    }
+
+    #[test]
+    fn details_of_the_wrong_kind_do_not_read_back() {
+        let stuck = Evidence::new(
+            Anomaly::StuckPartition,
+            "t-0 stuck",
+            Stuck {
+                last_error: None,
+                partition: PartitionRef::new("t", 0),
+                window_ms: 5000,
+            },
+        );
+        assert_on_disk_form(&stuck);
+        let mut json = serde_json::to_value(&stuck).unwrap();
+        json["anomaly"] = "replica-divergence".into();
+        let error = serde_json::from_value::<Evidence>(json).unwrap_err();
+        assert!(error.to_string().contains("replica-divergence"), "{error}");
+    }
+}
