@@ -1,19 +1,25 @@
 //! epochal: the fault-injection conformance harness.
 //!
-//! The vocabulary first: `node` (a broker, `b1` ⇄ id 1), `topic_partition`
-//! (`t-0`), `schedule` (TOML in, typed steps out), `history` (typed Jepsen-style
-//! ops on disk), `run_dir` (what a run directory holds). Then the parts of a
-//! run, in the order data flows: `runtime` starts the cluster, `observe` reads
-//! it over connections no fault touches, `nemesis` breaks it, `workload` drives
-//! it through op-recording clients, `run` plays a schedule phase by phase,
-//! `reader` reads every replica's files independently of the broker, `checker`
-//! judges, `gate` runs suites and `cli` is the binary's edge.
+//! The modules in layer order, lowest first; each names only modules before
+//! it (`tests/layers.rs` keeps this, and that no file depends on itself):
+//! the vocabulary (`text_form`, `random`, `duration`; `node`, a broker, `b1`
+//! ⇄ id 1; `topic_partition`, `t-0`), `schedule` (TOML in, typed steps out),
+//! `history` (typed Jepsen-style ops on disk), `reader` (every replica's
+//! files, read independently of the broker), `store` and `run_dir` (where a
+//! run's files go), `kafka_client` (the harness's own Kafka client),
+//! `runtime` (starts the cluster), `observe` (reads it over connections no
+//! fault touches), `workload` and `nemesis` (drive and break it), `checker`
+//! (judges a run from its directory), `snapshot` and `report` (show it),
+//! `run` (plays a schedule phase by phase), `campaign` (a run whose faults a
+//! seed picks), `gate` (suites of runs) and `cli`, the binary's edge.
 
 pub mod campaign;
 pub mod checker;
 pub mod cli;
+pub mod duration;
 pub mod gate;
 pub mod history;
+pub mod kafka_client;
 pub mod nemesis;
 pub mod node;
 pub mod observe;
@@ -24,6 +30,7 @@ pub mod run;
 pub mod run_dir;
 pub mod runtime;
 pub mod schedule;
+#[cfg(any(test, feature = "testing"))]
 pub mod snapshot;
 pub mod store;
 mod text_form;

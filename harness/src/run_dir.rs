@@ -22,6 +22,10 @@
 //!
 //! `run`, `check`, `replay`, the gate, snapshots and the reader's users all
 //! reach these files through [`RunDir`]; none of them joins a file name itself.
+//! It knows paths, not what upper layers put in them: the checkers' report
+//! and etcd's timeline are written by the phases that make them (run/check.rs,
+//! run/collect.rs) at the paths it hands out, as JSON the store's way
+//! ([`store::write_json`]).
 
 use std::path::{Path, PathBuf};
 
@@ -130,7 +134,7 @@ impl RunDir {
 
     /// `run.json`, written once the run has ended.
     pub fn write_end(&self, end: &RunEnd) -> Result<(), StoreError> {
-        write_json(&self.run_end(), end)
+        store::write_json(&self.run_end(), end)
     }
 
     /// `run.json`; a run directory without it was cut off before it finished
@@ -150,7 +154,7 @@ impl RunDir {
     /// zero, so the report can place the brokers' wall-clock state-change
     /// logs among the ops. Written when the history is created.
     pub fn write_clock(&self, history_opened_unix_ms: u64) -> Result<(), StoreError> {
-        write_json(
+        store::write_json(
             &self.path.join(Self::CLOCK),
             &serde_json::json!({ "history_opened_unix_ms": history_opened_unix_ms }),
         )
@@ -161,17 +165,6 @@ impl RunDir {
         let text = std::fs::read_to_string(self.path.join(Self::CLOCK)).ok()?;
         let value: serde_json::Value = serde_json::from_str(&text).ok()?;
         value.get("history_opened_unix_ms")?.as_u64()
-    }
-
-    pub fn write_results(&self, report: &crate::checker::Report) -> Result<(), StoreError> {
-        write_json(&self.results(), report)
-    }
-
-    pub fn write_timeline(
-        &self,
-        timeline: &crate::observe::timeline::Timeline,
-    ) -> Result<(), StoreError> {
-        write_json(&self.timeline(), timeline)
     }
 
     pub fn write_schedule(&self, schedule: &crate::schedule::Schedule) -> Result<(), StoreError> {
@@ -257,12 +250,4 @@ pub struct Stuck {
     /// The last attempt's error, if any attempt was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
-}
-
-fn write_json(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
-    let text = serde_json::to_string_pretty(value).expect("serializes");
-    std::fs::write(path, text + "\n").map_err(|source| StoreError {
-        path: path.to_owned(),
-        source,
-    })
 }

@@ -35,6 +35,13 @@ fn error(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     }
 }
 
+/// Writes `value` to `path` as the store keeps JSON: pretty-printed, with
+/// one trailing newline. Every JSON file of a run directory is written so.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), StoreError> {
+    let text = serde_json::to_string_pretty(value).expect("serializes");
+    std::fs::write(path, text + "\n").map_err(error(path))
+}
+
 /// Creates a fresh run directory under `store/<group...>/`.
 pub fn create_run_dir(store: &Path, group: &[&str]) -> Result<PathBuf, StoreError> {
     let mut parent = store.to_owned();

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use epochal::workload::{
+use epochal::kafka_client::{
     ClientError, Compression, FetchOptions, KafkaClient, OffsetSpec, ProduceOptions, ProduceRecord,
     ReplicaOffsets,
 };
@@ -126,7 +126,7 @@ async fn start_broker_as(etcd: &Etcd, node_id: i32, extra: &[&str]) -> Broker {
 async fn await_metadata(
     client: &mut KafkaClient,
     what: &str,
-    cond: impl Fn(&epochal::workload::Metadata) -> bool,
+    cond: impl Fn(&epochal::kafka_client::Metadata) -> bool,
 ) {
     let deadline = Instant::now() + START_TIMEOUT;
     loop {

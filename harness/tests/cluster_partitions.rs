@@ -10,11 +10,13 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::bin_dir;
+use epochal::kafka_client::{
+    ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord,
+};
 use epochal::nemesis::partition::{Endpoint, PartitionSpec, Partitions, blocked, cuts};
 use epochal::node::NodeId;
 use epochal::runtime::{ClusterConfig, Link, ProcessRuntime, Runtime};
 use epochal::topic_partition::PartitionRef;
-use epochal::workload::{ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord};
 use epochal_faults::proxy::{OnHeal, Stream, ToxicKind};
 
 const POLL: Duration = Duration::from_millis(50);

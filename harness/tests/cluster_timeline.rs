@@ -189,10 +189,10 @@ async fn await_t0(etcd: &str, what: &str, want: impl Fn(&serde_json::Value) -> b
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_timeline_of_a_failover_passes_the_leader_and_fencing_checkers() {
     use epochal::checker::{self, RunData, Verdict, fencing, leaders};
+    use epochal::kafka_client::KafkaClient;
     use epochal::reader::read_data_dir;
     use epochal::reader::state_change::read_state_changes;
     use epochal::runtime::{ClusterConfig, ProcessRuntime, Runtime};
-    use epochal::workload::KafkaClient;
 
     let exe = std::env::current_exe().unwrap();
     let bin_dir = exe.parent().unwrap().parent().unwrap().to_owned();

@@ -14,11 +14,11 @@ use bytes::Bytes;
 use common::bin_dir;
 use common::docker::{Cleanup, assert_nothing_left, containers, networks, require_docker};
 use common::etcd::assign_topic_t;
+use epochal::kafka_client::KafkaClient;
+use epochal::kafka_client::{FetchOptions, ProduceOptions, ProduceRecord};
 use epochal::node::NodeId;
 use epochal::runtime::{ClusterConfig, DockerRuntime, Runtime};
 use epochal::topic_partition::PartitionRef;
-use epochal::workload::kafka_client::KafkaClient;
-use epochal::workload::{FetchOptions, ProduceOptions, ProduceRecord};
 
 const READY: Duration = Duration::from_secs(60);
 
@@ -138,7 +138,7 @@ async fn cluster_docker_sigstop_reaches_the_broker_itself() {
             )
             .await
         {
-            Err(epochal::workload::ClientError::Broker { code: 3, .. })
+            Err(epochal::kafka_client::ClientError::Broker { code: 3, .. })
                 if std::time::Instant::now() < serving_by =>
             {
                 tokio::time::sleep(Duration::from_millis(50)).await;

@@ -15,11 +15,11 @@ use std::time::Duration;
 use common::bin_dir;
 use common::scenario::{latest, read_results, run_quietly, show};
 use epochal::history::{OpType, read_history};
-use epochal::node::NodeId;
-use epochal::runtime::{ClusterConfig, ProcessRuntime, Runtime};
-use epochal::workload::{
+use epochal::kafka_client::{
     FetchOptions, KafkaClient, OffsetSpec, ProduceOptions, ProduceRecord, ProducerStamp,
 };
+use epochal::node::NodeId;
+use epochal::runtime::{ClusterConfig, ProcessRuntime, Runtime};
 
 const CALL: Duration = Duration::from_secs(10);
 

@@ -25,11 +25,11 @@ use std::time::{Duration, Instant};
 
 use common::bin_dir;
 use common::etcd::assign_topic_t;
+use epochal::kafka_client::{FetchOptions, KafkaClient};
 use epochal::node::NodeId;
 use epochal::observe::ClusterView;
 use epochal::runtime::{ClusterConfig, Link, ProcessRuntime, Runtime};
 use epochal::topic_partition::PartitionRef;
-use epochal::workload::{FetchOptions, KafkaClient};
 
 const RECORDS: usize = 10_000;
 const READY: Duration = Duration::from_secs(30);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use epochal::workload::{ClientError, KafkaClient};
+use epochal::kafka_client::{ClientError, KafkaClient};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 

@@ -195,13 +195,13 @@ impl Codec<Option<String>, Vec<String>> for Endpoints {
 /// `ID=HOST:PORT`, repeatable: broker id → the address to reach it at.
 pub(super) struct Peers;
 
-impl Codec<Vec<String>, BTreeMap<i32, String>> for Peers {
+/// Broker id → `HOST:PORT`.
+type PeerAddresses = BTreeMap<i32, String>;
+
+impl Codec<Vec<String>, PeerAddresses> for Peers {
     /// A bad one is named by its flag (`peer`), not its key: the name it
     /// has always been refused under.
-    fn resolve(
-        setting: &Setting,
-        given: Vec<String>,
-    ) -> Result<BTreeMap<i32, String>, ConfigError> {
+    fn resolve(setting: &Setting, given: Vec<String>) -> Result<PeerAddresses, ConfigError> {
         let key = setting.long();
         let mut peers = BTreeMap::new();
         for p in &given {

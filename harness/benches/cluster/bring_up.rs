@@ -21,14 +21,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use epochal::kafka_client::KafkaClient;
 use epochal::node::NodeId;
-use epochal::observe::ready::etcd_healthy;
 use epochal::observe::{Observer, await_ready};
 use epochal::run_dir::RunDir;
+use epochal::runtime::etcd_probe::etcd_healthy;
 use epochal::runtime::{ClusterConfig, EtcdAddresses, ProcessRuntime, Runtime};
 use epochal::schedule::Condition;
 use epochal::topic_partition::PartitionRef;
-use epochal::workload::KafkaClient;
 
 use super::child::ChildGuard;
 
@@ -299,7 +299,7 @@ pub async fn records_in(runtime: &ProcessRuntime, topic: &str) -> Result<i64, St
             .list_offset(
                 topic,
                 PartitionRef::wire_partition(partition),
-                epochal::workload::OffsetSpec::Latest,
+                epochal::kafka_client::OffsetSpec::Latest,
                 CONNECT_TIMEOUT,
             )
             .await

@@ -13,18 +13,22 @@
 //! (pick.rs): a target named by role (`controller`, `leader of t-1`) is
 //! resolved when it fires, and what it resolved to is what is written down.
 //!
-//! A campaign is an ordinary run (run/campaign.rs drives its phase 3): the
-//! same cluster, background load, final heal, checkers and run directory.
-//! What it fired is rewritten into the run's `schedule.toml` after every
-//! fault — the cluster and load it started from, then steps that await the
-//! writes acknowledged (or the time that passed) between faults and the
-//! faults with their resolved targets — so `epochal replay RUN_DIR` re-applies
-//! it with no randomness left, and `epochal shrink` can cut it down. The
-//! schedule also carries a liveness window (`[workload] liveness_ms`): after
-//! the final heal every partition must take a write again.
+//! A campaign is an ordinary run whose phase 3 its plan drives (play.rs: a
+//! [`Plan`] is a run's `Driver`): the same cluster, background load, final
+//! heal, checkers and run directory. What it fired is rewritten into the
+//! run's `schedule.toml` after every fault — the cluster and load it started
+//! from, then steps that await the writes acknowledged (or the time that
+//! passed) between faults and the faults with their resolved targets — so
+//! `epochal replay RUN_DIR` re-applies it with no randomness left, and
+//! `epochal shrink` can cut it down. The schedule also carries a liveness
+//! window (`[workload] liveness_ms`): after the final heal every partition
+//! must take a write again.
+//!
+//! The command lines that start campaigns and shrinks are cli/campaign.rs and
+//! cli/shrink.rs; this module is the campaign itself, below them.
 
-pub mod command;
 pub mod pick;
+mod play;
 pub mod shrink;
 
 use std::collections::BTreeMap;
@@ -65,7 +69,7 @@ impl CampaignOptions {
             interval_ms: 5,
             acks: Acks::All,
             liveness_ms: 30_000,
-            kinds: Kind::DEFAULT.to_vec(),
+            kinds: DEFAULT_KINDS.to_vec(),
         }
     }
 }
@@ -86,94 +90,12 @@ impl std::fmt::Display for StopAfter {
     }
 }
 
-/// The faults a campaign picks from. Each has its undo: a paused node is
-/// resumed, a dead one restarted, a cut healed (pick.rs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
-    Pause,
-    Crash,
-    Stop,
-    PowerLoss,
-    TruncateLog,
-    Isolate,
-    MajorityMinority,
-    OneWay,
-    Bridge,
-    NodeFromEtcd,
-}
+pub use crate::history::verb::{Kind, KindError};
 
-impl Kind {
-    pub const ALL: [Kind; 10] = [
-        Kind::Pause,
-        Kind::Crash,
-        Kind::Stop,
-        Kind::PowerLoss,
-        Kind::TruncateLog,
-        Kind::Isolate,
-        Kind::MajorityMinority,
-        Kind::OneWay,
-        Kind::Bridge,
-        Kind::NodeFromEtcd,
-    ];
-
-    /// Every kind. (`truncate-log` joined once the checkers counted a
-    /// deliberate disk cut as an excuse for the writes it removes, as a
-    /// power loss: issue [fidelity], point 2.)
-    pub const DEFAULT: [Kind; 10] = Kind::ALL;
-
-    /// The schedule's verb for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Pause => "pause",
-            Kind::Crash => "crash",
-            Kind::Stop => "stop",
-            Kind::PowerLoss => "power-loss",
-            Kind::TruncateLog => "truncate-log",
-            Kind::Isolate => "isolate",
-            Kind::MajorityMinority => "majority-minority",
-            Kind::OneWay => "one-way",
-            Kind::Bridge => "bridge",
-            Kind::NodeFromEtcd => "node-from-etcd",
-        }
-    }
-
-    /// Takes a node out (paused or dead) until it is resumed or restarted.
-    pub fn is_process(self) -> bool {
-        matches!(
-            self,
-            Kind::Pause | Kind::Crash | Kind::Stop | Kind::PowerLoss
-        )
-    }
-
-    /// Cuts links through the proxies until healed.
-    pub fn is_network(self) -> bool {
-        matches!(
-            self,
-            Kind::Isolate
-                | Kind::MajorityMinority
-                | Kind::OneWay
-                | Kind::Bridge
-                | Kind::NodeFromEtcd
-        )
-    }
-}
-
-/// A name that is no [`Kind`]'s; it lists every kind's name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{name:?} is not a fault kind ({})", Kind::ALL.map(Kind::name).join(", "))]
-pub struct KindError {
-    pub name: String,
-}
-
-impl std::str::FromStr for Kind {
-    type Err = KindError;
-    fn from_str(s: &str) -> Result<Kind, KindError> {
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| KindError { name: s.to_owned() })
-    }
-}
+/// Every kind. (`truncate-log` joined once the checkers counted a
+/// deliberate disk cut as an excuse for the writes it removes, as a power
+/// loss: issue [fidelity], point 2.)
+pub const DEFAULT_KINDS: &[Kind] = Kind::ALL;
 
 /// Everything the seed decides before the run starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,7 +120,7 @@ impl Plan {
     pub fn derive(seed: u64, stop: StopAfter, brokers: u32, kinds: &[Kind]) -> Plan {
         let mut random = SplitMix64::new(seed);
         let mut weights = BTreeMap::new();
-        for kind in Kind::ALL {
+        for &kind in Kind::ALL {
             // Draw for every kind, allowed or not, so that allowing one more
             // kind does not reshuffle the others' weights.
             let left_out = random.chance(1, 4);
@@ -338,7 +260,7 @@ mod tests {
     #[test]
     fn a_seed_gives_one_plan_and_seeds_vary_the_mix() {
         let stop = StopAfter::Faults(5);
-        let plan = |seed| Plan::derive(seed, stop, 3, &Kind::DEFAULT);
+        let plan = |seed| Plan::derive(seed, stop, 3, DEFAULT_KINDS);
         assert_eq!(plan(7), plan(7));
         let mixes: std::collections::BTreeSet<Vec<u64>> = (1..=20)
             .map(|s| plan(s).weights.values().copied().collect())
@@ -357,11 +279,12 @@ mod tests {
         let stop = StopAfter::Faults(5);
         for seed in 1..=30 {
             let without: Vec<Kind> = Kind::ALL
-                .into_iter()
+                .iter()
+                .copied()
                 .filter(|&k| k != Kind::TruncateLog)
                 .collect();
             let fewer = Plan::derive(seed, stop, 3, &without);
-            let mut all = Plan::derive(seed, stop, 3, &Kind::ALL);
+            let mut all = Plan::derive(seed, stop, 3, Kind::ALL);
             all.weights.remove(&Kind::TruncateLog);
             assert_eq!(fewer.weights, all.weights, "seed {seed}");
         }

@@ -240,7 +240,7 @@ mod tests {
     }
 
     fn plan(seed: u64) -> Plan {
-        Plan::derive(seed, StopAfter::Faults(100), 3, &Kind::ALL)
+        Plan::derive(seed, StopAfter::Faults(100), 3, Kind::ALL)
     }
 
     /// Applies a fault to the model the way the nemesis applies it to a cluster.

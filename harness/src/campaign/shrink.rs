@@ -12,7 +12,9 @@
 //! on the same settings; since a replay of a random interleaving is not
 //! always exact, each candidate gets up to `tries` runs and counts as failing
 //! at its first failure. What remains is run `confirm` more times, and how
-//! often it failed is written with it.
+//! often it failed is written with it. When the faults are cut down, lighter
+//! loads are tried too ([`LIGHTER_LOADS`]). The command line that runs the
+//! candidates is cli/shrink.rs.
 
 use crate::schedule::{Fault, Schedule, Step};
 
@@ -206,6 +208,46 @@ pub fn header(
     ));
     out
 }
+
+/// Lighter loads to try, in order, each applied to the schedule as shrunk so
+/// far (so what one step kept, the next keeps too): no background consumers,
+/// one background producer, one partition per topic (only when no step names
+/// a partition above 0). `None` where the step has nothing to lighten.
+pub type Lighten = fn(&Schedule) -> Option<Schedule>;
+
+pub const LIGHTER_LOADS: [(&str, Lighten); 3] = [
+    ("no background consumers", |schedule| {
+        let mut s = schedule.clone();
+        let b = s.workload.background.as_mut()?;
+        (b.consumers > 0).then(|| b.consumers = 0)?;
+        Some(s)
+    }),
+    ("one background producer", |schedule| {
+        let mut s = schedule.clone();
+        let b = s.workload.background.as_mut()?;
+        (b.producers > 1).then(|| b.producers = 1)?;
+        Some(s)
+    }),
+    ("one partition per topic", |schedule| {
+        let text = schedule.to_toml();
+        let names_partition = |p: u32| {
+            schedule
+                .cluster
+                .topics
+                .iter()
+                .any(|t| text.contains(&format!("\"{}-{p}", t.name)))
+        };
+        if !schedule.cluster.topics.iter().any(|t| t.partitions > 1) || (1..64).any(names_partition)
+        {
+            return None;
+        }
+        let mut s = schedule.clone();
+        for t in &mut s.cluster.topics {
+            t.partitions = 1;
+        }
+        Some(s)
+    }),
+];
 
 #[cfg(test)]
 mod tests {

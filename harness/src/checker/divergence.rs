@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::node::NodeId;
 use crate::reader::{Payload, ReplicaState};
 
+use super::CheckOutcome;
 use super::evidence;
 use super::final_log::FinalLog;
 use super::{Anomaly, CheckResult, Checker, Details, Evidence, RunIndex};
@@ -142,7 +143,7 @@ fn first_divergence<'a>(replicas: &[(NodeId, &'a ReplicaState)]) -> Option<Diver
     }
 }
 
-fn check(index: &RunIndex) -> Result<CheckResult, String> {
+fn check(index: &RunIndex) -> CheckOutcome {
     let run = index.run;
     let partitions = run.partitions();
     let mut evidence = Vec::new();

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use super::CheckOutcome;
 use super::evidence::{Duplicate, IdempotentDuplicate, SendRef};
 use super::index::{EVIDENCE_MAX, RunIndex, ValueIndex};
 use super::{Anomaly, CheckResult, Checker, Evidence};
@@ -148,7 +149,7 @@ impl Sends {
                 }
                 let sequence = sent.producer.map(|p| {
                     let place = i32::try_from(i).unwrap_or(i32::MAX);
-                    crate::workload::kafka_client::increment_sequence(p.base_sequence, place)
+                    crate::kafka_client::increment_sequence(p.base_sequence, place)
                 });
                 by_value
                     .entry((send.partition.clone(), value))
@@ -174,7 +175,7 @@ fn sent_value(text: &str) -> Option<i64> {
         .filter(|value| value.to_string() == text)
 }
 
-fn check(index: &RunIndex) -> Result<CheckResult, String> {
+fn check(index: &RunIndex) -> CheckOutcome {
     let run = index.run;
     let partitions = run.partitions();
     if partitions.is_empty() {

@@ -33,6 +33,7 @@
 use crate::node::NodeId;
 use crate::reader::{EpochEntry, FindingKind, ReplicaState};
 
+use super::CheckOutcome;
 use super::evidence::{
     BatchSpan, EpochDisagrees, EpochNotAtBatchStart, EpochNotMonotonic, EpochUnreadable,
 };
@@ -249,7 +250,7 @@ fn evidence_of(node: NodeId, replica: &ReplicaState, problem: &Problem) -> Evide
     }
 }
 
-fn check(index: &RunIndex) -> Result<CheckResult, String> {
+fn check(index: &RunIndex) -> CheckOutcome {
     let run = index.run;
     let mut evidence = Vec::new();
     let (mut checked, mut without) = (0u64, 0u64);

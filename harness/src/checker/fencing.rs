@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::CheckOutcome;
 use super::evidence::{EtcdState, StaleEpochApplied, StateChangeEntry, UncommittedApplied};
 use super::{Anomaly, CheckResult, Checker, Evidence, RunIndex};
 use crate::node::NodeId;
@@ -46,7 +47,7 @@ pub fn checker() -> Checker {
     }
 }
 
-pub fn check(index: &RunIndex) -> Result<CheckResult, String> {
+pub fn check(index: &RunIndex) -> CheckOutcome {
     let run = index.run;
     if run.state_changes.is_empty() {
         return Ok(CheckResult::unknown(

@@ -10,6 +10,30 @@ use crate::topic_partition::PartitionRef;
 
 use super::RunData;
 
+/// Why a partition has no final log: the data checkers cannot hold its
+/// acknowledged writes against any replica.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NoFinalLog {
+    #[error("no node holds a replica of {0}")]
+    NoReplica(PartitionRef),
+    #[error(
+        "the final leader of {partition}, {leader} (etcd revision {revision}), left no replica in the run directory"
+    )]
+    LeaderLeftNoReplica {
+        partition: PartitionRef,
+        leader: NodeId,
+        revision: i64,
+    },
+    #[error("no final log for {partition}: {why}, and its replicas disagree")]
+    ReplicasDisagree {
+        partition: PartitionRef,
+        /// `no timeline`, `the timeline has no state for it` or `it ended with no leader`.
+        why: &'static str,
+    },
+    #[error("no replica of the partition and no send to it")]
+    NotInTheRun,
+}
+
 /// A partition's final log and how it was chosen.
 pub(crate) struct FinalLog<'a> {
     /// The node whose replica is the final log.
@@ -24,10 +48,13 @@ pub(crate) struct FinalLog<'a> {
 
 impl<'a> FinalLog<'a> {
     /// Chooses the final log of `partition`, or says why there is none.
-    pub(crate) fn of(run: &'a RunData, partition: &PartitionRef) -> Result<FinalLog<'a>, String> {
+    pub(crate) fn of(
+        run: &'a RunData,
+        partition: &PartitionRef,
+    ) -> Result<FinalLog<'a>, NoFinalLog> {
         let holders = run.holders(partition);
         if holders.is_empty() {
-            return Err(format!("no node holds a replica of {partition}"));
+            return Err(NoFinalLog::NoReplica(partition.clone()));
         }
         let last = run.timeline.as_ref().and_then(|t| {
             t.states_of(&partition.topic, partition.partition)
@@ -39,10 +66,11 @@ impl<'a> FinalLog<'a> {
             && let Some(leader) = NodeId::from_broker_id(state.leader)
         {
             let Some(&(node, replica)) = holders.iter().find(|(node, _)| *node == leader) else {
-                return Err(format!(
-                    "the final leader of {partition}, {leader} (etcd revision {}), left no replica in the run directory",
-                    state.revision
-                ));
+                return Err(NoFinalLog::LeaderLeftNoReplica {
+                    partition: partition.clone(),
+                    leader,
+                    revision: state.revision,
+                });
             };
             return Ok(FinalLog {
                 node,
@@ -72,8 +100,9 @@ impl<'a> FinalLog<'a> {
                 holders,
             });
         }
-        Err(format!(
-            "no final log for {partition}: {why}, and its replicas disagree"
-        ))
+        Err(NoFinalLog::ReplicasDisagree {
+            partition: partition.clone(),
+            why,
+        })
     }
 }

@@ -23,9 +23,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::CheckOutcome;
 use super::evidence::{ConsumedRegressed, EarlierPoll, LaterPoll, WatermarkRegressed};
 use super::index::{OkPoll, RunIndex};
-use super::{Anomaly, CheckResult, Checker, Evidence};
+use super::{Anomaly, CheckResult, Checker, Evidence, RunData};
 use crate::history::Process;
 use crate::node::NodeId;
 use crate::observe::timeline::Timeline;
@@ -75,14 +76,42 @@ fn epochs_led(
     )
 }
 
-fn check(index: &RunIndex) -> Result<CheckResult, String> {
+fn check(index: &RunIndex) -> CheckOutcome {
     let run = index.run;
     let polls = index.ok_polls();
     let mut evidence = Vec::new();
-    let mut unresolved = Vec::new();
-    let mut across_leaders = 0u64;
-    let mut after_leader_change = 0u64;
+    records_below_from_offset(polls, &mut evidence);
+    let drops = watermark_drops(run, polls, &mut evidence);
+    let unresolved = drops.unresolved;
+    let result = CheckResult::fold(
+        NAME,
+        evidence,
+        super::anomalies_message,
+        unresolved.first().map(|first| {
+            // Written as its JSON, as results.json has always said it.
+            let first = serde_json::to_string(first).expect("serializes");
+            format!(
+                "{} high watermark drop(s) on one node with no timeline to tell whether \
+                 leadership changed between, first: {first}",
+                unresolved.len()
+            )
+        }),
+        || {
+            format!(
+                "{} polls: no high watermark drop on one leader, no record below a from_offset",
+                polls.len()
+            )
+        },
+    );
+    Ok(result
+        .with_count("polls", polls.len() as u64)
+        .with_count("drops-across-leaders", drops.across_leaders)
+        .with_count("drops-after-leader-change", drops.after_leader_change))
+}
 
+/// Evidence of each poll that returned a record below the offset it asked
+/// to fetch from, with the highest offset its process had consumed before.
+fn records_below_from_offset(polls: &[OkPoll], evidence: &mut Vec<Evidence>) {
     // (process, partition) → the highest offset it consumed so far.
     let mut consumed: HashMap<(Process, &PartitionRef), i64> = HashMap::new();
     for poll in polls {
@@ -110,9 +139,28 @@ fn check(index: &RunIndex) -> Result<CheckResult, String> {
             ));
         }
     }
+}
 
-    // For each poll, the highest high watermark of the polls of its
-    // partition that completed before it was invoked, per serving node.
+/// High watermark drops that are not evidence: counted, or left unknown.
+struct Drops {
+    /// Same-node drops with no timeline to tell whether leadership changed.
+    unresolved: Vec<WatermarkRegressed>,
+    /// Polls that saw a lower high watermark than an earlier poll served by
+    /// another (or an unnamed) node.
+    across_leaders: u64,
+    /// Same-node drops where the node led in several leader epochs.
+    after_leader_change: u64,
+}
+
+/// Compares each poll with the polls of its partition that completed before
+/// it was invoked (the highest high watermark per serving node): a drop on
+/// one node within one leader epoch is evidence; the rest are counted.
+fn watermark_drops(run: &RunData, polls: &[OkPoll], evidence: &mut Vec<Evidence>) -> Drops {
+    let mut drops = Drops {
+        unresolved: Vec::new(),
+        across_leaders: 0,
+        after_leader_change: 0,
+    };
     let mut by_completion: Vec<&OkPoll> = polls.iter().collect();
     by_completion.sort_by_key(|p| p.index);
     let mut by_invoke: Vec<&OkPoll> = polls.iter().collect();
@@ -168,39 +216,15 @@ fn check(index: &RunIndex) -> Result<CheckResult, String> {
                     ),
                     details,
                 )),
-                Some(epochs) if epochs.len() > 1 => after_leader_change += 1,
-                _ => unresolved.push(details),
+                Some(epochs) if epochs.len() > 1 => drops.after_leader_change += 1,
+                _ => drops.unresolved.push(details),
             }
         }
         if other_node_higher {
-            across_leaders += 1;
+            drops.across_leaders += 1;
         }
     }
-
-    let result = CheckResult::fold(
-        NAME,
-        evidence,
-        super::anomalies_message,
-        unresolved.first().map(|first| {
-            // Written as its JSON, as results.json has always said it.
-            let first = serde_json::to_string(first).expect("serializes");
-            format!(
-                "{} high watermark drop(s) on one node with no timeline to tell whether \
-                 leadership changed between, first: {first}",
-                unresolved.len()
-            )
-        }),
-        || {
-            format!(
-                "{} polls: no high watermark drop on one leader, no record below a from_offset",
-                polls.len()
-            )
-        },
-    );
-    Ok(result
-        .with_count("polls", polls.len() as u64)
-        .with_count("drops-across-leaders", across_leaders)
-        .with_count("drops-after-leader-change", after_leader_change))
+    drops
 }
 
 #[cfg(test)]

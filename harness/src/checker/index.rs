@@ -19,9 +19,10 @@ use crate::reader::ReplicaState;
 use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
+use super::CheckError;
 use super::RunData;
 use super::evidence::AckedWrite;
-use super::final_log::FinalLog;
+use super::final_log::{FinalLog, NoFinalLog};
 
 /// Anomalies a checker reports one by one; its counts cover them all.
 pub(crate) const EVIDENCE_MAX: usize = 50;
@@ -30,7 +31,7 @@ pub(crate) const EVIDENCE_MAX: usize = 50;
 pub struct RunIndex<'a> {
     pub run: &'a RunData,
     acked: OnceLock<AckedSends<'a>>,
-    final_logs: OnceLock<BTreeMap<PartitionRef, Result<IndexedLog<'a>, String>>>,
+    final_logs: OnceLock<BTreeMap<PartitionRef, Result<IndexedLog<'a>, NoFinalLog>>>,
     polls: OnceLock<Vec<OkPoll<'a>>>,
 }
 
@@ -57,7 +58,10 @@ impl<'a> RunIndex<'a> {
     /// The final log of `partition` with its values indexed, or why it has
     /// none; built for every partition a replica holds or a client's send
     /// named, the first time any is asked for.
-    pub(crate) fn final_log(&self, partition: &PartitionRef) -> Result<&IndexedLog<'a>, &str> {
+    pub(crate) fn final_log(
+        &self,
+        partition: &PartitionRef,
+    ) -> Result<&IndexedLog<'a>, &NoFinalLog> {
         let logs = self.final_logs.get_or_init(|| {
             let mut partitions = self.run.partitions();
             partitions.extend(
@@ -82,7 +86,7 @@ impl<'a> RunIndex<'a> {
         match logs.get(partition) {
             Some(Ok(indexed)) => Ok(indexed),
             Some(Err(why)) => Err(why),
-            None => Err("no replica of the partition and no send to it"),
+            None => Err(&NoFinalLog::NotInTheRun),
         }
     }
 }
@@ -231,11 +235,9 @@ impl<'a> AckedSends<'a> {
     /// Every value of every send, in history order; `Err` when a send's ok
     /// does not name one offset per value, so a caller sees either every
     /// value or none.
-    pub(crate) fn values(&self) -> Result<impl Iterator<Item = AckedValue<'a>> + '_, String> {
+    pub(crate) fn values(&self) -> Result<impl Iterator<Item = AckedValue<'a>> + '_, CheckError> {
         if let Some(index) = self.mismatched {
-            return Err(format!(
-                "history index {index}: send ok has a different number of offsets and values"
-            ));
+            return Err(CheckError::MismatchedSend { index });
         }
         let clients = self
             .sends

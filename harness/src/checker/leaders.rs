@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::CheckOutcome;
 use super::evidence::{
     AppliedBy, AppliedLeader, EtcdLeader, HeldInBatch, LeadersApplied, LeadersInEtcd,
     WritersInOneEpoch,
@@ -51,7 +52,7 @@ pub fn checker() -> Checker {
     }
 }
 
-pub fn check(index: &RunIndex) -> Result<CheckResult, String> {
+pub fn check(index: &RunIndex) -> CheckOutcome {
     let run = index.run;
     let mut evidence = Vec::new();
     let mut skipped = Vec::new();

@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::node::NodeId;
 use crate::schedule::Acks;
 
+use super::CheckOutcome;
 use super::evidence::{AckedWrite, LostWrite};
 use super::excuses::{Excuses, Judgement};
 use super::final_log::FinalLog;
@@ -55,7 +56,7 @@ pub fn checker() -> Checker {
     }
 }
 
-fn check(index: &RunIndex) -> Result<CheckResult, String> {
+fn check(index: &RunIndex) -> CheckOutcome {
     let run = index.run;
     let acked = index.acked_sends().values()?;
     let excused_by_run = Excuses::of(run);
@@ -83,7 +84,7 @@ fn check(index: &RunIndex) -> Result<CheckResult, String> {
                     .or_default() += 1;
                 if a.acks == Acks::All {
                     unknown
-                        .entry(why.to_owned())
+                        .entry(why.to_string())
                         .or_insert_with(|| a.describe());
                 }
                 continue;

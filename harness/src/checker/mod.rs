@@ -18,6 +18,7 @@ pub mod context;
 pub mod divergence;
 pub mod duplicates;
 pub mod epoch_file;
+mod error;
 pub mod evidence;
 mod excuses;
 pub mod fencing;
@@ -27,132 +28,20 @@ pub mod index;
 pub mod leaders;
 pub mod lost_write;
 pub mod offset_changed;
+#[cfg(any(test, feature = "testing"))]
 pub mod synthetic;
-
-use std::collections::{BTreeMap, BTreeSet};
+mod verdict;
 
 use serde::{Deserialize, Serialize};
 
 pub use anomaly::Anomaly;
 pub use context::{LoadError, RunData};
+pub use error::CheckError;
 pub use evidence::{Details, Evidence};
+pub use final_log::NoFinalLog;
 pub use index::RunIndex;
-
-/// Ordered so that `max` is the merge: invalid > unknown > valid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Valid,
-    Unknown,
-    Invalid,
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Verdict::Valid => "valid",
-            Verdict::Unknown => "unknown",
-            Verdict::Invalid => "invalid",
-        })
-    }
-}
-
-/// One checker's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckResult {
-    pub checker: String,
-    pub verdict: Verdict,
-    /// Why, for unknown; a one-line account otherwise.
-    pub message: String,
-    /// The anomalies; a valid result may also list what it reports but Kafka
-    /// allows (e.g. an acks=1 write lost), each named as such.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<Evidence>,
-    /// Things counted but not invalid (e.g. acks=1 writes lost, duplicates).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub counts: BTreeMap<String, u64>,
-}
-
-impl CheckResult {
-    pub fn valid(checker: &str, message: impl Into<String>) -> Self {
-        Self::new(checker, Verdict::Valid, message)
-    }
-
-    pub fn unknown(checker: &str, why: impl Into<String>) -> Self {
-        Self::new(checker, Verdict::Unknown, why)
-    }
-
-    pub fn invalid(checker: &str, message: impl Into<String>, evidence: Vec<Evidence>) -> Self {
-        CheckResult {
-            evidence,
-            ..Self::new(checker, Verdict::Invalid, message)
-        }
-    }
-
-    pub fn new(checker: &str, verdict: Verdict, message: impl Into<String>) -> Self {
-        CheckResult {
-            checker: checker.to_owned(),
-            verdict,
-            message: message.into(),
-            evidence: Vec::new(),
-            counts: BTreeMap::new(),
-        }
-    }
-
-    /// The verdict a checker reaches from what it found, folded the one way
-    /// every checker folds it: any evidence makes it invalid, else a reason it
-    /// could not tell makes it unknown, else it is valid. Each message is
-    /// only written for the verdict that uses it.
-    pub fn fold(
-        checker: &str,
-        evidence: Vec<Evidence>,
-        invalid: impl FnOnce(&[Evidence]) -> String,
-        unknown: Option<String>,
-        valid: impl FnOnce() -> String,
-    ) -> Self {
-        if !evidence.is_empty() {
-            let message = invalid(&evidence);
-            Self::invalid(checker, message, evidence)
-        } else if let Some(why) = unknown {
-            Self::unknown(checker, why)
-        } else {
-            Self::valid(checker, valid())
-        }
-    }
-
-    pub fn with_count(mut self, name: &str, n: u64) -> Self {
-        self.counts.insert(name.to_owned(), n);
-        self
-    }
-}
-
-/// `3 anomalies: poll-skip, truncated-read`: how many, and which kinds.
-pub(crate) fn anomalies_message(evidence: &[Evidence]) -> String {
-    let kinds: BTreeSet<&str> = evidence.iter().map(|e| e.anomaly.name()).collect();
-    format!(
-        "{} anomalies: {}",
-        evidence.len(),
-        kinds.into_iter().collect::<Vec<_>>().join(", ")
-    )
-}
-
-/// A checker: a name, the guarantee it asserts with its source, what it does
-/// not check, and the check itself. `Err` (it could not run) becomes unknown.
-pub struct Checker {
-    pub name: &'static str,
-    pub guarantee: &'static str,
-    pub source: &'static str,
-    pub not_checked: &'static str,
-    pub check: fn(&RunIndex) -> Result<CheckResult, String>,
-}
-
-impl Checker {
-    /// Checks `run` alone, with an index of its own (tests, a single
-    /// checker); [`check`] shares one index among every checker.
-    pub fn check_run(&self, run: &RunData) -> Result<CheckResult, String> {
-        (self.check)(&RunIndex::new(run))
-    }
-}
+pub(crate) use verdict::anomalies_message;
+pub use verdict::{CheckOutcome, CheckResult, Checker, Verdict};
 
 /// Every checker, in report order. Each module adds its own entry here.
 pub fn all() -> Vec<Checker> {
@@ -245,8 +134,21 @@ pub fn check(run: &RunData, checkers: &[Checker]) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use synthetic::{SyntheticSpec, synthetic_run};
 
-    fn checker(name: &'static str, check: fn(&RunIndex) -> Result<CheckResult, String>) -> Checker {
+    #[test]
+    fn every_kind_is_reported_by_a_checker_that_exists() {
+        let checkers: Vec<&str> = all().iter().map(|c| c.name).collect();
+        for &a in Anomaly::ALL {
+            assert!(
+                checkers.contains(&a.checker()) || a.checker() == "liveness",
+                "{a}: no checker {}",
+                a.checker()
+            );
+        }
+    }
+
+    fn checker(name: &'static str, check: fn(&RunIndex) -> CheckOutcome) -> Checker {
         Checker {
             name,
             guarantee: "",
@@ -260,7 +162,7 @@ mod tests {
     fn verdicts_merge_invalid_over_unknown_over_valid_and_errors_are_unknown() {
         let run = RunData::default();
         let valid = checker("v", |_| Ok(CheckResult::valid("v", "fine")));
-        let erring = checker("e", |_| Err("no timeline".into()));
+        let erring = checker("e", |_| Err(NoFinalLog::NotInTheRun.into()));
         let panicking = checker("p", |_| panic!("boom"));
         let invalid = checker("i", |_| Ok(CheckResult::invalid("i", "bad", vec![])));
         assert_eq!(check(&run, &[]).verdict, Verdict::Unknown);
@@ -270,10 +172,13 @@ mod tests {
         );
         let report = check(&run, &[valid, erring, panicking]);
         assert_eq!(report.verdict, Verdict::Unknown);
-        assert!(report.results[1].message.contains("no timeline"));
+        assert_eq!(
+            report.results[1].message,
+            "could not check: no replica of the partition and no send to it"
+        );
         assert_eq!(report.results[2].verdict, Verdict::Unknown);
         let valid = checker("v", |_| Ok(CheckResult::valid("v", "fine")));
-        let erring = checker("e", |_| Err("x".into()));
+        let erring = checker("e", |_| Err(CheckError::MismatchedSend { index: 3 }));
         assert_eq!(
             check(&run, &[valid, erring, invalid]).verdict,
             Verdict::Invalid
@@ -326,5 +231,44 @@ mod tests {
             ),
             (Verdict::Valid, "fine", "c")
         );
+    }
+
+    #[test]
+    fn every_checker_is_valid_on_a_synthetic_run() {
+        let run = synthetic_run(&SyntheticSpec::with_ops(2_000));
+        let report = check(&run, &all());
+        for result in &report.results {
+            assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
+        }
+        // Valid because each looked, not because it had nothing to look at.
+        let count = |checker: &str, name: &str| {
+            let result = report.results.iter().find(|r| r.checker == checker);
+            result
+                .and_then(|r| r.counts.get(name).copied())
+                .unwrap_or(0)
+        };
+        assert!(count("lost-write", "acknowledged") > 1_000);
+        assert_eq!(count("divergence", "partitions-compared"), 3);
+        assert_eq!(count("epoch-file", "epoch-files-checked"), 9);
+        assert!(count("consumer", "records-read") > 1_000);
+        assert!(count("stale-controller-fenced", "applied") > 9);
+    }
+
+    #[test]
+    fn a_synthetic_run_missing_an_acknowledged_value_is_a_lost_write() {
+        let spec = SyntheticSpec {
+            drop_acked_value: true,
+            ..SyntheticSpec::with_ops(2_000)
+        };
+        let report = check(&synthetic_run(&spec), &all());
+        assert_eq!(report.verdict, Verdict::Invalid);
+        let lost = report
+            .results
+            .iter()
+            .find(|r| r.checker == "lost-write")
+            .unwrap();
+        assert_eq!(lost.verdict, Verdict::Invalid, "{lost:#?}");
+        let anomalies: Vec<&str> = lost.evidence.iter().map(|e| e.anomaly.name()).collect();
+        assert_eq!(anomalies, vec!["lost-acknowledged-write"]);
     }
 }

@@ -5,9 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::CheckOutcome;
 use super::evidence::{AckedWrite, EpochValue, OffsetChanged};
 use super::excuses::{Excuses, Judgement};
-use super::index::{EVIDENCE_MAX, RunIndex, excused_by, unknown_message};
+use super::final_log::FinalLog;
+use super::index::{AckedValue, EVIDENCE_MAX, RunIndex, excused_by, unknown_message};
 use super::{Anomaly, CheckResult, Checker, Evidence};
 use crate::schedule::Acks;
 
@@ -32,7 +34,7 @@ pub fn checker() -> Checker {
     }
 }
 
-fn check(index: &RunIndex) -> Result<CheckResult, String> {
+fn check(index: &RunIndex) -> CheckOutcome {
     let run = index.run;
     let acked = index.acked_sends().values()?;
     let excusable = Excuses::of(run);
@@ -52,7 +54,7 @@ fn check(index: &RunIndex) -> Result<CheckResult, String> {
             Err(why) => {
                 if a.acks == Acks::All {
                     unknown
-                        .entry(why.to_owned())
+                        .entry(why.to_string())
                         .or_insert_with(|| a.describe());
                 }
                 continue;
@@ -85,56 +87,7 @@ fn check(index: &RunIndex) -> Result<CheckResult, String> {
                 if evidence.len() >= EVIDENCE_MAX {
                     continue;
                 }
-                let there = log
-                    .replica
-                    .compact()
-                    .records
-                    .into_iter()
-                    .find(|r| r.offset == offset);
-                let holds = there.as_ref().map_or("nothing".to_owned(), |r| {
-                    format!(
-                        "{} (epoch {})",
-                        r.value
-                            .as_ref()
-                            .map_or("a null value".into(), |v| v.to_string()),
-                        r.epoch
-                    )
-                });
-                let AckedWrite {
-                    acked_offset,
-                    acks,
-                    history_index,
-                    isr,
-                    leader_epoch,
-                    partition,
-                    value,
-                } = a.details();
-                let details = OffsetChanged {
-                    acked_offset,
-                    acks,
-                    final_log: log.chosen.clone(),
-                    final_log_at_acked_offset: there.map(|r| EpochValue {
-                        epoch: r.epoch,
-                        value: r.value,
-                    }),
-                    final_log_node: log.node,
-                    found_at: found.clone(),
-                    history_index,
-                    isr,
-                    leader_epoch,
-                    partition,
-                    value,
-                };
-                evidence.push(Evidence::new(
-                    Anomaly::AcknowledgedOffsetChanged,
-                    format!(
-                        "{} is at offset {found:?} in the final log ({}), which holds {holds} at \
-                         offset {offset}",
-                        a.describe(),
-                        log.chosen,
-                    ),
-                    details,
-                ));
+                evidence.push(offset_changed(&a, offset, found, log));
             }
         }
     }
@@ -158,4 +111,59 @@ fn check(index: &RunIndex) -> Result<CheckResult, String> {
         result = result.with_count(name, n);
     }
     Ok(result)
+}
+
+/// The evidence of an acknowledged acks=all value found only at `found` in
+/// the final log, not at its acked `offset`: what the log holds there instead.
+fn offset_changed(a: &AckedValue, offset: i64, found: Vec<i64>, log: &FinalLog) -> Evidence {
+    let there = log
+        .replica
+        .compact()
+        .records
+        .into_iter()
+        .find(|r| r.offset == offset);
+    let holds = there.as_ref().map_or("nothing".to_owned(), |r| {
+        format!(
+            "{} (epoch {})",
+            r.value
+                .as_ref()
+                .map_or("a null value".into(), |v| v.to_string()),
+            r.epoch
+        )
+    });
+    let AckedWrite {
+        acked_offset,
+        acks,
+        history_index,
+        isr,
+        leader_epoch,
+        partition,
+        value,
+    } = a.details();
+    let details = OffsetChanged {
+        acked_offset,
+        acks,
+        final_log: log.chosen.clone(),
+        final_log_at_acked_offset: there.map(|r| EpochValue {
+            epoch: r.epoch,
+            value: r.value,
+        }),
+        final_log_node: log.node,
+        found_at: found.clone(),
+        history_index,
+        isr,
+        leader_epoch,
+        partition,
+        value,
+    };
+    Evidence::new(
+        Anomaly::AcknowledgedOffsetChanged,
+        format!(
+            "{} is at offset {found:?} in the final log ({}), which holds {holds} at \
+             offset {offset}",
+            a.describe(),
+            log.chosen,
+        ),
+        details,
+    )
 }

@@ -16,8 +16,12 @@ pub enum MergeError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: not a JUnit report: {why}", path.display())]
-    NotJunit { path: PathBuf, why: String },
+    #[error("{}: not a JUnit report: {source}", path.display())]
+    NotJunit {
+        path: PathBuf,
+        #[source]
+        source: quick_junit::DeserializeError,
+    },
 }
 
 /// Merges the reports at `paths` into one named `name`.
@@ -45,8 +49,8 @@ fn read(path: &Path) -> Result<Report, MergeError> {
         path: path.to_owned(),
         source,
     })?;
-    Report::deserialize_from_str(&text).map_err(|e| MergeError::NotJunit {
+    Report::deserialize_from_str(&text).map_err(|source| MergeError::NotJunit {
         path: path.to_owned(),
-        why: e.to_string(),
+        source,
     })
 }

@@ -34,7 +34,7 @@ pub struct GateOptions {
     pub bin_dir: PathBuf,
     pub etcd: PathBuf,
     pub jobs: usize,
-    pub runtime: crate::cli::RuntimeKind,
+    pub runtime: crate::runtime::RuntimeKind,
     /// Run only this slice of the cases (see [`Shard`]).
     pub shard: Shard,
 }
@@ -242,14 +242,8 @@ async fn run_campaign(
     );
     let name = format!("seed-{seed}");
     let source = format!("campaign {} seed {seed}", campaign.name);
-    run::execute(
-        options,
-        schedule,
-        &name,
-        &source,
-        run::Driver::Campaign(plan),
-    )
-    .await
+    // The plan drives phase 3 (campaign/play.rs).
+    run::execute(options, schedule, &name, &source, plan).await
 }
 
 /// A case's result from its run (or the error that stopped it).

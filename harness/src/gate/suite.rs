@@ -70,7 +70,7 @@ impl CampaignCase {
         use crate::campaign::{CampaignOptions, StopAfter};
         let stop = match (&self.duration, self.faults) {
             (Some(_), Some(_)) => return Err(CampaignCaseError::DurationAndFaults),
-            (Some(d), None) => StopAfter::Duration(crate::campaign::command::parse_duration(d)?),
+            (Some(d), None) => StopAfter::Duration(crate::duration::parse_duration(d)?),
             (None, Some(n)) => StopAfter::Faults(n),
             (None, None) => StopAfter::Duration(std::time::Duration::from_secs(60)),
         };
@@ -177,19 +177,24 @@ pub struct LeaderSequence {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
-    #[error("{}: {error}", path.display())]
-    Read { path: PathBuf, error: String },
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{}:{line}: {message}", path.display())]
     Syntax {
         path: PathBuf,
         line: usize,
         message: String,
     },
-    #[error("{}: scenario {scenario}: {why}", path.display())]
+    #[error("{}: scenario {scenario}: {problem}", path.display())]
     Invalid {
         path: PathBuf,
         scenario: String,
-        why: String,
+        #[source]
+        problem: CaseProblem,
     },
     /// A `[[campaign]]` whose keys do not make a campaign (`scenario` is the
     /// campaign's name).
@@ -202,13 +207,32 @@ pub enum SuiteError {
     },
 }
 
+/// Why a scenario or campaign of a suite cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseProblem {
+    #[error("no seeds")]
+    NoSeeds,
+    #[error("no [[scenario.setting]]")]
+    NoSettings,
+    #[error("`anomaly` goes with expect = \"invalid\"")]
+    AnomalyWithValid,
+    #[error("schedule: {0}")]
+    Schedule(#[source] Box<crate::schedule::ScheduleError>),
+    #[error(transparent)]
+    Set(Box<run::RunError>),
+    #[error(
+        "each [[scenario.path]] takes exactly one of acked_at_least, resent_acked_at_least, fault, isr_shrink, leaders"
+    )]
+    PathKeys,
+}
+
 /// Why a `[[campaign]]`'s keys do not make a campaign.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CampaignCaseError {
     #[error("give duration or faults, not both")]
     DurationAndFaults,
     #[error(transparent)]
-    Duration(#[from] crate::campaign::command::DurationError),
+    Duration(#[from] crate::duration::DurationError),
     #[error(transparent)]
     Kind(#[from] crate::campaign::KindError),
 }
@@ -238,9 +262,9 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<LoadedSuite>, SuiteError> {
     for path in paths {
         if path.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-                .map_err(|e| SuiteError::Read {
+                .map_err(|source| SuiteError::Read {
                     path: path.clone(),
-                    error: e.to_string(),
+                    source,
                 })?
                 .flatten()
                 .map(|e| e.path())
@@ -265,9 +289,9 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<LoadedSuite>, SuiteError> {
 }
 
 fn read(path: &Path) -> Result<String, SuiteError> {
-    std::fs::read_to_string(path).map_err(|e| SuiteError::Read {
+    std::fs::read_to_string(path).map_err(|source| SuiteError::Read {
         path: path.to_owned(),
-        error: e.to_string(),
+        source,
     })
 }
 
@@ -288,13 +312,13 @@ fn load_suite(path: &Path, text: &str) -> Result<LoadedSuite, SuiteError> {
         suite,
     };
     for campaign in &loaded.suite.campaigns {
-        let invalid = |why: String| SuiteError::Invalid {
+        let invalid = |problem: CaseProblem| SuiteError::Invalid {
             path: path.to_owned(),
             scenario: campaign.name.clone(),
-            why,
+            problem,
         };
         if campaign.seeds.is_empty() {
-            return Err(invalid("no seeds".into()));
+            return Err(invalid(CaseProblem::NoSeeds));
         }
         let options =
             campaign
@@ -305,27 +329,29 @@ fn load_suite(path: &Path, text: &str) -> Result<LoadedSuite, SuiteError> {
                     source,
                 })?;
         let mut schedule = crate::campaign::schedule(&options);
-        run::apply_sets(&mut schedule, &campaign.set).map_err(|e| invalid(e.to_string()))?;
+        run::apply_sets(&mut schedule, &campaign.set)
+            .map_err(|e| invalid(CaseProblem::Set(Box::new(e))))?;
         if campaign.expect == Expect::Valid && campaign.anomaly.is_some() {
-            return Err(invalid("`anomaly` goes with expect = \"invalid\"".into()));
+            return Err(invalid(CaseProblem::AnomalyWithValid));
         }
     }
     for scenario in &loaded.suite.scenarios {
-        let invalid = |why: String| SuiteError::Invalid {
+        let invalid = |problem: CaseProblem| SuiteError::Invalid {
             path: path.to_owned(),
             scenario: scenario.name.clone(),
-            why,
+            problem,
         };
         let schedule = loaded.schedule_path(scenario);
         let mut parsed = crate::schedule::Schedule::load(&schedule)
-            .map_err(|e| invalid(format!("schedule: {e}")))?;
+            .map_err(|e| invalid(CaseProblem::Schedule(Box::new(e))))?;
         if scenario.settings.is_empty() {
-            return Err(invalid("no [[scenario.setting]]".into()));
+            return Err(invalid(CaseProblem::NoSettings));
         }
         for setting in &scenario.settings {
-            run::apply_sets(&mut parsed, &setting.set).map_err(|e| invalid(e.to_string()))?;
+            run::apply_sets(&mut parsed, &setting.set)
+                .map_err(|e| invalid(CaseProblem::Set(Box::new(e))))?;
             if setting.expect == Expect::Valid && setting.anomaly.is_some() {
-                return Err(invalid("`anomaly` goes with expect = \"invalid\"".into()));
+                return Err(invalid(CaseProblem::AnomalyWithValid));
             }
         }
         for assertion in &scenario.paths {
@@ -337,10 +363,7 @@ fn load_suite(path: &Path, text: &str) -> Result<LoadedSuite, SuiteError> {
                 assertion.leaders.is_some(),
             ];
             if keys.iter().filter(|&&k| k).count() != 1 {
-                return Err(invalid(
-                    "each [[scenario.path]] takes exactly one of acked_at_least, resent_acked_at_least, fault, isr_shrink, leaders"
-                        .into(),
-                ));
+                return Err(invalid(CaseProblem::PathKeys));
             }
         }
     }

@@ -15,10 +15,17 @@
 
 pub mod kafka_errors;
 pub mod op;
+mod op_type;
+mod process;
+pub mod verb;
+pub use verb::Verb;
+
+pub use op_type::OpType;
+pub use process::{Process, ProcessNameError};
 
 pub use op::{
     Acked, Aim, Body, BodyError, Done, FaultOp, Idempotence, NodeCut, Op, Poll, PolledRecord, Read,
-    RecordValue, ReplicaCut, Send, Verb, value_text,
+    RecordValue, ReplicaCut, Send, padded, value_text,
 };
 
 use std::collections::HashMap;
@@ -26,69 +33,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-use serde::{Deserialize, Serialize};
-
-/// Who performed an operation: a numbered workload client, or the nemesis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "RawProcess", into = "RawProcess")]
-pub enum Process {
-    Client(u64),
-    Nemesis,
-}
-
-/// On disk a process is a number or the string `"nemesis"`, as in Jepsen.
-#[derive(Serialize, Deserialize)]
-#[serde(untagged)]
-enum RawProcess {
-    Number(u64),
-    Name(String),
-}
-
-/// A history line's `process` that is a name other than `"nemesis"`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("process must be a number or \"nemesis\", not {name:?}")]
-pub struct ProcessNameError {
-    pub name: String,
-}
-
-impl TryFrom<RawProcess> for Process {
-    type Error = ProcessNameError;
-    fn try_from(raw: RawProcess) -> Result<Self, ProcessNameError> {
-        match raw {
-            RawProcess::Number(n) => Ok(Process::Client(n)),
-            RawProcess::Name(name) if name == "nemesis" => Ok(Process::Nemesis),
-            RawProcess::Name(name) => Err(ProcessNameError { name }),
-        }
-    }
-}
-
-impl From<Process> for RawProcess {
-    fn from(process: Process) -> Self {
-        match process {
-            Process::Client(n) => RawProcess::Number(n),
-            Process::Nemesis => RawProcess::Name("nemesis".to_owned()),
-        }
-    }
-}
-
-impl std::fmt::Display for Process {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Process::Client(n) => write!(f, "{n}"),
-            Process::Nemesis => f.write_str("nemesis"),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OpType {
-    Invoke,
-    Ok,
-    Fail,
-    Info,
-}
 
 /// Why an op cannot follow the ones before it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

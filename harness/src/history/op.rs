@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::verb::Verb;
 use super::{OpType, Process};
 use crate::node::NodeId;
 use crate::schedule::{Acks, Fault, OnHeal, PartitionRef, Target};
@@ -196,6 +197,18 @@ pub fn value_text(text: &str) -> &str {
     }
 }
 
+/// A value as the workload writes it: its decimal digits, and with
+/// `value_bytes` a space and dots up to that many bytes (`7 ......`), which
+/// [`value_text`] reads back as the value alone. A size below the digits' own
+/// is the digits alone. Kept beside its reader so the two cannot drift.
+pub fn padded(value: i64, value_bytes: Option<u32>) -> String {
+    let digits = value.to_string();
+    match value_bytes.map(|n| n as usize) {
+        Some(n) if n > digits.len() + 1 => format!("{digits} {}", ".".repeat(n - digits.len() - 1)),
+        _ => digits,
+    }
+}
+
 /// `[offset, value]`: one record a poll returned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolledRecord(pub i64, pub RecordValue);
@@ -271,93 +284,6 @@ impl FaultOp {
             aim: Aim::of(fault),
             done: None,
         }
-    }
-}
-
-/// The fault verbs, as the history's `f` names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verb {
-    Pause,
-    Resume,
-    Crash,
-    Restart,
-    Stop,
-    Start,
-    PowerLoss,
-    TruncateLog,
-    Isolate,
-    MajorityMinority,
-    OneWay,
-    Bridge,
-    NodeFromEtcd,
-    Heal,
-}
-
-impl Verb {
-    pub const ALL: [Verb; 14] = [
-        Verb::Pause,
-        Verb::Resume,
-        Verb::Crash,
-        Verb::Restart,
-        Verb::Stop,
-        Verb::Start,
-        Verb::PowerLoss,
-        Verb::TruncateLog,
-        Verb::Isolate,
-        Verb::MajorityMinority,
-        Verb::OneWay,
-        Verb::Bridge,
-        Verb::NodeFromEtcd,
-        Verb::Heal,
-    ];
-
-    pub fn of(fault: &Fault) -> Verb {
-        match fault {
-            Fault::Pause(_) => Verb::Pause,
-            Fault::Resume(_) => Verb::Resume,
-            Fault::Crash(_) => Verb::Crash,
-            Fault::Restart(_) => Verb::Restart,
-            Fault::Stop(_) => Verb::Stop,
-            Fault::Start(_) => Verb::Start,
-            Fault::PowerLoss(_) => Verb::PowerLoss,
-            Fault::TruncateLog(_) => Verb::TruncateLog,
-            Fault::Isolate(_) => Verb::Isolate,
-            Fault::MajorityMinority(_) => Verb::MajorityMinority,
-            Fault::OneWay(_) => Verb::OneWay,
-            Fault::Bridge(_) => Verb::Bridge,
-            Fault::NodeFromEtcd(_) => Verb::NodeFromEtcd,
-            Fault::Heal | Fault::HealCut(_) => Verb::Heal,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Verb::Pause => "pause",
-            Verb::Resume => "resume",
-            Verb::Crash => "crash",
-            Verb::Restart => "restart",
-            Verb::Stop => "stop",
-            Verb::Start => "start",
-            Verb::PowerLoss => "power-loss",
-            Verb::TruncateLog => "truncate-log",
-            Verb::Isolate => "isolate",
-            Verb::MajorityMinority => "majority-minority",
-            Verb::OneWay => "one-way",
-            Verb::Bridge => "bridge",
-            Verb::NodeFromEtcd => "node-from-etcd",
-            Verb::Heal => "heal",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<Verb> {
-        Verb::ALL.into_iter().find(|v| v.name() == name)
-    }
-}
-
-impl std::fmt::Display for Verb {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -682,7 +608,7 @@ impl Body {
 mod tests {
     #[test]
     fn a_padded_value_reads_as_the_value_alone() {
-        use crate::workload::client::padded;
+        use super::padded;
         let text = padded(7, Some(16));
         assert_eq!(text, "7 ..............");
         assert_eq!(value_text(&text), "7");

@@ -1,18 +1,20 @@
 //! The nemesis: faults fired at a running cluster, as Jepsen's nemesis does.
 //! A fault's target resolves when it fires, from etcd's view of the cluster at
-//! that moment (`leader of t-0`, `controller`, ...), and what it resolved to is
-//! returned for the history. Process faults go through the runtime, partitions
-//! through the proxies (`partition`), disk faults cut a dead node's files
-//! (`disk`).
+//! that moment (`leader of t-0`, `controller`, ...), and the fault's whole
+//! history op is decided here: what it resolved to and did, and for the faults
+//! the checkers date (disk faults, starts) etcd's revision once it took
+//! effect; the run only records it. Process faults go through the runtime,
+//! partitions through the proxies (`partition`), disk faults cut a dead node's
+//! files (`disk`).
 
 pub mod disk;
 pub mod partition;
 
 use crate::history::{Done, NodeCut, Verb};
-use crate::observe::ClusterView;
+use crate::observe::{ClusterView, ObserveError, Observer};
 use crate::random::SplitMix64;
 use crate::runtime::{NodeId, Runtime, RuntimeError};
-use crate::schedule::{Fault, OnHeal, Target};
+use crate::schedule::{Fault, OnHeal, Target, TruncateLog};
 use partition::{PartitionSpec, Partitions};
 
 #[derive(Debug, thiserror::Error)]
@@ -21,15 +23,37 @@ pub enum NemesisError {
     /// follower): the schedule's assumption about the cluster did not hold.
     #[error("{target:?} resolves to no node: {why}")]
     Unresolved { target: String, why: String },
-    /// The fault cannot apply to the node in its current state.
-    #[error("{0}")]
-    Refused(String),
+    /// The fault cannot apply to the cluster in its current state.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    /// The proxy would not take the cut.
     #[error("partition: {0}")]
-    Partition(String),
+    Partition(#[source] epochal_faults::toxiproxy_client::ClientError),
     #[error("disk: {0}")]
-    Disk(String),
+    Disk(#[from] disk::DiskError),
+    /// etcd could not be read once the fault took effect, to date it.
+    #[error("reading etcd after the fault: {0}")]
+    Observe(#[from] ObserveError),
+}
+
+/// Why a fault cannot apply now: the schedule's assumption about the cluster
+/// did not hold, so the run ends unknown rather than as a harness error.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("cannot {verb}: {node} is running")]
+    Running { verb: Verb, node: NodeId },
+    #[error("cannot {verb}: {node} is not running")]
+    NotRunning { verb: &'static str, node: NodeId },
+    #[error("cannot truncate-log: {0} is running (crash or stop it first)")]
+    TruncateRunning(NodeId),
+    #[error("{target} resolves to {nodes} nodes; one-way needs one on each side")]
+    NotOneNode { target: String, nodes: usize },
+    /// The targets do not make the partition asked for (e.g. a "minority"
+    /// as large as the rest), or the cut named is not in force.
+    #[error(transparent)]
+    Partition(partition::PartitionError),
 }
 
 impl NemesisError {
@@ -121,14 +145,17 @@ impl Nemesis {
         }
     }
 
-    /// Fires `fault`; returns what it resolved to and did, for the history.
+    /// Fires `fault`; returns what it resolved to and did, for the history,
+    /// with what the checkers date it by: for a disk fault or a start, etcd's
+    /// revision read from `observer` once it took effect, and for a start
+    /// when the nodes started.
     pub async fn fire<R: Runtime>(
         &mut self,
         runtime: &mut R,
+        observer: &mut Observer,
         view: &ClusterView,
         fault: &Fault,
     ) -> Result<Done, NemesisError> {
-        let verb = Verb::of(fault);
         let nodes = runtime.nodes();
         let mut resolved = match (fault, fault.target()) {
             (Fault::TruncateLog(t), _) => self.resolve(&t.node, view, &nodes)?,
@@ -138,81 +165,15 @@ impl Nemesis {
         };
         let mut done = Done::default();
         match fault {
-            Fault::Pause(_) => {
-                for &n in &resolved {
-                    running(runtime, n, "pause")?;
-                    runtime.pause_node(n).await?;
-                }
-            }
-            Fault::Resume(_) => {
-                for &n in &resolved {
-                    running(runtime, n, "resume")?;
-                    runtime.resume_node(n).await?;
-                }
-            }
-            Fault::Crash(_) => {
-                for &n in &resolved {
-                    running(runtime, n, "crash")?;
-                    runtime.kill_node(n).await?;
-                }
-            }
-            Fault::Stop(_) => {
-                for &n in &resolved {
-                    running(runtime, n, "stop")?;
-                    runtime.stop_node(n).await?;
-                }
-            }
+            Fault::Pause(_) => each_running(runtime, &resolved, ProcessFault::Pause).await?,
+            Fault::Resume(_) => each_running(runtime, &resolved, ProcessFault::Resume).await?,
+            Fault::Crash(_) => each_running(runtime, &resolved, ProcessFault::Crash).await?,
+            Fault::Stop(_) => each_running(runtime, &resolved, ProcessFault::Stop).await?,
             Fault::Restart(_) | Fault::Start(_) => {
-                for &n in &resolved {
-                    if runtime.is_running(n) {
-                        return Err(NemesisError::Refused(format!(
-                            "cannot {verb}: {n} is running"
-                        )));
-                    }
-                    runtime.start_node(n).await?;
-                }
+                start_each(runtime, &resolved, Verb::of(fault)).await?;
             }
-            Fault::PowerLoss(_) => {
-                let mut cuts = Vec::new();
-                for &n in &resolved {
-                    if runtime.is_running(n) {
-                        runtime.kill_node(n).await?;
-                    }
-                    let cut = disk::power_loss(&runtime.data_dir(n)?)
-                        .map_err(|e| NemesisError::Disk(e.to_string()))?;
-                    cuts.push(NodeCut {
-                        node: n,
-                        cuts: Some(cut),
-                        cut: None,
-                    });
-                }
-                done.cut = Some(cuts);
-            }
-            Fault::TruncateLog(t) => {
-                let how = t.cut;
-                let mut cuts = Vec::new();
-                for &n in &resolved {
-                    if runtime.is_running(n) {
-                        return Err(NemesisError::Refused(format!(
-                            "cannot truncate-log: {} is running (crash or stop it first)",
-                            n
-                        )));
-                    }
-                    let cut = disk::truncate_log(
-                        &runtime.data_dir(n)?,
-                        &t.partition.topic,
-                        t.partition.wire_partition(),
-                        how,
-                    )
-                    .map_err(|e| NemesisError::Disk(e.to_string()))?;
-                    cuts.push(NodeCut {
-                        node: n,
-                        cuts: None,
-                        cut: Some(cut),
-                    });
-                }
-                done.cut = Some(cuts);
-            }
+            Fault::PowerLoss(_) => done.cut = Some(power_loss(runtime, &resolved).await?),
+            Fault::TruncateLog(t) => done.cut = Some(truncate_log(runtime, t, &resolved)?),
             Fault::Isolate(cut) | Fault::Bridge(cut) | Fault::NodeFromEtcd(cut) => {
                 let mut blocked = Vec::new();
                 for &n in &resolved {
@@ -247,22 +208,28 @@ impl Nemesis {
                     .await
                     .map_err(partition_error)?;
             }
-            Fault::HealCut(id) => {
-                let healed = self
-                    .partitions
-                    .heal_cut(runtime.proxies(), id)
-                    .await
-                    .map_err(partition_error)?;
-                done.healed = Some(
-                    healed
-                        .iter()
-                        .map(|(link, stream)| format!("{}:{stream:?}", link.proxy_name()))
-                        .collect(),
-                );
-            }
+            Fault::HealCut(id) => done.healed = Some(self.heal_cut(runtime, id).await?),
         }
         done.nodes = resolved;
+        dated(runtime, observer, fault, &mut done).await?;
         Ok(done)
+    }
+
+    /// Heals the cut named `id`; returns the proxy streams that flow again.
+    async fn heal_cut<R: Runtime>(
+        &mut self,
+        runtime: &R,
+        id: &str,
+    ) -> Result<Vec<String>, NemesisError> {
+        let healed = self
+            .partitions
+            .heal_cut(runtime.proxies(), id)
+            .await
+            .map_err(partition_error)?;
+        Ok(healed
+            .iter()
+            .map(|(link, stream)| format!("{}:{stream:?}", link.proxy_name()))
+            .collect())
     }
 
     async fn partition<R: Runtime>(
@@ -291,21 +258,150 @@ impl Nemesis {
     ) -> Result<NodeId, NemesisError> {
         match self.resolve(target, view, nodes)?.as_slice() {
             [one] => Ok(*one),
-            several => Err(NemesisError::Refused(format!(
-                "{target} resolves to {} nodes; one-way needs one on each side",
-                several.len()
-            ))),
+            several => Err(Refusal::NotOneNode {
+                target: target.to_string(),
+                nodes: several.len(),
+            }
+            .into()),
         }
     }
 }
 
+/// A fault a running node's process takes: one runtime call each.
+#[derive(Clone, Copy)]
+enum ProcessFault {
+    Pause,
+    Resume,
+    Crash,
+    Stop,
+}
+
+impl ProcessFault {
+    fn verb(self) -> &'static str {
+        match self {
+            ProcessFault::Pause => "pause",
+            ProcessFault::Resume => "resume",
+            ProcessFault::Crash => "crash",
+            ProcessFault::Stop => "stop",
+        }
+    }
+}
+
+/// Applies `fault` to each node, refusing one that is not running.
+async fn each_running<R: Runtime>(
+    runtime: &mut R,
+    resolved: &[NodeId],
+    fault: ProcessFault,
+) -> Result<(), NemesisError> {
+    for &n in resolved {
+        running(runtime, n, fault.verb())?;
+        match fault {
+            ProcessFault::Pause => runtime.pause_node(n).await?,
+            ProcessFault::Resume => runtime.resume_node(n).await?,
+            ProcessFault::Crash => runtime.kill_node(n).await?,
+            ProcessFault::Stop => runtime.stop_node(n).await?,
+        }
+    }
+    Ok(())
+}
+
+/// Starts each node on its old data directory, refusing one that is running.
+async fn start_each<R: Runtime>(
+    runtime: &mut R,
+    resolved: &[NodeId],
+    verb: Verb,
+) -> Result<(), NemesisError> {
+    for &n in resolved {
+        if runtime.is_running(n) {
+            return Err(Refusal::Running { verb, node: n }.into());
+        }
+        runtime.start_node(n).await?;
+    }
+    Ok(())
+}
+
+/// Kills each node still running and cuts its logs as a power loss would;
+/// returns what was cut, per node.
+async fn power_loss<R: Runtime>(
+    runtime: &mut R,
+    resolved: &[NodeId],
+) -> Result<Vec<NodeCut>, NemesisError> {
+    let mut cuts = Vec::new();
+    for &n in resolved {
+        if runtime.is_running(n) {
+            runtime.kill_node(n).await?;
+        }
+        let cut = disk::power_loss(&runtime.data_dir(n)?)?;
+        cuts.push(NodeCut {
+            node: n,
+            cuts: Some(cut),
+            cut: None,
+        });
+    }
+    Ok(cuts)
+}
+
+/// Truncates one partition's log on each node, refusing one that is
+/// running; returns what was cut, per node.
+fn truncate_log<R: Runtime>(
+    runtime: &R,
+    t: &TruncateLog,
+    resolved: &[NodeId],
+) -> Result<Vec<NodeCut>, NemesisError> {
+    let mut cuts = Vec::new();
+    for &n in resolved {
+        if runtime.is_running(n) {
+            return Err(Refusal::TruncateRunning(n).into());
+        }
+        let cut = disk::truncate_log(
+            &runtime.data_dir(n)?,
+            &t.partition.topic,
+            t.partition.wire_partition(),
+            t.cut,
+        )?;
+        cuts.push(NodeCut {
+            node: n,
+            cuts: None,
+            cut: Some(cut),
+        });
+    }
+    Ok(cuts)
+}
+
+/// Dates a fault the checkers need to place: a disk fault or a start gets
+/// etcd's revision now that it took effect, and a start the earliest time
+/// one of its nodes started.
+async fn dated<R: Runtime>(
+    runtime: &R,
+    observer: &mut Observer,
+    fault: &Fault,
+    done: &mut Done,
+) -> Result<(), NemesisError> {
+    if matches!(
+        fault,
+        Fault::PowerLoss(_) | Fault::TruncateLog(_) | Fault::Restart(_) | Fault::Start(_)
+    ) {
+        done.etcd_revision = Some(observer.view().await?.revision);
+    }
+    if matches!(fault, Fault::Restart(_) | Fault::Start(_)) {
+        done.started_time_ms = done
+            .nodes
+            .iter()
+            .filter_map(|&n| runtime.started_at(n))
+            .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64)
+            .min();
+    }
+    Ok(())
+}
+
 fn partition_error(e: partition::PartitionError) -> NemesisError {
     match e {
-        partition::PartitionError::Proxy(e) => NemesisError::Partition(e.to_string()),
+        partition::PartitionError::Proxy(e) => NemesisError::Partition(e),
         // The targets do not make the partition asked for (e.g. a "minority"
         // as large as the rest), or the cut named is not in force: the
         // schedule's assumption failed.
-        other => NemesisError::Refused(other.to_string()),
+        other => Refusal::Partition(other).into(),
     }
 }
 
@@ -316,13 +412,10 @@ fn endpoint(endpoint: &partition::Endpoint) -> String {
     }
 }
 
-fn running<R: Runtime>(runtime: &R, node: NodeId, verb: &str) -> Result<(), NemesisError> {
+fn running<R: Runtime>(runtime: &R, node: NodeId, verb: &'static str) -> Result<(), NemesisError> {
     if runtime.is_running(node) {
         Ok(())
     } else {
-        Err(NemesisError::Refused(format!(
-            "cannot {verb}: {} is not running",
-            node
-        )))
+        Err(Refusal::NotRunning { verb, node }.into())
     }
 }

@@ -23,7 +23,8 @@ use crate::reader::checkpoint::{
     parse_leader_epochs, parse_offsets,
 };
 use crate::runtime::{NodeId, Runtime, RuntimeError};
-use crate::schedule::condition::{Checkpoint, Condition, Offset};
+use crate::schedule::condition::{Checkpoint, Compare, Condition, Offset};
+use crate::topic_partition::PartitionRef;
 use replica::applied_leader_and_isr;
 
 /// How often a wait re-checks; each check is cheap (one etcd range read, or
@@ -108,42 +109,9 @@ impl Observer {
         runtime: &R,
         condition: &Condition,
     ) -> Result<Seen, ObserveError> {
-        let verdict = |met: bool, seen: String| {
-            if met {
-                Seen::Met(seen)
-            } else {
-                Seen::NotYet(seen)
-            }
-        };
         Ok(match condition {
             Condition::LeaderIs { partition, node } => {
-                let view = self.view().await?;
-                let leader = view.leader_of(partition);
-                if leader != Some(*node) {
-                    return Ok(Seen::NotYet(format!(
-                        "leader of {partition} is {}",
-                        show_node(leader)
-                    )));
-                }
-                // Named in etcd is not yet leading: the node must also have
-                // applied the LeaderAndIsr that made it leader in this epoch, so
-                // a produce sent next reaches a leader, not NOT_LEADER.
-                let epoch = view.partition(partition).map_or(-1, |p| p.leader_epoch);
-                let applied = applied_leader_and_isr(runtime, *node, partition)?;
-                let leading = applied
-                    .iter()
-                    .any(|&(leader, e)| leader == node.broker_id() && e == epoch);
-                verdict(
-                    leading,
-                    format!(
-                        "leader of {partition} is {node} in epoch {epoch}{}",
-                        if leading {
-                            ""
-                        } else {
-                            ", not yet applied by it"
-                        }
-                    ),
-                )
+                self.leader_is(runtime, partition, *node).await?
             }
             Condition::InIsr {
                 node,
@@ -172,23 +140,8 @@ impl Observer {
                 node,
                 partition,
                 compare,
-                value: wanted,
-            } => {
-                let name = match offset {
-                    Offset::Hw => "HW",
-                    Offset::Leo => "LEO",
-                };
-                match replica_offsets(runtime, *node, partition).await {
-                    Ok((hw, leo)) => {
-                        let value = if *offset == Offset::Hw { hw } else { leo };
-                        verdict(
-                            compare.holds(value, *wanted),
-                            format!("{name} of {node} for {partition} is {value}"),
-                        )
-                    }
-                    Err(why) => Seen::NotYet(format!("{name} of {node} for {partition}: {why}")),
-                }
-            }
+                value,
+            } => offset_is(runtime, *offset, *node, partition, *compare, *value).await,
             Condition::NoLeader { partition } => {
                 let view = self.view().await?;
                 let leader = view.leader_of(partition);
@@ -201,65 +154,13 @@ impl Observer {
                 node,
                 partition,
                 entries,
-            } => {
-                let path = runtime
-                    .data_dir(*node)?
-                    .join(partition.to_string())
-                    .join(LEADER_EPOCH_CHECKPOINT);
-                // Absent until first written, and a read may race the broker's
-                // rename: either is "not yet", never an error.
-                match std::fs::read_to_string(&path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|text| parse_leader_epochs(&path, &text).map_err(|e| e.to_string()))
-                {
-                    Ok(found) => {
-                        let found: Vec<(i32, i64)> =
-                            found.iter().map(|e| (e.epoch, e.start_offset)).collect();
-                        verdict(
-                            found == *entries,
-                            format!(
-                                "{LEADER_EPOCH_CHECKPOINT} of {node} for {partition} is {found:?}"
-                            ),
-                        )
-                    }
-                    Err(why) => Seen::NotYet(format!(
-                        "{LEADER_EPOCH_CHECKPOINT} of {node} for {partition}: {why}"
-                    )),
-                }
-            }
+            } => epoch_checkpoint_is(runtime, *node, partition, entries)?,
             Condition::CheckpointIs {
                 checkpoint,
                 node,
                 partition,
                 value,
-            } => {
-                let file = match checkpoint {
-                    Checkpoint::Hw => REPLICATION_OFFSET_CHECKPOINT,
-                    Checkpoint::RecoveryPoint => RECOVERY_POINT_OFFSET_CHECKPOINT,
-                };
-                let path = runtime.data_dir(*node)?.join(file);
-                let found = std::fs::read_to_string(&path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|text| parse_offsets(&path, &text).map_err(|e| e.to_string()))
-                    .map(|entries| {
-                        entries
-                            .into_iter()
-                            .find(|e| {
-                                e.topic == partition.topic
-                                    && e.partition == partition.wire_partition()
-                            })
-                            .map(|e| e.offset)
-                    });
-                match found {
-                    Ok(Some(offset)) => verdict(
-                        offset == *value as i64,
-                        format!("{file} of {node} has {partition} at {offset}"),
-                    ),
-                    Ok(None) => Seen::NotYet(format!("{file} of {node} has no {partition}")),
-                    // Absent until first written; a torn read retries.
-                    Err(why) => Seen::NotYet(format!("{file} of {node}: {why}")),
-                }
-            }
+            } => checkpoint_is(runtime, *checkpoint, *node, partition, *value)?,
             Condition::AppliedLeaderAndIsr {
                 node,
                 partition,
@@ -276,20 +177,7 @@ impl Observer {
                     ),
                 )
             }
-            Condition::Stopped { node } => {
-                let id = *node;
-                let paused = runtime.is_paused(id)?;
-                verdict(
-                    paused,
-                    if paused {
-                        format!("{node} is stopped")
-                    } else if runtime.is_running(id) {
-                        format!("{node} is running")
-                    } else {
-                        format!("{node} is not running")
-                    },
-                )
-            }
+            Condition::Stopped { node } => stopped(runtime, *node)?,
             // The run counts these itself (workload/background.rs); nothing
             // in the cluster shows them.
             Condition::Acknowledged { .. } => Seen::NotYet(
@@ -299,6 +187,162 @@ impl Observer {
             Condition::Elapsed { .. } => Seen::NotYet("a delay is kept, not observed".into()),
         })
     }
+
+    /// Whether etcd names `node` leader of `partition` and the node has
+    /// applied the LeaderAndIsr that made it leader in that epoch.
+    async fn leader_is<R: Runtime>(
+        &mut self,
+        runtime: &R,
+        partition: &PartitionRef,
+        node: NodeId,
+    ) -> Result<Seen, ObserveError> {
+        let view = self.view().await?;
+        let leader = view.leader_of(partition);
+        if leader != Some(node) {
+            return Ok(Seen::NotYet(format!(
+                "leader of {partition} is {}",
+                show_node(leader)
+            )));
+        }
+        // Named in etcd is not yet leading: the node must also have
+        // applied the LeaderAndIsr that made it leader in this epoch, so
+        // a produce sent next reaches a leader, not NOT_LEADER.
+        let epoch = view.partition(partition).map_or(-1, |p| p.leader_epoch);
+        let applied = applied_leader_and_isr(runtime, node, partition)?;
+        let leading = applied
+            .iter()
+            .any(|&(leader, e)| leader == node.broker_id() && e == epoch);
+        Ok(verdict(
+            leading,
+            format!(
+                "leader of {partition} is {node} in epoch {epoch}{}",
+                if leading {
+                    ""
+                } else {
+                    ", not yet applied by it"
+                }
+            ),
+        ))
+    }
+}
+
+/// `Met` when `met`, else `NotYet`, with what was seen.
+fn verdict(met: bool, seen: String) -> Seen {
+    if met {
+        Seen::Met(seen)
+    } else {
+        Seen::NotYet(seen)
+    }
+}
+
+/// Whether `node`'s high watermark or log end offset for `partition`, asked
+/// of the broker, compares with `wanted`; a broker that does not answer is
+/// "not yet".
+async fn offset_is<R: Runtime>(
+    runtime: &R,
+    offset: Offset,
+    node: NodeId,
+    partition: &PartitionRef,
+    compare: Compare,
+    wanted: u64,
+) -> Seen {
+    let name = match offset {
+        Offset::Hw => "HW",
+        Offset::Leo => "LEO",
+    };
+    match replica_offsets(runtime, node, partition).await {
+        Ok((hw, leo)) => {
+            let value = if offset == Offset::Hw { hw } else { leo };
+            verdict(
+                compare.holds(value, wanted),
+                format!("{name} of {node} for {partition} is {value}"),
+            )
+        }
+        Err(why) => Seen::NotYet(format!("{name} of {node} for {partition}: {why}")),
+    }
+}
+
+/// Whether `node`'s leader-epoch-checkpoint for `partition` holds exactly
+/// `entries`, read from its data directory.
+fn epoch_checkpoint_is<R: Runtime>(
+    runtime: &R,
+    node: NodeId,
+    partition: &PartitionRef,
+    entries: &[(i32, i64)],
+) -> Result<Seen, ObserveError> {
+    let path = runtime
+        .data_dir(node)?
+        .join(partition.to_string())
+        .join(LEADER_EPOCH_CHECKPOINT);
+    // Absent until first written, and a read may race the broker's
+    // rename: either is "not yet", never an error.
+    Ok(
+        match std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| parse_leader_epochs(&path, &text).map_err(|e| e.to_string()))
+        {
+            Ok(found) => {
+                let found: Vec<(i32, i64)> =
+                    found.iter().map(|e| (e.epoch, e.start_offset)).collect();
+                verdict(
+                    found == entries,
+                    format!("{LEADER_EPOCH_CHECKPOINT} of {node} for {partition} is {found:?}"),
+                )
+            }
+            Err(why) => Seen::NotYet(format!(
+                "{LEADER_EPOCH_CHECKPOINT} of {node} for {partition}: {why}"
+            )),
+        },
+    )
+}
+
+/// Whether `node`'s high-watermark or recovery-point checkpoint file holds
+/// `value` for `partition`, read from its data directory.
+fn checkpoint_is<R: Runtime>(
+    runtime: &R,
+    checkpoint: Checkpoint,
+    node: NodeId,
+    partition: &PartitionRef,
+    value: u64,
+) -> Result<Seen, ObserveError> {
+    let file = match checkpoint {
+        Checkpoint::Hw => REPLICATION_OFFSET_CHECKPOINT,
+        Checkpoint::RecoveryPoint => RECOVERY_POINT_OFFSET_CHECKPOINT,
+    };
+    let path = runtime.data_dir(node)?.join(file);
+    let found = std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| parse_offsets(&path, &text).map_err(|e| e.to_string()))
+        .map(|entries| {
+            entries
+                .into_iter()
+                .find(|e| e.topic == partition.topic && e.partition == partition.wire_partition())
+                .map(|e| e.offset)
+        });
+    Ok(match found {
+        Ok(Some(offset)) => verdict(
+            offset == value as i64,
+            format!("{file} of {node} has {partition} at {offset}"),
+        ),
+        Ok(None) => Seen::NotYet(format!("{file} of {node} has no {partition}")),
+        // Absent until first written; a torn read retries.
+        Err(why) => Seen::NotYet(format!("{file} of {node}: {why}")),
+    })
+}
+
+/// Whether the process table shows `node` stopped (SIGSTOPped).
+fn stopped<R: Runtime>(runtime: &R, node: NodeId) -> Result<Seen, ObserveError> {
+    let paused = runtime.is_paused(node)?;
+    Ok(verdict(
+        paused,
+        if paused {
+            format!("{node} is stopped")
+        } else if runtime.is_running(node) {
+            format!("{node} is running")
+        } else {
+            format!("{node} is not running")
+        },
+    ))
 }
 
 fn show_node(node: Option<NodeId>) -> String {

@@ -1,7 +1,8 @@
 //! Readiness: when a cluster is up, judged from etcd read directly, never from
 //! a runtime's or a broker's own word. A cluster is ready when etcd shows a
 //! controller, every broker registered, and every partition led with its full
-//! replica set in the ISR; etcd itself is ready when it answers a read.
+//! replica set in the ISR. (etcd itself is ready when it answers a read:
+//! runtime/etcd_probe.rs, which the runtimes poll while starting it.)
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -39,17 +40,5 @@ pub async fn await_ready(
             });
         }
         tokio::time::sleep(POLL).await;
-    }
-}
-
-/// Whether etcd at `endpoint` answers a read within half a second; a runtime
-/// polls this, under its own deadline, after starting etcd.
-pub async fn etcd_healthy(endpoint: &str) -> bool {
-    let options = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(Duration::from_millis(500))
-        .with_timeout(Duration::from_millis(500));
-    match etcd_client::Client::connect([endpoint], Some(options)).await {
-        Ok(mut client) => client.get("/epochal/health-probe", None).await.is_ok(),
-        Err(_) => false,
     }
 }

@@ -5,12 +5,11 @@
 
 use std::time::Duration;
 
-use super::ObserveError;
+use crate::kafka_client::{ClientError, KafkaClient};
 use crate::node::NodeId;
 use crate::reader::state_change::read_state_changes;
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, RuntimeError};
 use crate::topic_partition::PartitionRef;
-use crate::workload::kafka_client::{ClientError, KafkaClient};
 
 /// Bound on one observation request to a broker's own port.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -60,7 +59,7 @@ pub(super) fn applied_leader_and_isr<R: Runtime>(
     runtime: &R,
     id: NodeId,
     partition: &PartitionRef,
-) -> Result<Vec<(i32, i32)>, ObserveError> {
+) -> Result<Vec<(i32, i32)>, RuntimeError> {
     let dir = runtime.data_dir(id)?;
     // Whole milliseconds, as the log writes them; a line written in the same
     // millisecond as the spawn can only be the new incarnation's.

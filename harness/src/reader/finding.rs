@@ -176,6 +176,55 @@ impl fmt::Display for Location {
 impl fmt::Display for FindingKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            FindingKind::TornTail { .. }
+            | FindingKind::CorruptBatchHeader { .. }
+            | FindingKind::UnsupportedMagic { .. }
+            | FindingKind::CrcMismatch { .. }
+            | FindingKind::MalformedRecords { .. }
+            | FindingKind::OffsetGap { .. }
+            | FindingKind::OffsetOverlap { .. }
+            | FindingKind::MissingSegment { .. }
+            | FindingKind::BatchBeforeSegmentBase { .. }
+            | FindingKind::BadSegmentName => self.fmt_segment_kind(f),
+            FindingKind::MalformedCheckpoint { problem } => {
+                write!(f, "malformed checkpoint: {problem}")
+            }
+            FindingKind::EpochEntryPastLogEnd {
+                epoch,
+                start_offset,
+                log_end_offset,
+            } => write!(
+                f,
+                "epoch {epoch} starts at {start_offset}, past the log end offset {log_end_offset}"
+            ),
+            FindingKind::CheckpointPastLogEnd {
+                topic,
+                partition,
+                offset,
+                log_end_offset,
+            } => write!(
+                f,
+                "{topic}-{partition} checkpointed at {offset}, past the log end offset {log_end_offset}"
+            ),
+            FindingKind::BadSnapshotName
+            | FindingKind::SnapshotTooLarge { .. }
+            | FindingKind::UnknownSnapshotVersion { .. }
+            | FindingKind::SnapshotTruncated { .. }
+            | FindingKind::SnapshotNegativeEntryCount { .. }
+            | FindingKind::SnapshotCrcMismatch { .. }
+            | FindingKind::SnapshotTrailingBytes { .. }
+            | FindingKind::SnapshotDuplicateProducer { .. }
+            | FindingKind::SnapshotEntryPastSnapshot { .. }
+            | FindingKind::SnapshotPastLogEnd { .. } => self.fmt_snapshot_kind(f),
+            FindingKind::Unreadable { error } => write!(f, "unreadable: {error}"),
+        }
+    }
+}
+
+impl FindingKind {
+    /// The message of a kind found walking a segment's batches.
+    fn fmt_segment_kind(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             FindingKind::TornTail {
                 bytes_remaining,
                 bytes_needed,
@@ -225,26 +274,13 @@ impl fmt::Display for FindingKind {
                 "batch at offset {batch_base_offset} below its segment's base offset {segment_base_offset}"
             ),
             FindingKind::BadSegmentName => f.write_str("segment name is not a 20-digit offset"),
-            FindingKind::MalformedCheckpoint { problem } => {
-                write!(f, "malformed checkpoint: {problem}")
-            }
-            FindingKind::EpochEntryPastLogEnd {
-                epoch,
-                start_offset,
-                log_end_offset,
-            } => write!(
-                f,
-                "epoch {epoch} starts at {start_offset}, past the log end offset {log_end_offset}"
-            ),
-            FindingKind::CheckpointPastLogEnd {
-                topic,
-                partition,
-                offset,
-                log_end_offset,
-            } => write!(
-                f,
-                "{topic}-{partition} checkpointed at {offset}, past the log end offset {log_end_offset}"
-            ),
+            other => unreachable!("{other:?} is not a segment kind"),
+        }
+    }
+
+    /// The message of a kind found reading a producer-state snapshot.
+    fn fmt_snapshot_kind(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             FindingKind::BadSnapshotName => {
                 f.write_str("producer snapshot name is not a 20-digit offset")
             }
@@ -295,7 +331,7 @@ impl fmt::Display for FindingKind {
                 f,
                 "producer snapshot at {snapshot_offset}, past the log end offset {log_end_offset}"
             ),
-            FindingKind::Unreadable { error } => write!(f, "unreadable: {error}"),
+            other => unreachable!("{other:?} is not a snapshot kind"),
         }
     }
 }

@@ -177,9 +177,9 @@ fn decompress(codec: Codec, body: &[u8]) -> Result<Vec<u8>, RecordError> {
         Codec::Gzip => read_bounded(flate2::read::MultiGzDecoder::new(body))
             .map_err(|e| e.into_record_error(failed)),
         Codec::Snappy if body.starts_with(XERIAL_MAGIC) => {
-            unframe_xerial(&body[XERIAL_MAGIC.len()..]).map_err(failed)
+            unframe_xerial(&body[XERIAL_MAGIC.len()..]).map_err(|e| failed(e.to_string()))
         }
-        Codec::Snappy => snappy_block(body).map_err(failed),
+        Codec::Snappy => snappy_block(body).map_err(|e| failed(e.to_string())),
         Codec::Lz4 => {
             let decoder = lz4::Decoder::new(body).map_err(|e| failed(e.to_string()))?;
             read_bounded(decoder).map_err(|e| e.into_record_error(failed))
@@ -193,39 +193,51 @@ fn decompress(codec: Codec, body: &[u8]) -> Result<Vec<u8>, RecordError> {
     }
 }
 
+/// Why a snappy body did not decompress; its text goes into
+/// [`RecordError::Decompression`].
+#[derive(Debug, thiserror::Error)]
+enum SnappyError {
+    #[error("xerial {0}")]
+    Xerial(&'static str),
+    #[error("decompressed batch too large")]
+    TooLarge,
+    #[error(transparent)]
+    Snap(#[from] snap::Error),
+}
+
 /// Kafka's Java client wraps snappy in snappy-java's stream format: after the
 /// 16-byte header, blocks of a big-endian int32 length and a raw snappy block.
 /// kafka-protocol and librdkafka write one raw block instead; both are valid
 /// on disk because the broker keeps batches as the producer sent them.
-fn unframe_xerial(after_magic: &[u8]) -> Result<Vec<u8>, String> {
+fn unframe_xerial(after_magic: &[u8]) -> Result<Vec<u8>, SnappyError> {
     let mut rest = after_magic
         .get(XERIAL_HEADER_BYTES - XERIAL_MAGIC.len()..)
-        .ok_or("xerial header cut short")?;
+        .ok_or(SnappyError::Xerial("header cut short"))?;
     let mut out = Vec::new();
     while !rest.is_empty() {
         let (length, after) = rest
             .split_first_chunk::<4>()
-            .ok_or("xerial block length cut short")?;
+            .ok_or(SnappyError::Xerial("block length cut short"))?;
         let length = usize::try_from(i32::from_be_bytes(*length))
-            .map_err(|_| "negative xerial block length")?;
-        let block = after.get(..length).ok_or("xerial block past the end")?;
+            .map_err(|_| SnappyError::Xerial("negative block length"))?;
+        let block = after
+            .get(..length)
+            .ok_or(SnappyError::Xerial("block past the end"))?;
         out.extend(snappy_block(block)?);
         if out.len() as u64 > DECOMPRESSED_BATCH_BYTES_MAX {
-            return Err("decompressed batch too large".into());
+            return Err(SnappyError::TooLarge);
         }
         rest = &after[length..];
     }
     Ok(out)
 }
 
-fn snappy_block(block: &[u8]) -> Result<Vec<u8>, String> {
-    let length = snap::raw::decompress_len(block).map_err(|e| e.to_string())?;
+fn snappy_block(block: &[u8]) -> Result<Vec<u8>, SnappyError> {
+    let length = snap::raw::decompress_len(block)?;
     if length as u64 > DECOMPRESSED_BATCH_BYTES_MAX {
-        return Err("decompressed batch too large".into());
+        return Err(SnappyError::TooLarge);
     }
-    snap::raw::Decoder::new()
-        .decompress_vec(block)
-        .map_err(|e| e.to_string())
+    Ok(snap::raw::Decoder::new().decompress_vec(block)?)
 }
 
 enum BoundedReadError {

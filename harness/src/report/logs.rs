@@ -152,6 +152,8 @@ pub fn section(run: &RunData, report: &Report) -> String {
     out
 }
 
+/// One partition's final logs side by side, then its replicas' epoch files
+/// and findings.
 fn partition_table(
     run: &RunData,
     partition: &PartitionRef,
@@ -163,14 +165,10 @@ fn partition_table(
     let holders = run.holders(partition);
     let (final_node, chosen) = match FinalLog::of(run, partition) {
         Ok(log) => (Some(log.node), log.chosen),
-        Err(why) => (None, why),
+        Err(why) => (None, why.to_string()),
     };
     let logs: Vec<(NodeId, Vec<(i64, Cell)>)> =
         holders.iter().map(|(n, r)| (*n, cells(r))).collect();
-    let final_cells = logs
-        .iter()
-        .find(|(n, _)| Some(*n) == final_node)
-        .map(|(_, c)| c.as_slice());
     let mut offsets: Vec<i64> = logs
         .iter()
         .flat_map(|(_, c)| c.iter().map(|(o, _)| *o))
@@ -179,92 +177,179 @@ fn partition_table(
     offsets.extend(lost.keys());
     offsets.sort_unstable();
     offsets.dedup();
+    let table = Table {
+        name: &name,
+        marks: Marks::of(&logs, final_node, &offsets, seen, lost),
+        logs: &logs,
+        final_node,
+        seen,
+        lost,
+    };
+    table.head(&chosen, out);
+    table.body(&offsets, out);
+    epoch_files(&holders, out);
+}
 
-    // What each offset is marked with.
-    let mut marks: BTreeMap<i64, &'static str> = BTreeMap::new();
-    let mut first_divergence = None;
-    for &offset in &offsets {
-        let held: Vec<&Cell> = logs.iter().filter_map(|(_, c)| at(c, offset)).collect();
-        if held.windows(2).any(|w| w[0] != w[1]) {
-            marks.insert(offset, "diverge");
-            first_divergence.get_or_insert(offset);
+/// What each offset is marked with, and the first offset where the replicas
+/// differ.
+struct Marks {
+    marks: BTreeMap<i64, &'static str>,
+    first_divergence: Option<i64>,
+}
+
+impl Marks {
+    /// Marks each offset: `diverge` where the replicas differ, `truncated`
+    /// where the final log lacks what the history saw, `lost` where
+    /// lost-write named an acknowledged value lost (the later mark wins).
+    fn of(
+        logs: &[(NodeId, Vec<(i64, Cell)>)],
+        final_node: Option<NodeId>,
+        offsets: &[i64],
+        seen: &BTreeMap<i64, Seen>,
+        lost: &BTreeMap<i64, (i64, u64)>,
+    ) -> Marks {
+        let final_cells = logs
+            .iter()
+            .find(|(n, _)| Some(*n) == final_node)
+            .map(|(_, c)| c.as_slice());
+        let mut marks: BTreeMap<i64, &'static str> = BTreeMap::new();
+        let mut first_divergence = None;
+        for &offset in offsets {
+            let held: Vec<&Cell> = logs.iter().filter_map(|(_, c)| at(c, offset)).collect();
+            if held.windows(2).any(|w| w[0] != w[1]) {
+                marks.insert(offset, "diverge");
+                first_divergence.get_or_insert(offset);
+            }
+            if let (Some(s), Some(final_cells)) = (seen.get(&offset), final_cells)
+                && at(final_cells, offset).is_none_or(|c| c.value != s.value)
+            {
+                marks.insert(offset, "truncated");
+            }
+            if lost.contains_key(&offset) {
+                marks.insert(offset, "lost");
+            }
         }
-        if let (Some(s), Some(final_cells)) = (seen.get(&offset), final_cells)
-            && at(final_cells, offset).is_none_or(|c| c.value != s.value)
-        {
-            marks.insert(offset, "truncated");
-        }
-        if lost.contains_key(&offset) {
-            marks.insert(offset, "lost");
+        Marks {
+            marks,
+            first_divergence,
         }
     }
-    let _ = write!(
-        out,
-        r#"<h3 id="{}">{}</h3><p class="chosen">final log: {}</p>"#,
-        escape(&format!("partition-{name}")),
-        escape(&name),
-        escape(&chosen)
-    );
-    if let Some(offset) = first_divergence {
+}
+
+/// One partition's table, ready to write.
+struct Table<'a> {
+    name: &'a str,
+    /// Each replica's records, a column each.
+    logs: &'a [(NodeId, Vec<(i64, Cell)>)],
+    /// The node whose replica is the final log, if one could be chosen.
+    final_node: Option<NodeId>,
+    seen: &'a BTreeMap<i64, Seen>,
+    lost: &'a BTreeMap<i64, (i64, u64)>,
+    marks: Marks,
+}
+
+impl Table<'_> {
+    /// Writes the partition's heading, the final log chosen, where the
+    /// replicas first differ, and the table's header row (a column per
+    /// replica).
+    fn head(&self, chosen: &str, out: &mut String) {
+        let name = self.name;
         let _ = write!(
             out,
-            r##"<p class="diverge-note">the replicas first differ at offset <a href="#{}">{offset}</a></p>"##,
-            log_anchor(&name, offset)
+            r#"<h3 id="{}">{}</h3><p class="chosen">final log: {}</p>"#,
+            escape(&format!("partition-{name}")),
+            escape(name),
+            escape(chosen)
         );
+        if let Some(offset) = self.marks.first_divergence {
+            let _ = write!(
+                out,
+                r##"<p class="diverge-note">the replicas first differ at offset <a href="#{}">{offset}</a></p>"##,
+                log_anchor(name, offset)
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<table class="log" data-partition="{}"><thead><tr><th>offset</th>"#,
+            escape(name)
+        );
+        for (node, _) in self.logs {
+            let role = if Some(*node) == self.final_node {
+                " (final)"
+            } else {
+                ""
+            };
+            let _ = write!(out, "<th>{node}{role}</th>");
+        }
+        out.push_str("<th>the history saw</th></tr></thead><tbody>");
     }
-    let _ = write!(
-        out,
-        r#"<table class="log" data-partition="{}"><thead><tr><th>offset</th>"#,
-        escape(&name)
-    );
-    for (node, _) in &logs {
-        let role = if Some(*node) == final_node {
-            " (final)"
-        } else {
-            ""
-        };
-        let _ = write!(out, "<th>{node}{role}</th>");
-    }
-    out.push_str("<th>the history saw</th></tr></thead><tbody>");
 
-    // Which rows to show: all of a short log, else the marked ones (up to
-    // a bound) with context, the ends of each replica's log, and folds.
-    let shown: BTreeSet<i64> = if offsets.len() <= ALL_ROWS {
-        offsets.iter().copied().collect()
-    } else {
+    /// Which rows to show: all of a short log, else the marked ones (up to a
+    /// bound) with context, and the ends of each replica's log; the rest fold.
+    fn shown_rows(&self, offsets: &[i64]) -> BTreeSet<i64> {
+        if offsets.len() <= ALL_ROWS {
+            return offsets.iter().copied().collect();
+        }
         let mut keep: BTreeSet<i64> = BTreeSet::new();
-        for &offset in marks.keys().take(MARKED_LIMIT) {
+        for &offset in self.marks.marks.keys().take(MARKED_LIMIT) {
             keep.extend(offset - CONTEXT..=offset + CONTEXT);
         }
         keep.extend(offsets.iter().take(3));
         keep.extend(offsets.iter().rev().take(3));
-        for (_, c) in &logs {
+        for (_, c) in self.logs {
             if let Some((last, _)) = c.last() {
                 keep.insert(*last);
             }
         }
         keep
-    };
-    let columns = logs.len() + 2;
-    let mut folded = 0usize;
-    for &offset in &offsets {
-        if !shown.contains(&offset) {
-            folded += 1;
-            continue;
+    }
+
+    /// Writes the shown rows, a fold line for each run of rows not shown,
+    /// and how many marked rows went past the bound; closes the table.
+    fn body(&self, offsets: &[i64], out: &mut String) {
+        let shown = self.shown_rows(offsets);
+        let columns = self.logs.len() + 2;
+        let mut folded = 0usize;
+        for &offset in offsets {
+            if !shown.contains(&offset) {
+                folded += 1;
+                continue;
+            }
+            if folded > 0 {
+                let _ = write!(
+                    out,
+                    r#"<tr class="fold"><td colspan="{columns}">… {folded} offsets where nothing is marked …</td></tr>"#
+                );
+                folded = 0;
+            }
+            self.row(offset, out);
         }
         if folded > 0 {
             let _ = write!(
                 out,
                 r#"<tr class="fold"><td colspan="{columns}">… {folded} offsets where nothing is marked …</td></tr>"#
             );
-            folded = 0;
         }
-        let mark = marks.get(&offset).copied().unwrap_or("");
-        let lost_value = lost.get(&offset);
+        let marks = &self.marks.marks;
+        if marks.len() > MARKED_LIMIT {
+            let _ = write!(
+                out,
+                r#"<tr class="fold"><td colspan="{columns}">{} more marked offsets not shown</td></tr>"#,
+                marks.len() - MARKED_LIMIT
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+
+    /// Writes one offset's row: its mark, each replica's record, and what the
+    /// history saw there.
+    fn row(&self, offset: i64, out: &mut String) {
+        let mark = self.marks.marks.get(&offset).copied().unwrap_or("");
+        let lost_value = self.lost.get(&offset);
         let data_value = lost_value
             .map(|(v, _)| format!(r#" data-value="{}""#, escape(&v.to_string())))
             .unwrap_or_default();
-        let first = if first_divergence == Some(offset) {
+        let first = if self.marks.first_divergence == Some(offset) {
             " first-divergence"
         } else {
             ""
@@ -272,9 +357,9 @@ fn partition_table(
         let _ = write!(
             out,
             r#"<tr id="{}" class="{mark}{first}"{data_value}><td class="offset">{offset}</td>"#,
-            log_anchor(&name, offset)
+            log_anchor(self.name, offset)
         );
-        for (_, c) in &logs {
+        for (_, c) in self.logs {
             match at(c, offset) {
                 Some(cell) => {
                     let control = if cell.control { " control" } else { "" };
@@ -300,7 +385,7 @@ fn partition_table(
                 r##" (<a class="op-link" href="#{}">op {index}</a>)"##,
                 op_anchor(*index)
             );
-        } else if let Some(s) = seen.get(&offset) {
+        } else if let Some(s) = self.seen.get(&offset) {
             let _ = write!(
                 out,
                 r##"{} {} (<a class="op-link" href="#{}">op {}</a>)"##,
@@ -312,21 +397,6 @@ fn partition_table(
         }
         out.push_str("</td></tr>");
     }
-    if folded > 0 {
-        let _ = write!(
-            out,
-            r#"<tr class="fold"><td colspan="{columns}">… {folded} offsets where nothing is marked …</td></tr>"#
-        );
-    }
-    if marks.len() > MARKED_LIMIT {
-        let _ = write!(
-            out,
-            r#"<tr class="fold"><td colspan="{columns}">{} more marked offsets not shown</td></tr>"#,
-            marks.len() - MARKED_LIMIT
-        );
-    }
-    out.push_str("</tbody></table>");
-    epoch_files(&holders, out);
 }
 
 /// Each replica's leader-epoch file and checkpoints, and what the reader

@@ -12,7 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use crate::history::op::{Body, Verb};
+use crate::history::Verb;
+use crate::history::op::Body;
 use crate::history::{Op, OpType, Process};
 use crate::node::NodeId;
 

@@ -85,7 +85,7 @@ pub fn check_dir_and_draw(dir: &RunDir) -> Result<Report, LoadError> {
 pub(super) fn check_and_store(dir: &RunDir) -> Result<Report, RunError> {
     let report = check_dir_and_draw(dir)
         .map_err(|e| RunError::Harness(format!("checking {}: {e}", dir.path().display())))?;
-    dir.write_results(&report)?;
+    crate::store::write_json(&dir.results(), &report)?;
     Ok(report)
 }
 

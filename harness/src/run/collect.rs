@@ -33,7 +33,7 @@ pub(super) async fn collect<R: Runtime>(live: &mut Live<R>, dir: &RunDir) -> Res
     }
     match crate::observe::timeline::read_timeline(live.runtime.etcd_endpoint()).await {
         Ok(timeline) => {
-            if let Err(e) = dir.write_timeline(&timeline) {
+            if let Err(e) = crate::store::write_json(&dir.timeline(), &timeline) {
                 live.log.line(e.to_string());
             }
         }

@@ -1,7 +1,7 @@
 //! A run in progress: the cluster and what every phase acts through — the
 //! runtime, the history, the harness log, the observer (etcd directly), the
 //! nemesis and the run's clients. Phases borrow it in turn; none of them owns
-//! the run.
+//! the run. A phase-3 driver beyond run/ (campaign/play.rs) borrows it too.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use crate::workload::view::SharedView;
 
 use super::RunError;
 
-pub(super) struct Live<R: Runtime> {
+pub struct Live<R: Runtime> {
     pub runtime: R,
     pub history: SharedHistory,
     pub log: RunLog,

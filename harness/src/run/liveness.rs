@@ -20,7 +20,7 @@ use crate::history::OpType;
 use crate::run_dir::Stuck;
 use crate::runtime::Runtime;
 use crate::schedule::{Acks, Compression, PartitionRef, Schedule};
-use crate::workload::client::SendOptions;
+use crate::workload::send_options::SendOptions;
 
 use super::RunError;
 use super::live::Live;

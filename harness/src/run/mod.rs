@@ -6,12 +6,12 @@
 //!    `schedule.toml` as applied, open the history and the harness log, and
 //!    start the cluster on the chosen runtime;
 //! 2. setup.rs: create the topics and await a ready cluster;
-//! 3. steps.rs: the steps in order — faults through the nemesis, client
-//!    operations through op-recording clients, awaits over direct observation
-//!    — beside `[workload.background]`'s workers; every op streamed to
-//!    `history.jsonl` as it happens;
-//!    (Or campaign.rs: a campaign's nemesis picks and fires faults under the
-//!    background load, writing each into `schedule.toml` as it fires.)
+//! 3. a [`Driver`] (driver.rs): steps.rs plays the steps in order — faults
+//!    through the nemesis, client operations through op-recording clients,
+//!    awaits over direct observation — beside `[workload.background]`'s
+//!    workers; every op streamed to `history.jsonl` as it happens.
+//!    (Or a campaign's nemesis, campaign/play.rs, picks and fires faults under
+//!    the background load, writing each into `schedule.toml` as it fires.)
 //! 4. quiesce.rs: the final heal (partitions removed, paused nodes resumed,
 //!    dead nodes started, each a nemesis op), the liveness window if the
 //!    schedule sets one (liveness.rs), then a bounded quiesce;
@@ -26,150 +26,36 @@
 //! evidence is kept. Ctrl-C kills every child (runtime/reaper.rs) and leaves the
 //! history as far as it got: every line is written whole.
 
-mod campaign;
 mod check;
 mod collect;
+mod driver;
+mod error;
 mod live;
 mod liveness;
+mod options;
+mod outcome;
 mod quiesce;
 mod settings;
 mod setup;
 mod steps;
 mod summary;
 
-use std::path::{Path, PathBuf};
-
 pub use check::{check_dir, check_dir_and_draw, verdict, write_report};
+pub use driver::{Driver, Steps};
+pub use error::RunError;
+pub use live::Live;
 pub use liveness::FIRST_PROBE_VALUE;
+pub use options::{RunOptions, default_bin_dir};
+pub use outcome::{RunReport, RunStatus};
 pub use settings::{apply_sets, cluster_config};
+pub use steps::{faults, start_background, stop_background};
 pub use summary::write_summary;
 
-use crate::checker::Report;
-use crate::cli::RuntimeKind;
-use crate::history::{HistoryWriter, SharedHistory, WriteError};
-use crate::nemesis::NemesisError;
+use crate::history::{HistoryWriter, SharedHistory};
 use crate::run_dir::RunDir;
-use crate::runtime::{DockerRuntime, ProcessRuntime, Runtime, RuntimeError, reaper};
-use crate::schedule::{Schedule, ScheduleError};
-use crate::store::{RunLog, StoreError};
-use live::Live;
-
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    pub schedule: PathBuf,
-    pub store: PathBuf,
-    /// `KEY=VALUE` broker settings applied to every node, overriding the schedule.
-    pub sets: Vec<String>,
-    /// Where `epochal-broker` and `epochal-proxy` are.
-    pub bin_dir: PathBuf,
-    /// The etcd binary (a path or a name on `PATH`).
-    pub etcd: PathBuf,
-    /// Echo `harness.log` to stderr.
-    pub echo: bool,
-    /// The name runs are stored under; default: the schedule's file stem.
-    pub name: Option<String>,
-    /// Where under the store the run goes (`[suite, scenario, setting]` for the
-    /// gate); default `["adhoc", name]`.
-    pub group: Option<Vec<String>>,
-    /// Where the nodes run: local processes or Docker containers.
-    pub runtime: RuntimeKind,
-}
-
-impl RunOptions {
-    pub fn new(schedule: impl Into<PathBuf>, store: impl Into<PathBuf>) -> Self {
-        RunOptions {
-            schedule: schedule.into(),
-            store: store.into(),
-            sets: Vec::new(),
-            bin_dir: default_bin_dir(),
-            etcd: "etcd".into(),
-            echo: false,
-            name: None,
-            group: None,
-            runtime: RuntimeKind::Process,
-        }
-    }
-}
-
-/// `EPOCHAL_BIN_DIR`, else the directory `epochal` itself runs from (cargo puts
-/// every workspace binary there).
-pub fn default_bin_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("EPOCHAL_BIN_DIR") {
-        return dir.into();
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(Path::to_owned))
-        .unwrap_or_else(|| ".".into())
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The schedule or the command line is wrong; nothing was started.
-    #[error(transparent)]
-    Schedule(#[from] ScheduleError),
-    #[error("--set {arg}: {why}")]
-    BadSet { arg: String, why: String },
-    /// The harness could not do its part (a broker that will not start, a
-    /// store that cannot be written); the run directory says how far it got.
-    #[error("{0}")]
-    Harness(String),
-}
-
-impl RunError {
-    pub fn is_usage(&self) -> bool {
-        matches!(self, RunError::Schedule(_) | RunError::BadSet { .. })
-    }
-}
-
-impl From<StoreError> for RunError {
-    fn from(e: StoreError) -> Self {
-        RunError::Harness(e.to_string())
-    }
-}
-
-impl From<WriteError> for RunError {
-    fn from(e: WriteError) -> Self {
-        RunError::Harness(format!("history: {e}"))
-    }
-}
-
-impl From<RuntimeError> for RunError {
-    fn from(e: RuntimeError) -> Self {
-        RunError::Harness(e.to_string())
-    }
-}
-
-impl From<NemesisError> for RunError {
-    fn from(e: NemesisError) -> Self {
-        RunError::Harness(e.to_string())
-    }
-}
-
-/// How a run ended, short of a verdict (the checkers give that).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunStatus {
-    /// Every step ran and the cluster quiesced.
-    Completed,
-    /// The run could not establish what it set out to: why.
-    Unknown(String),
-}
-
-#[derive(Debug)]
-pub struct RunReport {
-    pub dir: RunDir,
-    pub status: RunStatus,
-    pub schedule: Schedule,
-    /// The checkers' verdict, with the run's own end folded in.
-    pub report: Report,
-}
-
-/// What plays phase 3: the schedule's own steps, or a campaign's nemesis,
-/// which picks each fault as it goes and writes down what it fired.
-pub enum Driver {
-    Steps,
-    Campaign(crate::campaign::Plan),
-}
+use crate::runtime::{DockerRuntime, ProcessRuntime, Runtime, RuntimeError, RuntimeKind, reaper};
+use crate::schedule::Schedule;
+use crate::store::RunLog;
 
 /// Runs a schedule end to end; see the module docs for the phases.
 pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
@@ -182,17 +68,18 @@ pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
             .map_or("schedule".into(), |s| s.to_string_lossy().into_owned())
     });
     let source = options.schedule.display().to_string();
-    execute(options, schedule, &name, &source, Driver::Steps).await
+    execute(options, schedule, &name, &source, Steps).await
 }
 
 /// Runs `schedule` (`--set`s already applied), stored under `name`, with
-/// `driver` playing the steps. `source` names where it came from in the log.
+/// `driver` playing phase 3 ([`Steps`], or a campaign's plan). `source`
+/// names where it came from in the log.
 pub async fn execute(
     options: &RunOptions,
     schedule: Schedule,
     name: &str,
     source: &str,
-    driver: Driver,
+    driver: impl Driver,
 ) -> Result<RunReport, RunError> {
     // Ctrl-C from here on kills whatever children exist and exits 130.
     reaper::install();
@@ -229,18 +116,18 @@ pub async fn execute(
 }
 
 /// A run whose directory, history and log exist, before its cluster does.
-struct Prepared {
+struct Prepared<D> {
     schedule: Schedule,
     dir: RunDir,
     history: SharedHistory,
     log: RunLog,
-    driver: Driver,
+    driver: D,
 }
 
 /// Phases 2 to 6 on a started (or failed) cluster, whatever its runtime.
-async fn drive<R: Runtime>(
+async fn drive<R: Runtime, D: Driver>(
     started: Result<R, RuntimeError>,
-    run: Prepared,
+    run: Prepared<D>,
 ) -> Result<RunReport, RunError> {
     let Prepared {
         schedule,
@@ -290,14 +177,11 @@ async fn drive<R: Runtime>(
 async fn play<R: Runtime>(
     live: &mut Live<R>,
     schedule: &Schedule,
-    driver: Driver,
+    driver: impl Driver,
     dir: &RunDir,
 ) -> Result<(RunStatus, Vec<crate::run_dir::Stuck>), RunError> {
     setup::setup(live, schedule).await?;
-    let played = match driver {
-        Driver::Steps => steps::play(live, schedule).await?,
-        Driver::Campaign(plan) => campaign::play(live, schedule, &plan, dir).await?,
-    };
+    let played = driver.play(live, schedule, dir).await?;
     let (settled, stuck) = quiesce::final_heal(live, schedule).await?;
     let status = match played {
         RunStatus::Unknown(why) => RunStatus::Unknown(why),

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
+use crate::kafka_client::KafkaClient;
 use crate::node::NodeId;
 use crate::observe::await_ready;
 use crate::runtime::Runtime;
 use crate::schedule::{Condition, Schedule};
-use crate::workload::kafka_client::KafkaClient;
 
 use super::RunError;
 use super::live::Live;

@@ -14,7 +14,7 @@ use crate::observe::ObserveError;
 use crate::runtime::Runtime;
 use crate::schedule::{Condition, Consume, Fault, PartitionRef, Produce, Schedule, Step, Target};
 use crate::workload::background::Workers;
-use crate::workload::client::SendOptions;
+use crate::workload::send_options::SendOptions;
 
 use super::live::Live;
 use super::{RunError, RunStatus};
@@ -42,7 +42,7 @@ pub(super) async fn play<R: Runtime>(
 }
 
 /// Stops the background workers, each finishing its request in flight.
-pub(super) async fn stop_background<R: Runtime>(
+pub async fn stop_background<R: Runtime>(
     live: &mut Live<R>,
     workers: Workers,
 ) -> Result<(), RunError> {
@@ -58,10 +58,7 @@ pub(super) async fn stop_background<R: Runtime>(
 }
 
 /// Starts `[workload.background]`'s workers on the ready cluster.
-pub(super) fn start_background<R: Runtime>(
-    live: &mut Live<R>,
-    schedule: &Schedule,
-) -> Option<Workers> {
+pub fn start_background<R: Runtime>(live: &mut Live<R>, schedule: &Schedule) -> Option<Workers> {
     let config = schedule.workload.background.as_ref()?;
     let partitions = schedule
         .cluster
@@ -107,7 +104,7 @@ async fn run_step<R: Runtime>(
 
 /// Fires faults in order, each recorded on the nemesis process. Also the
 /// final heal's way of firing (quiesce.rs), as step 0.
-pub(super) async fn faults<R: Runtime>(
+pub async fn faults<R: Runtime>(
     live: &mut Live<R>,
     number: usize,
     faults: &[Fault],
@@ -122,26 +119,12 @@ pub(super) async fn faults<R: Runtime>(
             .view()
             .await
             .map_err(|e| RunError::Harness(format!("step {number}: {e}")))?;
-        match live.nemesis.fire(&mut live.runtime, &view, fault).await {
-            Ok(mut done) => {
-                if matches!(
-                    fault,
-                    Fault::PowerLoss(_)
-                        | Fault::TruncateLog(_)
-                        | Fault::Restart(_)
-                        | Fault::Start(_)
-                ) {
-                    done.etcd_revision = Some(live.view().await?.revision);
-                }
-                if matches!(fault, Fault::Restart(_) | Fault::Start(_)) {
-                    done.started_time_ms = done
-                        .nodes
-                        .iter()
-                        .filter_map(|&n| live.runtime.started_at(n))
-                        .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        .map(|d| d.as_millis() as u64)
-                        .min();
-                }
+        let fired = live
+            .nemesis
+            .fire(&mut live.runtime, &mut live.observer, &view, fault)
+            .await;
+        match fired {
+            Ok(done) => {
                 op.done = Some(done);
                 let body = Body::Fault(Box::new(op));
                 live.log.line(format!(

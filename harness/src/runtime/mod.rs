@@ -6,6 +6,9 @@
 //! behind on any exit.
 
 pub mod docker;
+mod error;
+pub mod etcd_probe;
+mod kind;
 pub mod orphans;
 pub mod plan;
 pub mod process;
@@ -15,10 +18,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use epochal_faults::signal::{self, SignalError};
-use epochal_faults::toxiproxy_client::{ClientError, ToxiproxyClient};
+use epochal_faults::signal;
+use epochal_faults::toxiproxy_client::ToxiproxyClient;
 
 pub use docker::DockerRuntime;
+pub use error::RuntimeError;
+pub use kind::RuntimeKind;
 pub use plan::{
     BrokerAddresses, BrokerPlan, ClusterConfig, ClusterPlan, EtcdAddresses, Link, Upstream,
 };
@@ -38,66 +43,6 @@ pub struct Realised {
     pub etcd_endpoint: String,
     pub proxies: ToxiproxyClient,
     pub links: BTreeMap<Link, String>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    #[error("cannot start: missing {}", .0.join("; "))]
-    Missing(Vec<String>),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-    #[error("{what} exited early ({status}); its log: {log}")]
-    Exited {
-        what: String,
-        status: std::process::ExitStatus,
-        log: PathBuf,
-    },
-    #[error("{what} not within {timeout:?}{}", .detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default())]
-    Timeout {
-        what: String,
-        timeout: Duration,
-        detail: Option<String>,
-    },
-    #[error("{what} exited early (exit code {code}); its log: {}", .log.display())]
-    ContainerExited {
-        what: String,
-        code: i64,
-        log: PathBuf,
-    },
-    #[error("docker: {what}: {source}")]
-    Docker {
-        what: String,
-        source: Box<testcontainers::bollard::errors::Error>,
-    },
-    #[error("building image {tag}: {detail}")]
-    ImageBuild { tag: String, detail: String },
-    #[error("removing Docker objects: {}", .0.join("; "))]
-    Cleanup(Vec<String>),
-    #[error("no node {0}")]
-    UnknownNode(NodeId),
-    #[error("node {0} is not running")]
-    NotRunning(NodeId),
-    #[error("node {0} is already running")]
-    AlreadyRunning(NodeId),
-    #[error("too many child processes to guard against Ctrl-C")]
-    TooManyChildren,
-    #[error("proxy: {0}")]
-    Proxy(#[from] ClientError),
-    #[error("etcd: {0}")]
-    Etcd(#[from] etcd_client::Error),
-    #[error(transparent)]
-    Signal(#[from] SignalError),
-}
-
-impl RuntimeError {
-    /// Maps an I/O error to [`RuntimeError::Io`] saying what was being done.
-    pub(crate) fn io(what: &str) -> impl FnOnce(std::io::Error) -> RuntimeError {
-        let what = what.to_owned();
-        move |source| RuntimeError::Io { what, source }
-    }
 }
 
 /// One protocol for every backend (process and Docker), so the same

@@ -29,12 +29,12 @@ use epochal_faults::proxy::NewProxy;
 use epochal_faults::signal;
 use epochal_faults::toxiproxy_client::ToxiproxyClient;
 
+use super::etcd_probe::etcd_healthy;
 use super::orphans::{MemoryDir, etcd_memory_dir};
 use super::{
     ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused, Realised, Runtime,
     RuntimeError, Upstream, await_paused, reaper,
 };
-use crate::observe::ready::etcd_healthy;
 
 /// The address proxies towards a broker point at until it reports its port:
 /// port 9 (discard) on loopback has no listener, so dials are refused at once.

@@ -185,24 +185,48 @@ fn epoch_entries(text: &str, s: &str) -> Result<Vec<(i32, i64)>, ConditionError>
         .collect()
 }
 
+/// The words of one condition, each parsed with an error that names the word
+/// and the condition it is in.
+struct Words<'a> {
+    condition: &'a str,
+}
+
+impl Words<'_> {
+    /// A node name, `b1`.
+    fn node(&self, w: &str) -> Result<NodeId, ConditionError> {
+        w.parse::<NodeId>().map_err(|source| ConditionError::Node {
+            word: w.to_owned(),
+            condition: self.condition.to_owned(),
+            source,
+        })
+    }
+
+    /// A count, an offset or a duration.
+    fn number(&self, w: &str) -> Result<u64, ConditionError> {
+        w.parse::<u64>().map_err(|source| ConditionError::Number {
+            word: w.to_owned(),
+            condition: self.condition.to_owned(),
+            source,
+        })
+    }
+
+    /// A leader epoch, as a LeaderAndIsr names it.
+    fn leader_epoch(&self, w: &str) -> Result<u32, ConditionError> {
+        w.parse().map_err(|source| ConditionError::LeaderEpoch {
+            word: w.to_owned(),
+            condition: self.condition.to_owned(),
+            source,
+        })
+    }
+}
+
 impl std::str::FromStr for Condition {
     type Err = ConditionError;
     fn from_str(s: &str) -> Result<Self, ConditionError> {
         let words: Vec<&str> = s.split_whitespace().collect();
-        let node = |w: &str| {
-            w.parse::<NodeId>().map_err(|source| ConditionError::Node {
-                word: w.to_owned(),
-                condition: s.to_owned(),
-                source,
-            })
-        };
-        let number = |w: &str| {
-            w.parse::<u64>().map_err(|source| ConditionError::Number {
-                word: w.to_owned(),
-                condition: s.to_owned(),
-                source,
-            })
-        };
+        let word = Words { condition: s };
+        let node = |w: &str| word.node(w);
+        let number = |w: &str| word.number(w);
         Ok(match words.as_slice() {
             ["leader", "of", p, "is", x] => Condition::LeaderIs {
                 partition: p.parse()?,
@@ -293,11 +317,7 @@ impl std::str::FromStr for Condition {
             ] => Condition::AppliedLeaderAndIsr {
                 node: node(x)?,
                 partition: p.parse()?,
-                leader_epoch: e.parse().map_err(|source| ConditionError::LeaderEpoch {
-                    word: (*e).to_owned(),
-                    condition: s.to_owned(),
-                    source,
-                })?,
+                leader_epoch: word.leader_epoch(e)?,
             },
             [x, "is", "stopped"] => Condition::Stopped { node: node(x)? },
             [n, "more", "writes", "acknowledged"] => Condition::Acknowledged { more: number(n)? },

@@ -7,16 +7,18 @@
 
 mod broker_settings;
 pub mod condition;
+mod document;
 pub mod model;
 mod parse;
 pub mod step;
 
 pub use broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS, SettingKind};
 pub use condition::{Checkpoint, Compare, Condition, Offset};
+pub use document::Schedule;
 pub use epochal_faults::proxy::OnHeal;
 pub use model::{
     Acks, Background, Cluster, Compression, Consume, Cut, Fault, NodeConfig, OneWay, PartitionRef,
-    Produce, Schedule, Target, Topic, Truncate, TruncateLog, Workload,
+    Produce, Target, Topic, Truncate, TruncateLog, Workload,
 };
 pub use parse::{Invalid, ScheduleError};
 pub use step::Step;

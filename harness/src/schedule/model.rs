@@ -8,20 +8,9 @@ use std::fmt;
 use epochal_faults::proxy::OnHeal;
 use serde::{Deserialize, Serialize};
 
-use super::step::Step;
 use crate::node::{NodeId, NodeIdError};
 pub use crate::topic_partition::PartitionRef;
 use crate::topic_partition::PartitionRefError;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Schedule {
-    pub cluster: Cluster,
-    #[serde(default)]
-    pub workload: Workload,
-    #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<Step>,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

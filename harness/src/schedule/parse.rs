@@ -10,7 +10,8 @@ use super::broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS
 use super::condition::Condition;
 use serde::Deserialize;
 
-use super::model::{Acks, Cluster, Fault, PartitionRef, Schedule, Target, Workload};
+use super::document::Schedule;
+use super::model::{Acks, Cluster, Fault, PartitionRef, Produce, Target, Workload};
 use super::step::{ONE_KIND, Step, StepTable, TIMEOUT_WITHOUT_AWAIT};
 use crate::node::NodeId;
 
@@ -209,31 +210,64 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
     if brokers == 0 {
         return Err((key_line(src, "brokers"), Invalid::NoBrokers));
     }
-    let mut topics = BTreeMap::new();
-    for t in &s.cluster.topics {
-        let bad = |why: &str| {
-            (
-                key_line(src, "name"),
-                Invalid::BadTopic {
-                    topic: t.name.clone(),
-                    why: why.to_owned(),
-                },
-            )
+    let declared = Declared::topics(s, src)?;
+    settings(&s.cluster.settings, "cluster.settings", src)?;
+    workload(s, src, &declared)?;
+    nodes(s, src, &declared)?;
+    // Cut names given by earlier steps, for `{ heal = "…" }` to name.
+    let mut cut_ids: BTreeSet<&str> = BTreeSet::new();
+    for (i, step) in s.step.iter().enumerate() {
+        let step_check = StepCheck {
+            line: step_line(src, i),
+            number: i + 1,
+            declared: &declared,
         };
-        if topics.insert(t.name.as_str(), t.partitions).is_some() {
-            return Err(bad("declared twice"));
-        }
-        if t.partitions == 0 {
-            return Err(bad("needs at least one partition"));
-        }
-        if t.replication_factor == 0 || t.replication_factor > brokers {
-            return Err(bad(&format!(
-                "replication_factor {} must be 1..={brokers}",
-                t.replication_factor
-            )));
-        }
+        step_check.step(s, step, &mut cut_ids)?;
     }
-    let node = |name: &str, line: Option<usize>| -> Result<(), Failure> {
+    Ok(())
+}
+
+/// What the cluster declares for the rest of a schedule to name: its broker
+/// count and each topic's partition count.
+struct Declared<'a> {
+    brokers: u32,
+    topics: BTreeMap<&'a str, u32>,
+}
+
+impl<'a> Declared<'a> {
+    /// Checks each declared topic and collects them.
+    fn topics(s: &'a ScheduleTable, src: &str) -> Result<Declared<'a>, Failure> {
+        let brokers = s.cluster.brokers;
+        let mut topics = BTreeMap::new();
+        for t in &s.cluster.topics {
+            let bad = |why: &str| {
+                (
+                    key_line(src, "name"),
+                    Invalid::BadTopic {
+                        topic: t.name.clone(),
+                        why: why.to_owned(),
+                    },
+                )
+            };
+            if topics.insert(t.name.as_str(), t.partitions).is_some() {
+                return Err(bad("declared twice"));
+            }
+            if t.partitions == 0 {
+                return Err(bad("needs at least one partition"));
+            }
+            if t.replication_factor == 0 || t.replication_factor > brokers {
+                return Err(bad(&format!(
+                    "replication_factor {} must be 1..={brokers}",
+                    t.replication_factor
+                )));
+            }
+        }
+        Ok(Declared { brokers, topics })
+    }
+
+    /// Whether `name` is one of the cluster's nodes.
+    fn node(&self, name: &str, line: Option<usize>) -> Result<(), Failure> {
+        let brokers = self.brokers;
         let ok = name
             .parse::<NodeId>()
             .is_ok_and(|n| (1..=brokers).contains(&n.id()));
@@ -248,9 +282,11 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
                 },
             ))
         }
-    };
-    let partition = |p: &PartitionRef, line: Option<usize>| -> Result<(), Failure> {
-        match topics.get(p.topic.as_str()) {
+    }
+
+    /// Whether `p` is a partition of a declared topic.
+    fn partition(&self, p: &PartitionRef, line: Option<usize>) -> Result<(), Failure> {
+        match self.topics.get(p.topic.as_str()) {
             None => Err((
                 line,
                 Invalid::UnknownTopic {
@@ -268,9 +304,12 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
             )),
             Some(_) => Ok(()),
         }
-    };
+    }
+}
 
-    settings(&s.cluster.settings, "cluster.settings", src)?;
+/// Checks `[workload]`: idempotence with its acks, and the background's
+/// partitions and clients.
+fn workload(s: &ScheduleTable, src: &str, declared: &Declared) -> Result<(), Failure> {
     if s.workload.idempotent && s.workload.acks != Acks::All {
         return Err((
             key_line(src, "idempotent"),
@@ -283,7 +322,7 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
     if let Some(b) = &s.workload.background {
         let line = key_line(src, "background");
         for p in &b.partitions {
-            partition(p, line)?;
+            declared.partition(p, line)?;
         }
         if b.producers + b.consumers == 0 {
             return Err((line, Invalid::EmptyBackground));
@@ -292,8 +331,14 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
             return Err((line, Invalid::EmptyBackground));
         }
     }
+    Ok(())
+}
+
+/// Checks each `[cluster.node.*]` table: the node, its settings and its
+/// failpoints.
+fn nodes(s: &ScheduleTable, src: &str, declared: &Declared) -> Result<(), Failure> {
     for (name, config) in &s.cluster.node {
-        node(name, key_line(src, name))?;
+        declared.node(name, key_line(src, name))?;
         settings(
             &config.settings,
             &format!("cluster.node.{name}.settings"),
@@ -311,30 +356,34 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
             }
         }
     }
+    Ok(())
+}
 
-    // Cut names given by earlier steps, for `{ heal = "…" }` to name.
-    let mut cut_ids: BTreeSet<&str> = BTreeSet::new();
-    for (i, step) in s.step.iter().enumerate() {
-        let line = step_line(src, i);
-        let number = i + 1;
-        let bad = |why: String| (line, Invalid::BadStep { step: number, why });
-        let target = |t: &Target, client: bool| -> Result<(), Failure> {
-            match t {
-                Target::Node(n) => node(&n.to_string(), line),
-                Target::Nodes(_) if client => {
-                    Err(bad("a client op goes to one node, not several".into()))
-                }
-                Target::Nodes(nodes) => nodes.iter().try_for_each(|n| node(&n.to_string(), line)),
-                Target::LeaderOf(p) | Target::AFollowerOf(p) => partition(p, line),
-                Target::Leader if !client => Err(bad(
-                    "`leader` alone names no partition; write `leader of t-0`".into(),
-                )),
-                Target::RandomMinority if client => Err(bad(
-                    "a client op goes to one node, not `random minority`".into(),
-                )),
-                _ => Ok(()),
-            }
-        };
+/// The checks of one step, which fail at its line and with its number.
+struct StepCheck<'d, 'a> {
+    line: Option<usize>,
+    number: usize,
+    declared: &'d Declared<'a>,
+}
+
+impl StepCheck<'_, '_> {
+    fn bad(&self, why: String) -> Failure {
+        (
+            self.line,
+            Invalid::BadStep {
+                step: self.number,
+                why,
+            },
+        )
+    }
+
+    /// Checks the step: one kind, then what that kind names.
+    fn step<'s>(
+        &self,
+        s: &ScheduleTable,
+        step: &'s StepTable,
+        cut_ids: &mut BTreeSet<&'s str>,
+    ) -> Result<(), Failure> {
         let kinds = [
             step.fault.is_some(),
             step.faults.is_some(),
@@ -343,10 +392,10 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
             step.await_.is_some(),
         ];
         if kinds.iter().filter(|&&k| k).count() != 1 {
-            return Err(bad(ONE_KIND.into()));
+            return Err(self.bad(ONE_KIND.into()));
         }
         if step.timeout_ms.is_some() && step.await_.is_none() {
-            return Err(bad(TIMEOUT_WITHOUT_AWAIT.into()));
+            return Err(self.bad(TIMEOUT_WITHOUT_AWAIT.into()));
         }
         let StepTable {
             fault,
@@ -357,88 +406,131 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
             ..
         } = step;
         for f in fault.iter().chain(faults.iter().flatten()) {
-            if let Some(t) = f.target() {
-                target(t, false)?;
-            }
-            match f {
-                Fault::OneWay(w) => {
-                    target(&w.from, false)?;
-                    target(&w.to, false)?;
-                }
-                Fault::TruncateLog(t) => {
-                    target(&t.node, false)?;
-                    partition(&t.partition, line)?;
-                }
-                Fault::HealCut(id) if !cut_ids.contains(id.as_str()) => {
-                    return Err(bad(format!(
-                        "heal names the cut {id:?}, which no earlier partition fault names (`id = {id:?}`)"
-                    )));
-                }
-                // The rest name one target, checked above.
-                _ => {}
-            }
-            let id = match f {
-                Fault::Isolate(c)
-                | Fault::MajorityMinority(c)
-                | Fault::Bridge(c)
-                | Fault::NodeFromEtcd(c) => c.id.as_deref(),
-                Fault::OneWay(w) => w.id.as_deref(),
-                _ => None,
-            };
-            if let Some(id) = id {
-                if id.is_empty() {
-                    return Err(bad("a cut's id must not be empty".into()));
-                }
-                cut_ids.insert(id);
-            }
+            self.fault(f, cut_ids)?;
         }
         if faults.as_ref().is_some_and(Vec::is_empty) {
-            return Err(bad("faults is empty".into()));
+            return Err(self.bad("faults is empty".into()));
         }
         if let Some(p) = produce {
-            partition(&p.partition, line)?;
-            if let Some(t) = &p.to {
-                target(t, true)?;
-            }
-            if p.values.is_empty() {
-                return Err(bad("produce needs at least one value".into()));
-            }
-            if p.records_per_batch == Some(0) {
-                return Err(bad("records_per_batch must be at least 1".into()));
-            }
-            if let Some(acks) = p.acks.filter(|&a| s.workload.idempotent && a != Acks::All) {
-                return Err((
-                    line,
-                    Invalid::IdempotenceNeedsAcksAll {
-                        at: format!("step {number}"),
-                        acks,
-                    },
-                ));
-            }
+            self.produce(s, p)?;
         }
         if let Some(c) = consume {
-            partition(&c.partition, line)?;
+            self.declared.partition(&c.partition, self.line)?;
             if let Some(t) = &c.from {
-                target(t, true)?;
+                self.target(t, true)?;
             }
         }
         if let Some(c) = await_ {
-            let (n, p) = c.nodes_and_partition();
-            if let Some(n) = n {
-                node(&n.to_string(), line)?;
+            self.await_(s, c)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a fault's or a client op's (`client`) target names nodes and
+    /// partitions the cluster has, in a form the op can take.
+    fn target(&self, t: &Target, client: bool) -> Result<(), Failure> {
+        let declared = self.declared;
+        match t {
+            Target::Node(n) => declared.node(&n.to_string(), self.line),
+            Target::Nodes(_) if client => {
+                Err(self.bad("a client op goes to one node, not several".into()))
             }
-            if let Some(p) = p {
-                partition(p, line)?;
+            Target::Nodes(nodes) => nodes
+                .iter()
+                .try_for_each(|n| declared.node(&n.to_string(), self.line)),
+            Target::LeaderOf(p) | Target::AFollowerOf(p) => declared.partition(p, self.line),
+            Target::Leader if !client => {
+                Err(self.bad("`leader` alone names no partition; write `leader of t-0`".into()))
             }
-            let producers = s.workload.background.as_ref().map_or(0, |b| b.producers);
-            if matches!(c, Condition::Acknowledged { .. }) && producers == 0 {
-                return Err(bad(format!(
-                    "`{c}` counts background producers' acks, and [workload.background] has no producers"
-                )));
+            Target::RandomMinority if client => {
+                Err(self.bad("a client op goes to one node, not `random minority`".into()))
             }
+            _ => Ok(()),
         }
     }
-    Ok(())
+
+    /// Checks a fault's targets, and that a heal names a cut an earlier
+    /// fault gave; records the cut it names.
+    fn fault<'s>(&self, f: &'s Fault, cut_ids: &mut BTreeSet<&'s str>) -> Result<(), Failure> {
+        if let Some(t) = f.target() {
+            self.target(t, false)?;
+        }
+        match f {
+            Fault::OneWay(w) => {
+                self.target(&w.from, false)?;
+                self.target(&w.to, false)?;
+            }
+            Fault::TruncateLog(t) => {
+                self.target(&t.node, false)?;
+                self.declared.partition(&t.partition, self.line)?;
+            }
+            Fault::HealCut(id) if !cut_ids.contains(id.as_str()) => {
+                return Err(self.bad(format!(
+                    "heal names the cut {id:?}, which no earlier partition fault names (`id = {id:?}`)"
+                )));
+            }
+            // The rest name one target, checked above.
+            _ => {}
+        }
+        let id = match f {
+            Fault::Isolate(c)
+            | Fault::MajorityMinority(c)
+            | Fault::Bridge(c)
+            | Fault::NodeFromEtcd(c) => c.id.as_deref(),
+            Fault::OneWay(w) => w.id.as_deref(),
+            _ => None,
+        };
+        if let Some(id) = id {
+            if id.is_empty() {
+                return Err(self.bad("a cut's id must not be empty".into()));
+            }
+            cut_ids.insert(id);
+        }
+        Ok(())
+    }
+
+    /// Checks a produce: its partition, target, values, batch size and acks.
+    fn produce(&self, s: &ScheduleTable, p: &Produce) -> Result<(), Failure> {
+        self.declared.partition(&p.partition, self.line)?;
+        if let Some(t) = &p.to {
+            self.target(t, true)?;
+        }
+        if p.values.is_empty() {
+            return Err(self.bad("produce needs at least one value".into()));
+        }
+        if p.records_per_batch == Some(0) {
+            return Err(self.bad("records_per_batch must be at least 1".into()));
+        }
+        if let Some(acks) = p.acks.filter(|&a| s.workload.idempotent && a != Acks::All) {
+            return Err((
+                self.line,
+                Invalid::IdempotenceNeedsAcksAll {
+                    at: format!("step {}", self.number),
+                    acks,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks an await: what it names, and that an ack count has producers
+    /// to count.
+    fn await_(&self, s: &ScheduleTable, c: &Condition) -> Result<(), Failure> {
+        let (n, p) = c.nodes_and_partition();
+        if let Some(n) = n {
+            self.declared.node(&n.to_string(), self.line)?;
+        }
+        if let Some(p) = p {
+            self.declared.partition(p, self.line)?;
+        }
+        let producers = s.workload.background.as_ref().map_or(0, |b| b.producers);
+        if matches!(c, Condition::Acknowledged { .. }) && producers == 0 {
+            return Err(self.bad(format!(
+                "`{c}` counts background producers' acks, and [workload.background] has no producers"
+            )));
+        }
+        Ok(())
+    }
 }
 
 fn settings(map: &BTreeMap<String, toml::Value>, at: &str, src: &str) -> Result<(), Failure> {

@@ -21,7 +21,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::client::{Clients, RecordingClient, SendOptions};
+use super::client::{Clients, RecordingClient};
+use super::send_options::SendOptions;
 use crate::history::{OpType, WriteError};
 use crate::schedule::{Background, PartitionRef, Workload};
 

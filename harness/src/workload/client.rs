@@ -12,31 +12,24 @@
 //! history process; its next op runs on a fresh one, as Jepsen gives a crashed
 //! worker a new process. A plain client never retries: a retry is a new op.
 //! With `[workload] idempotent = true` each process is an idempotent producer
-//! instead, which resends a send whose outcome is unknown (producer.rs).
+//! instead, which resends a send whose outcome is unknown (producer.rs; the
+//! send itself, plain or idempotent, is send.rs).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-
-use super::kafka_client::{
-    self, ClientError, FetchOptions, KafkaClient, ProduceOptions, ProduceRecord,
-};
 use super::producer::{Producer, delivery_timeout};
+use super::send_options::{SEND_MARGIN, SendOptions, wire_compression};
 use super::view::SharedView;
-use crate::history::kafka_errors::{Outcome, produce_outcome};
 use crate::history::{
-    Acked, Body, Op, OpType, Poll, PolledRecord, Process, Read, RecordValue, Send, SharedHistory,
-    WriteError,
+    Body, Op, OpType, Poll, PolledRecord, Process, Read, RecordValue, SharedHistory, WriteError,
 };
+use crate::kafka_client::{ClientError, FetchOptions, KafkaClient, ProduceOptions};
 use crate::node::NodeId;
 use crate::observe::PartitionView;
-use crate::schedule::{Acks, Compression, PartitionRef, Workload};
-
-/// Extra time a send's answer may take beyond the broker's own acks=all wait.
-pub const SEND_MARGIN: Duration = Duration::from_secs(2);
+use crate::schedule::PartitionRef;
 
 /// Where history processes come from: one counter for the run, shared by every
 /// client, so no two ever share a number.
@@ -90,32 +83,6 @@ impl Clients {
     }
 }
 
-/// How a send is made: acks, batching, compression, and the record's key
-/// and size.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendOptions {
-    pub acks: Acks,
-    pub records_per_batch: u32,
-    pub compression: Compression,
-    /// Every record's key (`None`: no key).
-    pub key: Option<Arc<str>>,
-    /// Pad each value to this many bytes ([`padded`]); `None`: the value alone.
-    pub value_bytes: Option<u32>,
-}
-
-impl SendOptions {
-    /// The workload's defaults.
-    pub fn of(workload: &Workload) -> SendOptions {
-        SendOptions {
-            acks: workload.acks,
-            records_per_batch: workload.records_per_batch,
-            compression: workload.compression,
-            key: None,
-            value_bytes: None,
-        }
-    }
-}
-
 /// One client: its connections (one per node), its current history
 /// process and, when idempotent, that process's producer.
 pub struct RecordingClient {
@@ -154,65 +121,6 @@ impl RecordingClient {
     /// most `max_age` ago.
     pub async fn route(&self, partition: &PartitionRef, max_age: Duration) -> Option<NodeId> {
         self.shared.view.recent(max_age).await?.leader_of(partition)
-    }
-
-    /// Sends `values` to `partition` on `node` (`None`: no leader was known,
-    /// and the op fails at once) and records the op; returns its completion.
-    pub async fn send(
-        &mut self,
-        partition: &PartitionRef,
-        values: Vec<i64>,
-        node: Option<NodeId>,
-        options: SendOptions,
-    ) -> Result<Op, WriteError> {
-        // Kafka's producer refuses idempotence without acks=all, and so does
-        // the schedule; a caller that asks for other acks gets a plain send.
-        if self.shared.idempotent && options.acks == Acks::All {
-            return self.send_idempotent(partition, values, node, options).await;
-        }
-        let mut send = Send {
-            partition: partition.clone(),
-            values,
-            acks: options.acks,
-            node,
-            producer: None,
-            acked: None,
-        };
-        let process = self.invoke(Body::Send(send.clone()))?;
-        let Some(node) = node else {
-            return self.complete(
-                process,
-                OpType::Fail,
-                Body::Send(send),
-                Some("no leader to send to".into()),
-            );
-        };
-        let wire = self.produce_options(&options);
-        // The broker's own acks=all wait, then a margin for the answer to travel.
-        let deadline = self.shared.request_timeout + SEND_MARGIN;
-        // A connection that cannot be made (or fails its version check) never
-        // carried the produce: a definite failure whatever the error.
-        let result = match self.connection(node, self.shared.request_timeout).await {
-            Ok(client) => produce(client, partition, &send.values, &options, &wire, deadline)
-                .await
-                .map_err(|e| (send_outcome(&e, wire.acks), e)),
-            Err(e) => Err((OpType::Fail, e)),
-        };
-        match result {
-            Ok(offsets) => {
-                let state = self.partition_state(partition).await;
-                send.acked = Some(Acked {
-                    offsets,
-                    isr: state.as_ref().map(|s| NodeId::ids(&s.isr)),
-                    leader_epoch: state.map(|s| s.leader_epoch),
-                });
-                self.complete(process, OpType::Ok, Body::Send(send), None)
-            }
-            Err((kind, e)) => {
-                self.connections.remove(&node);
-                self.complete(process, kind, Body::Send(send), Some(e.to_string()))
-            }
-        }
     }
 
     /// Reads `partition` on `node` from `from_offset` up to the high
@@ -318,94 +226,6 @@ impl RecordingClient {
         }
         Ok(self.connections.get_mut(&node).expect("inserted above"))
     }
-}
-
-fn wire_compression(c: Compression) -> kafka_client::Compression {
-    match c {
-        Compression::None => kafka_client::Compression::None,
-        Compression::Gzip => kafka_client::Compression::Gzip,
-        Compression::Snappy => kafka_client::Compression::Snappy,
-        Compression::Lz4 => kafka_client::Compression::Lz4,
-        Compression::Zstd => kafka_client::Compression::Zstd,
-    }
-}
-
-/// A produce's outcome when the client got no ok: `fail` only when the broker
-/// definitely did not apply it (kafka_errors.rs), or the request was never
-/// sent; `info` otherwise.
-pub fn send_outcome(error: &ClientError, acks: i16) -> OpType {
-    match error {
-        ClientError::Broker { code, .. } => match produce_outcome(*code, acks) {
-            Outcome::Definite => OpType::Fail,
-            Outcome::Indefinite => OpType::Info,
-        },
-        // Never sent: nothing listened, or the connection was already gone.
-        ClientError::Refused { .. } | ClientError::Connect { .. } | ClientError::Closed => {
-            OpType::Fail
-        }
-        // Refused at connect time by the version check: nothing was produced.
-        ClientError::Unsupported { .. } => OpType::Fail,
-        ClientError::Timeout { .. } | ClientError::Dropped(_) | ClientError::Protocol(_) => {
-            OpType::Info
-        }
-    }
-}
-
-/// Sends `values` (as decimal text) to one partition; on success, the offsets
-/// they were given (`None` under acks=0, which returns none).
-/// A value as the workload writes it: its decimal digits, and with
-/// `value_bytes` a space and dots up to that many bytes (`7 ......`), which
-/// every reader of values takes as the value alone
-/// ([`crate::history::value_text`]). A size below the digits' own is the
-/// digits alone.
-pub fn padded(value: i64, value_bytes: Option<u32>) -> String {
-    let digits = value.to_string();
-    match value_bytes.map(|n| n as usize) {
-        Some(n) if n > digits.len() + 1 => format!("{digits} {}", ".".repeat(n - digits.len() - 1)),
-        _ => digits,
-    }
-}
-
-async fn produce(
-    client: &mut KafkaClient,
-    partition: &PartitionRef,
-    values: &[i64],
-    send: &SendOptions,
-    options: &ProduceOptions,
-    deadline: Duration,
-) -> Result<Option<Vec<i64>>, ClientError> {
-    let records = records(values, send);
-    let produced = client
-        .produce(
-            &partition.topic,
-            partition.wire_partition(),
-            &records,
-            options,
-            deadline,
-        )
-        .await?;
-    Ok(offsets(produced.base_offset, values.len()))
-}
-
-/// The records a send of `values` writes: each value as [`padded`] text,
-/// with the send's key.
-pub(super) fn records(values: &[i64], send: &SendOptions) -> Vec<ProduceRecord> {
-    values
-        .iter()
-        .map(|&v| {
-            let value = Bytes::from(padded(v, send.value_bytes));
-            match &send.key {
-                Some(key) => ProduceRecord::keyed(Bytes::from(key.to_string()), value),
-                None => ProduceRecord::value(value),
-            }
-        })
-        .collect()
-}
-
-/// Each of `count` values' offset from the first's; `None` when the broker
-/// gave none (-1: acks=0, or a duplicate it could not place).
-pub(super) fn offsets(base_offset: i64, count: usize) -> Option<Vec<i64>> {
-    (base_offset >= 0).then(|| (0..count as i64).map(|i| base_offset + i).collect())
 }
 
 /// Reads one partition from `from_offset` up to the high watermark seen by the

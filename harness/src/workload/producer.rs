@@ -18,19 +18,19 @@
 //! the deadline, leaves it `info`, and the process (and its producer) is
 //! retired. A process never runs two sends at once, so sequences are never
 //! in flight out of order.
+//!
+//! Here: the producer's state and the rules that read an attempt's answer;
+//! the send that applies them, attempt by attempt, is send.rs.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kafka_protocol::messages::ApiKey;
-use tokio::time::Instant;
-
-use super::client::{RecordingClient, SEND_MARGIN, SendOptions, offsets, records, send_outcome};
-use super::kafka_client::{
+use super::send_options::{SEND_MARGIN, send_outcome};
+use crate::history::OpType;
+use crate::history::kafka_errors::produce_retriable;
+use crate::kafka_client::{
     ClientError, Produced, ProducerIdAndEpoch, ProducerStamp, increment_sequence,
 };
-use crate::history::kafka_errors::produce_retriable;
-use crate::history::{Acked, Body, Idempotence, Op, OpType, Send, WriteError};
 use crate::node::NodeId;
 use crate::schedule::PartitionRef;
 
@@ -44,14 +44,14 @@ pub const INIT_PRODUCER_ID_NODE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How old etcd's view may be when a resend is routed (as the background
 /// workers route their sends).
-const ROUTE_MAX_AGE: Duration = Duration::from_millis(20);
+pub(super) const ROUTE_MAX_AGE: Duration = Duration::from_millis(20);
 
 /// Kafka's codes that say the leader's producer state does not match this
 /// producer's: OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
 /// UNKNOWN_PRODUCER_ID, PRODUCER_FENCED. After one the producer is dropped
 /// and the next send asks for a new id, as Kafka's producer resets its id
 /// (before KIP-360) rather than send more sequences the leader will refuse.
-const STALE_PRODUCER_ERRORS: [i16; 4] = [45, 47, 59, 90];
+pub(super) const STALE_PRODUCER_ERRORS: [i16; 4] = [45, 47, 59, 90];
 
 /// The longest an idempotent send may take, every attempt and the
 /// InitProducerId before the first included: twice one request's bound. One
@@ -150,225 +150,6 @@ impl Attempt {
             // An earlier attempt may have landed; a resend cannot tell.
             (Attempt::Refused { retriable: false }, true) => Some(OpType::Info),
         }
-    }
-}
-
-/// How the attempts ended: the success, or the op type and the error.
-type Settled = Result<Produced, (OpType, String)>;
-
-impl RecordingClient {
-    /// [`RecordingClient::send`] as an idempotent producer (see the module
-    /// docs); `node`: where the first attempt goes.
-    pub(super) async fn send_idempotent(
-        &mut self,
-        partition: &PartitionRef,
-        values: Vec<i64>,
-        node: Option<NodeId>,
-        options: SendOptions,
-    ) -> Result<Op, WriteError> {
-        let deadline = Instant::now() + delivery_timeout(self.shared.request_timeout);
-        let mut send = Send {
-            partition: partition.clone(),
-            values,
-            acks: options.acks,
-            node,
-            producer: None,
-            acked: None,
-        };
-        // The producer id comes first, as Kafka's producer gets one before
-        // its first batch, so the invoke names the stamp every attempt will
-        // carry. Without a leader or an id nothing is sent: the op fails
-        // unstamped.
-        let first = match node {
-            None => Err("no leader to send to".to_string()),
-            Some(node) => self
-                .producer_stamp(partition, node, deadline)
-                .await
-                .map(|stamp| (node, stamp))
-                .map_err(|e| e.to_string()),
-        };
-        let (node, stamp) = match first {
-            Ok(first) => first,
-            Err(why) => {
-                let process = self.invoke(Body::Send(send.clone()))?;
-                return self.complete(process, OpType::Fail, Body::Send(send), Some(why));
-            }
-        };
-        send.producer = Some(Idempotence {
-            id: stamp.producer.producer_id,
-            epoch: stamp.producer.producer_epoch,
-            base_sequence: stamp.base_sequence,
-            attempts: None,
-        });
-        let process = self.invoke(Body::Send(send.clone()))?;
-        let (settled, sent) = self
-            .attempts(partition, &send.values, &options, node, &stamp, deadline)
-            .await;
-        if let Some(producer) = &mut send.producer {
-            producer.attempts = Some(sent);
-        }
-        match settled {
-            Ok(produced) => {
-                if let Some(producer) = &mut self.producer {
-                    producer.acknowledged(partition, send.values.len());
-                }
-                let state = self.partition_state(partition).await;
-                send.acked = Some(Acked {
-                    offsets: offsets(produced.base_offset, send.values.len()),
-                    isr: state.as_ref().map(|s| NodeId::ids(&s.isr)),
-                    leader_epoch: state.map(|s| s.leader_epoch),
-                });
-                self.complete(process, OpType::Ok, Body::Send(send), None)
-            }
-            Err((kind, error)) => self.complete(process, kind, Body::Send(send), Some(error)),
-        }
-    }
-
-    /// Sends the stamped batches to `first`, then, while the outcome is
-    /// unknown, to whichever node leads, until they settle or `deadline`
-    /// passes; with how many requests went out.
-    async fn attempts(
-        &mut self,
-        partition: &PartitionRef,
-        values: &[i64],
-        options: &SendOptions,
-        first: NodeId,
-        stamp: &ProducerStamp,
-        deadline: Instant,
-    ) -> (Settled, u32) {
-        let records = records(values, options);
-        let wire = self.produce_options(options);
-        let request_timeout = self.shared.request_timeout;
-        let mut sent = 0u32;
-        let mut unknown = false;
-        let mut target = Some(first);
-        let mut last_error = String::new();
-        loop {
-            if let Some(node) = target {
-                // Each attempt has one request's bound, as a plain send does.
-                let end = deadline.min(Instant::now() + request_timeout + SEND_MARGIN);
-                let left = || end.saturating_duration_since(Instant::now());
-                let (result, went_out) =
-                    match self.connection(node, left().min(request_timeout)).await {
-                        Err(e) => (Err(e), false),
-                        Ok(client) => {
-                            sent += 1;
-                            let result = client
-                                .produce_idempotent(
-                                    &partition.topic,
-                                    partition.wire_partition(),
-                                    &records,
-                                    &wire,
-                                    stamp,
-                                    left(),
-                                )
-                                .await;
-                            (result, true)
-                        }
-                    };
-                let attempt = Attempt::of(&result, went_out);
-                let error = match result {
-                    Ok(produced) => return (Ok(produced), sent),
-                    Err(error) => error,
-                };
-                self.connections.remove(&node);
-                if matches!(error, ClientError::Broker { code, .. } if STALE_PRODUCER_ERRORS.contains(&code))
-                {
-                    self.producer = None;
-                }
-                last_error = error.to_string();
-                if let Some(kind) = attempt.settles(unknown) {
-                    if unknown {
-                        last_error = format!(
-                            "{last_error} (after a send whose outcome is unknown; {sent} sent)"
-                        );
-                    }
-                    return (Err((kind, last_error)), sent);
-                }
-                unknown |= attempt == Attempt::Unknown;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            tokio::time::sleep_until((now + RETRY_BACKOFF).min(deadline)).await;
-            // No leader named yet: wait another backoff and ask again.
-            target = tokio::time::timeout_at(deadline, self.route(partition, ROUTE_MAX_AGE))
-                .await
-                .ok()
-                .flatten();
-        }
-        let error = format!(
-            "{last_error} (no definite answer to {sent} sends within {} ms)",
-            delivery_timeout(request_timeout).as_millis()
-        );
-        (Err((OpType::Info, error)), sent)
-    }
-
-    /// The stamp of the next send to `partition`, getting the process its
-    /// producer id first if it has none (asking `first` before the others).
-    async fn producer_stamp(
-        &mut self,
-        partition: &PartitionRef,
-        first: NodeId,
-        deadline: Instant,
-    ) -> Result<ProducerStamp, ProducerIdError> {
-        if self.producer.is_none() {
-            let id = self.init_producer_id(first, deadline).await?;
-            self.producer = Some(Producer::new(id));
-        }
-        Ok(self.producer.as_ref().expect("made above").stamp(partition))
-    }
-
-    /// InitProducerId from any node that answers: `first` (the leader a
-    /// moment ago, so likely up), then the others in order, round after
-    /// round, each node bounded by [`INIT_PRODUCER_ID_NODE_TIMEOUT`] and all
-    /// by `deadline`. `Err` names each node's last error.
-    async fn init_producer_id(
-        &mut self,
-        first: NodeId,
-        deadline: Instant,
-    ) -> Result<ProducerIdAndEpoch, ProducerIdError> {
-        let started = Instant::now();
-        let mut nodes = vec![first];
-        nodes.extend(self.shared.addresses.keys().filter(|&&n| n != first));
-        let mut errors: BTreeMap<NodeId, ClientError> = BTreeMap::new();
-        while Instant::now() < deadline {
-            for &node in &nodes {
-                let end = deadline.min(Instant::now() + INIT_PRODUCER_ID_NODE_TIMEOUT);
-                let left = || end.saturating_duration_since(Instant::now());
-                if left().is_zero() {
-                    break;
-                }
-                let result = match self.connection(node, left()).await {
-                    Ok(client) => client.init_producer_id(left()).await,
-                    Err(e) => Err(e),
-                };
-                match result {
-                    Ok(id) => return Ok(id),
-                    // Every node runs the same broker: if one does not speak
-                    // InitProducerId, none does.
-                    Err(
-                        source @ ClientError::Unsupported {
-                            api: ApiKey::InitProducerId,
-                            ..
-                        },
-                    ) => {
-                        return Err(ProducerIdError::Unsupported { node, source });
-                    }
-                    Err(e) => {
-                        self.connections.remove(&node);
-                        errors.insert(node, e);
-                    }
-                }
-            }
-            let now = Instant::now();
-            tokio::time::sleep_until((now + RETRY_BACKOFF).min(deadline)).await;
-        }
-        Err(ProducerIdError::NoAnswer {
-            elapsed_ms: started.elapsed().as_millis(),
-            errors,
-        })
     }
 }
 

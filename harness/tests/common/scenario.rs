@@ -90,9 +90,11 @@ pub fn inspect_t0(run_dir: &Path, node: &str) -> Value {
     replica["records"].clone()
 }
 
-/// What one run of a scenario left in its store.
+/// What one run of a scenario left in its store. A test that fails while
+/// holding it keeps the store (its path goes to stderr), so the run's
+/// history, logs and replicas are there to read after a failure.
 pub struct Run {
-    _store: tempfile::TempDir,
+    _store: KeepOnPanic,
     /// The `--set` overrides the run was made with.
     pub sets: Vec<String>,
     pub dir: PathBuf,
@@ -100,11 +102,37 @@ pub struct Run {
     pub results: Value,
 }
 
+/// A temporary store that is kept, not removed, when a test panics holding it.
+pub struct KeepOnPanic(Option<tempfile::TempDir>);
+
+impl KeepOnPanic {
+    pub fn new() -> KeepOnPanic {
+        KeepOnPanic(Some(tempfile::tempdir().unwrap()))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.as_ref().unwrap().path()
+    }
+}
+
+impl Drop for KeepOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking()
+            && let Some(store) = self.0.take()
+        {
+            eprintln!(
+                "the failed run's store is kept at {}",
+                store.keep().display()
+            );
+        }
+    }
+}
+
 /// Runs `schedule` with `--set` for each of `sets`; the run must complete with
 /// the verdict `expect` (exit 0 valid, 1 invalid), and `epochal check` on the
 /// stored run, with no cluster, must say the same, report line for line.
 pub fn run(schedule: &Path, sets: &[&str], expect: i32) -> Run {
-    let store = tempfile::tempdir().unwrap();
+    let store = KeepOnPanic::new();
     let extra: Vec<&str> = sets.iter().flat_map(|s| ["--set", s]).collect();
     let started = Instant::now();
     let output = run_quietly(schedule, store.path(), &extra);

@@ -15,7 +15,8 @@ use testcontainers::bollard::models::{
 };
 use testcontainers::bollard::query_parameters::CreateContainerOptions;
 
-use super::DockerRuntime;
+use testcontainers::bollard::Docker;
+
 use super::api::{self, LABEL_LOG, docker_error};
 use crate::runtime::{POLL, RuntimeError};
 
@@ -48,9 +49,28 @@ pub(super) struct Spec<'a> {
     pub(super) tmpfs: Vec<&'a str>,
 }
 
-impl DockerRuntime {
+/// What making, starting and awaiting a container needs of the runtime: its
+/// Docker connection, the run's id (which names the run's labels and
+/// network) and how long a container may take to serve. Borrowed from the
+/// runtime for each use (`DockerRuntime::containers`).
+pub(super) struct Containers<'a> {
+    pub(super) docker: &'a Docker,
+    pub(super) run_id: &'a str,
+    pub(super) start_timeout: Duration,
+}
+
+/// The run's network: every container of the run is on it.
+pub(super) fn network(run_id: &str) -> String {
+    format!("epochal-{run_id}")
+}
+
+impl Containers<'_> {
+    fn network(&self) -> String {
+        network(self.run_id)
+    }
+
     pub(super) async fn create(&self, spec: Spec<'_>) -> Result<Container, RuntimeError> {
-        let mut labels = api::run_labels(&self.run_id);
+        let mut labels = api::run_labels(self.run_id);
         labels.insert(LABEL_LOG.into(), spec.log.display().to_string());
         let port_bindings: HashMap<String, Option<Vec<PortBinding>>> = spec
             .publish
@@ -159,7 +179,7 @@ impl DockerRuntime {
                 .and_then(|s| s.exit_code)
                 .unwrap_or(-1),
         };
-        let _ = api::save_logs(&self.docker, &container.id, &container.log).await;
+        let _ = api::save_logs(self.docker, &container.id, &container.log).await;
         RuntimeError::ContainerExited {
             what: format!("container {}", container.name),
             code,
@@ -176,7 +196,7 @@ impl DockerRuntime {
         what: &str,
         mut up: impl FnMut() -> Up,
     ) -> Result<(), RuntimeError> {
-        let timeout = self.cluster.plan.config.start_timeout;
+        let timeout = self.start_timeout;
         let deadline = Instant::now() + timeout;
         while !up().await {
             if signal::proc_state(pid)?.is_none_or(|s| s == 'Z') {

@@ -47,9 +47,9 @@ use super::{
     ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused, Realised, Runtime,
     RuntimeError, Upstream, await_paused, reaper,
 };
-use crate::observe::ready::etcd_healthy;
+use crate::runtime::etcd_probe::etcd_healthy;
 use api::{LABEL_RUN, docker_error};
-use container::{Container, Spec, free_port};
+use container::{Container, Containers, Spec, free_port};
 pub use gc::{GcReport, gc};
 use watcher::StopWatcher;
 
@@ -138,7 +138,16 @@ impl DockerRuntime {
     }
 
     fn network(&self) -> String {
-        format!("epochal-{}", self.run_id)
+        container::network(&self.run_id)
+    }
+
+    /// The runtime's side of making, starting and awaiting containers.
+    fn containers(&self) -> Containers<'_> {
+        Containers {
+            docker: &self.docker,
+            run_id: &self.run_id,
+            start_timeout: self.cluster.plan.config.start_timeout,
+        }
     }
 
     /// This run's id, the value of its containers' and network's `epochal.run` label.
@@ -174,6 +183,7 @@ impl DockerRuntime {
             peer: "http://127.0.0.1:2380".into(),
         };
         let container = self
+            .containers()
             .create(Spec {
                 name: format!("epochal-{}-etcd", self.run_id),
                 alias: "etcd",
@@ -189,9 +199,10 @@ impl DockerRuntime {
                 tmpfs: vec!["/etcd-data"],
             })
             .await?;
-        let pid = self.start_container(&container).await?;
+        let pid = self.containers().start_container(&container).await?;
         let endpoint = format!("http://127.0.0.1:{host_port}");
-        self.await_serving(&container, pid, "etcd healthy", || etcd_healthy(&endpoint))
+        self.containers()
+            .await_serving(&container, pid, "etcd healthy", || etcd_healthy(&endpoint))
             .await?;
         self.cluster.etcd_endpoint = endpoint;
         Ok(())
@@ -224,6 +235,7 @@ impl DockerRuntime {
             ));
         }
         let container = self
+            .containers()
             .create(Spec {
                 name: format!("epochal-{}-proxy", self.run_id),
                 alias: "proxy",
@@ -237,14 +249,15 @@ impl DockerRuntime {
                 tmpfs: Vec::new(),
             })
             .await?;
-        let pid = self.start_container(&container).await?;
+        let pid = self.containers().start_container(&container).await?;
         self.cluster.proxies = ToxiproxyClient::new(format!("127.0.0.1:{api_port}"));
         // Docker accepts on a published port before the process inside listens,
         // so only an answer from the API says it is up.
-        self.await_serving(&container, pid, "the proxy API", || async {
-            self.cluster.proxies.version().await.is_ok()
-        })
-        .await?;
+        self.containers()
+            .await_serving(&container, pid, "the proxy API", || async {
+                self.cluster.proxies.version().await.is_ok()
+            })
+            .await?;
         self.cluster.proxies.populate(&proxies).await?;
         Ok(())
     }
@@ -281,6 +294,7 @@ impl DockerRuntime {
             env.push(format!("{STOP_REQUEST_ENV}=/data/{STOP_REQUEST_FILE}"));
             let observe_port = free_port()?;
             let container = self
+                .containers()
                 .create(Spec {
                     name: format!("epochal-{}-{i}", self.run_id),
                     alias: &i.to_string(),
@@ -363,7 +377,10 @@ impl DockerRuntime {
     /// The error for a broker found dead that nobody stopped, once the runtime
     /// has forgotten it (as a start that ends early does).
     async fn died(&mut self, node: NodeId) -> Result<RuntimeError, RuntimeError> {
-        let exited = self.exited(&self.broker(node)?.container).await;
+        let exited = self
+            .containers()
+            .exited(&self.broker(node)?.container)
+            .await;
         self.forget(node)?;
         Ok(exited)
     }
@@ -425,7 +442,7 @@ impl Runtime for DockerRuntime {
         let _ = std::fs::remove_file(&request);
         plan.clear_listening()?;
         let started_at = SystemTime::now();
-        let pid = self.start_container(&broker.container).await?;
+        let pid = self.containers().start_container(&broker.container).await?;
         let broker = self
             .brokers
             .get_mut(&node)
@@ -435,6 +452,7 @@ impl Runtime for DockerRuntime {
         self.watcher.set(node, Some((request, pid)));
         let what = format!("broker {node} listening");
         let serving = self
+            .containers()
             .await_serving(&self.broker(node)?.container, pid, &what, || {
                 std::future::ready(plan.listening().is_some())
             })

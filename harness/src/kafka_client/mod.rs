@@ -1,3 +1,9 @@
+//! The harness's own Kafka client: the workload's op-recording clients,
+//! observe/'s replica probes and the run's topic setup all speak through it.
+//! It uses nothing else of this crate and never the broker crate: Kafka's wire
+//! protocol through `kafka-protocol` only, so it works against any
+//! Kafka-format broker.
+//!
 //! One async connection to one broker, one request in flight at a time, on
 //! `kafka-protocol`'s generated messages. Every call runs under a deadline and
 //! ends in a typed outcome: the broker's answer, the broker's error code, a

@@ -1,4 +1,5 @@
-//! Phase 3 of a campaign (campaign/mod.rs says what one is): under the
+//! Phase 3 of a campaign (campaign/mod.rs says what one is), as the run's
+//! [`Driver`] a campaign's [`Plan`] is: under the
 //! background load, the nemesis waits a gap, looks at the cluster, picks a
 //! fault or an undo (campaign/pick.rs), resolves its roles against etcd's
 //! view, fires it as an ordinary step, and writes it into `schedule.toml`
@@ -14,22 +15,30 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use crate::campaign::pick::{self, State};
-use crate::campaign::{Plan, StopAfter};
+use super::pick::{self, State};
+use super::{Plan, StopAfter};
+use crate::run::{Driver, Live, RunError, RunStatus, faults, start_background, stop_background};
 use crate::run_dir::RunDir;
 use crate::runtime::Runtime;
 use crate::schedule::{Condition, PartitionRef, Schedule, Step};
-
-use super::live::Live;
-use super::steps::{faults, start_background, stop_background};
-use super::{RunError, RunStatus};
 
 /// Bound a replay gives each realised "N more writes acknowledged": long, as
 /// the campaign saw those writes come; a replay that waits longer has not
 /// reproduced the run and ends unknown saying so.
 const REPLAY_AWAIT_MS: u64 = 60_000;
 
-pub(super) async fn play<R: Runtime>(
+impl Driver for Plan {
+    async fn play<R: Runtime>(
+        self,
+        live: &mut Live<R>,
+        schedule: &Schedule,
+        dir: &RunDir,
+    ) -> Result<RunStatus, RunError> {
+        play(live, schedule, &self, dir).await
+    }
+}
+
+async fn play<R: Runtime>(
     live: &mut Live<R>,
     schedule: &Schedule,
     plan: &Plan,

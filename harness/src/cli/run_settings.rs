@@ -1,0 +1,40 @@
+//! How a schedule runs: the flags `run`, `replay`, `campaign` and `shrink`
+//! share, and the run options they make.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::runtime::RuntimeKind;
+
+/// How a schedule runs: shared by `run` and `replay`.
+#[derive(Debug, Clone, Args)]
+pub struct RunSettings {
+    #[arg(long, value_enum, default_value = "process")]
+    pub runtime: RuntimeKind,
+    /// Where runs are kept (`<store>/adhoc/<schedule>/<timestamp>-<n>/`).
+    #[arg(long, default_value = "store")]
+    pub store: PathBuf,
+    /// A broker setting for every node, overriding the schedule (repeatable),
+    /// e.g. `--set truncation=high-watermark`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// The etcd binary.
+    #[arg(long, default_value = "etcd")]
+    pub etcd: PathBuf,
+    /// Do not echo harness.log to stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl RunSettings {
+    /// Run options for `schedule` with these settings.
+    pub(crate) fn options(&self, schedule: &std::path::Path) -> crate::run::RunOptions {
+        let mut options = crate::run::RunOptions::new(schedule, &self.store);
+        options.sets = self.sets.clone();
+        options.etcd = self.etcd.clone();
+        options.echo = !self.quiet;
+        options.runtime = self.runtime;
+        options
+    }
+}
