@@ -45,9 +45,7 @@ async fn play<R: Runtime>(
     dir: &RunDir,
 ) -> Result<RunStatus, RunError> {
     let Some(mut workers) = start_background(live, schedule) else {
-        return Err(RunError::Harness(
-            "a campaign needs [workload.background] producers".into(),
-        ));
+        return Err(RunError::CampaignWithoutBackground);
     };
     let partitions: Vec<PartitionRef> = schedule
         .cluster

@@ -231,7 +231,10 @@ async fn run_campaign(
 ) -> Result<run::RunReport, run::RunError> {
     let campaign_options = campaign
         .options(seed)
-        .map_err(|e| run::RunError::Harness(format!("campaign {}: {e}", campaign.name)))?;
+        .map_err(|e| run::RunError::Campaign {
+            name: campaign.name.clone(),
+            source: Box::new(e),
+        })?;
     let mut schedule = crate::campaign::schedule(&campaign_options);
     run::apply_sets(&mut schedule, &options.sets)?;
     let plan = crate::campaign::Plan::derive(

@@ -83,8 +83,10 @@ pub fn check_dir_and_draw(dir: &RunDir) -> Result<Report, LoadError> {
 /// Checks a run that just ended, keeps the report in `results.json` and
 /// draws `report.html` beside it.
 pub(super) fn check_and_store(dir: &RunDir) -> Result<Report, RunError> {
-    let report = check_dir_and_draw(dir)
-        .map_err(|e| RunError::Harness(format!("checking {}: {e}", dir.path().display())))?;
+    let report = check_dir_and_draw(dir).map_err(|source| RunError::Check {
+        dir: dir.path().to_owned(),
+        source: Box::new(source),
+    })?;
     crate::store::write_json(&dir.results(), &report)?;
     Ok(report)
 }

@@ -40,9 +40,7 @@ impl<R: Runtime> Live<R> {
         log: RunLog,
     ) -> Result<Live<R>, (RunLog, RunError)> {
         let connected = async {
-            let observer = Observer::connect(runtime.etcd_endpoint())
-                .await
-                .map_err(|e| RunError::Harness(e.to_string()))?;
+            let observer = Observer::connect(runtime.etcd_endpoint()).await?;
             let mut addresses = BTreeMap::new();
             for node in runtime.nodes() {
                 addresses.insert(node, runtime.client_address(node)?);
@@ -77,10 +75,7 @@ impl<R: Runtime> Live<R> {
 
     /// The cluster as etcd records it now.
     pub async fn view(&mut self) -> Result<ClusterView, RunError> {
-        self.observer
-            .view()
-            .await
-            .map_err(|e| RunError::Harness(e.to_string()))
+        Ok(self.observer.view().await?)
     }
 
     /// The scripted client for a schedule's worker (made at its first op).

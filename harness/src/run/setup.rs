@@ -30,11 +30,10 @@ pub(super) async fn setup<R: Runtime>(
         let timeout = READY_TIMEOUT;
         let mut client = KafkaClient::connect(&address, "epochal", live.clients.request_timeout)
             .await
-            .map_err(|e| {
-                RunError::Harness(format!(
-                    "creating topic {}: {first}: {e}",
-                    schedule.cluster.topics[0].name
-                ))
+            .map_err(|source| RunError::Connect {
+                topic: schedule.cluster.topics[0].name.clone(),
+                node: first,
+                source,
             })?;
         for topic in &schedule.cluster.topics {
             client
@@ -46,7 +45,10 @@ pub(super) async fn setup<R: Runtime>(
                     timeout + Duration::from_secs(5),
                 )
                 .await
-                .map_err(|e| RunError::Harness(format!("creating topic {}: {e}", topic.name)))?;
+                .map_err(|source| RunError::CreateTopic {
+                    topic: topic.name.clone(),
+                    source,
+                })?;
             live.log.line(format!(
                 "created topic {} ({} partitions, replication factor {})",
                 topic.name, topic.partitions, topic.replication_factor
@@ -64,7 +66,7 @@ pub(super) async fn setup<R: Runtime>(
         live.observer
             .await_condition(&live.runtime, &condition, READY_TIMEOUT)
             .await
-            .map_err(|e| RunError::Harness(format!("cluster not ready: {e}")))?;
+            .map_err(RunError::NotReady)?;
     }
     live.log.line(format!(
         "cluster ready: controller {}, {} partitions",

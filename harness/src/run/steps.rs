@@ -47,10 +47,7 @@ pub async fn stop_background<R: Runtime>(
     workers: Workers,
 ) -> Result<(), RunError> {
     let acknowledged = workers.acknowledged();
-    workers
-        .stop()
-        .await
-        .map_err(|e| RunError::Harness(e.to_string()))?;
+    workers.stop().await?;
     live.log.line(format!(
         "background workload stopped: {acknowledged} sends acknowledged"
     ));
@@ -118,7 +115,10 @@ pub async fn faults<R: Runtime>(
             .observer
             .view()
             .await
-            .map_err(|e| RunError::Harness(format!("step {number}: {e}")))?;
+            .map_err(|source| RunError::Await {
+                step: number,
+                source,
+            })?;
         let fired = live
             .nemesis
             .fire(&mut live.runtime, &mut live.observer, &view, fault)
@@ -149,7 +149,11 @@ pub async fn faults<R: Runtime>(
                 return if e.is_cluster_state() {
                     Ok(RunStatus::Unknown(format!("{f}: {e}")))
                 } else {
-                    Err(RunError::Harness(format!("step {number}: {f}: {e}")))
+                    Err(RunError::Fault {
+                        step: number,
+                        verb: f,
+                        source: e,
+                    })
                 };
             }
         }
@@ -268,10 +272,9 @@ async fn wait<R: Runtime>(
         return Ok(RunStatus::Completed);
     }
     if let Condition::Acknowledged { more } = condition {
-        let workers = background.ok_or_else(|| {
-            RunError::Harness(format!(
-                "step {number}: `{condition}` needs background producers, and none run"
-            ))
+        let workers = background.ok_or_else(|| RunError::NoBackground {
+            step: number,
+            condition: condition.to_string(),
         })?;
         return Ok(match workers.await_acknowledged(*more, timeout).await {
             Ok(n) => {
@@ -304,6 +307,9 @@ async fn wait<R: Runtime>(
             live.log.line(format!("step {number}: {e}"));
             Ok(RunStatus::Unknown(format!("await {e}")))
         }
-        Err(e) => Err(RunError::Harness(format!("step {number}: {e}"))),
+        Err(source) => Err(RunError::Await {
+            step: number,
+            source,
+        }),
     }
 }
