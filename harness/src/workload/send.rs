@@ -39,14 +39,7 @@ impl RecordingClient {
         if self.shared.idempotent && options.acks == Acks::All {
             return self.send_idempotent(partition, values, node, options).await;
         }
-        let mut send = Send {
-            partition: partition.clone(),
-            values,
-            acks: options.acks,
-            node,
-            producer: None,
-            acked: None,
-        };
+        let mut send = unanswered(partition, values, &options, node);
         let process = self.invoke(Body::Send(send.clone()))?;
         let Some(node) = node else {
             return self.complete(
@@ -93,14 +86,7 @@ impl RecordingClient {
         options: SendOptions,
     ) -> Result<Op, WriteError> {
         let deadline = Instant::now() + delivery_timeout(self.shared.request_timeout);
-        let mut send = Send {
-            partition: partition.clone(),
-            values,
-            acks: options.acks,
-            node,
-            producer: None,
-            acked: None,
-        };
+        let mut send = unanswered(partition, values, &options, node);
         // The producer id comes first, as Kafka's producer gets one before
         // its first batch, so the invoke names the stamp every attempt will
         // carry. Without a leader or an id nothing is sent: the op fails
@@ -322,4 +308,21 @@ async fn produce(
         )
         .await?;
     Ok(offsets(produced.base_offset, values.len()))
+}
+
+/// A send as its invoke records it: nothing stamped, nothing acknowledged.
+fn unanswered(
+    partition: &PartitionRef,
+    values: Vec<i64>,
+    options: &SendOptions,
+    node: Option<NodeId>,
+) -> Send {
+    Send {
+        partition: partition.clone(),
+        values,
+        acks: options.acks,
+        node,
+        producer: None,
+        acked: None,
+    }
 }
