@@ -212,6 +212,7 @@ fn main() {
     });
     let etcd = bring_up::config(BROKERS, &bin_dir, Path::new("."))
         .preflight()
+        .map(|found| found.etcd.expect("the reference system needs etcd"))
         .unwrap_or_else(|why| {
             eprintln!("cluster bench: {why}");
             std::process::exit(2);

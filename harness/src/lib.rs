@@ -33,6 +33,8 @@ pub mod schedule;
 #[cfg(any(test, feature = "testing"))]
 pub mod snapshot;
 pub mod store;
+pub mod system;
 mod text_form;
+mod toml_span;
 pub mod topic_partition;
 pub mod workload;

@@ -13,6 +13,7 @@ use common::bin_dir;
 use common::etcd::assign_topic_t;
 use epochal::node::NodeId;
 use epochal::runtime::{ClusterConfig, Link, ProcessRuntime, Runtime, RuntimeError};
+use epochal::system::ServiceKind;
 use epochal::topic_partition::PartitionRef;
 use epochal_faults::proxy::{OnHeal, Stream};
 
@@ -67,7 +68,7 @@ async fn cluster_three_brokers_come_up_ready_through_their_proxies_and_leave_not
     // Cut broker 2 from etcd, both ways, at its proxy: its lease (TTL 2 s) lapses
     // and etcd, read directly, drops its registration; healing brings it back.
     let etcd = runtime.etcd_endpoint().to_owned();
-    let link = Link::BrokerToEtcd(NodeId::new(2)).proxy_name();
+    let link = Link::BrokerToService(NodeId::new(2), ServiceKind::Etcd).proxy_name();
     for stream in [Stream::Upstream, Stream::Downstream] {
         runtime
             .proxies()

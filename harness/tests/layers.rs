@@ -34,11 +34,11 @@ use std::path::Path;
 /// binary (`src/main.rs`), above the library it drives.
 const LAYERS: &[&[&str]] = &[
     // Vocabulary without vocabulary below it.
-    &["text_form", "random", "duration"],
+    &["text_form", "random", "duration", "toml_span"],
     // The names everything else uses: brokers (`b1`), partitions (`t-0`).
     &["node", "topic_partition"],
     // TOML in, a checked schedule out.
-    &["schedule"],
+    &["schedule", "system"],
     // Typed ops on disk (a fault op records a schedule's fault).
     &["history"],
     // The independent reader of replica files.

@@ -191,29 +191,51 @@ impl KafkaClient {
         options: &FetchOptions,
         deadline: Duration,
     ) -> Result<Fetched, ClientError> {
-        let p = self
-            .fetch_partition(-1, topic, partition, offset, options, deadline)
+        let raw = self
+            .fetch_raw(topic, partition, offset, options, deadline)
             .await?;
         let mut records = Vec::new();
-        if let Some(bytes) = &p.records {
-            let mut bytes = bytes.clone();
-            let sets = RecordBatchDecoder::decode_all(&mut bytes)
-                .map_err(|e| ClientError::Protocol(format!("fetched batches: {e:#}")))?;
-            for record in sets.into_iter().flat_map(|s| s.records) {
-                // A compressed batch comes back whole (KIP-74), so it may start
-                // below the asked offset; those records were not asked for.
-                if record.offset >= offset && !record.control {
-                    records.push(FetchedRecord {
-                        offset: record.offset,
-                        key: record.key,
-                        value: record.value,
-                    });
-                }
+        let mut bytes = raw.records;
+        let sets = RecordBatchDecoder::decode_all(&mut bytes)
+            .map_err(|e| ClientError::Protocol(format!("fetched batches: {e:#}")))?;
+        for record in sets.into_iter().flat_map(|s| s.records) {
+            // A compressed batch comes back whole (KIP-74), so it may start
+            // below the asked offset; those records were not asked for.
+            if record.offset >= offset && !record.control {
+                records.push(FetchedRecord {
+                    offset: record.offset,
+                    key: record.key,
+                    value: record.value,
+                });
             }
         }
         Ok(Fetched {
-            high_watermark: p.high_watermark,
+            high_watermark: raw.high_watermark,
             records,
+        })
+    }
+
+    /// [`KafkaClient::fetch`] without decoding: the partition's `records`
+    /// bytes as the broker sent them (record batches back to back, whole
+    /// batches that may start below `offset`, possibly ending in a partial
+    /// batch cut by `max_bytes`), with the high watermark and log start
+    /// offset the broker answered. For a reader that keeps the bytes, such as
+    /// the final read that writes them out as Kafka segments.
+    pub async fn fetch_raw(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        options: &FetchOptions,
+        deadline: Duration,
+    ) -> Result<FetchedRaw, ClientError> {
+        let p = self
+            .fetch_partition(-1, topic, partition, offset, options, deadline)
+            .await?;
+        Ok(FetchedRaw {
+            high_watermark: p.high_watermark,
+            log_start_offset: p.log_start_offset,
+            records: p.records.unwrap_or_default(),
         })
     }
 

@@ -18,9 +18,9 @@ mod types;
 
 pub use idempotent::{DUPLICATE_SEQUENCE_NUMBER, INIT_PRODUCER_ID_VERSIONS};
 pub use types::{
-    Compression, FetchOptions, Fetched, FetchedRecord, Metadata, MetadataBroker, MetadataPartition,
-    MetadataTopic, OffsetSpec, ProduceOptions, ProduceRecord, Produced, ProducerIdAndEpoch,
-    ProducerStamp, ReplicaOffsets, increment_sequence,
+    Compression, FetchOptions, Fetched, FetchedRaw, FetchedRecord, Metadata, MetadataBroker,
+    MetadataPartition, MetadataTopic, OffsetSpec, ProduceOptions, ProduceRecord, Produced,
+    ProducerIdAndEpoch, ProducerStamp, ReplicaOffsets, increment_sequence,
 };
 
 use std::time::Duration;
@@ -118,7 +118,9 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    fn broker(code: i16) -> ClientError {
+    /// The broker's error `code` as an error, named as kafka-protocol names
+    /// it (for a code a caller found in an answer, such as Metadata's).
+    pub fn broker(code: i16) -> ClientError {
         let name = kafka_protocol::ResponseError::try_from_code(code)
             .map(|e| format!("{e:?}"))
             .unwrap_or_else(|| "unknown".to_string());

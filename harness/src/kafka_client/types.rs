@@ -148,6 +148,18 @@ pub struct Fetched {
     pub records: Vec<FetchedRecord>,
 }
 
+/// One fetch's answer for one partition, undecoded: the `records` bytes as
+/// the broker sent them (record batches back to back; the first may start
+/// below the fetch offset, the last may be cut short by `max_bytes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedRaw {
+    pub high_watermark: i64,
+    /// The partition's log start offset as the broker answered it (-1 when
+    /// it does not say).
+    pub log_start_offset: i64,
+    pub records: Bytes,
+}
+
 /// ListOffsets' two lookups this client makes (no timestamps: no time index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OffsetSpec {

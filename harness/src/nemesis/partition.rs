@@ -37,6 +37,7 @@ use epochal_faults::toxiproxy_client::{ClientError, ToxiproxyClient};
 use serde::{Serialize, Serializer};
 
 use crate::runtime::{Link, NodeId};
+use crate::system::ServiceKind;
 
 /// One end of a cluster link: a broker or etcd. Serialized (for the history)
 /// as the schedules name it: `"b2"`, `"etcd"`.
@@ -228,7 +229,9 @@ pub fn blocked(spec: &PartitionSpec, nodes: &[NodeId]) -> BTreeSet<(Endpoint, En
 fn proxy(from: Endpoint, to: Endpoint) -> Option<Link> {
     match (from, to) {
         (Endpoint::Broker(from), Endpoint::Broker(to)) => Some(Link::BrokerToBroker { from, to }),
-        (Endpoint::Broker(from), Endpoint::Etcd) => Some(Link::BrokerToEtcd(from)),
+        (Endpoint::Broker(from), Endpoint::Etcd) => {
+            Some(Link::BrokerToService(from, ServiceKind::Etcd))
+        }
         (Endpoint::Etcd, _) => None,
     }
 }
@@ -444,8 +447,8 @@ mod tests {
                 (bb(2, 3), Down),
                 (bb(3, 2), Up),
                 (bb(3, 2), Down),
-                (Link::BrokerToEtcd(n(2)), Up),
-                (Link::BrokerToEtcd(n(2)), Down),
+                (Link::BrokerToService(n(2), ServiceKind::Etcd), Up),
+                (Link::BrokerToService(n(2), ServiceKind::Etcd), Down),
             ])
         );
     }
@@ -468,8 +471,8 @@ mod tests {
                 want.insert((bb(other, 5), stream));
             }
         }
-        want.insert((Link::BrokerToEtcd(n(5)), Up));
-        want.insert((Link::BrokerToEtcd(n(5)), Down));
+        want.insert((Link::BrokerToService(n(5), ServiceKind::Etcd), Up));
+        want.insert((Link::BrokerToService(n(5), ServiceKind::Etcd), Down));
         assert_eq!(cuts(&b), want);
     }
 
@@ -536,8 +539,8 @@ mod tests {
                 (bb(3, 1), Down),
                 (bb(3, 2), Up),
                 (bb(3, 2), Down),
-                (Link::BrokerToEtcd(n(3)), Up),
-                (Link::BrokerToEtcd(n(3)), Down),
+                (Link::BrokerToService(n(3), ServiceKind::Etcd), Up),
+                (Link::BrokerToService(n(3), ServiceKind::Etcd), Down),
             ])
         );
     }
@@ -564,8 +567,8 @@ mod tests {
                     want.insert((bb(x, m), stream));
                 }
             }
-            want.insert((Link::BrokerToEtcd(n(m)), Up));
-            want.insert((Link::BrokerToEtcd(n(m)), Down));
+            want.insert((Link::BrokerToService(n(m), ServiceKind::Etcd), Up));
+            want.insert((Link::BrokerToService(n(m), ServiceKind::Etcd), Down));
         }
         assert_eq!(cuts(&b), want);
         assert!(!b.contains(&(B(2), B(4))) && !b.contains(&(B(4), B(2))));
@@ -624,8 +627,8 @@ mod tests {
             assert_eq!(
                 cuts(&b),
                 streams(&[
-                    (Link::BrokerToEtcd(n(1)), Up),
-                    (Link::BrokerToEtcd(n(1)), Down)
+                    (Link::BrokerToService(n(1), ServiceKind::Etcd), Up),
+                    (Link::BrokerToService(n(1), ServiceKind::Etcd), Down)
                 ])
             );
         }

@@ -2,12 +2,15 @@
 //! touches — etcd directly (leaders, ISRs, the controller: [`etcd`], and its
 //! revision history: [`timeline`]), each broker's own port bypassing its
 //! proxies and its data directory ([`replica`]), and the process table (a
-//! SIGSTOPped node). It reads and never acts: readiness ([`ready`]) and the
+//! SIGSTOPped node), and the final read over the Kafka protocol that writes a
+//! broker's log as Kafka segments ([`final_read`], for a broker whose files
+//! the harness cannot read). It reads and never acts: readiness ([`ready`]) and the
 //! conditions an `await` step waits on are judged here, not by a runtime. A
 //! wait polls with a deadline; when the deadline passes it reports the
 //! condition and the last thing it saw.
 
 pub mod etcd;
+pub mod final_read;
 pub mod ready;
 pub mod replica;
 pub mod timeline;

@@ -25,7 +25,8 @@ pub use docker::DockerRuntime;
 pub use error::RuntimeError;
 pub use kind::RuntimeKind;
 pub use plan::{
-    BrokerAddresses, BrokerPlan, ClusterConfig, ClusterPlan, EtcdAddresses, Link, Upstream,
+    BrokerAddresses, BrokerPlan, ClusterConfig, ClusterPlan, EtcdAddresses, Link, Preflight,
+    Upstream,
 };
 pub use process::ProcessRuntime;
 

@@ -7,18 +7,21 @@
 //! so the two cannot drift apart.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::RuntimeError;
 use crate::node::NodeId;
 use crate::run_dir::{NodeLayout, RunDir};
+use crate::system::{NodeSpec, ServiceKind, SettingsMode, System, find_executable};
 
 /// What to start, for either runtime. Paths are resolved before anything runs
 /// ([`ClusterConfig::preflight`]); node files go where [`NodeLayout`] says,
 /// under `run_dir`.
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
+    /// The system under test: how its brokers start and what they need.
+    pub system: System,
     pub brokers: u32,
     /// Holds `epochal-broker` and `epochal-proxy` (a cargo target dir's `debug/`).
     pub bin_dir: PathBuf,
@@ -43,6 +46,7 @@ pub struct ClusterConfig {
 impl ClusterConfig {
     pub fn new(brokers: u32, bin_dir: impl Into<PathBuf>, run_dir: impl Into<PathBuf>) -> Self {
         ClusterConfig {
+            system: System::reference(),
             brokers,
             bin_dir: bin_dir.into(),
             etcd: "etcd".into(),
@@ -55,6 +59,8 @@ impl ClusterConfig {
         }
     }
 
+    /// The reference broker's binary in `bin_dir` (the Docker gc's image
+    /// tags are of it, whatever system a run tests).
     pub fn broker_bin(&self) -> PathBuf {
         self.bin_dir.join("epochal-broker")
     }
@@ -63,44 +69,59 @@ impl ClusterConfig {
         self.bin_dir.join("epochal-proxy")
     }
 
-    /// Resolves the etcd binary. Names everything missing at once, so one run
-    /// of the check says all a user has to install or build.
-    pub fn preflight(&self) -> Result<PathBuf, RuntimeError> {
+    /// Resolves the system's program and each service's binaries. Names
+    /// everything missing at once, so one run of the check says all a user has
+    /// to install or build.
+    pub fn preflight(&self) -> Result<Preflight, RuntimeError> {
         let mut missing = Vec::new();
-        let etcd = find_executable(&self.etcd);
-        if etcd.is_none() {
-            missing.push(format!(
-                "etcd binary {:?} (not found; Debian: apt-get install etcd-server)",
-                self.etcd
-            ));
-        }
-        for bin in [self.broker_bin(), self.proxy_bin()] {
-            if !bin.is_file() {
+        let program = self
+            .system
+            .node
+            .program
+            .resolve(&self.bin_dir)
+            .map_err(|what| missing.push(what))
+            .ok();
+        let mut etcd = None;
+        if self.system.services().any(|s| s == ServiceKind::Etcd) {
+            etcd = find_executable(&self.etcd);
+            if etcd.is_none() {
                 missing.push(format!(
-                    "{} (build the workspace: cargo build --workspace --bins)",
-                    bin.display()
+                    "etcd binary {:?} (not found; Debian: apt-get install etcd-server)",
+                    self.etcd
                 ));
             }
+        }
+        let proxy = self.proxy_bin();
+        if !proxy.is_file() {
+            missing.push(format!(
+                "{} (build the workspace: cargo build --workspace --bins)",
+                proxy.display()
+            ));
         }
         if self.brokers == 0 {
             missing.push("brokers: at least one".into());
         }
-        match etcd {
-            Some(etcd) if missing.is_empty() => Ok(etcd),
+        if self.system.node.settings == SettingsMode::None
+            && let Some((node, _)) = self.node_settings.iter().find(|(_, s)| !s.is_empty())
+        {
+            missing.push(format!(
+                "{node}: {} takes no broker settings (its system file says settings = \"none\")",
+                self.system.name
+            ));
+        }
+        match program {
+            Some(program) if missing.is_empty() => Ok(Preflight { program, etcd }),
             _ => Err(RuntimeError::Missing(missing)),
         }
     }
 }
 
-/// `name` itself if it has a directory part, else the first match on `PATH`.
-pub(crate) fn find_executable(name: &Path) -> Option<PathBuf> {
-    if name.components().count() > 1 {
-        return name.is_file().then(|| name.to_owned());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
+/// What a preflight found: the broker program and the services' binaries.
+#[derive(Clone, Debug)]
+pub struct Preflight {
+    pub program: PathBuf,
+    /// `None` when the system needs no etcd.
+    pub etcd: Option<PathBuf>,
 }
 
 /// A directed link of the cluster; each has its own proxy, named by
@@ -111,8 +132,8 @@ pub enum Link {
     ClientToBroker(NodeId),
     /// Broker `from` dialling broker `to` (replica fetches, controller requests).
     BrokerToBroker { from: NodeId, to: NodeId },
-    /// A broker's etcd session.
-    BrokerToEtcd(NodeId),
+    /// A broker's connections to a service (etcd, PostgreSQL).
+    BrokerToService(NodeId, ServiceKind),
 }
 
 impl Link {
@@ -120,7 +141,7 @@ impl Link {
         match self {
             Link::ClientToBroker(to) => format!("client-{to}"),
             Link::BrokerToBroker { from, to } => format!("{from}-{to}"),
-            Link::BrokerToEtcd(from) => format!("{from}-etcd"),
+            Link::BrokerToService(from, service) => format!("{from}-{service}"),
         }
     }
 
@@ -128,7 +149,7 @@ impl Link {
     pub fn upstream(self) -> Upstream {
         match self {
             Link::ClientToBroker(to) | Link::BrokerToBroker { to, .. } => Upstream::Broker(to),
-            Link::BrokerToEtcd(_) => Upstream::Etcd,
+            Link::BrokerToService(_, service) => Upstream::Service(service),
         }
     }
 }
@@ -137,7 +158,7 @@ impl Link {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Upstream {
     Broker(NodeId),
-    Etcd,
+    Service(ServiceKind),
 }
 
 /// One cluster, decided: see the module docs.
@@ -153,14 +174,18 @@ impl ClusterPlan {
     pub fn new(config: ClusterConfig) -> Self {
         let layout = RunDir::node_layout(&config.run_dir);
         let nodes: Vec<NodeId> = NodeId::all(config.brokers).collect();
-        // Per broker: its client link, its etcd session, then its links to every
-        // other broker. The Docker runtime numbers listener ports in this order.
+        // Per broker: its client link, its link to each service, then its
+        // links to every other broker when brokers dial one another. The
+        // Docker runtime numbers listener ports in this order.
+        let system = &config.system;
         let mut links = Vec::new();
         for &i in &nodes {
             links.push(Link::ClientToBroker(i));
-            links.push(Link::BrokerToEtcd(i));
-            for &j in nodes.iter().filter(|&&j| j != i) {
-                links.push(Link::BrokerToBroker { from: i, to: j });
+            links.extend(system.services().map(|s| Link::BrokerToService(i, s)));
+            if system.has_peers() {
+                for &j in nodes.iter().filter(|&&j| j != i) {
+                    links.push(Link::BrokerToBroker { from: i, to: j });
+                }
             }
         }
         let brokers = nodes
@@ -171,9 +196,15 @@ impl ClusterPlan {
                     .get("lease_ttl_s")
                     .and_then(toml::Value::as_integer)
                     .unwrap_or(config.lease_ttl_s.into());
+                let peers = if system.has_peers() {
+                    nodes.iter().copied().filter(|&j| j != i).collect()
+                } else {
+                    Vec::new()
+                };
                 let plan = BrokerPlan {
                     node: i,
-                    peers: nodes.iter().copied().filter(|&j| j != i).collect(),
+                    spec: system.node.clone(),
+                    peers,
                     settings,
                     lease_ttl_s,
                     env: config.node_env.get(&i).cloned().unwrap_or_default(),
@@ -269,6 +300,8 @@ impl EtcdAddresses {
 #[derive(Clone, Debug)]
 pub struct BrokerPlan {
     pub node: NodeId,
+    /// The system's node spec: the command-line templates.
+    spec: NodeSpec,
     /// The other brokers, each dialled through a link of its own.
     pub peers: Vec<NodeId>,
     /// Its settings; written to a config file only when there are any.
@@ -292,8 +325,8 @@ pub struct BrokerAddresses {
     /// What it tells clients to dial: its client link's proxy.
     pub advertised: String,
     pub data_dir: String,
-    /// etcd as `host:port`, through the broker's etcd link.
-    pub etcd: String,
+    /// Each service as `host:port`, through the broker's link to it.
+    pub services: BTreeMap<ServiceKind, String>,
     /// Each peer's id and the address that reaches it, in `--peer` order.
     pub peers: Vec<(NodeId, String)>,
     /// The settings file, when [`BrokerPlan::prepare`] wrote one.
@@ -334,38 +367,76 @@ impl BrokerPlan {
             listen,
             advertised: links[&Link::ClientToBroker(i)].clone(),
             data_dir,
-            etcd: links[&Link::BrokerToEtcd(i)].clone(),
+            services: links
+                .iter()
+                .filter_map(|(link, address)| match *link {
+                    Link::BrokerToService(from, service) if from == i => {
+                        Some((service, address.clone()))
+                    }
+                    _ => None,
+                })
+                .collect(),
             peers,
             config,
         }
     }
 
-    /// The broker's command line after the program name.
+    /// The broker's command line after the program name: the system's
+    /// `args`, then `args_with_config` when there is a settings file, then
+    /// `args_per_peer` for each peer, then the config's extra flags.
     pub fn argv(&self, at: &BrokerAddresses) -> Vec<String> {
-        let mut args = vec![
-            "--node-id".to_string(),
-            self.node.id().to_string(),
-            "--listen".into(),
-            at.listen.clone(),
-            "--advertised".into(),
-            at.advertised.clone(),
-            "--data-dir".into(),
-            at.data_dir.clone(),
-            "--etcd".into(),
-            format!("http://{}", at.etcd),
-            "--lease-ttl-s".into(),
-            self.lease_ttl_s.to_string(),
-        ];
+        let spec = &self.spec;
+        let mut args: Vec<String> = spec
+            .args
+            .iter()
+            .map(|t| t.expand(|n| self.value(at, n)))
+            .collect();
         if let Some(config) = &at.config {
-            args.push("--config".into());
-            args.push(config.clone());
+            args.extend(spec.args_with_config.iter().map(|t| {
+                t.expand(|n| match n {
+                    "config" => Some(config.clone()),
+                    n => self.value(at, n),
+                })
+            }));
         }
         for (j, address) in &at.peers {
-            args.push("--peer".into());
-            args.push(format!("{}={address}", j.id()));
+            args.extend(spec.args_per_peer.iter().map(|t| {
+                t.expand(|n| match n {
+                    "peer" => Some(j.id().to_string()),
+                    "peer_address" => Some(address.clone()),
+                    n => self.value(at, n),
+                })
+            }));
         }
         args.extend(self.extra_args.iter().cloned());
         args
+    }
+
+    /// The broker's environment: the system's `env`, then the config's.
+    pub fn environment(&self, at: &BrokerAddresses) -> Vec<(String, String)> {
+        let system = self
+            .spec
+            .env
+            .iter()
+            .map(|(k, t)| (k.clone(), t.expand(|n| self.value(at, n))));
+        system.chain(self.env.iter().cloned()).collect()
+    }
+
+    /// A placeholder every template may use (system/mod.rs's `ARGS_NAMES`,
+    /// and a service by name).
+    fn value(&self, at: &BrokerAddresses, name: &str) -> Option<String> {
+        Some(match name {
+            "node" => self.node.id().to_string(),
+            "listen" => at.listen.clone(),
+            "advertised" => at.advertised.clone(),
+            "data_dir" => at.data_dir.clone(),
+            "lease_ttl_s" => self.lease_ttl_s.to_string(),
+            service => at
+                .services
+                .iter()
+                .find(|(kind, _)| kind.name() == service)
+                .map(|(_, address)| address.clone())?,
+        })
     }
 
     /// The file the broker writes, atomically, with the address it bound once
@@ -400,6 +471,7 @@ impl BrokerPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn node(n: u32) -> NodeId {
         NodeId::new(n)
@@ -431,7 +503,8 @@ mod tests {
             to: node(3),
         };
         assert_eq!(b2_b3.upstream(), Upstream::Broker(node(3)));
-        assert_eq!(Link::BrokerToEtcd(node(2)).upstream(), Upstream::Etcd);
+        let b2_etcd = Link::BrokerToService(node(2), ServiceKind::Etcd);
+        assert_eq!(b2_etcd.upstream(), Upstream::Service(ServiceKind::Etcd));
     }
 
     #[test]

@@ -32,9 +32,10 @@ use epochal_faults::toxiproxy_client::ToxiproxyClient;
 use super::etcd_probe::etcd_healthy;
 use super::orphans::{MemoryDir, etcd_memory_dir};
 use super::{
-    ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused, Realised, Runtime,
-    RuntimeError, Upstream, await_paused, reaper,
+    BrokerAddresses, ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused,
+    Realised, Runtime, RuntimeError, Upstream, await_paused, reaper,
 };
+use crate::system::{PortMode, ServiceKind};
 
 /// The address proxies towards a broker point at until it reports its port:
 /// port 9 (discard) on loopback has no listener, so dials are refused at once.
@@ -114,9 +115,10 @@ impl Drop for Guarded {
 }
 
 /// A broker's process state; everything else about it is in the plan.
-#[derive(Default)]
 struct Broker {
-    args: Vec<String>,
+    /// Its addresses; a broker whose port the runtime assigns gets a fresh
+    /// `listen` at each start.
+    at: BrokerAddresses,
     process: Option<Guarded>,
     /// The port it bound, direct (for observation, never for workload traffic).
     address: Option<String>,
@@ -128,9 +130,12 @@ pub struct ProcessRuntime {
     /// Each link's listener is a port of the one proxy on loopback.
     cluster: Realised,
     brokers: BTreeMap<NodeId, Broker>,
+    /// The system's broker program, as the preflight found it.
+    program: PathBuf,
     // Dropped last (fields drop in order): brokers die before their proxy and etcd.
     _proxy: Guarded,
-    _etcd: Guarded,
+    /// `None` for a system that needs no etcd.
+    _etcd: Option<Guarded>,
     /// etcd's data in memory, removed once etcd (above) is dead.
     _etcd_data: Option<MemoryDir>,
 }
@@ -140,7 +145,7 @@ impl ProcessRuntime {
     /// once each broker reported its port (await
     /// [`crate::observe::await_ready`] next).
     pub async fn start(config: ClusterConfig) -> Result<Self, RuntimeError> {
-        let etcd_bin = config.preflight()?;
+        let found = config.preflight()?;
         let plan = ClusterPlan::new(config);
         reaper::install();
         // What a harness killed outright (SIGKILL) left running, first.
@@ -154,7 +159,13 @@ impl ProcessRuntime {
         }
         std::fs::create_dir_all(&plan.config.run_dir)
             .map_err(RuntimeError::io("creating the run dir"))?;
-        let (etcd, etcd_data, etcd_endpoint) = start_etcd(&plan, &etcd_bin).await?;
+        let (etcd, etcd_data, etcd_endpoint) = match &found.etcd {
+            Some(etcd_bin) => {
+                let (etcd, data, endpoint) = start_etcd(&plan, etcd_bin).await?;
+                (Some(etcd), data, endpoint)
+            }
+            None => (None, None, String::new()),
+        };
         let (proxy, proxy_address) = start_proxy(&plan).await?;
         let proxies = ToxiproxyClient::new(&proxy_address);
 
@@ -163,7 +174,12 @@ impl ProcessRuntime {
         for &link in plan.links() {
             let upstream = match link.upstream() {
                 Upstream::Broker(_) => UPSTREAM_NOT_YET,
-                Upstream::Etcd => etcd_address,
+                Upstream::Service(ServiceKind::Etcd) => etcd_address,
+                Upstream::Service(service @ ServiceKind::Postgres) => {
+                    return Err(RuntimeError::Missing(vec![format!(
+                        "the process runtime cannot start {service} yet"
+                    )]));
+                }
             };
             let created = proxies
                 .create_proxy(&NewProxy::new(link.proxy_name(), "127.0.0.1:0", upstream))
@@ -180,12 +196,13 @@ impl ProcessRuntime {
                 broker.data_dir.display().to_string(),
                 config.map(|file| file.display().to_string()),
             );
-            let args = broker.argv(&at);
             brokers.insert(
                 broker.node,
                 Broker {
-                    args,
-                    ..Broker::default()
+                    at,
+                    process: None,
+                    address: None,
+                    started_at: None,
                 },
             );
         }
@@ -197,6 +214,7 @@ impl ProcessRuntime {
                 links,
             },
             brokers,
+            program: found.program,
             _proxy: proxy,
             _etcd: etcd,
             _etcd_data: etcd_data,
@@ -214,7 +232,8 @@ impl ProcessRuntime {
 
     /// Every child's pid: etcd, the proxy and the running brokers.
     pub fn pids(&self) -> Vec<i32> {
-        let mut pids = vec![self._etcd.pid(), self._proxy.pid()];
+        let mut pids: Vec<i32> = self._etcd.iter().map(Guarded::pid).collect();
+        pids.push(self._proxy.pid());
         pids.extend(self.brokers.keys().filter_map(|&n| self.pid(n)));
         pids
     }
@@ -411,9 +430,13 @@ impl Runtime for ProcessRuntime {
         }
         // Before the spawn: a stale file would point the proxies at a dead port.
         plan.clear_listening()?;
-        let mut command = Command::new(self.cluster.plan.config.broker_bin());
-        command.args(&broker.args);
-        command.envs(plan.env.iter().map(|(k, v)| (k, v)));
+        let port = self.cluster.plan.config.system.node.port;
+        if port == PortMode::Assigned {
+            broker.at.listen = format!("127.0.0.1:{}", free_port()?);
+        }
+        let mut command = Command::new(&self.program);
+        command.args(plan.argv(&broker.at));
+        command.envs(plan.environment(&broker.at));
         // Taken just before the spawn: every line the new process writes is later.
         broker.started_at = Some(SystemTime::now());
         broker.process = Some(Guarded::spawn(
@@ -424,7 +447,13 @@ impl Runtime for ProcessRuntime {
         )?);
         let deadline = Instant::now() + timeout;
         let address = loop {
-            if let Some(address) = plan.listening() {
+            let serving = match port {
+                PortMode::Reported => plan.listening(),
+                PortMode::Assigned => std::net::TcpStream::connect(&broker.at.listen)
+                    .is_ok()
+                    .then(|| broker.at.listen.clone()),
+            };
+            if let Some(address) = serving {
                 break address;
             }
             if let Some(process) = broker.process.as_mut() {

@@ -14,6 +14,7 @@ use super::document::Schedule;
 use super::model::{Acks, Cluster, Fault, PartitionRef, Produce, Target, Workload};
 use super::step::{ONE_KIND, Step, StepTable, TIMEOUT_WITHOUT_AWAIT};
 use crate::node::NodeId;
+use crate::toml_span::{TomlErrorAt, key_line};
 
 /// A schedule as written: steps still flat tables, checked before they are typed.
 #[derive(Deserialize)]
@@ -130,51 +131,13 @@ pub(super) fn parse(file: &Path, src: &str) -> Result<Schedule, ScheduleError> {
 }
 
 fn syntax_error(file: &Path, src: &str, err: &toml::de::Error) -> ScheduleError {
-    let span = err.span().unwrap_or(0..0);
-    let line = line_of_offset(src, span.start);
+    let at = TomlErrorAt::of(src, err);
     ScheduleError::Syntax {
         file: file.to_owned(),
-        line,
-        key: key_at(src, span),
-        message: err.message().trim().to_owned(),
+        line: at.line,
+        key: at.key,
+        message: at.message,
     }
-}
-
-fn line_of_offset(src: &str, offset: usize) -> usize {
-    src[..offset.min(src.len())]
-        .bytes()
-        .filter(|&b| b == b'\n')
-        .count()
-        + 1
-}
-
-/// The key an error span is at: the span itself when it covers a bare key (an
-/// unknown field), else the key before the nearest `=` left of it on the line.
-fn key_at(src: &str, span: std::ops::Range<usize>) -> Option<String> {
-    let text = src.get(span.clone())?.trim();
-    let is_key = |s: &str| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    };
-    if is_key(text) && !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Some(text.to_owned());
-    }
-    let line_start = src[..span.start].rfind('\n').map_or(0, |i| i + 1);
-    let before = &src[line_start..span.start];
-    let eq = before.rfind('=')?;
-    // Only when the span follows that `=` directly (an inline table may open in
-    // between) is it that key's value; inside an array the line's first key is
-    // the one to name.
-    let direct = before[eq + 1..]
-        .bytes()
-        .all(|b| b.is_ascii_whitespace() || b == b'{' || b == b'[');
-    let eq = if direct { eq } else { before.find('=')? };
-    let key = before[..eq]
-        .trim_end()
-        .rsplit(|c: char| c.is_whitespace() || c == '{' || c == ',')
-        .next()?;
-    is_key(key).then(|| key.to_owned())
 }
 
 /// The line of the `n`th `[[step]]` header (0-based), when steps are written so.
@@ -184,23 +147,6 @@ fn step_line(src: &str, n: usize) -> Option<usize> {
         .filter(|(_, l)| l.trim() == "[[step]]")
         .nth(n)
         .map(|(i, _)| i + 1)
-}
-
-/// The first line that assigns `key` or opens a table ending in it.
-fn key_line(src: &str, key: &str) -> Option<usize> {
-    src.lines()
-        .position(|l| {
-            let l = l.trim();
-            // `key = ..` at the line's start or inside an inline table.
-            let assigned = l.match_indices(key).any(|(i, _)| {
-                let before = l[..i].trim_end();
-                (before.is_empty() || before.ends_with('{') || before.ends_with(','))
-                    && l[i + key.len()..].trim_start().starts_with('=')
-            });
-            assigned
-                || (l.starts_with('[') && l.trim_end_matches(']').ends_with(&format!(".{key}")))
-        })
-        .map(|i| i + 1)
 }
 
 type Failure = (Option<usize>, Invalid);

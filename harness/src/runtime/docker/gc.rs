@@ -7,8 +7,8 @@ use testcontainers::bollard::errors::Error as DockerError;
 
 use super::api::{self, docker_error};
 use super::image;
-use crate::runtime::plan::find_executable;
 use crate::runtime::{ClusterConfig, RuntimeError};
+use crate::system::find_executable;
 
 /// What `epochal gc` removed.
 #[derive(Debug, Default)]
@@ -40,7 +40,7 @@ pub async fn gc(
     let config = ClusterConfig::new(1, bin_dir, ".");
     let etcd = find_executable(etcd).unwrap_or_else(|| etcd.to_owned());
     let mut current = BTreeMap::new();
-    for spec in image::specs(&config, etcd) {
+    for spec in image::specs(&config, config.broker_bin(), etcd) {
         if spec.binary.is_file() {
             current.insert(spec.repository(), spec.context()?.tag);
         }

@@ -17,12 +17,13 @@ use testcontainers::bollard::query_parameters::BuildImageOptions;
 use super::api::{LABEL_IMAGE, LABEL_PROJECT, docker_error};
 use crate::runtime::{ClusterConfig, RuntimeError};
 
-/// The three images a cluster needs: the broker, etcd and the proxy.
-pub fn specs(config: &ClusterConfig, etcd: PathBuf) -> [ImageSpec; 3] {
+/// The three images a cluster needs: the broker (the system's `program`),
+/// etcd and the proxy.
+pub fn specs(config: &ClusterConfig, program: PathBuf, etcd: PathBuf) -> [ImageSpec; 3] {
     [
         ImageSpec {
             name: "broker",
-            binary: config.broker_bin(),
+            binary: program,
             at: "/epochal-broker",
         },
         ImageSpec {

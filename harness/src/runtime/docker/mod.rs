@@ -48,6 +48,7 @@ use super::{
     RuntimeError, Upstream, await_paused, reaper,
 };
 use crate::runtime::etcd_probe::etcd_healthy;
+use crate::system::ServiceKind;
 use api::{LABEL_RUN, docker_error};
 use container::{Container, Containers, Spec, free_port};
 pub use gc::{GcReport, gc};
@@ -93,13 +94,30 @@ impl DockerRuntime {
     /// (await [`crate::observe::await_ready`] next). A failure part way
     /// removes everything made so far.
     pub async fn start(config: ClusterConfig) -> Result<Self, RuntimeError> {
-        let etcd_bin = config.preflight()?;
+        let found = config.preflight()?;
+        // Services other than etcd, and systems without it, are the process
+        // runtime's only, for now.
+        let etcd_bin = match (&found.etcd, config.system.services.len()) {
+            (Some(etcd), 1) => etcd.clone(),
+            _ => {
+                return Err(RuntimeError::Missing(vec![format!(
+                    "the Docker runtime runs only systems whose one service is etcd ({} needs {})",
+                    config.system.name,
+                    config
+                        .system
+                        .services()
+                        .map(|s| s.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )]));
+            }
+        };
         let plan = ClusterPlan::new(config);
         let docker = api::connect()?;
         std::fs::create_dir_all(&plan.config.run_dir)
             .map_err(RuntimeError::io("creating the run dir"))?;
         let mut images = Vec::new();
-        for spec in image::specs(&plan.config, etcd_bin) {
+        for spec in image::specs(&plan.config, found.program, etcd_bin) {
             images.push(image::ensure(&docker, &spec).await?);
         }
         let run_id = api::new_run_id();
@@ -224,7 +242,10 @@ impl DockerRuntime {
             };
             let upstream = match link.upstream() {
                 Upstream::Broker(to) => format!("{to}:{BROKER_PORT}"),
-                Upstream::Etcd => format!("etcd:{ETCD_PORT}"),
+                Upstream::Service(ServiceKind::Etcd) => format!("etcd:{ETCD_PORT}"),
+                Upstream::Service(service) => {
+                    unreachable!("checked at start: no {service} on the Docker runtime")
+                }
             };
             self.cluster.links.insert(link, address);
             self.link_ports.insert(link, port);
