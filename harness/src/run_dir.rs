@@ -5,10 +5,14 @@
 //! ```text
 //! <store>/<group...>/<UTC timestamp>-<n>/     (group: adhoc/<schedule>, or suite/scenario/setting)
 //!     schedule.toml     the schedule as applied (--set merged in); written first
+//!     system.toml       the system under test's file, for any system but the
+//!                       reference broker (a run without one is the reference's)
 //!     harness.log       what the harness did and saw, line by line
 //!     history.jsonl     the history, one op a line, as it happens (history/op.rs)
 //!     clock.json        the wall-clock time the history's clock started from
 //!     timeline.json     etcd's revision history of the cluster's decisions, at the end
+//!     final-read/       the final read over the protocol (systems whose final state is
+//!                       read so: observe/final_read.rs), as Kafka segments + final-read.json
 //!     run.json          how the run ended (completed, or unknown and why); absent if cut off
 //!     results.json      the checkers' report and the verdict
 //!     nodes/etcd.log, nodes/proxy.log
@@ -33,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::node::NodeId;
 use crate::store::{self, StoreError};
+use crate::system::{System, SystemError};
 
 /// One run's directory in the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +54,8 @@ impl RunDir {
     const RESULTS: &'static str = "results.json";
     const CLOCK: &'static str = "clock.json";
     const NODES: &'static str = "nodes";
+    const SYSTEM: &'static str = "system.toml";
+    const FINAL_READ: &'static str = "final-read";
 
     /// A fresh run directory under `store/<group...>/`, and `store/latest`
     /// pointed at it.
@@ -82,6 +89,31 @@ impl RunDir {
 
     pub fn history(&self) -> PathBuf {
         self.path.join(Self::HISTORY)
+    }
+
+    /// The final read's directory (observe/final_read.rs writes it).
+    pub fn final_read(&self) -> PathBuf {
+        self.path.join(Self::FINAL_READ)
+    }
+
+    /// Writes `system.toml` for any system but the reference broker, whose
+    /// runs stay as they were before systems were data.
+    pub fn write_system(&self, system: &System) -> Result<(), StoreError> {
+        if system.is_reference() {
+            return Ok(());
+        }
+        let path = self.path.join(Self::SYSTEM);
+        std::fs::write(&path, &system.text).map_err(|source| StoreError { path, source })
+    }
+
+    /// The system the run tested: `system.toml`, else the reference broker.
+    pub fn read_system(&self) -> Result<System, SystemError> {
+        let path = self.path.join(Self::SYSTEM);
+        if path.is_file() {
+            System::load(&path)
+        } else {
+            Ok(System::reference())
+        }
     }
 
     pub fn timeline(&self) -> PathBuf {

@@ -137,7 +137,7 @@ async fn cluster_final_read_matches_the_replicas() {
         })
         .collect();
     let direct_dir = run.path().join("final-read-direct");
-    let direct = final_read_rewriting(&b1, &direct_dir, &rewrite, CALL, FINAL_READ_TOTAL)
+    let direct = final_read_rewriting(&b1, None, &direct_dir, &rewrite, CALL, FINAL_READ_TOTAL)
         .await
         .unwrap();
 
@@ -149,7 +149,8 @@ async fn cluster_final_read_matches_the_replicas() {
     };
     let cut_off = BTreeMap::from([(runtime.client_address(leaders[&0]).unwrap(), dead.clone())]);
     let failing_dir = run.path().join("final-read-failing");
-    let failed = final_read_rewriting(&b1, &failing_dir, &cut_off, CALL, FINAL_READ_TOTAL).await;
+    let failed =
+        final_read_rewriting(&b1, None, &failing_dir, &cut_off, CALL, FINAL_READ_TOTAL).await;
     runtime.freeze().await.unwrap();
 
     let Err(FinalReadError::Incomplete {

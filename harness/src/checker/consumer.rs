@@ -68,6 +68,7 @@ pub fn checker() -> Checker {
             that never caught up (a run that did not quiesce) shows as holding nothing, and a \
             partition no replica hosts makes this rule unknown. Values are compared as the \
             workload writes them (decimal text); keys, headers and timestamps are not compared.",
+        needs: &[],
         check,
     }
 }

@@ -6,15 +6,17 @@ use std::path::PathBuf;
 
 use crate::history::{Op, read_history};
 use crate::node::NodeId;
+use crate::observe::final_read::{FINAL_READ_JSON, FinalRead};
 use crate::observe::timeline::Timeline;
 use crate::reader::state_change::{StateChange, read_state_changes};
 use crate::reader::{DataDirState, ReplicaState, read_data_dir};
 use crate::run_dir::RunDir;
 use crate::schedule::Schedule;
+use crate::system::{Claims, Sees};
 use crate::topic_partition::PartitionRef;
 
 /// Everything a run left: the checkers' input.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunData {
     pub dir: PathBuf,
     pub schedule: Option<Schedule>,
@@ -27,6 +29,39 @@ pub struct RunData {
     /// etcd's history of the partition-state and controller keys; `None` when
     /// the run did not record one (checkers needing it are then unknown).
     pub timeline: Option<Timeline>,
+    /// The system under test's name, and what it lets the checkers see
+    /// (system.toml; a run without one is the reference broker's).
+    pub system: String,
+    pub sees: Sees,
+    pub claims: Claims,
+    /// The final read over the protocol (`final-read/`), for systems whose
+    /// replicas' files cannot be read.
+    pub final_read: Option<FinalReadState>,
+}
+
+/// The final read as the reader saw its segments, and the broker it went
+/// through.
+#[derive(Debug, Clone)]
+pub struct FinalReadState {
+    pub via: NodeId,
+    pub data: DataDirState,
+}
+
+impl Default for RunData {
+    fn default() -> Self {
+        RunData {
+            dir: PathBuf::new(),
+            schedule: None,
+            history: Vec::new(),
+            replicas: BTreeMap::new(),
+            state_changes: BTreeMap::new(),
+            timeline: None,
+            system: crate::system::REFERENCE.to_owned(),
+            sees: Sees::ALL,
+            claims: Claims::default(),
+            final_read: None,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +78,29 @@ pub enum LoadError {
     StateChange(#[from] crate::reader::state_change::StateChangeError),
     #[error("{}: {error}", path.display())]
     Timeline { path: PathBuf, error: String },
+    #[error(transparent)]
+    System(#[from] crate::system::SystemError),
+    #[error("{}: {error}", path.display())]
+    FinalRead { path: PathBuf, error: String },
+}
+
+impl FinalReadState {
+    fn load(dir: &std::path::Path) -> Result<FinalReadState, LoadError> {
+        let path = dir.join(FINAL_READ_JSON);
+        let error = |error: String| LoadError::FinalRead {
+            path: path.clone(),
+            error,
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| error(e.to_string()))?;
+        let summary: FinalRead = serde_json::from_str(&text).map_err(|e| error(e.to_string()))?;
+        let via = summary
+            .via
+            .ok_or_else(|| error("names no broker the read went through (`via`)".into()))?;
+        Ok(FinalReadState {
+            via,
+            data: read_data_dir(dir)?,
+        })
+    }
 }
 
 impl RunData {
@@ -60,6 +118,12 @@ impl RunData {
             None
         };
         let history = read_history(dir.history())?;
+        let system = dir.read_system()?;
+        let final_read = if dir.final_read().is_dir() {
+            Some(FinalReadState::load(&dir.final_read())?)
+        } else {
+            None
+        };
         let mut replicas = BTreeMap::new();
         let mut state_changes = BTreeMap::new();
         for node in dir.nodes_with_data() {
@@ -90,19 +154,39 @@ impl RunData {
             replicas,
             state_changes,
             timeline,
+            sees: system.sees(),
+            claims: system.claims,
+            system: system.name,
+            final_read,
         })
     }
 
-    /// Every partition some node holds a replica of.
+    /// Every partition some node holds a replica of, or the final read read.
     pub fn partitions(&self) -> BTreeSet<PartitionRef> {
+        let read = self.final_read.iter().map(|read| &read.data);
         self.replicas
             .values()
+            .chain(read)
             .flat_map(|dir| dir.replicas.iter().map(ReplicaState::partition_ref))
             .collect()
     }
 
-    /// Every node holding a replica of `partition`, in node order.
+    /// Every node holding a replica of `partition`, in node order. For a
+    /// system whose replicas cannot be read, the final read is the one
+    /// replica there is, held by the broker it went through.
     pub fn holders(&self, partition: &PartitionRef) -> Vec<(NodeId, &ReplicaState)> {
+        if !self.sees.replica_files {
+            return self
+                .final_read
+                .iter()
+                .filter_map(|read| {
+                    let replica = read
+                        .data
+                        .replica(&partition.topic, partition.wire_partition())?;
+                    Some((read.via, replica))
+                })
+                .collect();
+        }
         self.replicas
             .iter()
             .filter_map(|(&node, dir)| {

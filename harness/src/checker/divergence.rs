@@ -17,7 +17,7 @@ use crate::reader::{Payload, ReplicaState};
 use super::CheckOutcome;
 use super::evidence;
 use super::final_log::FinalLog;
-use super::{Anomaly, CheckResult, Checker, Details, Evidence, RunIndex};
+use super::{Anomaly, CheckResult, Checker, Details, Evidence, Need, RunIndex};
 use crate::topic_partition::PartitionRef;
 
 pub const NAME: &str = "divergence";
@@ -39,6 +39,7 @@ pub fn checker() -> Checker {
             Keys, headers, timestamps and batch boundaries. Records in damaged batches count as \
             absent, so damage below the common end is reported as divergence; damage at the tail \
             only lowers that replica's log end.",
+        needs: &[Need::ReplicaFiles],
         check,
     }
 }

@@ -38,6 +38,7 @@ pub fn checker() -> Checker {
             the workload never sends that value again. Null values. When a partition has no \
             final log (no final leader and disagreeing replicas) every replica is examined \
             instead.",
+        needs: &[],
         check,
     }
 }

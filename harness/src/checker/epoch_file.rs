@@ -37,7 +37,7 @@ use super::CheckOutcome;
 use super::evidence::{
     BatchSpan, EpochDisagrees, EpochNotAtBatchStart, EpochNotMonotonic, EpochUnreadable,
 };
-use super::{Anomaly, CheckResult, Checker, Evidence, RunIndex};
+use super::{Anomaly, CheckResult, Checker, Evidence, Need, RunIndex};
 
 pub const NAME: &str = "epoch-file";
 
@@ -56,6 +56,7 @@ pub fn checker() -> Checker {
             log end as findings). Replicas with no epoch file. Batches in damaged (non-intact) \
             frames. Whether an epoch in the file was ever an epoch in etcd (one-leader-per-epoch \
             checkers compare with the timeline). Whether replicas' files agree with each other.",
+        needs: &[Need::ReplicaFiles],
         check,
     }
 }

@@ -35,6 +35,9 @@ pub(crate) enum Judgement {
 /// after it, not a pass over the whole history and timeline: the history can
 /// hold a million ops, and every checker that judges values judges them all.
 pub(crate) struct Excuses<'a> {
+    /// Whether the system may elect uncleanly at all (its system file's
+    /// claims): with no elections of its own, no loss is excused by one.
+    unclean_elections: bool,
     /// Partitions etcd's timeline has a state for; `None`: no timeline.
     with_states: Option<BTreeSet<PartitionRef>>,
     /// Per partition, its unclean elections (the broker elected and the
@@ -113,6 +116,7 @@ impl<'a> Excuses<'a> {
             })
             .collect();
         Excuses {
+            unclean_elections: run.claims.unclean_elections,
             with_states,
             unclean,
             disk_losses,
@@ -125,6 +129,17 @@ impl<'a> Excuses<'a> {
 
     /// Applies DESIGN.md's excuses to one acknowledged value.
     pub(crate) fn judge(&self, acked: &AckedValue) -> Judgement {
+        // A system with no elections of its own (and so no timeline of
+        // them): only a disk fault that cut the value from every replica the
+        // ack named can excuse losing it.
+        if !self.unclean_elections && self.with_states.is_none() {
+            if let Some(isr) = acked.isr.filter(|isr| !isr.is_empty())
+                && let Some(why) = self.disk_loss(acked, isr)
+            {
+                return Judgement::Excused(why);
+            }
+            return Judgement::NotExcused;
+        }
         let (Some(isr), Some(leader_epoch)) = (acked.isr, acked.leader_epoch) else {
             return Judgement::Undetermined(
                 "the ack recorded no ISR or leader epoch from etcd".into(),

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::CheckOutcome;
 use super::evidence::{EtcdState, StaleEpochApplied, StateChangeEntry, UncommittedApplied};
-use super::{Anomaly, CheckResult, Checker, Evidence, RunIndex};
+use super::{Anomaly, CheckResult, Checker, Evidence, Need, RunIndex};
 use crate::node::NodeId;
 use crate::observe::timeline::Timeline;
 use crate::reader::state_change::StateChange;
@@ -43,6 +43,7 @@ pub fn checker() -> Checker {
             broker received but did not log (a crash mid-write) are not seen. Rule 1 needs \
             the state-change logs; rule 2 needs them and etcd's timeline — without the \
             timeline, rule 2 is skipped and the verdict is at best unknown.",
+        needs: &[Need::EtcdTimeline, Need::StateChangeLog],
         check,
     }
 }

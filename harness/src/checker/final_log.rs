@@ -32,6 +32,13 @@ pub enum NoFinalLog {
     },
     #[error("no replica of the partition and no send to it")]
     NotInTheRun,
+    #[error("the system's final state is read over the protocol, and the run has no final read")]
+    NoFinalRead,
+    #[error("the final read (through {via}) has no {partition}: see final-read/final-read.json")]
+    NotInFinalRead {
+        partition: PartitionRef,
+        via: NodeId,
+    },
 }
 
 /// A partition's final log and how it was chosen.
@@ -47,11 +54,36 @@ pub(crate) struct FinalLog<'a> {
 }
 
 impl<'a> FinalLog<'a> {
+    /// For a system whose replicas cannot be read: the final read over the
+    /// protocol is the final log (Jepsen's final read), and its one holder.
+    fn from_final_read(
+        run: &'a RunData,
+        partition: &PartitionRef,
+    ) -> Result<FinalLog<'a>, NoFinalLog> {
+        let read = run.final_read.as_ref().ok_or(NoFinalLog::NoFinalRead)?;
+        let replica = read
+            .data
+            .replica(&partition.topic, partition.wire_partition())
+            .ok_or_else(|| NoFinalLog::NotInFinalRead {
+                partition: partition.clone(),
+                via: read.via,
+            })?;
+        Ok(FinalLog {
+            node: read.via,
+            replica,
+            chosen: format!("the final read over the protocol through {}", read.via),
+            holders: run.holders(partition),
+        })
+    }
+
     /// Chooses the final log of `partition`, or says why there is none.
     pub(crate) fn of(
         run: &'a RunData,
         partition: &PartitionRef,
     ) -> Result<FinalLog<'a>, NoFinalLog> {
+        if !run.sees.replica_files {
+            return Self::from_final_read(run, partition);
+        }
         let holders = run.holders(partition);
         if holders.is_empty() {
             return Err(NoFinalLog::NoReplica(partition.clone()));

@@ -52,6 +52,7 @@ pub fn checker() -> Checker {
             Polls whose intervals overlap are not ordered. ListOffsets answers and the high \
             watermarks in replicas' checkpoints are not compared here. Records at or above the \
             high watermark are not looked for (the client cuts a poll at it).",
+        needs: &[],
         check,
     }
 }

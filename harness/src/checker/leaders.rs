@@ -14,7 +14,7 @@ use super::evidence::{
     AppliedBy, AppliedLeader, EtcdLeader, HeldInBatch, LeadersApplied, LeadersInEtcd,
     WritersInOneEpoch,
 };
-use super::{Anomaly, CheckResult, Checker, Evidence, RunIndex};
+use super::{Anomaly, CheckResult, Checker, Evidence, Need, RunIndex};
 use crate::node::NodeId;
 use crate::observe::timeline::Timeline;
 use crate::reader::state_change::StateChange;
@@ -48,6 +48,7 @@ pub fn checker() -> Checker {
             is not this checker's question (see the fencing checker). Each rule is \
             skipped, and the verdict at best unknown, when its input is missing: (a) \
             without etcd's timeline, (b) without state-change logs, (c) without replicas.",
+        needs: &[Need::ReplicaFiles, Need::EtcdTimeline, Need::StateChangeLog],
         check,
     }
 }

@@ -52,6 +52,7 @@ pub fn checker() -> Checker {
             The ISR and leader epoch are etcd's just after the ack, not at it: an election in \
             between makes the rule stricter (an unclean election at that very epoch does not \
             excuse).",
+        needs: &[],
         check,
     }
 }

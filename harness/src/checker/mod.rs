@@ -41,7 +41,7 @@ pub use evidence::{Details, Evidence};
 pub use final_log::NoFinalLog;
 pub use index::RunIndex;
 pub(crate) use verdict::anomalies_message;
-pub use verdict::{CheckOutcome, CheckResult, Checker, Verdict};
+pub use verdict::{CheckOutcome, CheckResult, Checker, Need, Verdict};
 
 /// Every checker, in report order. Each module adds its own entry here.
 pub fn all() -> Vec<Checker> {
@@ -65,8 +65,25 @@ pub struct Report {
     pub results: Vec<CheckResult>,
 }
 
-/// Runs one checker; one that errs or panics is unknown, never valid.
+/// Runs one checker; one that errs or panics is unknown, never valid, and
+/// one whose needs the system does not meet is not applicable (it never runs).
 fn run_one(checker: &Checker, run: &RunIndex) -> CheckResult {
+    let unmet: Vec<&str> = checker
+        .needs
+        .iter()
+        .filter(|need| !need.met_by(&run.run.sees))
+        .map(|need| need.what())
+        .collect();
+    if !unmet.is_empty() {
+        return CheckResult::not_applicable(
+            checker.name,
+            format!(
+                "needs {}, which the system under test ({}) does not let the harness see",
+                unmet.join(" and "),
+                run.run.system
+            ),
+        );
+    }
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (checker.check)(run)));
     match outcome {
         Ok(Ok(mut result)) => {
@@ -123,11 +140,11 @@ pub fn check(run: &RunData, checkers: &[Checker]) -> Report {
         .into_iter()
         .map(|r| r.expect("every checker ran"))
         .collect();
-    let verdict = results
-        .iter()
-        .map(|r| r.verdict)
-        .max()
-        .unwrap_or(Verdict::Unknown);
+    // A run no checker applied to was not judged: unknown, never valid.
+    let verdict = match results.iter().map(|r| r.verdict).max() {
+        None | Some(Verdict::NotApplicable) => Verdict::Unknown,
+        Some(verdict) => verdict,
+    };
     Report { verdict, results }
 }
 
@@ -154,6 +171,7 @@ mod tests {
             guarantee: "",
             source: "",
             not_checked: "",
+            needs: &[],
             check,
         }
     }
@@ -252,6 +270,120 @@ mod tests {
         assert_eq!(count("epoch-file", "epoch-files-checked"), 9);
         assert!(count("consumer", "records-read") > 1_000);
         assert!(count("stale-controller-fenced", "applied") > 9);
+    }
+
+    /// `run` as a system that lets the checkers see only the history and a
+    /// final read over the protocol would leave it: each partition's final
+    /// log moved into the final read, no replicas, no timeline, no
+    /// state-change logs.
+    fn as_seen_over_the_protocol(run: RunData) -> RunData {
+        let replicas = run
+            .partitions()
+            .iter()
+            .map(|p| final_log::FinalLog::of(&run, p).unwrap().replica.clone())
+            .collect();
+        let data = crate::reader::DataDirState {
+            path: "final-read".into(),
+            replicas,
+            high_watermarks: None,
+            recovery_points: None,
+            clean_shutdown: false,
+            findings: Vec::new(),
+        };
+        RunData {
+            replicas: Default::default(),
+            state_changes: Default::default(),
+            timeline: None,
+            system: "over-the-protocol".into(),
+            sees: crate::system::Sees {
+                replica_files: false,
+                etcd_timeline: false,
+                state_change_log: false,
+            },
+            claims: crate::system::Claims {
+                unclean_elections: false,
+            },
+            final_read: Some(context::FinalReadState {
+                via: crate::node::NodeId::new(2),
+                data,
+            }),
+            ..run
+        }
+    }
+
+    #[test]
+    fn a_checker_never_says_valid_over_what_the_system_does_not_let_it_see() {
+        let run = as_seen_over_the_protocol(synthetic_run(&SyntheticSpec::with_ops(2_000)));
+        let report = check(&run, &all());
+        assert_eq!(report.verdict, Verdict::Valid, "{report:#?}");
+        for (checker, result) in all().iter().zip(&report.results) {
+            if checker.needs.is_empty() {
+                assert_ne!(result.verdict, Verdict::NotApplicable, "{result:#?}");
+            } else {
+                assert_eq!(result.verdict, Verdict::NotApplicable, "{result:#?}");
+                assert!(
+                    result.message.contains("does not let the harness see")
+                        && result.message.contains("over-the-protocol"),
+                    "{}",
+                    result.message
+                );
+            }
+        }
+        let result = |name: &str| report.results.iter().find(|r| r.checker == name).unwrap();
+        for name in [
+            "divergence",
+            "epoch-file",
+            "one-leader-per-epoch",
+            "stale-controller-fenced",
+        ] {
+            assert_eq!(result(name).verdict, Verdict::NotApplicable, "{name}");
+        }
+        // The ones that ran looked at the final read, not at nothing.
+        assert!(result("lost-write").counts["acknowledged"] > 1_000);
+        assert!(result("consumer").counts["records-read"] > 1_000);
+
+        // And the final read is what they hold acknowledged writes against.
+        let spec = SyntheticSpec {
+            drop_acked_value: true,
+            ..SyntheticSpec::with_ops(2_000)
+        };
+        let report = check(&as_seen_over_the_protocol(synthetic_run(&spec)), &all());
+        let lost = result_of(&report, "lost-write");
+        assert_eq!(lost.verdict, Verdict::Invalid, "{lost:#?}");
+        let evidence = serde_json::to_string(&lost.evidence[0]).unwrap();
+        assert!(evidence.contains("\"final_log_node\":\"b2\""), "{evidence}");
+    }
+
+    fn result_of<'a>(report: &'a Report, name: &str) -> &'a CheckResult {
+        report.results.iter().find(|r| r.checker == name).unwrap()
+    }
+
+    #[test]
+    fn a_run_no_checker_applies_to_is_unknown_not_valid() {
+        let run = RunData {
+            sees: crate::system::Sees {
+                replica_files: false,
+                etcd_timeline: false,
+                state_change_log: false,
+            },
+            ..RunData::default()
+        };
+        let needy = Checker {
+            needs: &[Need::ReplicaFiles],
+            ..checker("needy", |_| Ok(CheckResult::valid("needy", "saw nothing")))
+        };
+        let report = check(&run, &[needy]);
+        assert_eq!(report.results[0].verdict, Verdict::NotApplicable);
+        assert_eq!(
+            report.results[0].message,
+            "needs every replica's log files on disk, which the system under test (epochal) \
+             does not let the harness see"
+        );
+        assert_eq!(report.verdict, Verdict::Unknown);
+        assert_eq!(
+            serde_json::to_string(&report.results[0].verdict).unwrap(),
+            "\"not-applicable\""
+        );
     }
 
     #[test]

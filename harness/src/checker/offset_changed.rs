@@ -30,6 +30,7 @@ pub fn checker() -> Checker {
             (the broker names no offset). acks=1 moves are only counted. A value at its acked offset \
             and also elsewhere is a duplicate, not a move (see duplicates). Partitions with no final \
             log, and acks=all moves that cannot be judged, make the verdict unknown.",
+        needs: &[],
         check,
     }
 }

@@ -681,6 +681,7 @@ impl<'a> Generator<'a> {
             replicas,
             state_changes: self.state_changes,
             timeline: Some(self.timeline),
+            ..RunData::default()
         }
     }
 

@@ -11,14 +11,20 @@ use super::context::RunData;
 use super::error::CheckError;
 use super::evidence::Evidence;
 use super::index::RunIndex;
+use crate::system::Sees;
 
 /// What a checker returns: its result, or why it could not check.
 pub type CheckOutcome = Result<CheckResult, CheckError>;
 
-/// Ordered so that `max` is the merge: invalid > unknown > valid.
+/// Ordered so that `max` is the merge: invalid > unknown > valid >
+/// not-applicable. A checker is not applicable when the system under test
+/// does not give what it needs ([`Need`]); a run's verdict is never
+/// not-applicable (`check` folds a run no checker applied to into unknown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
+    #[serde(rename = "not-applicable")]
+    NotApplicable,
     Valid,
     Unknown,
     Invalid,
@@ -27,6 +33,7 @@ pub enum Verdict {
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            Verdict::NotApplicable => "not-applicable",
             Verdict::Valid => "valid",
             Verdict::Unknown => "unknown",
             Verdict::Invalid => "invalid",
@@ -57,6 +64,10 @@ impl CheckResult {
 
     pub fn unknown(checker: &str, why: impl Into<String>) -> Self {
         Self::new(checker, Verdict::Unknown, why)
+    }
+
+    pub fn not_applicable(checker: &str, why: impl Into<String>) -> Self {
+        Self::new(checker, Verdict::NotApplicable, why)
     }
 
     pub fn invalid(checker: &str, message: impl Into<String>, evidence: Vec<Evidence>) -> Self {
@@ -113,13 +124,48 @@ pub(crate) fn anomalies_message(evidence: &[Evidence]) -> String {
     )
 }
 
+/// What a checker may need beyond the history and each partition's final log
+/// (which every system gives: its replicas' files, or the final read over the
+/// protocol). A system that does not give it makes the checker not
+/// applicable, never valid over data it never saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Every replica's segments, checkpoints and leader-epoch file.
+    ReplicaFiles,
+    /// etcd's revision history of the cluster's decisions.
+    EtcdTimeline,
+    /// The brokers' state-change logs.
+    StateChangeLog,
+}
+
+impl Need {
+    pub fn met_by(self, sees: &Sees) -> bool {
+        match self {
+            Need::ReplicaFiles => sees.replica_files,
+            Need::EtcdTimeline => sees.etcd_timeline,
+            Need::StateChangeLog => sees.state_change_log,
+        }
+    }
+
+    /// What is needed, as the not-applicable message says it.
+    pub fn what(self) -> &'static str {
+        match self {
+            Need::ReplicaFiles => "every replica's log files on disk",
+            Need::EtcdTimeline => "the cluster's decisions in etcd (the reference broker's layout)",
+            Need::StateChangeLog => "the brokers' state-change logs",
+        }
+    }
+}
+
 /// A checker: a name, the guarantee it asserts with its source, what it does
-/// not check, and the check itself. `Err` (it could not run) becomes unknown.
+/// not check, what it needs, and the check itself. `Err` (it could not run)
+/// becomes unknown.
 pub struct Checker {
     pub name: &'static str,
     pub guarantee: &'static str,
     pub source: &'static str,
     pub not_checked: &'static str,
+    pub needs: &'static [Need],
     pub check: fn(&RunIndex) -> CheckOutcome,
 }
 

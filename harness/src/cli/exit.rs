@@ -14,6 +14,7 @@ pub fn exit_code(verdict: Verdict) -> u8 {
     match verdict {
         Verdict::Valid => EXIT_VALID,
         Verdict::Invalid => EXIT_INVALID,
-        Verdict::Unknown => EXIT_UNKNOWN,
+        // A run's verdict is never not-applicable (checker::check folds it).
+        Verdict::Unknown | Verdict::NotApplicable => EXIT_UNKNOWN,
     }
 }

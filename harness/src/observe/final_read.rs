@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::kafka_client::{ClientError, FetchOptions, KafkaClient, Metadata, OffsetSpec};
+use crate::node::NodeId;
 use crate::reader::checkpoint::{CHECKPOINT_VERSION, OffsetEntry, REPLICATION_OFFSET_CHECKPOINT};
 use crate::reader::segment::{BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES};
 use crate::store::{StoreError, write_json};
@@ -77,6 +78,10 @@ const RECORDS_COUNT_AT: usize = 57;
 pub struct FinalRead {
     /// The address the topics were listed through.
     pub bootstrap: String,
+    /// The broker that address is (set by the run that made the read), so a
+    /// checker can name where the final log came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<NodeId>,
     /// Every partition of every non-internal topic, by topic then partition;
     /// failed ones included, with their error.
     pub partitions: Vec<PartitionRead>,
@@ -392,7 +397,15 @@ pub async fn final_read(
     deadline_per_request: Duration,
     total: Duration,
 ) -> Result<FinalRead, FinalReadError> {
-    final_read_rewriting(address, dir, &BTreeMap::new(), deadline_per_request, total).await
+    final_read_rewriting(
+        address,
+        None,
+        dir,
+        &BTreeMap::new(),
+        deadline_per_request,
+        total,
+    )
+    .await
 }
 
 /// [`final_read`], dialling a leader that advertises an address in
@@ -406,6 +419,7 @@ pub async fn final_read(
 /// ([`FinalReadError::Incomplete`], which holds the summary too).
 pub async fn final_read_rewriting(
     address: &str,
+    via: Option<NodeId>,
     dir: &Path,
     rewrite: &BTreeMap<String, String>,
     deadline_per_request: Duration,
@@ -422,6 +436,7 @@ pub async fn final_read_rewriting(
     let metadata = session.metadata(address).await?;
     let mut read = FinalRead {
         bootstrap: address.to_owned(),
+        via,
         partitions: Vec::new(),
     };
     let mut failures = Vec::new();

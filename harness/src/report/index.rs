@@ -84,7 +84,10 @@ impl IndexVerdict {
         match serde_json::from_slice::<Results>(&text) {
             Ok(Results { verdict }) => match verdict {
                 crate::checker::Verdict::Valid => IndexVerdict::Valid,
-                crate::checker::Verdict::Unknown => IndexVerdict::Unknown,
+                // A run's verdict is never not-applicable (checker::check).
+                crate::checker::Verdict::Unknown | crate::checker::Verdict::NotApplicable => {
+                    IndexVerdict::Unknown
+                }
                 crate::checker::Verdict::Invalid => IndexVerdict::Invalid,
             },
             Err(_) => IndexVerdict::Unreadable,

@@ -193,7 +193,7 @@ header{padding:12px 20px;background:#fff;border-bottom:1px solid #ddd;position:s
 h1{font-size:17px;margin:0 0 4px;word-break:break-all}h2{font-size:16px;margin:18px 0 8px}h3{font-size:14px;margin:14px 0 6px}
 main{padding:0 20px 40px}nav a{margin-right:14px}
 .verdict{display:inline-block;padding:1px 8px;border-radius:4px;color:#fff;font-weight:600}
-.verdict.valid{background:#2e7d32}.verdict.invalid{background:#c62828}.verdict.unknown{background:#8d6e00}
+.verdict.valid{background:#2e7d32}.verdict.invalid{background:#c62828}.verdict.unknown{background:#8d6e00}.verdict.not-applicable{background:#757575}
 table{border-collapse:collapse;background:#fff;margin:6px 0 12px}td,th{border:1px solid #ddd;padding:2px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}.counts{color:#666;font-size:12px}
 .evidence .anomaly{font-weight:600;color:#c62828}.allowed .evidence .anomaly{color:#8d6e00}summary h3{display:inline}.evidence li{margin:4px 0}.links a{margin-right:8px}

@@ -42,6 +42,8 @@ pub struct System {
     #[serde(default)]
     pub observe: Observe,
     pub final_state: FinalState,
+    #[serde(default)]
+    pub claims: Claims,
     /// The file as written, kept so a run directory holds the system it ran.
     #[serde(skip)]
     pub text: String,
@@ -230,6 +232,29 @@ pub enum FinalRead {
     /// Jepsen's final read: ListOffsets and Fetch from the log start on every
     /// partition through a fresh client, stored as Kafka segments.
     Protocol,
+}
+
+/// What a system says of itself that changes which of Kafka's excuses a
+/// checker may grant it. Only what the harness cannot observe belongs here,
+/// and each claim can only take an excuse away, never add one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claims {
+    /// Whether the system may elect a leader that lacks acknowledged writes
+    /// (Kafka's unclean leader election, when enabled). `false` for a system
+    /// with no leader elections of its own (shared storage): losing an
+    /// acks=all write is then never excused by an election the harness
+    /// could not see.
+    pub unclean_elections: bool,
+}
+
+impl Default for Claims {
+    /// Kafka's: unclean elections are possible (the timeline tells when).
+    fn default() -> Self {
+        Claims {
+            unclean_elections: true,
+        }
+    }
 }
 
 /// What a system lets the checkers see; a checker that needs more reports
