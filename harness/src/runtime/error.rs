@@ -47,6 +47,10 @@ pub enum RuntimeError {
     ImageBuild { tag: String, detail: String },
     #[error("removing Docker objects: {}", .0.join("; "))]
     Cleanup(Vec<String>),
+    /// A PostgreSQL server that is not one a runtime can use (it asks for a
+    /// password, or answers as something else), or a postmaster that ended.
+    #[error("PostgreSQL {at}: {detail}")]
+    Postgres { at: String, detail: String },
     #[error("no node {0}")]
     UnknownNode(NodeId),
     #[error("node {0} is not running")]

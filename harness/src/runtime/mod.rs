@@ -11,6 +11,7 @@ pub mod etcd_probe;
 mod kind;
 pub mod orphans;
 pub mod plan;
+pub mod postgres;
 pub mod process;
 pub mod reaper;
 
