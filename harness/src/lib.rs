@@ -3,7 +3,8 @@
 //! The modules in layer order, lowest first; each names only modules before
 //! it (`tests/layers.rs` keeps this, and that no file depends on itself):
 //! the vocabulary (`text_form`, `random`, `duration`; `node`, a broker, `b1`
-//! ⇄ id 1; `topic_partition`, `t-0`), `schedule` (TOML in, typed steps out),
+//! ⇄ id 1; `topic_partition`, `t-0`), `schedule` (TOML in, typed steps out)
+//! and `system` (a system under test as data: systems/*.toml),
 //! `history` (typed Jepsen-style ops on disk), `reader` (every replica's
 //! files, read independently of the broker), `store` and `run_dir` (where a
 //! run's files go), `kafka_client` (the harness's own Kafka client),

@@ -16,6 +16,9 @@
 //!     run.json          how the run ended (completed, or unknown and why); absent if cut off
 //!     results.json      the checkers' report and the verdict
 //!     nodes/etcd.log, nodes/proxy.log
+//!     nodes/postgres-data/, nodes/postgres.log (systems that need PostgreSQL)
+//!     nodes/shared/     what every broker of the run shares (systems that keep one
+//!                       store for all brokers, e.g. tansu's SQLite database)
 //!     nodes/etcd-data-<n>/ (process runtime, only where /dev/shm is missing: etcd's
 //!                       data is kept in memory and dropped with it; timeline.json has
 //!                       what the checkers read), nodes/docker-run-id (Docker runtime)
@@ -244,6 +247,22 @@ impl NodeLayout {
 
     pub fn proxy_log(&self) -> PathBuf {
         self.nodes.join("proxy.log")
+    }
+
+    /// A directory every broker of the run shares (`{shared_dir}` in a
+    /// system's command line): storage a system keeps in one place for all
+    /// its brokers, e.g. an SQLite database.
+    pub fn shared_dir(&self) -> PathBuf {
+        self.nodes.join("shared")
+    }
+
+    /// PostgreSQL's data directory (initdb makes it), for systems that need one.
+    pub fn postgres_data(&self) -> PathBuf {
+        self.nodes.join("postgres-data")
+    }
+
+    pub fn postgres_log(&self) -> PathBuf {
+        self.nodes.join("postgres.log")
     }
 
     /// The process runtime's etcd data directory when there is no memory to

@@ -27,6 +27,10 @@ pub struct GateArgs {
     pub store: PathBuf,
     #[arg(long, default_value = "etcd")]
     pub etcd: PathBuf,
+    /// The system under test: a built-in system's name or a system file's
+    /// path. A suite that names the systems it is for runs only on those.
+    #[arg(long, default_value = crate::system::REFERENCE, value_parser = super::run_settings::parse_system)]
+    pub system: crate::system::System,
     /// Run only the I-th of N deterministic slices of the cases (`1/4`), so
     /// a CI matrix spreads the gate over N runners.
     #[arg(long, default_value = "1/1")]
@@ -37,7 +41,22 @@ pub struct GateArgs {
 /// not (an unknown or a run that failed included), 3 for a malformed suite,
 /// 4 when the report cannot be written.
 pub fn gate(args: &GateArgs, out: &mut impl Write) -> u8 {
-    let suites = match crate::gate::load_suites(&args.paths) {
+    let loaded = crate::gate::load_suites(&args.paths).map(|mut suites| {
+        suites.retain(|s| {
+            let for_it = s.suite.systems.contains(&args.system.name);
+            if !for_it {
+                eprintln!(
+                    "epochal: skipping {}: it is for {}, not {}",
+                    s.path.display(),
+                    s.suite.systems.join(", "),
+                    args.system.name
+                );
+            }
+            for_it
+        });
+        suites
+    });
+    let suites = match loaded {
         Ok(suites)
             if suites
                 .iter()
@@ -61,6 +80,7 @@ pub fn gate(args: &GateArgs, out: &mut impl Write) -> u8 {
         store: args.store.clone(),
         bin_dir: crate::run::default_bin_dir(),
         etcd: args.etcd.clone(),
+        system: args.system.clone(),
         jobs: args.jobs,
         runtime: args.runtime,
         shard: args.shard,

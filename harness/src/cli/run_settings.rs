@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::runtime::RuntimeKind;
+use crate::system::System;
 
 /// How a schedule runs: shared by `run` and `replay`.
 #[derive(Debug, Clone, Args)]
@@ -22,6 +23,10 @@ pub struct RunSettings {
     /// The etcd binary.
     #[arg(long, default_value = "etcd")]
     pub etcd: PathBuf,
+    /// The system under test: a built-in system's name (`epochal`, `tansu`)
+    /// or a system file's path (systems/README.md).
+    #[arg(long, default_value = crate::system::REFERENCE, value_parser = parse_system)]
+    pub system: System,
     /// Do not echo harness.log to stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -35,6 +40,13 @@ impl RunSettings {
         options.etcd = self.etcd.clone();
         options.echo = !self.quiet;
         options.runtime = self.runtime;
+        options.system = self.system.clone();
         options
     }
+}
+
+/// `--system`'s value: a built-in name or a file, parsed and checked now so a
+/// typo fails before anything starts.
+pub(crate) fn parse_system(value: &str) -> Result<System, String> {
+    System::named(value).map_err(|e| e.to_string())
 }

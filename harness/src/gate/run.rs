@@ -33,6 +33,7 @@ pub struct GateOptions {
     pub store: PathBuf,
     pub bin_dir: PathBuf,
     pub etcd: PathBuf,
+    pub system: crate::system::System,
     pub jobs: usize,
     pub runtime: crate::runtime::RuntimeKind,
     /// Run only this slice of the cases (see [`Shard`]).
@@ -172,6 +173,7 @@ pub async fn run_gate(suites: &[LoadedSuite], options: &GateOptions) -> Vec<Case
             sets: setting.set.clone(),
             bin_dir: options.bin_dir.clone(),
             etcd: options.etcd.clone(),
+            system: options.system.clone(),
             echo: false,
             name: None,
             runtime: options.runtime,

@@ -13,10 +13,19 @@ use crate::run;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Suite {
+    /// The systems the suite is for (`systems = ["tansu"]`, names as
+    /// `--system` takes them); default the reference broker only. A gate of
+    /// another system skips it.
+    #[serde(default = "reference_only")]
+    pub systems: Vec<String>,
     #[serde(default, rename = "scenario")]
     pub scenarios: Vec<Scenario>,
     #[serde(default, rename = "campaign")]
     pub campaigns: Vec<CampaignCase>,
+}
+
+fn reference_only() -> Vec<String> {
+    vec![crate::system::REFERENCE.to_owned()]
 }
 
 /// `[[campaign]]`: seeded randomized runs (`epochal campaign`) as gate

@@ -9,23 +9,27 @@
 //! wait polls with a deadline; when the deadline passes it reports the
 //! condition and the last thing it saw.
 
+mod error;
 pub mod etcd;
 pub mod final_read;
 pub mod ready;
 pub mod replica;
+pub mod source;
 pub mod timeline;
 
 use std::time::{Duration, Instant};
 
+pub use error::ObserveError;
 pub use etcd::{ClusterView, PartitionView};
-pub use ready::await_ready;
+pub use ready::{await_ready, await_ready_from};
 pub use replica::replica_offsets;
+pub use source::{MetadataSource, ViewSource};
 
 use crate::reader::checkpoint::{
     LEADER_EPOCH_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
     parse_leader_epochs, parse_offsets,
 };
-use crate::runtime::{NodeId, Runtime, RuntimeError};
+use crate::runtime::{NodeId, Runtime};
 use crate::schedule::condition::{Checkpoint, Compare, Condition, Offset};
 use crate::topic_partition::PartitionRef;
 use replica::applied_leader_and_isr;
@@ -33,20 +37,6 @@ use replica::applied_leader_and_isr;
 /// How often a wait re-checks; each check is cheap (one etcd range read, or
 /// one small request, or one file read).
 const POLL: Duration = Duration::from_millis(50);
-
-#[derive(Debug, thiserror::Error)]
-pub enum ObserveError {
-    #[error("etcd (observation): {0}")]
-    Etcd(#[from] etcd_client::Error),
-    #[error(transparent)]
-    Runtime(#[from] RuntimeError),
-    #[error("{condition:?} not within {timeout:?}; last seen: {seen}")]
-    Timeout {
-        condition: String,
-        timeout: Duration,
-        seen: String,
-    },
-}
 
 /// The answer of one look at the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,27 +46,32 @@ pub enum Seen {
 }
 
 pub struct Observer {
-    etcd: etcd_client::Client,
+    source: ViewSource,
 }
 
 impl Observer {
+    /// An observer of etcd at `endpoint` (the reference broker's decisions).
     pub async fn connect(endpoint: &str) -> Result<Self, ObserveError> {
         let options = etcd_client::ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(2))
             .with_timeout(Duration::from_secs(5));
-        Ok(Observer {
-            etcd: etcd_client::Client::connect([endpoint], Some(options)).await?,
-        })
+        let etcd = etcd_client::Client::connect([endpoint], Some(options)).await?;
+        Ok(Observer::new(ViewSource::Etcd(etcd)))
     }
 
-    /// A handle on the observer's etcd connection (cheap: it shares the channel).
-    pub fn etcd(&self) -> etcd_client::Client {
-        self.etcd.clone()
+    pub fn new(source: ViewSource) -> Self {
+        Observer { source }
     }
 
-    /// The cluster as etcd records it now.
+    /// Where the observer's views come from (cheap to clone: an etcd handle
+    /// shares the channel).
+    pub fn source(&self) -> ViewSource {
+        self.source.clone()
+    }
+
+    /// The cluster as etcd, or the brokers' Metadata, say it is now.
     pub async fn view(&mut self) -> Result<ClusterView, ObserveError> {
-        Ok(ClusterView::read(&mut self.etcd).await?)
+        self.source.read().await
     }
 
     /// Polls `condition` until it holds or `timeout` passes.
@@ -93,6 +88,7 @@ impl Observer {
                 Ok(Seen::NotYet(seen)) => seen,
                 // etcd answering slowly is no reason to give up before the deadline.
                 Err(ObserveError::Etcd(e)) => format!("etcd: {e}"),
+                Err(e @ ObserveError::NoMetadata(_)) => e.to_string(),
                 Err(e) => return Err(e),
             };
             if Instant::now() >= deadline {
@@ -206,6 +202,10 @@ impl Observer {
                 "leader of {partition} is {}",
                 show_node(leader)
             )));
+        }
+        // A leader in Metadata is the broker's own word: it leads.
+        if !self.source.is_etcd() {
+            return Ok(Seen::Met(format!("leader of {partition} is {node}")));
         }
         // Named in etcd is not yet leading: the node must also have
         // applied the LeaderAndIsr that made it leader in this epoch, so

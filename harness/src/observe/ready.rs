@@ -7,7 +7,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use super::error::ObserveError;
 use super::etcd::ClusterView;
+use super::source::ViewSource;
 use crate::node::NodeId;
 use crate::runtime::RuntimeError;
 
@@ -23,20 +25,33 @@ pub async fn await_ready(
     nodes: impl IntoIterator<Item = NodeId>,
     timeout: Duration,
 ) -> Result<ClusterView, RuntimeError> {
+    let client = etcd_client::Client::connect([endpoint], None).await?;
+    await_ready_from(&ViewSource::Etcd(client), nodes, timeout).await
+}
+
+/// [`await_ready`] from any source of views. An etcd that fails a read ends
+/// the wait; brokers that do not answer Metadata yet are not ready yet.
+pub async fn await_ready_from(
+    source: &ViewSource,
+    nodes: impl IntoIterator<Item = NodeId>,
+    timeout: Duration,
+) -> Result<ClusterView, RuntimeError> {
     let all: BTreeSet<NodeId> = nodes.into_iter().collect();
     let deadline = Instant::now() + timeout;
-    let mut client = etcd_client::Client::connect([endpoint], None).await?;
     loop {
-        let view = ClusterView::read(&mut client).await?;
-        let missing = match view.ready(&all) {
-            Ok(()) => return Ok(view),
-            Err(missing) => missing,
+        let missing = match source.read().await {
+            Ok(view) => match view.ready(&all) {
+                Ok(()) => return Ok(view),
+                Err(missing) => missing.to_string(),
+            },
+            Err(ObserveError::Etcd(e)) => return Err(e.into()),
+            Err(e) => e.to_string(),
         };
         if Instant::now() > deadline {
             return Err(RuntimeError::Timeout {
                 what: "cluster ready".into(),
                 timeout,
-                detail: Some(missing.to_string()),
+                detail: Some(missing),
             });
         }
         tokio::time::sleep(POLL).await;

@@ -13,10 +13,21 @@
 //! "never recorded": a false `uncommitted-decision-applied`.) The runtime
 //! kills them all at once (`Runtime::freeze`), so the window is one kill long
 //! and no lease can lapse in it.
+//!
+//! A system whose final state is read over the protocol (its system file's
+//! `final_state.read = "protocol"`) is read first, while it still serves:
+//! Jepsen's final read, through a fresh client on the first running broker's
+//! own port (observe/final_read.rs), into `final-read/`. A system without
+//! etcd has no timeline to keep.
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::observe::final_read::final_read_rewriting;
 use crate::run_dir::{RunDir, RunEnd, Stuck};
 use crate::runtime::Runtime;
 use crate::store::RunLog;
+use crate::system::FinalRead;
 
 use super::live::Live;
 use super::{RunError, RunStatus};
@@ -27,9 +38,16 @@ use super::{RunError, RunStatus};
 /// kept.
 pub(super) async fn collect<R: Runtime>(live: &mut Live<R>, dir: &RunDir) -> Result<(), RunError> {
     live.scripted.clear();
+    let system = live.runtime.plan().config.system.clone();
+    if system.final_state.read == FinalRead::Protocol {
+        final_read(live, dir).await;
+    }
     let frozen = live.runtime.freeze().await;
     if let Err(e) = &frozen {
         live.log.line(format!("brokers not all killed: {e}"));
+    }
+    if system.observe.etcd.is_none() {
+        return Ok(frozen?);
     }
     match crate::observe::timeline::read_timeline(live.runtime.etcd_endpoint()).await {
         Ok(timeline) => {
@@ -40,6 +58,52 @@ pub(super) async fn collect<R: Runtime>(live: &mut Live<R>, dir: &RunDir) -> Res
         Err(e) => live.log.line(format!("etcd timeline not read: {e}")),
     }
     Ok(frozen?)
+}
+
+/// Bound on the whole final read.
+const FINAL_READ_TOTAL: Duration = Duration::from_secs(120);
+
+/// The final read over the protocol through the first running broker, its
+/// leaders dialled on their own ports rather than through the client proxies
+/// they advertise. A read that fails is logged, not fatal: what it read is
+/// kept, and the checkers that need the rest say why they cannot judge.
+async fn final_read<R: Runtime>(live: &mut Live<R>, dir: &RunDir) {
+    let runtime = &live.runtime;
+    let mut rewrite = BTreeMap::new();
+    let mut via = None;
+    for node in runtime.nodes() {
+        let (Ok(advertised), Some(direct)) =
+            (runtime.client_address(node), runtime.observe_address(node))
+        else {
+            continue;
+        };
+        if via.is_none() && runtime.is_running(node) && !runtime.is_paused(node).unwrap_or(true) {
+            via = Some((node, direct.clone()));
+        }
+        rewrite.insert(advertised, direct);
+    }
+    let Some((node, address)) = via else {
+        live.log.line("final read not made: no broker is running");
+        return;
+    };
+    let per_request = live.clients.request_timeout;
+    let read = final_read_rewriting(
+        &address,
+        Some(node),
+        &dir.final_read(),
+        &rewrite,
+        per_request,
+        FINAL_READ_TOTAL,
+    )
+    .await;
+    match read {
+        Ok(read) => live.log.line(format!(
+            "final read through {node}: {} partitions, {} records",
+            read.partitions.len(),
+            read.partitions.iter().map(|p| p.records).sum::<u64>()
+        )),
+        Err(e) => live.log.line(format!("final read through {node}: {e}")),
+    }
 }
 
 /// Logs how the run ended and writes `run.json`.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::history::SharedHistory;
 use crate::nemesis::Nemesis;
 use crate::node::NodeId;
-use crate::observe::{ClusterView, Observer};
+use crate::observe::{ClusterView, MetadataSource, Observer, ViewSource};
 use crate::runtime::Runtime;
 use crate::schedule::Schedule;
 use crate::store::RunLog;
@@ -31,6 +31,30 @@ pub struct Live<R: Runtime> {
     pub scripted: BTreeMap<u64, RecordingClient>,
 }
 
+/// The observer a system allows: etcd for the reference broker's layout,
+/// else the brokers' own Metadata on their own ports (observe/source.rs).
+async fn observer_of<R: Runtime>(runtime: &R) -> Result<Observer, RunError> {
+    let system = &runtime.plan().config.system;
+    if system.observe.etcd.is_some() {
+        return Ok(Observer::connect(runtime.etcd_endpoint()).await?);
+    }
+    let mut brokers = Vec::new();
+    for node in runtime.nodes() {
+        let address = runtime
+            .observe_address(node)
+            .ok_or(crate::runtime::RuntimeError::UnknownNode(node))?;
+        brokers.push((node, address));
+    }
+    Ok(Observer::new(ViewSource::Metadata(MetadataSource {
+        brokers,
+        ids: system.node.kafka_node_ids,
+        timeout: METADATA_TIMEOUT,
+    })))
+}
+
+/// Bound on one broker's Metadata answer when the brokers are the observer.
+const METADATA_TIMEOUT: Duration = Duration::from_secs(2);
+
 impl<R: Runtime> Live<R> {
     /// Connects the observer and the clients' etcd handle to a started cluster.
     pub async fn connect(
@@ -40,7 +64,7 @@ impl<R: Runtime> Live<R> {
         log: RunLog,
     ) -> Result<Live<R>, (RunLog, RunError)> {
         let connected = async {
-            let observer = Observer::connect(runtime.etcd_endpoint()).await?;
+            let observer = observer_of(&runtime).await?;
             let mut addresses = BTreeMap::new();
             for node in runtime.nodes() {
                 addresses.insert(node, runtime.client_address(node)?);
@@ -55,7 +79,7 @@ impl<R: Runtime> Live<R> {
             history: history.clone(),
             processes: Processes::default(),
             view: SharedView::new(
-                observer.etcd(),
+                observer.source(),
                 Duration::from_millis(schedule.workload.request_timeout_ms),
             ),
             addresses: Arc::new(addresses),

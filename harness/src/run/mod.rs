@@ -90,6 +90,7 @@ pub async fn execute(
     let group: Vec<&str> = group.iter().map(String::as_str).collect();
     let dir = RunDir::create(&options.store, &group)?;
     dir.write_schedule(&schedule)?;
+    dir.write_system(&options.system)?;
     let mut log = RunLog::create(&dir.harness_log(), options.echo)?;
     log.line(format!("run of {source} in {}", dir.path().display()));
     let writer = HistoryWriter::create(dir.history())?;

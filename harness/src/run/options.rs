@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::runtime::RuntimeKind;
+use crate::system::System;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -25,6 +26,8 @@ pub struct RunOptions {
     pub group: Option<Vec<String>>,
     /// Where the nodes run: local processes or Docker containers.
     pub runtime: RuntimeKind,
+    /// The system under test (systems/; default the reference broker).
+    pub system: System,
 }
 
 impl RunOptions {
@@ -39,6 +42,7 @@ impl RunOptions {
             name: None,
             group: None,
             runtime: RuntimeKind::Process,
+            system: System::reference(),
         }
     }
 }

@@ -63,6 +63,7 @@ pub fn cluster_config(
     let mut config =
         ClusterConfig::new(schedule.cluster.brokers, &options.bin_dir, run_dir.nodes());
     config.etcd = options.etcd.clone();
+    config.system = options.system.clone();
     config.start_timeout = Duration::from_secs(30);
     for id in NodeId::all(schedule.cluster.brokers) {
         let node = schedule.cluster.node.get(&id.to_string());

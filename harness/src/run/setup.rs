@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::kafka_client::KafkaClient;
 use crate::node::NodeId;
-use crate::observe::await_ready;
+use crate::observe::await_ready_from;
 use crate::runtime::Runtime;
 use crate::schedule::{Condition, Schedule};
 
@@ -22,8 +22,8 @@ pub(super) async fn setup<R: Runtime>(
     live: &mut Live<R>,
     schedule: &Schedule,
 ) -> Result<(), RunError> {
-    let runtime = &live.runtime;
-    await_ready(runtime.etcd_endpoint(), runtime.nodes(), READY_TIMEOUT).await?;
+    let source = live.observer.source();
+    await_ready_from(&source, live.runtime.nodes(), READY_TIMEOUT).await?;
     if !schedule.cluster.topics.is_empty() {
         let first = NodeId::new(1);
         let address = live.runtime.client_address(first)?;
@@ -55,8 +55,7 @@ pub(super) async fn setup<R: Runtime>(
             ));
         }
     }
-    let runtime = &live.runtime;
-    let view = await_ready(runtime.etcd_endpoint(), runtime.nodes(), READY_TIMEOUT).await?;
+    let view = await_ready_from(&source, live.runtime.nodes(), READY_TIMEOUT).await?;
     // Every leader serving, not only named in etcd (observe/, LeaderIs).
     for (partition, state) in &view.partitions {
         let condition = Condition::LeaderIs {

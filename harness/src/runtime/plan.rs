@@ -325,6 +325,9 @@ pub struct BrokerAddresses {
     /// What it tells clients to dial: its client link's proxy.
     pub advertised: String,
     pub data_dir: String,
+    /// A directory every broker of the run shares (storage a system keeps
+    /// in one file for all its brokers, e.g. an SQLite database).
+    pub shared_dir: String,
     /// Each service as `host:port`, through the broker's link to it.
     pub services: BTreeMap<ServiceKind, String>,
     /// Each peer's id and the address that reaches it, in `--peer` order.
@@ -354,7 +357,7 @@ impl BrokerPlan {
         &self,
         links: &BTreeMap<Link, String>,
         listen: String,
-        data_dir: String,
+        (data_dir, shared_dir): (String, String),
         config: Option<String>,
     ) -> BrokerAddresses {
         let i = self.node;
@@ -367,6 +370,7 @@ impl BrokerPlan {
             listen,
             advertised: links[&Link::ClientToBroker(i)].clone(),
             data_dir,
+            shared_dir,
             services: links
                 .iter()
                 .filter_map(|(link, address)| match *link {
@@ -430,6 +434,7 @@ impl BrokerPlan {
             "listen" => at.listen.clone(),
             "advertised" => at.advertised.clone(),
             "data_dir" => at.data_dir.clone(),
+            "shared_dir" => at.shared_dir.clone(),
             "lease_ttl_s" => self.lease_ttl_s.to_string(),
             service => at
                 .services
@@ -524,7 +529,8 @@ mod tests {
             .iter()
             .map(|&l| (l, format!("at-{}", l.proxy_name())))
             .collect();
-        let at = b2.addresses(&links, "L".into(), "D".into(), Some("C".into()));
+        let dirs = ("D".to_owned(), "S".to_owned());
+        let at = b2.addresses(&links, "L".into(), dirs.clone(), Some("C".into()));
         assert_eq!(
             b2.argv(&at).join(" "),
             "--node-id 2 --listen L --advertised at-client-b2 --data-dir D \
@@ -532,7 +538,7 @@ mod tests {
              --peer 1=at-b2-b1 --flush-messages 1"
         );
         let b1 = plan.broker(node(1)).unwrap();
-        let at = b1.addresses(&links, "L".into(), "D".into(), None);
+        let at = b1.addresses(&links, "L".into(), dirs, None);
         assert!(
             b1.argv(&at)
                 .join(" ")

@@ -31,6 +31,7 @@ use epochal_faults::toxiproxy_client::ToxiproxyClient;
 
 use super::etcd_probe::etcd_healthy;
 use super::orphans::{MemoryDir, etcd_memory_dir};
+use super::postgres;
 use super::{
     BrokerAddresses, ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused,
     Realised, Runtime, RuntimeError, Upstream, await_paused, reaper,
@@ -136,6 +137,8 @@ pub struct ProcessRuntime {
     _proxy: Guarded,
     /// `None` for a system that needs no etcd.
     _etcd: Option<Guarded>,
+    /// `None` for a system that needs no PostgreSQL.
+    _postgres: Option<PostgresServer>,
     /// etcd's data in memory, removed once etcd (above) is dead.
     _etcd_data: Option<MemoryDir>,
 }
@@ -166,6 +169,15 @@ impl ProcessRuntime {
             }
             None => (None, None, String::new()),
         };
+        let postgres = match plan
+            .config
+            .system
+            .services()
+            .any(|s| s == ServiceKind::Postgres)
+        {
+            true => Some(start_postgres(&plan).await?),
+            false => None,
+        };
         let (proxy, proxy_address) = start_proxy(&plan).await?;
         let proxies = ToxiproxyClient::new(&proxy_address);
 
@@ -175,11 +187,10 @@ impl ProcessRuntime {
             let upstream = match link.upstream() {
                 Upstream::Broker(_) => UPSTREAM_NOT_YET,
                 Upstream::Service(ServiceKind::Etcd) => etcd_address,
-                Upstream::Service(service @ ServiceKind::Postgres) => {
-                    return Err(RuntimeError::Missing(vec![format!(
-                        "the process runtime cannot start {service} yet"
-                    )]));
-                }
+                Upstream::Service(ServiceKind::Postgres) => postgres
+                    .as_ref()
+                    .map(|p| p.address.as_str())
+                    .expect("started above: the plan has a postgres link"),
             };
             let created = proxies
                 .create_proxy(&NewProxy::new(link.proxy_name(), "127.0.0.1:0", upstream))
@@ -190,10 +201,25 @@ impl ProcessRuntime {
         let mut brokers = BTreeMap::new();
         for broker in plan.brokers() {
             let config = broker.prepare()?;
+            // A broker told its port keeps it across restarts, so the
+            // observer's and the proxies' view of it never goes stale (one
+            // taken meanwhile fails the restart, naming the broker's log).
+            let listen = match plan.config.system.node.port {
+                PortMode::Reported => "127.0.0.1:0".to_owned(),
+                PortMode::Assigned => format!("127.0.0.1:{}", free_port()?),
+            };
+            let shared = plan.layout().shared_dir();
+            if plan.config.system.uses("shared_dir") {
+                std::fs::create_dir_all(&shared)
+                    .map_err(RuntimeError::io("creating the shared dir"))?;
+            }
             let at = broker.addresses(
                 &links,
-                "127.0.0.1:0".into(),
-                broker.data_dir.display().to_string(),
+                listen,
+                (
+                    broker.data_dir.display().to_string(),
+                    shared.display().to_string(),
+                ),
                 config.map(|file| file.display().to_string()),
             );
             brokers.insert(
@@ -216,6 +242,7 @@ impl ProcessRuntime {
             brokers,
             program: found.program,
             _proxy: proxy,
+            _postgres: postgres,
             _etcd: etcd,
             _etcd_data: etcd_data,
         };
@@ -312,6 +339,65 @@ fn free_port() -> Result<u16, RuntimeError> {
             what: "picking a free port".into(),
             source,
         })
+}
+
+/// A PostgreSQL server the runtime started, its data under the run
+/// directory. Its children lead sessions of their own (PostgreSQL makes each
+/// a group leader), so a kill of the postmaster's group does not reach them:
+/// dropping it stops the postmaster, kills each child, then the group, and
+/// removes the shared memory segment a killed server leaves.
+struct PostgresServer {
+    server: Option<Guarded>,
+    data_dir: PathBuf,
+    /// `127.0.0.1:<port>`.
+    address: String,
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        if let Some(server) = &self.server {
+            let postmaster = server.pid();
+            // Stopped first so it forks nothing once its children are listed.
+            let _ = signal::pause(postmaster);
+            for child in postgres::server_children(postmaster).unwrap_or_default() {
+                let _ = signal::kill_now(child);
+            }
+        }
+        // The guard kills the postmaster's group and reaps it.
+        drop(self.server.take());
+        let _ = postgres::release_shared_memory(&self.data_dir);
+    }
+}
+
+/// PostgreSQL, initialised under the run directory and answering a
+/// connection's startup as its superuser.
+async fn start_postgres(plan: &ClusterPlan) -> Result<PostgresServer, RuntimeError> {
+    // initdb writes and syncs a whole cluster: seconds, more on a busy machine.
+    let timeout = plan
+        .config
+        .start_timeout
+        .max(std::time::Duration::from_secs(60));
+    let layout = plan.layout();
+    let at = postgres::PostgresPlan::new(
+        postgres::find_binaries()?,
+        layout.postgres_data(),
+        postgres::free_port()?,
+        layout.postgres_log(),
+    )?;
+    at.initdb(timeout).await?;
+    let server = Guarded::spawn(
+        at.server_command(),
+        "postgres".into(),
+        at.log.clone(),
+        Stdio::null(),
+    )?;
+    let server = PostgresServer {
+        server: Some(server),
+        data_dir: at.data_dir.clone(),
+        address: at.address(),
+    };
+    postgres::postgres_ready(&server.address, timeout).await?;
+    Ok(server)
 }
 
 /// etcd, healthy, with its data directory in memory when the machine has
@@ -431,9 +517,6 @@ impl Runtime for ProcessRuntime {
         // Before the spawn: a stale file would point the proxies at a dead port.
         plan.clear_listening()?;
         let port = self.cluster.plan.config.system.node.port;
-        if port == PortMode::Assigned {
-            broker.at.listen = format!("127.0.0.1:{}", free_port()?);
-        }
         let mut command = Command::new(&self.program);
         command.args(plan.argv(&broker.at));
         command.envs(plan.environment(&broker.at));

@@ -281,7 +281,14 @@ impl Sees {
 
 /// The placeholders each list of templates may use, beside one per service
 /// the system declares.
-pub const ARGS_NAMES: &[&str] = &["node", "listen", "advertised", "data_dir", "lease_ttl_s"];
+pub const ARGS_NAMES: &[&str] = &[
+    "node",
+    "listen",
+    "advertised",
+    "data_dir",
+    "shared_dir",
+    "lease_ttl_s",
+];
 const CONFIG_NAMES: &[&str] = &["config"];
 const PEER_NAMES: &[&str] = &["peer", "peer_address"];
 
@@ -432,6 +439,17 @@ impl System {
     /// Whether brokers dial one another (and so have links between them).
     pub fn has_peers(&self) -> bool {
         !self.node.args_per_peer.is_empty()
+    }
+
+    /// Whether any of the node's templates uses the placeholder `name`.
+    pub fn uses(&self, name: &str) -> bool {
+        let node = &self.node;
+        node.args
+            .iter()
+            .chain(&node.args_with_config)
+            .chain(&node.args_per_peer)
+            .chain(node.env.values())
+            .any(|t| t.placeholders().any(|p| p == name))
     }
 
     pub fn services(&self) -> impl Iterator<Item = ServiceKind> + '_ {

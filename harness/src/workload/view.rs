@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::observe::ClusterView;
+use crate::observe::{ClusterView, ViewSource};
 
 /// One view, shared: `None` when etcd could not say (the read failed or
 /// timed out), as a client's own read would have.
@@ -31,7 +31,7 @@ pub struct SharedView {
 }
 
 struct Inner {
-    etcd: etcd_client::Client,
+    source: ViewSource,
     /// Bound on one read.
     timeout: Duration,
     /// Reads begun so far, and whether one is in flight.
@@ -48,11 +48,12 @@ struct Reads {
 }
 
 impl SharedView {
-    pub fn new(etcd: etcd_client::Client, timeout: Duration) -> SharedView {
+    /// Views from `source` (an etcd client, or the brokers' Metadata).
+    pub fn new(source: impl Into<ViewSource>, timeout: Duration) -> SharedView {
         let (latest, _) = watch::channel((0, None, None));
         SharedView {
             inner: Arc::new(Inner {
-                etcd,
+                source: source.into(),
                 timeout,
                 reads: Mutex::new(Reads::default()),
                 latest,
@@ -124,8 +125,7 @@ impl SharedView {
         let number = reads.begun;
         let inner = self.inner.clone();
         tokio::spawn(async move {
-            let mut etcd = inner.etcd.clone();
-            let view = tokio::time::timeout(inner.timeout, ClusterView::read(&mut etcd))
+            let view = tokio::time::timeout(inner.timeout, inner.source.read())
                 .await
                 .ok()
                 .and_then(Result::ok)

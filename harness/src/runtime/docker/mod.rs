@@ -299,10 +299,16 @@ impl DockerRuntime {
             if let Some(file) = &config {
                 binds.push(format!("{}:/broker.toml:ro", absolute(file)?.display()));
             }
+            if self.cluster.plan.config.system.uses("shared_dir") {
+                let shared = self.cluster.plan.layout().shared_dir();
+                std::fs::create_dir_all(&shared)
+                    .map_err(RuntimeError::io("creating the shared dir"))?;
+                binds.push(format!("{}:/shared", absolute(&shared)?.display()));
+            }
             let mut at = broker.addresses(
                 &self.cluster.links,
                 format!("0.0.0.0:{BROKER_PORT}"),
-                "/data".into(),
+                ("/data".into(), "/shared".into()),
                 config.map(|_| "/broker.toml".into()),
             );
             // A controller's requests to itself go to its advertised address in
