@@ -56,7 +56,7 @@ impl Observer {
             .with_connect_timeout(Duration::from_secs(2))
             .with_timeout(Duration::from_secs(5));
         let etcd = etcd_client::Client::connect([endpoint], Some(options)).await?;
-        Ok(Observer::new(ViewSource::Etcd(etcd)))
+        Ok(Observer::new(etcd.into()))
     }
 
     pub fn new(source: ViewSource) -> Self {

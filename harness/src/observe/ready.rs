@@ -26,7 +26,7 @@ pub async fn await_ready(
     timeout: Duration,
 ) -> Result<ClusterView, RuntimeError> {
     let client = etcd_client::Client::connect([endpoint], None).await?;
-    await_ready_from(&ViewSource::Etcd(client), nodes, timeout).await
+    await_ready_from(&client.into(), nodes, timeout).await
 }
 
 /// [`await_ready`] from any source of views. An etcd that fails a read ends

@@ -20,15 +20,16 @@ use crate::topic_partition::PartitionRef;
 /// A source of cluster views; cheap to clone.
 #[derive(Clone)]
 pub enum ViewSource {
-    /// The reference broker's key layout in etcd.
-    Etcd(etcd_client::Client),
+    /// The reference broker's key layout in etcd (boxed: the client is
+    /// large beside a list of addresses).
+    Etcd(Box<etcd_client::Client>),
     /// Metadata from the brokers themselves.
     Metadata(MetadataSource),
 }
 
 impl From<etcd_client::Client> for ViewSource {
     fn from(client: etcd_client::Client) -> Self {
-        ViewSource::Etcd(client)
+        ViewSource::Etcd(Box::new(client))
     }
 }
 
@@ -46,7 +47,7 @@ impl ViewSource {
     /// One look at the cluster.
     pub async fn read(&self) -> Result<ClusterView, ObserveError> {
         match self {
-            ViewSource::Etcd(client) => Ok(ClusterView::read(&mut client.clone()).await?),
+            ViewSource::Etcd(client) => Ok(ClusterView::read(&mut (**client).clone()).await?),
             ViewSource::Metadata(source) => source.read().await,
         }
     }
