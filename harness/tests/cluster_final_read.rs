@@ -21,8 +21,8 @@ use common::bin_dir;
 use epochal::kafka_client::{ClientError, KafkaClient, ProduceOptions, ProduceRecord};
 use epochal::node::NodeId;
 use epochal::observe::final_read::{
-    FINAL_READ_JSON, FinalRead, FinalReadError, PartitionReadCause, final_read,
-    final_read_rewriting,
+    FINAL_READ_JSON, FinalRead, FinalReadError, FinalReadOptions, PartitionReadCause, final_read,
+    final_read_with,
 };
 use epochal::reader::{CompactRecord, DataDirState, read_data_dir};
 use epochal::runtime::{ClusterConfig, ProcessRuntime, Runtime};
@@ -137,7 +137,11 @@ async fn cluster_final_read_matches_the_replicas() {
         })
         .collect();
     let direct_dir = run.path().join("final-read-direct");
-    let direct = final_read_rewriting(&b1, None, &direct_dir, &rewrite, CALL, FINAL_READ_TOTAL)
+    let options = |rewrite: &BTreeMap<String, String>| FinalReadOptions {
+        rewrite: rewrite.clone(),
+        ..FinalReadOptions::new(CALL, FINAL_READ_TOTAL)
+    };
+    let direct = final_read_with(&b1, &direct_dir, &options(&rewrite))
         .await
         .unwrap();
 
@@ -149,8 +153,7 @@ async fn cluster_final_read_matches_the_replicas() {
     };
     let cut_off = BTreeMap::from([(runtime.client_address(leaders[&0]).unwrap(), dead.clone())]);
     let failing_dir = run.path().join("final-read-failing");
-    let failed =
-        final_read_rewriting(&b1, None, &failing_dir, &cut_off, CALL, FINAL_READ_TOTAL).await;
+    let failed = final_read_with(&b1, &failing_dir, &options(&cut_off)).await;
     runtime.freeze().await.unwrap();
 
     let Err(FinalReadError::Incomplete {

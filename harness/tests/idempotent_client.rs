@@ -276,6 +276,7 @@ async fn clients(
         addresses: Arc::new(addresses),
         request_timeout,
         idempotent,
+        fetch_version: None,
     }
 }
 

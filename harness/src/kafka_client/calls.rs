@@ -362,7 +362,7 @@ impl KafkaClient {
         deadline: Duration,
     ) -> Result<PartitionData, ClientError> {
         let req = fetch_request(replica_id, topic, partition, offset, options);
-        let resp = self.call(&req, FETCH_VERSION, deadline).await?;
+        let resp = self.call(&req, self.fetch_version, deadline).await?;
         if resp.error_code != 0 {
             return Err(ClientError::broker(resp.error_code));
         }

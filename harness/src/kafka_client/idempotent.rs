@@ -177,6 +177,7 @@ mod tests {
                 client_id: String::new(),
                 response_bytes_max: RESPONSE_BYTES_MAX_DEFAULT,
                 init_producer_id_offered: offered,
+                fetch_version: FETCH_VERSION,
             };
             client.init_producer_id_version()
         };

@@ -149,6 +149,8 @@ pub struct KafkaClient {
     /// connect: only an idempotent producer needs it, and a plain one must
     /// still work against a broker without it.
     init_producer_id_offered: Option<(i16, i16)>,
+    /// The Fetch version this connection reads with.
+    fetch_version: i16,
 }
 
 fn topic_name(name: &str) -> TopicName {
@@ -201,9 +203,17 @@ impl KafkaClient {
             client_id: client_id.to_string(),
             response_bytes_max: RESPONSE_BYTES_MAX_DEFAULT,
             init_producer_id_offered: None,
+            fetch_version: FETCH_VERSION,
         };
         client.check_api_versions(connect_timeout).await?;
         Ok(client)
+    }
+
+    /// Reads with Fetch `version` instead of the client's own (`None`
+    /// keeps it): a system whose answers at the client's version are
+    /// malformed says so in its file (`[client] fetch_version`).
+    pub fn set_fetch_version(&mut self, version: Option<i16>) {
+        self.fetch_version = version.unwrap_or(FETCH_VERSION);
     }
 
     pub fn addr(&self) -> &str {

@@ -377,10 +377,13 @@ async fn dated<R: Runtime>(
     fault: &Fault,
     done: &mut Done,
 ) -> Result<(), NemesisError> {
-    if matches!(
-        fault,
-        Fault::PowerLoss(_) | Fault::TruncateLog(_) | Fault::Restart(_) | Fault::Start(_)
-    ) {
+    // Only etcd has revisions; a system seen through Metadata has none.
+    if observer.source().is_etcd()
+        && matches!(
+            fault,
+            Fault::PowerLoss(_) | Fault::TruncateLog(_) | Fault::Restart(_) | Fault::Start(_)
+        )
+    {
         done.etcd_revision = Some(observer.view().await?.revision);
     }
     if matches!(fault, Fault::Restart(_) | Fault::Start(_)) {

@@ -390,26 +390,45 @@ fn host_port(host: &str, port: i32) -> String {
 /// The final read of the cluster `address` belongs to, into `dir` (new or
 /// empty), every request under `deadline_per_request` and the whole read
 /// under `total`; each leader is dialled at the address it advertises.
-/// See [`final_read_rewriting`].
+/// See [`final_read_with`].
 pub async fn final_read(
     address: &str,
     dir: &Path,
     deadline_per_request: Duration,
     total: Duration,
 ) -> Result<FinalRead, FinalReadError> {
-    final_read_rewriting(
-        address,
-        None,
-        dir,
-        &BTreeMap::new(),
-        deadline_per_request,
-        total,
-    )
-    .await
+    let options = FinalReadOptions::new(deadline_per_request, total);
+    final_read_with(address, dir, &options).await
+}
+
+/// How a final read is made beyond where from and where to.
+#[derive(Debug, Clone)]
+pub struct FinalReadOptions {
+    /// The broker `address` is, recorded in the summary.
+    pub via: Option<NodeId>,
+    /// Advertised addresses to dial elsewhere (see [`final_read_with`]).
+    pub rewrite: BTreeMap<String, String>,
+    pub per_request: Duration,
+    pub total: Duration,
+    /// The Fetch version to read with, when not the client's own
+    /// (a system file's `[client] fetch_version`).
+    pub fetch_version: Option<i16>,
+}
+
+impl FinalReadOptions {
+    pub fn new(per_request: Duration, total: Duration) -> Self {
+        FinalReadOptions {
+            via: None,
+            rewrite: BTreeMap::new(),
+            per_request,
+            total,
+            fetch_version: None,
+        }
+    }
 }
 
 /// [`final_read`], dialling a leader that advertises an address in
-/// `rewrite` at the address it maps to (the harness reads around the fault
+/// `options.rewrite` at the address it maps to (the harness reads around the fault
 /// proxies a broker advertises); other addresses are dialled as advertised.
 ///
 /// Lists the topics by Metadata through `address`, then reads each
@@ -417,20 +436,20 @@ pub async fn final_read(
 /// the others: it is left in `partial/`, and once every partition was tried
 /// the summary is written and the error lists every failure
 /// ([`FinalReadError::Incomplete`], which holds the summary too).
-pub async fn final_read_rewriting(
+pub async fn final_read_with(
     address: &str,
-    via: Option<NodeId>,
     dir: &Path,
-    rewrite: &BTreeMap<String, String>,
-    deadline_per_request: Duration,
-    total: Duration,
+    options: &FinalReadOptions,
 ) -> Result<FinalRead, FinalReadError> {
+    let rewrite = &options.rewrite;
+    let via = options.via;
     let mut session = Session {
         dir,
-        per_request: deadline_per_request,
-        total,
-        end: Instant::now() + total,
+        per_request: options.per_request,
+        total: options.total,
+        end: Instant::now() + options.total,
         clients: BTreeMap::new(),
+        fetch_version: options.fetch_version,
     };
     prepare_dir(dir)?;
     let metadata = session.metadata(address).await?;
@@ -566,6 +585,7 @@ struct Session<'a> {
     total: Duration,
     end: Instant,
     clients: BTreeMap<String, KafkaClient>,
+    fetch_version: Option<i16>,
 }
 
 impl Session<'_> {
@@ -592,9 +612,10 @@ impl Session<'_> {
             .get(address)
             .is_some_and(KafkaClient::is_connected);
         if !connected {
-            let client = KafkaClient::connect(address, CLIENT_ID, self.deadline()?)
+            let mut client = KafkaClient::connect(address, CLIENT_ID, self.deadline()?)
                 .await
                 .map_err(PartitionReadCause::Connect)?;
+            client.set_fetch_version(self.fetch_version);
             self.clients.insert(address.to_owned(), client);
         }
         Ok(self.clients.get_mut(address).expect("inserted above"))
@@ -608,6 +629,7 @@ impl Session<'_> {
         let mut client = KafkaClient::connect(address, CLIENT_ID, self.left())
             .await
             .map_err(failed)?;
+        client.set_fetch_version(self.fetch_version);
         let metadata = client.metadata(None, self.left()).await.map_err(failed)?;
         for topic in &metadata.topics {
             let bad = |problem| FinalReadError::BadTopic {

@@ -6,6 +6,8 @@
 //! readiness, routing and awaits work the same way on either; only etcd's
 //! revision history (the timeline) has no Metadata counterpart.
 
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -41,7 +43,17 @@ pub struct MetadataSource {
     pub ids: KafkaNodeIds,
     /// Bound on connecting to one broker and on its answer.
     pub timeout: Duration,
+    /// Brokers that did not answer the last look, shared by every clone.
+    /// Each look waits for its slowest broker, and a paused one never
+    /// answers (its port still accepts), so it would cost every look the
+    /// whole timeout: a broker that missed the last look gets
+    /// [`SUSPECT_TIMEOUT`] until it answers again.
+    pub suspects: Arc<Mutex<BTreeSet<NodeId>>>,
 }
+
+/// Bound on the answer of a broker that did not answer the last look: a
+/// Metadata answer on loopback takes well under a millisecond.
+pub const SUSPECT_TIMEOUT: Duration = Duration::from_millis(25);
 
 impl ViewSource {
     /// One look at the cluster.
@@ -61,20 +73,47 @@ impl ViewSource {
 impl MetadataSource {
     /// Asks every broker at once; the view is built from the answers (see
     /// [`view_of`]). No answer at all is an error naming each broker's.
+    pub fn new(brokers: Vec<(NodeId, String)>, ids: KafkaNodeIds, timeout: Duration) -> Self {
+        MetadataSource {
+            brokers,
+            ids,
+            timeout,
+            suspects: Arc::default(),
+        }
+    }
+
+    fn suspects(&self) -> std::sync::MutexGuard<'_, BTreeSet<NodeId>> {
+        self.suspects
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub async fn read(&self) -> Result<ClusterView, ObserveError> {
-        let asks = self.brokers.iter().map(|(node, address)| async move {
-            let answer = async {
-                let mut client =
-                    KafkaClient::connect(address, "epochal-observer", self.timeout).await?;
-                client.metadata(None, self.timeout).await
+        let suspects = self.suspects().clone();
+        let asks = self.brokers.iter().map(|(node, address)| {
+            let timeout = match suspects.contains(node) {
+                true => SUSPECT_TIMEOUT,
+                false => self.timeout,
             };
-            let answer = tokio::time::timeout(self.timeout, answer)
-                .await
-                .map_err(|_| format!("no answer within {:?}", self.timeout))
-                .and_then(|r| r.map_err(|e| e.to_string()));
-            (*node, answer)
+            async move {
+                let answer = async {
+                    let mut client =
+                        KafkaClient::connect(address, "epochal-observer", timeout).await?;
+                    client.metadata(None, timeout).await
+                };
+                let answer = tokio::time::timeout(timeout, answer)
+                    .await
+                    .map_err(|_| format!("no answer within {timeout:?}"))
+                    .and_then(|r| r.map_err(|e| e.to_string()));
+                (*node, answer)
+            }
         });
         let answers: Vec<(NodeId, Result<Metadata, String>)> = join_all(asks).await;
+        *self.suspects() = answers
+            .iter()
+            .filter(|(_, a)| a.is_err())
+            .map(|(node, _)| *node)
+            .collect();
         let errors: Vec<String> = answers
             .iter()
             .filter_map(|(node, a)| a.as_ref().err().map(|e| format!("{node}: {e}")))

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::observe::final_read::final_read_rewriting;
+use crate::observe::final_read::{FinalReadOptions, final_read_with};
 use crate::run_dir::{RunDir, RunEnd, Stuck};
 use crate::runtime::Runtime;
 use crate::store::RunLog;
@@ -86,16 +86,13 @@ async fn final_read<R: Runtime>(live: &mut Live<R>, dir: &RunDir) {
         live.log.line("final read not made: no broker is running");
         return;
     };
-    let per_request = live.clients.request_timeout;
-    let read = final_read_rewriting(
-        &address,
-        Some(node),
-        &dir.final_read(),
-        &rewrite,
-        per_request,
-        FINAL_READ_TOTAL,
-    )
-    .await;
+    let options = FinalReadOptions {
+        via: Some(node),
+        rewrite,
+        fetch_version: live.clients.fetch_version,
+        ..FinalReadOptions::new(live.clients.request_timeout, FINAL_READ_TOTAL)
+    };
+    let read = final_read_with(&address, &dir.final_read(), &options).await;
     match read {
         Ok(read) => live.log.line(format!(
             "final read through {node}: {} partitions, {} records",

@@ -45,15 +45,16 @@ async fn observer_of<R: Runtime>(runtime: &R) -> Result<Observer, RunError> {
             .ok_or(crate::runtime::RuntimeError::UnknownNode(node))?;
         brokers.push((node, address));
     }
-    Ok(Observer::new(ViewSource::Metadata(MetadataSource {
+    Ok(Observer::new(ViewSource::Metadata(MetadataSource::new(
         brokers,
-        ids: system.node.kafka_node_ids,
-        timeout: METADATA_TIMEOUT,
-    })))
+        system.node.kafka_node_ids,
+        METADATA_TIMEOUT,
+    ))))
 }
 
-/// Bound on one broker's Metadata answer when the brokers are the observer.
-const METADATA_TIMEOUT: Duration = Duration::from_secs(2);
+/// Bound on one broker's Metadata answer when the brokers are the observer
+/// (one that missed the last look gets less: observe/source.rs).
+const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl<R: Runtime> Live<R> {
     /// Connects the observer and the clients' etcd handle to a started cluster.
@@ -85,6 +86,7 @@ impl<R: Runtime> Live<R> {
             addresses: Arc::new(addresses),
             request_timeout: Duration::from_millis(schedule.workload.request_timeout_ms),
             idempotent: schedule.workload.idempotent,
+            fetch_version: runtime.plan().config.system.client.fetch_version,
         };
         Ok(Live {
             runtime,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::history::{Body, FaultOp, OpType, Process};
 use crate::node::NodeId;
-use crate::observe::ObserveError;
+use crate::observe::{ClusterView, ObserveError};
 use crate::runtime::Runtime;
 use crate::schedule::{Condition, Consume, Fault, PartitionRef, Produce, Schedule, Step, Target};
 use crate::workload::background::Workers;
@@ -111,14 +111,19 @@ pub async fn faults<R: Runtime>(
         let f = op.verb;
         live.history
             .invoke(Process::Nemesis, Body::Fault(Box::new(op.clone())))?;
-        let view = live
-            .observer
-            .view()
-            .await
-            .map_err(|source| RunError::Await {
-                step: number,
-                source,
-            })?;
+        let view = match live.observer.view().await {
+            Ok(view) => view,
+            // No broker answers Metadata (a system without etcd, every
+            // broker down): a fault at named nodes still fires, one at a
+            // role resolves to nothing.
+            Err(ObserveError::NoMetadata(_)) => ClusterView::default(),
+            Err(source) => {
+                return Err(RunError::Await {
+                    step: number,
+                    source,
+                });
+            }
+        };
         let fired = live
             .nemesis
             .fire(&mut live.runtime, &mut live.observer, &view, fault)

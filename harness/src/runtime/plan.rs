@@ -426,6 +426,12 @@ impl BrokerPlan {
         system.chain(self.env.iter().cloned()).collect()
     }
 
+    /// The directory the broker starts in, when the system names one.
+    pub fn working_dir(&self, at: &BrokerAddresses) -> Option<String> {
+        let cwd = self.spec.cwd.as_ref()?;
+        Some(cwd.expand(|n| self.value(at, n)))
+    }
+
     /// A placeholder every template may use (system/mod.rs's `ARGS_NAMES`,
     /// and a service by name).
     fn value(&self, at: &BrokerAddresses, name: &str) -> Option<String> {

@@ -520,6 +520,9 @@ impl Runtime for ProcessRuntime {
         let mut command = Command::new(&self.program);
         command.args(plan.argv(&broker.at));
         command.envs(plan.environment(&broker.at));
+        if let Some(dir) = plan.working_dir(&broker.at) {
+            command.current_dir(dir);
+        }
         // Taken just before the spawn: every line the new process writes is later.
         broker.started_at = Some(SystemTime::now());
         broker.process = Some(Guarded::spawn(

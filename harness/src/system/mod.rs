@@ -44,6 +44,8 @@ pub struct System {
     pub final_state: FinalState,
     #[serde(default)]
     pub claims: Claims,
+    #[serde(default)]
+    pub client: ClientSpec,
     /// The file as written, kept so a run directory holds the system it ran.
     #[serde(skip)]
     pub text: String,
@@ -71,6 +73,9 @@ pub struct NodeSpec {
     /// Extra environment, values as templates.
     #[serde(default)]
     pub env: BTreeMap<String, Template>,
+    /// The working directory the broker starts in (default: the harness's).
+    #[serde(default)]
+    pub cwd: Option<Template>,
 }
 
 /// Where a broker's program comes from: in the file, a table with one of
@@ -234,6 +239,16 @@ pub enum FinalRead {
     Protocol,
 }
 
+/// How the harness's own client speaks to the system, where it must differ
+/// from its defaults. Each difference is a finding about the system, and
+/// the file says which.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    /// The Fetch version polls and the final read use (default 12).
+    pub fetch_version: Option<i16>,
+}
+
 /// What a system says of itself that changes which of Kafka's excuses a
 /// checker may grant it. Only what the harness cannot observe belongs here,
 /// and each claim can only take an excuse away, never add one.
@@ -389,7 +404,7 @@ impl System {
             ("args_per_peer", &node.args_per_peer, PEER_NAMES),
             ("env", &[], &[]),
         ];
-        let env: Vec<Template> = node.env.values().cloned().collect();
+        let env: Vec<Template> = node.env.values().chain(&node.cwd).cloned().collect();
         for (key, templates, extra) in lists {
             let templates = if key == "env" { &env[..] } else { templates };
             for template in templates {
@@ -449,6 +464,7 @@ impl System {
             .chain(&node.args_with_config)
             .chain(&node.args_per_peer)
             .chain(node.env.values())
+            .chain(&node.cwd)
             .any(|t| t.placeholders().any(|p| p == name))
     }
 

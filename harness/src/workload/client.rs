@@ -56,6 +56,8 @@ pub struct Clients {
     pub request_timeout: Duration,
     /// `[workload] idempotent`: every process is an idempotent producer.
     pub idempotent: bool,
+    /// The Fetch version polls use, when the system's file sets one.
+    pub fetch_version: Option<i16>,
 }
 
 impl Clients {
@@ -221,7 +223,8 @@ impl RecordingClient {
                 .addresses
                 .get(&node)
                 .ok_or_else(|| ClientError::Protocol(format!("no address for {node}")))?;
-            let client = KafkaClient::connect(address, self.client_id, connect_timeout).await?;
+            let mut client = KafkaClient::connect(address, self.client_id, connect_timeout).await?;
+            client.set_fetch_version(self.shared.fetch_version);
             self.connections.insert(node, client);
         }
         Ok(self.connections.get_mut(&node).expect("inserted above"))
