@@ -9,11 +9,14 @@
 # build runs protoc), kcat (a real Kafka client for the wire tests), cargo-nextest,
 # the Python Toxiproxy client and Kafka clients (kafka-python, confluent-kafka) the tests drive, and
 # pkg-config + libssl-dev (the toxiproxy_rust dev-dependency builds native-tls),
-# and chromium (headless: the run report's test and bench load the page in it).
+# chromium (headless: the run report's test and bench load the page in it),
+# postgresql (the runtimes' PostgreSQL service, for systems that need one), and,
+# for `test`, the third-party systems under test that systems/*.toml name
+# (ci/tools.sh: tansu, built once per machine and cached outside the checkout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(etcd-server protobuf-compiler kcat python3 python3-venv pkg-config libssl-dev chromium)
+debian_packages=(etcd-server protobuf-compiler kcat python3 python3-venv pkg-config libssl-dev chromium postgresql)
 # What each package provides, to tell whether it is already there.
 declare -A provides=([etcd-server]=etcd [protobuf-compiler]=protoc [kcat]=kcat [python3]=python3 [pkg-config]=pkg-config [chromium]=chromium)
 
@@ -80,6 +83,7 @@ case "$cmd" in
     ensure_docker
     ensure_nextest
     ensure_python_client
+    bash ci/tools.sh
     echo "== cargo fmt --check"
     cargo fmt --all -- --check
     echo "== cargo clippy"
@@ -89,6 +93,11 @@ case "$cmd" in
     # The process runtime's full gate ran as a test (cluster_gate.rs); the same
     # suites on the Docker runtime run here, alone, as a user runs them.
     EPOCHAL_STORE=target/ci-store bash ci/gate.sh docker
+    # The third-party guarantees suite (suites/systems/) on tansu, on the
+    # process runtime, with its own JUnit report.
+    echo "== epochal gate --system tansu suites/systems"
+    target/debug/epochal gate --system tansu suites/systems --store target/ci-store/tansu \
+      --junit target/ci-store/junit-tansu.xml
     # The benchmarks at small sizes on the debug build, so they cannot rot
     # (figures not comparable; the nightly runs them at full size).
     bash ci/bench.sh --quick
