@@ -37,6 +37,7 @@ use std::time::Duration;
 
 use crate::random::SplitMix64;
 use crate::schedule::{Acks, Background, Cluster, Schedule, Topic, Workload};
+use crate::system::{ServiceKind, System};
 
 /// What a campaign is asked for on the command line.
 #[derive(Debug, Clone)]
@@ -113,6 +114,47 @@ pub struct Plan {
     pub gap_max: Duration,
     /// Nodes paused or dead at once, at most.
     pub max_faulted: usize,
+}
+
+/// Why `system` cannot take fault `kind` (a campaign on it leaves the kind
+/// out), or `None` when it can.
+pub fn unsupported(system: &System, kind: Kind) -> Option<&'static str> {
+    match kind {
+        Kind::PowerLoss | Kind::TruncateLog if !system.sees().replica_files => {
+            Some("its brokers keep no replica files for a disk fault to cut")
+        }
+        Kind::NodeFromEtcd if !system.services().any(|s| s == ServiceKind::Etcd) => {
+            Some("it has no etcd")
+        }
+        k if k.is_network() && !system.has_peers() && system.services.is_empty() => {
+            Some("its brokers have no links but their clients', which a cut never takes")
+        }
+        _ => None,
+    }
+}
+
+/// The kinds a campaign on `system` picks from: `kinds` without the ones it
+/// cannot take. A list the user gave (`explicit`) that names one is an error
+/// saying why, rather than a campaign that quietly does less.
+pub fn kinds_for(system: &System, kinds: &[Kind], explicit: bool) -> Result<Vec<Kind>, String> {
+    let mut kept = Vec::new();
+    for &kind in kinds {
+        match unsupported(system, kind) {
+            None => kept.push(kind),
+            Some(why) if explicit => {
+                return Err(format!(
+                    "{} cannot take {}: {why}",
+                    system.name,
+                    kind.name()
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    if kept.is_empty() {
+        return Err(format!("no fault kind applies to {}", system.name));
+    }
+    Ok(kept)
 }
 
 impl Plan {
@@ -288,6 +330,26 @@ mod tests {
             all.weights.remove(&Kind::TruncateLog);
             assert_eq!(fewer.weights, all.weights, "seed {seed}");
         }
+    }
+
+    #[test]
+    fn a_campaign_on_a_system_picks_only_the_faults_it_can_take() {
+        let reference = System::reference();
+        assert_eq!(kinds_for(&reference, Kind::ALL, true).unwrap(), Kind::ALL);
+        let tansu = System::named("tansu").unwrap();
+        assert_eq!(
+            kinds_for(&tansu, DEFAULT_KINDS, false).unwrap(),
+            [Kind::Pause, Kind::Crash, Kind::Stop]
+        );
+        assert_eq!(
+            kinds_for(&tansu, &[Kind::Pause, Kind::Isolate], true).unwrap_err(),
+            "tansu cannot take isolate: its brokers have no links but their clients', \
+             which a cut never takes"
+        );
+        assert_eq!(
+            kinds_for(&tansu, &[Kind::TruncateLog], false).unwrap_err(),
+            "no fault kind applies to tansu"
+        );
     }
 
     #[test]

@@ -197,6 +197,15 @@ fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
         anomalies: Vec::new(),
         dir: None,
     };
+    let system = &args.settings.system;
+    options.kinds = match crate::campaign::kinds_for(system, &options.kinds, !args.kinds.is_empty())
+    {
+        Ok(kinds) => kinds,
+        Err(why) => {
+            eprintln!("epochal: {why}");
+            return failed(EXIT_USAGE);
+        }
+    };
     let mut schedule = crate::campaign::schedule(&options);
     if let Err(e) = crate::run::apply_sets(&mut schedule, &args.settings.sets) {
         eprintln!("epochal: {e}");

@@ -239,11 +239,17 @@ async fn run_campaign(
         })?;
     let mut schedule = crate::campaign::schedule(&campaign_options);
     run::apply_sets(&mut schedule, &options.sets)?;
+    let explicit = !campaign.kinds.is_empty();
+    let kinds = crate::campaign::kinds_for(&options.system, &campaign_options.kinds, explicit)
+        .map_err(|why| run::RunError::Campaign {
+            name: campaign.name.clone(),
+            source: why.into(),
+        })?;
     let plan = crate::campaign::Plan::derive(
         seed,
         campaign_options.stop,
         campaign_options.brokers,
-        &campaign_options.kinds,
+        &kinds,
     );
     let name = format!("seed-{seed}");
     let source = format!("campaign {} seed {seed}", campaign.name);
