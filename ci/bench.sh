@@ -20,6 +20,10 @@
 #                                            Chromium within 3 s
 #   gate      (here)                         gate wall time with --jobs 2 vs the sum of its
 #                                            cases, and every case's time
+#   systems   (ci/bench_systems.py)          the same workload on each system under test
+#                                            (epochal, tansu) side by side: ready time,
+#                                            acked sends/s, send p50/p99, back to serving
+#                                            after a broker kill
 #
 # A missed goal is printed, not an exit status: timings on a shared machine
 # are evidence to read, not a gate. A bench that cannot run fails the script.
@@ -60,6 +64,10 @@ bench epochal checkers
 bench epochal-faults proxy
 bench epochal cluster
 bench epochal report
+
+echo
+echo "== systems (ci/bench_systems.py: the same workload on each system under test)"
+python3 ci/bench_systems.py --bin-dir "$bins" "${quick[@]}" --json "$out/systems.json"
 
 # The gate: wall time with --jobs 2 against the sum of its cases' own times
 # (what --jobs 1 would take at best), and each case's time in the JSON, so the
