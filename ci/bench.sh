@@ -67,6 +67,7 @@ bench epochal report
 
 echo
 echo "== systems (ci/bench_systems.py: the same workload on each system under test)"
+bash ci/tools.sh tansu
 python3 ci/bench_systems.py --bin-dir "$bins" "${quick[@]}" --json "$out/systems.json"
 
 # The gate: wall time with --jobs 2 against the sum of its cases' own times
