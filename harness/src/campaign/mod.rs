@@ -133,26 +133,41 @@ pub fn unsupported(system: &System, kind: Kind) -> Option<&'static str> {
     }
 }
 
+/// Why a campaign on a system has no kinds to pick from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KindsError {
+    #[error("{system} cannot take {kind}: {why}")]
+    Unsupported {
+        system: String,
+        kind: &'static str,
+        why: &'static str,
+    },
+    #[error("no fault kind applies to {system}")]
+    NoneApplies { system: String },
+}
+
 /// The kinds a campaign on `system` picks from: `kinds` without the ones it
 /// cannot take. A list the user gave (`explicit`) that names one is an error
 /// saying why, rather than a campaign that quietly does less.
-pub fn kinds_for(system: &System, kinds: &[Kind], explicit: bool) -> Result<Vec<Kind>, String> {
+pub fn kinds_for(system: &System, kinds: &[Kind], explicit: bool) -> Result<Vec<Kind>, KindsError> {
     let mut kept = Vec::new();
     for &kind in kinds {
         match unsupported(system, kind) {
             None => kept.push(kind),
             Some(why) if explicit => {
-                return Err(format!(
-                    "{} cannot take {}: {why}",
-                    system.name,
-                    kind.name()
-                ));
+                return Err(KindsError::Unsupported {
+                    system: system.name.clone(),
+                    kind: kind.name(),
+                    why,
+                });
             }
             Some(_) => {}
         }
     }
     if kept.is_empty() {
-        return Err(format!("no fault kind applies to {}", system.name));
+        return Err(KindsError::NoneApplies {
+            system: system.name.clone(),
+        });
     }
     Ok(kept)
 }
@@ -342,12 +357,16 @@ mod tests {
             [Kind::Pause, Kind::Crash, Kind::Stop]
         );
         assert_eq!(
-            kinds_for(&tansu, &[Kind::Pause, Kind::Isolate], true).unwrap_err(),
+            kinds_for(&tansu, &[Kind::Pause, Kind::Isolate], true)
+                .unwrap_err()
+                .to_string(),
             "tansu cannot take isolate: its brokers have no links but their clients', \
              which a cut never takes"
         );
         assert_eq!(
-            kinds_for(&tansu, &[Kind::TruncateLog], false).unwrap_err(),
+            kinds_for(&tansu, &[Kind::TruncateLog], false)
+                .unwrap_err()
+                .to_string(),
             "no fault kind applies to tansu"
         );
     }

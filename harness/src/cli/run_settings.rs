@@ -47,6 +47,6 @@ impl RunSettings {
 
 /// `--system`'s value: a built-in name or a file, parsed and checked now so a
 /// typo fails before anything starts.
-pub(crate) fn parse_system(value: &str) -> Result<System, String> {
-    System::named(value).map_err(|e| e.to_string())
+pub(crate) fn parse_system(value: &str) -> Result<System, crate::system::SystemError> {
+    System::named(value)
 }

@@ -243,7 +243,7 @@ async fn run_campaign(
     let kinds = crate::campaign::kinds_for(&options.system, &campaign_options.kinds, explicit)
         .map_err(|why| run::RunError::Campaign {
             name: campaign.name.clone(),
-            source: why.into(),
+            source: Box::new(why),
         })?;
     let plan = crate::campaign::Plan::derive(
         seed,

@@ -14,7 +14,7 @@ use futures_util::future::join_all;
 
 use super::error::ObserveError;
 use super::etcd::{ClusterView, PartitionView};
-use crate::kafka_client::{KafkaClient, Metadata};
+use crate::kafka_client::{ClientError, KafkaClient, Metadata};
 use crate::node::NodeId;
 use crate::system::KafkaNodeIds;
 use crate::topic_partition::PartitionRef;
@@ -101,14 +101,15 @@ impl MetadataSource {
                         KafkaClient::connect(address, "epochal-observer", timeout).await?;
                     client.metadata(None, timeout).await
                 };
-                let answer = tokio::time::timeout(timeout, answer)
-                    .await
-                    .map_err(|_| format!("no answer within {timeout:?}"))
-                    .and_then(|r| r.map_err(|e| e.to_string()));
+                let answer = tokio::time::timeout(timeout, answer).await.unwrap_or(Err(
+                    ClientError::Timeout {
+                        deadline_ms: timeout.as_millis().try_into().unwrap_or(u64::MAX),
+                    },
+                ));
                 (*node, answer)
             }
         });
-        let answers: Vec<(NodeId, Result<Metadata, String>)> = join_all(asks).await;
+        let answers: Vec<(NodeId, Result<Metadata, ClientError>)> = join_all(asks).await;
         *self.suspects() = answers
             .iter()
             .filter(|(_, a)| a.is_err())

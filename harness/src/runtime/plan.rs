@@ -79,7 +79,7 @@ impl ClusterConfig {
             .node
             .program
             .resolve(&self.bin_dir)
-            .map_err(|what| missing.push(what))
+            .map_err(|what| missing.push(what.to_string()))
             .ok();
         let mut etcd = None;
         if self.system.services().any(|s| s == ServiceKind::Etcd) {

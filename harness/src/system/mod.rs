@@ -108,10 +108,37 @@ struct ProgramTable {
     path: Option<PathBuf>,
 }
 
-impl TryFrom<ProgramTable> for Program {
-    type Error = String;
+/// A `program` table that names no one program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProgramError {
+    #[error("program: tool {name} needs a version and an install command")]
+    ToolIncomplete { name: String },
+    #[error(
+        "program: give one of workspace = \"..\", tool = \"..\" (with version and install) or path = \"..\""
+    )]
+    NotOne,
+}
 
-    fn try_from(t: ProgramTable) -> Result<Program, String> {
+/// A system's program that is not where its file says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProgramMissing {
+    #[error("{} (build the workspace: cargo build --workspace --bins)", path.display())]
+    Workspace { path: PathBuf },
+    #[error("{name} {version} at {} (install it: bash ci/tools.sh {name}, which runs `{install}`)", path.display())]
+    Tool {
+        name: String,
+        version: String,
+        path: PathBuf,
+        install: String,
+    },
+    #[error("{} (not found)", path.display())]
+    Path { path: PathBuf },
+}
+
+impl TryFrom<ProgramTable> for Program {
+    type Error = ProgramError;
+
+    fn try_from(t: ProgramTable) -> Result<Program, ProgramError> {
         match (t.workspace, t.tool, t.path) {
             (Some(name), None, None) if t.version.is_none() && t.install.is_none() => {
                 Ok(Program::Workspace(name))
@@ -122,12 +149,12 @@ impl TryFrom<ProgramTable> for Program {
                     version,
                     install,
                 }),
-                _ => Err(format!("program: tool {name} needs a version and an install command")),
+                _ => Err(ProgramError::ToolIncomplete { name }),
             },
             (None, None, Some(path)) if t.version.is_none() && t.install.is_none() => {
                 Ok(Program::Path(path))
             }
-            _ => Err("program: give one of workspace = \"..\", tool = \"..\" (with version and install) or path = \"..\"".into()),
+            _ => Err(ProgramError::NotOne),
         }
     }
 }
@@ -491,16 +518,14 @@ pub fn tools_dir() -> PathBuf {
 impl Program {
     /// Where the program is: `bin_dir` holds the workspace's binaries.
     /// `Err` says what is missing and how to get it.
-    pub fn resolve(&self, bin_dir: &Path) -> Result<PathBuf, String> {
+    pub fn resolve(&self, bin_dir: &Path) -> Result<PathBuf, ProgramMissing> {
         match self {
             Program::Workspace(name) => {
                 let path = bin_dir.join(name);
-                path.is_file().then_some(path.clone()).ok_or_else(|| {
-                    format!(
-                        "{} (build the workspace: cargo build --workspace --bins)",
-                        path.display()
-                    )
-                })
+                match path.is_file() {
+                    true => Ok(path),
+                    false => Err(ProgramMissing::Workspace { path }),
+                }
             }
             Program::Tool {
                 name,
@@ -508,15 +533,18 @@ impl Program {
                 install,
             } => {
                 let path = tools_dir().join(format!("{name}-{version}/bin/{name}"));
-                path.is_file().then_some(path.clone()).ok_or_else(|| {
-                    format!(
-                        "{name} {version} at {} (install it: bash ci/tools.sh {name}, which runs `{install}`)",
-                        path.display()
-                    )
-                })
+                match path.is_file() {
+                    true => Ok(path),
+                    false => Err(ProgramMissing::Tool {
+                        name: name.clone(),
+                        version: version.clone(),
+                        path,
+                        install: install.clone(),
+                    }),
+                }
             }
             Program::Path(path) => {
-                find_executable(path).ok_or_else(|| format!("{} (not found)", path.display()))
+                find_executable(path).ok_or_else(|| ProgramMissing::Path { path: path.clone() })
             }
         }
     }
