@@ -162,6 +162,49 @@ fn cluster_run_fires_every_fault_kind_and_records_what_each_resolved_to() {
     }
 }
 
+#[test]
+fn cluster_run_node_from_clients_cuts_only_the_clients_link() {
+    let store = tempfile::tempdir().unwrap();
+    let output = run_quietly(&schedule("node_from_clients.toml"), store.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    let dir = latest(store.path());
+    assert_eq!(read_results(&dir)["verdict"], "valid");
+    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
+    let cut = nemesis(&ops, "node-from-clients");
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    assert_eq!(nodes(cut[0]), ["b1"]);
+    assert_eq!(
+        cut[0].value()["blocked"],
+        serde_json::json!(["b1->clients", "clients->b1"])
+    );
+    let heal = nemesis(&ops, "heal");
+    assert_eq!(
+        heal[0].value()["healed"],
+        serde_json::json!(["client-b1:Upstream", "client-b1:Downstream"])
+    );
+    // The send during the cut got no answer; the ones around it did.
+    let sends: Vec<(OpType, Value)> = ops
+        .iter()
+        .filter(|op| op.f() == "send" && op.kind != OpType::Invoke)
+        .map(|op| (op.kind, op.value()["values"].clone()))
+        .collect();
+    assert_eq!(sends.len(), 3, "{sends:?}");
+    assert_eq!(sends[0], (OpType::Ok, serde_json::json!([1, 2])));
+    assert_ne!(sends[1].0, OpType::Ok, "{sends:?}");
+    assert_eq!(sends[2], (OpType::Ok, serde_json::json!([4])));
+    // The harness's look during the cut went to b1's own port: it saw b1 lead.
+    let log = std::fs::read_to_string(dir.join("harness.log")).unwrap();
+    assert!(
+        log.contains("step 5: leader of t-0 is b1 in epoch 0"),
+        "{log}"
+    );
+    // Reset at heal, the held send never reached a replica.
+    let expected = serde_json::json!([[0, 0, "1"], [1, 0, "2"], [2, 0, "4"]]);
+    for node in ["b1", "b2", "b3"] {
+        assert_eq!(inspect_t0(&dir, node), expected, "{node}");
+    }
+}
+
 /// The children of `pid`, from /proc.
 fn children(pid: u32) -> Vec<i32> {
     let mut found = Vec::new();

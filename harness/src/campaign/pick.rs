@@ -220,6 +220,7 @@ pub fn realise(
                 Kind::Isolate => Fault::Isolate(node.into()),
                 Kind::Bridge => Fault::Bridge(node.into()),
                 Kind::NodeFromEtcd => Fault::NodeFromEtcd(node.into()),
+                Kind::NodeFromClients => Fault::NodeFromClients(node.into()),
                 Kind::MajorityMinority | Kind::OneWay | Kind::TruncateLog => unreachable!(),
             }
         }

@@ -65,7 +65,8 @@ pub fn units(schedule: &Schedule) -> Result<Vec<Unit>, ShrinkError> {
             | (Fault::MajorityMinority(_), Fault::Heal)
             | (Fault::OneWay(_), Fault::Heal)
             | (Fault::Bridge(_), Fault::Heal)
-            | (Fault::NodeFromEtcd(_), Fault::Heal) => true,
+            | (Fault::NodeFromEtcd(_), Fault::Heal)
+            | (Fault::NodeFromClients(_), Fault::Heal) => true,
             _ => false,
         };
         let is_undo = matches!(
@@ -100,6 +101,7 @@ fn broke_is_cut(fault: &Fault) -> bool {
             | Fault::OneWay(_)
             | Fault::Bridge(_)
             | Fault::NodeFromEtcd(_)
+            | Fault::NodeFromClients(_)
     )
 }
 

@@ -344,7 +344,8 @@ impl Aim {
             Fault::Isolate(c)
             | Fault::MajorityMinority(c)
             | Fault::Bridge(c)
-            | Fault::NodeFromEtcd(c) => Aim::Target {
+            | Fault::NodeFromEtcd(c)
+            | Fault::NodeFromClients(c) => Aim::Target {
                 target: c.target.clone(),
                 id: c.id.clone(),
                 on_heal: not_default(c.on_heal),

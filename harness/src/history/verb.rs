@@ -94,6 +94,7 @@ fault_verbs! {
         OneWay "one-way" Network,
         Bridge "bridge" Network,
         NodeFromEtcd "node-from-etcd" Network,
+        NodeFromClients "node-from-clients" Network,
     }
     undos {
         Resume "resume",
@@ -119,6 +120,7 @@ impl Verb {
             Fault::OneWay(_) => Verb::OneWay,
             Fault::Bridge(_) => Verb::Bridge,
             Fault::NodeFromEtcd(_) => Verb::NodeFromEtcd,
+            Fault::NodeFromClients(_) => Verb::NodeFromClients,
             Fault::Heal | Fault::HealCut(_) => Verb::Heal,
         }
     }
@@ -187,7 +189,7 @@ mod tests {
         assert_eq!(
             "resume".parse::<Kind>().unwrap_err().to_string(),
             "\"resume\" is not a fault kind (pause, crash, stop, power-loss, truncate-log, \
-             isolate, majority-minority, one-way, bridge, node-from-etcd)"
+             isolate, majority-minority, one-way, bridge, node-from-etcd, node-from-clients)"
         );
     }
 
@@ -216,6 +218,7 @@ mod tests {
             "one-way = { from = \"b1\", to = \"b2\" }",
             "bridge = \"b1\"",
             "node-from-etcd = \"b1\"",
+            "node-from-clients = \"b1\"",
             "heal = \"cut-1\"",
         ]
         .iter()

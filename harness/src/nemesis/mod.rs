@@ -174,12 +174,16 @@ impl Nemesis {
             }
             Fault::PowerLoss(_) => done.cut = Some(power_loss(runtime, &resolved).await?),
             Fault::TruncateLog(t) => done.cut = Some(truncate_log(runtime, t, &resolved)?),
-            Fault::Isolate(cut) | Fault::Bridge(cut) | Fault::NodeFromEtcd(cut) => {
+            Fault::Isolate(cut)
+            | Fault::Bridge(cut)
+            | Fault::NodeFromEtcd(cut)
+            | Fault::NodeFromClients(cut) => {
                 let mut blocked = Vec::new();
                 for &n in &resolved {
                     let spec = match fault {
                         Fault::Isolate(_) => PartitionSpec::Isolate(n),
                         Fault::Bridge(_) => PartitionSpec::Bridge(n),
+                        Fault::NodeFromClients(_) => PartitionSpec::NodeFromClients(n),
                         _ => PartitionSpec::NodeFromEtcd(n),
                     };
                     let options = (cut.id.as_deref(), cut.on_heal);
@@ -246,7 +250,7 @@ impl Nemesis {
             .map_err(partition_error)?;
         Ok(blocked
             .iter()
-            .map(|(from, to)| format!("{}->{}", endpoint(from), endpoint(to)))
+            .map(|(from, to)| format!("{from}->{to}"))
             .collect())
     }
 
@@ -405,13 +409,6 @@ fn partition_error(e: partition::PartitionError) -> NemesisError {
         // as large as the rest), or the cut named is not in force: the
         // schedule's assumption failed.
         other => Refusal::Partition(other).into(),
-    }
-}
-
-fn endpoint(endpoint: &partition::Endpoint) -> String {
-    match endpoint {
-        partition::Endpoint::Broker(n) => n.to_string(),
-        partition::Endpoint::Etcd => "etcd".into(),
     }
 }
 

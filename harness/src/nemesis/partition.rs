@@ -10,9 +10,16 @@
 //! `Downstream`). etcd never dials, so a pair involving etcd is one stream of
 //! the broker's `b<i>-etcd` proxy.
 //!
-//! Client links (`client-b<i>`) are never cut: the workload's clients stand
-//! outside the cluster, as Jepsen's control node does, so a partition changes
-//! what the brokers see of each other and of etcd, not what the harness sees.
+//! Client links (`client-b<i>`) are cut by one fault only,
+//! [`PartitionSpec::NodeFromClients`]: the workload's clients stand outside
+//! the cluster, as Jepsen's control node does, so the other partitions change
+//! what the brokers see of each other and of etcd, not what the clients see.
+//! A system whose brokers never dial one another (tansu: stateless brokers
+//! over shared storage) has no other network fault, and for any system it is
+//! the cut between an application and its broker: requests that arrived but
+//! whose answers never left (an idempotent producer's resends, a write the
+//! client must count as indeterminate). The harness's own looks (Metadata,
+//! the final read) go to each broker's own port and are never cut.
 //!
 //! Each cut is epochal's `partition` toxic, by default with
 //! [`OnHeal::Resume`]: while cut, connections stay open and their bytes are
@@ -39,12 +46,14 @@ use serde::{Serialize, Serializer};
 use crate::runtime::{Link, NodeId};
 use crate::system::ServiceKind;
 
-/// One end of a cluster link: a broker or etcd. Serialized (for the history)
-/// as the schedules name it: `"b2"`, `"etcd"`.
+/// One end of a cluster link: a broker, etcd or the workload's clients.
+/// Serialized (for the history) as the schedules name it: `"b2"`, `"etcd"`,
+/// `"clients"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Endpoint {
     Broker(NodeId),
     Etcd,
+    Clients,
 }
 
 impl fmt::Display for Endpoint {
@@ -52,6 +61,7 @@ impl fmt::Display for Endpoint {
         match self {
             Endpoint::Broker(id) => write!(f, "{id}"),
             Endpoint::Etcd => f.write_str("etcd"),
+            Endpoint::Clients => f.write_str("clients"),
         }
     }
 }
@@ -84,6 +94,9 @@ pub enum PartitionSpec {
     Bridge(NodeId),
     /// The node and etcd, both ways; its broker links still flow.
     NodeFromEtcd(NodeId),
+    /// The node and the workload's clients, both ways; its links to other
+    /// brokers and to services still flow.
+    NodeFromClients(NodeId),
 }
 
 /// Why a partition was not applied.
@@ -118,7 +131,8 @@ impl PartitionSpec {
         match self {
             PartitionSpec::Isolate(n)
             | PartitionSpec::Bridge(n)
-            | PartitionSpec::NodeFromEtcd(n) => {
+            | PartitionSpec::NodeFromEtcd(n)
+            | PartitionSpec::NodeFromClients(n) => {
                 vec![*n]
             }
             PartitionSpec::OneWay { from, to } => vec![*from, *to],
@@ -220,26 +234,36 @@ pub fn blocked(spec: &PartitionSpec, nodes: &[NodeId]) -> BTreeSet<(Endpoint, En
                 &mut out,
             );
         }
+        PartitionSpec::NodeFromClients(node) => {
+            both_ways(
+                &[Endpoint::Broker(*node)].into(),
+                &[Endpoint::Clients].into(),
+                &mut out,
+            );
+        }
     }
     out
 }
 
 /// The proxy (dialler → dialled) for a connection `from` dials to `to`, if one
-/// exists: etcd never dials.
+/// exists: etcd never dials, and no broker dials the clients.
 fn proxy(from: Endpoint, to: Endpoint) -> Option<Link> {
     match (from, to) {
         (Endpoint::Broker(from), Endpoint::Broker(to)) => Some(Link::BrokerToBroker { from, to }),
         (Endpoint::Broker(from), Endpoint::Etcd) => {
             Some(Link::BrokerToService(from, ServiceKind::Etcd))
         }
-        (Endpoint::Etcd, _) => None,
+        (Endpoint::Clients, Endpoint::Broker(to)) => Some(Link::ClientToBroker(to)),
+        (Endpoint::Etcd | Endpoint::Clients, _) | (Endpoint::Broker(_), Endpoint::Clients) => {
+            None
+        }
     }
 }
 
 /// The proxy streams that realise `blocked`: for each `(A, B)`, proxy A→B's
 /// `Upstream` (A's requests on connections A dialled) and proxy B→A's
 /// `Downstream` (A's responses on connections B dialled); a proxy exists only
-/// from a broker, as etcd never dials. Client links are never cut.
+/// from a dialler: a broker, or the clients.
 pub fn cuts(blocked: &BTreeSet<(Endpoint, Endpoint)>) -> BTreeSet<(Link, Stream)> {
     let mut out = BTreeSet::new();
     for &(a, b) in blocked {
@@ -635,7 +659,25 @@ mod tests {
     }
 
     #[test]
-    fn cuts_never_touch_client_links() {
+    fn node_from_clients_cuts_its_client_link_both_ways_and_nothing_else() {
+        for nodes in [THREE, FIVE] {
+            let b = blocked(&PartitionSpec::NodeFromClients(n(2)), nodes);
+            assert_eq!(
+                b,
+                pairs(&[(B(2), Endpoint::Clients), (Endpoint::Clients, B(2))])
+            );
+            assert_eq!(
+                cuts(&b),
+                streams(&[
+                    (Link::ClientToBroker(n(2)), Up),
+                    (Link::ClientToBroker(n(2)), Down)
+                ])
+            );
+        }
+    }
+
+    #[test]
+    fn only_node_from_clients_touches_client_links() {
         for nodes in [THREE, FIVE] {
             for &n in nodes {
                 for spec in [

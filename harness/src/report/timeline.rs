@@ -125,7 +125,8 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
             | Verb::MajorityMinority
             | Verb::OneWay
             | Verb::Bridge
-            | Verb::NodeFromEtcd => &[Verb::Heal],
+            | Verb::NodeFromEtcd
+            | Verb::NodeFromClients => &[Verb::Heal],
             Verb::TruncateLog => &[],
             Verb::Resume | Verb::Restart | Verb::Start | Verb::Heal => continue,
         };

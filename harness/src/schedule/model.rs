@@ -201,6 +201,9 @@ pub enum Fault {
     /// The target sees both halves; the halves do not see each other.
     Bridge(Cut),
     NodeFromEtcd(Cut),
+    /// No byte between the workload's clients and the node, either way; its
+    /// links to other brokers and services still flow.
+    NodeFromClients(Cut),
     /// Remove every partition (written as the word `"heal"`).
     #[serde(skip_deserializing)]
     Heal,
@@ -332,7 +335,8 @@ impl Fault {
             Fault::Isolate(c)
             | Fault::MajorityMinority(c)
             | Fault::Bridge(c)
-            | Fault::NodeFromEtcd(c) => Some(&c.target),
+            | Fault::NodeFromEtcd(c)
+            | Fault::NodeFromClients(c) => Some(&c.target),
             Fault::TruncateLog(_) | Fault::OneWay(_) | Fault::Heal | Fault::HealCut(_) => None,
         }
     }

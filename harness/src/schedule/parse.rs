@@ -422,7 +422,8 @@ impl StepCheck<'_, '_> {
             Fault::Isolate(c)
             | Fault::MajorityMinority(c)
             | Fault::Bridge(c)
-            | Fault::NodeFromEtcd(c) => c.id.as_deref(),
+            | Fault::NodeFromEtcd(c)
+            | Fault::NodeFromClients(c) => c.id.as_deref(),
             Fault::OneWay(w) => w.id.as_deref(),
             _ => None,
         };

@@ -47,6 +47,8 @@ pub(super) struct Spec<'a> {
     pub(super) user: Option<String>,
     /// Paths inside the container mounted as tmpfs (in memory).
     pub(super) tmpfs: Vec<&'a str>,
+    /// The directory PID 1 starts in (the image's, `/`, if none).
+    pub(super) working_dir: Option<String>,
 }
 
 /// What making, starting and awaiting a container needs of the runtime: its
@@ -87,6 +89,7 @@ impl Containers<'_> {
             .collect();
         let body = ContainerCreateBody {
             user: spec.user,
+            working_dir: spec.working_dir,
             hostname: Some(spec.alias.to_owned()),
             image: Some(spec.image.to_owned()),
             cmd: Some(spec.cmd),

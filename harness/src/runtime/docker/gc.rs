@@ -40,7 +40,7 @@ pub async fn gc(
     let config = ClusterConfig::new(1, bin_dir, ".");
     let etcd = find_executable(etcd).unwrap_or_else(|| etcd.to_owned());
     let mut current = BTreeMap::new();
-    for spec in image::specs(&config, config.broker_bin(), etcd) {
+    for spec in image::specs(&config, config.broker_bin(), Some(etcd)).all() {
         if spec.binary.is_file() {
             current.insert(spec.repository(), spec.context()?.tag);
         }

@@ -1,4 +1,4 @@
-//! The three images, built locally with nothing pulled: `FROM scratch` plus one
+//! The images, built locally with nothing pulled: `FROM scratch` plus one
 //! binary and the shared libraries `ldd` says it loads (the dynamic loader,
 //! libc, libgcc_s, libm…), each at the path the loader looks for it. The build
 //! context is a tar made in memory; the tag is a hash of that tar, so an image
@@ -17,33 +17,64 @@ use testcontainers::bollard::query_parameters::BuildImageOptions;
 use super::api::{LABEL_IMAGE, LABEL_PROJECT, docker_error};
 use crate::runtime::{ClusterConfig, RuntimeError};
 
-/// The three images a cluster needs: the broker (the system's `program`),
-/// etcd and the proxy.
-pub fn specs(config: &ClusterConfig, program: PathBuf, etcd: PathBuf) -> [ImageSpec; 3] {
-    [
-        ImageSpec {
-            name: "broker",
+/// The images a cluster needs: the broker (the system's `program`), the
+/// proxy, and etcd when the system has it.
+pub struct Images {
+    pub broker: ImageSpec,
+    pub proxy: ImageSpec,
+    pub etcd: Option<ImageSpec>,
+}
+
+impl Images {
+    pub fn all(&self) -> impl Iterator<Item = &ImageSpec> {
+        [&self.broker, &self.proxy].into_iter().chain(&self.etcd)
+    }
+}
+
+/// The images of `config`'s system. The reference broker's image is
+/// `epochal-broker` (the name `epochal gc` knows); another system's is
+/// `epochal-<its name>`, so the two never take each other's tags.
+pub fn specs(config: &ClusterConfig, program: PathBuf, etcd: Option<PathBuf>) -> Images {
+    let system = &config.system;
+    Images {
+        broker: ImageSpec {
+            name: if system.is_reference() {
+                "broker".into()
+            } else {
+                repository_safe(&system.name)
+            },
             binary: program,
             at: "/epochal-broker",
         },
-        ImageSpec {
-            name: "etcd",
-            binary: etcd,
-            at: "/usr/bin/etcd",
-        },
-        ImageSpec {
-            name: "proxy",
+        proxy: ImageSpec {
+            name: "proxy".into(),
             binary: config.proxy_bin(),
             at: "/epochal-proxy",
         },
-    ]
+        etcd: etcd.map(|binary| ImageSpec {
+            name: "etcd".into(),
+            binary,
+            at: "/usr/bin/etcd",
+        }),
+    }
+}
+
+/// A system's name as Docker takes it in a repository name: lowercase
+/// letters, digits, `.`, `_` and `-`, anything else made a `-`.
+fn repository_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9' | '.' | '_' | '-') => c,
+            _ => '-',
+        })
+        .collect()
 }
 
 /// One image to make: its name (`epochal-<name>`), the binary, and where the
 /// binary goes inside the image (the entrypoint).
 #[derive(Clone, Debug)]
 pub struct ImageSpec {
-    pub name: &'static str,
+    pub name: String,
     pub binary: PathBuf,
     pub at: &'static str,
 }
@@ -247,7 +278,7 @@ mod tests {
     #[test]
     fn a_context_holds_the_binary_its_loader_and_libc_and_hashes_stably() {
         let spec = ImageSpec {
-            name: "test",
+            name: "test".into(),
             binary: PathBuf::from("/bin/true"),
             at: "/true",
         };

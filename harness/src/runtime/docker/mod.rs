@@ -47,8 +47,9 @@ use super::{
     ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused, Realised, Runtime,
     RuntimeError, Upstream, await_paused, reaper,
 };
+use crate::kafka_client::KafkaClient;
 use crate::runtime::etcd_probe::etcd_healthy;
-use crate::system::ServiceKind;
+use crate::system::{PortMode, ServiceKind};
 use api::{LABEL_RUN, docker_error};
 use container::{Container, Containers, Spec, free_port};
 pub use gc::{GcReport, gc};
@@ -59,6 +60,9 @@ use watcher::StopWatcher;
 const BROKER_PORT: u16 = 9092;
 const ETCD_PORT: u16 = 2379;
 const PROXY_API_PORT: u16 = 8474;
+/// How long one readiness probe of a broker started on an assigned port may
+/// take (probes repeat until the start timeout).
+const READY_PROBE: Duration = Duration::from_secs(1);
 /// The proxy container's link listeners: this plus the link's index in the plan.
 const LINK_PORT_BASE: u16 = 20000;
 /// The broker's `stop` failpoint as PID 1 asks for its SIGSTOP through this
@@ -95,31 +99,32 @@ impl DockerRuntime {
     /// removes everything made so far.
     pub async fn start(config: ClusterConfig) -> Result<Self, RuntimeError> {
         let found = config.preflight()?;
-        // Services other than etcd, and systems without it, are the process
-        // runtime's only, for now.
-        let etcd_bin = match (&found.etcd, config.system.services.len()) {
-            (Some(etcd), 1) => etcd.clone(),
-            _ => {
-                return Err(RuntimeError::Missing(vec![format!(
-                    "the Docker runtime runs only systems whose one service is etcd ({} needs {})",
-                    config.system.name,
-                    config
-                        .system
-                        .services()
-                        .map(|s| s.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )]));
-            }
-        };
+        // A service other than etcd (PostgreSQL) is the process runtime's
+        // only, for now.
+        let others: Vec<&str> = config
+            .system
+            .services()
+            .filter(|&s| s != ServiceKind::Etcd)
+            .map(|s| s.name())
+            .collect();
+        if !others.is_empty() {
+            return Err(RuntimeError::Missing(vec![format!(
+                "the Docker runtime runs etcd as a system's service, nothing else ({} needs {})",
+                config.system.name,
+                others.join(", ")
+            )]));
+        }
         let plan = ClusterPlan::new(config);
         let docker = api::connect()?;
         std::fs::create_dir_all(&plan.config.run_dir)
             .map_err(RuntimeError::io("creating the run dir"))?;
-        let mut images = Vec::new();
-        for spec in image::specs(&plan.config, found.program, etcd_bin) {
-            images.push(image::ensure(&docker, &spec).await?);
-        }
+        let specs = image::specs(&plan.config, found.program, found.etcd);
+        let broker_image = image::ensure(&docker, &specs.broker).await?;
+        let proxy_image = image::ensure(&docker, &specs.proxy).await?;
+        let etcd_image = match &specs.etcd {
+            Some(spec) => Some(image::ensure(&docker, spec).await?),
+            None => None,
+        };
         let run_id = api::new_run_id();
         // Beside the nodes' files, so a person (or a test) can find the run's
         // containers: `docker ps -a --filter label=epochal.run=<id>`.
@@ -143,9 +148,11 @@ impl DockerRuntime {
         };
         // From here the runtime exists, so its Drop removes what was made.
         runtime.create_network().await?;
-        runtime.start_etcd(&images[1]).await?;
-        runtime.start_proxy(&images[2]).await?;
-        runtime.create_brokers(&images[0]).await?;
+        if let Some(image) = &etcd_image {
+            runtime.start_etcd(image).await?;
+        }
+        runtime.start_proxy(&proxy_image).await?;
+        runtime.create_brokers(&broker_image).await?;
         if !runtime.cluster.plan.config.node_env.is_empty() {
             runtime.watcher.spawn();
         }
@@ -215,6 +222,7 @@ impl DockerRuntime {
                 // etcd's data in memory, as on the process runtime
                 // (runtime/orphans.rs, `etcd_memory_dir`, says why).
                 tmpfs: vec!["/etcd-data"],
+                working_dir: None,
             })
             .await?;
         let pid = self.containers().start_container(&container).await?;
@@ -268,6 +276,7 @@ impl DockerRuntime {
                 log: self.cluster.plan.layout().proxy_log(),
                 user: None,
                 tmpfs: Vec::new(),
+                working_dir: None,
             })
             .await?;
         let pid = self.containers().start_container(&container).await?;
@@ -317,7 +326,11 @@ impl DockerRuntime {
             // the container network sees it.
             let own_client_port = self.link_ports[&Link::ClientToBroker(i)];
             at.peers.push((i, format!("proxy:{own_client_port}")));
-            let mut env: Vec<String> = broker.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let mut env: Vec<String> = broker
+                .environment(&at)
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             env.push(format!("{STOP_REQUEST_ENV}=/data/{STOP_REQUEST_FILE}"));
             let observe_port = free_port()?;
             let container = self
@@ -333,6 +346,7 @@ impl DockerRuntime {
                     log: broker.log.clone(),
                     user: Some(owner.clone()),
                     tmpfs: Vec::new(),
+                    working_dir: broker.working_dir(&at),
                 })
                 .await?;
             self.brokers.insert(
@@ -478,10 +492,26 @@ impl Runtime for DockerRuntime {
         broker.pid = Some(pid);
         self.watcher.set(node, Some((request, pid)));
         let what = format!("broker {node} listening");
+        let broker = self.broker(node)?;
+        let port_mode = self.cluster.plan.config.system.node.port;
+        let observe = broker.observe.clone();
         let serving = self
             .containers()
-            .await_serving(&self.broker(node)?.container, pid, &what, || {
-                std::future::ready(plan.listening().is_some())
+            .await_serving(&broker.container, pid, &what, || {
+                let observe = observe.clone();
+                async move {
+                    match port_mode {
+                        PortMode::Reported => plan.listening().is_some(),
+                        // Docker accepts on a published port before the
+                        // process inside listens, so only a Kafka answer
+                        // (ApiVersions) says the broker serves.
+                        PortMode::Assigned => {
+                            KafkaClient::connect(&observe, "epochal-ready", READY_PROBE)
+                                .await
+                                .is_ok()
+                        }
+                    }
+                }
             })
             .await;
         if let Err(RuntimeError::ContainerExited { .. }) = serving {
