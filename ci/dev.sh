@@ -93,11 +93,14 @@ case "$cmd" in
     # The process runtime's full gate ran as a test (cluster_gate.rs); the same
     # suites on the Docker runtime run here, alone, as a user runs them.
     EPOCHAL_STORE=target/ci-store bash ci/gate.sh docker
-    # The third-party guarantees suite (suites/systems/) on tansu, on the
-    # process runtime, with its own JUnit report.
+    # The third-party guarantees suite (suites/systems/) on tansu, on both
+    # runtimes, each with its own JUnit report.
     echo "== epochal gate --system tansu suites/systems"
     target/debug/epochal gate --system tansu suites/systems --store target/ci-store/tansu \
       --junit target/ci-store/junit-tansu.xml
+    echo "== epochal gate --system tansu suites/systems --runtime docker"
+    target/debug/epochal gate --system tansu suites/systems --runtime docker \
+      --store target/ci-store/tansu-docker --junit target/ci-store/junit-tansu-docker.xml
     # The benchmarks at small sizes on the debug build, so they cannot rot
     # (figures not comparable; the nightly runs them at full size).
     bash ci/bench.sh --quick

@@ -311,3 +311,61 @@ async fn cluster_cutting_a_follower_from_its_leader_shrinks_the_isr() {
     }
     common::ready(&runtime, Duration::from_secs(30)).await;
 }
+
+/// A broker whose process ends by itself during a start is the system's
+/// failure, not the harness's: here another process holds its data dir's
+/// lock (the broker refuses, as Kafka's LogManager does). The nemesis records
+/// it on the start's op (`exited`, which the run folds into a
+/// `restart-failed` anomaly), the node stays down and can be started again,
+/// and the harness carries on.
+#[tokio::test]
+async fn cluster_a_start_that_ends_by_itself_is_recorded_and_the_node_stays_down() {
+    use epochal::nemesis::Nemesis;
+    use epochal::observe::Observer;
+    use epochal::schedule::{Fault, Target};
+
+    let run = tempfile::tempdir().unwrap();
+    let config = ClusterConfig::new(3, bin_dir(), run.path());
+    let mut runtime = ProcessRuntime::start(config).await.unwrap();
+    common::ready(&runtime, Duration::from_secs(30)).await;
+    let mut observer = Observer::connect(runtime.etcd_endpoint()).await.unwrap();
+    let mut nemesis = Nemesis::new(1);
+    let b3 = NodeId::new(3);
+    let start = Fault::Start(Target::Node(b3));
+    runtime.stop_node(b3).await.unwrap();
+    let lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(runtime.data_dir(b3).unwrap().join(".lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+
+    let view = observer.view().await.unwrap();
+    let done = nemesis
+        .fire(&mut runtime, &mut observer, &view, &start)
+        .await
+        .expect("a broker that ends during its start is no harness error");
+    let exited = done
+        .exited
+        .expect("the start's op names the node that ended");
+    assert_eq!(exited.len(), 1, "{exited:?}");
+    assert_eq!(exited[0].node, b3);
+    assert!(
+        exited[0].error.contains("broker b3 exited early"),
+        "{}",
+        exited[0].error
+    );
+    assert!(!runtime.is_running(b3));
+
+    drop(lock);
+    let view = observer.view().await.unwrap();
+    let done = nemesis
+        .fire(&mut runtime, &mut observer, &view, &start)
+        .await
+        .unwrap();
+    assert_eq!(done.exited, None);
+    assert!(runtime.is_running(b3));
+    common::ready(&runtime, Duration::from_secs(30)).await;
+    runtime.shutdown().await.unwrap();
+}

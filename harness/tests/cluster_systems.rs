@@ -146,3 +146,43 @@ fn cluster_tansu_fetch_v12_answers_carry_a_tag_kafka_defines_from_v16_only() {
     assert_eq!(results["verdict"], "unknown", "{results:#}");
     assert_eq!(result(&results, "lost-write")["verdict"], "unknown");
 }
+
+/// tansu on the Docker runtime: its image is built from the installed
+/// binary (epochal-tansu), the brokers share the run's dir by a bind mount
+/// and start in it, nothing but the brokers and the proxy runs (no etcd),
+/// readiness is a Kafka answer on the published port, and the clients' cut
+/// from b1 moves them to b2 as on the process runtime. The gate runs the
+/// whole suite on Docker in CI (ci/dev.sh).
+#[test]
+fn cluster_docker_tansu_takes_a_clients_cut_valid_and_leaves_nothing() {
+    use common::docker::{assert_nothing_left, containers, require_docker, run_id};
+    require("tansu");
+    require_docker();
+    let store = tempfile::tempdir().unwrap();
+    let schedule = suite_file("systems/tansu-clients-cut.toml");
+    let output = run_quietly(
+        &schedule,
+        store.path(),
+        &["--system", "tansu", "--runtime", "docker"],
+    );
+    let run = latest(store.path());
+    let id = run_id(&run);
+    assert!(output.status.success(), "{}", show(&output));
+    let results = read_results(&run);
+    assert_eq!(results["verdict"], "valid", "{results:#}");
+    let acknowledged = result(&results, "lost-write")["counts"]["acknowledged"]
+        .as_u64()
+        .unwrap();
+    assert!(acknowledged >= 300, "{acknowledged}");
+    let log = std::fs::read_to_string(run.join("harness.log")).unwrap();
+    assert!(
+        log.contains("step 3: 150 more writes acknowledged"),
+        "{log}"
+    );
+    assert!(
+        run.join("nodes/shared/tansu.db").is_file(),
+        "the database is in the run's shared dir"
+    );
+    assert!(containers(&id).is_empty());
+    assert_nothing_left(&id, "after a tansu run on Docker");
+}

@@ -53,7 +53,7 @@ fn docker_image_build_past_its_bound_is_a_timeout_naming_the_image() {
     common::docker::require_docker();
     let bins = common::bin_dir();
     let spec = epochal::runtime::docker::image::ImageSpec {
-        name: "proxy",
+        name: "proxy".into(),
         binary: bins.join("epochal-proxy"),
         at: "/epochal-proxy",
     };

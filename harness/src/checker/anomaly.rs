@@ -99,6 +99,8 @@ anomalies! {
         "a value only idempotent producers sent is at more offsets than it was sent (KIP-98)";
     StuckPartition = "stuck-partition", "liveness", true,
         "a partition acknowledged no write within the liveness window after the final heal";
+    RestartFailed = "restart-failed", "liveness", true,
+        "a broker started again on its own data after a crash or stop ended by itself before it served";
 }
 
 impl fmt::Display for Anomaly {

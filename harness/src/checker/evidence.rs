@@ -126,6 +126,7 @@ details! {
     Duplicate(Duplicate) for Duplicate;
     IdempotentDuplicate(IdempotentDuplicate) for IdempotentDuplicate;
     Stuck(Stuck) for StuckPartition;
+    RestartFailed(RestartFailed) for RestartFailed;
 }
 
 impl Details {
@@ -149,6 +150,7 @@ impl Details {
             }
             Details::NonmonotonicPoll(d) => BTreeSet::from([d.index]),
             Details::PollSkip(d) => BTreeSet::from([d.index]),
+            Details::RestartFailed(d) => BTreeSet::from([d.history_index]),
             Details::IdempotentDuplicate(d) => d
                 .sends
                 .iter()
@@ -633,6 +635,15 @@ pub struct Stuck {
     pub last_error: Option<String>,
     pub partition: PartitionRef,
     pub window_ms: u64,
+}
+
+/// `restart-failed`: a node whose process ended by itself during a start,
+/// the nemesis op that started it, and what the runtime saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RestartFailed {
+    pub error: String,
+    pub history_index: OpRef,
+    pub node: NodeId,
 }
 
 #[cfg(test)]

@@ -522,6 +522,7 @@ impl<'a> Generator<'a> {
                 cut,
                 etcd_revision: None,
                 started_time_ms: None,
+                exited: None,
             }),
         };
         self.push(
@@ -620,6 +621,7 @@ impl<'a> Generator<'a> {
                 cut: None,
                 etcd_revision: None,
                 started_time_ms: None,
+                exited: None,
             })))),
             None,
         );

@@ -401,6 +401,19 @@ pub struct Done {
     /// applied afterwards in its state-change log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_time_ms: Option<u64>,
+    /// Restart and start: the nodes whose process ended by itself before
+    /// it served (the system's failure to recover, `restart-failed`), each
+    /// with what the runtime saw; they stay down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited: Option<Vec<ExitedAtStart>>,
+}
+
+/// A node whose process ended by itself during its start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitedAtStart {
+    pub node: NodeId,
+    /// The runtime's words: the exit status and where its output went.
+    pub error: String,
 }
 
 /// One node's logs after a disk fault: `power-loss` cuts every replica

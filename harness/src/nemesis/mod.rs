@@ -10,7 +10,7 @@
 pub mod disk;
 pub mod partition;
 
-use crate::history::{Done, NodeCut, Verb};
+use crate::history::{Done, ExitedAtStart, NodeCut, Verb};
 use crate::observe::{ClusterView, ObserveError, Observer};
 use crate::random::SplitMix64;
 use crate::runtime::{NodeId, Runtime, RuntimeError};
@@ -170,7 +170,8 @@ impl Nemesis {
             Fault::Crash(_) => each_running(runtime, &resolved, ProcessFault::Crash).await?,
             Fault::Stop(_) => each_running(runtime, &resolved, ProcessFault::Stop).await?,
             Fault::Restart(_) | Fault::Start(_) => {
-                start_each(runtime, &resolved, Verb::of(fault)).await?;
+                let exited = start_each(runtime, &resolved, Verb::of(fault)).await?;
+                done.exited = (!exited.is_empty()).then_some(exited);
             }
             Fault::PowerLoss(_) => done.cut = Some(power_loss(runtime, &resolved).await?),
             Fault::TruncateLog(t) => done.cut = Some(truncate_log(runtime, t, &resolved)?),
@@ -310,18 +311,31 @@ async fn each_running<R: Runtime>(
 }
 
 /// Starts each node on its old data directory, refusing one that is running.
+///
+/// A node whose process ends by itself before it serves is the system's
+/// failure, not the harness's: it is returned (and stays down) and the rest
+/// still start. Any other error (a timeout, Docker refusing) is the harness's.
 async fn start_each<R: Runtime>(
     runtime: &mut R,
     resolved: &[NodeId],
     verb: Verb,
-) -> Result<(), NemesisError> {
+) -> Result<Vec<ExitedAtStart>, NemesisError> {
+    let mut exited = Vec::new();
     for &n in resolved {
         if runtime.is_running(n) {
             return Err(Refusal::Running { verb, node: n }.into());
         }
-        runtime.start_node(n).await?;
+        match runtime.start_node(n).await {
+            Ok(()) => {}
+            Err(e @ (RuntimeError::Exited { .. } | RuntimeError::ContainerExited { .. })) => exited
+                .push(ExitedAtStart {
+                    node: n,
+                    error: e.to_string(),
+                }),
+            Err(e) => return Err(e.into()),
+        }
     }
-    Ok(())
+    Ok(exited)
 }
 
 /// Kills each node still running and cuts its logs as a power loss would;

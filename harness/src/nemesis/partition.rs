@@ -254,9 +254,7 @@ fn proxy(from: Endpoint, to: Endpoint) -> Option<Link> {
             Some(Link::BrokerToService(from, ServiceKind::Etcd))
         }
         (Endpoint::Clients, Endpoint::Broker(to)) => Some(Link::ClientToBroker(to)),
-        (Endpoint::Etcd | Endpoint::Clients, _) | (Endpoint::Broker(_), Endpoint::Clients) => {
-            None
-        }
+        (Endpoint::Etcd | Endpoint::Clients, _) | (Endpoint::Broker(_), Endpoint::Clients) => None,
     }
 }
 

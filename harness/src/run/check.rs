@@ -8,6 +8,7 @@ use std::io::Write;
 use crate::checker::{
     self, Anomaly, CheckResult, Evidence, LoadError, Report, RunData, Verdict, evidence,
 };
+use crate::history::{OpType, Process};
 use crate::run_dir::{RunDir, RunEnd, Stuck};
 
 use super::RunError;
@@ -21,6 +22,10 @@ pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
         report.results.insert(0, stuck_partitions(&end.stuck));
         report.verdict = Verdict::Invalid;
     }
+    if let Some(failed) = failed_restarts(run) {
+        report.results.insert(0, failed);
+        report.verdict = Verdict::Invalid;
+    }
     if let Some(why) = &end.unknown {
         report
             .results
@@ -28,6 +33,42 @@ pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
         report.verdict = report.verdict.max(Verdict::Unknown);
     }
     report
+}
+
+/// Every start of a node (a restart or start, scripted, a campaign's or the
+/// final heal's) whose process ended by itself before it served, as a
+/// `restart-failed` anomaly; `None` when every start served. From the
+/// history alone, so `epochal check` finds the same.
+fn failed_restarts(run: &RunData) -> Option<CheckResult> {
+    let evidence: Vec<Evidence> = run
+        .history
+        .iter()
+        .filter(|op| op.process == Process::Nemesis && op.kind == OpType::Info)
+        .filter_map(|op| Some((op.index, op.fault()?.done.as_ref()?.exited.as_ref()?)))
+        .flat_map(|(index, exited)| {
+            exited.iter().map(move |e| Evidence {
+                anomaly: Anomaly::RestartFailed,
+                summary: format!("{} ended during its start: {}", e.node, e.error),
+                details: evidence::RestartFailed {
+                    error: e.error.clone(),
+                    history_index: index,
+                    node: e.node,
+                }
+                .into(),
+            })
+        })
+        .collect();
+    if evidence.is_empty() {
+        return None;
+    }
+    Some(CheckResult::invalid(
+        "liveness",
+        format!(
+            "{} start(s) of a broker on its own data ended before it served",
+            evidence.len()
+        ),
+        evidence,
+    ))
 }
 
 /// The liveness window's finding: each partition that took no write after
@@ -114,4 +155,75 @@ pub fn write_report(report: &Report, out: &mut impl Write) -> std::io::Result<()
         }
     }
     writeln!(out, "verdict: {}", report.verdict)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Aim, Body, Done, ExitedAtStart, FaultOp, Op, Verb};
+    use crate::node::NodeId;
+    use crate::schedule::Target;
+
+    fn start(index: u64, exited: Option<Vec<ExitedAtStart>>) -> Op {
+        let node = NodeId::new(2);
+        Op {
+            index,
+            time_ns: index,
+            process: Process::Nemesis,
+            kind: OpType::Info,
+            body: Body::Fault(Box::new(FaultOp {
+                verb: Verb::Restart,
+                aim: Aim::Target {
+                    target: Target::Node(node),
+                    id: None,
+                    on_heal: None,
+                },
+                done: Some(Done {
+                    nodes: vec![node],
+                    exited,
+                    ..Done::default()
+                }),
+            })),
+            error: None,
+        }
+    }
+
+    fn completed() -> RunEnd {
+        RunEnd {
+            completed: true,
+            unknown: None,
+            stuck: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_start_that_ended_by_itself_makes_the_run_invalid_with_restart_failed() {
+        let mut run = RunData {
+            history: vec![start(3, None)],
+            ..RunData::default()
+        };
+        let fine = verdict(&run, &completed());
+        assert!(fine.results.iter().all(|r| r.checker != "liveness"));
+
+        run.history.push(start(
+            7,
+            Some(vec![ExitedAtStart {
+                node: NodeId::new(2),
+                error: "broker b2 exited early (exit status: 0); its log: b2.log".into(),
+            }]),
+        ));
+        let report = verdict(&run, &completed());
+        assert_eq!(report.verdict, Verdict::Invalid);
+        let liveness = &report.results[0];
+        assert_eq!(liveness.checker, "liveness");
+        assert_eq!(liveness.verdict, Verdict::Invalid);
+        let evidence = &liveness.evidence[0];
+        assert_eq!(evidence.anomaly, Anomaly::RestartFailed);
+        assert_eq!(evidence.details.ops(), [7].into());
+        assert!(
+            evidence.summary.starts_with("b2 ended during its start: "),
+            "{}",
+            evidence.summary
+        );
+    }
 }

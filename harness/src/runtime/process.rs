@@ -542,8 +542,13 @@ impl Runtime for ProcessRuntime {
             if let Some(address) = serving {
                 break address;
             }
-            if let Some(process) = broker.process.as_mut() {
-                process.exited()?;
+            if let Some(process) = broker.process.as_mut()
+                && let Err(exited) = process.exited()
+            {
+                // Reaped: the node is down, as after a crash, and may be
+                // started again.
+                broker.process = None;
+                return Err(exited);
             }
             if Instant::now() > deadline {
                 return Err(RuntimeError::Timeout {

@@ -58,6 +58,11 @@ pub struct Clients {
     pub idempotent: bool,
     /// The Fetch version polls use, when the system's file sets one.
     pub fetch_version: Option<i16>,
+    /// Every broker answers as the same Kafka node (the system's
+    /// `kafka_node_ids = "shared"`): any broker serves any partition, so a
+    /// client that cannot reach one moves to the next (see
+    /// [`RecordingClient::unreachable`]).
+    pub shared_ids: bool,
 }
 
 impl Clients {
@@ -70,6 +75,7 @@ impl Clients {
             process: None,
             producer: None,
             connections: BTreeMap::new(),
+            moved_to: None,
         }
     }
 
@@ -95,6 +101,9 @@ pub struct RecordingClient {
     /// send (producer.rs); `None` for a plain client.
     pub(super) producer: Option<Producer>,
     pub(super) connections: BTreeMap<NodeId, KafkaClient>,
+    /// With shared ids: the broker this client moved to after it could not
+    /// reach another, while it serves.
+    moved_to: Option<NodeId>,
 }
 
 impl RecordingClient {
@@ -121,8 +130,42 @@ impl RecordingClient {
 
     /// The partition's leader for routing a request: as etcd named it at
     /// most `max_age` ago.
+    ///
+    /// With shared ids every broker leads every partition as the same node,
+    /// and the view names the first broker that answered the harness's own
+    /// look, which no cut between the clients and a broker touches; a client
+    /// that moved (below) stays with the broker it moved to while that one
+    /// answers the harness.
     pub async fn route(&self, partition: &PartitionRef, max_age: Duration) -> Option<NodeId> {
-        self.shared.view.recent(max_age).await?.leader_of(partition)
+        let view = self.shared.view.recent(max_age).await?;
+        let leader = view.leader_of(partition)?;
+        match self.moved_to {
+            Some(moved) if self.shared.shared_ids && view.brokers.contains(&moved) => Some(moved),
+            _ => Some(leader),
+        }
+    }
+
+    /// Notes that a request to `node` failed for want of the network (no
+    /// answer, a refused or dropped connection). With shared ids the client
+    /// moves to the next broker, as a Kafka client does: it asks another
+    /// bootstrap broker for Metadata, and that broker names itself as the
+    /// partitions' leader. With own ids the leader is where the partition
+    /// is, and the client keeps following the view.
+    pub(super) fn unreachable(&mut self, node: NodeId, error: &ClientError) {
+        let network = matches!(
+            error,
+            ClientError::Timeout { .. }
+                | ClientError::Refused { .. }
+                | ClientError::Dropped(_)
+                | ClientError::Connect { .. }
+                | ClientError::Closed
+        );
+        if !self.shared.shared_ids || !network {
+            return;
+        }
+        let nodes: Vec<NodeId> = self.shared.addresses.keys().copied().collect();
+        let at = nodes.iter().position(|&n| n == node).unwrap_or(0);
+        self.moved_to = nodes.get((at + 1) % nodes.len().max(1)).copied();
     }
 
     /// Reads `partition` on `node` from `from_offset` up to the high
@@ -164,6 +207,7 @@ impl RecordingClient {
             }
             Err(e) => {
                 self.connections.remove(&node);
+                self.unreachable(node, &e);
                 // A read changes nothing: a failed one is definite.
                 self.complete(process, OpType::Fail, Body::Poll(poll), Some(e.to_string()))
             }

@@ -72,6 +72,7 @@ impl RecordingClient {
             }
             Err((kind, e)) => {
                 self.connections.remove(&node);
+                self.unreachable(node, &e);
                 self.complete(process, kind, Body::Send(send), Some(e.to_string()))
             }
         }
@@ -184,6 +185,7 @@ impl RecordingClient {
                     Err(error) => error,
                 };
                 self.connections.remove(&node);
+                self.unreachable(node, &error);
                 if matches!(error, ClientError::Broker { code, .. } if STALE_PRODUCER_ERRORS.contains(&code))
                 {
                     self.producer = None;

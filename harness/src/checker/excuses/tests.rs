@@ -92,6 +92,7 @@ pub(in crate::checker) fn disk_fault(
                 cut: Some(vec![NodeCut { node, cuts, cut }]),
                 etcd_revision: Some(at),
                 started_time_ms: None,
+                exited: None,
             }),
         })),
         error: None,
