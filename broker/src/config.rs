@@ -65,6 +65,32 @@ pub enum ProducerStateRecovery {
     Current,
 }
 
+/// How many replicas acknowledge a group's offset commit before the
+/// coordinator answers (Kafka's `offsets.commit.required.acks`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum OffsetsCommitAcks {
+    /// -1, Kafka's default: the commit is in every in-sync replica of the
+    /// offsets partition, so a new coordinator elected from the ISR has it.
+    #[default]
+    All,
+    /// 1: the coordinator's own log alone. Kafka documents it as a setting
+    /// not to change ("the default (-1) should not be overridden"); a commit
+    /// acknowledged this way is lost when the coordinator fails before its
+    /// followers fetched it, and the group rewinds.
+    Leader,
+}
+
+impl OffsetsCommitAcks {
+    /// The produce `acks` the commit's append waits for.
+    pub fn acks(self) -> i16 {
+        match self {
+            OffsetsCommitAcks::All => -1,
+            OffsetsCommitAcks::Leader => 1,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("reading config file {path}: {source}")]
@@ -281,6 +307,7 @@ mod tests {
                 row::producer_state_recovery,
                 parser_names::<ProducerStateRecovery>(),
             ),
+            (row::offsets_commit_acks, parser_names::<OffsetsCommitAcks>()),
         ] {
             let SettingKind::OneOf(names) = row.kind else {
                 unreachable!("{} is not one-of", row.name)

@@ -14,6 +14,7 @@ pub mod config;
 pub mod controller;
 pub mod failpoints;
 pub mod huge_alloc;
+pub mod offsets;
 pub mod replica;
 pub mod server;
 pub mod state_change_log;

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::declare::broker_settings;
 use super::value::{BindAddress, Choice, Count, Endpoints, HostPort, Peers, Required, Switch};
-use super::{ProducerStateRecovery, Truncation};
+use super::{OffsetsCommitAcks, ProducerStateRecovery, Truncation};
 use crate::failpoints::Failpoint;
 
 /// Kafka's default `socket.request.max.bytes`: a frame claiming more is refused.
@@ -230,6 +230,53 @@ broker_settings! {
                empty without reading the log, as Kafka 0.11.0.0 did before KAFKA-5435 (taking \
                the missing snapshot for an upgrade), so once that replica leads, a producer's \
                retry of a batch it already holds is appended a second time",
+    }
+    // The group coordinator's internal topic (Kafka's __consumer_offsets).
+    // Kafka's default is 50 partitions; 3 keeps a test cluster's data dirs
+    // small while still spreading groups over coordinators.
+    offsets_topic_num_partitions: Option<u64> => u64, by Count {
+        flag: "--offsets-topic-num-partitions",
+        kind: SettingKind::Count { min: 1 },
+        default: SettingDefault::Count(3),
+        help: "Partitions of the internal offsets topic, made at the first FindCoordinator \
+               (Kafka's offsets.topic.num.partitions, default 50 there)",
+    }
+    offsets_topic_replication_factor: Option<u64> => u64, by Count {
+        flag: "--offsets-topic-replication-factor",
+        kind: SettingKind::Count { min: 1 },
+        default: SettingDefault::Count(3),
+        help: "Replication factor of the internal offsets topic; it is not made until this \
+               many brokers are live (Kafka's offsets.topic.replication.factor)",
+    }
+    #[arg(value_enum)]
+    offsets_commit_acks: Option<OffsetsCommitAcks> => OffsetsCommitAcks, by Choice {
+        flag: "--offsets-commit-acks",
+        kind: SettingKind::OneOf(&["all", "leader"]),
+        default: SettingDefault::Text("all"),
+        help: "Which replicas of the offsets partition hold a commit before it is answered: \
+               `all` (Kafka's offsets.commit.required.acks=-1) or `leader` (=1, the \
+               misconfiguration Kafka's docs warn against)",
+    }
+    group_initial_rebalance_delay_ms: Option<u64> => u64, by Count {
+        flag: "--group-initial-rebalance-delay-ms",
+        kind: SettingKind::Count { min: 0 },
+        default: SettingDefault::Count(3000),
+        help: "How long the first rebalance of an empty group waits for more members \
+               (Kafka's group.initial.rebalance.delay.ms, KIP-134)",
+    }
+    group_min_session_timeout_ms: Option<u64> => u64, by Count {
+        flag: "--group-min-session-timeout-ms",
+        kind: SettingKind::Count { min: 0 },
+        default: SettingDefault::Count(6000),
+        help: "Shortest session timeout a group member may ask for (Kafka's \
+               group.min.session.timeout.ms)",
+    }
+    group_max_session_timeout_ms: Option<u64> => u64, by Count {
+        flag: "--group-max-session-timeout-ms",
+        kind: SettingKind::Count { min: 1 },
+        default: SettingDefault::Count(1_800_000),
+        help: "Longest session timeout a group member may ask for (Kafka's \
+               group.max.session.timeout.ms)",
     }
 }
 

@@ -182,6 +182,38 @@ impl ReplicaManager {
         }
     }
 
+    /// Read this leader's own log from `offset` to its log end, with no
+    /// follower's fetch recorded: a group coordinator loading its offsets
+    /// partition after its election, as Kafka's GroupMetadataManager reads
+    /// the log to its end. The answer carries the leader epoch it was read
+    /// in, so a load can tell it was overtaken by another election.
+    pub fn read_own_log(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> Result<(ReadResult, i32), ResponseError> {
+        let guard = self.lock();
+        let partition = self.led(&guard.partitions, &guard.logs, tp)?;
+        let leader_epoch = partition.leader_epoch();
+        let log = guard
+            .logs
+            .get(tp)
+            .ok_or(ResponseError::NotLeaderOrFollower)?;
+        let records = log
+            .read(offset, max_bytes)
+            .map_err(|e| storage_error_code(&e))?;
+        Ok((
+            ReadResult {
+                high_watermark: log.high_watermark(),
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.log_end_offset(),
+                records,
+            },
+            leader_epoch,
+        ))
+    }
+
     /// Read from `offset` as leader; a client sees only batches below the high
     /// watermark, a follower reads to the log end and its fetch offset becomes
     /// its known LEO — after the HW for the answer was taken (Kafka ≤ 2.x).

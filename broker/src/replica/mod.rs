@@ -12,7 +12,7 @@ pub mod leader_and_isr;
 pub mod manager;
 pub mod partition;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 pub mod truncation;
 
 /// The storage engine, under the name the replica code uses for it.

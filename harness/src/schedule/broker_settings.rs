@@ -38,6 +38,15 @@ pub const BROKER_SETTINGS: &[(&str, SettingKind)] = &[
         "producer_state_recovery",
         SettingKind::OneOf(&["kafka-5435", "current"]),
     ),
+    ("offsets_topic_num_partitions", SettingKind::Count),
+    ("offsets_topic_replication_factor", SettingKind::Count),
+    (
+        "offsets_commit_acks",
+        SettingKind::OneOf(&["all", "leader"]),
+    ),
+    ("group_initial_rebalance_delay_ms", SettingKind::Count),
+    ("group_min_session_timeout_ms", SettingKind::Count),
+    ("group_max_session_timeout_ms", SettingKind::Count),
 ];
 
 impl SettingKind {

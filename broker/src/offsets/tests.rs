@@ -1,0 +1,88 @@
+use super::*;
+use crate::replica::test_support::{manager, state};
+
+#[test]
+fn a_group_lands_on_the_partition_kafka_would_put_it_on() {
+    // Java's "g".hashCode() is 103; "group-1" 293427299; "epochal"
+    // -1539380620; "polygenelubricants" i32::MIN, which Kafka's Utils.abs
+    // maps to 0. Computed with Java's String.hashCode rule over UTF-16.
+    assert_eq!(partition_for("g", 50), 3);
+    assert_eq!(partition_for("group-1", 50), 49);
+    assert_eq!(partition_for("epochal", 50), 20);
+    assert_eq!(partition_for("consumer-group-écoute", 50), 8);
+    assert_eq!(partition_for("polygenelubricants", 50), 0);
+    assert_eq!(partition_for("group-1", 3), 2);
+}
+
+fn committed(offset: i64) -> CommittedOffset {
+    CommittedOffset {
+        offset,
+        leader_epoch: 0,
+        metadata: String::new(),
+        commit_timestamp_ms: 1,
+    }
+}
+
+fn commits(group: &str, entries: &[(&str, i32, i64)]) -> (String, GroupOffsets) {
+    let offsets = entries
+        .iter()
+        .map(|&(t, p, o)| ((t.to_owned(), p), committed(o)))
+        .collect();
+    (group.to_owned(), offsets)
+}
+
+/// Commits appended to an offsets partition's log are what a coordinator
+/// elected later loads: the last commit of each partition wins, across
+/// segments and reads, and nothing is served until the load is done.
+#[test]
+fn a_new_leader_loads_every_commit_from_the_log_and_the_last_one_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let rm = manager(dir.path(), 1);
+    let offsets = Arc::new(OffsetsManager::new(1));
+    let tp = offsets.partition_of("g");
+    rm.apply_leader_and_isr(vec![(tp.clone(), state(1, 0, vec![1]))]);
+    for (group, batch) in [
+        commits("g", &[("t", 0, 5), ("t", 1, 7)]),
+        commits("h", &[("t", 0, 1)]),
+        commits("g", &[("t", 0, 9)]),
+    ] {
+        rm.append_as_leader(&tp, commit_batch(&group, &batch, 1), 1)
+            .unwrap();
+    }
+    offsets.elected(0, 0);
+    assert_eq!(offsets.standing("g"), Standing::Loading);
+    assert_eq!(
+        offsets.fetch("g", None),
+        Err(ResponseError::CoordinatorLoadInProgress)
+    );
+    load(&offsets, &rm, 0, 0);
+    assert_eq!(offsets.standing("g"), Standing::Ready);
+    let g = offsets.fetch("g", None).unwrap();
+    assert_eq!(g[&("t".to_owned(), 0)].offset, 9);
+    assert_eq!(g[&("t".to_owned(), 1)].offset, 7);
+    let wanted = [("t".to_owned(), 1), ("t".to_owned(), 5)];
+    assert_eq!(offsets.fetch("g", Some(&wanted)).unwrap().len(), 1);
+    assert_eq!(offsets.fetch("h", None).unwrap().len(), 1);
+    assert!(offsets.fetch("nobody", None).unwrap().is_empty());
+
+    offsets.resigned(0);
+    assert_eq!(offsets.fetch("g", None), Err(ResponseError::NotCoordinator));
+}
+
+/// A load overtaken by a later election of the same broker does not serve
+/// what it read in the earlier epoch.
+#[test]
+fn a_load_of_an_older_epoch_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let rm = manager(dir.path(), 1);
+    let offsets = Arc::new(OffsetsManager::new(1));
+    let tp = offsets.partition_of("g");
+    rm.apply_leader_and_isr(vec![(tp.clone(), state(1, 0, vec![1]))]);
+    offsets.elected(0, 0);
+    rm.apply_leader_and_isr(vec![(tp, state(1, 1, vec![1]))]);
+    load(&offsets, &rm, 0, 0);
+    assert_eq!(offsets.standing("g"), Standing::Loading);
+    offsets.elected(0, 1);
+    load(&offsets, &rm, 0, 1);
+    assert_eq!(offsets.standing("g"), Standing::Ready);
+}
