@@ -46,7 +46,7 @@ pub fn partition_for(group: &str, partitions: u32) -> i32 {
         .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)));
     // Kafka's Utils.abs: i32::MIN maps to 0, not to itself.
     let abs = if hash == i32::MIN { 0 } else { hash.abs() };
-    (abs % partitions.max(1) as i32) as i32
+    abs % partitions.max(1) as i32
 }
 
 /// A group's committed offsets, by (topic, partition).
