@@ -22,6 +22,8 @@ use crate::controller::controller::ControllerSettings;
 use crate::controller::election;
 use crate::controller::metadata_store::{BrokerRegistration, MetadataStore, StoreError};
 use crate::controller::session::Session;
+use crate::group::{GroupConfig, GroupCoordinator};
+use crate::offsets::OffsetsManager;
 use crate::replica::fetcher::FetcherManager;
 use crate::replica::isr;
 use crate::replica::manager::ReplicaManager;
@@ -209,6 +211,15 @@ pub async fn run(
         producer_ids: ProducerIdManager::new(config.node_id, store.clone()),
         store: store.clone(),
         state_changes,
+        offsets: Arc::new(OffsetsManager::new(
+            u32::try_from(config.offsets_topic_num_partitions).unwrap_or(u32::MAX),
+        )),
+        groups: GroupCoordinator::new(GroupConfig {
+            min_session_timeout_ms: config.group_min_session_timeout_ms,
+            max_session_timeout_ms: config.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+            ..GroupConfig::default()
+        }),
         config,
     });
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -307,7 +307,10 @@ mod tests {
                 row::producer_state_recovery,
                 parser_names::<ProducerStateRecovery>(),
             ),
-            (row::offsets_commit_acks, parser_names::<OffsetsCommitAcks>()),
+            (
+                row::offsets_commit_acks,
+                parser_names::<OffsetsCommitAcks>(),
+            ),
         ] {
             let SettingKind::OneOf(names) = row.kind else {
                 unreachable!("{} is not one-of", row.name)

@@ -13,6 +13,7 @@ pub mod client;
 pub mod config;
 pub mod controller;
 pub mod failpoints;
+pub mod group;
 pub mod huge_alloc;
 pub mod offsets;
 pub mod replica;

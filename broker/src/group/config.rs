@@ -4,24 +4,26 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// Field names and units match the broker's `group_*` settings, so building
+/// one from `BrokerConfig` is a field-by-field copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GroupConfig {
     /// `group.min.session.timeout.ms`: a JoinGroup asking for less is refused
     /// INVALID_SESSION_TIMEOUT.
-    pub min_session_timeout_ms: i32,
+    pub min_session_timeout_ms: u64,
     /// `group.max.session.timeout.ms`: a JoinGroup asking for more is refused
     /// INVALID_SESSION_TIMEOUT.
-    pub max_session_timeout_ms: i32,
+    pub max_session_timeout_ms: u64,
     /// `group.initial.rebalance.delay.ms` (KIP-134): how long the first
     /// rebalance of an empty group waits for more members, extended by this
     /// much again while members keep arriving, up to the rebalance timeout.
-    pub initial_rebalance_delay_ms: u32,
+    pub initial_rebalance_delay_ms: u64,
     /// How long a member that joined without an id may stay parked in its first
     /// JoinGroup before it is dropped (KAFKA-7610). Kafka fixes it at five
     /// minutes (`GroupCoordinator.NewMemberJoinTimeoutMs`); it is a setting here
     /// only so that tests can shorten it.
-    pub new_member_join_timeout_ms: u32,
+    pub new_member_join_timeout_ms: u64,
 }
 
 impl Default for GroupConfig {
@@ -37,16 +39,26 @@ impl Default for GroupConfig {
 
 impl GroupConfig {
     pub(super) fn initial_rebalance_delay(&self) -> Duration {
-        Duration::from_millis(u64::from(self.initial_rebalance_delay_ms))
+        capped(self.initial_rebalance_delay_ms)
     }
 
     pub(super) fn new_member_join_timeout(&self) -> Duration {
-        Duration::from_millis(u64::from(self.new_member_join_timeout_ms))
+        capped(self.new_member_join_timeout_ms)
     }
 
+    /// A negative session timeout is below any minimum.
     pub(super) fn session_timeout_allowed(&self, session_timeout_ms: i32) -> bool {
-        (self.min_session_timeout_ms..=self.max_session_timeout_ms).contains(&session_timeout_ms)
+        u64::try_from(session_timeout_ms).is_ok_and(|ms| {
+            (self.min_session_timeout_ms..=self.max_session_timeout_ms).contains(&ms)
+        })
     }
+}
+
+/// A setting as a duration no longer than any timeout the wire can carry
+/// (`INT32` milliseconds, about 24.8 days), so that adding it to an instant
+/// cannot overflow.
+fn capped(ms: u64) -> Duration {
+    Duration::from_millis(ms.min(i32::MAX as u64))
 }
 
 /// A timeout from the wire (`INT32` milliseconds); Kafka does not reject a
@@ -80,6 +92,17 @@ mod tests {
         assert!(config.session_timeout_allowed(6_000));
         assert!(config.session_timeout_allowed(1_800_000));
         assert!(!config.session_timeout_allowed(1_800_001));
+        let zero = GroupConfig {
+            min_session_timeout_ms: 0,
+            ..config
+        };
+        assert!(zero.session_timeout_allowed(0));
+        assert!(!zero.session_timeout_allowed(-1));
         assert_eq!(millis(-5), Duration::ZERO);
+        let huge = GroupConfig {
+            initial_rebalance_delay_ms: u64::MAX,
+            ..config
+        };
+        assert_eq!(huge.initial_rebalance_delay(), millis(i32::MAX));
     }
 }

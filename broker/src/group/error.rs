@@ -44,15 +44,36 @@ pub enum GroupError {
 /// Our error → Kafka's, in one place.
 const KAFKA_CODES: &[(GroupError, ResponseError)] = &[
     (GroupError::InvalidGroupId, ResponseError::InvalidGroupId),
-    (GroupError::InvalidSessionTimeout, ResponseError::InvalidSessionTimeout),
-    (GroupError::InconsistentGroupProtocol, ResponseError::InconsistentGroupProtocol),
-    (GroupError::MemberIdRequired, ResponseError::MemberIdRequired),
+    (
+        GroupError::InvalidSessionTimeout,
+        ResponseError::InvalidSessionTimeout,
+    ),
+    (
+        GroupError::InconsistentGroupProtocol,
+        ResponseError::InconsistentGroupProtocol,
+    ),
+    (
+        GroupError::MemberIdRequired,
+        ResponseError::MemberIdRequired,
+    ),
     (GroupError::UnknownMemberId, ResponseError::UnknownMemberId),
-    (GroupError::IllegalGeneration, ResponseError::IllegalGeneration),
-    (GroupError::RebalanceInProgress, ResponseError::RebalanceInProgress),
+    (
+        GroupError::IllegalGeneration,
+        ResponseError::IllegalGeneration,
+    ),
+    (
+        GroupError::RebalanceInProgress,
+        ResponseError::RebalanceInProgress,
+    ),
     (GroupError::NotCoordinator, ResponseError::NotCoordinator),
-    (GroupError::CoordinatorNotAvailable, ResponseError::CoordinatorNotAvailable),
-    (GroupError::UnsupportedVersion, ResponseError::UnsupportedVersion),
+    (
+        GroupError::CoordinatorNotAvailable,
+        ResponseError::CoordinatorNotAvailable,
+    ),
+    (
+        GroupError::UnsupportedVersion,
+        ResponseError::UnsupportedVersion,
+    ),
     (GroupError::GroupIdNotFound, ResponseError::GroupIdNotFound),
     (GroupError::NonEmptyGroup, ResponseError::NonEmptyGroup),
 ];
@@ -94,7 +115,11 @@ mod tests {
             (GroupError::GroupIdNotFound, 69),
             (GroupError::NonEmptyGroup, 68),
         ];
-        assert_eq!(expected.len(), KAFKA_CODES.len(), "a variant is missing here");
+        assert_eq!(
+            expected.len(),
+            KAFKA_CODES.len(),
+            "a variant is missing here"
+        );
         for (error, code) in expected {
             assert_eq!(error.code(), code, "{error:?}");
         }

@@ -17,10 +17,12 @@
 //! `group.max.size` (KIP-389), and persisting groups to `__consumer_offsets`
 //! (a group lives in memory only; unloading forgets it).
 //!
-//! Files: `state.rs` is the state machine, a pure function of requests and the
-//! clock; `coordinator.rs` puts it behind a lock and runs its timers;
-//! `api.rs` holds the plain structs the handlers exchange with it;
-//! `error.rs` the one table from our errors to Kafka's codes.
+//! Files: the state machine, a pure function of requests and the clock, is
+//! `state.rs` (states, JoinGroup and the rebalance), `sync.rs` (SyncGroup),
+//! `sessions.rs` (heartbeats, leaves, commits, deadlines) and `member.rs`;
+//! `coordinator.rs` puts it behind a lock and runs its timers; `api.rs` holds
+//! the plain structs the handlers exchange with it; `error.rs` the one table
+//! from our errors to Kafka's codes.
 
 mod api;
 mod config;
@@ -28,7 +30,9 @@ mod coordinator;
 mod error;
 mod member;
 mod partition;
+mod sessions;
 mod state;
+mod sync;
 
 #[cfg(test)]
 mod state_tests;

@@ -9,8 +9,9 @@
 /// wrapping 32-bit arithmetic. A character outside the BMP counts as its two
 /// surrogates, as in Java.
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// The offsets partition of `group_id` among `partitions` (`offsets.topic.num.partitions`,
@@ -19,7 +20,11 @@ pub fn java_string_hash(s: &str) -> i32 {
 /// of 0 is treated as 1: every group is then in partition 0.
 pub fn partition_for(group_id: &str, partitions: u32) -> u32 {
     let hash = java_string_hash(group_id);
-    let abs = if hash == i32::MIN { 0 } else { hash.unsigned_abs() };
+    let abs = if hash == i32::MIN {
+        0
+    } else {
+        hash.unsigned_abs()
+    };
     abs % partitions.max(1)
 }
 

@@ -41,12 +41,7 @@ const LOAD_READ_BYTES: usize = 1 << 20;
 /// `String.hashCode` over UTF-16 code units, so a group lands on the partition
 /// it would on Kafka.
 pub fn partition_for(group: &str, partitions: u32) -> i32 {
-    let hash = group
-        .encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)));
-    // Kafka's Utils.abs: i32::MIN maps to 0, not to itself.
-    let abs = if hash == i32::MIN { 0 } else { hash.abs() };
-    abs % partitions.max(1) as i32
+    crate::group::partition_for(group, partitions.max(1)) as i32
 }
 
 /// A group's committed offsets, by (topic, partition).
@@ -241,17 +236,14 @@ pub fn load(
     let mut offset = None;
     let mut records_read = 0u64;
     loop {
-        let (read, epoch) = match replicas.read_own_log(
-            &tp,
-            offset.unwrap_or(0).max(0),
-            LOAD_READ_BYTES,
-        ) {
-            Ok(read) => read,
-            Err(e) => {
-                tracing::info!(partition, ?e, "offsets load stopped: no longer the leader");
-                return;
-            }
-        };
+        let (read, epoch) =
+            match replicas.read_own_log(&tp, offset.unwrap_or(0).max(0), LOAD_READ_BYTES) {
+                Ok(read) => read,
+                Err(e) => {
+                    tracing::info!(partition, ?e, "offsets load stopped: no longer the leader");
+                    return;
+                }
+            };
         if epoch != leader_epoch {
             tracing::info!(partition, leader_epoch, epoch, "offsets load overtaken");
             return;

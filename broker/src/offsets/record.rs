@@ -215,7 +215,10 @@ mod tests {
         let key = offset_key("g", "t", 0);
         match parse(Some(&key), Some(&v1)).unwrap() {
             OffsetsRecord::Offset { value: Some(v), .. } => {
-                assert_eq!((v.offset, v.leader_epoch, v.commit_timestamp_ms), (9, -1, 5));
+                assert_eq!(
+                    (v.offset, v.leader_epoch, v.commit_timestamp_ms),
+                    (9, -1, 5)
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -1,19 +1,6 @@
 use super::*;
 use crate::replica::test_support::{manager, state};
 
-#[test]
-fn a_group_lands_on_the_partition_kafka_would_put_it_on() {
-    // Java's "g".hashCode() is 103; "group-1" 293427299; "epochal"
-    // -1539380620; "polygenelubricants" i32::MIN, which Kafka's Utils.abs
-    // maps to 0. Computed with Java's String.hashCode rule over UTF-16.
-    assert_eq!(partition_for("g", 50), 3);
-    assert_eq!(partition_for("group-1", 50), 49);
-    assert_eq!(partition_for("epochal", 50), 20);
-    assert_eq!(partition_for("consumer-group-écoute", 50), 8);
-    assert_eq!(partition_for("polygenelubricants", 50), 0);
-    assert_eq!(partition_for("group-1", 3), 2);
-}
-
 fn committed(offset: i64) -> CommittedOffset {
     CommittedOffset {
         offset,

@@ -182,6 +182,30 @@ impl ReplicaManager {
         }
     }
 
+    /// Awaits one append's acknowledgement (an acks=all produce's wait, for
+    /// one batch): `None` when `deadline` passes first. A fenced leader is
+    /// looked at again every `recheck`, since fencing is a matter of time.
+    pub async fn await_ack(
+        &self,
+        tp: &TopicPartition,
+        ticket: &AppendTicket,
+        deadline: tokio::time::Instant,
+        recheck: std::time::Duration,
+    ) -> Option<AckStatus> {
+        loop {
+            let notified = self.appended().notified();
+            match self.ack_status(tp, ticket) {
+                AckStatus::Pending => {}
+                settled => return Some(settled),
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(recheck) => {}
+                _ = tokio::time::sleep_until(deadline) => return None,
+            }
+        }
+    }
+
     /// Read this leader's own log from `offset` to its log end, with no
     /// follower's fetch recorded: a group coordinator loading its offsets
     /// partition after its election, as Kafka's GroupMetadataManager reads

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use crate::config::BrokerConfig;
 use crate::controller::metadata_store::MetadataStore;
+use crate::group::GroupCoordinator;
+use crate::offsets::OffsetsManager;
 use crate::replica::fetcher::FetcherManager;
 use crate::replica::manager::ReplicaManager;
 use crate::server::metadata_cache::MetadataCache;
@@ -27,4 +29,8 @@ pub struct Broker {
     /// Blocks of producer ids claimed in etcd, for InitProducerId.
     pub producer_ids: ProducerIdManager,
     pub state_changes: StateChangeLog,
+    /// The offsets partitions this broker leads, as their group coordinator.
+    pub offsets: Arc<OffsetsManager>,
+    /// The members, generations and rebalances of the groups it coordinates.
+    pub groups: GroupCoordinator,
 }

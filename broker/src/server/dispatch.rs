@@ -12,9 +12,11 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, FetchRequest,
-    InitProducerIdRequest, LeaderAndIsrRequest, ListOffsetsRequest, MetadataRequest,
-    OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DescribeGroupsRequest,
+    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest,
+    JoinGroupRequest, LeaderAndIsrRequest, LeaveGroupRequest, ListGroupsRequest,
+    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
+    OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest,
     UpdateMetadataRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
@@ -48,6 +50,19 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     // v4–5 differ only in errors for transactional producers; every version
     // answers a non-transactional request alike.
     (ApiKey::InitProducerId, 0, 5),
+    // The classic group protocol ([groups]): v4+ FindCoordinator batches
+    // keys (KIP-699); OffsetCommit and OffsetFetch stop below v9, JoinGroup
+    // and ListGroups below their KIP-848 versions' meanings, which this
+    // broker does not implement.
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::OffsetCommit, 0, 8),
+    (ApiKey::OffsetFetch, 0, 8),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 4),
 ];
 
 pub fn supported_versions(key: ApiKey) -> Option<(i16, i16)> {
@@ -148,6 +163,15 @@ pub enum Request {
     LeaderAndIsr(LeaderAndIsrRequest),
     UpdateMetadata(UpdateMetadataRequest),
     InitProducerId(InitProducerIdRequest),
+    FindCoordinator(FindCoordinatorRequest),
+    OffsetCommit(OffsetCommitRequest),
+    OffsetFetch(OffsetFetchRequest),
+    JoinGroup(JoinGroupRequest),
+    SyncGroup(SyncGroupRequest),
+    Heartbeat(HeartbeatRequest),
+    LeaveGroup(LeaveGroupRequest),
+    DescribeGroups(DescribeGroupsRequest),
+    ListGroups(ListGroupsRequest),
 }
 
 /// A decoded request with what its response needs.
@@ -156,6 +180,8 @@ pub struct Decoded {
     pub key: ApiKey,
     pub version: i16,
     pub correlation_id: i32,
+    /// The client's id from the header (empty when it sent none).
+    pub client_id: String,
     pub request: Request,
 }
 
@@ -177,6 +203,11 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
     let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(DispatchError::MalformedHeader)?;
     let correlation_id = header.correlation_id;
+    let client_id = header
+        .client_id
+        .as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
     let Some((min, max)) = supported_versions(key) else {
         return Err(DispatchError::UnsupportedApi { key });
     };
@@ -184,6 +215,7 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         key,
         version,
         correlation_id,
+        client_id: client_id.clone(),
         request,
     };
     if version < min || version > max {
@@ -211,6 +243,15 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         ApiKey::LeaderAndIsr => Request::LeaderAndIsr(decode_body(key, version, body)?),
         ApiKey::UpdateMetadata => Request::UpdateMetadata(decode_body(key, version, body)?),
         ApiKey::InitProducerId => Request::InitProducerId(decode_body(key, version, body)?),
+        ApiKey::FindCoordinator => Request::FindCoordinator(decode_body(key, version, body)?),
+        ApiKey::OffsetCommit => Request::OffsetCommit(decode_body(key, version, body)?),
+        ApiKey::OffsetFetch => Request::OffsetFetch(decode_body(key, version, body)?),
+        ApiKey::JoinGroup => Request::JoinGroup(decode_body(key, version, body)?),
+        ApiKey::SyncGroup => Request::SyncGroup(decode_body(key, version, body)?),
+        ApiKey::Heartbeat => Request::Heartbeat(decode_body(key, version, body)?),
+        ApiKey::LeaveGroup => Request::LeaveGroup(decode_body(key, version, body)?),
+        ApiKey::DescribeGroups => Request::DescribeGroups(decode_body(key, version, body)?),
+        ApiKey::ListGroups => Request::ListGroups(decode_body(key, version, body)?),
         _ => return Err(DispatchError::UnsupportedApi { key }),
     };
     Ok(decoded(request))
@@ -221,6 +262,7 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         key,
         version,
         correlation_id: cid,
+        client_id,
         request,
     } = decode(frame)?;
     tracing::trace!(?key, version, cid, "request");
@@ -265,6 +307,23 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         Request::InitProducerId(req) => {
             respond!(handlers::init_producer_id::handle(broker, req).await)
         }
+        Request::FindCoordinator(req) => {
+            respond!(handlers::find_coordinator::handle(broker, req, version).await)
+        }
+        Request::OffsetCommit(req) => {
+            respond!(handlers::offset_commit::handle(broker, req, version).await)
+        }
+        Request::OffsetFetch(req) => {
+            respond!(handlers::offset_fetch::handle(broker, req, version))
+        }
+        Request::JoinGroup(req) => {
+            respond!(handlers::groups::join(broker, req, version, &client_id).await)
+        }
+        Request::SyncGroup(req) => respond!(handlers::groups::sync(broker, req, version).await),
+        Request::Heartbeat(req) => respond!(handlers::groups::heartbeat(broker, req)),
+        Request::LeaveGroup(req) => respond!(handlers::groups::leave(broker, req, version)),
+        Request::DescribeGroups(req) => respond!(handlers::groups::describe(broker, req)),
+        Request::ListGroups(req) => respond!(handlers::groups::list(broker, req)),
     }
 }
 

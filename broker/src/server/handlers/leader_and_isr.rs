@@ -19,6 +19,7 @@ use kafka_protocol::messages::{LeaderAndIsrRequest, LeaderAndIsrResponse};
 
 use super::fencing::{self, Refusal};
 use super::topic_name;
+use crate::offsets::{self, OFFSETS_TOPIC};
 use crate::replica::fetcher::FetchTarget;
 use crate::replica::leader_and_isr::Role;
 use crate::replica::partition::LeaderAndIsrState;
@@ -56,6 +57,7 @@ pub fn handle(
             let outcome = if d.result.is_ok() { Outcome::Applied } else { Outcome::Rejected };
             if let Ok(role) = &d.result {
                 start_or_stop_fetcher(broker, &d.tp, role, &leader_addrs);
+                coordinate_or_resign(broker, &d.tp, role, d.state.leader_epoch);
                 tracing::info!(topic = %d.tp.topic, partition = d.tp.partition, leader = d.state.leader, leader_epoch = d.state.leader_epoch, isr = ?d.state.isr, "applied LeaderAndIsr");
             }
             recorder.record(&d.tp, &d.state, outcome, d.reason.clone());
@@ -139,6 +141,34 @@ fn refuse_whole(
     LeaderAndIsrResponse::default()
         .with_error_code(code)
         .with_partition_errors(errors)
+}
+
+/// An offsets partition this broker now leads is loaded (a task of its own;
+/// its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile); one it now
+/// follows is forgotten (NOT_COORDINATOR), as Kafka's `onElection` and
+/// `onResignation` do.
+fn coordinate_or_resign(broker: &Broker, tp: &TopicPartition, role: &Role, leader_epoch: i32) {
+    if tp.topic != OFFSETS_TOPIC {
+        return;
+    }
+    match role {
+        Role::Leader => {
+            broker.offsets.elected(tp.partition, leader_epoch);
+            let offsets = broker.offsets.clone();
+            let replicas = broker.replicas.clone();
+            let partition = tp.partition;
+            tokio::task::spawn_blocking(move || {
+                offsets::load(&offsets, &replicas, partition, leader_epoch);
+            });
+        }
+        Role::Follower { .. } => {
+            broker.offsets.resigned(tp.partition);
+            let partitions = broker.offsets.partitions();
+            broker
+                .groups
+                .unload_partition(tp.partition as u32, partitions);
+        }
+    }
 }
 
 /// An applied partition's fetcher: stopped where this broker leads, pointed

@@ -1,0 +1,160 @@
+//! OffsetCommit: a group's consumed positions, appended to the group's
+//! partition of the offsets topic ([`crate::offsets`]) and answered once the
+//! replicas hold them as `offsets_commit_acks` asks (Kafka's
+//! `offsets.commit.required.acks`, -1 by default: every in-sync replica).
+//!
+//! Before the append: a group this broker does not coordinate (or is still
+//! loading) is NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS), and a commit
+//! from a member of an older generation, an unknown member or a group that is
+//! rebalancing is refused as Kafka's `validateOffsetCommit` refuses it; a
+//! commit with generation -1 and no member id (a consumer that assigns its
+//! partitions itself) is taken while the group has no members. After it, the
+//! append's errors are mapped as Kafka's GroupMetadataManager maps them: a
+//! partition that lost its ISR is COORDINATOR_NOT_AVAILABLE, one that lost
+//! its leader NOT_COORDINATOR, and a commit not acknowledged within
+//! `offsets.commit.timeout.ms` (5 s) REQUEST_TIMED_OUT — its outcome unknown
+//! to the client, as an acks=all produce's.
+
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+
+use crate::offsets::{self, CommittedOffset, GroupOffsets};
+use crate::replica::leader::AckStatus;
+use crate::server::context::Broker;
+
+/// Kafka's `offsets.commit.timeout.ms`.
+const COMMIT_TIMEOUT: Duration = Duration::from_millis(5000);
+/// A fenced leader's wait is looked at again this often.
+const ACK_RECHECK: Duration = Duration::from_millis(50);
+
+pub async fn handle(
+    broker: &Broker,
+    req: OffsetCommitRequest,
+    version: i16,
+) -> OffsetCommitResponse {
+    let group = req.group_id.0.to_string();
+    let refused = broker.offsets.standing(&group).error().or_else(|| {
+        broker
+            .groups
+            .validate_commit(
+                &group,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                // v0 has no generation: a simple consumer's commit.
+                if version >= 1 {
+                    req.generation_id_or_member_epoch
+                } else {
+                    -1
+                },
+            )
+            .err()
+            .map(|e| e.response_error())
+    });
+    let code = match refused {
+        Some(e) => e.code(),
+        None => commit(broker, &group, &req, version).await,
+    };
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            OffsetCommitResponseTopic::default()
+                .with_name(t.name)
+                .with_partitions(
+                    t.partitions
+                        .iter()
+                        .map(|p| {
+                            OffsetCommitResponsePartition::default()
+                                .with_partition_index(p.partition_index)
+                                .with_error_code(code)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// Appends the commit and awaits its acknowledgement; the error code every
+/// partition of the request is answered with (0: committed).
+async fn commit(broker: &Broker, group: &str, req: &OffsetCommitRequest, version: i16) -> i16 {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut entries = GroupOffsets::new();
+    for topic in &req.topics {
+        for p in &topic.partitions {
+            entries.insert(
+                (topic.name.0.to_string(), p.partition_index),
+                CommittedOffset {
+                    offset: p.committed_offset,
+                    leader_epoch: if version >= 6 {
+                        p.committed_leader_epoch
+                    } else {
+                        -1
+                    },
+                    metadata: p
+                        .committed_metadata
+                        .as_ref()
+                        .map(|m| m.to_string())
+                        .unwrap_or_default(),
+                    commit_timestamp_ms: now_ms,
+                },
+            );
+        }
+    }
+    if entries.is_empty() {
+        return 0;
+    }
+    let Some(epoch) = broker.offsets.leader_epoch(group) else {
+        return ResponseError::NotCoordinator.code();
+    };
+    let tp = broker.offsets.partition_of(group);
+    let acks = broker.config.offsets_commit_acks.acks();
+    let batch = offsets::commit_batch(group, &entries, now_ms);
+    let ticket = match broker.replicas.append_as_leader(&tp, batch, acks) {
+        Ok(ticket) => ticket,
+        Err(e) => return append_error(e).code(),
+    };
+    if acks == -1 {
+        let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
+        match broker
+            .replicas
+            .await_ack(&tp, &ticket, deadline, ACK_RECHECK)
+            .await
+        {
+            Some(AckStatus::Committed) => {}
+            Some(AckStatus::NotEnoughReplicasAfterAppend) => {
+                return ResponseError::CoordinatorNotAvailable.code();
+            }
+            Some(AckStatus::NotLeader) => return ResponseError::NotCoordinator.code(),
+            Some(AckStatus::Fenced) | Some(AckStatus::Pending) | None => {
+                return ResponseError::RequestTimedOut.code();
+            }
+        }
+    }
+    broker.offsets.committed(group, epoch, entries);
+    0
+}
+
+/// An append's error as the committer hears it (Kafka's mapping in
+/// GroupMetadataManager.storeOffsets).
+fn append_error(e: ResponseError) -> ResponseError {
+    match e {
+        ResponseError::UnknownTopicOrPartition
+        | ResponseError::NotEnoughReplicas
+        | ResponseError::NotEnoughReplicasAfterAppend => ResponseError::CoordinatorNotAvailable,
+        ResponseError::NotLeaderOrFollower | ResponseError::KafkaStorageError => {
+            ResponseError::NotCoordinator
+        }
+        ResponseError::MessageTooLarge
+        | ResponseError::RecordListTooLarge
+        | ResponseError::InvalidFetchSize => ResponseError::InvalidCommitOffsetSize,
+        other => other,
+    }
+}

@@ -1,0 +1,143 @@
+//! OffsetFetch: a group's committed offsets, from the coordinator's memory of
+//! its offsets partition ([`crate::offsets`]). A partition with no commit
+//! answers offset -1; a group this broker does not coordinate, or whose
+//! partition it is still loading, answers NOT_COORDINATOR or
+//! COORDINATOR_LOAD_IN_PROGRESS (the client finds the coordinator again or
+//! retries). v0–v7 ask for one group, v8+ for several (KIP-709); a null topic
+//! list (v2+) asks for every partition the group committed.
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::offsets::GroupOffsets;
+use crate::server::context::Broker;
+
+/// One partition's answer: index, offset, leader epoch, metadata, error.
+type PartitionAnswer = (i32, i64, i32, String, i16);
+/// One group's answer: per topic, per partition, or the group's error.
+type Answer = Result<Vec<(String, Vec<PartitionAnswer>)>, ResponseError>;
+
+pub fn handle(broker: &Broker, req: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
+    if version >= 8 {
+        let groups = req
+            .groups
+            .into_iter()
+            .map(|g| {
+                let wanted = g.topics.map(|topics| {
+                    topics
+                        .into_iter()
+                        .map(|t| (t.name.0.to_string(), t.partition_indexes))
+                        .collect()
+                });
+                let answer = answer(broker, &g.group_id.0, wanted);
+                let mut group = OffsetFetchResponseGroup::default().with_group_id(g.group_id);
+                match answer {
+                    Ok(topics) => {
+                        group.topics = topics
+                            .into_iter()
+                            .map(|(name, partitions)| {
+                                OffsetFetchResponseTopics::default()
+                                    .with_name(TopicName(StrBytes::from_string(name)))
+                                    .with_partitions(
+                                        partitions
+                                            .into_iter()
+                                            .map(|(p, o, e, m, code)| {
+                                                OffsetFetchResponsePartitions::default()
+                                                    .with_partition_index(p)
+                                                    .with_committed_offset(o)
+                                                    .with_committed_leader_epoch(e)
+                                                    .with_metadata(Some(StrBytes::from_string(m)))
+                                                    .with_error_code(code)
+                                            })
+                                            .collect(),
+                                    )
+                            })
+                            .collect();
+                    }
+                    Err(e) => group.error_code = e.code(),
+                }
+                group
+            })
+            .collect();
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let wanted = req.topics.map(|topics| {
+        topics
+            .into_iter()
+            .map(|t| (t.name.0.to_string(), t.partition_indexes))
+            .collect()
+    });
+    let answer = answer(broker, &req.group_id.0, wanted);
+    let (topics, error) = match answer {
+        Ok(topics) => (topics, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let topics = topics
+        .into_iter()
+        .map(|(name, partitions)| {
+            OffsetFetchResponseTopic::default()
+                .with_name(TopicName(StrBytes::from_string(name)))
+                .with_partitions(
+                    partitions
+                        .into_iter()
+                        .map(|(p, o, e, m, code)| {
+                            // v0 and v1 have no group-level error: each
+                            // partition carries it.
+                            let code = match error {
+                                Some(e) if version < 2 => e.code(),
+                                _ => code,
+                            };
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(o)
+                                .with_committed_leader_epoch(e)
+                                .with_metadata(Some(StrBytes::from_string(m)))
+                                .with_error_code(code)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    OffsetFetchResponse::default()
+        .with_topics(topics)
+        .with_error_code(error.map_or(0, |e| e.code()))
+}
+
+/// `group`'s offsets for `wanted` (every committed one when `None`).
+fn answer(broker: &Broker, group: &str, wanted: Option<Vec<(String, Vec<i32>)>>) -> Answer {
+    let keys: Option<Vec<(String, i32)>> = wanted.as_ref().map(|topics| {
+        topics
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(move |&p| (t.clone(), p)))
+            .collect()
+    });
+    let found: GroupOffsets = broker.offsets.fetch(group, keys.as_deref())?;
+    let entry = |key: &(String, i32)| match found.get(key) {
+        Some(c) => (key.1, c.offset, c.leader_epoch, c.metadata.clone(), 0),
+        None => (key.1, -1, -1, String::new(), 0),
+    };
+    Ok(match wanted {
+        Some(topics) => topics
+            .into_iter()
+            .map(|(t, ps)| {
+                let partitions = ps.into_iter().map(|p| entry(&(t.clone(), p))).collect();
+                (t, partitions)
+            })
+            .collect(),
+        None => {
+            let mut by_topic: Vec<(String, Vec<PartitionAnswer>)> = Vec::new();
+            for key in found.keys() {
+                match by_topic.last_mut() {
+                    Some((t, ps)) if *t == key.0 => ps.push(entry(key)),
+                    _ => by_topic.push((key.0.clone(), vec![entry(key)])),
+                }
+            }
+            by_topic
+        }
+    })
+}
