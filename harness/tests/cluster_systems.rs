@@ -175,8 +175,11 @@ fn cluster_docker_tansu_takes_a_clients_cut_valid_and_leaves_nothing() {
         .unwrap();
     assert!(acknowledged >= 300, "{acknowledged}");
     let log = std::fs::read_to_string(run.join("harness.log")).unwrap();
+    // The clients moved to b2 during the cut: the await under it was met
+    // (at least 150 acknowledged, however many the last await saw).
     assert!(
-        log.contains("step 3: 150 more writes acknowledged"),
+        log.lines()
+            .any(|l| l.contains("step 3: ") && l.contains("more writes acknowledged after")),
         "{log}"
     );
     assert!(
