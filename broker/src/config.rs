@@ -65,6 +65,23 @@ pub enum ProducerStateRecovery {
     Current,
 }
 
+/// How a new group coordinator reads its offsets partition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum OffsetsLoad {
+    /// Kafka 0.11.0.0 before KAFKA-5600 (fixed in 0.11.0.1, apache/kafka
+    /// PR #3538): the loader's loop over the log's reads took each group as
+    /// loaded with the offsets of the first read it appeared in, so a group
+    /// whose later commits were in later segments came back with an older
+    /// commit, and its consumers rewound to it.
+    #[serde(rename = "kafka-5600")]
+    #[value(name = "kafka-5600")]
+    Kafka5600,
+    /// Every commit of the log, the last one winning.
+    #[default]
+    Current,
+}
+
 /// How many replicas acknowledge a group's offset commit before the
 /// coordinator answers (Kafka's `offsets.commit.required.acks`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -311,6 +328,7 @@ mod tests {
                 row::offsets_commit_acks,
                 parser_names::<OffsetsCommitAcks>(),
             ),
+            (row::offsets_load, parser_names::<OffsetsLoad>()),
         ] {
             let SettingKind::OneOf(names) = row.kind else {
                 unreachable!("{} is not one-of", row.name)

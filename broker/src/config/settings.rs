@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::declare::broker_settings;
 use super::value::{BindAddress, Choice, Count, Endpoints, HostPort, Peers, Required, Switch};
-use super::{OffsetsCommitAcks, ProducerStateRecovery, Truncation};
+use super::{OffsetsCommitAcks, OffsetsLoad, ProducerStateRecovery, Truncation};
 use crate::failpoints::Failpoint;
 
 /// Kafka's default `socket.request.max.bytes`: a frame claiming more is refused.
@@ -256,6 +256,16 @@ broker_settings! {
         help: "Which replicas of the offsets partition hold a commit before it is answered: \
                `all` (Kafka's offsets.commit.required.acks=-1) or `leader` (=1, the \
                misconfiguration Kafka's docs warn against)",
+    }
+    #[arg(value_enum)]
+    offsets_load: Option<OffsetsLoad> => OffsetsLoad, by Choice {
+        flag: "--offsets-load",
+        kind: SettingKind::OneOf(&["kafka-5600", "current"]),
+        default: SettingDefault::Text("current"),
+        help: "How a new group coordinator reads its offsets partition: `current` applies \
+               every commit in the log; `kafka-5600` keeps, for each group, the offsets of the \
+               first read (segment) it appears in, as Kafka 0.11.0.0 did before KAFKA-5600, so \
+               after a coordinator moves a group's consumers rewind to an older commit",
     }
     group_initial_rebalance_delay_ms: Option<u64> => u64, by Count {
         flag: "--group-initial-rebalance-delay-ms",

@@ -24,6 +24,7 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
+use crate::config::OffsetsLoad;
 use crate::replica::manager::ReplicaManager;
 use crate::replica::store::TopicPartition;
 use crate::storage::record_batch;
@@ -227,12 +228,15 @@ pub fn load(
     replicas: &ReplicaManager,
     partition: i32,
     leader_epoch: i32,
+    how: OffsetsLoad,
 ) {
     let tp = TopicPartition {
         topic: OFFSETS_TOPIC.into(),
         partition,
     };
     let mut groups: BTreeMap<String, GroupOffsets> = BTreeMap::new();
+    // KAFKA-5600: groups taken as loaded after the read they first appeared in.
+    let mut settled: BTreeMap<String, GroupOffsets> = BTreeMap::new();
     let mut offset = None;
     let mut records_read = 0u64;
     loop {
@@ -257,10 +261,20 @@ pub fn load(
             break;
         }
         let next = apply_batches(&read.records, &mut groups, &mut records_read);
+        if how == OffsetsLoad::Kafka5600 {
+            for (group, offsets) in &groups {
+                settled
+                    .entry(group.clone())
+                    .or_insert_with(|| offsets.clone());
+            }
+        }
         match next {
             Some(next) if next > start => offset = Some(next),
             _ => break,
         }
+    }
+    if how == OffsetsLoad::Kafka5600 {
+        groups = settled;
     }
     tracing::info!(
         partition,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::OffsetsLoad;
 use crate::replica::test_support::{manager, state};
 
 fn committed(offset: i64) -> CommittedOffset {
@@ -42,7 +43,7 @@ fn a_new_leader_loads_every_commit_from_the_log_and_the_last_one_wins() {
         offsets.fetch("g", None),
         Err(ResponseError::CoordinatorLoadInProgress)
     );
-    load(&offsets, &rm, 0, 0);
+    load(&offsets, &rm, 0, 0, OffsetsLoad::Current);
     assert_eq!(offsets.standing("g"), Standing::Ready);
     let g = offsets.fetch("g", None).unwrap();
     assert_eq!(g[&("t".to_owned(), 0)].offset, 9);
@@ -67,9 +68,41 @@ fn a_load_of_an_older_epoch_is_dropped() {
     rm.apply_leader_and_isr(vec![(tp.clone(), state(1, 0, vec![1]))]);
     offsets.elected(0, 0);
     rm.apply_leader_and_isr(vec![(tp, state(1, 1, vec![1]))]);
-    load(&offsets, &rm, 0, 0);
+    load(&offsets, &rm, 0, 0, OffsetsLoad::Current);
     assert_eq!(offsets.standing("g"), Standing::Loading);
     offsets.elected(0, 1);
-    load(&offsets, &rm, 0, 1);
+    load(&offsets, &rm, 0, 1, OffsetsLoad::Current);
     assert_eq!(offsets.standing("g"), Standing::Ready);
+}
+
+/// KAFKA-5600: with the offsets log in several segments, a coordinator on
+/// the 0.11.0.0 loader serves each group the offsets of the first segment it
+/// appears in; the current loader serves the last commit.
+#[test]
+fn a_multi_segment_log_loads_the_last_commit_and_kafka_5600_an_older_one() {
+    use crate::replica::manager::ReplicaManager;
+    use crate::replica::store::{LogConfig, LogManager};
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 200,
+        ..LogConfig::default()
+    };
+    let logs = LogManager::open(dir.path(), config).unwrap();
+    let rm = ReplicaManager::new(1, 1, crate::config::Truncation::Current, logs, None);
+    let offsets = Arc::new(OffsetsManager::new(1));
+    let tp = offsets.partition_of("g");
+    rm.apply_leader_and_isr(vec![(tp.clone(), state(1, 0, vec![1]))]);
+    for offset in 1..=10 {
+        let (group, batch) = commits("g", &[("t", 0, offset)]);
+        rm.append_as_leader(&tp, commit_batch(&group, &batch, 1), 1)
+            .unwrap();
+    }
+    let key = ("t".to_owned(), 0);
+    // A commit batch is over 100 bytes: one per 200-byte segment.
+    for (how, want) in [(OffsetsLoad::Current, 10), (OffsetsLoad::Kafka5600, 1)] {
+        offsets.elected(0, 0);
+        load(&offsets, &rm, 0, 0, how);
+        let got = offsets.fetch("g", None).unwrap()[&key].offset;
+        assert_eq!(got, want, "{how:?}");
+    }
 }

@@ -99,6 +99,8 @@ anomalies! {
         "a value only idempotent producers sent is at more offsets than it was sent (KIP-98)";
     StuckPartition = "stuck-partition", "liveness", true,
         "a partition acknowledged no write within the liveness window after the final heal";
+    CommittedOffsetRegressed = "committed-offset-regressed", "committed-offsets", true,
+        "a read of a group's committed offset answered less than a commit acknowledged before it, with no commit moving it back";
     RestartFailed = "restart-failed", "liveness", true,
         "a broker started again on its own data after a crash or stop ended by itself before it served";
 }

@@ -127,6 +127,7 @@ details! {
     IdempotentDuplicate(IdempotentDuplicate) for IdempotentDuplicate;
     Stuck(Stuck) for StuckPartition;
     RestartFailed(RestartFailed) for RestartFailed;
+    CommittedRegressed(CommittedRegressed) for CommittedOffsetRegressed;
 }
 
 impl Details {
@@ -151,6 +152,7 @@ impl Details {
             Details::NonmonotonicPoll(d) => BTreeSet::from([d.index]),
             Details::PollSkip(d) => BTreeSet::from([d.index]),
             Details::RestartFailed(d) => BTreeSet::from([d.history_index]),
+            Details::CommittedRegressed(d) => BTreeSet::from([d.acked_index, d.read_index]),
             Details::IdempotentDuplicate(d) => d
                 .sends
                 .iter()
@@ -635,6 +637,18 @@ pub struct Stuck {
     pub last_error: Option<String>,
     pub partition: PartitionRef,
     pub window_ms: u64,
+}
+
+/// `committed-offset-regressed`: a read of a committed offset below a
+/// commit acknowledged before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommittedRegressed {
+    pub acked_index: OpRef,
+    pub acked_offset: i64,
+    pub group: String,
+    pub partition: PartitionRef,
+    pub read_index: OpRef,
+    pub read_offset: i64,
 }
 
 /// `restart-failed`: a node whose process ended by itself during a start,

@@ -13,6 +13,7 @@
 //! evidence spells them as every report does (`b1`, `t-0`).
 
 pub mod anomaly;
+pub mod committed;
 pub mod consumer;
 pub mod context;
 pub mod divergence;
@@ -43,6 +44,28 @@ pub use index::RunIndex;
 pub(crate) use verdict::anomalies_message;
 pub use verdict::{CheckOutcome, CheckResult, Checker, Need, Verdict};
 
+/// The checkers that judge a run's ops of one kind and are listed only for a
+/// run that has such ops (a run without them has nothing for them to judge,
+/// and they do not claim it valid): each one's name and its test of an op.
+const LISTED_WITH_OPS: &[(&str, OpTest)] = &[(committed::NAME, committed::judges)];
+
+/// Whether an op is one a checker judges.
+type OpTest = fn(&crate::history::Op) -> bool;
+
+/// The checkers for `run`: [`all`], less those of [`LISTED_WITH_OPS`] whose
+/// ops the run has none of.
+pub fn for_run(run: &RunData) -> Vec<Checker> {
+    all()
+        .into_iter()
+        .filter(|c| {
+            LISTED_WITH_OPS
+                .iter()
+                .find(|(name, _)| *name == c.name)
+                .is_none_or(|(_, judges)| run.history.iter().any(judges))
+        })
+        .collect()
+}
+
 /// Every checker, in report order. Each module adds its own entry here.
 pub fn all() -> Vec<Checker> {
     vec![
@@ -55,6 +78,7 @@ pub fn all() -> Vec<Checker> {
         high_watermark::checker(),
         consumer::checker(),
         duplicates::checker(),
+        committed::checker(),
     ]
 }
 

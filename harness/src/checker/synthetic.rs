@@ -353,6 +353,9 @@ impl<'a> Generator<'a> {
                 self.push(process, OpType::Ok, Body::Poll(poll), None);
             }
             Body::Fault(_) => unreachable!("clients do not fire faults"),
+            Body::Commit(_) | Body::Committed(_) => {
+                unreachable!("synthetic clients do not commit")
+            }
         }
     }
 

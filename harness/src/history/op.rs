@@ -85,6 +85,10 @@ impl Op {
 pub enum Body {
     Send(Send),
     Poll(Poll),
+    /// A group's offset commit of one partition ([groups]).
+    Commit(Commit),
+    /// A read of a group's committed offset of one partition.
+    Committed(Committed),
     /// Boxed: faults are a handful of a run's ops, and unboxed the
     /// largest variant sized every op of a million-op history (issue 22).
     Fault(Box<FaultOp>),
@@ -95,6 +99,8 @@ impl Body {
         match self {
             Body::Send(_) => "send",
             Body::Poll(_) => "poll",
+            Body::Commit(_) => "commit",
+            Body::Committed(_) => "committed",
             Body::Fault(fault) => fault.verb.name(),
         }
     }
@@ -162,6 +168,30 @@ pub struct Poll {
     /// On an `ok` only.
     #[serde(skip)]
     pub read: Option<Read>,
+}
+
+/// A commit of `offset` (the next record to consume) for `partition` by
+/// `group`, as a consumer that assigns its partitions itself commits
+/// (generation -1, no member id); `node`: the coordinator it went to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Commit {
+    pub group: String,
+    pub partition: PartitionRef,
+    pub offset: i64,
+    #[serde(default)]
+    pub node: Option<NodeId>,
+}
+
+/// A read of `group`'s committed offset of `partition` (OffsetFetch); on an
+/// `ok`, `offset` is what the coordinator answered (-1: no commit).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Committed {
+    pub group: String,
+    pub partition: PartitionRef,
+    #[serde(default)]
+    pub node: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
 }
 
 /// What an ok poll read.
@@ -492,7 +522,7 @@ pub enum BodyError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("f {f:?} is neither send, poll nor a fault verb")]
+    #[error("f {f:?} is neither send, poll, commit, committed nor a fault verb")]
     UnknownF { f: String },
 }
 
@@ -571,6 +601,8 @@ impl Body {
                 }
                 map
             }
+            Body::Commit(commit) => to_object(commit),
+            Body::Committed(committed) => to_object(committed),
             Body::Fault(fault) => {
                 let mut map = to_object(&fault.aim);
                 if let Some(done) = &fault.done {
@@ -604,6 +636,8 @@ impl Body {
                 }
                 Body::Poll(poll)
             }
+            "commit" => Body::Commit(serde_json::from_value(value).map_err(bad)?),
+            "committed" => Body::Committed(serde_json::from_value(value).map_err(bad)?),
             verb => {
                 let verb = Verb::from_name(verb)
                     .ok_or_else(|| BodyError::UnknownF { f: verb.to_owned() })?;
@@ -736,7 +770,7 @@ mod tests {
         let e = Body::from_value("frobnicate", OpType::Invoke, serde_json::json!({})).unwrap_err();
         assert_eq!(
             e.to_string(),
-            r#"f "frobnicate" is neither send, poll nor a fault verb"#
+            r#"f "frobnicate" is neither send, poll, commit, committed nor a fault verb"#
         );
     }
 }

@@ -13,9 +13,11 @@
 //! answer to the next request); later calls report [`ClientError::Closed`].
 
 mod calls;
+mod groups;
 mod idempotent;
 mod types;
 
+pub use groups::Coordinator;
 pub use idempotent::{DUPLICATE_SEQUENCE_NUMBER, INIT_PRODUCER_ID_VERSIONS};
 pub use types::{
     Compression, FetchOptions, Fetched, FetchedRaw, FetchedRecord, Metadata, MetadataBroker,

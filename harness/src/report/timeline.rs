@@ -246,6 +246,8 @@ fn describe(span: &Span<'_>) -> String {
     let what = match &op.body {
         Body::Send(send) => format!("send {:?} to {}", send.values, send.partition),
         Body::Poll(poll) => format!("poll {} from {}", poll.partition, poll.from_offset),
+        Body::Commit(c) => format!("commit {} of {} for {}", c.offset, c.partition, c.group),
+        Body::Committed(c) => format!("committed {} for {}", c.partition, c.group),
         Body::Fault(fault) => fault.verb.to_string(),
     };
     let error = op

@@ -17,7 +17,7 @@ use super::RunError;
 /// or could not establish its premise is at best unknown; an anomaly found
 /// anyway still makes it invalid.
 pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
-    let mut report = checker::check(run, &checker::all());
+    let mut report = checker::check(run, &checker::for_run(run));
     if !end.stuck.is_empty() {
         report.results.insert(0, stuck_partitions(&end.stuck));
         report.verdict = Verdict::Invalid;

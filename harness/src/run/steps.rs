@@ -88,6 +88,44 @@ async fn run_step<R: Runtime>(
             poll(live, number, consume).await?;
             Ok(RunStatus::Completed)
         }
+        Step::Commit(commit) => {
+            let first = group_first(live, &commit.partition).await?;
+            let client = live.scripted_client(commit.process.unwrap_or(0));
+            let op = client
+                .commit(&commit.group, &commit.partition, commit.offset, first)
+                .await?;
+            live.log.line(format!(
+                "step {number}: commit {} of {} for {} -> {:?}{}",
+                commit.offset,
+                commit.partition,
+                commit.group,
+                op.kind,
+                op.error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            ));
+            Ok(RunStatus::Completed)
+        }
+        Step::Committed(read) => {
+            let first = group_first(live, &read.partition).await?;
+            let client = live.scripted_client(read.process.unwrap_or(0));
+            let op = client
+                .committed(&read.group, &read.partition, first)
+                .await?;
+            let answered = match &op.body {
+                crate::history::Body::Committed(c) => c.offset,
+                _ => None,
+            };
+            live.log.line(format!(
+                "step {number}: committed {} for {} -> {:?} {}",
+                read.partition,
+                read.group,
+                op.kind,
+                answered.map_or_else(|| op.error.clone().unwrap_or_default(), |o| o.to_string())
+            ));
+            Ok(RunStatus::Completed)
+        }
         Step::Await {
             condition,
             timeout_ms,
@@ -164,6 +202,17 @@ pub async fn faults<R: Runtime>(
         }
     }
     Ok(RunStatus::Completed)
+}
+
+/// The broker a group op asks first for the coordinator: the partition's
+/// leader now, else the first node.
+async fn group_first<R: Runtime>(
+    live: &mut Live<R>,
+    partition: &PartitionRef,
+) -> Result<NodeId, RunError> {
+    Ok(client_target(live, None, partition)
+        .await?
+        .unwrap_or_else(|| NodeId::new(1)))
 }
 
 /// The node a client op goes to: `leader` (now, from etcd) or a named node.

@@ -44,6 +44,10 @@ pub const BROKER_SETTINGS: &[(&str, SettingKind)] = &[
         "offsets_commit_acks",
         SettingKind::OneOf(&["all", "leader"]),
     ),
+    (
+        "offsets_load",
+        SettingKind::OneOf(&["kafka-5600", "current"]),
+    ),
     ("group_initial_rebalance_delay_ms", SettingKind::Count),
     ("group_min_session_timeout_ms", SettingKind::Count),
     ("group_max_session_timeout_ms", SettingKind::Count),

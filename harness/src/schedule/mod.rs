@@ -17,8 +17,8 @@ pub use condition::{Checkpoint, Compare, Condition, Offset};
 pub use document::Schedule;
 pub use epochal_faults::proxy::OnHeal;
 pub use model::{
-    Acks, Background, Cluster, Compression, Consume, Cut, Fault, NodeConfig, OneWay, PartitionRef,
-    Produce, Target, Topic, Truncate, TruncateLog, Workload,
+    Acks, Background, Cluster, CommitStep, CommittedStep, Compression, Consume, Cut, Fault,
+    NodeConfig, OneWay, PartitionRef, Produce, Target, Topic, Truncate, TruncateLog, Workload,
 };
 pub use parse::{Invalid, ScheduleError};
 pub use step::Step;

@@ -498,6 +498,29 @@ pub struct Consume {
     pub process: Option<u64>,
 }
 
+/// A commit of `offset` of `partition` for `group` by a consumer that
+/// assigns its own partitions ([groups]); `to`: the broker asked for the
+/// group's coordinator first (default: the partition's leader).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommitStep {
+    pub group: String,
+    pub partition: PartitionRef,
+    pub offset: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<u64>,
+}
+
+/// A read of `group`'s committed offset of `partition`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommittedStep {
+    pub group: String,
+    pub partition: PartitionRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<u64>,
+}
+
 /// Whom a fault or a client op is aimed at; resolved to nodes when it fires.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]

@@ -330,14 +330,7 @@ impl StepCheck<'_, '_> {
         step: &'s StepTable,
         cut_ids: &mut BTreeSet<&'s str>,
     ) -> Result<(), Failure> {
-        let kinds = [
-            step.fault.is_some(),
-            step.faults.is_some(),
-            step.produce.is_some(),
-            step.consume.is_some(),
-            step.await_.is_some(),
-        ];
-        if kinds.iter().filter(|&&k| k).count() != 1 {
+        if step.kinds() != 1 {
             return Err(self.bad(ONE_KIND.into()));
         }
         if step.timeout_ms.is_some() && step.await_.is_none() {
@@ -348,9 +341,21 @@ impl StepCheck<'_, '_> {
             faults,
             produce,
             consume,
+            commit,
+            committed,
             await_,
             ..
         } = step;
+        let groups = commit
+            .iter()
+            .map(|c| (&c.group, &c.partition))
+            .chain(committed.iter().map(|c| (&c.group, &c.partition)));
+        for (group, partition) in groups {
+            if group.is_empty() {
+                return Err(self.bad("a group op names an empty group".into()));
+            }
+            self.declared.partition(partition, self.line)?;
+        }
         for f in fault.iter().chain(faults.iter().flatten()) {
             self.fault(f, cut_ids)?;
         }

@@ -1,6 +1,7 @@
 //! One step of a schedule, typed: a fault (or several fired together), a client
-//! produce or consume, or an await on a condition. In TOML a step is a flat
-//! table with exactly one of `fault`, `faults`, `produce`, `consume`, `await`
+//! produce or consume, a group's commit or a read of what it committed, or an
+//! await on a condition. In TOML a step is a flat table with exactly one of
+//! `fault`, `faults`, `produce`, `consume`, `commit`, `committed`, `await`
 //! ([`StepTable`]): a flat table keeps toml's errors pointing at the very key
 //! that is wrong, which an enum's buffered variants would not. The parser
 //! checks the table's shape and names the step and line; only then does it
@@ -9,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::condition::Condition;
-use super::model::{Consume, Fault, Produce};
+use super::model::{CommitStep, CommittedStep, Consume, Fault, Produce};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "StepTable", into = "StepTable")]
@@ -19,6 +20,10 @@ pub enum Step {
     Faults(Vec<Fault>),
     Produce(Produce),
     Consume(Consume),
+    /// A group's offset commit ([groups]).
+    Commit(CommitStep),
+    /// A read of a group's committed offset.
+    Committed(CommittedStep),
     Await {
         condition: Condition,
         /// How long the condition may take before the run ends unknown;
@@ -33,7 +38,11 @@ impl Step {
         match self {
             Step::Fault(fault) => std::slice::from_ref(fault),
             Step::Faults(faults) => faults,
-            Step::Produce(_) | Step::Consume(_) | Step::Await { .. } => &[],
+            Step::Produce(_)
+            | Step::Consume(_)
+            | Step::Commit(_)
+            | Step::Committed(_)
+            | Step::Await { .. } => &[],
         }
     }
 }
@@ -50,14 +59,37 @@ pub(crate) struct StepTable {
     pub produce: Option<Produce>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consume: Option<Consume>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<CommitStep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed: Option<CommittedStep>,
     #[serde(default, rename = "await", skip_serializing_if = "Option::is_none")]
     pub await_: Option<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
 
+impl StepTable {
+    /// How many kinds of step the table names (a step names exactly one).
+    pub(crate) fn kinds(&self) -> usize {
+        [
+            self.fault.is_some(),
+            self.faults.is_some(),
+            self.produce.is_some(),
+            self.consume.is_some(),
+            self.commit.is_some(),
+            self.committed.is_some(),
+            self.await_.is_some(),
+        ]
+        .iter()
+        .filter(|&&k| k)
+        .count()
+    }
+}
+
 /// Why a table is no step.
-pub(crate) const ONE_KIND: &str = "needs exactly one of fault, faults, produce, consume, await";
+pub(crate) const ONE_KIND: &str =
+    "needs exactly one of fault, faults, produce, consume, commit, committed, await";
 pub(crate) const TIMEOUT_WITHOUT_AWAIT: &str = "timeout_ms belongs to an await";
 
 impl TryFrom<StepTable> for Step {
@@ -66,52 +98,27 @@ impl TryFrom<StepTable> for Step {
         if t.timeout_ms.is_some() && t.await_.is_none() {
             return Err(TIMEOUT_WITHOUT_AWAIT);
         }
-        match t {
-            StepTable {
-                fault: Some(fault),
-                faults: None,
-                produce: None,
-                consume: None,
-                await_: None,
-                ..
-            } => Ok(Step::Fault(fault)),
-            StepTable {
-                fault: None,
-                faults: Some(faults),
-                produce: None,
-                consume: None,
-                await_: None,
-                ..
-            } => Ok(Step::Faults(faults)),
-            StepTable {
-                fault: None,
-                faults: None,
-                produce: Some(produce),
-                consume: None,
-                await_: None,
-                ..
-            } => Ok(Step::Produce(produce)),
-            StepTable {
-                fault: None,
-                faults: None,
-                produce: None,
-                consume: Some(consume),
-                await_: None,
-                ..
-            } => Ok(Step::Consume(consume)),
-            StepTable {
-                fault: None,
-                faults: None,
-                produce: None,
-                consume: None,
-                await_: Some(condition),
-                timeout_ms,
-            } => Ok(Step::Await {
-                condition,
-                timeout_ms,
-            }),
-            _ => Err(ONE_KIND),
+        if t.kinds() != 1 {
+            return Err(ONE_KIND);
         }
+        Ok(if let Some(fault) = t.fault {
+            Step::Fault(fault)
+        } else if let Some(faults) = t.faults {
+            Step::Faults(faults)
+        } else if let Some(produce) = t.produce {
+            Step::Produce(produce)
+        } else if let Some(consume) = t.consume {
+            Step::Consume(consume)
+        } else if let Some(commit) = t.commit {
+            Step::Commit(commit)
+        } else if let Some(committed) = t.committed {
+            Step::Committed(committed)
+        } else {
+            Step::Await {
+                condition: t.await_.ok_or(ONE_KIND)?,
+                timeout_ms: t.timeout_ms,
+            }
+        })
     }
 }
 
@@ -123,6 +130,8 @@ impl From<Step> for StepTable {
             Step::Faults(faults) => t.faults = Some(faults),
             Step::Produce(produce) => t.produce = Some(produce),
             Step::Consume(consume) => t.consume = Some(consume),
+            Step::Commit(commit) => t.commit = Some(commit),
+            Step::Committed(committed) => t.committed = Some(committed),
             Step::Await {
                 condition,
                 timeout_ms,

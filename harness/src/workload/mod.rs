@@ -7,6 +7,7 @@
 
 pub mod background;
 pub mod client;
+mod commit;
 pub mod producer;
 mod send;
 pub mod send_options;

@@ -157,8 +157,9 @@ fn coordinate_or_resign(broker: &Broker, tp: &TopicPartition, role: &Role, leade
             let offsets = broker.offsets.clone();
             let replicas = broker.replicas.clone();
             let partition = tp.partition;
+            let how = broker.config.offsets_load;
             tokio::task::spawn_blocking(move || {
-                offsets::load(&offsets, &replicas, partition, leader_epoch);
+                offsets::load(&offsets, &replicas, partition, leader_epoch, how);
             });
         }
         Role::Follower { .. } => {

@@ -1,0 +1,265 @@
+//! Committed offsets ([groups]): a group's committed offset of a partition
+//! never goes backwards without a commit that moved it back. A read of the
+//! committed offset (`committed`, Kafka's OffsetFetch) must answer at least
+//! the offset of every commit acknowledged before the read began, unless a
+//! commit of exactly what it answered was sent after that acknowledgement
+//! (a reset, or a commit still in flight). A commit the coordinator
+//! acknowledged and then lost — acknowledged before its offsets partition's
+//! followers had it (`offsets.commit.required.acks=1`), or left out of what a
+//! new coordinator loaded (KAFKA-5600) — shows as a read below it: consumers
+//! that resume from it re-read what they had already processed.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::evidence::CommittedRegressed;
+use super::index::{EVIDENCE_MAX, RunIndex};
+use super::{Anomaly, CheckOutcome, CheckResult, Checker, Evidence};
+use crate::history::{Body, Op, OpType};
+use crate::topic_partition::PartitionRef;
+
+pub const NAME: &str = "committed-offsets";
+
+pub fn checker() -> Checker {
+    Checker {
+        name: NAME,
+        guarantee: "A group's committed offset of a partition never goes backwards without a \
+            commit that moved it back: a read of it (OffsetFetch) answers at least the offset \
+            of every commit acknowledged before the read began, on the coordinator that \
+            acknowledged it and on every coordinator after it.",
+        source: "Kafka documentation, Design §4.6 and the consumer's committed-position contract \
+            (KafkaConsumer#committed); offsets.commit.required.acks (default -1: a commit is \
+            acknowledged once every in-sync replica of the offsets partition has it); \
+            KAFKA-5600 (0.11.0.0: a new coordinator loaded part of a multi-segment offsets log; \
+            fixed in 0.11.0.1).",
+        not_checked: "Commits and reads of groups with members (the generation-checked commits \
+            of subscribe-mode consumers) are judged alike, by offset alone; what a consumer \
+            then reads from the committed offset (at-least-once after a rebalance) is another \
+            check's. A commit that ended info may or may not have taken effect: it may explain \
+            a later read equal to it, and never makes a read invalid.",
+        needs: &[],
+        check,
+    }
+}
+
+/// Whether a run has anything this checker judges: it is listed only then.
+pub fn judges(op: &Op) -> bool {
+    matches!(op.body, Body::Commit(_) | Body::Committed(_))
+}
+
+/// One commit: its offset, when it was invoked and (if acknowledged) when.
+struct CommitSpan {
+    offset: i64,
+    invoked_ns: u64,
+    acked: Option<(u64, u64)>,
+}
+
+/// One read: what it answered, when it was invoked, its completion's index.
+struct ReadSpan {
+    offset: i64,
+    invoked_ns: u64,
+    index: u64,
+}
+
+fn check(run: &RunIndex) -> CheckOutcome {
+    let mut commits: BTreeMap<(String, PartitionRef), Vec<CommitSpan>> = BTreeMap::new();
+    let mut reads: BTreeMap<(String, PartitionRef), Vec<ReadSpan>> = BTreeMap::new();
+    // Each process's invoke waits for its completion (one op at a time).
+    let mut open: HashMap<crate::history::Process, u64> = HashMap::new();
+    for op in &run.run.history {
+        let process = op.process;
+        if op.kind == OpType::Invoke {
+            if judges(op) {
+                open.insert(process, op.time_ns);
+            }
+            continue;
+        }
+        let Some(invoked_ns) = open.remove(&process) else {
+            continue;
+        };
+        match &op.body {
+            Body::Commit(c) => commits
+                .entry((c.group.clone(), c.partition.clone()))
+                .or_default()
+                .push(CommitSpan {
+                    offset: c.offset,
+                    invoked_ns,
+                    acked: (op.kind == OpType::Ok).then_some((op.time_ns, op.index)),
+                }),
+            Body::Committed(c) if op.kind == OpType::Ok => {
+                if let Some(offset) = c.offset {
+                    reads
+                        .entry((c.group.clone(), c.partition.clone()))
+                        .or_default()
+                        .push(ReadSpan {
+                            offset,
+                            invoked_ns,
+                            index: op.index,
+                        });
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut evidence = Vec::new();
+    let mut regressed = 0u64;
+    let mut checked = 0u64;
+    for (key, reads) in &reads {
+        let sent = commits.get(key).map(Vec::as_slice).unwrap_or_default();
+        for read in reads {
+            checked += 1;
+            // The latest-acknowledged commit before the read began.
+            let Some((floor, acked_ns, acked_index)) = sent
+                .iter()
+                .filter_map(|c| c.acked.map(|(ns, index)| (c.offset, ns, index)))
+                .filter(|&(_, ns, _)| ns < read.invoked_ns)
+                .max_by_key(|&(_, ns, _)| ns)
+            else {
+                continue;
+            };
+            if read.offset >= floor {
+                continue;
+            }
+            // A commit of exactly this offset sent after the floor's
+            // acknowledgement moved it back (or may have).
+            let moved_back = sent
+                .iter()
+                .any(|c| c.offset == read.offset && c.invoked_ns > acked_ns);
+            if moved_back {
+                continue;
+            }
+            regressed += 1;
+            if evidence.len() < EVIDENCE_MAX {
+                let (group, partition) = key;
+                evidence.push(Evidence {
+                    anomaly: Anomaly::CommittedOffsetRegressed,
+                    summary: format!(
+                        "group {group}'s committed offset of {partition} read {} (history index \
+                         {}) after a commit of {floor} was acknowledged (history index {acked_index})",
+                        read.offset, read.index
+                    ),
+                    details: CommittedRegressed {
+                        acked_index,
+                        acked_offset: floor,
+                        group: group.clone(),
+                        partition: partition.clone(),
+                        read_index: read.index,
+                        read_offset: read.offset,
+                    }
+                    .into(),
+                });
+            }
+        }
+    }
+    let result = if regressed == 0 {
+        CheckResult::valid(
+            NAME,
+            format!("{checked} read(s) of committed offsets; none below an acknowledged commit"),
+        )
+    } else {
+        CheckResult::invalid(
+            NAME,
+            format!("{regressed} read(s) of a committed offset below an acknowledged commit"),
+            evidence,
+        )
+    };
+    Ok(result
+        .with_count("reads", checked)
+        .with_count(
+            "commits-acknowledged",
+            commits
+                .values()
+                .flatten()
+                .filter(|c| c.acked.is_some())
+                .count() as u64,
+        )
+        .with_count("regressed", regressed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::RunData;
+    use crate::history::{Commit, Committed, Process};
+
+    fn op(index: u64, process: u64, kind: OpType, body: Body) -> Op {
+        Op {
+            index,
+            time_ns: index * 10,
+            process: Process::Client(process),
+            kind,
+            body,
+            error: None,
+        }
+    }
+
+    fn commit(offset: i64) -> Body {
+        Body::Commit(Commit {
+            group: "g".into(),
+            partition: PartitionRef::new("t", 0),
+            offset,
+            node: None,
+        })
+    }
+
+    fn read(offset: Option<i64>) -> Body {
+        Body::Committed(Committed {
+            group: "g".into(),
+            partition: PartitionRef::new("t", 0),
+            node: None,
+            offset,
+        })
+    }
+
+    fn verdict(history: Vec<Op>) -> CheckResult {
+        let run = RunData {
+            history,
+            ..RunData::default()
+        };
+        checker().check_run(&run).unwrap()
+    }
+
+    #[test]
+    fn a_read_below_an_acknowledged_commit_is_named_and_a_reset_is_not() {
+        let acked = |at| {
+            [
+                op(at, 0, OpType::Invoke, commit(10)),
+                op(at + 1, 0, OpType::Ok, commit(10)),
+            ]
+        };
+        let mut history: Vec<Op> = acked(0).into();
+        history.push(op(2, 0, OpType::Invoke, read(None)));
+        history.push(op(3, 0, OpType::Ok, read(Some(1))));
+        let result = verdict(history.clone());
+        assert_eq!(result.evidence.len(), 1, "{result:?}");
+        assert_eq!(
+            result.evidence[0].anomaly,
+            Anomaly::CommittedOffsetRegressed
+        );
+        assert_eq!(result.evidence[0].details.ops(), [1, 3].into());
+
+        // A commit of 1 sent after the commit of 10 moved it back (here it
+        // ended info: it may have taken effect).
+        history.splice(
+            2..2,
+            [
+                op(2, 1, OpType::Invoke, commit(1)),
+                op(3, 1, OpType::Info, commit(1)),
+            ],
+        );
+        for (i, op) in history.iter_mut().enumerate() {
+            op.index = i as u64;
+            op.time_ns = i as u64 * 10;
+        }
+        assert!(verdict(history).evidence.is_empty());
+
+        // A read of at least the commit, or a read begun before the
+        // commit was acknowledged, is fine.
+        let mut history = vec![op(0, 0, OpType::Invoke, commit(10))];
+        history.push(op(1, 1, OpType::Invoke, read(None)));
+        history.push(op(2, 0, OpType::Ok, commit(10)));
+        history.push(op(3, 1, OpType::Ok, read(Some(-1))));
+        history.push(op(4, 1, OpType::Invoke, read(None)));
+        history.push(op(5, 1, OpType::Ok, read(Some(10))));
+        assert!(verdict(history).evidence.is_empty());
+    }
+}

@@ -1,0 +1,210 @@
+//! The group ops of a consumer that assigns its own partitions ([groups]):
+//! `commit` an offset and read back what is `committed`, each through the
+//! group's coordinator, found with FindCoordinator on the broker the client
+//! asks first. A commit whose request went out and got no definite answer is
+//! `info` (it may have been appended); one refused before any append — the
+//! coordinator still loading, or not the coordinator — is `fail`. A read
+//! changes nothing: any failure is `fail`.
+
+use kafka_protocol::ResponseError;
+
+use super::client::RecordingClient;
+use crate::history::{Body, Commit, Committed, Op, OpType, WriteError};
+use crate::kafka_client::ClientError;
+use crate::node::NodeId;
+use crate::schedule::PartitionRef;
+
+/// Errors a coordinator answers before it appends anything.
+const REFUSED_BEFORE_APPEND: &[ResponseError] = &[
+    ResponseError::CoordinatorLoadInProgress,
+    ResponseError::IllegalGeneration,
+    ResponseError::UnknownMemberId,
+    ResponseError::RebalanceInProgress,
+    ResponseError::InvalidGroupId,
+    ResponseError::GroupAuthorizationFailed,
+];
+
+/// Errors a read of a committed offset is retried on: the coordinator
+/// moved, is not elected yet or is still loading its offsets partition.
+const RETRIABLE_READ: &[ResponseError] = &[
+    ResponseError::NotCoordinator,
+    ResponseError::CoordinatorNotAvailable,
+    ResponseError::CoordinatorLoadInProgress,
+];
+
+/// The pause between two attempts of a read.
+const RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl RecordingClient {
+    /// The coordinator of `group`, asked of `first` (then the other nodes):
+    /// the node whose Kafka id it names, or, with shared ids, the node asked.
+    async fn coordinator(&mut self, group: &str, first: NodeId) -> Result<NodeId, ClientError> {
+        let timeout = self.shared.request_timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut nodes: Vec<NodeId> = self.shared.addresses.keys().copied().collect();
+        nodes.sort_by_key(|&n| n != first);
+        loop {
+            let mut last = ClientError::Closed;
+            for &node in &nodes {
+                let asked = match self.connection(node, timeout).await {
+                    Ok(client) => client.find_coordinator(group, timeout).await,
+                    Err(e) => Err(e),
+                };
+                match asked {
+                    Ok(found) => {
+                        let named = NodeId::new(u32::try_from(found.node_id).unwrap_or(0));
+                        return Ok(if self.shared.addresses.contains_key(&named) {
+                            named
+                        } else {
+                            node
+                        });
+                    }
+                    Err(e) => {
+                        self.connections.remove(&node);
+                        last = e;
+                    }
+                }
+            }
+            // The coordinator not elected yet (the offsets topic is being
+            // made, or its leader moved): ask again, as a consumer does.
+            let retriable = matches!(
+                &last,
+                ClientError::Broker { code, .. } if RETRIABLE_READ.iter().any(|r| r.code() == *code)
+            );
+            if !retriable || tokio::time::Instant::now() + RETRY_BACKOFF >= deadline {
+                return Err(last);
+            }
+            tokio::time::sleep(RETRY_BACKOFF).await;
+        }
+    }
+
+    /// Commits `offset` of `partition` for `group` (asking `first` for the
+    /// coordinator) and records the op.
+    pub async fn commit(
+        &mut self,
+        group: &str,
+        partition: &PartitionRef,
+        offset: i64,
+        first: NodeId,
+    ) -> Result<Op, WriteError> {
+        let mut commit = Commit {
+            group: group.to_owned(),
+            partition: partition.clone(),
+            offset,
+            node: None,
+        };
+        let process = self.invoke(Body::Commit(commit.clone()))?;
+        let timeout = self.shared.request_timeout;
+        let coordinator = match self.coordinator(group, first).await {
+            Ok(node) => node,
+            Err(e) => {
+                return self.complete(
+                    process,
+                    OpType::Fail,
+                    Body::Commit(commit),
+                    Some(e.to_string()),
+                );
+            }
+        };
+        commit.node = Some(coordinator);
+        let (sent, result) = match self.connection(coordinator, timeout).await {
+            Ok(client) => (
+                true,
+                client
+                    .commit_offset(
+                        group,
+                        &partition.topic,
+                        partition.wire_partition(),
+                        offset,
+                        timeout,
+                    )
+                    .await,
+            ),
+            Err(e) => (false, Err(e)),
+        };
+        match result {
+            Ok(()) => self.complete(process, OpType::Ok, Body::Commit(commit), None),
+            Err(e) => {
+                self.connections.remove(&coordinator);
+                let definite = !sent
+                    || matches!(
+                        &e,
+                        ClientError::Broker { code, .. }
+                            if REFUSED_BEFORE_APPEND.iter().any(|r| r.code() == *code)
+                    )
+                    || matches!(e, ClientError::Refused { .. } | ClientError::Connect { .. });
+                let kind = if definite { OpType::Fail } else { OpType::Info };
+                self.complete(process, kind, Body::Commit(commit), Some(e.to_string()))
+            }
+        }
+    }
+
+    /// Reads `group`'s committed offset of `partition` and records the op.
+    pub async fn committed(
+        &mut self,
+        group: &str,
+        partition: &PartitionRef,
+        first: NodeId,
+    ) -> Result<Op, WriteError> {
+        let mut read = Committed {
+            group: group.to_owned(),
+            partition: partition.clone(),
+            node: None,
+            offset: None,
+        };
+        let process = self.invoke(Body::Committed(read.clone()))?;
+        let timeout = self.shared.request_timeout;
+        // As KafkaConsumer#committed does within its timeout: a coordinator
+        // that moved, is not known yet or is still loading is asked again.
+        let deadline = tokio::time::Instant::now() + timeout;
+        let result = loop {
+            let attempt = match self.coordinator(group, first).await {
+                Ok(coordinator) => {
+                    read.node = Some(coordinator);
+                    match self.connection(coordinator, timeout).await {
+                        Ok(client) => {
+                            client
+                                .committed_offset(
+                                    group,
+                                    &partition.topic,
+                                    partition.wire_partition(),
+                                    timeout,
+                                )
+                                .await
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            let retriable = matches!(
+                &attempt,
+                Err(ClientError::Broker { code, .. }) if RETRIABLE_READ.iter().any(|r| r.code() == *code)
+            );
+            if !retriable || tokio::time::Instant::now() + RETRY_BACKOFF >= deadline {
+                break attempt;
+            }
+            if let Some(node) = read.node {
+                self.connections.remove(&node);
+            }
+            tokio::time::sleep(RETRY_BACKOFF).await;
+        };
+        match result {
+            Ok(offset) => {
+                read.offset = Some(offset);
+                self.complete(process, OpType::Ok, Body::Committed(read), None)
+            }
+            Err(e) => {
+                if let Some(node) = read.node {
+                    self.connections.remove(&node);
+                }
+                self.complete(
+                    process,
+                    OpType::Fail,
+                    Body::Committed(read),
+                    Some(e.to_string()),
+                )
+            }
+        }
+    }
+}
