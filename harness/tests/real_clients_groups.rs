@@ -44,6 +44,50 @@ async fn confluent_kafka_subscribes_commits_and_resumes_after_a_coordinator_kill
     subscribe_through_a_coordinator_kill("confluent-kafka").await;
 }
 
+/// kcat's balanced consumer (`-G`, librdkafka's high-level consumer) reads
+/// every record once and commits on exit; a second run in the same group
+/// starts at the committed offsets and finds nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcat_balanced_consumer_reads_everything_once_and_commits() {
+    let (runtime, _run, bootstrap, produced) = cluster_with_records().await;
+    let kcat = |group: &str| -> Vec<Record> {
+        let output = Command::new("kcat")
+            // Not `-o beginning`: with -G kcat forces that offset on every
+            // assignment, over what the group committed.
+            .args(["-b", &bootstrap, "-G", group, "-e", "-q"])
+            .args(["-X", "auto.offset.reset=earliest"])
+            .args(["-f", "%p %o %s\\n", "-X", "session.timeout.ms=10000"])
+            .arg("t")
+            .output()
+            .expect("kcat runs (Debian: apt-get install kcat)");
+        assert!(
+            output.status.success(),
+            "kcat -G: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| {
+                let mut parts = l.splitn(3, ' ');
+                let p = parts.next().unwrap().parse().unwrap();
+                let o = parts.next().unwrap().parse().unwrap();
+                (p, o, parts.next().unwrap_or_default().to_owned())
+            })
+            .collect()
+    };
+    let first = kcat("g-kcat");
+    let first_set: BTreeSet<Record> = first.iter().cloned().collect();
+    assert_eq!(first.len(), first_set.len(), "kcat read a record twice");
+    assert_eq!(first_set, produced);
+    let second = kcat("g-kcat");
+    assert!(
+        second.is_empty(),
+        "the group's second member re-read {} committed records",
+        second.len()
+    );
+    runtime.shutdown().await.unwrap();
+}
+
 fn python() -> String {
     std::env::var("EPOCHAL_PYTHON").unwrap_or_else(|_| "python3".to_owned())
 }
@@ -87,7 +131,11 @@ fn consume(client: &str, bootstrap: &str, group: &str, want: usize) -> Vec<Recor
     serde_json::from_value(result["records"].clone()).unwrap()
 }
 
-async fn subscribe_through_a_coordinator_kill(client: &str) {
+/// A 3-broker cluster (a lone consumer's first rebalance waits 200 ms, not
+/// Kafka's 3 s) with topic t of 3 partitions holding [`PER_PARTITION`]
+/// records each: the runtime, its run dir, the bootstrap list (every
+/// client link) and every record as (partition, offset, value).
+async fn cluster_with_records() -> (ProcessRuntime, tempfile::TempDir, String, BTreeSet<Record>) {
     let run = tempfile::tempdir().unwrap();
     let mut config = ClusterConfig::new(3, bin_dir(), run.path());
     for node in NodeId::all(3) {
@@ -101,7 +149,7 @@ async fn subscribe_through_a_coordinator_kill(client: &str) {
             .into(),
         );
     }
-    let mut runtime = ProcessRuntime::start(config).await.unwrap();
+    let runtime = ProcessRuntime::start(config).await.unwrap();
     common::ready(&runtime, READY).await;
     assign_topic_t(
         runtime.etcd_endpoint(),
@@ -161,7 +209,11 @@ async fn subscribe_through_a_coordinator_kill(client: &str) {
                 .to_owned()
         })
         .collect();
-    let bootstrap = bootstrap.join(",");
+    (runtime, run, bootstrap.join(","), produced)
+}
+
+async fn subscribe_through_a_coordinator_kill(client: &str) {
+    let (mut runtime, _run, bootstrap, produced) = cluster_with_records().await;
     let group = format!("g-{client}");
 
     // Half of it, committing after each poll.

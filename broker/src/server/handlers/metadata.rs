@@ -1,4 +1,5 @@
-//! Metadata: brokers, controller and topic leadership from the metadata cache.
+//! Metadata: brokers, controller and topic leadership from the metadata cache;
+//! `__consumer_offsets` is flagged internal.
 //! Topics are never auto-created: kcat and other clients must create them first
 //! (CreateTopics), and an unknown topic is answered UNKNOWN_TOPIC_OR_PARTITION.
 
@@ -10,6 +11,7 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::topic_name;
+use crate::offsets::OFFSETS_TOPIC;
 use crate::server::context::Broker;
 
 pub fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataResponse {
@@ -53,6 +55,8 @@ pub fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataRe
                 .with_error_code(ResponseError::UnknownTopicOrPartition.code()),
             Some(parts) => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(&name)))
+                // The group coordinator's topic, as Kafka flags it (v1+).
+                .with_is_internal(name == OFFSETS_TOPIC)
                 .with_partitions(
                     parts
                         .iter()
