@@ -56,6 +56,9 @@ pub struct CampaignOptions {
     pub liveness_ms: u64,
     /// Fault kinds the nemesis may pick (the seed weights them).
     pub kinds: Vec<Kind>,
+    /// The background consumers commit their positions and read them back
+    /// (`[workload.background] commits`, [groups]).
+    pub commits: bool,
 }
 
 impl CampaignOptions {
@@ -71,6 +74,7 @@ impl CampaignOptions {
             acks: Acks::All,
             liveness_ms: 30_000,
             kinds: DEFAULT_KINDS.to_vec(),
+            commits: false,
         }
     }
 }
@@ -256,6 +260,7 @@ pub fn schedule(options: &CampaignOptions) -> Schedule {
                 consumers: options.consumers,
                 interval_ms: options.interval_ms,
                 partitions: Vec::new(),
+                commits: options.commits,
             }),
             ..Workload::default()
         },

@@ -53,6 +53,10 @@ pub struct CampaignArgs {
     /// The producers' acks: all, 1 or 0.
     #[arg(long, default_value = "all", value_parser = parse_acks)]
     pub acks: Acks,
+    /// The background consumers commit their positions as groups and read
+    /// them back ([groups]; checker committed-offsets).
+    #[arg(long)]
+    pub commits: bool,
     /// After the final heal, every partition must take a write within this.
     #[arg(long, default_value_t = 30_000)]
     pub liveness_ms: u64,
@@ -186,6 +190,7 @@ fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
     options.producers = args.producers;
     options.consumers = args.consumers;
     options.interval_ms = args.interval_ms;
+    options.commits = args.commits;
     options.acks = args.acks;
     options.liveness_ms = args.liveness_ms;
     if !args.kinds.is_empty() {

@@ -68,6 +68,9 @@ pub struct CampaignCase {
     /// Fault kinds by name (`pause`, `crash`, ...); default the campaign's.
     #[serde(default)]
     pub kinds: Vec<String>,
+    /// The background consumers commit and read back offsets ([groups]).
+    #[serde(default)]
+    pub commits: bool,
 }
 
 impl CampaignCase {
@@ -87,6 +90,7 @@ impl CampaignCase {
         options.brokers = self.brokers.unwrap_or(options.brokers);
         options.partitions = self.partitions.unwrap_or(options.partitions);
         options.producers = self.producers.unwrap_or(options.producers);
+        options.commits = self.commits;
         if !self.kinds.is_empty() {
             options.kinds = self
                 .kinds

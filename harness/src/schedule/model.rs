@@ -103,6 +103,12 @@ pub struct Background {
     /// Partitions the workers use; default every partition of every topic.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<PartitionRef>,
+    /// [groups]: each consumer commits its position after each poll that
+    /// moved it, as group `consumer-<i>` (a consumer that assigns its own
+    /// partitions), and every eighth turn reads a committed offset back
+    /// instead of polling.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub commits: bool,
 }
 
 impl Background {

@@ -39,6 +39,8 @@ struct Context {
     interval: Duration,
     next_value: AtomicI64,
     acked: watch::Sender<u64>,
+    /// `[workload.background] commits`.
+    commits: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +83,7 @@ impl Workers {
             interval: Duration::from_millis(config.interval_ms),
             next_value: AtomicI64::new(Background::FIRST_VALUE),
             acked: acked_tx,
+            commits: config.commits,
         });
         let mut tasks = JoinSet::new();
         for worker in 0..config.producers as usize {
@@ -88,8 +91,9 @@ impl Workers {
             tasks.spawn(worker.produce());
         }
         for worker in 0..config.consumers as usize {
+            let group = format!("consumer-{worker}");
             let worker = Worker::new(context.clone(), clients, worker, stop_tx.subscribe());
-            tasks.spawn(worker.consume());
+            tasks.spawn(worker.consume(group));
         }
         Workers {
             stop: stop_tx,
@@ -237,16 +241,33 @@ impl Worker {
         Ok(())
     }
 
-    async fn consume(mut self) -> Result<(), WriteError> {
+    /// Polls round-robin; with `commits`, commits each position it moved to
+    /// as `group` and every eighth turn reads one back instead.
+    async fn consume(mut self, group: String) -> Result<(), WriteError> {
         // Each partition's next offset to read: the consumer's position.
         let mut positions: BTreeMap<PartitionRef, u64> = BTreeMap::new();
+        let mut turns = 0u64;
         while self.next_turn().await {
+            turns += 1;
             let partition = self.partition();
             let from = positions.get(&partition).copied().unwrap_or(0);
             let node = self.leader(&partition).await;
+            if self.context.commits && turns.is_multiple_of(8) {
+                let first = node.unwrap_or_else(|| crate::node::NodeId::new(1));
+                self.client.committed(&group, &partition, first).await?;
+                continue;
+            }
             let op = self.client.poll(&partition, from, node).await?;
             if let Some(next) = op.read().and_then(|(_, read)| read.next_offset()) {
-                positions.insert(partition, next);
+                positions.insert(partition.clone(), next);
+                if self.context.commits
+                    && let Some(first) = node
+                {
+                    let offset = i64::try_from(next).unwrap_or(i64::MAX);
+                    self.client
+                        .commit(&group, &partition, offset, first)
+                        .await?;
+                }
             }
             if node.is_none() {
                 self.back_off().await;

@@ -38,16 +38,25 @@ const RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
 impl RecordingClient {
     /// The coordinator of `group`, asked of `first` (then the other nodes):
     /// the node whose Kafka id it names, or, with shared ids, the node asked.
-    async fn coordinator(&mut self, group: &str, first: NodeId) -> Result<NodeId, ClientError> {
-        let timeout = self.shared.request_timeout;
-        let deadline = tokio::time::Instant::now() + timeout;
+    /// Everything inside `deadline`: each connection and request gets what
+    /// is left of it.
+    async fn coordinator(
+        &mut self,
+        group: &str,
+        first: NodeId,
+        deadline: tokio::time::Instant,
+    ) -> Result<NodeId, ClientError> {
         let mut nodes: Vec<NodeId> = self.shared.addresses.keys().copied().collect();
         nodes.sort_by_key(|&n| n != first);
         loop {
             let mut last = ClientError::Closed;
             for &node in &nodes {
-                let asked = match self.connection(node, timeout).await {
-                    Ok(client) => client.find_coordinator(group, timeout).await,
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                let asked = match self.connection(node, left).await {
+                    Ok(client) => client.find_coordinator(group, left).await,
                     Err(e) => Err(e),
                 };
                 match asked {
@@ -95,7 +104,8 @@ impl RecordingClient {
         };
         let process = self.invoke(Body::Commit(commit.clone()))?;
         let timeout = self.shared.request_timeout;
-        let coordinator = match self.coordinator(group, first).await {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let coordinator = match self.coordinator(group, first, deadline).await {
             Ok(node) => node,
             Err(e) => {
                 return self.complete(
@@ -158,17 +168,18 @@ impl RecordingClient {
         // that moved, is not known yet or is still loading is asked again.
         let deadline = tokio::time::Instant::now() + timeout;
         let result = loop {
-            let attempt = match self.coordinator(group, first).await {
+            let attempt = match self.coordinator(group, first, deadline).await {
                 Ok(coordinator) => {
                     read.node = Some(coordinator);
-                    match self.connection(coordinator, timeout).await {
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    match self.connection(coordinator, left).await {
                         Ok(client) => {
                             client
                                 .committed_offset(
                                     group,
                                     &partition.topic,
                                     partition.wire_partition(),
-                                    timeout,
+                                    left,
                                 )
                                 .await
                         }
