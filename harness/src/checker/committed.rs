@@ -103,28 +103,40 @@ fn check(run: &RunIndex) -> CheckOutcome {
     let mut evidence = Vec::new();
     let mut regressed = 0u64;
     let mut checked = 0u64;
-    for (key, reads) in &reads {
+    for (key, reads) in &mut reads {
         let sent = commits.get(key).map(Vec::as_slice).unwrap_or_default();
-        for read in reads {
+        // The acknowledged commits in acknowledgement order, and for each
+        // offset the latest time a commit of it was sent: one pass over the
+        // reads in the order they began (linear but for the sorts).
+        let mut acked: Vec<(u64, i64, u64)> = sent
+            .iter()
+            .filter_map(|c| c.acked.map(|(ns, index)| (ns, c.offset, index)))
+            .collect();
+        acked.sort_unstable();
+        let mut last_sent: HashMap<i64, u64> = HashMap::new();
+        for c in sent {
+            let latest = last_sent.entry(c.offset).or_insert(c.invoked_ns);
+            *latest = (*latest).max(c.invoked_ns);
+        }
+        reads.sort_by_key(|r| r.invoked_ns);
+        let mut next = 0;
+        let mut floor: Option<(u64, i64, u64)> = None;
+        for read in reads.iter() {
             checked += 1;
+            while next < acked.len() && acked[next].0 < read.invoked_ns {
+                floor = Some(acked[next]);
+                next += 1;
+            }
             // The latest-acknowledged commit before the read began.
-            let Some((floor, acked_ns, acked_index)) = sent
-                .iter()
-                .filter_map(|c| c.acked.map(|(ns, index)| (c.offset, ns, index)))
-                .filter(|&(_, ns, _)| ns < read.invoked_ns)
-                .max_by_key(|&(_, ns, _)| ns)
-            else {
+            let Some((acked_ns, floor_offset, acked_index)) = floor else {
                 continue;
             };
-            if read.offset >= floor {
+            if read.offset >= floor_offset {
                 continue;
             }
             // A commit of exactly this offset sent after the floor's
             // acknowledgement moved it back (or may have).
-            let moved_back = sent
-                .iter()
-                .any(|c| c.offset == read.offset && c.invoked_ns > acked_ns);
-            if moved_back {
+            if last_sent.get(&read.offset).is_some_and(|&ns| ns > acked_ns) {
                 continue;
             }
             regressed += 1;
@@ -134,12 +146,13 @@ fn check(run: &RunIndex) -> CheckOutcome {
                     anomaly: Anomaly::CommittedOffsetRegressed,
                     summary: format!(
                         "group {group}'s committed offset of {partition} read {} (history index \
-                         {}) after a commit of {floor} was acknowledged (history index {acked_index})",
+                         {}) after a commit of {floor_offset} was acknowledged (history index \
+                         {acked_index})",
                         read.offset, read.index
                     ),
                     details: CommittedRegressed {
                         acked_index,
-                        acked_offset: floor,
+                        acked_offset: floor_offset,
                         group: group.clone(),
                         partition: partition.clone(),
                         read_index: read.index,
