@@ -24,6 +24,8 @@
 //! [[scenario.path]]
 //! resent_acked_at_least = 1                   # idempotent sends acked after a resend
 //! [[scenario.path]]
+//! committed_reads_at_least = 1                # committed reads after an acked commit
+//! [[scenario.path]]
 //! fault = "crash"                             # a nemesis op that completed without error
 //! [[scenario.path]]
 //! isr_shrink = "t-0"                          # etcd's timeline shows the ISR shrink

@@ -17,6 +17,10 @@ pub enum PathError {
     TooFewAcked { acked: u64, wanted: u64 },
     #[error("{resent} idempotent sends acknowledged after a resend, wanted at least {wanted}")]
     TooFewResentAcked { resent: u64, wanted: u64 },
+    #[error(
+        "{reads} reads of a committed offset after an acknowledged commit, wanted at least {wanted}"
+    )]
+    TooFewCommittedReads { reads: u64, wanted: u64 },
     #[error("no {fault} fault completed")]
     FaultNotCompleted { fault: String },
     #[error("the run recorded no etcd timeline")]
@@ -33,6 +37,29 @@ pub enum PathError {
         seen: Vec<String>,
         expected: Vec<String>,
     },
+}
+
+/// Ok reads of a committed offset of a (group, partition) that had an
+/// acknowledged commit earlier in the history.
+fn committed_reads_after_a_commit(run: &RunData) -> u64 {
+    use crate::history::Body;
+    let mut committed = std::collections::HashSet::new();
+    let mut reads = 0;
+    for op in &run.history {
+        match &op.body {
+            Body::Commit(c) if op.kind == OpType::Ok => {
+                committed.insert((c.group.clone(), c.partition.clone()));
+            }
+            Body::Committed(c)
+                if op.kind == OpType::Ok
+                    && committed.contains(&(c.group.clone(), c.partition.clone())) =>
+            {
+                reads += 1;
+            }
+            _ => {}
+        }
+    }
+    reads
 }
 
 /// Whether the run shows what `assertion` asks for; `Err` says what it shows
@@ -61,6 +88,12 @@ pub(super) fn check_path(assertion: &PathAssertion, run: &RunData) -> Result<(),
             .count() as u64;
         if resent < n {
             return Err(PathError::TooFewResentAcked { resent, wanted: n });
+        }
+    }
+    if let Some(n) = assertion.committed_reads_at_least {
+        let reads = committed_reads_after_a_commit(run);
+        if reads < n {
+            return Err(PathError::TooFewCommittedReads { reads, wanted: n });
         }
     }
     if let Some(f) = &assertion.fault {

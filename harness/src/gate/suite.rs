@@ -173,6 +173,10 @@ pub struct PathAssertion {
     /// Idempotent sends acknowledged after more than one attempt: the
     /// producer's resend reached a leader and was settled.
     pub resent_acked_at_least: Option<u64>,
+    /// Reads of a committed offset that answered after a commit of the same
+    /// group and partition was acknowledged ([groups]): what
+    /// committed-offsets had to judge.
+    pub committed_reads_at_least: Option<u64>,
     pub fault: Option<String>,
     pub isr_shrink: Option<String>,
     pub leaders: Option<LeaderSequence>,
@@ -234,7 +238,7 @@ pub enum CaseProblem {
     #[error(transparent)]
     Set(Box<run::RunError>),
     #[error(
-        "each [[scenario.path]] takes exactly one of acked_at_least, resent_acked_at_least, fault, isr_shrink, leaders"
+        "each [[scenario.path]] takes exactly one of acked_at_least, resent_acked_at_least, committed_reads_at_least, fault, isr_shrink, leaders"
     )]
     PathKeys,
 }
@@ -371,6 +375,7 @@ fn load_suite(path: &Path, text: &str) -> Result<LoadedSuite, SuiteError> {
             let keys = [
                 assertion.acked_at_least.is_some(),
                 assertion.resent_acked_at_least.is_some(),
+                assertion.committed_reads_at_least.is_some(),
                 assertion.fault.is_some(),
                 assertion.isr_shrink.is_some(),
                 assertion.leaders.is_some(),
