@@ -16,7 +16,7 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use kafka_protocol::protocol::StrBytes;
 
 use super::create_topics::assign_replicas;
-use crate::controller::metadata_store::TopicAssignment;
+use crate::controller::metadata_store::{StoreError, TopicAssignment};
 use crate::offsets::{OFFSETS_TOPIC, partition_for};
 use crate::server::context::Broker;
 
@@ -79,7 +79,9 @@ async fn coordinator_of(
     let partition = partition_for(group, broker.offsets.partitions());
     let view = broker.metadata.snapshot();
     let Some(partitions) = view.topics.get(OFFSETS_TOPIC) else {
-        create_offsets_topic(broker).await.map_err(not_available)?;
+        create_offsets_topic(broker)
+            .await
+            .map_err(|e| not_available(e.to_string()))?;
         return Err(not_available(format!("{OFFSETS_TOPIC} is being created")));
     };
     let leader = partitions
@@ -94,23 +96,35 @@ async fn coordinator_of(
     Ok((leader, endpoint.host.clone(), endpoint.port))
 }
 
-/// Writes the offsets topic's assignment to etcd if no one has; `Err` says
-/// why it cannot be made now.
-async fn create_offsets_topic(broker: &Broker) -> Result<(), String> {
+/// Why the offsets topic cannot be made now.
+#[derive(Debug, thiserror::Error)]
+enum OffsetsTopicError {
+    #[error("reading live brokers: {0}")]
+    LiveBrokers(#[source] StoreError),
+    #[error(
+        "{OFFSETS_TOPIC} needs {needed} live brokers (offsets_topic_replication_factor), {live} are"
+    )]
+    TooFewBrokers { needed: usize, live: usize },
+    #[error("creating {OFFSETS_TOPIC}: {0}")]
+    Create(#[source] StoreError),
+}
+
+/// Writes the offsets topic's assignment to etcd if no one has.
+async fn create_offsets_topic(broker: &Broker) -> Result<(), OffsetsTopicError> {
     let live: Vec<i32> = broker
         .store
         .live_brokers()
         .await
-        .map_err(|e| format!("reading live brokers: {e}"))?
+        .map_err(OffsetsTopicError::LiveBrokers)?
         .keys()
         .copied()
         .collect();
     let rf = broker.config.offsets_topic_replication_factor as usize;
     if live.len() < rf {
-        return Err(format!(
-            "{OFFSETS_TOPIC} needs {rf} live brokers (offsets_topic_replication_factor), {} are",
-            live.len()
-        ));
+        return Err(OffsetsTopicError::TooFewBrokers {
+            needed: rf,
+            live: live.len(),
+        });
     }
     let assignment = TopicAssignment {
         partitions: assign_replicas(&live, broker.offsets.partitions() as i32, rf),
@@ -121,6 +135,6 @@ async fn create_offsets_topic(broker: &Broker) -> Result<(), String> {
             Ok(())
         }
         Ok(false) => Ok(()),
-        Err(e) => Err(format!("creating {OFFSETS_TOPIC}: {e}")),
+        Err(e) => Err(OffsetsTopicError::Create(e)),
     }
 }

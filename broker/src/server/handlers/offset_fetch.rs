@@ -22,42 +22,60 @@ type PartitionAnswer = (i32, i64, i32, String, i16);
 /// One group's answer: per topic, per partition, or the group's error.
 type Answer = Result<Vec<(String, Vec<PartitionAnswer>)>, ResponseError>;
 
+/// The request's topics as (name, partitions); v0–7 and v8+ name the same
+/// fields on different types, so this and [`topics!`] are macros.
+macro_rules! wanted {
+    ($topics:expr) => {
+        $topics.map(|topics| {
+            topics
+                .into_iter()
+                .map(|t| (t.name.0.to_string(), t.partition_indexes))
+                .collect()
+        })
+    };
+}
+
+/// An answer's topics as the response version's topic and partition types.
+macro_rules! topics {
+    ($topics:expr, $topic:ident, $partition:ident) => {
+        $topics
+            .into_iter()
+            .map(|(name, partitions)| {
+                $topic::default()
+                    .with_name(TopicName(StrBytes::from_string(name)))
+                    .with_partitions(
+                        partitions
+                            .into_iter()
+                            .map(|(p, o, e, m, code)| {
+                                $partition::default()
+                                    .with_partition_index(p)
+                                    .with_committed_offset(o)
+                                    .with_committed_leader_epoch(e)
+                                    .with_metadata(Some(StrBytes::from_string(m)))
+                                    .with_error_code(code)
+                            })
+                            .collect(),
+                    )
+            })
+            .collect()
+    };
+}
+
 pub fn handle(broker: &Broker, req: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
     if version >= 8 {
         let groups = req
             .groups
             .into_iter()
             .map(|g| {
-                let wanted = g.topics.map(|topics| {
-                    topics
-                        .into_iter()
-                        .map(|t| (t.name.0.to_string(), t.partition_indexes))
-                        .collect()
-                });
-                let answer = answer(broker, &g.group_id.0, wanted);
+                let answer = answer(broker, &g.group_id.0, wanted!(g.topics));
                 let mut group = OffsetFetchResponseGroup::default().with_group_id(g.group_id);
                 match answer {
                     Ok(topics) => {
-                        group.topics = topics
-                            .into_iter()
-                            .map(|(name, partitions)| {
-                                OffsetFetchResponseTopics::default()
-                                    .with_name(TopicName(StrBytes::from_string(name)))
-                                    .with_partitions(
-                                        partitions
-                                            .into_iter()
-                                            .map(|(p, o, e, m, code)| {
-                                                OffsetFetchResponsePartitions::default()
-                                                    .with_partition_index(p)
-                                                    .with_committed_offset(o)
-                                                    .with_committed_leader_epoch(e)
-                                                    .with_metadata(Some(StrBytes::from_string(m)))
-                                                    .with_error_code(code)
-                                            })
-                                            .collect(),
-                                    )
-                            })
-                            .collect();
+                        group.topics = topics!(
+                            topics,
+                            OffsetFetchResponseTopics,
+                            OffsetFetchResponsePartitions
+                        );
                     }
                     Err(e) => group.error_code = e.code(),
                 }
@@ -66,45 +84,18 @@ pub fn handle(broker: &Broker, req: OffsetFetchRequest, version: i16) -> OffsetF
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
     }
-    let wanted = req.topics.map(|topics| {
-        topics
-            .into_iter()
-            .map(|t| (t.name.0.to_string(), t.partition_indexes))
-            .collect()
-    });
-    let answer = answer(broker, &req.group_id.0, wanted);
-    let (topics, error) = match answer {
+    // A group-level error leaves no topics to answer (v0 and v1, which have
+    // no group-level error field, answer it with no partitions).
+    let (topics, error) = match answer(broker, &req.group_id.0, wanted!(req.topics)) {
         Ok(topics) => (topics, None),
         Err(e) => (Vec::new(), Some(e)),
     };
-    let topics = topics
-        .into_iter()
-        .map(|(name, partitions)| {
-            OffsetFetchResponseTopic::default()
-                .with_name(TopicName(StrBytes::from_string(name)))
-                .with_partitions(
-                    partitions
-                        .into_iter()
-                        .map(|(p, o, e, m, code)| {
-                            // v0 and v1 have no group-level error: each
-                            // partition carries it.
-                            let code = match error {
-                                Some(e) if version < 2 => e.code(),
-                                _ => code,
-                            };
-                            OffsetFetchResponsePartition::default()
-                                .with_partition_index(p)
-                                .with_committed_offset(o)
-                                .with_committed_leader_epoch(e)
-                                .with_metadata(Some(StrBytes::from_string(m)))
-                                .with_error_code(code)
-                        })
-                        .collect(),
-                )
-        })
-        .collect();
     OffsetFetchResponse::default()
-        .with_topics(topics)
+        .with_topics(topics!(
+            topics,
+            OffsetFetchResponseTopic,
+            OffsetFetchResponsePartition
+        ))
         .with_error_code(error.map_or(0, |e| e.code()))
 }
 
