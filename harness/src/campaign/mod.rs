@@ -59,6 +59,10 @@ pub struct CampaignOptions {
     /// The background consumers commit their positions and read them back
     /// (`[workload.background] commits`, [groups]).
     pub commits: bool,
+    /// Consumers that subscribe as one group (`[workload.background]
+    /// subscribers`, [groups]), and how often each crashes.
+    pub subscribers: u32,
+    pub crash_every: u32,
 }
 
 impl CampaignOptions {
@@ -75,6 +79,8 @@ impl CampaignOptions {
             liveness_ms: 30_000,
             kinds: DEFAULT_KINDS.to_vec(),
             commits: false,
+            subscribers: 0,
+            crash_every: 0,
         }
     }
 }
@@ -261,7 +267,12 @@ pub fn schedule(options: &CampaignOptions) -> Schedule {
                 interval_ms: options.interval_ms,
                 partitions: Vec::new(),
                 commits: options.commits,
+                subscribers: options.subscribers,
+                crash_every: options.crash_every,
             }),
+            // Subscribed consumers are judged at-least-once: the run ends
+            // with fresh consumers reading every partition to its end.
+            final_read: options.subscribers > 0,
             ..Workload::default()
         },
         steps: Vec::new(),
@@ -304,6 +315,18 @@ pub fn describe(plan: &Plan, schedule: &Schedule) -> String {
             "  load:     {} producers (acks={}), {} consumers, one request each every {} ms",
             b.producers, schedule.workload.acks, b.consumers, b.interval_ms
         );
+        if b.subscribers > 0 {
+            let crash = match b.crash_every {
+                0 => "never crash".to_owned(),
+                n => format!("each crashes every {n} turns"),
+            };
+            let _ = writeln!(
+                out,
+                "  group:    {} consumers subscribed as `{}`; {crash}",
+                b.subscribers,
+                Background::GROUP
+            );
+        }
     }
     let mix: Vec<String> = plan
         .weights

@@ -87,8 +87,10 @@ anomalies! {
         "one offset of a partition was seen holding two different values";
     IntNonmonotonicPoll = "int-nonmonotonic-poll", "consumer", true,
         "one poll returned an offset at or below one it returned before";
+    NonmonotonicPoll = "nonmonotonic-poll", "consumer", true,
+        "a consumer's poll began at or below an offset its previous poll of the partition returned, within one assignment";
     PollSkip = "poll-skip", "consumer", true,
-        "a poll's first record is past its fetch offset with records in between it never returned";
+        "a poll's first record is past its fetch offset, or past where the consumer's previous poll ended, with records in between it never returned";
     IntPollSkip = "int-poll-skip", "consumer", true,
         "one poll skipped records between two offsets it returned";
     TruncatedRead = "truncated-read", "consumer", true,
@@ -101,6 +103,12 @@ anomalies! {
         "a partition acknowledged no write within the liveness window after the final heal";
     CommittedOffsetRegressed = "committed-offset-regressed", "committed-offsets", true,
         "a read of a group's committed offset answered less than a commit acknowledged before it, with no commit moving it back";
+    Unseen = "unseen", "unseen", true,
+        "an acknowledged write the final log holds was returned by no poll, not even the final read of the whole partition";
+    NonmonotonicSend = "nonmonotonic-send", "send-order", true,
+        "an acks=all write got an offset at or below one acknowledged before it was sent";
+    ResumeSkip = "resume-skip", "committed-offsets", true,
+        "a subscribed consumer polled from past records its group never consumed (at-least-once: a member resumes at most at its group's last commit)";
     RestartFailed = "restart-failed", "liveness", true,
         "a broker started again on its own data after a crash or stop ended by itself before it served";
 }

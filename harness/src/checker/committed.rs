@@ -17,6 +17,8 @@ use super::{Anomaly, CheckOutcome, CheckResult, Checker, Evidence};
 use crate::history::{Body, Op, OpType};
 use crate::topic_partition::PartitionRef;
 
+mod resume;
+
 pub const NAME: &str = "committed-offsets";
 
 pub fn checker() -> Checker {
@@ -25,16 +27,21 @@ pub fn checker() -> Checker {
         guarantee: "A group's committed offset of a partition never goes backwards without a \
             commit that moved it back: a read of it (OffsetFetch) answers at least the offset \
             of every commit acknowledged before the read began, on the coordinator that \
-            acknowledged it and on every coordinator after it.",
+            acknowledged it and on every coordinator after it. And a group consumes at least \
+            once: a member that takes up a partition (after a rebalance, a crash, a coordinator \
+            failover) resumes at most at the group's last commit, so no record below the \
+            offset it polls from went unreturned to the group.",
         source: "Kafka documentation, Design §4.6 and the consumer's committed-position contract \
             (KafkaConsumer#committed); offsets.commit.required.acks (default -1: a commit is \
             acknowledged once every in-sync replica of the offsets partition has it); \
             KAFKA-5600 (0.11.0.0: a new coordinator loaded part of a multi-segment offsets log; \
-            fixed in 0.11.0.1).",
+            fixed in 0.11.0.1); the consumer's delivery semantics (Design §4.6: committing \
+            after processing gives at-least-once).",
         not_checked: "Commits and reads of groups with members (the generation-checked commits \
-            of subscribe-mode consumers) are judged alike, by offset alone; what a consumer \
-            then reads from the committed offset (at-least-once after a rebalance) is another \
-            check's. A commit that ended info may or may not have taken effect: it may explain \
+            of subscribe-mode consumers) are judged alike, by offset alone. Resume skips are \
+            judged against the records some poll of the run returned (all of them when the run \
+            ends with a final read), not against the replicas; a group's offsets reset on \
+            purpose would show as skips (the workload never resets one). A commit that ended info may or may not have taken effect: it may explain \
             a later read equal to it, and never makes a read invalid.",
         needs: &[],
         check,
@@ -44,6 +51,7 @@ pub fn checker() -> Checker {
 /// Whether a run has anything this checker judges: it is listed only then.
 pub fn judges(op: &Op) -> bool {
     matches!(op.body, Body::Commit(_) | Body::Committed(_))
+        || op.poll().is_some_and(|p| p.group.is_some())
 }
 
 /// One commit: its offset, when it was invoked and (if acknowledged) when.
@@ -163,15 +171,23 @@ fn check(run: &RunIndex) -> CheckOutcome {
             }
         }
     }
-    let result = if regressed == 0 {
+    let (group_polls, skipped) =
+        resume::resume_skips(&run.run.history, run.ok_polls(), &mut evidence);
+    let result = if regressed == 0 && skipped == 0 {
         CheckResult::valid(
             NAME,
-            format!("{checked} read(s) of committed offsets; none below an acknowledged commit"),
+            format!(
+                "{checked} read(s) of committed offsets, none below an acknowledged commit; \
+                 {group_polls} subscribed poll(s), none past a record its group had not seen"
+            ),
         )
     } else {
         CheckResult::invalid(
             NAME,
-            format!("{regressed} read(s) of a committed offset below an acknowledged commit"),
+            format!(
+                "{regressed} read(s) of a committed offset below an acknowledged commit; \
+                 {skipped} subscribed poll(s) past records their group never saw"
+            ),
             evidence,
         )
     };
@@ -185,7 +201,9 @@ fn check(run: &RunIndex) -> CheckOutcome {
                 .filter(|c| c.acked.is_some())
                 .count() as u64,
         )
-        .with_count("regressed", regressed))
+        .with_count("regressed", regressed)
+        .with_count("group-polls", group_polls)
+        .with_count("resume-skips", skipped))
 }
 
 #[cfg(test)]
@@ -211,6 +229,8 @@ mod tests {
             partition: PartitionRef::new("t", 0),
             offset,
             node: None,
+            generation: None,
+            member: None,
         })
     }
 

@@ -18,7 +18,7 @@
 //! which the client drops) are still exempt from the skip rules.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::CheckOutcome;
 use super::evidence::{
@@ -49,10 +49,12 @@ pub fn checker() -> Checker {
             in-sync replicas have it, and only committed messages are given to consumers; a \
             committed message will not be lost as long as one in-sync replica is alive). \
             Jepsen's Kafka workload (jepsen.tests.kafka) for the anomalies' names: \
-            inconsistent-offsets, poll-skip, int-poll-skip, int-nonmonotonic-poll.",
-        not_checked: "Successive polls of one consumer are not compared for skips or going \
-            backwards (each poll names its own from_offset; the high-watermark checker covers \
-            records below it). A poll that ends before its high watermark, or returns nothing \
+            inconsistent-offsets, poll-skip, nonmonotonic-poll, int-poll-skip, \
+            int-nonmonotonic-poll.",
+        not_checked: "Successive polls of one consumer are compared within one assignment only \
+            (a rebalance, a crash or a committed-offset read starts a new one), and a poll not \
+            of a subscribed consumer that fetches from anywhere but where the process's last \
+            poll ended is a seek, judged by the per-poll rules alone. A poll that ends before its high watermark, or returns nothing \
             though its from_offset is below it, is not a skip here. Sends with acks=1 or 0 \
             are not sources for inconsistent-offsets (Kafka lets an acks=1 write be lost and \
             its offset reused), nor is an acks=all send whose loss DESIGN.md's rule excuses \
@@ -237,6 +239,21 @@ fn check(index: &RunIndex) -> CheckOutcome {
             .unwrap_or(RecordValue::Null)
     };
     skips_and_order(polls, &logs, known_value, &mut evidence);
+    // A skip between two polls is of offsets holding data: seen by a poll
+    // or held by a replica (control records and gaps are not records).
+    let polled: HashSet<(&PartitionRef, i64)> = polls
+        .iter()
+        .flat_map(|p| p.records.iter().map(move |r| (p.partition, r.offset())))
+        .collect();
+    let holds_record = |partition: &PartitionRef, offset: i64| {
+        polled.contains(&(partition, offset))
+            || logs.get(partition).is_some_and(|log| {
+                log.replicas
+                    .values()
+                    .any(|(_, _, values)| values.get(offset).is_some())
+            })
+    };
+    across::across_polls(&run.history, holds_record, known_value, &mut evidence);
 
     let (reads, unhosted) = reads_not_held(polls, &logs);
     excused_reads += truncated_reads(&reads, polls, &logs, sends, &excuses, &mut evidence);
@@ -693,6 +710,7 @@ fn verdict(
     }
 }
 
+mod across;
 mod index;
 #[cfg(test)]
 mod tests;

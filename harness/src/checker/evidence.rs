@@ -120,7 +120,7 @@ details! {
     ConsumedRegressed(ConsumedRegressed) for ConsumedOffsetRegressed;
     WatermarkRegressed(WatermarkRegressed) for HighWatermarkRegressed;
     InconsistentOffsets(InconsistentOffsets) for InconsistentOffsets;
-    NonmonotonicPoll(NonmonotonicPoll) for IntNonmonotonicPoll;
+    NonmonotonicPoll(NonmonotonicPoll) for IntNonmonotonicPoll | NonmonotonicPoll;
     PollSkip(PollSkip) for PollSkip | IntPollSkip;
     TruncatedRead(TruncatedRead) for TruncatedRead;
     Duplicate(Duplicate) for Duplicate;
@@ -128,6 +128,9 @@ details! {
     Stuck(Stuck) for StuckPartition;
     RestartFailed(RestartFailed) for RestartFailed;
     CommittedRegressed(CommittedRegressed) for CommittedOffsetRegressed;
+    Unseen(Unseen) for Unseen;
+    NonmonotonicSend(NonmonotonicSend) for NonmonotonicSend;
+    ResumeSkip(ResumeSkip) for ResumeSkip;
 }
 
 impl Details {
@@ -153,6 +156,11 @@ impl Details {
             Details::PollSkip(d) => BTreeSet::from([d.index]),
             Details::RestartFailed(d) => BTreeSet::from([d.history_index]),
             Details::CommittedRegressed(d) => BTreeSet::from([d.acked_index, d.read_index]),
+            Details::Unseen(d) => BTreeSet::from([d.write.history_index, d.final_read_index]),
+            Details::NonmonotonicSend(d) => {
+                BTreeSet::from([d.earlier.history_index, d.later.history_index])
+            }
+            Details::ResumeSkip(d) => BTreeSet::from([d.poll_index]),
             Details::IdempotentDuplicate(d) => d
                 .sends
                 .iter()
@@ -205,6 +213,20 @@ impl Details {
             Details::NonmonotonicPoll(d) => vec![(&d.partition, d.offset)],
             Details::PollSkip(d) => vec![(&d.partition, d.from_offset), (&d.partition, d.offset)],
             Details::TruncatedRead(d) => vec![(&d.partition, d.offset)],
+            Details::Unseen(d) => d
+                .write
+                .acked_offset
+                .map(|o| (&d.write.partition, o))
+                .into_iter()
+                .collect(),
+            Details::NonmonotonicSend(d) => [&d.earlier, &d.later]
+                .into_iter()
+                .filter_map(|w| w.acked_offset.map(|o| (&w.partition, o)))
+                .collect(),
+            Details::ResumeSkip(d) => vec![
+                (&d.partition, d.skipped_offset),
+                (&d.partition, d.from_offset),
+            ],
             _ => Vec::new(),
         };
         rows.sort();
@@ -649,6 +671,38 @@ pub struct CommittedRegressed {
     pub partition: PartitionRef,
     pub read_index: OpRef,
     pub read_offset: i64,
+}
+
+/// `unseen`: an acknowledged write the final log holds that no poll
+/// returned, and the final read that should have.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unseen {
+    pub final_high_watermark: i64,
+    pub final_read_index: OpRef,
+    pub write: AckedWrite,
+}
+
+/// `nonmonotonic-send`: an acks=all write acknowledged at an offset at or
+/// below one acknowledged before it was sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NonmonotonicSend {
+    pub earlier: AckedWrite,
+    pub later: AckedWrite,
+}
+
+/// `resume-skip`: a subscribed consumer's poll from `from_offset` while its
+/// group had never been returned the record at `skipped_offset`; the
+/// group's last acknowledged commit of the partition before the poll, if any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResumeSkip {
+    pub from_offset: i64,
+    pub group: String,
+    pub last_acked_commit: Option<i64>,
+    pub partition: PartitionRef,
+    pub poll_index: OpRef,
+    pub process: Process,
+    pub skipped_count: u64,
+    pub skipped_offset: i64,
 }
 
 /// `restart-failed`: a node whose process ended by itself during a start,

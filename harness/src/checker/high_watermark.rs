@@ -249,12 +249,7 @@ mod tests {
 
     /// The invoke of a poll of t-0 from offset 0, its server not yet known.
     fn invoke() -> Poll {
-        Poll {
-            partition: PartitionRef::new("t", 0),
-            from_offset: 0,
-            node: None,
-            read: None,
-        }
+        Poll::new(PartitionRef::new("t", 0), 0, None)
     }
 
     /// An ok poll of t-0 served by broker `node`; `records` as `(offset, value)`.

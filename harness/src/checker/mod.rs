@@ -29,8 +29,10 @@ pub mod index;
 pub mod leaders;
 pub mod lost_write;
 pub mod offset_changed;
+pub mod send_order;
 #[cfg(any(test, feature = "testing"))]
 pub mod synthetic;
+pub mod unseen;
 mod verdict;
 
 use serde::{Deserialize, Serialize};
@@ -47,7 +49,10 @@ pub use verdict::{CheckOutcome, CheckResult, Checker, Need, Verdict};
 /// The checkers that judge a run's ops of one kind and are listed only for a
 /// run that has such ops (a run without them has nothing for them to judge,
 /// and they do not claim it valid): each one's name and its test of an op.
-const LISTED_WITH_OPS: &[(&str, OpTest)] = &[(committed::NAME, committed::judges)];
+const LISTED_WITH_OPS: &[(&str, OpTest)] = &[
+    (committed::NAME, committed::judges),
+    (unseen::NAME, unseen::judges),
+];
 
 /// Whether an op is one a checker judges.
 type OpTest = fn(&crate::history::Op) -> bool;
@@ -79,6 +84,8 @@ pub fn all() -> Vec<Checker> {
         consumer::checker(),
         duplicates::checker(),
         committed::checker(),
+        send_order::checker(),
+        unseen::checker(),
     ]
 }
 

@@ -29,6 +29,8 @@ use crate::topic_partition::PartitionRef;
 
 use super::RunData;
 
+mod subscribers;
+
 /// What to generate. [`SyntheticSpec::with_ops`] gives the shape the bench
 /// and the tests use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +59,11 @@ pub struct SyntheticSpec {
     /// Remove one acknowledged value from every replica: a lost write, for
     /// the test that the checkers do not skip what this generates.
     pub drop_acked_value: bool,
+    /// Consumers subscribed as one group, each assigned one partition
+    /// (subscribers.rs), committing after each poll.
+    pub subscribers: u64,
+    /// End with a final read of every partition from offset 0.
+    pub final_read: bool,
 }
 
 impl SyntheticSpec {
@@ -78,6 +85,8 @@ impl SyntheticSpec {
             segment_records_max: 100_000,
             seed: 1,
             drop_acked_value: false,
+            subscribers: 2,
+            final_read: true,
         }
     }
 }
@@ -89,7 +98,9 @@ pub const FIRST_VALUE: i64 = 1_000_000;
 /// holding exactly what was appended, state-change logs and etcd's timeline.
 pub fn synthetic_run(spec: &SyntheticSpec) -> RunData {
     assert!(
-        spec.brokers >= 2 && spec.partitions >= 1 && spec.producers + spec.consumers >= 1,
+        spec.brokers >= 2
+            && spec.partitions >= 1
+            && spec.producers + spec.consumers + spec.subscribers >= 1,
         "a synthetic run needs two brokers, a partition and a client: {spec:?}"
     );
     let mut g = Generator::new(spec);
@@ -108,6 +119,9 @@ pub fn synthetic_run(spec: &SyntheticSpec) -> RunData {
         }
     }
     g.drain();
+    if spec.final_read {
+        g.final_reads();
+    }
     g.finish()
 }
 
@@ -133,6 +147,8 @@ enum Role {
     Producer,
     /// Index into `Generator::positions`.
     Consumer(usize),
+    /// Index into `Generator::subscribers`.
+    Subscriber(usize),
 }
 
 struct Client {
@@ -171,6 +187,9 @@ struct Generator<'a> {
     positions: Vec<Vec<u64>>,
     /// Per consumer: the partition it polls next.
     next_partition: Vec<u32>,
+    subscribers: Vec<subscribers::Subscriber>,
+    /// The subscribers' group's committed offset of each partition (-1: none).
+    committed: Vec<i64>,
     next_value: i64,
     sends_completed: u64,
     faults_fired: usize,
@@ -198,6 +217,11 @@ impl<'a> Generator<'a> {
             role: Role::Consumer(c as usize),
             pending: None,
         }));
+        clients.extend((0..spec.subscribers).map(|s| Client {
+            process: spec.producers + spec.consumers + s,
+            role: Role::Subscriber(s as usize),
+            pending: None,
+        }));
         let logs = (0..spec.partitions)
             .map(|p| PartitionLog {
                 partition: PartitionRef::new(&spec.topic, p),
@@ -214,7 +238,16 @@ impl<'a> Generator<'a> {
             spec,
             rng: Rng(spec.seed),
             history: Vec::with_capacity(spec.ops + 64),
-            next_process: spec.producers + spec.consumers,
+            next_process: spec.producers + spec.consumers + spec.subscribers,
+            subscribers: (0..spec.subscribers)
+                .map(|s| subscribers::Subscriber {
+                    partition: (s % u64::from(spec.partitions)) as usize,
+                    position: 0,
+                    phase: subscribers::Phase::Join,
+                    commits: 0,
+                })
+                .collect(),
+            committed: vec![-1; spec.partitions as usize],
             positions: vec![vec![0; spec.partitions as usize]; spec.consumers as usize],
             next_partition: (0..spec.consumers)
                 .map(|c| (c % u64::from(spec.partitions)) as u32)
@@ -263,8 +296,8 @@ impl<'a> Generator<'a> {
     }
 
     fn invoke(&mut self, slot: usize) {
-        let client = &self.clients[slot];
-        let body = match client.role {
+        let (role, process) = (self.clients[slot].role, self.clients[slot].process);
+        let body = match role {
             Role::Producer => {
                 let p = self.rng.below(u64::from(self.spec.partitions)) as usize;
                 let values: Vec<i64> = (0..self.spec.values_per_send as i64)
@@ -280,18 +313,18 @@ impl<'a> Generator<'a> {
                     acked: None,
                 })
             }
+            Role::Subscriber(s) => self.subscriber_invoke(s),
             Role::Consumer(c) => {
                 let p = self.next_partition[c] as usize;
                 self.next_partition[c] = (self.next_partition[c] + 1) % self.spec.partitions;
-                Body::Poll(Poll {
-                    partition: self.logs[p].partition.clone(),
-                    from_offset: self.positions[c][p],
-                    node: Some(self.logs[p].leader),
-                    read: None,
-                })
+                Body::Poll(Poll::new(
+                    self.logs[p].partition.clone(),
+                    self.positions[c][p],
+                    Some(self.logs[p].leader),
+                ))
             }
         };
-        let process = Process::Client(client.process);
+        let process = Process::Client(process);
         self.clients[slot].pending = Some(body.clone());
         self.push(process, OpType::Invoke, body, None);
     }
@@ -301,6 +334,10 @@ impl<'a> Generator<'a> {
             return;
         };
         let process = Process::Client(self.clients[slot].process);
+        if let Some(s) = self.subscriber_of(slot) {
+            self.subscriber_complete(s, process, body);
+            return;
+        }
         match body {
             Body::Send(mut send) => {
                 let p = send.partition.partition as usize;
@@ -353,7 +390,7 @@ impl<'a> Generator<'a> {
                 self.push(process, OpType::Ok, Body::Poll(poll), None);
             }
             Body::Fault(_) => unreachable!("clients do not fire faults"),
-            Body::Commit(_) | Body::Committed(_) => {
+            Body::Commit(_) | Body::Committed(_) | Body::Rebalance(_) | Body::ClientCrash(_) => {
                 unreachable!("synthetic clients do not commit")
             }
         }

@@ -57,6 +57,16 @@ pub struct CampaignArgs {
     /// them back ([groups]; checker committed-offsets).
     #[arg(long)]
     pub commits: bool,
+    /// Consumers subscribed as one group beside the others ([groups]):
+    /// each commits after every poll that moved it, rejoins on every
+    /// rebalance, and the run ends with a final read of every partition.
+    #[arg(long, default_value_t = 0)]
+    pub subscribers: u32,
+    /// Each subscriber crashes (drops its connections without leaving the
+    /// group, and starts over as a new member) once every this many of its
+    /// turns; 0: never.
+    #[arg(long, default_value_t = 0)]
+    pub crash_every: u32,
     /// After the final heal, every partition must take a write within this.
     #[arg(long, default_value_t = 30_000)]
     pub liveness_ms: u64,
@@ -191,6 +201,8 @@ fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
     options.consumers = args.consumers;
     options.interval_ms = args.interval_ms;
     options.commits = args.commits;
+    options.subscribers = args.subscribers;
+    options.crash_every = args.crash_every;
     options.acks = args.acks;
     options.liveness_ms = args.liveness_ms;
     if !args.kinds.is_empty() {

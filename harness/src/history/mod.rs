@@ -24,8 +24,9 @@ pub use op_type::OpType;
 pub use process::{Process, ProcessNameError};
 
 pub use op::{
-    Acked, Aim, Body, BodyError, Commit, Committed, Done, ExitedAtStart, FaultOp, Idempotence,
-    NodeCut, Op, Poll, PolledRecord, Read, RecordValue, ReplicaCut, Send, padded, value_text,
+    Acked, Aim, Body, BodyError, ClientCrash, Commit, Committed, Done, ExitedAtStart, FaultOp,
+    Idempotence, NodeCut, Op, Poll, PolledRecord, Read, Rebalance, RecordValue, ReplicaCut, Send,
+    padded, value_text,
 };
 
 use std::collections::HashMap;

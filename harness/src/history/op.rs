@@ -89,6 +89,12 @@ pub enum Body {
     Commit(Commit),
     /// A read of a group's committed offset of one partition.
     Committed(Committed),
+    /// A subscribed consumer's round of group membership (JoinGroup and
+    /// SyncGroup): one line of its rebalance log.
+    Rebalance(Rebalance),
+    /// A workload client crashed on purpose (always `info`): its
+    /// connections dropped without a goodbye, its process retired.
+    ClientCrash(ClientCrash),
     /// Boxed: faults are a handful of a run's ops, and unboxed the
     /// largest variant sized every op of a million-op history (issue 22).
     Fault(Box<FaultOp>),
@@ -101,6 +107,8 @@ impl Body {
             Body::Poll(_) => "poll",
             Body::Commit(_) => "commit",
             Body::Committed(_) => "committed",
+            Body::Rebalance(_) => "rebalance",
+            Body::ClientCrash(_) => "client-crash",
             Body::Fault(fault) => fault.verb.name(),
         }
     }
@@ -165,14 +173,38 @@ pub struct Poll {
     pub from_offset: u64,
     #[serde(default)]
     pub node: Option<NodeId>,
+    /// A subscribed consumer's poll: its group (the partition is one the
+    /// group assigned it). Absent for a consumer that assigns its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The run's final read: a fresh consumer reading the partition from
+    /// its beginning to its high watermark after the final heal.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub final_read: bool,
     /// On an `ok` only.
     #[serde(skip)]
     pub read: Option<Read>,
 }
 
+impl Poll {
+    /// The invoke of a poll of `partition` from `from_offset` on `node`, by
+    /// a consumer that assigns its own partitions.
+    pub fn new(partition: PartitionRef, from_offset: u64, node: Option<NodeId>) -> Poll {
+        Poll {
+            partition,
+            from_offset,
+            node,
+            group: None,
+            final_read: false,
+            read: None,
+        }
+    }
+}
+
 /// A commit of `offset` (the next record to consume) for `partition` by
-/// `group`, as a consumer that assigns its partitions itself commits
-/// (generation -1, no member id); `node`: the coordinator it went to.
+/// `group`: as a consumer that assigns its partitions itself commits
+/// (generation -1, no member id), or, from a subscribed consumer, with its
+/// `generation` and `member` id; `node`: the coordinator it went to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Commit {
     pub group: String,
@@ -180,6 +212,35 @@ pub struct Commit {
     pub offset: i64,
     #[serde(default)]
     pub node: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
+}
+
+/// A subscribed consumer's membership round: JoinGroup then SyncGroup with
+/// `group`'s coordinator (`node`). The invoke names the group and topics;
+/// an `ok` adds the `generation`, the `member` id and the `partitions` the
+/// group assigned it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rebalance {
+    pub group: String,
+    pub topics: Vec<String>,
+    #[serde(default)]
+    pub node: Option<NodeId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<Vec<PartitionRef>>,
+}
+
+/// A client's crash: the group it was a member of, if any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientCrash {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// A read of `group`'s committed offset of `partition` (OffsetFetch); on an
@@ -522,7 +583,9 @@ pub enum BodyError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("f {f:?} is neither send, poll, commit, committed nor a fault verb")]
+    #[error(
+        "f {f:?} is neither send, poll, commit, committed, rebalance, client-crash nor a fault verb"
+    )]
     UnknownF { f: String },
 }
 
@@ -603,6 +666,8 @@ impl Body {
             }
             Body::Commit(commit) => to_object(commit),
             Body::Committed(committed) => to_object(committed),
+            Body::Rebalance(rebalance) => to_object(rebalance),
+            Body::ClientCrash(crash) => to_object(crash),
             Body::Fault(fault) => {
                 let mut map = to_object(&fault.aim);
                 if let Some(done) = &fault.done {
@@ -638,6 +703,8 @@ impl Body {
             }
             "commit" => Body::Commit(serde_json::from_value(value).map_err(bad)?),
             "committed" => Body::Committed(serde_json::from_value(value).map_err(bad)?),
+            "rebalance" => Body::Rebalance(serde_json::from_value(value).map_err(bad)?),
+            "client-crash" => Body::ClientCrash(serde_json::from_value(value).map_err(bad)?),
             verb => {
                 let verb = Verb::from_name(verb)
                     .ok_or_else(|| BodyError::UnknownF { f: verb.to_owned() })?;
@@ -770,7 +837,7 @@ mod tests {
         let e = Body::from_value("frobnicate", OpType::Invoke, serde_json::json!({})).unwrap_err();
         assert_eq!(
             e.to_string(),
-            r#"f "frobnicate" is neither send, poll, commit, committed nor a fault verb"#
+            r#"f "frobnicate" is neither send, poll, commit, committed, rebalance, client-crash nor a fault verb"#
         );
     }
 }

@@ -17,7 +17,7 @@ mod groups;
 mod idempotent;
 mod types;
 
-pub use groups::Coordinator;
+pub use groups::{Coordinator, Joined, MemberTimeouts, decode_assignment, encode_assignment};
 pub use idempotent::{DUPLICATE_SEQUENCE_NUMBER, INIT_PRODUCER_ID_VERSIONS};
 pub use types::{
     Compression, FetchOptions, Fetched, FetchedRaw, FetchedRecord, Metadata, MetadataBroker,

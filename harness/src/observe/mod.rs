@@ -179,7 +179,7 @@ impl Observer {
             Condition::Stopped { node } => stopped(runtime, *node)?,
             // The run counts these itself (workload/background.rs); nothing
             // in the cluster shows them.
-            Condition::Acknowledged { .. } => Seen::NotYet(
+            Condition::Acknowledged { .. } | Condition::CommitsAcknowledged { .. } => Seen::NotYet(
                 "acknowledgements are counted by the background workload, not observed".into(),
             ),
             // The run keeps this delay itself (run/steps.rs).

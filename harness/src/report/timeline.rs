@@ -248,6 +248,18 @@ fn describe(span: &Span<'_>) -> String {
         Body::Poll(poll) => format!("poll {} from {}", poll.partition, poll.from_offset),
         Body::Commit(c) => format!("commit {} of {} for {}", c.offset, c.partition, c.group),
         Body::Committed(c) => format!("committed {} for {}", c.partition, c.group),
+        Body::Rebalance(r) => match (&r.generation, &r.partitions) {
+            (Some(generation), Some(partitions)) => {
+                let names: Vec<String> = partitions.iter().map(|p| p.to_string()).collect();
+                format!(
+                    "rebalance of {}: generation {generation}, assigned [{}]",
+                    r.group,
+                    names.join(", ")
+                )
+            }
+            _ => format!("rebalance of {}", r.group),
+        },
+        Body::ClientCrash(_) => "client crash".to_owned(),
         Body::Fault(fault) => fault.verb.to_string(),
     };
     let error = op

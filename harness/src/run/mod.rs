@@ -30,6 +30,7 @@ mod check;
 mod collect;
 mod driver;
 mod error;
+mod final_read;
 mod live;
 mod liveness;
 mod options;

@@ -4,7 +4,8 @@
 //! it (liveness.rs); then the run
 //! waits, bounded, for a quiet cluster: every partition led with its full
 //! ISR, and every replica's high watermark and log end offset equal to the
-//! leader's. A cluster that will not settle makes the run unknown, naming the
+//! leader's; then, with `[workload] final_read`, every partition is read
+//! from its beginning (final_read.rs). A cluster that will not settle makes the run unknown, naming the
 //! partition and the offsets last seen.
 
 use std::time::{Duration, Instant};
@@ -44,7 +45,11 @@ pub(super) async fn final_heal<R: Runtime>(
         .workload
         .quiesce_timeout_ms
         .map_or(QUIESCE_TIMEOUT, Duration::from_millis);
-    Ok((quiesce(live, bound).await?, stuck))
+    let settled = quiesce(live, bound).await?;
+    if schedule.workload.final_read && settled == RunStatus::Completed {
+        super::final_read::read_all(live, schedule).await?;
+    }
+    Ok((settled, stuck))
 }
 
 /// Removes every cut, resumes every paused node and starts every dead one,

@@ -13,7 +13,7 @@ use crate::node::NodeId;
 use crate::observe::{ClusterView, ObserveError};
 use crate::runtime::Runtime;
 use crate::schedule::{Condition, Consume, Fault, PartitionRef, Produce, Schedule, Step, Target};
-use crate::workload::background::Workers;
+use crate::workload::background::{Counted, Workers};
 use crate::workload::send_options::SendOptions;
 
 use super::live::Live;
@@ -325,15 +325,20 @@ async fn wait<R: Runtime>(
         tokio::time::sleep(Duration::from_millis(*ms)).await;
         return Ok(RunStatus::Completed);
     }
-    if let Condition::Acknowledged { more } = condition {
+    let counted = match condition {
+        Condition::Acknowledged { more } => Some((Counted::Writes, *more)),
+        Condition::CommitsAcknowledged { more } => Some((Counted::Commits, *more)),
+        _ => None,
+    };
+    if let Some((counted, more)) = counted {
         let workers = background.ok_or_else(|| RunError::NoBackground {
             step: number,
             condition: condition.to_string(),
         })?;
-        return Ok(match workers.await_acknowledged(*more, timeout).await {
+        return Ok(match workers.await_counted(counted, more, timeout).await {
             Ok(n) => {
                 live.log.line(format!(
-                    "step {number}: {n} more writes acknowledged after {} ms",
+                    "step {number}: {n} more {counted} acknowledged after {} ms",
                     started.elapsed().as_millis()
                 ));
                 RunStatus::Completed

@@ -70,6 +70,12 @@ pub enum Condition {
     Acknowledged {
         more: u64,
     },
+    /// The background consumers had `more` commits acknowledged since the
+    /// await began ([groups]): the group is consuming again. Counted by the
+    /// workload itself.
+    CommitsAcknowledged {
+        more: u64,
+    },
     /// Time passes: a delay the schedule keeps, not a state awaited. A
     /// campaign's realised schedule writes the gap between two faults so
     /// when the cluster acknowledged too few writes to measure it by.
@@ -122,7 +128,7 @@ const FORMS: &str = "leader of P is X | P has no leader | X in ISR of P | X not 
 HW of X for P >= N (or <=, ==) | LEO of X for P >= N (or <=, ==) | controller is X | controller is not X | \
 checkpoint hw of X for P is N | checkpoint recovery-point of X for P is N | \
 leader-epoch-checkpoint of X for P is [(E,O),...] | X applied LeaderAndIsr for P with leader epoch E | \
-X is stopped | N more writes acknowledged | N ms pass";
+X is stopped | N more writes acknowledged | N more commits acknowledged | N ms pass";
 
 /// Why a text is not a condition: each names the word and the condition it
 /// is in, as a schedule's author wrote them.
@@ -321,6 +327,9 @@ impl std::str::FromStr for Condition {
             },
             [x, "is", "stopped"] => Condition::Stopped { node: node(x)? },
             [n, "more", "writes", "acknowledged"] => Condition::Acknowledged { more: number(n)? },
+            [n, "more", "commits", "acknowledged"] => {
+                Condition::CommitsAcknowledged { more: number(n)? }
+            }
             [n, "ms", "pass"] => Condition::Elapsed { ms: number(n)? },
             _ => {
                 return Err(ConditionError::NotACondition {
@@ -357,7 +366,9 @@ impl Condition {
                 (Some(*node), None)
             }
             Condition::NoLeader { partition } => (None, Some(partition)),
-            Condition::Acknowledged { .. } | Condition::Elapsed { .. } => (None, None),
+            Condition::Acknowledged { .. }
+            | Condition::CommitsAcknowledged { .. }
+            | Condition::Elapsed { .. } => (None, None),
         }
     }
 }
@@ -430,6 +441,9 @@ impl fmt::Display for Condition {
             ),
             Condition::Stopped { node } => write!(f, "{node} is stopped"),
             Condition::Acknowledged { more } => write!(f, "{more} more writes acknowledged"),
+            Condition::CommitsAcknowledged { more } => {
+                write!(f, "{more} more commits acknowledged")
+            }
             Condition::Elapsed { ms } => write!(f, "{ms} ms pass"),
         }
     }

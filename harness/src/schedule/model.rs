@@ -82,6 +82,13 @@ pub struct Workload {
     /// only when on, so schedules that never set it print as before.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub idempotent: bool,
+    /// The final read ([groups]): after the final heal and quiesce, a fresh
+    /// consumer reads every partition from its beginning to its high
+    /// watermark, one poll each (`final_read` in the history), so an
+    /// acknowledged write no poll returned can be told apart from one the
+    /// consumers merely never reached (`unseen`). Off by default.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub final_read: bool,
 }
 
 /// `[workload.background]`: clients that keep producing and consuming while
@@ -109,12 +116,31 @@ pub struct Background {
     /// instead of polling.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub commits: bool,
+    /// [groups]: consumers that subscribe, as one group
+    /// ([`Background::GROUP`]), to every topic of `partitions`: each joins,
+    /// polls the partitions the group assigns it from the group's committed
+    /// offset, commits after each poll that moved it, heartbeats, and joins
+    /// again when the group rebalances (Jepsen's subscribe mode).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub subscribers: u32,
+    /// Each subscriber crashes once every this many of its turns: it drops
+    /// its connections without leaving the group and starts over as a new
+    /// member (Jepsen's client crash). 0: never.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub crash_every: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Background {
     /// Background values start here, clear of the small values scripted
     /// produce steps write, so the two never collide in one run.
     pub const FIRST_VALUE: i64 = 1_000_000;
+
+    /// The group the subscribers join.
+    pub const GROUP: &'static str = "subscribers";
 
     fn default_interval_ms() -> u64 {
         20
@@ -134,6 +160,7 @@ impl Default for Workload {
             liveness_ms: None,
             quiesce_timeout_ms: None,
             idempotent: false,
+            final_read: false,
         }
     }
 }

@@ -61,6 +61,12 @@ impl ScheduleError {
     }
 }
 
+/// Kafka's internal topic of committed offsets.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+/// Its partitions when the schedule does not set `offsets_topic_num_partitions`:
+/// the reference broker's default (Kafka's is 50; a test cluster needs few).
+const OFFSETS_TOPIC_PARTITIONS: u32 = 3;
+
 /// A well-formed schedule that does not fit its own cluster.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Invalid {
@@ -208,6 +214,17 @@ impl<'a> Declared<'a> {
                 )));
             }
         }
+        // Kafka's internal offsets topic ([groups]) may be named too (`leader
+        // of __consumer_offsets-0`: a group's coordinator), with the
+        // partitions the cluster's settings give it.
+        let offsets_partitions = s
+            .cluster
+            .settings
+            .get("offsets_topic_num_partitions")
+            .and_then(toml::Value::as_integer)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(OFFSETS_TOPIC_PARTITIONS);
+        topics.entry(OFFSETS_TOPIC).or_insert(offsets_partitions);
         Ok(Declared { brokers, topics })
     }
 
@@ -479,6 +496,15 @@ impl StepCheck<'_, '_> {
         if matches!(c, Condition::Acknowledged { .. }) && producers == 0 {
             return Err(self.bad(format!(
                 "`{c}` counts background producers' acks, and [workload.background] has no producers"
+            )));
+        }
+        let committers = s.workload.background.as_ref().map_or(0, |b| {
+            b.subscribers + if b.commits { b.consumers } else { 0 }
+        });
+        if matches!(c, Condition::CommitsAcknowledged { .. }) && committers == 0 {
+            return Err(self.bad(format!(
+                "`{c}` counts background consumers' commits, and [workload.background] has no \
+                 subscribers (nor consumers with `commits = true`)"
             )));
         }
         Ok(())

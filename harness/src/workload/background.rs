@@ -23,7 +23,8 @@ use tokio::task::JoinSet;
 
 use super::client::{Clients, RecordingClient};
 use super::send_options::SendOptions;
-use crate::history::{OpType, WriteError};
+use super::subscribe::{HEARTBEAT_INTERVAL, Membership, Standing};
+use crate::history::{OpType, Poll, WriteError};
 use crate::schedule::{Background, PartitionRef, Workload};
 
 /// How old etcd's view may be for routing a background request. A send
@@ -32,6 +33,12 @@ use crate::schedule::{Background, PartitionRef, Workload};
 /// after it, never from this.
 const ROUTE_MAX_AGE: Duration = Duration::from_millis(20);
 
+/// The pause after a membership round that failed, before the next: the
+/// Java consumer's retry.backoff.ms default. A coordinator that died is
+/// still named by FindCoordinator until its lease lapses, and without it
+/// every subscriber asked it again every few milliseconds.
+const REJOIN_BACKOFF: Duration = Duration::from_millis(100);
+
 /// What every worker shares.
 struct Context {
     partitions: Vec<PartitionRef>,
@@ -39,8 +46,12 @@ struct Context {
     interval: Duration,
     next_value: AtomicI64,
     acked: watch::Sender<u64>,
+    /// Commits acknowledged (consumers' and subscribers').
+    commits_acked: watch::Sender<u64>,
     /// `[workload.background] commits`.
     commits: bool,
+    /// `[workload.background] crash_every`.
+    crash_every: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,11 +64,29 @@ pub enum BackgroundError {
     Panicked(String),
 }
 
+/// What an await counts: the producers' acknowledged sends, or the
+/// consumers' acknowledged commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    Writes,
+    Commits,
+}
+
+impl std::fmt::Display for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Counted::Writes => "writes",
+            Counted::Commits => "commits",
+        })
+    }
+}
+
 /// The running workers. Dropping it aborts them; [`Workers::stop`] lets each
 /// finish the request it has in flight, so no op is left without a completion.
 pub struct Workers {
     stop: watch::Sender<bool>,
     acked: watch::Receiver<u64>,
+    commits_acked: watch::Receiver<u64>,
     tasks: JoinSet<Result<(), WriteError>>,
     /// The longest one send may take ([`Clients::send_bound`]).
     send_bound: Duration,
@@ -72,6 +101,7 @@ impl Workers {
         clients: &Clients,
     ) -> Workers {
         let (acked_tx, acked_rx) = watch::channel(0);
+        let (commits_tx, commits_rx) = watch::channel(0);
         let (stop_tx, _) = watch::channel(false);
         let context = Arc::new(Context {
             partitions: if config.partitions.is_empty() {
@@ -83,7 +113,9 @@ impl Workers {
             interval: Duration::from_millis(config.interval_ms),
             next_value: AtomicI64::new(Background::FIRST_VALUE),
             acked: acked_tx,
+            commits_acked: commits_tx,
             commits: config.commits,
+            crash_every: config.crash_every,
         });
         let mut tasks = JoinSet::new();
         for worker in 0..config.producers as usize {
@@ -95,9 +127,14 @@ impl Workers {
             let worker = Worker::new(context.clone(), clients, worker, stop_tx.subscribe());
             tasks.spawn(worker.consume(group));
         }
+        for worker in 0..config.subscribers as usize {
+            let worker = Worker::new(context.clone(), clients, worker, stop_tx.subscribe());
+            tasks.spawn(worker.subscribe());
+        }
         Workers {
             stop: stop_tx,
             acked: acked_rx,
+            commits_acked: commits_rx,
             tasks,
             send_bound: clients.send_bound(),
         }
@@ -111,15 +148,30 @@ impl Workers {
     /// Waits until `more` sends beyond those acknowledged now are; on timeout,
     /// how many were.
     pub async fn await_acknowledged(&mut self, more: u64, timeout: Duration) -> Result<u64, u64> {
-        let from = *self.acked.borrow_and_update();
+        self.await_counted(Counted::Writes, more, timeout).await
+    }
+
+    /// Waits until `more` of `counted` beyond those acknowledged now are; on
+    /// timeout, how many were.
+    pub async fn await_counted(
+        &mut self,
+        counted: Counted,
+        more: u64,
+        timeout: Duration,
+    ) -> Result<u64, u64> {
+        let count = match counted {
+            Counted::Writes => &mut self.acked,
+            Counted::Commits => &mut self.commits_acked,
+        };
+        let from = *count.borrow_and_update();
         let target = from + more;
         let reached = matches!(
-            tokio::time::timeout(timeout, self.acked.wait_for(|&n| n >= target)).await,
+            tokio::time::timeout(timeout, count.wait_for(|&n| n >= target)).await,
             Ok(Ok(_))
         );
         // Not reached: the deadline passed, or every worker is gone (a history
         // write failed) and no more will come.
-        let seen = *self.acked.borrow() - from;
+        let seen = *count.borrow() - from;
         if reached { Ok(seen) } else { Err(seen) }
     }
 
@@ -210,9 +262,14 @@ impl Worker {
     /// leaderless — a 90 s campaign at `--interval-ms 0` wrote 1.09 M history
     /// lines for 15 k completed ok ops, 0.5 M of them those failures.
     async fn back_off(&mut self) {
+        self.back_off_for(ROUTE_MAX_AGE).await;
+    }
+
+    /// Waits `pause` (or until the run stops).
+    async fn back_off_for(&mut self, pause: Duration) {
         tokio::select! {
             _ = self.stop.wait_for(|&stop| stop) => {}
-            _ = tokio::time::sleep(ROUTE_MAX_AGE) => {}
+            _ = tokio::time::sleep(pause) => {}
         }
     }
 
@@ -264,9 +321,13 @@ impl Worker {
                     && let Some(first) = node
                 {
                     let offset = i64::try_from(next).unwrap_or(i64::MAX);
-                    self.client
+                    let op = self
+                        .client
                         .commit(&group, &partition, offset, first)
                         .await?;
+                    if op.kind == OpType::Ok {
+                        self.context.commits_acked.send_modify(|n| *n += 1);
+                    }
                 }
             }
             if node.is_none() {
@@ -274,5 +335,144 @@ impl Worker {
             }
         }
         Ok(())
+    }
+
+    /// A subscribed consumer (Jepsen's subscribe mode): joins
+    /// [`Background::GROUP`], reads each partition it is assigned from the
+    /// group's committed offset (the earliest when there is none), commits
+    /// after each poll that moved it, heartbeats every
+    /// [`HEARTBEAT_INTERVAL`], joins again when the group rebalances, and,
+    /// with `crash_every`, crashes now and then and starts over as a new
+    /// member. Every position comes from the group at each assignment: a
+    /// member keeps nothing across rounds.
+    async fn subscribe(mut self) -> Result<(), WriteError> {
+        let group = Background::GROUP;
+        let partitions = self.context.partitions.clone();
+        let crash_every = u64::from(self.context.crash_every);
+        let mut member_id = String::new();
+        let mut membership: Option<Membership> = None;
+        let mut positions: BTreeMap<PartitionRef, u64> = BTreeMap::new();
+        let mut last_heartbeat = tokio::time::Instant::now();
+        let mut turns = 0u64;
+        while self.next_turn().await {
+            turns += 1;
+            if crash_every > 0 && turns.is_multiple_of(crash_every) {
+                self.client.crash(Some(group))?;
+                (membership, positions) = (None, BTreeMap::new());
+                member_id.clear();
+                continue;
+            }
+            let Some(member) = membership.as_ref() else {
+                // The coordinator is asked of a broker that serves now.
+                let first = self
+                    .leader(&partitions[0])
+                    .await
+                    .unwrap_or(crate::node::NodeId::new(1));
+                let (op, joined) = self
+                    .client
+                    .rebalance(group, &member_id, &partitions, first)
+                    .await?;
+                positions.clear();
+                match joined {
+                    Some(m) => {
+                        member_id = m.member_id.clone();
+                        membership = Some(m);
+                        last_heartbeat = tokio::time::Instant::now();
+                    }
+                    None => {
+                        // An answer that never came retired the process:
+                        // the consumer starts over as a new member.
+                        if op.kind == OpType::Info {
+                            member_id.clear();
+                        }
+                        self.back_off_for(REJOIN_BACKOFF).await;
+                    }
+                }
+                continue;
+            };
+            if last_heartbeat.elapsed() >= HEARTBEAT_INTERVAL {
+                last_heartbeat = tokio::time::Instant::now();
+                let standing = self.client.heartbeat(member).await;
+                if self.leaves(standing, &mut membership, &mut member_id) {
+                    continue;
+                }
+            }
+            let Some(member) = membership.as_ref() else {
+                continue;
+            };
+            if member.partitions.is_empty() {
+                continue;
+            }
+            let partition = member.partitions[self.turn % member.partitions.len()].clone();
+            self.turn += 1;
+            let from = match positions.get(&partition) {
+                Some(&from) => from,
+                None => {
+                    // Where the group left the partition: its committed
+                    // offset, or the beginning (auto.offset.reset=earliest).
+                    let op = self
+                        .client
+                        .committed(group, &partition, member.coordinator)
+                        .await?;
+                    match op.body {
+                        crate::history::Body::Committed(c) if op.kind == OpType::Ok => {
+                            let from = u64::try_from(c.offset.unwrap_or(-1)).unwrap_or(0);
+                            positions.insert(partition, from);
+                        }
+                        _ => self.back_off().await,
+                    }
+                    continue;
+                }
+            };
+            let node = self.leader(&partition).await;
+            let mut poll = Poll::new(partition.clone(), from, node);
+            poll.group = Some(group.to_owned());
+            let op = self.client.poll_as(poll).await?;
+            if let Some(next) = op.read().and_then(|(_, read)| read.next_offset()) {
+                positions.insert(partition.clone(), next);
+                let member = membership.clone().expect("a member polls");
+                let offset = i64::try_from(next).unwrap_or(i64::MAX);
+                let (op, standing) = self
+                    .client
+                    .commit_as_member(&member, &partition, offset)
+                    .await?;
+                if op.kind == OpType::Ok {
+                    self.context.commits_acked.send_modify(|n| *n += 1);
+                }
+                if self.leaves(standing, &mut membership, &mut member_id) {
+                    positions.clear();
+                    continue;
+                }
+            }
+            if node.is_none() {
+                self.back_off().await;
+            }
+        }
+        if let Some(member) = membership {
+            self.client.leave(&member).await;
+        }
+        Ok(())
+    }
+
+    /// Whether `standing` ends the membership (the consumer must join
+    /// again); an expelled member joins again as a new one.
+    fn leaves(
+        &mut self,
+        standing: Standing,
+        membership: &mut Option<Membership>,
+        member_id: &mut String,
+    ) -> bool {
+        match standing {
+            Standing::Member => false,
+            Standing::Rejoin | Standing::Lost => {
+                *membership = None;
+                true
+            }
+            Standing::Expelled => {
+                *membership = None;
+                member_id.clear();
+                true
+            }
+        }
     }
 }

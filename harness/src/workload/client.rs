@@ -176,12 +176,15 @@ impl RecordingClient {
         from_offset: u64,
         node: Option<NodeId>,
     ) -> Result<Op, WriteError> {
-        let mut poll = Poll {
-            partition: partition.clone(),
-            from_offset,
-            node,
-            read: None,
-        };
+        self.poll_as(Poll::new(partition.clone(), from_offset, node))
+            .await
+    }
+
+    /// [`Self::poll`] of the invoke `poll` (a subscribed consumer's, or the
+    /// final read's).
+    pub async fn poll_as(&mut self, mut poll: Poll) -> Result<Op, WriteError> {
+        let (partition, from_offset, node) = (poll.partition.clone(), poll.from_offset, poll.node);
+        let partition = &partition;
         let process = self.invoke(Body::Poll(poll.clone()))?;
         let Some(node) = node else {
             return self.complete(

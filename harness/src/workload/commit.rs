@@ -32,6 +32,23 @@ const RETRIABLE_READ: &[ResponseError] = &[
     ResponseError::CoordinatorLoadInProgress,
 ];
 
+/// A failed commit's completion: `fail` when it was never sent, or the
+/// coordinator refused it before any append, else `info` (it may have been
+/// appended).
+pub(super) fn commit_outcome(sent: bool, error: &ClientError) -> OpType {
+    let definite = !sent
+        || matches!(
+            error,
+            ClientError::Broker { code, .. }
+                if REFUSED_BEFORE_APPEND.iter().any(|r| r.code() == *code)
+        )
+        || matches!(
+            error,
+            ClientError::Refused { .. } | ClientError::Connect { .. }
+        );
+    if definite { OpType::Fail } else { OpType::Info }
+}
+
 /// The pause between two attempts of a read.
 const RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -40,7 +57,7 @@ impl RecordingClient {
     /// the node whose Kafka id it names, or, with shared ids, the node asked.
     /// Everything inside `deadline`: each connection and request gets what
     /// is left of it.
-    async fn coordinator(
+    pub(super) async fn coordinator(
         &mut self,
         group: &str,
         first: NodeId,
@@ -101,6 +118,8 @@ impl RecordingClient {
             partition: partition.clone(),
             offset,
             node: None,
+            generation: None,
+            member: None,
         };
         let process = self.invoke(Body::Commit(commit.clone()))?;
         let timeout = self.shared.request_timeout;
@@ -136,14 +155,7 @@ impl RecordingClient {
             Ok(()) => self.complete(process, OpType::Ok, Body::Commit(commit), None),
             Err(e) => {
                 self.connections.remove(&coordinator);
-                let definite = !sent
-                    || matches!(
-                        &e,
-                        ClientError::Broker { code, .. }
-                            if REFUSED_BEFORE_APPEND.iter().any(|r| r.code() == *code)
-                    )
-                    || matches!(e, ClientError::Refused { .. } | ClientError::Connect { .. });
-                let kind = if definite { OpType::Fail } else { OpType::Info };
+                let kind = commit_outcome(sent, &e);
                 self.complete(process, kind, Body::Commit(commit), Some(e.to_string()))
             }
         }

@@ -20,12 +20,7 @@ fn op(index: u64, kind: OpType, poll: Poll) -> Op {
 /// An ok poll of t-0 from b1 on process 0, invoke then ok; `records` as
 /// `(offset, value)`.
 fn poll(index: u64, from: u64, records: &[(i64, i64)], hw: i64) -> [Op; 2] {
-    let invoke = Poll {
-        partition: PartitionRef::new("t", 0),
-        from_offset: from,
-        node: Some(NodeId::new(1)),
-        read: None,
-    };
+    let invoke = Poll::new(PartitionRef::new("t", 0), from, Some(NodeId::new(1)));
     let read = Read {
         records: records
             .iter()
