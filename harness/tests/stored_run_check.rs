@@ -2,7 +2,8 @@
 //! on it gives the verdict the harness of the time wrote into its
 //! `results.json`, checker by checker, with the same anomalies. (At the
 //! redesign the whole report was identical; checkers have since learned to
-//! count more, so counts and wording may grow, but no verdict may move.) The fixtures under
+//! count more, so counts and wording may grow, but no verdict may move, and
+//! a checker written since must find the run valid.) The fixtures under
 //! `tests/fixtures/stored-runs/` are real run directories written by epochal at
 //! commit bd91b01 (`epochal run suites/kip-101-scenario-1.toml --set
 //! truncation=high-watermark`, invalid: an acknowledged write lost; and
@@ -52,11 +53,24 @@ fn assert_checks_as_stored(name: &str, exit_code: i32) {
     let stored = stored_report(&dir);
     let now = epochal::run::check_dir(&RunDir::open(&dir)).unwrap();
     assert_eq!(now.verdict, stored.verdict, "{name}");
+    // Checkers written since the run was stored ([groups]' send-order) judge
+    // it too: each must find it valid, and the stored ones must not move.
+    let known: Vec<String> = stored.results.iter().map(|r| r.checker.clone()).collect();
+    let (old, new): (Vec<_>, Vec<_>) = verdicts(&now)
+        .into_iter()
+        .partition(|(checker, _, _)| known.contains(checker));
     assert_eq!(
-        verdicts(&now),
+        old,
         verdicts(&stored),
         "{name}: a checker's verdict differs from the one stored with the run"
     );
+    for (checker, verdict, anomalies) in &new {
+        assert_eq!(
+            (verdict.as_str(), anomalies.len()),
+            ("valid", 0),
+            "{name}: {checker}, written since, finds the stored run {verdict}: {anomalies:?}"
+        );
+    }
     // `epochal check` draws report.html into the run directory: on a copy,
     // so the committed fixture is never written.
     let copy = tempfile::tempdir().unwrap();

@@ -177,6 +177,18 @@ impl PartitionLog {
     }
 }
 
+/// What the subscribers see of each partition.
+fn views(logs: &[PartitionLog]) -> Vec<subscribers::LogView<'_>> {
+    logs.iter()
+        .map(|log| subscribers::LogView {
+            partition: &log.partition,
+            leader: log.leader,
+            leader_epoch: log.leader_epoch,
+            values: &log.values,
+        })
+        .collect()
+}
+
 struct Generator<'a> {
     spec: &'a SyntheticSpec,
     rng: Rng,
@@ -187,9 +199,7 @@ struct Generator<'a> {
     positions: Vec<Vec<u64>>,
     /// Per consumer: the partition it polls next.
     next_partition: Vec<u32>,
-    subscribers: Vec<subscribers::Subscriber>,
-    /// The subscribers' group's committed offset of each partition (-1: none).
-    committed: Vec<i64>,
+    subscribers: subscribers::Subscribers,
     next_value: i64,
     sends_completed: u64,
     faults_fired: usize,
@@ -239,15 +249,11 @@ impl<'a> Generator<'a> {
             rng: Rng(spec.seed),
             history: Vec::with_capacity(spec.ops + 64),
             next_process: spec.producers + spec.consumers + spec.subscribers,
-            subscribers: (0..spec.subscribers)
-                .map(|s| subscribers::Subscriber {
-                    partition: (s % u64::from(spec.partitions)) as usize,
-                    position: 0,
-                    phase: subscribers::Phase::Join,
-                    commits: 0,
-                })
-                .collect(),
-            committed: vec![-1; spec.partitions as usize],
+            subscribers: subscribers::Subscribers::new(
+                spec.subscribers,
+                spec.partitions,
+                spec.poll_records_max,
+            ),
             positions: vec![vec![0; spec.partitions as usize]; spec.consumers as usize],
             next_partition: (0..spec.consumers)
                 .map(|c| (c % u64::from(spec.partitions)) as u32)
@@ -313,7 +319,7 @@ impl<'a> Generator<'a> {
                     acked: None,
                 })
             }
-            Role::Subscriber(s) => self.subscriber_invoke(s),
+            Role::Subscriber(s) => self.subscribers.invoke(s, &self.views()),
             Role::Consumer(c) => {
                 let p = self.next_partition[c] as usize;
                 self.next_partition[c] = (self.next_partition[c] + 1) % self.spec.partitions;
@@ -334,8 +340,9 @@ impl<'a> Generator<'a> {
             return;
         };
         let process = Process::Client(self.clients[slot].process);
-        if let Some(s) = self.subscriber_of(slot) {
-            self.subscriber_complete(s, process, body);
+        if let Role::Subscriber(s) = self.clients[slot].role {
+            let done = self.subscribers.complete(s, body, &views(&self.logs));
+            self.push(process, OpType::Ok, done, None);
             return;
         }
         match body {
@@ -393,6 +400,22 @@ impl<'a> Generator<'a> {
             Body::Commit(_) | Body::Committed(_) | Body::Rebalance(_) | Body::ClientCrash(_) => {
                 unreachable!("synthetic clients do not commit")
             }
+        }
+    }
+
+    /// What the subscribers see of each partition.
+    fn views(&self) -> Vec<subscribers::LogView<'_>> {
+        views(&self.logs)
+    }
+
+    /// A fresh consumer reads every partition from offset 0 to its end.
+    fn final_reads(&mut self) {
+        let process = Process::Client(self.next_process);
+        self.next_process += 1;
+        let reads: Vec<(Body, Body)> = self.views().iter().map(subscribers::final_read).collect();
+        for (invoke, ok) in reads {
+            self.push(process, OpType::Invoke, invoke, None);
+            self.push(process, OpType::Ok, ok, None);
         }
     }
 

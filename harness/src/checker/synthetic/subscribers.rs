@@ -4,22 +4,44 @@
 //! position and commits after each poll that moved it, re-reading the
 //! committed offset every [`REFETCH_EVERY`] commits, as a member taking up
 //! its partition again would. The run ends with a final read of every
-//! partition from offset 0.
+//! partition from offset 0. The generator hands each partition's log in as
+//! a [`LogView`].
 
-use super::{Generator, Role};
-use crate::history::{
-    Body, Commit, Committed, OpType, Poll, PolledRecord, Process, Read, Rebalance, RecordValue,
-};
+use crate::history::{Body, Commit, Committed, Poll, PolledRecord, Read, Rebalance, RecordValue};
+use crate::node::NodeId;
+use crate::topic_partition::PartitionRef;
 
 /// The group the subscribers join.
-pub(super) const GROUP: &str = "g";
+const GROUP: &str = "g";
 /// A subscriber re-reads its group's committed offset after this many
 /// commits.
 const REFETCH_EVERY: u64 = 16;
 
+/// What a subscriber sees of one partition.
+pub(super) struct LogView<'a> {
+    pub partition: &'a PartitionRef,
+    pub leader: NodeId,
+    pub leader_epoch: i32,
+    /// The value at each offset.
+    pub values: &'a [i64],
+}
+
+impl LogView<'_> {
+    /// A read of offsets `from..end`.
+    fn read(&self, from: usize, end: usize) -> Read {
+        Read {
+            records: (from..end)
+                .map(|o| PolledRecord(o as i64, RecordValue::Number(self.values[o])))
+                .collect(),
+            high_watermark: self.values.len() as i64,
+            leader_epoch: Some(self.leader_epoch),
+        }
+    }
+}
+
 /// Where a subscriber is in its round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Phase {
+enum Phase {
     Join,
     Fetch,
     Poll,
@@ -27,27 +49,53 @@ pub(super) enum Phase {
 }
 
 /// One subscriber: its partition, its position and what it does next.
-pub(super) struct Subscriber {
-    pub partition: usize,
-    pub position: u64,
-    pub phase: Phase,
-    pub commits: u64,
+struct Subscriber {
+    partition: usize,
+    position: u64,
+    phase: Phase,
+    commits: u64,
 }
 
-impl Generator<'_> {
+/// Every subscriber, and their group's committed offsets.
+pub(super) struct Subscribers {
+    members: Vec<Subscriber>,
+    /// The group's committed offset of each partition (-1: none).
+    committed: Vec<i64>,
+    poll_records_max: usize,
+}
+
+impl Subscribers {
+    /// `count` subscribers over `partitions` partitions, the i-th given
+    /// partition i mod `partitions`.
+    pub fn new(count: u64, partitions: u32, poll_records_max: usize) -> Subscribers {
+        Subscribers {
+            members: (0..count)
+                .map(|s| Subscriber {
+                    partition: (s % u64::from(partitions)) as usize,
+                    position: 0,
+                    phase: Phase::Join,
+                    commits: 0,
+                })
+                .collect(),
+            committed: vec![-1; partitions as usize],
+            poll_records_max,
+        }
+    }
+
     fn member(s: usize) -> String {
         format!("m-{s}")
     }
 
     /// The invoke of subscriber `s`'s next op.
-    pub(super) fn subscriber_invoke(&mut self, s: usize) -> Body {
-        let sub = &self.subscribers[s];
-        let log = &self.logs[sub.partition];
+    pub fn invoke(&self, s: usize, logs: &[LogView]) -> Body {
+        let sub = &self.members[s];
+        let log = &logs[sub.partition];
+        let coordinator = Some(logs[0].leader);
         match sub.phase {
             Phase::Join => Body::Rebalance(Rebalance {
                 group: GROUP.into(),
-                topics: vec![self.spec.topic.clone()],
-                node: Some(self.logs[0].leader),
+                topics: vec![log.partition.topic.clone()],
+                node: coordinator,
                 generation: None,
                 member: None,
                 partitions: None,
@@ -55,7 +103,7 @@ impl Generator<'_> {
             Phase::Fetch => Body::Committed(Committed {
                 group: GROUP.into(),
                 partition: log.partition.clone(),
-                node: Some(self.logs[0].leader),
+                node: coordinator,
                 offset: None,
             }),
             Phase::Poll => {
@@ -67,44 +115,38 @@ impl Generator<'_> {
                 group: GROUP.into(),
                 partition: log.partition.clone(),
                 offset,
-                node: Some(self.logs[0].leader),
+                node: coordinator,
                 generation: Some(1),
                 member: Some(Self::member(s)),
             }),
         }
     }
 
-    /// Completes subscriber `s`'s op `body` (always ok).
-    pub(super) fn subscriber_complete(&mut self, s: usize, process: Process, body: Body) {
-        let p = self.subscribers[s].partition;
-        let body = match body {
+    /// Subscriber `s`'s op `body` completed (always ok): its completion.
+    pub fn complete(&mut self, s: usize, body: Body, logs: &[LogView]) -> Body {
+        let p = self.members[s].partition;
+        match body {
             Body::Rebalance(mut round) => {
                 round.generation = Some(1);
                 round.member = Some(Self::member(s));
-                round.partitions = Some(vec![self.logs[p].partition.clone()]);
-                self.subscribers[s].phase = Phase::Fetch;
+                round.partitions = Some(vec![logs[p].partition.clone()]);
+                self.members[s].phase = Phase::Fetch;
                 Body::Rebalance(round)
             }
             Body::Committed(mut read) => {
                 let committed = self.committed[p];
                 read.offset = Some(committed);
-                let sub = &mut self.subscribers[s];
+                let sub = &mut self.members[s];
                 sub.position = u64::try_from(committed).unwrap_or(0);
                 sub.phase = Phase::Poll;
                 Body::Committed(read)
             }
             Body::Poll(mut poll) => {
-                let log = &self.logs[p];
+                let log = &logs[p];
                 let from = poll.from_offset as usize;
-                let end = (from + self.spec.poll_records_max).min(log.values.len());
-                poll.read = Some(Read {
-                    records: (from..end)
-                        .map(|o| PolledRecord(o as i64, RecordValue::Number(log.values[o])))
-                        .collect(),
-                    high_watermark: log.log_end_offset(),
-                    leader_epoch: Some(log.leader_epoch),
-                });
-                let sub = &mut self.subscribers[s];
+                let end = (from + self.poll_records_max).min(log.values.len());
+                poll.read = Some(log.read(from, end));
+                let sub = &mut self.members[s];
                 if end > from {
                     sub.position = end as u64;
                     sub.phase = Phase::Commit(end as i64);
@@ -113,7 +155,7 @@ impl Generator<'_> {
             }
             Body::Commit(commit) => {
                 self.committed[p] = commit.offset;
-                let sub = &mut self.subscribers[s];
+                let sub = &mut self.members[s];
                 sub.commits += 1;
                 sub.phase = if sub.commits.is_multiple_of(REFETCH_EVERY) {
                     Phase::Fetch
@@ -123,235 +165,16 @@ impl Generator<'_> {
                 Body::Commit(commit)
             }
             other => unreachable!("a subscriber does not {}", other.f()),
-        };
-        self.push(process, OpType::Ok, body, None);
-    }
-
-    /// A fresh consumer reads every partition from offset 0 to its end.
-    pub(super) fn final_reads(&mut self) {
-        let process = Process::Client(self.next_process);
-        self.next_process += 1;
-        for p in 0..self.logs.len() {
-            let log = &self.logs[p];
-            let mut poll = Poll::new(log.partition.clone(), 0, Some(log.leader));
-            poll.final_read = true;
-            self.push(process, OpType::Invoke, Body::Poll(poll.clone()), None);
-            let log = &self.logs[p];
-            poll.read = Some(Read {
-                records: log
-                    .values
-                    .iter()
-                    .enumerate()
-                    .map(|(o, &v)| PolledRecord(o as i64, RecordValue::Number(v)))
-                    .collect(),
-                high_watermark: log.log_end_offset(),
-                leader_epoch: Some(log.leader_epoch),
-            });
-            self.push(process, OpType::Ok, Body::Poll(poll), None);
-        }
-    }
-
-    /// Whether the client in `slot` is a subscriber, and which.
-    pub(super) fn subscriber_of(&self, slot: usize) -> Option<usize> {
-        match self.clients[slot].role {
-            Role::Subscriber(s) => Some(s),
-            _ => None,
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::{SyntheticSpec, synthetic_run};
-    use crate::checker::{Anomaly, RunData, Verdict, check, for_run};
-    use crate::history::{Body, OpType};
-
-    fn run() -> RunData {
-        synthetic_run(&SyntheticSpec::with_ops(6_000))
-    }
-
-    /// The anomaly kinds the checkers find in `run`.
-    fn found(run: &RunData) -> Vec<Anomaly> {
-        let report = check(run, &for_run(run));
-        let mut kinds: Vec<Anomaly> = report
-            .results
-            .iter()
-            .flat_map(|r| r.evidence.iter().map(|e| e.anomaly))
-            .collect();
-        kinds.sort();
-        kinds.dedup();
-        kinds
-    }
-
-    #[test]
-    fn the_group_checkers_judge_a_synthetic_run_with_subscribers_valid() {
-        let run = run();
-        let report = check(&run, &for_run(&run));
-        assert_eq!(report.verdict, Verdict::Valid, "{report:#?}");
-        let result = |name: &str| {
-            report
-                .results
-                .iter()
-                .find(|r| r.checker == name)
-                .unwrap_or_else(|| panic!("{name} listed"))
-        };
-        assert!(result("committed-offsets").counts["group-polls"] > 100);
-        assert!(result("committed-offsets").counts["reads"] > 5);
-        assert!(result("unseen").counts["checked"] > 1_000);
-        assert!(result("send-order").counts["checked"] > 500);
-    }
-
-    /// The index of the first ok op (from the middle of the history on)
-    /// that `pick` accepts.
-    fn middle(run: &RunData, pick: impl Fn(&crate::history::Op) -> bool) -> usize {
-        let from = run.history.len() / 2;
-        from + run.history[from..]
-            .iter()
-            .position(|op| op.kind == OpType::Ok && pick(op))
-            .expect("the synthetic run has one")
-    }
-
-    #[test]
-    fn a_record_no_poll_returned_is_unseen() {
-        let mut run = run();
-        // The last record of t-2, which no subscriber reads (they read t-0
-        // and t-1): taken out of every poll that returned it, the final
-        // read included, so its poll ends one short of the high watermark.
-        let mut target = None;
-        for op in &mut run.history {
-            if let Body::Poll(poll) = &mut op.body
-                && poll.partition.partition == 2
-                && let Some(read) = &mut poll.read
-                && read.records.last().map(|r| r.offset()) == Some(read.high_watermark - 1)
-            {
-                target = read.records.pop().map(|r| r.offset());
-            }
-        }
-        assert!(target.is_some());
-        assert_eq!(found(&run), vec![Anomaly::Unseen]);
-    }
-
-    #[test]
-    fn a_send_acknowledged_below_an_earlier_ack_is_nonmonotonic() {
-        let mut run = run();
-        let at = middle(&run, |op| op.acked_send().is_some());
-        let partition = run.history[at].send().unwrap().partition.clone();
-        // A later ack of the same partition, its offsets moved to the first's.
-        let offsets = run.history[at].acked_send().unwrap().1.offsets.clone();
-        let later = at
-            + 10
-            + run.history[at + 10..]
-                .iter()
-                .position(|op| {
-                    op.acked_send()
-                        .is_some_and(|(send, _)| send.partition == partition)
-                })
-                .unwrap();
-        if let Body::Send(send) = &mut run.history[later].body {
-            send.acked.as_mut().unwrap().offsets = offsets;
-        }
-        assert!(
-            found(&run).contains(&Anomaly::NonmonotonicSend),
-            "{:?}",
-            found(&run)
-        );
-    }
-
-    #[test]
-    fn a_member_resuming_past_unconsumed_records_is_a_resume_skip() {
-        let mut run = run();
-        // A committed read answering 40 more than the group committed, and
-        // the member's polls from there on moved along with it.
-        let at = middle(&run, |op| matches!(op.body, Body::Committed(_)));
-        let process = run.history[at].process;
-        if let Body::Committed(read) = &mut run.history[at].body {
-            *read.offset.as_mut().unwrap() += 40;
-        }
-        let next_poll = at
-            + run.history[at..]
-                .iter()
-                .position(|op| op.process == process && op.poll().is_some())
-                .unwrap();
-        if let Body::Poll(poll) = &mut run.history[next_poll].body {
-            poll.from_offset += 40;
-        }
-        assert!(
-            found(&run).contains(&Anomaly::ResumeSkip),
-            "{:?}",
-            found(&run)
-        );
-    }
-
-    #[test]
-    fn a_poll_beginning_where_the_last_ended_again_is_nonmonotonic() {
-        let mut run = run();
-        // A subscriber's poll whose first record repeats its last poll's
-        // last: the two polls overlap.
-        let at = middle(&run, |op| {
-            op.read()
-                .is_some_and(|(poll, read)| poll.group.is_some() && read.records.len() > 1)
-        });
-        let process = run.history[at].process;
-        let last = run.history[at]
-            .read()
-            .unwrap()
-            .1
-            .records
-            .last()
-            .unwrap()
-            .clone();
-        let next = at
-            + 1
-            + run.history[at + 1..]
-                .iter()
-                .position(|op| {
-                    op.process == process
-                        && op.read().is_some_and(|(_, read)| !read.records.is_empty())
-                })
-                .unwrap();
-        if let Body::Poll(poll) = &mut run.history[next].body {
-            poll.read.as_mut().unwrap().records.insert(0, last);
-        }
-        assert!(
-            found(&run).contains(&Anomaly::NonmonotonicPoll),
-            "{:?}",
-            found(&run)
-        );
-    }
-
-    #[test]
-    fn a_committed_read_below_an_acknowledged_commit_regressed() {
-        let mut run = run();
-        let at = middle(
-            &run,
-            |op| matches!(&op.body, Body::Committed(c) if c.offset.is_some_and(|o| o > 0)),
-        );
-        if let Body::Committed(read) = &mut run.history[at].body {
-            read.offset = Some(0);
-        }
-        assert!(
-            found(&run).contains(&Anomaly::CommittedOffsetRegressed),
-            "{:?}",
-            found(&run)
-        );
-    }
-
-    #[test]
-    fn a_member_poll_starting_past_where_its_last_ended_skips() {
-        let mut run = run();
-        // A subscriber's poll that asks from 5 past its position and
-        // returns from there: each poll alone looks whole; the two together
-        // skip 5 records.
-        let at = middle(&run, |op| {
-            op.read()
-                .is_some_and(|(poll, read)| poll.group.is_some() && read.records.len() > 8)
-        });
-        if let Body::Poll(poll) = &mut run.history[at].body {
-            poll.from_offset += 5;
-            poll.read.as_mut().unwrap().records.drain(..5);
-        }
-        let kinds = found(&run);
-        assert!(kinds.contains(&Anomaly::PollSkip), "{kinds:?}");
-        assert!(kinds.contains(&Anomaly::ResumeSkip), "{kinds:?}");
-    }
+/// A fresh consumer's read of `log` from offset 0 to its end: the invoke
+/// and the completion.
+pub(super) fn final_read(log: &LogView) -> (Body, Body) {
+    let mut poll = Poll::new(log.partition.clone(), 0, Some(log.leader));
+    poll.final_read = true;
+    let invoke = Body::Poll(poll.clone());
+    poll.read = Some(log.read(0, log.values.len()));
+    (invoke, Body::Poll(poll))
 }
