@@ -30,6 +30,27 @@ impl PartitionRef {
     }
 }
 
+/// Kafka's internal topic of committed offsets ([groups]).
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// The offsets partition of `group` among `partitions`: Kafka's
+/// `GroupMetadataManager.partitionFor`, `Utils.abs(groupId.hashCode) %
+/// offsets.topic.num.partitions`, with Java's `String.hashCode` over UTF-16
+/// code units (`Utils.abs` maps `Integer.MIN_VALUE` to 0). The harness
+/// works it out itself (it never depends on the broker crate) to hold a
+/// lost commit to the fate of the partition it was written to.
+pub fn offsets_partition_of(group: &str, partitions: u32) -> PartitionRef {
+    let hash = group.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    });
+    let abs = if hash == i32::MIN {
+        0
+    } else {
+        hash.unsigned_abs()
+    };
+    PartitionRef::new(OFFSETS_TOPIC, abs % partitions.max(1))
+}
+
 /// Why a text is not a partition: not `TOPIC-N`, or `N` too large for a
 /// partition number.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -71,5 +92,21 @@ mod tests {
             assert!(bad.parse::<PartitionRef>().is_err(), "{bad}");
         }
         assert!(PartitionRef::new("t", 2) < PartitionRef::new("t", 10));
+    }
+
+    #[test]
+    fn a_group_lands_on_the_offsets_partition_kafka_puts_it_on() {
+        // Java's "test-group".hashCode() is 627841412 and "my-group"'s
+        // -1906497762; "polygenelubricants" hashes to Integer.MIN_VALUE.
+        assert_eq!(
+            offsets_partition_of("test-group", 50).partition,
+            627_841_412 % 50
+        );
+        assert_eq!(
+            offsets_partition_of("my-group", 50).partition,
+            1_906_497_762 % 50
+        );
+        assert_eq!(offsets_partition_of("polygenelubricants", 7).partition, 0);
+        assert_eq!(offsets_partition_of("g", 0).topic, OFFSETS_TOPIC);
     }
 }

@@ -103,6 +103,8 @@ anomalies! {
         "a partition acknowledged no write within the liveness window after the final heal";
     CommittedOffsetRegressed = "committed-offset-regressed", "committed-offsets", true,
         "a read of a group's committed offset answered less than a commit acknowledged before it, with no commit moving it back";
+    StaleCommittedRead = "stale-committed-read", "committed-offsets", false,
+        "a read of a committed offset answered below an acknowledged commit by a coordinator etcd no longer named leader of the group's offsets partition (a deposed coordinator's cache, as Kafka's serves until it resigns)";
     Unseen = "unseen", "unseen", true,
         "an acknowledged write the final log holds was returned by no poll, not even the final read of the whole partition";
     NonmonotonicSend = "nonmonotonic-send", "send-order", true,

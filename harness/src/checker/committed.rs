@@ -12,10 +12,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::evidence::CommittedRegressed;
+use super::excuses::Excuses;
 use super::index::{EVIDENCE_MAX, RunIndex};
 use super::{Anomaly, CheckOutcome, CheckResult, Checker, Evidence};
 use crate::history::{Body, Op, OpType};
-use crate::topic_partition::PartitionRef;
+use crate::node::NodeId;
+use crate::topic_partition::{OFFSETS_TOPIC, PartitionRef, offsets_partition_of};
 
 mod resume;
 
@@ -42,7 +44,15 @@ pub fn checker() -> Checker {
             judged against the records some poll of the run returned (all of them when the run \
             ends with a final read), not against the replicas; a group's offsets reset on \
             purpose would show as skips (the workload never resets one). A commit that ended info may or may not have taken effect: it may explain \
-            a later read equal to it, and never makes a read invalid.",
+            a later read equal to it, and never makes a read invalid. A commit lost as \
+            lost-write's rule excuses a lost write (disk faults that took the group's offsets \
+            partition from every member of its ISR as it last stood, or an unclean election of \
+            it) is counted as `regressed-excused`, not invalid; the commit's place in that log \
+            is not known, so any recorded cut of the partition counts. A read answered by a \
+            coordinator etcd no longer named leader of the group's offsets partition just after \
+            (a deposed coordinator serving its cache, as Kafka's does until it resigns: the \
+            KAFKA-4362 discussion) is `stale-committed-read`, allowed and counted: Kafka does not \
+            promise a linearizable OffsetFetch.",
         needs: &[],
         check,
     }
@@ -66,6 +76,9 @@ struct ReadSpan {
     offset: i64,
     invoked_ns: u64,
     index: u64,
+    /// The coordinator that answered, when etcd named another leader of
+    /// the group's offsets partition just after: (answered, leader).
+    deposed: Option<(NodeId, NodeId)>,
 }
 
 fn check(run: &RunIndex) -> CheckOutcome {
@@ -102,6 +115,7 @@ fn check(run: &RunIndex) -> CheckOutcome {
                             offset,
                             invoked_ns,
                             index: op.index,
+                            deposed: c.node.zip(c.leader).filter(|(node, leader)| node != leader),
                         });
                 }
             }
@@ -109,8 +123,16 @@ fn check(run: &RunIndex) -> CheckOutcome {
         }
     }
     let mut evidence = Vec::new();
-    let mut regressed = 0u64;
-    let mut checked = 0u64;
+    let (mut regressed, mut excused, mut stale, mut checked) = (0u64, 0u64, 0u64, 0u64);
+    // A lost commit is held to the rule for lost writes: built only when a
+    // read went back.
+    let mut excuses: Option<Excuses> = None;
+    let offsets_partitions = run
+        .run
+        .partitions()
+        .iter()
+        .filter(|p| p.topic == OFFSETS_TOPIC)
+        .count() as u32;
     for (key, reads) in &mut reads {
         let sent = commits.get(key).map(Vec::as_slice).unwrap_or_default();
         // The acknowledged commits in acknowledgement order, and for each
@@ -147,14 +169,37 @@ fn check(run: &RunIndex) -> CheckOutcome {
             if last_sent.get(&read.offset).is_some_and(|&ns| ns > acked_ns) {
                 continue;
             }
-            regressed += 1;
+            let (group, partition) = key;
+            if offsets_partitions > 0 {
+                let excuses = excuses.get_or_insert_with(|| Excuses::of(run.run));
+                let log = offsets_partition_of(group, offsets_partitions);
+                if excuses.excuses_lost_commit(acked_index, &log).is_some() {
+                    excused += 1;
+                    continue;
+                }
+            }
+            let (anomaly, by) = match read.deposed {
+                Some((node, leader)) => {
+                    stale += 1;
+                    (
+                        Anomaly::StaleCommittedRead,
+                        format!(
+                            " from {node}, a deposed coordinator (etcd named {leader} leader of \
+                             the group's offsets partition just after)"
+                        ),
+                    )
+                }
+                None => {
+                    regressed += 1;
+                    (Anomaly::CommittedOffsetRegressed, String::new())
+                }
+            };
             if evidence.len() < EVIDENCE_MAX {
-                let (group, partition) = key;
                 evidence.push(Evidence {
-                    anomaly: Anomaly::CommittedOffsetRegressed,
+                    anomaly,
                     summary: format!(
                         "group {group}'s committed offset of {partition} read {} (history index \
-                         {}) after a commit of {floor_offset} was acknowledged (history index \
+                         {}){by} after a commit of {floor_offset} was acknowledged (history index \
                          {acked_index})",
                         read.offset, read.index
                     ),
@@ -174,13 +219,17 @@ fn check(run: &RunIndex) -> CheckOutcome {
     let (group_polls, skipped) =
         resume::resume_skips(&run.run.history, run.ok_polls(), &mut evidence);
     let result = if regressed == 0 && skipped == 0 {
-        CheckResult::valid(
+        // Stale reads of deposed coordinators are allowed, and listed.
+        let mut result = CheckResult::valid(
             NAME,
             format!(
-                "{checked} read(s) of committed offsets, none below an acknowledged commit; \
-                 {group_polls} subscribed poll(s), none past a record its group had not seen"
+                "{checked} read(s) of committed offsets, none below an acknowledged commit but \
+                 from a deposed coordinator ({stale}); {group_polls} subscribed poll(s), none \
+                 past a record its group had not seen"
             ),
-        )
+        );
+        result.evidence = evidence;
+        result
     } else {
         CheckResult::invalid(
             NAME,
@@ -202,6 +251,8 @@ fn check(run: &RunIndex) -> CheckOutcome {
                 .count() as u64,
         )
         .with_count("regressed", regressed)
+        .with_count("regressed-excused", excused)
+        .with_count("stale-reads", stale)
         .with_count("group-polls", group_polls)
         .with_count("resume-skips", skipped))
 }
@@ -240,6 +291,7 @@ mod tests {
             partition: PartitionRef::new("t", 0),
             node: None,
             offset,
+            leader: None,
         })
     }
 
@@ -294,5 +346,37 @@ mod tests {
         history.push(op(4, 1, OpType::Invoke, read(None)));
         history.push(op(5, 1, OpType::Ok, read(Some(10))));
         assert!(verdict(history).evidence.is_empty());
+    }
+
+    #[test]
+    fn a_stale_read_from_a_deposed_coordinator_is_allowed_and_listed() {
+        let answered_by = |node: u32, leader: u32| {
+            let mut body = read(Some(1));
+            if let Body::Committed(c) = &mut body {
+                c.node = Some(NodeId::new(node));
+                c.leader = Some(NodeId::new(leader));
+            }
+            body
+        };
+        let history = |answer: Body| {
+            vec![
+                op(0, 0, OpType::Invoke, commit(10)),
+                op(1, 0, OpType::Ok, commit(10)),
+                op(2, 0, OpType::Invoke, read(None)),
+                op(3, 0, OpType::Ok, answer),
+            ]
+        };
+        // b1 answered while etcd already named b3: allowed, listed.
+        let result = verdict(history(answered_by(1, 3)));
+        assert_eq!(result.verdict, crate::checker::Verdict::Valid, "{result:?}");
+        assert_eq!(result.evidence[0].anomaly, Anomaly::StaleCommittedRead);
+        assert_eq!(result.counts["stale-reads"], 1);
+        // The leader itself answering low is the anomaly.
+        let result = verdict(history(answered_by(3, 3)));
+        assert_eq!(result.verdict, crate::checker::Verdict::Invalid);
+        assert_eq!(
+            result.evidence[0].anomaly,
+            Anomaly::CommittedOffsetRegressed
+        );
     }
 }

@@ -127,7 +127,7 @@ details! {
     IdempotentDuplicate(IdempotentDuplicate) for IdempotentDuplicate;
     Stuck(Stuck) for StuckPartition;
     RestartFailed(RestartFailed) for RestartFailed;
-    CommittedRegressed(CommittedRegressed) for CommittedOffsetRegressed;
+    CommittedRegressed(CommittedRegressed) for CommittedOffsetRegressed | StaleCommittedRead;
     Unseen(Unseen) for Unseen;
     NonmonotonicSend(NonmonotonicSend) for NonmonotonicSend;
     ResumeSkip(ResumeSkip) for ResumeSkip;

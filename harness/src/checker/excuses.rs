@@ -217,6 +217,40 @@ impl<'a> Excuses<'a> {
             || leader_epoch.is_some_and(|epoch| self.read_before_isr_lost_it(&read, epoch))
     }
 
+    /// Whether losing a commit acknowledged at history index `index` is
+    /// excused ([groups]): the commit is a record of the group's offsets
+    /// partition `partition`, held to the same rule as an acknowledged
+    /// write — disk faults after the ack that took the partition from every
+    /// member of its ISR as it last stood, or an unclean election of it.
+    /// The client knows neither the commit's offset in that log nor the ISR
+    /// it was acknowledged under, so any recorded cut of the partition's
+    /// replica counts as taking it, and an unclean election of the partition
+    /// anywhere in the run excuses (both lenient, never stricter than the
+    /// rule for writes).
+    pub(crate) fn excuses_lost_commit(
+        &self,
+        index: u64,
+        partition: &PartitionRef,
+    ) -> Option<String> {
+        if let Some((leader, election)) = self.unclean.get(partition).and_then(|l| l.first()) {
+            return Some(format!(
+                "unclean election of {leader} for {partition} at leader epoch {} (etcd revision {})",
+                election.leader_epoch, election.revision
+            ));
+        }
+        let commit = AckedValue {
+            index,
+            invoked: index,
+            partition: std::borrow::Cow::Borrowed(partition),
+            value: 0,
+            acks: Acks::All,
+            offset: None,
+            isr: None,
+            leader_epoch: None,
+        };
+        self.disk_loss(&commit, &[])
+    }
+
     /// The etcd revision from which `node`, cut (for `partition`) by the
     /// fault at history `index` (recorded at `revision`), was back and could
     /// hold the value again: the partition state of the first decision for

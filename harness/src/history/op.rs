@@ -253,6 +253,11 @@ pub struct Committed {
     pub node: Option<NodeId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<i64>,
+    /// On an `ok`: the leader etcd named for the group's offsets partition
+    /// just after the answer (absent where etcd does not say): when it is
+    /// not `node`, the answer came from a coordinator already deposed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<NodeId>,
 }
 
 /// What an ok poll read.

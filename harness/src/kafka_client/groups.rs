@@ -51,22 +51,13 @@ impl KafkaClient {
         })
     }
 
-    /// Commits `offset` of `topic`-`partition` for `group` as a simple
-    /// consumer; the partition's error code as [`ClientError::Broker`].
-    pub async fn commit_offset(
-        &mut self,
-        group: &str,
-        topic: &str,
-        partition: i32,
-        offset: i64,
-        deadline: Duration,
-    ) -> Result<(), ClientError> {
-        self.commit_offset_with(group, -1, "", topic, partition, offset, deadline)
-            .await
-    }
-
+    /// Commits `offset` of `topic`-`partition` for `group`: as a simple
+    /// consumer (generation -1, member id "") or as `member_id` of
+    /// `generation` (the coordinator refuses a member of an older
+    /// generation, ILLEGAL_GENERATION); the partition's error code as
+    /// [`ClientError::Broker`].
     #[allow(clippy::too_many_arguments)]
-    async fn commit_offset_with(
+    pub async fn commit_offset(
         &mut self,
         group: &str,
         generation: i32,
@@ -356,25 +347,5 @@ impl KafkaClient {
             return Err(ClientError::broker(resp.error_code));
         }
         Ok(())
-    }
-
-    /// Commits `offset` of `topic`-`partition` as `member_id` of
-    /// `generation` (a subscribed consumer's commit: the coordinator
-    /// refuses a member of an older generation, ILLEGAL_GENERATION).
-    #[allow(clippy::too_many_arguments)]
-    pub async fn commit_offset_as_member(
-        &mut self,
-        group: &str,
-        generation: i32,
-        member_id: &str,
-        topic: &str,
-        partition: i32,
-        offset: i64,
-        deadline: Duration,
-    ) -> Result<(), ClientError> {
-        self.commit_offset_with(
-            group, generation, member_id, topic, partition, offset, deadline,
-        )
-        .await
     }
 }

@@ -61,8 +61,7 @@ impl ScheduleError {
     }
 }
 
-/// Kafka's internal topic of committed offsets.
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+use crate::topic_partition::OFFSETS_TOPIC;
 /// Its partitions when the schedule does not set `offsets_topic_num_partitions`:
 /// the reference broker's default (Kafka's is 50; a test cluster needs few).
 const OFFSETS_TOPIC_PARTITIONS: u32 = 3;

@@ -13,6 +13,7 @@ use crate::history::{Body, Commit, Committed, Op, OpType, WriteError};
 use crate::kafka_client::ClientError;
 use crate::node::NodeId;
 use crate::schedule::PartitionRef;
+use crate::topic_partition::{OFFSETS_TOPIC, offsets_partition_of};
 
 /// Errors a coordinator answers before it appends anything.
 const REFUSED_BEFORE_APPEND: &[ResponseError] = &[
@@ -31,6 +32,51 @@ const RETRIABLE_READ: &[ResponseError] = &[
     ResponseError::CoordinatorNotAvailable,
     ResponseError::CoordinatorLoadInProgress,
 ];
+
+impl RecordingClient {
+    /// Sends `commit` to `coordinator`: whether it went out, and the answer.
+    pub(super) async fn send_commit(
+        &mut self,
+        coordinator: NodeId,
+        commit: &Commit,
+        timeout: std::time::Duration,
+    ) -> (bool, Result<(), ClientError>) {
+        let client = match self.connection(coordinator, timeout).await {
+            Ok(client) => client,
+            Err(e) => return (false, Err(e)),
+        };
+        let answer = client
+            .commit_offset(
+                &commit.group,
+                commit.generation.unwrap_or(-1),
+                commit.member.as_deref().unwrap_or(""),
+                &commit.partition.topic,
+                commit.partition.wire_partition(),
+                commit.offset,
+                timeout,
+            )
+            .await;
+        (true, answer)
+    }
+}
+
+impl RecordingClient {
+    /// The leader etcd names now for `group`'s offsets partition (the
+    /// partitions of `__consumer_offsets` the view lists); `None` where
+    /// etcd does not say.
+    async fn offsets_leader(&mut self, group: &str) -> Option<NodeId> {
+        let view = self.shared.view.fresh().await?;
+        let partitions = view
+            .partitions
+            .keys()
+            .filter(|p| p.topic == OFFSETS_TOPIC)
+            .count() as u32;
+        if partitions == 0 {
+            return None;
+        }
+        view.leader_of(&offsets_partition_of(group, partitions))
+    }
+}
 
 /// A failed commit's completion: `fail` when it was never sent, or the
 /// coordinator refused it before any append, else `info` (it may have been
@@ -136,21 +182,7 @@ impl RecordingClient {
             }
         };
         commit.node = Some(coordinator);
-        let (sent, result) = match self.connection(coordinator, timeout).await {
-            Ok(client) => (
-                true,
-                client
-                    .commit_offset(
-                        group,
-                        &partition.topic,
-                        partition.wire_partition(),
-                        offset,
-                        timeout,
-                    )
-                    .await,
-            ),
-            Err(e) => (false, Err(e)),
-        };
+        let (sent, result) = self.send_commit(coordinator, &commit, timeout).await;
         match result {
             Ok(()) => self.complete(process, OpType::Ok, Body::Commit(commit), None),
             Err(e) => {
@@ -173,6 +205,7 @@ impl RecordingClient {
             partition: partition.clone(),
             node: None,
             offset: None,
+            leader: None,
         };
         let process = self.invoke(Body::Committed(read.clone()))?;
         let timeout = self.shared.request_timeout;
@@ -215,6 +248,7 @@ impl RecordingClient {
         match result {
             Ok(offset) => {
                 read.offset = Some(offset);
+                read.leader = self.offsets_leader(group).await;
                 self.complete(process, OpType::Ok, Body::Committed(read), None)
             }
             Err(e) => {

@@ -308,23 +308,7 @@ impl RecordingClient {
         };
         let process = self.invoke(Body::Commit(commit.clone()))?;
         let timeout = self.shared.request_timeout;
-        let (sent, result) = match self.connection(member.coordinator, timeout).await {
-            Ok(client) => (
-                true,
-                client
-                    .commit_offset_as_member(
-                        &member.group,
-                        member.generation,
-                        &member.member_id,
-                        &partition.topic,
-                        partition.wire_partition(),
-                        offset,
-                        timeout,
-                    )
-                    .await,
-            ),
-            Err(e) => (false, Err(e)),
-        };
+        let (sent, result) = self.send_commit(member.coordinator, &commit, timeout).await;
         let standing = Standing::of(&result);
         let op = match result {
             Ok(()) => self.complete(process, OpType::Ok, Body::Commit(commit), None)?,

@@ -105,6 +105,7 @@ impl Subscribers {
                 partition: log.partition.clone(),
                 node: coordinator,
                 offset: None,
+                leader: None,
             }),
             Phase::Poll => {
                 let mut poll = Poll::new(log.partition.clone(), sub.position, Some(log.leader));
@@ -136,6 +137,7 @@ impl Subscribers {
             Body::Committed(mut read) => {
                 let committed = self.committed[p];
                 read.offset = Some(committed);
+                read.leader = read.node;
                 let sub = &mut self.members[s];
                 sub.position = u64::try_from(committed).unwrap_or(0);
                 sub.phase = Phase::Poll;
