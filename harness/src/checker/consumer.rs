@@ -241,12 +241,17 @@ fn check(index: &RunIndex) -> CheckOutcome {
     skips_and_order(polls, &logs, known_value, &mut evidence);
     // A skip between two polls is of offsets holding data: seen by a poll
     // or held by a replica (control records and gaps are not records).
-    let polled: HashSet<(&PartitionRef, i64)> = polls
-        .iter()
-        .flat_map(|p| p.records.iter().map(move |r| (p.partition, r.offset())))
-        .collect();
+    // Built only if a gap between two polls needs it.
+    let polled: std::cell::OnceCell<HashSet<(&PartitionRef, i64)>> = std::cell::OnceCell::new();
     let holds_record = |partition: &PartitionRef, offset: i64| {
-        polled.contains(&(partition, offset))
+        polled
+            .get_or_init(|| {
+                polls
+                    .iter()
+                    .flat_map(|p| p.records.iter().map(move |r| (p.partition, r.offset())))
+                    .collect()
+            })
+            .contains(&(partition, offset))
             || logs.get(partition).is_some_and(|log| {
                 log.replicas
                     .values()

@@ -5,7 +5,11 @@
 //! | f | process | invoke value | `ok` adds |
 //! |---|---|---|---|
 //! | `send` | client | [`Send`]: `{partition, values, acks, node}`, and from an idempotent producer `producer`: [`Idempotence`] `{id, epoch, base_sequence}` (its completion, whatever its type, adds `attempts`) | [`Acked`]: `offsets` (null under acks=0), and the `isr` and `leader_epoch` etcd showed just after the ack |
-//! | `poll` | client | [`Poll`]: `{partition, from_offset, node}` | [`Read`]: `records: [[offset, value]]`, `high_watermark` of the first fetch, `leader_epoch` from etcd just after |
+//! | `poll` | client | [`Poll`]: `{partition, from_offset, node}`, a subscribed consumer's `group`, the final read's `final_read` | [`Read`]: `records: [[offset, value]]`, `high_watermark` of the first fetch, `leader_epoch` from etcd just after |
+//! | `commit` | client | [`Commit`]: `{group, partition, offset, node}`, a member's `generation` and `member` | nothing more |
+//! | `committed` | client | [`Committed`]: `{group, partition, node}` | `offset` (-1: none), and the `leader` etcd names for the group's offsets partition just after |
+//! | `rebalance` | client | [`Rebalance`]: `{group, topics, node}` | `generation`, `member`, `partitions` assigned |
+//! | `client-crash` | client | [`ClientCrash`]: `{group}` | always `info`, nothing more |
 //! | fault verbs (`crash`, `power-loss`, ...) | nemesis | [`Aim`]: the fault as written | [`Done`]: `nodes` it resolved to, and the `blocked` links or `cut` logs |
 //!
 //! A `fail` or `info` completion repeats its invoke's value and carries the
