@@ -225,7 +225,8 @@ pub struct Commit {
 /// A subscribed consumer's membership round: JoinGroup then SyncGroup with
 /// `group`'s coordinator (`node`). The invoke names the group and topics;
 /// an `ok` adds the `generation`, the `member` id and the `partitions` the
-/// group assigned it.
+/// group assigned it, the round's `leader` and, when it led, the number of
+/// `members` it was given to assign.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rebalance {
     pub group: String,
@@ -238,6 +239,12 @@ pub struct Rebalance {
     pub member: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partitions: Option<Vec<PartitionRef>>,
+    /// On an `ok`: the member id of the round's leader, and, when this
+    /// member led, how many members the coordinator listed for it to assign.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<usize>,
 }
 
 /// A client's crash: the group it was a member of, if any.

@@ -237,11 +237,14 @@ pub fn decode_assignment(bytes: bytes::Bytes) -> Result<Vec<(String, Vec<i32>)>,
 impl KafkaClient {
     /// Joins `group` as `member_id` ("" at a first join) subscribed to
     /// `topics` with the range assignor's name; waits, within `deadline`,
-    /// for the coordinator to complete the round.
+    /// for the coordinator to complete the round. A first join answered
+    /// MEMBER_ID_REQUIRED leaves the id it named in `member_id` (the
+    /// member's from then on, as the Java consumer keeps it), whatever the
+    /// join again with it answers.
     pub async fn join_group(
         &mut self,
         group: &str,
-        member_id: &str,
+        member_id: &mut String,
         topics: &[String],
         timeouts: MemberTimeouts,
         deadline: Duration,
@@ -252,7 +255,7 @@ impl KafkaClient {
             .with_group_id(group_id(group))
             .with_session_timeout_ms(timeouts.session_ms)
             .with_rebalance_timeout_ms(timeouts.rebalance_ms)
-            .with_member_id(StrBytes::from_string(member_id.to_owned()))
+            .with_member_id(StrBytes::from_string(member_id.clone()))
             .with_protocol_type(StrBytes::from_static_str("consumer"))
             .with_protocols(vec![
                 JoinGroupRequestProtocol::default()
@@ -266,6 +269,7 @@ impl KafkaClient {
         {
             // KIP-394: join again at once with the id the coordinator named,
             // within what is left of the same deadline.
+            *member_id = resp.member_id.to_string();
             let again = req.with_member_id(resp.member_id.clone());
             let left = deadline.saturating_sub(started.elapsed());
             resp = self.call(&again, JOIN_GROUP_VERSION, left).await?;

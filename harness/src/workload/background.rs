@@ -368,9 +368,9 @@ impl Worker {
                     .leader(&partitions[0])
                     .await
                     .unwrap_or(crate::node::NodeId::new(1));
-                let (op, joined) = self
+                let (_, joined) = self
                     .client
-                    .rebalance(group, &member_id, &partitions, first)
+                    .rebalance(group, &mut member_id, &partitions, first)
                     .await?;
                 positions.clear();
                 match joined {
@@ -380,11 +380,12 @@ impl Worker {
                         last_heartbeat = tokio::time::Instant::now();
                     }
                     None => {
-                        // An answer that never came retired the process:
-                        // the consumer starts over as a new member.
-                        if op.kind == OpType::Info {
-                            member_id.clear();
-                        }
+                        // An answer that never came retired the history's
+                        // process, but the consumer keeps its member id and
+                        // joins with it again, as the Java consumer does
+                        // after a lost connection (only a crash forgets it):
+                        // a new id each time would leave the coordinator a
+                        // member that never comes back until its session ends.
                         self.back_off_for(REJOIN_BACKOFF).await;
                     }
                 }

@@ -43,6 +43,16 @@ pub struct Membership {
     pub partitions: Vec<PartitionRef>,
 }
 
+/// What one completed round gave this member.
+struct Round {
+    generation: i32,
+    member: String,
+    assigned: Vec<PartitionRef>,
+    leader: String,
+    /// When this member led: how many members it was given to assign.
+    members: Option<usize>,
+}
+
 /// What a heartbeat or a member's commit says of the membership.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standing {
@@ -62,7 +72,13 @@ impl Standing {
     fn of(result: &Result<(), ClientError>) -> Standing {
         match result {
             Ok(()) => Standing::Member,
-            Err(ClientError::Broker { code, .. }) => {
+            Err(e) => Standing::of_error(e),
+        }
+    }
+
+    fn of_error(error: &ClientError) -> Standing {
+        match error {
+            ClientError::Broker { code, .. } => {
                 let is = |e: ResponseError| e.code() == *code;
                 if is(ResponseError::RebalanceInProgress) || is(ResponseError::IllegalGeneration) {
                     Standing::Rejoin
@@ -72,7 +88,7 @@ impl Standing {
                     Standing::Lost
                 }
             }
-            Err(_) => Standing::Lost,
+            _ => Standing::Lost,
         }
     }
 }
@@ -136,13 +152,14 @@ pub fn range_assignment(
 impl RecordingClient {
     /// One membership round of `group` (JoinGroup, then the assignment if
     /// this member leads, then SyncGroup), asking `first` for the
-    /// coordinator, as `member_id` ("" to join as a new member); records
+    /// coordinator, as `member_id` ("" to join as a new member: the id the
+    /// coordinator hands out is left in it, KIP-394); records
     /// the `rebalance` op. `partitions`: every partition of the subscribed
     /// topics, which the leader assigns.
     pub async fn rebalance(
         &mut self,
         group: &str,
-        member_id: &str,
+        member_id: &mut String,
         partitions: &[PartitionRef],
         first: NodeId,
     ) -> Result<(Op, Option<Membership>), WriteError> {
@@ -156,6 +173,8 @@ impl RecordingClient {
             generation: None,
             member: None,
             partitions: None,
+            leader: None,
+            members: None,
         };
         let process = self.invoke(Body::Rebalance(round.clone()))?;
         // JoinGroup waits for every member to rejoin, up to the rebalance
@@ -181,10 +200,18 @@ impl RecordingClient {
             .join_and_sync(group, member_id, &topics, partitions, coordinator, deadline)
             .await;
         match result {
-            Ok((generation, member, assigned)) => {
+            Ok(Round {
+                generation,
+                member,
+                assigned,
+                leader,
+                members,
+            }) => {
                 round.generation = Some(generation);
                 round.member = Some(member.clone());
                 round.partitions = Some(assigned.clone());
+                round.leader = Some(leader);
+                round.members = members;
                 let op = self.complete(process, OpType::Ok, Body::Rebalance(round), None)?;
                 Ok((
                     op,
@@ -199,6 +226,12 @@ impl RecordingClient {
             }
             Err(e) => {
                 self.connections.remove(&coordinator);
+                // A coordinator that does not know the id (a new one, or the
+                // member's session ended): join as a new member, as the Java
+                // consumer resets its id on UNKNOWN_MEMBER_ID.
+                if Standing::of_error(&e) == Standing::Expelled {
+                    member_id.clear();
+                }
                 let kind = if matches!(
                     e,
                     ClientError::Broker { .. }
@@ -221,18 +254,20 @@ impl RecordingClient {
     async fn join_and_sync(
         &mut self,
         group: &str,
-        member_id: &str,
+        member_id: &mut String,
         topics: &[String],
         partitions: &[PartitionRef],
         coordinator: NodeId,
         deadline: tokio::time::Instant,
-    ) -> Result<(i32, String, Vec<PartitionRef>), ClientError> {
+    ) -> Result<Round, ClientError> {
         let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
         let client = self.connection(coordinator, left()).await?;
         let joined = client
             .join_group(group, member_id, topics, MEMBER_TIMEOUTS, left())
             .await?;
-        let assignments = if joined.leader == joined.member_id {
+        let led = joined.leader == joined.member_id;
+        let members = led.then_some(joined.members.len());
+        let assignments = if led {
             let mut encoded = Vec::new();
             for (member, assignment) in range_assignment(&joined.members, partitions) {
                 encoded.push((member, encode_assignment(&assignment)?));
@@ -258,7 +293,13 @@ impl RecordingClient {
             })
             .collect();
         assigned.sort();
-        Ok((joined.generation, joined.member_id, assigned))
+        Ok(Round {
+            generation: joined.generation,
+            member: joined.member_id,
+            assigned,
+            leader: joined.leader,
+            members,
+        })
     }
 
     /// A heartbeat of `member` (not recorded: it changes nothing the

@@ -99,6 +99,8 @@ impl Subscribers {
                 generation: None,
                 member: None,
                 partitions: None,
+                leader: None,
+                members: None,
             }),
             Phase::Fetch => Body::Committed(Committed {
                 group: GROUP.into(),
@@ -131,6 +133,7 @@ impl Subscribers {
                 round.generation = Some(1);
                 round.member = Some(Self::member(s));
                 round.partitions = Some(vec![logs[p].partition.clone()]);
+                round.leader = Some(Self::member(0));
                 self.members[s].phase = Phase::Fetch;
                 Body::Rebalance(round)
             }
