@@ -147,6 +147,46 @@ fn cluster_tansu_fetch_v12_answers_carry_a_tag_kafka_defines_from_v16_only() {
     assert_eq!(result(&results, "lost-write")["verdict"], "unknown");
 }
 
+/// docs/findings/tansu-member-id-required-below-v4.md, kept reproducing:
+/// with `[client] join_group_version = 2` the subscribed consumers join as a
+/// client from before KIP-394 would, and tansu answers every first join
+/// with MEMBER_ID_REQUIRED, which Kafka sends only from JoinGroup v4 on: no
+/// consumer ever joins, so no commit is acknowledged and the run's await of
+/// commits times out.
+#[test]
+fn cluster_tansu_answers_a_join_group_v2_with_member_id_required() {
+    require("tansu");
+    let store = tempfile::tempdir().unwrap();
+    let text = System::named("tansu").unwrap().text;
+    let at = text.find("[client]").expect("tansu.toml sets [client]") + "[client]".len();
+    let pinned = format!("{}\njoin_group_version = 2{}", &text[..at], &text[at..]);
+    let system = store.path().join("tansu-join-v2.toml");
+    std::fs::write(&system, pinned).unwrap();
+    let schedule = suite_file("systems/tansu-subscribers-broker-crash.toml");
+    let output = run_quietly(
+        &schedule,
+        &store.path().join("store"),
+        &["--system", system.to_str().unwrap()],
+    );
+    let run = latest(&store.path().join("store"));
+    let history = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
+    let rounds = |kind: &str| {
+        history
+            .lines()
+            .filter(|l| l.contains("\"f\":\"rebalance\"") && l.contains(kind))
+            .count()
+    };
+    let refused = history.matches("(MemberIdRequired)").count();
+    assert_eq!(rounds("\"type\":\"ok\""), 0, "{}", show(&output));
+    assert!(
+        refused > 100 && refused + 10 >= rounds("\"type\":\"fail\""),
+        "{refused} MEMBER_ID_REQUIRED of {} failed rounds\n{}",
+        rounds("\"type\":\"fail\""),
+        show(&output)
+    );
+    assert_eq!(read_results(&run)["verdict"], "unknown");
+}
+
 /// tansu on the Docker runtime: its image is built from the installed
 /// binary (epochal-tansu), the brokers share the run's dir by a bind mount
 /// and start in it, nothing but the brokers and the proxy runs (no etcd),

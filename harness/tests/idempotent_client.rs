@@ -277,6 +277,7 @@ async fn clients(
         request_timeout,
         idempotent,
         fetch_version: None,
+        join_group_version: None,
         shared_ids: false,
     }
 }

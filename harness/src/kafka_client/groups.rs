@@ -125,13 +125,8 @@ impl KafkaClient {
     }
 }
 
-// The membership calls of a subscribed consumer (the classic protocol:
-// KIP-62's rebalance timeout; JoinGroup v4, at which a first join is
-// answered MEMBER_ID_REQUIRED with the id to join again with, KIP-394, as
-// every client since Kafka 2.2 joins. v2 was used first, and tansu 0.6.0
-// answers even v2 with MEMBER_ID_REQUIRED, which Kafka sends only from v4
-// on: docs/findings/tansu-member-id-required-below-v4.md).
-const JOIN_GROUP_VERSION: i16 = 4;
+// The membership calls of a subscribed consumer: JoinGroup at the
+// connection's version (mod.rs, `JOIN_GROUP_VERSION`).
 const SYNC_GROUP_VERSION: i16 = 1;
 const HEARTBEAT_VERSION: i16 = 1;
 const LEAVE_GROUP_VERSION: i16 = 1;
@@ -263,16 +258,19 @@ impl KafkaClient {
                     .with_metadata(subscription(topics)?),
             ]);
         let started = std::time::Instant::now();
-        let mut resp = self.call(&req, JOIN_GROUP_VERSION, deadline).await?;
+        let version = self.join_group_version;
+        let mut resp = self.call(&req, version, deadline).await?;
+        // Below v4 a client does not know the code (KIP-394): it fails.
         if resp.error_code == kafka_protocol::ResponseError::MemberIdRequired.code()
             && member_id.is_empty()
+            && version >= 4
         {
             // KIP-394: join again at once with the id the coordinator named,
             // within what is left of the same deadline.
             *member_id = resp.member_id.to_string();
             let again = req.with_member_id(resp.member_id.clone());
             let left = deadline.saturating_sub(started.elapsed());
-            resp = self.call(&again, JOIN_GROUP_VERSION, left).await?;
+            resp = self.call(&again, version, left).await?;
         }
         if resp.error_code != 0 {
             return Err(ClientError::broker(resp.error_code));

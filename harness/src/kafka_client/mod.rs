@@ -153,7 +153,17 @@ pub struct KafkaClient {
     init_producer_id_offered: Option<(i16, i16)>,
     /// The Fetch version this connection reads with.
     fetch_version: i16,
+    /// The JoinGroup version this connection joins with.
+    join_group_version: i16,
 }
+
+// The JoinGroup version subscribed consumers join with (the classic protocol:
+// KIP-62's rebalance timeout; JoinGroup v4, at which a first join is
+// answered MEMBER_ID_REQUIRED with the id to join again with, KIP-394, as
+// every client since Kafka 2.2 joins. v2 was used first, and tansu 0.6.0
+// answers even v2 with MEMBER_ID_REQUIRED, which Kafka sends only from v4
+// on: docs/findings/tansu-member-id-required-below-v4.md).
+const JOIN_GROUP_VERSION: i16 = 4;
 
 fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_string()))
@@ -206,6 +216,7 @@ impl KafkaClient {
             response_bytes_max: RESPONSE_BYTES_MAX_DEFAULT,
             init_producer_id_offered: None,
             fetch_version: FETCH_VERSION,
+            join_group_version: JOIN_GROUP_VERSION,
         };
         client.check_api_versions(connect_timeout).await?;
         Ok(client)
@@ -216,6 +227,12 @@ impl KafkaClient {
     /// malformed says so in its file (`[client] fetch_version`).
     pub fn set_fetch_version(&mut self, version: Option<i16>) {
         self.fetch_version = version.unwrap_or(FETCH_VERSION);
+    }
+
+    /// Joins groups with JoinGroup `version` instead of the client's own
+    /// (`None` keeps it): the system file's `[client] join_group_version`.
+    pub fn set_join_group_version(&mut self, version: Option<i16>) {
+        self.join_group_version = version.unwrap_or(JOIN_GROUP_VERSION);
     }
 
     pub fn addr(&self) -> &str {

@@ -87,6 +87,7 @@ impl<R: Runtime> Live<R> {
             request_timeout: Duration::from_millis(schedule.workload.request_timeout_ms),
             idempotent: schedule.workload.idempotent,
             fetch_version: runtime.plan().config.system.client.fetch_version,
+            join_group_version: runtime.plan().config.system.client.join_group_version,
             shared_ids: runtime.plan().config.system.node.kafka_node_ids
                 == crate::system::KafkaNodeIds::Shared,
         };

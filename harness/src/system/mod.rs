@@ -274,6 +274,8 @@ pub enum FinalRead {
 pub struct ClientSpec {
     /// The Fetch version polls and the final read use (default 12).
     pub fetch_version: Option<i16>,
+    /// The JoinGroup version subscribed consumers join with (default 4).
+    pub join_group_version: Option<i16>,
 }
 
 /// What a system says of itself that changes which of Kafka's excuses a

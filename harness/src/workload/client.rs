@@ -58,6 +58,8 @@ pub struct Clients {
     pub idempotent: bool,
     /// The Fetch version polls use, when the system's file sets one.
     pub fetch_version: Option<i16>,
+    /// The JoinGroup version, when the system's file sets one.
+    pub join_group_version: Option<i16>,
     /// Every broker answers as the same Kafka node (the system's
     /// `kafka_node_ids = "shared"`): any broker serves any partition, so a
     /// client that cannot reach one moves to the next (see
@@ -272,6 +274,7 @@ impl RecordingClient {
                 .ok_or_else(|| ClientError::Protocol(format!("no address for {node}")))?;
             let mut client = KafkaClient::connect(address, self.client_id, connect_timeout).await?;
             client.set_fetch_version(self.shared.fetch_version);
+            client.set_join_group_version(self.shared.join_group_version);
             self.connections.insert(node, client);
         }
         Ok(self.connections.get_mut(&node).expect("inserted above"))
