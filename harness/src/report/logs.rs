@@ -57,7 +57,7 @@ fn cells(replica: &ReplicaState) -> Vec<(i64, Cell)> {
                 record.offset,
                 Cell {
                     epoch: batch.partition_leader_epoch,
-                    value: RecordValue::from_bytes(record.value.as_ref().map(|p| p.as_bytes())),
+                    value: shown(record.value.as_ref().map(|p| p.as_bytes())),
                     control: batch.is_control(),
                 },
             )
@@ -68,6 +68,21 @@ fn cells(replica: &ReplicaState) -> Vec<(i64, Cell)> {
     held.dedup_by_key(|(offset, _)| *offset);
     held.reverse();
     held
+}
+
+/// A record's value as a person reads it: text as the workload wrote it,
+/// and binary values (the offsets topic's commits and group metadata) as
+/// their first bytes in hex and their length, never as mangled text.
+fn shown(bytes: Option<&[u8]>) -> RecordValue {
+    const SHOWN: usize = 16;
+    match bytes {
+        Some(b) if std::str::from_utf8(b).map_or(true, |t| t.chars().any(char::is_control)) => {
+            let hex: String = b.iter().take(SHOWN).map(|x| format!("{x:02x}")).collect();
+            let more = if b.len() > SHOWN { "…" } else { "" };
+            RecordValue::Text(format!("0x{hex}{more} ({} bytes)", b.len()))
+        }
+        other => RecordValue::from_bytes(other),
+    }
 }
 
 fn at(list: &[(i64, Cell)], offset: i64) -> Option<&Cell> {
@@ -437,4 +452,19 @@ fn epoch_files(holders: &[(NodeId, &ReplicaState)], out: &mut String) {
         );
     }
     out.push_str("</tbody></table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_values_show_as_hex_and_text_as_written() {
+        assert_eq!(shown(Some(b"17")), RecordValue::Number(17));
+        assert_eq!(shown(None), RecordValue::Null);
+        assert_eq!(
+            shown(Some(&[0, 3, 0xff])),
+            RecordValue::Text("0x0003ff (3 bytes)".into())
+        );
+    }
 }
