@@ -24,6 +24,26 @@ fn require(system: &str) {
     }
 }
 
+/// Runs the suite's `schedule` on tansu as `system_text` describes it (a
+/// variant of its file, written into `store`): the run's output, directory
+/// and history.
+fn run_variant(
+    store: &Path,
+    system_text: &str,
+    schedule: &str,
+) -> (std::process::Output, std::path::PathBuf, String) {
+    let system = store.join("tansu-variant.toml");
+    std::fs::write(&system, system_text).unwrap();
+    let output = run_quietly(
+        &suite_file(schedule),
+        &store.join("store"),
+        &["--system", system.to_str().unwrap()],
+    );
+    let run = latest(&store.join("store"));
+    let history = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
+    (output, run, history)
+}
+
 fn result<'a>(results: &'a Value, checker: &str) -> &'a Value {
     results["results"]
         .as_array()
@@ -115,16 +135,11 @@ fn cluster_tansu_fetch_v12_answers_carry_a_tag_kafka_defines_from_v16_only() {
     let store = tempfile::tempdir().unwrap();
     let text = System::named("tansu").unwrap().text;
     let without_client = &text[..text.find("[client]").expect("tansu.toml sets [client]")];
-    let system = store.path().join("tansu-fetch-v12.toml");
-    std::fs::write(&system, without_client).unwrap();
-    let schedule = suite_file("systems/tansu-broker-crash.toml");
-    let output = run_quietly(
-        &schedule,
-        &store.path().join("store"),
-        &["--system", system.to_str().unwrap()],
+    let (output, run, history) = run_variant(
+        store.path(),
+        without_client,
+        "systems/tansu-broker-crash.toml",
     );
-    let run = latest(&store.path().join("store"));
-    let history = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
     let polls_failed = history
         .lines()
         .filter(|l| l.contains("\"f\":\"poll\"") && l.contains("\"type\":\"fail\""))
@@ -160,16 +175,11 @@ fn cluster_tansu_answers_a_join_group_v2_with_member_id_required() {
     let text = System::named("tansu").unwrap().text;
     let at = text.find("[client]").expect("tansu.toml sets [client]") + "[client]".len();
     let pinned = format!("{}\njoin_group_version = 2{}", &text[..at], &text[at..]);
-    let system = store.path().join("tansu-join-v2.toml");
-    std::fs::write(&system, pinned).unwrap();
-    let schedule = suite_file("systems/tansu-subscribers-broker-crash.toml");
-    let output = run_quietly(
-        &schedule,
-        &store.path().join("store"),
-        &["--system", system.to_str().unwrap()],
+    let (output, run, history) = run_variant(
+        store.path(),
+        &pinned,
+        "systems/tansu-subscribers-broker-crash.toml",
     );
-    let run = latest(&store.path().join("store"));
-    let history = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
     let rounds = |kind: &str| {
         history
             .lines()
