@@ -13,6 +13,7 @@
 //! `"nemesis"`, and is never retired by `info`: its faults are recorded `info`
 //! because their effect on the cluster is not an ok/fail answer.
 
+mod group_op;
 pub mod kafka_errors;
 pub mod op;
 mod op_type;

@@ -20,6 +20,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use super::group_op::{ClientCrash, Commit, Committed, Rebalance};
 use super::verb::Verb;
 use super::{OpType, Process};
 use crate::node::NodeId;
@@ -203,72 +204,6 @@ impl Poll {
             read: None,
         }
     }
-}
-
-/// A commit of `offset` (the next record to consume) for `partition` by
-/// `group`: as a consumer that assigns its partitions itself commits
-/// (generation -1, no member id), or, from a subscribed consumer, with its
-/// `generation` and `member` id; `node`: the coordinator it went to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Commit {
-    pub group: String,
-    pub partition: PartitionRef,
-    pub offset: i64,
-    #[serde(default)]
-    pub node: Option<NodeId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub member: Option<String>,
-}
-
-/// A subscribed consumer's membership round: JoinGroup then SyncGroup with
-/// `group`'s coordinator (`node`). The invoke names the group and topics;
-/// an `ok` adds the `generation`, the `member` id and the `partitions` the
-/// group assigned it, the round's `leader` and, when it led, the number of
-/// `members` it was given to assign.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rebalance {
-    pub group: String,
-    pub topics: Vec<String>,
-    #[serde(default)]
-    pub node: Option<NodeId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub member: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partitions: Option<Vec<PartitionRef>>,
-    /// On an `ok`: the member id of the round's leader, and, when this
-    /// member led, how many members the coordinator listed for it to assign.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leader: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub members: Option<usize>,
-}
-
-/// A client's crash: the group it was a member of, if any.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClientCrash {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-}
-
-/// A read of `group`'s committed offset of `partition` (OffsetFetch); on an
-/// `ok`, `offset` is what the coordinator answered (-1: no commit).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Committed {
-    pub group: String,
-    pub partition: PartitionRef,
-    #[serde(default)]
-    pub node: Option<NodeId>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offset: Option<i64>,
-    /// On an `ok`: the leader etcd named for the group's offsets partition
-    /// just after the answer (absent where etcd does not say): when it is
-    /// not `node`, the answer came from a coordinator already deposed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leader: Option<NodeId>,
 }
 
 /// What an ok poll read.
