@@ -394,7 +394,7 @@ impl Worker {
             if last_heartbeat.elapsed() >= HEARTBEAT_INTERVAL {
                 last_heartbeat = tokio::time::Instant::now();
                 let standing = self.client.heartbeat(member).await;
-                if self.leaves(standing, &mut membership, &mut member_id) {
+                if leaves(standing, &mut membership, &mut member_id) {
                     continue;
                 }
             }
@@ -431,17 +431,15 @@ impl Worker {
             let op = self.client.poll_as(poll).await?;
             if let Some(next) = op.read().and_then(|(_, read)| read.next_offset()) {
                 positions.insert(partition.clone(), next);
-                let member = membership.clone().expect("a member polls");
                 let offset = i64::try_from(next).unwrap_or(i64::MAX);
                 let (op, standing) = self
                     .client
-                    .commit_as_member(&member, &partition, offset)
+                    .commit_as_member(member, &partition, offset)
                     .await?;
                 if op.kind == OpType::Ok {
                     self.context.commits_acked.send_modify(|n| *n += 1);
                 }
-                if self.leaves(standing, &mut membership, &mut member_id) {
-                    positions.clear();
+                if leaves(standing, &mut membership, &mut member_id) {
                     continue;
                 }
             }
@@ -454,26 +452,21 @@ impl Worker {
         }
         Ok(())
     }
+}
 
-    /// Whether `standing` ends the membership (the consumer must join
-    /// again); an expelled member joins again as a new one.
-    fn leaves(
-        &mut self,
-        standing: Standing,
-        membership: &mut Option<Membership>,
-        member_id: &mut String,
-    ) -> bool {
-        match standing {
-            Standing::Member => false,
-            Standing::Rejoin | Standing::Lost => {
-                *membership = None;
-                true
-            }
-            Standing::Expelled => {
-                *membership = None;
-                member_id.clear();
-                true
-            }
+/// Whether `standing` ends the membership (the consumer must join
+/// again); an expelled member joins again as a new one.
+fn leaves(standing: Standing, membership: &mut Option<Membership>, member_id: &mut String) -> bool {
+    match standing {
+        Standing::Member => false,
+        Standing::Rejoin | Standing::Lost => {
+            *membership = None;
+            true
+        }
+        Standing::Expelled => {
+            *membership = None;
+            member_id.clear();
+            true
         }
     }
 }
