@@ -33,51 +33,6 @@ const RETRIABLE_READ: &[ResponseError] = &[
     ResponseError::CoordinatorLoadInProgress,
 ];
 
-impl RecordingClient {
-    /// Sends `commit` to `coordinator`: whether it went out, and the answer.
-    pub(super) async fn send_commit(
-        &mut self,
-        coordinator: NodeId,
-        commit: &Commit,
-        timeout: std::time::Duration,
-    ) -> (bool, Result<(), ClientError>) {
-        let client = match self.connection(coordinator, timeout).await {
-            Ok(client) => client,
-            Err(e) => return (false, Err(e)),
-        };
-        let answer = client
-            .commit_offset(
-                &commit.group,
-                commit.generation.unwrap_or(-1),
-                commit.member.as_deref().unwrap_or(""),
-                &commit.partition.topic,
-                commit.partition.wire_partition(),
-                commit.offset,
-                timeout,
-            )
-            .await;
-        (true, answer)
-    }
-}
-
-impl RecordingClient {
-    /// The leader etcd names now for `group`'s offsets partition (the
-    /// partitions of `__consumer_offsets` the view lists); `None` where
-    /// etcd does not say.
-    async fn offsets_leader(&mut self, group: &str) -> Option<NodeId> {
-        let view = self.shared.view.fresh().await?;
-        let partitions = view
-            .partitions
-            .keys()
-            .filter(|p| p.topic == OFFSETS_TOPIC)
-            .count() as u32;
-        if partitions == 0 {
-            return None;
-        }
-        view.leader_of(&offsets_partition_of(group, partitions))
-    }
-}
-
 /// A failed commit's completion: `fail` when it was never sent, or the
 /// coordinator refused it before any append, else `info` (it may have been
 /// appended).
@@ -263,5 +218,46 @@ impl RecordingClient {
                 )
             }
         }
+    }
+
+    /// Sends `commit` to `coordinator`: whether it went out, and the answer.
+    pub(super) async fn send_commit(
+        &mut self,
+        coordinator: NodeId,
+        commit: &Commit,
+        timeout: std::time::Duration,
+    ) -> (bool, Result<(), ClientError>) {
+        let client = match self.connection(coordinator, timeout).await {
+            Ok(client) => client,
+            Err(e) => return (false, Err(e)),
+        };
+        let answer = client
+            .commit_offset(
+                &commit.group,
+                commit.generation.unwrap_or(-1),
+                commit.member.as_deref().unwrap_or(""),
+                &commit.partition.topic,
+                commit.partition.wire_partition(),
+                commit.offset,
+                timeout,
+            )
+            .await;
+        (true, answer)
+    }
+
+    /// The leader etcd names now for `group`'s offsets partition (the
+    /// partitions of `__consumer_offsets` the view lists); `None` where
+    /// etcd does not say.
+    async fn offsets_leader(&mut self, group: &str) -> Option<NodeId> {
+        let view = self.shared.view.fresh().await?;
+        let partitions = view
+            .partitions
+            .keys()
+            .filter(|p| p.topic == OFFSETS_TOPIC)
+            .count() as u32;
+        if partitions == 0 {
+            return None;
+        }
+        view.leader_of(&offsets_partition_of(group, partitions))
     }
 }
