@@ -19,12 +19,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::bin_dir;
 use common::etcd::assign_topic_t;
+use common::groups;
 use epochal::kafka_client::{KafkaClient, ProduceOptions, ProduceRecord};
-use epochal::node::NodeId;
-use epochal::observe::ClusterView;
-use epochal::runtime::{ClusterConfig, Link, ProcessRuntime, Runtime};
+use epochal::runtime::{ProcessRuntime, Runtime};
 use epochal::topic_partition::PartitionRef;
 
 const READY: Duration = Duration::from_secs(30);
@@ -88,16 +86,12 @@ async fn kcat_balanced_consumer_reads_everything_once_and_commits() {
     runtime.shutdown().await.unwrap();
 }
 
-fn python() -> String {
-    std::env::var("EPOCHAL_PYTHON").unwrap_or_else(|_| "python3".to_owned())
-}
-
 type Record = (i32, i64, String);
 
 /// Runs the group consumer until it read `want` records; its records.
 fn consume(client: &str, bootstrap: &str, group: &str, want: usize) -> Vec<Record> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/group_consume.py");
-    let python = python();
+    let python = groups::python();
     let child = Command::new(&python)
         .arg(&script)
         .args([
@@ -137,20 +131,7 @@ fn consume(client: &str, bootstrap: &str, group: &str, want: usize) -> Vec<Recor
 /// client link) and every record as (partition, offset, value).
 async fn cluster_with_records() -> (ProcessRuntime, tempfile::TempDir, String, BTreeSet<Record>) {
     let run = tempfile::tempdir().unwrap();
-    let mut config = ClusterConfig::new(3, bin_dir(), run.path());
-    for node in NodeId::all(3) {
-        // A lone consumer need not wait Kafka's 3 s for company.
-        config.node_settings.insert(
-            node,
-            [(
-                "group_initial_rebalance_delay_ms".to_owned(),
-                toml::Value::Integer(200),
-            )]
-            .into(),
-        );
-    }
-    let runtime = ProcessRuntime::start(config).await.unwrap();
-    common::ready(&runtime, READY).await;
+    let runtime = groups::start_cluster(run.path(), READY, &[]).await;
     assign_topic_t(
         runtime.etcd_endpoint(),
         r#"{"0":[1,2,3],"1":[2,3,1],"2":[3,1,2]}"#,
@@ -199,17 +180,8 @@ async fn cluster_with_records() -> (ProcessRuntime, tempfile::TempDir, String, B
             produced.insert((partition as i32, i as i64, v));
         }
     }
-    let bootstrap: Vec<String> = runtime
-        .nodes()
-        .into_iter()
-        .map(|node| {
-            runtime
-                .link_address(Link::ClientToBroker(node))
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    (runtime, run, bootstrap.join(","), produced)
+    let bootstrap = groups::bootstrap(&runtime);
+    (runtime, run, bootstrap, produced)
 }
 
 async fn subscribe_through_a_coordinator_kill(client: &str) {
@@ -225,16 +197,15 @@ async fn subscribe_through_a_coordinator_kill(client: &str) {
     assert!(first_set.is_subset(&produced));
 
     // Kill the coordinator and bring it back.
-    let offsets = epochal::observe::ClusterView::read(
-        &mut etcd_client::Client::connect([runtime.etcd_endpoint()], None)
-            .await
-            .unwrap(),
-    )
-    .await
-    .unwrap();
-    let coordinator = coordinator_of(&offsets, &group);
+    let coordinator = groups::coordinator_of(&groups::view(&runtime).await, &group);
     runtime.kill_node(coordinator).await.unwrap();
-    await_new_leader(&runtime, &offsets_partition(&group), coordinator).await;
+    groups::await_new_leader(
+        &runtime,
+        &groups::offsets_partition(&group),
+        coordinator,
+        FAILOVER,
+    )
+    .await;
     runtime.start_node(coordinator).await.unwrap();
     common::ready(&runtime, READY).await;
 
@@ -253,38 +224,4 @@ async fn subscribe_through_a_coordinator_kill(client: &str) {
         "{client}: the second member read other than what the first had not"
     );
     runtime.shutdown().await.unwrap();
-}
-
-/// The group's partition of the offsets topic (offsets.topic.num.partitions
-/// = 3, the broker's default here).
-fn offsets_partition(group: &str) -> PartitionRef {
-    let hash = group
-        .encode_utf16()
-        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(i32::from(u)));
-    let abs = if hash == i32::MIN { 0 } else { hash.abs() };
-    PartitionRef::new("__consumer_offsets", (abs % 3) as u32)
-}
-
-fn coordinator_of(view: &ClusterView, group: &str) -> NodeId {
-    let partition = offsets_partition(group);
-    view.leader_of(&partition)
-        .unwrap_or_else(|| panic!("{partition} has no leader: {view:?}"))
-}
-
-async fn await_new_leader(runtime: &ProcessRuntime, partition: &PartitionRef, old: NodeId) {
-    let mut etcd = etcd_client::Client::connect([runtime.etcd_endpoint()], None)
-        .await
-        .unwrap();
-    let deadline = Instant::now() + FAILOVER;
-    loop {
-        let view = ClusterView::read(&mut etcd).await.unwrap();
-        if view.leader_of(partition).is_some_and(|l| l != old) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no leader of {partition} other than {old} within {FAILOVER:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

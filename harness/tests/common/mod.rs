@@ -8,6 +8,7 @@
 
 pub mod docker;
 pub mod etcd;
+pub mod groups;
 pub mod run_dir;
 pub mod scenario;
 pub mod segments;
