@@ -184,6 +184,40 @@ fn an_unknown_or_harness_owned_setting_is_named_with_its_line() {
 }
 
 #[test]
+fn a_member_step_names_a_member_an_earlier_step_subscribed() {
+    let subscribe = "\n[[step]]\nsubscribe = { member = \"c1\", group = \"g\" }\n";
+    let (line, what, text) = invalid(&format!("{BASE}\n[[step]]\npoll = {{ member = \"c1\" }}\n"));
+    assert_eq!(line, Some(9), "{text}");
+    assert!(
+        matches!(&what, Invalid::BadStep { step: 1, why } if why.contains("no earlier step subscribed")),
+        "{text}"
+    );
+    let (line, what, text) = invalid(&format!(
+        "{BASE}{subscribe}\n[[step]]\nunsubscribe = \"c1\"\n\n[[step]]\npoll = {{ member = \"c1\" }}\n"
+    ));
+    assert_eq!(line, Some(15), "{text}");
+    assert!(matches!(&what, Invalid::BadStep { step: 3, .. }), "{text}");
+    let (_, what, text) = invalid(&format!("{BASE}{subscribe}{subscribe}"));
+    assert!(
+        matches!(&what, Invalid::BadStep { step: 2, why } if why.contains("already subscribed")),
+        "{text}"
+    );
+    let (_, what, text) = invalid(&format!(
+        "{BASE}\n[[step]]\nsubscribe = {{ member = \"c1\", group = \"g\", topics = [\"u\"] }}\n"
+    ));
+    assert!(
+        matches!(&what, Invalid::BadStep { why, .. } if why.contains("topic u")),
+        "{text}"
+    );
+    let parsed = parse(&format!(
+        "{BASE}{subscribe}\n[[step]]\npoll = {{ member = \"c1\" }}\n\n[[step]]\nunsubscribe = \"c1\"\n{subscribe}"
+    ))
+    .unwrap();
+    assert!(matches!(&parsed.steps[1], Step::Poll(p) if p.member == "c1"));
+    assert!(matches!(&parsed.steps[2], Step::Unsubscribe(m) if m == "c1"));
+}
+
+#[test]
 fn a_step_must_be_exactly_one_thing() {
     let (line, what, _) = invalid(&format!(
         "{BASE}\n[[step]]\nfault = \"heal\"\nawait = \"b1 is stopped\"\n"

@@ -29,6 +29,8 @@ pub struct Live<R: Runtime> {
     pub clients: Clients,
     /// The scripted steps' clients, by the schedule's `process` (its worker).
     pub scripted: BTreeMap<u64, RecordingClient>,
+    /// The members the steps subscribed, by name.
+    pub members: BTreeMap<String, super::scripted_member::ScriptedMember>,
 }
 
 /// The observer a system allows: etcd for the reference broker's layout,
@@ -99,6 +101,7 @@ impl<R: Runtime> Live<R> {
             nemesis: Nemesis::new(schedule.workload.seed),
             clients,
             scripted: BTreeMap::new(),
+            members: BTreeMap::new(),
         })
     }
 

@@ -126,6 +126,12 @@ async fn run_step<R: Runtime>(
             ));
             Ok(RunStatus::Completed)
         }
+        Step::Subscribe(subscribe) => {
+            super::members::subscribe(live, schedule, number, subscribe).await?;
+            Ok(RunStatus::Completed)
+        }
+        Step::Poll(poll) => super::members::poll(live, number, poll).await,
+        Step::Unsubscribe(member) => Ok(super::members::unsubscribe(live, number, member).await),
         Step::Await {
             condition,
             timeout_ms,

@@ -18,7 +18,8 @@ pub use document::Schedule;
 pub use epochal_faults::proxy::OnHeal;
 pub use model::{
     Acks, Background, Cluster, CommitStep, CommittedStep, Compression, Consume, Cut, Fault,
-    NodeConfig, OneWay, PartitionRef, Produce, Target, Topic, Truncate, TruncateLog, Workload,
+    MemberPoll, NodeConfig, OneWay, PartitionRef, Produce, SubscribeStep, Target, Topic, Truncate,
+    TruncateLog, Workload,
 };
 pub use parse::{Invalid, ScheduleError};
 pub use step::Step;

@@ -554,6 +554,26 @@ pub struct CommittedStep {
     pub process: Option<u64>,
 }
 
+/// A consumer the steps drive as a member of `group` ([groups], Jepsen's
+/// subscribe mode scripted): `subscribe` makes it, subscribed to `topics`
+/// (default: every topic of the cluster); `poll = { member = … }` polls
+/// what it was assigned and commits; `unsubscribe = "…"` has it leave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubscribeStep {
+    pub member: String,
+    pub group: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topics: Vec<String>,
+}
+
+/// One poll of a subscribed member's assignment, with its commits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemberPoll {
+    pub member: String,
+}
+
 /// Whom a fault or a client op is aimed at; resolved to nodes when it fires.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]

@@ -165,8 +165,10 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
     settings(&s.cluster.settings, "cluster.settings", src)?;
     workload(s, src, &declared)?;
     nodes(s, src, &declared)?;
-    // Cut names given by earlier steps, for `{ heal = "…" }` to name.
+    // Cut names given by earlier steps, for `{ heal = "…" }` to name; the
+    // members subscribed and not yet unsubscribed, for `poll` to name.
     let mut cut_ids: BTreeSet<&str> = BTreeSet::new();
+    let mut members: BTreeSet<&str> = BTreeSet::new();
     for (i, step) in s.step.iter().enumerate() {
         let step_check = StepCheck {
             line: step_line(src, i),
@@ -174,6 +176,7 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
             declared: &declared,
         };
         step_check.step(s, step, &mut cut_ids)?;
+        step_check.members(step, &mut members)?;
     }
     Ok(())
 }
@@ -389,6 +392,47 @@ impl StepCheck<'_, '_> {
         }
         if let Some(c) = await_ {
             self.await_(s, c)?;
+        }
+        Ok(())
+    }
+
+    /// A subscribed member's steps: `subscribe` names a new member of a
+    /// group and declared topics; `poll` and `unsubscribe` a member an
+    /// earlier step subscribed and none has unsubscribed since.
+    fn members<'s>(
+        &self,
+        step: &'s StepTable,
+        members: &mut BTreeSet<&'s str>,
+    ) -> Result<(), Failure> {
+        if let Some(sub) = &step.subscribe {
+            if sub.member.is_empty() || sub.group.is_empty() {
+                return Err(self.bad("subscribe names an empty member or group".into()));
+            }
+            for topic in &sub.topics {
+                if !self.declared.topics.contains_key(topic.as_str()) {
+                    return Err(self.bad(format!(
+                        "subscribe names topic {topic}, which [cluster] does not declare"
+                    )));
+                }
+            }
+            if !members.insert(&sub.member) {
+                return Err(self.bad(format!("member {} is already subscribed", sub.member)));
+            }
+        }
+        let named = step
+            .poll
+            .as_ref()
+            .map(|p| (&p.member, "poll"))
+            .or(step.unsubscribe.as_ref().map(|m| (m, "unsubscribe")));
+        if let Some((member, what)) = named
+            && !members.contains(member.as_str())
+        {
+            return Err(self.bad(format!(
+                "{what} names member {member}, which no earlier step subscribed (or one unsubscribed)"
+            )));
+        }
+        if let Some(member) = &step.unsubscribe {
+            members.remove(member.as_str());
         }
         Ok(())
     }

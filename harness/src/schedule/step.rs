@@ -1,7 +1,9 @@
 //! One step of a schedule, typed: a fault (or several fired together), a client
-//! produce or consume, a group's commit or a read of what it committed, or an
-//! await on a condition. In TOML a step is a flat table with exactly one of
-//! `fault`, `faults`, `produce`, `consume`, `commit`, `committed`, `await`
+//! produce or consume, a group's commit or a read of what it committed, a
+//! subscribed member's join, poll or leave, or an await on a condition. In
+//! TOML a step is a flat table with exactly one of `fault`, `faults`,
+//! `produce`, `consume`, `commit`, `committed`, `subscribe`, `poll`,
+//! `unsubscribe`, `await`
 //! ([`StepTable`]): a flat table keeps toml's errors pointing at the very key
 //! that is wrong, which an enum's buffered variants would not. The parser
 //! checks the table's shape and names the step and line; only then does it
@@ -10,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::condition::Condition;
-use super::model::{CommitStep, CommittedStep, Consume, Fault, Produce};
+use super::model::{CommitStep, CommittedStep, Consume, Fault, MemberPoll, Produce, SubscribeStep};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "StepTable", into = "StepTable")]
@@ -24,6 +26,12 @@ pub enum Step {
     Commit(CommitStep),
     /// A read of a group's committed offset.
     Committed(CommittedStep),
+    /// A consumer made a member of a group by the steps.
+    Subscribe(SubscribeStep),
+    /// One poll of a subscribed member's assignment, committing after it.
+    Poll(MemberPoll),
+    /// A subscribed member leaves its group.
+    Unsubscribe(String),
     Await {
         condition: Condition,
         /// How long the condition may take before the run ends unknown;
@@ -42,6 +50,9 @@ impl Step {
             | Step::Consume(_)
             | Step::Commit(_)
             | Step::Committed(_)
+            | Step::Subscribe(_)
+            | Step::Poll(_)
+            | Step::Unsubscribe(_)
             | Step::Await { .. } => &[],
         }
     }
@@ -63,6 +74,12 @@ pub(crate) struct StepTable {
     pub commit: Option<CommitStep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub committed: Option<CommittedStep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscribe: Option<SubscribeStep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll: Option<MemberPoll>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsubscribe: Option<String>,
     #[serde(default, rename = "await", skip_serializing_if = "Option::is_none")]
     pub await_: Option<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,6 +96,9 @@ impl StepTable {
             self.consume.is_some(),
             self.commit.is_some(),
             self.committed.is_some(),
+            self.subscribe.is_some(),
+            self.poll.is_some(),
+            self.unsubscribe.is_some(),
             self.await_.is_some(),
         ]
         .iter()
@@ -88,8 +108,8 @@ impl StepTable {
 }
 
 /// Why a table is no step.
-pub(crate) const ONE_KIND: &str =
-    "needs exactly one of fault, faults, produce, consume, commit, committed, await";
+pub(crate) const ONE_KIND: &str = "needs exactly one of fault, faults, produce, consume, commit, committed, subscribe, poll, \
+     unsubscribe, await";
 pub(crate) const TIMEOUT_WITHOUT_AWAIT: &str = "timeout_ms belongs to an await";
 
 impl TryFrom<StepTable> for Step {
@@ -113,6 +133,12 @@ impl TryFrom<StepTable> for Step {
             Step::Commit(commit)
         } else if let Some(committed) = t.committed {
             Step::Committed(committed)
+        } else if let Some(subscribe) = t.subscribe {
+            Step::Subscribe(subscribe)
+        } else if let Some(poll) = t.poll {
+            Step::Poll(poll)
+        } else if let Some(member) = t.unsubscribe {
+            Step::Unsubscribe(member)
         } else {
             Step::Await {
                 condition: t.await_.ok_or(ONE_KIND)?,
@@ -132,6 +158,9 @@ impl From<Step> for StepTable {
             Step::Consume(consume) => t.consume = Some(consume),
             Step::Commit(commit) => t.commit = Some(commit),
             Step::Committed(committed) => t.committed = Some(committed),
+            Step::Subscribe(subscribe) => t.subscribe = Some(subscribe),
+            Step::Poll(poll) => t.poll = Some(poll),
+            Step::Unsubscribe(member) => t.unsubscribe = Some(member),
             Step::Await {
                 condition,
                 timeout_ms,

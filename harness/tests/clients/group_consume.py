@@ -16,6 +16,8 @@ import json
 import sys
 import time
 
+from group_consumers import confluent_consumer, kafka_python_consumer
+
 client, bootstrap, topic, group, want, deadline_s = sys.argv[1:7]
 want = int(want)
 deadline = time.monotonic() + float(deadline_s)
@@ -24,16 +26,7 @@ errors = []
 
 
 def run_kafka_python():
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap.split(","),
-        group_id=group,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        session_timeout_ms=10000,
-        heartbeat_interval_ms=1000,
-    )
+    consumer = kafka_python_consumer(bootstrap, group)
     consumer.subscribe([topic])
     try:
         while len(records) < want and time.monotonic() < deadline:
@@ -53,18 +46,7 @@ def run_kafka_python():
 
 
 def run_confluent():
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": 10000,
-            "heartbeat.interval.ms": 1000,
-        }
-    )
+    consumer = confluent_consumer(bootstrap, group)
     consumer.subscribe([topic])
     try:
         while len(records) < want and time.monotonic() < deadline:

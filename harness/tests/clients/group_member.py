@@ -27,6 +27,8 @@ import sys
 import threading
 import time
 
+from group_consumers import confluent_consumer, kafka_python_consumer
+
 role = sys.argv[1]
 stop = threading.Event()
 
@@ -74,7 +76,7 @@ def produce(bootstrap, topic, partitions, deadline):
 
 
 def consume_kafka_python(bootstrap, topic, group, deadline):
-    from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+    from kafka import ConsumerRebalanceListener, TopicPartition
     from kafka.errors import KafkaError
     from kafka.structs import OffsetAndMetadata
 
@@ -85,14 +87,7 @@ def consume_kafka_python(bootstrap, topic, group, deadline):
         def on_partitions_assigned(self, assigned):
             emit({"assigned": sorted(tp.partition for tp in assigned)})
 
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap.split(","),
-        group_id=group,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        session_timeout_ms=10000,
-        heartbeat_interval_ms=1000,
-    )
+    consumer = kafka_python_consumer(bootstrap, group)
     consumer.subscribe([topic], listener=Listener())
     try:
         while not stop.is_set() and time.monotonic() < deadline:
@@ -128,18 +123,9 @@ def consume_kafka_python(bootstrap, topic, group, deadline):
 
 
 def consume_confluent(bootstrap, topic, group, deadline):
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": 10000,
-            "heartbeat.interval.ms": 1000,
-        }
-    )
+    consumer = confluent_consumer(bootstrap, group)
     consumer.subscribe(
         [topic],
         on_assign=lambda c, ps: emit({"assigned": sorted(p.partition for p in ps)}),
