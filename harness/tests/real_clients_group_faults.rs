@@ -50,6 +50,9 @@ const FAILOVER: Duration = Duration::from_secs(40);
 /// a fault healed (rebalances, coordinator discovery, client back-offs).
 const PROGRESS: Duration = Duration::from_secs(90);
 const PROGRESS_RECORDS: usize = 200;
+/// Commits acknowledged before the coordinator is killed: with 1 KiB
+/// segments, more than one segment of the offsets partition holds them.
+const COMMITS_BEFORE_THE_COORDINATOR_DIES: usize = 30;
 const DRAIN: Duration = Duration::from_secs(120);
 const EXIT: Duration = Duration::from_secs(60);
 /// The client processes' own bound, far beyond the test's waits.
@@ -71,7 +74,8 @@ async fn confluent_kafka_group_of_three_consumes_everything_through_leader_and_c
 
 /// The checks catch what they exist for: on `offsets_load = "kafka-5600"`
 /// (Kafka 0.11.0.0's coordinator load, fixed in 0.11.0.1) with segments
-/// small enough that the offsets partition spans several, the coordinator
+/// of 1 KiB and 30 commits acknowledged before the coordinator dies, so the
+/// group's commits span several segments of its offsets partition, the coordinator
 /// that takes over after the kill or the pause loads an old commit; the
 /// members rewind to it and commit offsets below the group's last, which the
 /// replicas hold going backwards.
@@ -79,7 +83,7 @@ async fn confluent_kafka_group_of_three_consumes_everything_through_leader_and_c
 async fn on_kafka_5600_the_group_s_commits_go_backwards_on_disk() {
     let settings = [
         ("offsets_load", toml::Value::String("kafka-5600".to_owned())),
-        ("segment_bytes", toml::Value::Integer(2048)),
+        ("segment_bytes", toml::Value::Integer(1024)),
     ];
     let violations = group_through_faults("confluent-kafka", &settings).await;
     eprintln!("{violations:#?}");
@@ -96,12 +100,14 @@ struct Reports {
 }
 
 impl Reports {
-    fn consumed(&self) -> usize {
-        self.lines
-            .iter()
-            .filter_map(|(_, line)| line["poll"].as_array())
-            .map(Vec::len)
-            .sum()
+    /// Records consumed, or (`"committed"`) commits acknowledged.
+    fn count(&self, what: &str) -> usize {
+        let lines = self.lines.iter().filter_map(|(_, line)| line.get(what));
+        if what == "poll" {
+            lines.filter_map(Value::as_array).map(Vec::len).sum()
+        } else {
+            lines.count()
+        }
     }
 }
 
@@ -169,17 +175,19 @@ impl Client {
     }
 }
 
-async fn await_consumed(reports: &Arc<Mutex<Reports>>, more: usize, after: &str) {
-    let start = reports.lock().unwrap().consumed();
+/// Waits for `more` records consumed (`"poll"`) or commits acknowledged
+/// (`"committed"`) since the call.
+async fn await_more(reports: &Arc<Mutex<Reports>>, what: &str, more: usize, after: &str) {
+    let start = reports.lock().unwrap().count(what);
     let deadline = Instant::now() + PROGRESS;
     loop {
-        let now = reports.lock().unwrap().consumed();
+        let now = reports.lock().unwrap().count(what);
         if now >= start + more {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "the group consumed {} records in {PROGRESS:?} after {after} (wanted {more})",
+            "the group had {} more {what} in {PROGRESS:?} after {after} (wanted {more})",
             now - start
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -188,7 +196,7 @@ async fn await_consumed(reports: &Arc<Mutex<Reports>>, more: usize, after: &str)
 
 async fn heal(runtime: &ProcessRuntime, reports: &Arc<Mutex<Reports>>, what: &str) {
     common::ready(runtime, READY).await;
-    await_consumed(reports, PROGRESS_RECORDS, what).await;
+    await_more(reports, "poll", PROGRESS_RECORDS, what).await;
     eprintln!("{what}: healed, the group consumed on");
 }
 
@@ -235,7 +243,7 @@ async fn group_through_faults(client: &str, settings: &[(&str, toml::Value)]) ->
             )
         })
         .collect();
-    await_consumed(&reports, PROGRESS_RECORDS, "the group formed").await;
+    await_more(&reports, "poll", PROGRESS_RECORDS, "the group formed").await;
 
     // A partition leader SIGKILLed and restarted once another leads.
     let t0 = PartitionRef::new("t", 0);
@@ -250,7 +258,15 @@ async fn group_through_faults(client: &str, settings: &[(&str, toml::Value)]) ->
     )
     .await;
 
-    // The coordinator likewise.
+    // The coordinator likewise, once the group's commits fill several
+    // segments where segments are small (the kafka-5600 test's premise).
+    await_more(
+        &reports,
+        "committed",
+        COMMITS_BEFORE_THE_COORDINATOR_DIES,
+        "a restart",
+    )
+    .await;
     let offsets = groups::offsets_partition(GROUP);
     let coordinator = groups::coordinator_of(&groups::view(&runtime).await, GROUP);
     runtime.kill_node(coordinator).await.unwrap();
