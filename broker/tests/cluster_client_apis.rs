@@ -134,6 +134,13 @@ fn cluster_client_apis_answer_as_kafka_does() {
         meta.topics[1].error_code, 3,
         "validate_only created nothing"
     );
+    // An unknown topic whose name Kafka's Topic.validate refuses is
+    // INVALID_TOPIC_EXCEPTION (17), as KafkaApis.getTopicMetadata answers it;
+    // a legal unknown name stays UNKNOWN_TOPIC_OR_PARTITION (3).
+    let long = "x".repeat(250);
+    let meta = c.metadata(Some(&["a/b", "..", &long, "not-yet"]));
+    let codes: Vec<i16> = meta.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(codes, [17, 17, 17, 3]);
 
     assert_eq!(
         c.produce("nope", 0, batch(&[b"x"]), 1).unwrap().0,

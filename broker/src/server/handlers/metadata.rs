@@ -1,7 +1,10 @@
 //! Metadata: brokers, controller and topic leadership from the metadata cache;
 //! `__consumer_offsets` is flagged internal.
 //! Topics are never auto-created: kcat and other clients must create them first
-//! (CreateTopics), and an unknown topic is answered UNKNOWN_TOPIC_OR_PARTITION.
+//! (CreateTopics). An unknown topic is answered UNKNOWN_TOPIC_OR_PARTITION, or
+//! INVALID_TOPIC_EXCEPTION when its name is one Kafka refuses, as Kafka's
+//! `KafkaApis.getTopicMetadata` runs `Topic.validate` on each unknown topic
+//! it does not create.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
@@ -13,6 +16,17 @@ use kafka_protocol::protocol::StrBytes;
 use super::topic_name;
 use crate::offsets::OFFSETS_TOPIC;
 use crate::server::context::Broker;
+use crate::storage::validate_topic_name;
+
+/// What an unknown topic is answered: INVALID_TOPIC_EXCEPTION when Kafka's
+/// `Topic.validate` would refuse its name, else UNKNOWN_TOPIC_OR_PARTITION.
+fn unknown_topic_error(name: &str) -> ResponseError {
+    if validate_topic_name(name).is_err() {
+        ResponseError::InvalidTopicException
+    } else {
+        ResponseError::UnknownTopicOrPartition
+    }
+}
 
 pub fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataResponse {
     let view = broker.metadata.snapshot();
@@ -52,7 +66,7 @@ pub fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataRe
         .map(|name| match view.topics.get(&name) {
             None => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(&name)))
-                .with_error_code(ResponseError::UnknownTopicOrPartition.code()),
+                .with_error_code(unknown_topic_error(&name).code()),
             Some(parts) => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(&name)))
                 // The group coordinator's topic, as Kafka flags it (v1+).
