@@ -27,7 +27,6 @@ use common::bin_dir;
 use common::etcd::assign_topic_t;
 use epochal::kafka_client::{FetchOptions, KafkaClient};
 use epochal::node::NodeId;
-use epochal::observe::ClusterView;
 use epochal::runtime::{ClusterConfig, Link, ProcessRuntime, Runtime};
 use epochal::topic_partition::PartitionRef;
 
@@ -121,7 +120,7 @@ async fn produce_through_a_leader_kill(client: &str) {
     })
     .unwrap_or_else(|why| panic!("{client}: {why}; last line {last:?}"));
     runtime.kill_node(leader).await.unwrap();
-    let new_leader = await_new_leader(&runtime, &t0, leader).await;
+    let new_leader = common::groups::await_new_leader(&runtime, &t0, leader, FAILOVER).await;
     runtime.start_node(leader).await.unwrap();
 
     let verdict = await_line(&lines, CLIENT_EXIT, &mut last, |line| line.starts_with('{'))
@@ -220,30 +219,6 @@ fn wait_exit(child: &mut Child, timeout: Duration) -> Option<i32> {
             return None;
         }
         std::thread::sleep(POLL);
-    }
-}
-
-async fn await_new_leader(
-    runtime: &ProcessRuntime,
-    partition: &PartitionRef,
-    old: NodeId,
-) -> NodeId {
-    let mut etcd = etcd_client::Client::connect([runtime.etcd_endpoint()], None)
-        .await
-        .unwrap();
-    let deadline = Instant::now() + FAILOVER;
-    loop {
-        let view = ClusterView::read(&mut etcd).await.unwrap();
-        if let Some(leader) = view.leader_of(partition)
-            && leader != old
-        {
-            return leader;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no leader of {partition} other than {old} within {FAILOVER:?}: {view:?}"
-        );
-        tokio::time::sleep(POLL).await;
     }
 }
 

@@ -47,12 +47,7 @@ async fn play<R: Runtime>(
     let Some(mut workers) = start_background(live, schedule) else {
         return Err(RunError::CampaignWithoutBackground);
     };
-    let partitions: Vec<PartitionRef> = schedule
-        .cluster
-        .topics
-        .iter()
-        .flat_map(|t| (0..t.partitions).map(|p| PartitionRef::new(&t.name, p)))
-        .collect();
+    let partitions: Vec<PartitionRef> = schedule.cluster.partitions().collect();
     let mut realised = schedule.clone();
     let mut random = plan.picker();
     let started = Instant::now();

@@ -32,7 +32,22 @@ pub struct OffsetsRecordError {
     pub topic: String,
     pub partition: i32,
     pub log_offset: i64,
-    pub problem: String,
+    #[source]
+    pub problem: OffsetsRecordProblem,
+}
+
+/// What is wrong with one record of the offsets topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OffsetsRecordProblem {
+    #[error("a record without a key")]
+    NoKey,
+    #[error("key version {0}")]
+    KeyVersion(i16),
+    #[error("commit value version {0}")]
+    ValueVersion(i16),
+    /// The record ends before the named field does.
+    #[error("{0} cut short")]
+    CutShort(&'static str),
 }
 
 /// Every offset commit in `replica`'s intact batches, in log order. Group
@@ -70,24 +85,28 @@ pub fn offset_commits(
 /// `Ok(None)` for a record of another kind.
 type Commit = (String, String, i32, Option<i64>);
 
-fn parse_commit(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<Option<Commit>, String> {
-    let mut key = key.ok_or("a record without a key")?;
-    match take_i16(&mut key).ok_or("key cut short")? {
+fn parse_commit(
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> Result<Option<Commit>, OffsetsRecordProblem> {
+    use OffsetsRecordProblem::{CutShort, KeyVersion, NoKey, ValueVersion};
+    let mut key = key.ok_or(NoKey)?;
+    match take_i16(&mut key).ok_or(CutShort("key version"))? {
         0 | 1 => {}
         2 | 3 => return Ok(None),
-        other => return Err(format!("key version {other}")),
+        other => return Err(KeyVersion(other)),
     }
-    let group = take_string(&mut key).ok_or("commit key cut short at its group")?;
-    let topic = take_string(&mut key).ok_or("commit key cut short at its topic")?;
-    let partition = take_i32(&mut key).ok_or("commit key cut short at its partition")?;
+    let group = take_string(&mut key).ok_or(CutShort("commit key's group"))?;
+    let topic = take_string(&mut key).ok_or(CutShort("commit key's topic"))?;
+    let partition = take_i32(&mut key).ok_or(CutShort("commit key's partition"))?;
     let committed = match value {
         None => None,
         Some(mut value) => {
-            let version = take_i16(&mut value).ok_or("commit value cut short")?;
+            let version = take_i16(&mut value).ok_or(CutShort("commit value version"))?;
             if !(0..=4).contains(&version) {
-                return Err(format!("commit value version {version}"));
+                return Err(ValueVersion(version));
             }
-            Some(take_i64(&mut value).ok_or("commit value cut short at its offset")?)
+            Some(take_i64(&mut value).ok_or(CutShort("commit value's offset"))?)
         }
     };
     Ok(Some((group, topic, partition, committed)))
@@ -158,22 +177,25 @@ mod tests {
 
     #[test]
     fn what_no_schema_describes_is_an_error_saying_what() {
-        assert_eq!(
-            parse_commit(None, None),
-            Err("a record without a key".into())
-        );
+        use OffsetsRecordProblem::{CutShort, KeyVersion, NoKey};
+        assert_eq!(parse_commit(None, None), Err(NoKey));
         assert_eq!(
             parse_commit(Some(&key(9, "g", "t", 0)), None),
-            Err("key version 9".into())
+            Err(KeyVersion(9))
         );
         let k = key(1, "g", "t", 0);
         assert_eq!(
             parse_commit(Some(&k[..k.len() - 2]), None),
-            Err("commit key cut short at its partition".into())
+            Err(CutShort("commit key's partition"))
         );
         assert_eq!(
             parse_commit(Some(&k), Some(&[0, 3, 0, 0])),
-            Err("commit value cut short at its offset".into())
+            Err(CutShort("commit value's offset"))
+        );
+        assert_eq!(
+            KeyVersion(9).to_string(),
+            "key version 9",
+            "the problem reads as a sentence in the error naming the record"
         );
     }
 }

@@ -43,12 +43,7 @@ pub(super) async fn probe<R: Runtime>(
 ) -> Result<Vec<Stuck>, RunError> {
     let started = Instant::now();
     let deadline = started + window;
-    let mut waiting: BTreeSet<PartitionRef> = schedule
-        .cluster
-        .topics
-        .iter()
-        .flat_map(|t| (0..t.partitions).map(|p| PartitionRef::new(&t.name, p)))
-        .collect();
+    let mut waiting: BTreeSet<PartitionRef> = schedule.cluster.partitions().collect();
     let mut last: std::collections::BTreeMap<PartitionRef, String> = Default::default();
     let options = SendOptions {
         acks: Acks::All,

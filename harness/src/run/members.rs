@@ -24,7 +24,7 @@ use futures_util::future::join_all;
 use crate::history::{Body, OpType, Poll, WriteError};
 use crate::node::NodeId;
 use crate::runtime::Runtime;
-use crate::schedule::{MemberPoll, PartitionRef, Schedule, SubscribeStep};
+use crate::schedule::{MemberPoll, PartitionRef, Schedule, SubscribeStep, Topic};
 use crate::workload::client::RecordingClient;
 use crate::workload::subscribe::{Membership, Standing};
 
@@ -44,7 +44,7 @@ pub(super) async fn subscribe<R: Runtime>(
         .topics
         .iter()
         .filter(|t| step.topics.is_empty() || step.topics.contains(&t.name))
-        .flat_map(|t| (0..t.partitions).map(|p| PartitionRef::new(&t.name, p)))
+        .flat_map(Topic::partition_refs)
         .collect();
     let member = ScriptedMember {
         group: step.group.clone(),

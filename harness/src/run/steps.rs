@@ -57,12 +57,7 @@ pub async fn stop_background<R: Runtime>(
 /// Starts `[workload.background]`'s workers on the ready cluster.
 pub fn start_background<R: Runtime>(live: &mut Live<R>, schedule: &Schedule) -> Option<Workers> {
     let config = schedule.workload.background.as_ref()?;
-    let partitions = schedule
-        .cluster
-        .topics
-        .iter()
-        .flat_map(|t| (0..t.partitions).map(|p| PartitionRef::new(&t.name, p)))
-        .collect();
+    let partitions = schedule.cluster.partitions().collect();
     let workers = Workers::start(config, &schedule.workload, partitions, &live.clients);
     live.log.line(format!(
         "background workload: {} producers, {} consumers, every {} ms",

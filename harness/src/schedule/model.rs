@@ -35,6 +35,20 @@ pub struct Topic {
     pub replication_factor: u32,
 }
 
+impl Topic {
+    /// Its partitions, `<name>-0` up.
+    pub fn partition_refs(&self) -> impl Iterator<Item = PartitionRef> + '_ {
+        (0..self.partitions).map(|p| PartitionRef::new(&self.name, p))
+    }
+}
+
+impl Cluster {
+    /// Every partition of every topic it declares, topic by topic.
+    pub fn partitions(&self) -> impl Iterator<Item = PartitionRef> + '_ {
+        self.topics.iter().flat_map(Topic::partition_refs)
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeConfig {
