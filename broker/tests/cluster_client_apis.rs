@@ -141,6 +141,20 @@ fn cluster_client_apis_answer_as_kafka_does() {
     let meta = c.metadata(Some(&["a/b", "..", &long, "not-yet"]));
     let codes: Vec<i16> = meta.topics.iter().map(|t| t.error_code).collect();
     assert_eq!(codes, [17, 17, 17, 3]);
+    // Letting the broker create them (auto_create_topics_enable's default):
+    // a legal name is created and answered LEADER_NOT_AVAILABLE (5) until its
+    // leader is elected, as KafkaApis.createTopic answers; an illegal one
+    // stays INVALID_TOPIC_EXCEPTION.
+    let meta = c.metadata_creating(&["a/b", "made-by-metadata"]);
+    let codes: Vec<i16> = meta.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(codes, [17, 5]);
+    let made = common::await_some("made-by-metadata's leader", Duration::from_secs(20), || {
+        let meta = c.metadata(Some(&["made-by-metadata"]));
+        let t = &meta.topics[0];
+        (t.error_code == 0 && t.partitions.iter().all(|p| p.leader_id.0 == 7))
+            .then_some(t.partitions.len())
+    });
+    assert_eq!(made, 1, "num_partitions' default");
 
     assert_eq!(
         c.produce("nope", 0, batch(&[b"x"]), 1).unwrap().0,

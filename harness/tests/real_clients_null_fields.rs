@@ -8,8 +8,6 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use common::etcd::assign_topic_t;
@@ -25,26 +23,9 @@ const FAILOVER: Duration = Duration::from_secs(40);
 const CLIENT_DEADLINE: &str = "60";
 
 fn null_fields(args: &[&str]) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/null_fields.py");
-    let python = groups::python();
-    let output = Command::new(&python)
-        .arg(&script)
-        .args(args)
-        .arg(CLIENT_DEADLINE)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e} (set EPOCHAL_PYTHON)"));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout
-        .lines()
-        .rfind(|l| l.starts_with('{'))
-        .unwrap_or_else(|| {
-            panic!(
-                "null_fields.py {args:?}: no result; stderr: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        });
-    let result: Value = serde_json::from_str(line).unwrap();
-    assert!(output.status.success(), "null_fields.py {args:?}: {result}");
+    let args: Vec<&str> = args.iter().copied().chain([CLIENT_DEADLINE]).collect();
+    let (result, ok) = groups::client_script("null_fields.py", &args);
+    assert!(ok, "null_fields.py {args:?}: {result}");
     result
 }
 

@@ -180,6 +180,33 @@ broker_settings! {
         default: SettingDefault::Count(1),
         help: "acks=all needs an ISR at least this large (Kafka's min.insync.replicas)",
     }
+    // Kafka's auto-creation (auto.create.topics.enable, default true through
+    // 3.x): a Metadata request naming an unknown topic, asking for creation
+    // (every request before Metadata v4; from v4 its allow_auto_topic_creation
+    // flag), creates it with the two defaults below, which CreateTopics' -1
+    // also means (KIP-464).
+    #[arg(value_name = "true|false")]
+    auto_create_topics_enable: Option<bool> => bool, by Switch {
+        flag: "--auto-create-topics-enable",
+        kind: SettingKind::Bool,
+        default: SettingDefault::Bool(true),
+        help: "Create an unknown topic a client's Metadata request names and lets be created \
+               (Kafka's auto.create.topics.enable)",
+    }
+    num_partitions: Option<i32> => i32, by Count {
+        flag: "--num-partitions",
+        kind: SettingKind::Count { min: 1 },
+        default: SettingDefault::Count(1),
+        help: "Partitions of an auto-created topic, and of CreateTopics' -1 (Kafka's \
+               num.partitions)",
+    }
+    default_replication_factor: Option<i32> => i32, by Count {
+        flag: "--default-replication-factor",
+        kind: SettingKind::Count { min: 1 },
+        default: SettingDefault::Count(1),
+        help: "Replication factor of an auto-created topic, and of CreateTopics' -1 (Kafka's \
+               default.replication.factor)",
+    }
     max_request_bytes: Option<u32> => u32, by Count {
         flag: "--max-request-bytes",
         kind: SettingKind::Count { min: 0 },

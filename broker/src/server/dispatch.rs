@@ -280,7 +280,9 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             encode_response::<ApiVersionsResponse>(key, 0, cid, &resp)
         }
         Request::ApiVersions(_) => respond!(handlers::api_versions::response()),
-        Request::Metadata(req) => respond!(handlers::metadata::handle(broker, req, version)),
+        Request::Metadata(req) => {
+            respond!(handlers::metadata::handle(broker, req, version).await)
+        }
         Request::CreateTopics(req) => {
             respond!(handlers::create_topics::handle(broker, req, version).await)
         }

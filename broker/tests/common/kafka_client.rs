@@ -180,15 +180,28 @@ impl KafkaClient {
         resp.topics[0].error_code
     }
 
+    /// Metadata of `topics` (all when `None`), never asking the broker to
+    /// create one (`metadata_creating` does).
     pub fn metadata(&mut self, topics: Option<&[&str]>) -> MetadataResponse {
-        let req = MetadataRequest::default().with_topics(topics.map(|ts| {
-            ts.iter()
-                .map(|t| {
-                    kafka_protocol::messages::metadata_request::MetadataRequestTopic::default()
-                        .with_name(Some(topic(t)))
-                })
-                .collect()
-        }));
+        self.metadata_with(topics, false)
+    }
+
+    /// Metadata of `topics`, letting the broker auto-create unknown ones.
+    pub fn metadata_creating(&mut self, topics: &[&str]) -> MetadataResponse {
+        self.metadata_with(Some(topics), true)
+    }
+
+    fn metadata_with(&mut self, topics: Option<&[&str]>, create: bool) -> MetadataResponse {
+        let req = MetadataRequest::default()
+            .with_allow_auto_topic_creation(create)
+            .with_topics(topics.map(|ts| {
+                ts.iter()
+                    .map(|t| {
+                        kafka_protocol::messages::metadata_request::MetadataRequestTopic::default()
+                            .with_name(Some(topic(t)))
+                    })
+                    .collect()
+            }));
         self.send(&req, 9).expect("Metadata")
     }
 

@@ -87,7 +87,8 @@ impl KafkaClient {
         })
     }
 
-    /// Create one topic (setup, not workload): the broker never auto-creates.
+    /// Create one topic (setup, not workload); the harness's Metadata never
+    /// asks a broker to auto-create one.
     /// TOPIC_ALREADY_EXISTS comes back as [`ClientError::Broker`] with code 36.
     pub async fn create_topic(
         &mut self,

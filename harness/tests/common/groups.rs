@@ -102,3 +102,31 @@ pub async fn await_new_leader(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Runs `tests/clients/<script>` with the clients' Python and `args`; the
+/// last JSON object it printed, and whether it exited 0. The scripts bound
+/// themselves by a deadline they are given, so this reads to their end.
+pub fn client_script(script: &str, args: &[&str]) -> (serde_json::Value, bool) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients")
+        .join(script);
+    let python = python();
+    let output = std::process::Command::new(&python)
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e} (set EPOCHAL_PYTHON)"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .rfind(|l| l.starts_with('{'))
+        .unwrap_or_else(|| {
+            panic!(
+                "{script} {args:?}: no result; stderr: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+    let result = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("{script} {args:?} printed {line:?}: {e}"));
+    (result, output.status.success())
+}

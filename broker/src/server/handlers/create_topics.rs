@@ -39,7 +39,11 @@ pub fn assign_replicas(live: &[i32], partitions: i32, rf: usize) -> BTreeMap<i32
 
 struct Failure(ResponseError, String);
 
-fn plan(topic: &CreatableTopic, live: &[i32]) -> Result<TopicAssignment, Failure> {
+fn plan(
+    topic: &CreatableTopic,
+    live: &[i32],
+    defaults: Defaults,
+) -> Result<TopicAssignment, Failure> {
     let name = topic.name.0.as_str();
     validate_topic_name(name)
         .map_err(|e| Failure(ResponseError::InvalidTopicException, e.to_string()))?;
@@ -78,17 +82,38 @@ fn plan(topic: &CreatableTopic, live: &[i32]) -> Result<TopicAssignment, Failure
         }
         return Ok(TopicAssignment { partitions });
     }
-    // -1 means the broker default: num.partitions = 1, default.replication.factor = 1.
+    // -1 means the broker's num.partitions and default.replication.factor (KIP-464).
     let partitions = if topic.num_partitions == -1 {
-        1
+        defaults.partitions
     } else {
         topic.num_partitions
     };
     let rf = if topic.replication_factor == -1 {
-        1
+        defaults.replication_factor
     } else {
         topic.replication_factor as i32
     };
+    sized(partitions, rf, live)
+}
+
+/// The broker's `num_partitions` and `default_replication_factor`.
+#[derive(Clone, Copy)]
+struct Defaults {
+    partitions: i32,
+    replication_factor: i32,
+}
+
+impl Defaults {
+    fn of(broker: &Broker) -> Self {
+        Defaults {
+            partitions: broker.config.num_partitions,
+            replication_factor: broker.config.default_replication_factor,
+        }
+    }
+}
+
+/// `partitions` partitions of `rf` replicas each over `live`.
+fn sized(partitions: i32, rf: i32, live: &[i32]) -> Result<TopicAssignment, Failure> {
     if partitions < 1 {
         return Err(Failure(
             ResponseError::InvalidPartitions,
@@ -106,18 +131,57 @@ fn plan(topic: &CreatableTopic, live: &[i32]) -> Result<TopicAssignment, Failure
     })
 }
 
+async fn live_brokers(broker: &Broker, api: &str) -> Vec<i32> {
+    match broker.store.live_brokers().await {
+        Ok(b) => b.keys().copied().collect(),
+        Err(e) => {
+            tracing::warn!(%e, api, "could not read live brokers");
+            vec![]
+        }
+    }
+}
+
+/// Kafka's auto-creation of a topic a Metadata request named (ZooKeeper-era
+/// `KafkaApis.createTopic`): created with the broker's defaults, it is
+/// answered LEADER_NOT_AVAILABLE with no partitions, as is a topic someone
+/// else created meanwhile, so the client asks again once leaders are elected;
+/// an illegal name is INVALID_TOPIC_EXCEPTION and too few live brokers for
+/// the default replication factor INVALID_REPLICATION_FACTOR, as there.
+pub async fn auto_create(broker: &Broker, name: &str) -> ResponseError {
+    if let Err(e) = validate_topic_name(name) {
+        tracing::info!(topic = %name, %e, "not auto-creating");
+        return ResponseError::InvalidTopicException;
+    }
+    let live = live_brokers(broker, "Metadata").await;
+    let defaults = Defaults::of(broker);
+    let assignment = match sized(defaults.partitions, defaults.replication_factor, &live) {
+        Ok(a) => a,
+        Err(Failure(code, why)) => {
+            tracing::info!(topic = %name, %why, "not auto-creating");
+            return code;
+        }
+    };
+    match broker.store.create_topic(name, &assignment).await {
+        Ok(created) => {
+            if created {
+                tracing::info!(topic = %name, partitions = ?assignment.partitions, "topic auto-created");
+            }
+            ResponseError::LeaderNotAvailable
+        }
+        Err(e) => {
+            tracing::warn!(topic = %name, %e, "auto-creation failed");
+            ResponseError::UnknownServerError
+        }
+    }
+}
+
 pub async fn handle(
     broker: &Broker,
     req: CreateTopicsRequest,
     version: i16,
 ) -> CreateTopicsResponse {
-    let live: Vec<i32> = match broker.store.live_brokers().await {
-        Ok(b) => b.keys().copied().collect(),
-        Err(e) => {
-            tracing::warn!(%e, "CreateTopics could not read live brokers");
-            vec![]
-        }
-    };
+    let live = live_brokers(broker, "CreateTopics").await;
+    let defaults = Defaults::of(broker);
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
     let mut results = Vec::with_capacity(req.topics.len());
@@ -125,7 +189,7 @@ pub async fn handle(
     for topic in &req.topics {
         let name = topic.name.0.to_string();
         let base = CreatableTopicResult::default().with_name(topic.name.clone());
-        let outcome = match plan(topic, &live) {
+        let outcome = match plan(topic, &live, defaults) {
             Err(f) => Err(f),
             Ok(_) if req.validate_only => Ok(None),
             Ok(assignment) => match broker.store.create_topic(&name, &assignment).await {

@@ -1,10 +1,14 @@
 //! Metadata: brokers, controller and topic leadership from the metadata cache;
 //! `__consumer_offsets` is flagged internal.
-//! Topics are never auto-created: kcat and other clients must create them first
-//! (CreateTopics). An unknown topic is answered UNKNOWN_TOPIC_OR_PARTITION, or
-//! INVALID_TOPIC_EXCEPTION when its name is one Kafka refuses, as Kafka's
-//! `KafkaApis.getTopicMetadata` runs `Topic.validate` on each unknown topic
-//! it does not create.
+//! An unknown topic the request names is auto-created as Kafka's
+//! `KafkaApis.getTopicMetadata` does it when the broker's
+//! `auto_create_topics_enable` is on and the request lets it (every request
+//! before v4; the `allow_auto_topic_creation` flag from v4): see
+//! `create_topics::auto_create`. The offsets topic is made by FindCoordinator
+//! only. An unknown topic not created is answered UNKNOWN_TOPIC_OR_PARTITION,
+//! or INVALID_TOPIC_EXCEPTION when its name is one Kafka refuses, as
+//! `getTopicMetadata` runs `Topic.validate` on each unknown topic it does not
+//! create.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
@@ -13,6 +17,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::create_topics::auto_create;
 use super::topic_name;
 use crate::offsets::OFFSETS_TOPIC;
 use crate::server::context::Broker;
@@ -28,7 +33,7 @@ fn unknown_topic_error(name: &str) -> ResponseError {
     }
 }
 
-pub fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataResponse {
+pub async fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataResponse {
     let view = broker.metadata.snapshot();
     let mut brokers: Vec<MetadataResponseBroker> = view
         .brokers
@@ -60,13 +65,25 @@ pub fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataRe
                 .collect(),
         ),
     };
+    let may_create = broker.config.auto_create_topics_enable
+        && requested.is_some()
+        && (version < 4 || req.allow_auto_topic_creation);
     let names: Vec<String> = requested.unwrap_or_else(|| view.topics.keys().cloned().collect());
+    let mut unknown = std::collections::BTreeMap::new();
+    for name in names.iter().filter(|n| !view.topics.contains_key(*n)) {
+        let error = if may_create && name != OFFSETS_TOPIC {
+            auto_create(broker, name).await
+        } else {
+            unknown_topic_error(name)
+        };
+        unknown.insert(name.clone(), error);
+    }
     let topics = names
         .into_iter()
         .map(|name| match view.topics.get(&name) {
             None => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(&name)))
-                .with_error_code(unknown_topic_error(&name).code()),
+                .with_error_code(unknown[&name].code()),
             Some(parts) => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(&name)))
                 // The group coordinator's topic, as Kafka flags it (v1+).
