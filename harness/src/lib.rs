@@ -12,7 +12,8 @@
 //! fault touches), `workload` and `nemesis` (drive and break it), `checker`
 //! (judges a run from its directory), `snapshot` and `report` (show it),
 //! `run` (plays a schedule phase by phase), `campaign` (a run whose faults a
-//! seed picks), `gate` (suites of runs) and `cli`, the binary's edge.
+//! seed picks) and `session` (a run whose faults `epochal fault` sends, for
+//! `epochal up`), `gate` (suites of runs) and `cli`, the binary's edge.
 
 pub mod campaign;
 pub mod checker;
@@ -31,6 +32,7 @@ pub mod run;
 pub mod run_dir;
 pub mod runtime;
 pub mod schedule;
+pub mod session;
 #[cfg(any(test, feature = "testing"))]
 pub mod snapshot;
 pub mod store;

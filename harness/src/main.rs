@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use epochal::cli::{
-    Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, anomalies, campaign, check, gate, gc, inspect,
-    merge, replay, run, serve, shrink,
+    Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, anomalies, campaign, check, fault, gate, gc,
+    inspect, merge, replay, run, serve, shrink, up,
 };
 
 fn main() -> ExitCode {
@@ -22,6 +22,8 @@ fn main() -> ExitCode {
     let result: anyhow::Result<()> = match &cli.command {
         Command::Inspect(args) => inspect(args, &mut io::stdout().lock()).map_err(Into::into),
         Command::Run(args) => return ExitCode::from(run(args, &mut io::stdout().lock())),
+        Command::Up(args) => return ExitCode::from(up(args)),
+        Command::Fault(args) => return ExitCode::from(fault(args, &mut io::stdout().lock())),
         Command::Check(args) => return ExitCode::from(check(args, &mut io::stdout().lock())),
         Command::Replay(args) => return ExitCode::from(replay(args, &mut io::stdout().lock())),
         Command::Gate(args) => return ExitCode::from(gate(args, &mut io::stdout().lock())),

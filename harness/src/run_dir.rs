@@ -15,6 +15,7 @@
 //!                       read so: observe/final_read.rs), as Kafka segments + final-read.json
 //!     run.json          how the run ended (completed, or unknown and why); absent if cut off
 //!     results.json      the checkers' report and the verdict
+//!     control.sock      `epochal up`'s control socket, only while its session runs
 //!     nodes/etcd.log, nodes/proxy.log
 //!     nodes/postgres-data/, nodes/postgres.log (systems that need PostgreSQL)
 //!     nodes/shared/     what every broker of the run shares (systems that keep one
@@ -59,6 +60,7 @@ impl RunDir {
     const NODES: &'static str = "nodes";
     const SYSTEM: &'static str = "system.toml";
     const FINAL_READ: &'static str = "final-read";
+    const CONTROL: &'static str = "control.sock";
 
     /// A fresh run directory under `store/<group...>/`, and `store/latest`
     /// pointed at it.
@@ -117,6 +119,12 @@ impl RunDir {
         } else {
             Ok(System::reference())
         }
+    }
+
+    /// `epochal up`'s control socket: there while its session runs, for
+    /// `epochal fault` to send faults through.
+    pub fn control_socket(&self) -> PathBuf {
+        self.path.join(Self::CONTROL)
     }
 
     pub fn timeline(&self) -> PathBuf {

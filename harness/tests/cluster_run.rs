@@ -205,26 +205,6 @@ fn cluster_run_node_from_clients_cuts_only_the_clients_link() {
     }
 }
 
-/// The children of `pid`, from /proc.
-fn children(pid: u32) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        // The fields after the parenthesised command: state, ppid, ...
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
-        if ppid == pid {
-            found.push(child);
-        }
-    }
-    found
-}
-
 #[test]
 fn cluster_run_interrupted_leaves_no_child_and_a_valid_history() {
     let store = tempfile::tempdir().unwrap();
@@ -245,7 +225,7 @@ fn cluster_run_interrupted_leaves_no_child_and_a_valid_history() {
         &mut child,
         Duration::from_secs(90),
     );
-    let pids = children(child.id());
+    let pids = common::children(child.id());
     // etcd, the proxy and three brokers.
     assert_eq!(pids.len(), 5, "children {pids:?}");
     let status = interrupt(&mut child, Duration::from_secs(30));
@@ -288,7 +268,7 @@ fn cluster_run_killed_outright_leaves_orphans_that_gc_kills_and_a_run_check_call
         &mut child,
         Duration::from_secs(90),
     );
-    let pids = children(child.id());
+    let pids = common::children(child.id());
     assert_eq!(pids.len(), 5, "children {pids:?}");
     // etcd's data in memory, in a directory named as the harness's ledger is.
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();

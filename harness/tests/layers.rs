@@ -60,8 +60,9 @@ const LAYERS: &[&[&str]] = &[
     &["snapshot", "report"],
     // One run, phase by phase.
     &["run"],
-    // A run whose faults a seed picks; delta debugging.
-    &["campaign"],
+    // A run whose faults a seed picks; delta debugging. A run whose faults a
+    // person sends (`epochal up`).
+    &["campaign", "session"],
     // Suites of runs.
     &["gate"],
     // The binary's edge.

@@ -10,18 +10,19 @@
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 | valid; for `inspect`: the directory was read (findings, if any, are printed, not an error); for `serve`: stopped by SIGINT (Ctrl-C) or SIGTERM, its usual end |
+//! | 0 | valid; for `inspect`: the directory was read (findings, if any, are printed, not an error); for `serve`: stopped by SIGINT (Ctrl-C) or SIGTERM, its usual end; for `fault`: the fault fired |
 //! | 1 | invalid: a checker found an anomaly |
-//! | 2 | unknown: the run could not decide (an await timed out, a checker could not run) |
+//! | 2 | unknown: the run could not decide (an await timed out, a checker could not run); for `fault`: the cluster's state refused the fault now (its target resolves to no node) |
 //! | 3 | usage error: bad arguments or a malformed schedule |
-//! | 4 | harness error: e.g. a data directory that does not exist, a node that will not start |
-//! | 130 | interrupted by SIGINT (143: SIGTERM); every child is killed and reaped first (not `serve`: it has no children and a signal is how it stops, so 0) |
+//! | 4 | harness error: e.g. a data directory that does not exist, a node that will not start; for `fault`: no live `up` session, or no answer in time |
+//! | 130 | interrupted by SIGINT (143: SIGTERM); every child is killed and reaped first (not `serve`: it has no children and a signal is how it stops, so 0; not `up` once its cluster is up: the first SIGINT or SIGTERM is how its session ends, and the run is then healed and checked, so the verdict's code; a second one during that kills as here) |
 
 mod anomalies;
 mod campaign;
 mod check;
 mod drive;
 mod exit;
+mod fault;
 mod gate;
 mod gc;
 mod inspect;
@@ -31,6 +32,7 @@ mod run;
 mod run_settings;
 mod serve;
 mod shrink;
+mod up;
 
 use clap::{Parser, Subcommand};
 
@@ -38,6 +40,7 @@ pub use anomalies::anomalies;
 pub use campaign::{CampaignArgs, campaign};
 pub use check::{CheckArgs, check};
 pub use exit::{EXIT_HARNESS_ERROR, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID, exit_code};
+pub use fault::{FaultArgs, fault};
 pub use gate::{GateArgs, gate};
 pub use gc::{GcArgs, gc};
 pub use inspect::{InspectArgs, InspectError, inspect};
@@ -47,6 +50,7 @@ pub use run::{RunArgs, run};
 pub use run_settings::RunSettings;
 pub use serve::{ServeArgs, serve};
 pub use shrink::{ShrinkArgs, shrink};
+pub use up::{UpArgs, up};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,6 +71,10 @@ pub enum Command {
     Run(RunArgs),
     /// Re-check a stored run offline (no cluster): the same verdict `run` gave.
     Check(CheckArgs),
+    /// Start a cluster for your own application and keep it up, taking faults from `epochal fault`, until Ctrl-C; then check it like a run.
+    Up(UpArgs),
+    /// Fire one fault (pause, crash, isolate, ...: a schedule's verbs) at the cluster of a live `epochal up`.
+    Fault(FaultArgs),
     /// Run again the schedule a stored run applied (its `schedule.toml`), or a schedule file.
     Replay(ReplayArgs),
     /// Run every scenario of the suites under every setting; pass only if each meets its expectation.

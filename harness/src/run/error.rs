@@ -71,6 +71,15 @@ pub enum RunError {
     NoBackground { step: usize, condition: String },
     #[error("a campaign needs [workload.background] producers")]
     CampaignWithoutBackground,
+    /// `epochal up`'s control socket could not be made or served, or its
+    /// signal could not be awaited.
+    #[error("{what} {}: {source}", path.display())]
+    Control {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// A gate's campaign case whose keys make no campaign for this seed.
     #[error("campaign {name}: {source}")]
     Campaign {

@@ -51,7 +51,7 @@ pub use liveness::FIRST_PROBE_VALUE;
 pub use options::{RunOptions, default_bin_dir};
 pub use outcome::{RunReport, RunStatus};
 pub use settings::{apply_sets, cluster_config};
-pub use steps::{faults, start_background, stop_background};
+pub use steps::{Fired, faults, fire, start_background, stop_background};
 pub use summary::write_summary;
 
 use crate::history::{HistoryWriter, SharedHistory};

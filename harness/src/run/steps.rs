@@ -8,7 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::history::{Body, FaultOp, OpType, Process};
+use crate::history::{Body, Done, FaultOp, OpType, Process, Verb};
+use crate::nemesis::NemesisError;
 use crate::node::NodeId;
 use crate::observe::{ClusterView, ObserveError};
 use crate::runtime::Runtime;
@@ -146,63 +147,86 @@ pub async fn faults<R: Runtime>(
     faults: &[Fault],
 ) -> Result<RunStatus, RunError> {
     for fault in faults {
-        let mut op = FaultOp::of(fault);
-        let f = op.verb;
-        live.history
-            .invoke(Process::Nemesis, Body::Fault(Box::new(op.clone())))?;
-        let view = match live.observer.view().await {
-            Ok(view) => view,
-            // No broker answers Metadata (a system without etcd, every
-            // broker down): a fault at named nodes still fires, one at a
-            // role resolves to nothing.
-            Err(ObserveError::NoMetadata(_)) => ClusterView::default(),
-            Err(source) => {
-                return Err(RunError::Await {
-                    step: number,
-                    source,
-                });
-            }
-        };
-        let fired = live
-            .nemesis
-            .fire(&mut live.runtime, &mut live.observer, &view, fault)
-            .await;
-        match fired {
-            Ok(done) => {
-                op.done = Some(done);
-                let body = Body::Fault(Box::new(op));
-                live.log.line(format!(
-                    "step {number}: {f} {}",
-                    body.to_value(OpType::Info)
-                ));
-                // A connection to a node that just died or was cut is stale.
-                for client in live.scripted.values_mut() {
-                    client.drop_connections();
-                }
-                live.history
-                    .append(Process::Nemesis, OpType::Info, body, None)?;
-            }
-            Err(e) => {
-                live.history.append(
-                    Process::Nemesis,
-                    OpType::Info,
-                    Body::Fault(Box::new(op)),
-                    Some(e.to_string()),
-                )?;
-                live.log.line(format!("step {number}: {f} failed: {e}"));
-                return if e.is_cluster_state() {
-                    Ok(RunStatus::Unknown(format!("{f}: {e}")))
-                } else {
-                    Err(RunError::Fault {
-                        step: number,
-                        verb: f,
-                        source: e,
-                    })
-                };
-            }
+        if let Fired::Refused(e) = fire(live, number, fault).await? {
+            return Ok(RunStatus::Unknown(format!("{}: {e}", Verb::of(fault))));
         }
     }
     Ok(RunStatus::Completed)
+}
+
+/// What one fault did: what it resolved to and did (as the history records
+/// it), or why the cluster's state refused it (a target that names nobody
+/// now, a node not running).
+#[derive(Debug)]
+pub enum Fired {
+    Done(Done),
+    Refused(NemesisError),
+}
+
+/// Fires one fault, as step `number`, recorded on the nemesis process: its
+/// target resolved from the cluster's view now. A failure that is the
+/// harness's, not the cluster's, is an error.
+pub async fn fire<R: Runtime>(
+    live: &mut Live<R>,
+    number: usize,
+    fault: &Fault,
+) -> Result<Fired, RunError> {
+    let mut op = FaultOp::of(fault);
+    let f = op.verb;
+    live.history
+        .invoke(Process::Nemesis, Body::Fault(Box::new(op.clone())))?;
+    let view = match live.observer.view().await {
+        Ok(view) => view,
+        // No broker answers Metadata (a system without etcd, every
+        // broker down): a fault at named nodes still fires, one at a
+        // role resolves to nothing.
+        Err(ObserveError::NoMetadata(_)) => ClusterView::default(),
+        Err(source) => {
+            return Err(RunError::Await {
+                step: number,
+                source,
+            });
+        }
+    };
+    let fired = live
+        .nemesis
+        .fire(&mut live.runtime, &mut live.observer, &view, fault)
+        .await;
+    match fired {
+        Ok(done) => {
+            op.done = Some(done.clone());
+            let body = Body::Fault(Box::new(op));
+            live.log.line(format!(
+                "step {number}: {f} {}",
+                body.to_value(OpType::Info)
+            ));
+            // A connection to a node that just died or was cut is stale.
+            for client in live.scripted.values_mut() {
+                client.drop_connections();
+            }
+            live.history
+                .append(Process::Nemesis, OpType::Info, body, None)?;
+            Ok(Fired::Done(done))
+        }
+        Err(e) => {
+            live.history.append(
+                Process::Nemesis,
+                OpType::Info,
+                Body::Fault(Box::new(op)),
+                Some(e.to_string()),
+            )?;
+            live.log.line(format!("step {number}: {f} failed: {e}"));
+            if e.is_cluster_state() {
+                Ok(Fired::Refused(e))
+            } else {
+                Err(RunError::Fault {
+                    step: number,
+                    verb: f,
+                    source: e,
+                })
+            }
+        }
+    }
 }
 
 /// The broker a group op asks first for the coordinator: the partition's

@@ -25,6 +25,9 @@ use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction
 const SLOTS: usize = 128;
 static GROUPS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
 static INSTALL: Once = Once::new();
+/// The write end of the pipe the next SIGINT/SIGTERM is handed to instead of
+/// killing; -1 when none is.
+static DEFER: AtomicI32 = AtomicI32::new(-1);
 
 /// Records a process group to kill on SIGINT/SIGTERM. Returns false when the table
 /// is full, which the caller treats as an error rather than run unguarded.
@@ -109,7 +112,66 @@ pub fn install() {
     });
 }
 
+/// A SIGINT or SIGTERM handed over by [`defer`]: readable once the signal
+/// came. Dropping it kills on a signal again.
+pub struct Deferred {
+    receiver: tokio::net::unix::pipe::Receiver,
+    sender: std::os::fd::OwnedFd,
+}
+
+/// Hands the next SIGINT or SIGTERM to the returned [`Deferred`] instead of
+/// killing every child: for a session whose normal end is a signal. Installs
+/// the handler if it is not yet. Needs a tokio runtime (the pipe's reading end
+/// is registered with it).
+pub fn defer() -> std::io::Result<Deferred> {
+    use std::os::fd::AsRawFd;
+    install();
+    let (sender, receiver) = tokio::net::unix::pipe::pipe()?;
+    let sender = sender.into_nonblocking_fd()?;
+    DEFER.store(sender.as_raw_fd(), Ordering::SeqCst);
+    Ok(Deferred { receiver, sender })
+}
+
+impl Deferred {
+    /// Awaits the signal; its number (SIGINT or SIGTERM). From then on a
+    /// signal kills again.
+    pub async fn signalled(&mut self) -> std::io::Result<i32> {
+        let mut byte = [0u8; 1];
+        loop {
+            self.receiver.readable().await?;
+            match self.receiver.try_read(&mut byte) {
+                Ok(1) => return Ok(i32::from(byte[0])),
+                Ok(_) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // Only ours: the handler may have taken it already.
+        let _ = DEFER.compare_exchange(
+            self.sender.as_raw_fd(),
+            -1,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+    }
+}
+
 extern "C" fn on_signal(signal: libc::c_int) {
+    // A deferred signal: hand it over, once, and kill nothing.
+    let deferred = DEFER.swap(-1, Ordering::SeqCst);
+    if deferred >= 0 {
+        let byte = signal as u8;
+        // SAFETY: write is async-signal-safe; the fd stays open while
+        // DEFER holds it (Deferred's drop clears it first).
+        unsafe { libc::write(deferred, (&byte as *const u8).cast(), 1) };
+        return;
+    }
     for slot in &GROUPS {
         let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {

@@ -135,3 +135,23 @@ pub fn write_log(data: &Path, partition: &str, batches: &[Vec<u8>]) {
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join(format!("{:020}.log", 0)), batches.concat()).unwrap();
 }
+
+/// The children of `pid`, from /proc.
+pub fn children(pid: u32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The fields after the parenthesised command: state, ppid, ...
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
+        if ppid == pid {
+            found.push(child);
+        }
+    }
+    found
+}

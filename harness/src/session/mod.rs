@@ -1,0 +1,216 @@
+//! An `epochal up` session: a run whose faults come from a person, one at a
+//! time, while their own application uses the cluster. As the run's
+//! [`Driver`] (phase 3, like a campaign's nemesis) it opens the control
+//! socket in the run directory (control.rs), hands the next SIGINT or
+//! SIGTERM to itself instead of the kill path (runtime/reaper.rs), announces
+//! where clients connect — every broker's client proxy, so a network fault
+//! cuts the application too — and fires each fault `epochal fault` sends as
+//! an ordinary step: recorded on the nemesis process, written into
+//! `schedule.toml` once it fired. The signal ends phase 3; the final heal,
+//! the quiesce, the final read of the replicas and the checkers follow as
+//! for any run. It never plays the schedule's own steps.
+
+pub mod control;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::run::{
+    Driver, Fired, Live, RunError, RunStatus, fire, start_background, stop_background,
+};
+use crate::run_dir::RunDir;
+use crate::runtime::{Runtime, reaper};
+use crate::schedule::{Schedule, Step};
+use control::{Answer, Request, parse_fault};
+
+/// Bound on reading one request once a client connected.
+const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bound on writing an answer to a client that stopped reading.
+const ANSWER_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the session's cluster is reached, announced once it is ready.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    /// Every broker's client proxy, `host:port` comma-separated: what an
+    /// application bootstraps from.
+    pub bootstrap: String,
+    pub run_dir: PathBuf,
+    pub control: PathBuf,
+}
+
+/// Phase 3 of `epochal up`; `announce` is told where the cluster is reached
+/// once the session takes faults.
+pub struct Session<F> {
+    announce: F,
+}
+
+impl<F: FnOnce(&Ready)> Session<F> {
+    pub fn new(announce: F) -> Self {
+        Session { announce }
+    }
+}
+
+impl<F: FnOnce(&Ready)> Driver for Session<F> {
+    async fn play<R: Runtime>(
+        self,
+        live: &mut Live<R>,
+        schedule: &Schedule,
+        dir: &RunDir,
+    ) -> Result<RunStatus, RunError> {
+        let socket = Socket::bind(dir)?;
+        let control = |what, source| RunError::Control {
+            what,
+            path: socket.path.clone(),
+            source,
+        };
+        let mut signal = reaper::defer().map_err(|e| control("awaiting SIGINT for", e))?;
+        let background = start_background(live, schedule);
+        let ready = Ready {
+            bootstrap: live
+                .clients
+                .addresses
+                .values()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(","),
+            run_dir: dir.path().to_owned(),
+            control: socket.path.clone(),
+        };
+        live.log.line(format!(
+            "up: bootstrap servers {}; faults through {}",
+            ready.bootstrap,
+            ready.control.display()
+        ));
+        (self.announce)(&ready);
+        // What the session fired, in order: `schedule.toml` as it goes.
+        let mut realised = Schedule {
+            steps: Vec::new(),
+            ..schedule.clone()
+        };
+        loop {
+            tokio::select! {
+                signalled = signal.signalled() => {
+                    let signalled = signalled.map_err(|e| control("awaiting SIGINT for", e))?;
+                    live.log.line(format!(
+                        "up: signal {signalled}: session over after {} faults; healing and checking",
+                        realised.steps.len()
+                    ));
+                    break;
+                }
+                accepted = socket.listener.accept() => {
+                    let (stream, _) = accepted.map_err(|e| control("accepting on", e))?;
+                    serve(live, &mut realised, dir, stream).await?;
+                }
+            }
+        }
+        // No session to answer from here on: `epochal fault` says so.
+        drop(socket);
+        if let Some(workers) = background {
+            stop_background(live, workers).await?;
+        }
+        Ok(RunStatus::Completed)
+    }
+}
+
+/// The listening control socket, removed when dropped (on every way out of
+/// the session, a panic's unwinding included).
+struct Socket {
+    path: PathBuf,
+    listener: UnixListener,
+}
+
+impl Socket {
+    fn bind(dir: &RunDir) -> Result<Socket, RunError> {
+        let path = dir.control_socket();
+        let listener = UnixListener::bind(&path).map_err(|source| RunError::Control {
+            what: "binding the control socket",
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Socket { path, listener })
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Serves one connection: reads its request, fires the fault, answers. A
+/// connection that sends nothing (a look for a live session) gets nothing.
+/// A fault the harness could not fire is answered, then ends the session.
+async fn serve<R: Runtime>(
+    live: &mut Live<R>,
+    realised: &mut Schedule,
+    dir: &RunDir,
+    stream: UnixStream,
+) -> Result<(), RunError> {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    let read = tokio::time::timeout(
+        REQUEST_READ_TIMEOUT,
+        BufReader::new(read).read_line(&mut line),
+    )
+    .await;
+    if !matches!(read, Ok(Ok(n)) if n > 0) {
+        return Ok(());
+    }
+    let (answer, ended) = match serde_json::from_str::<Request>(&line) {
+        Ok(request) => answer(live, realised, dir, &request).await?,
+        Err(e) => (
+            Answer::Invalid {
+                why: format!("not a request: {e}"),
+            },
+            None,
+        ),
+    };
+    let mut text = serde_json::to_string(&answer).expect("an answer serializes");
+    text.push('\n');
+    // The client may have given up waiting: its loss, not the session's.
+    let _ = tokio::time::timeout(ANSWER_WRITE_TIMEOUT, write.write_all(text.as_bytes())).await;
+    ended.map_or(Ok(()), Err)
+}
+
+/// Fires `request` at the cluster: its answer, and the error that ends the
+/// session if the harness failed.
+async fn answer<R: Runtime>(
+    live: &mut Live<R>,
+    realised: &mut Schedule,
+    dir: &RunDir,
+    request: &Request,
+) -> Result<(Answer, Option<RunError>), RunError> {
+    let fault = match parse_fault(realised, request) {
+        Ok(fault) => fault,
+        Err(e) => {
+            live.log.line(format!("up: {request}: refused: {e}"));
+            return Ok((Answer::Invalid { why: e.to_string() }, None));
+        }
+    };
+    let number = realised.steps.len() + 1;
+    let name = request.to_string();
+    Ok(match fire(live, number, &fault).await {
+        Ok(Fired::Done(done)) => {
+            realised.steps.push(Step::Fault(fault));
+            dir.write_schedule(realised)?;
+            (Answer::Fired { fault: name, done }, None)
+        }
+        Ok(Fired::Refused(e)) => (
+            Answer::Refused {
+                fault: name,
+                why: e.to_string(),
+            },
+            None,
+        ),
+        Err(e) => (
+            Answer::Failed {
+                fault: name,
+                why: e.to_string(),
+            },
+            Some(e),
+        ),
+    })
+}
