@@ -136,10 +136,7 @@ impl Up {
             .spawn()
             .unwrap();
         let stdout = Lines::follow(child.stdout.take().unwrap());
-        let describe = {
-            let (stdout, stderr) = (stdout.clone(), stderr.clone());
-            move || show_up(&stdout, &stderr)
-        };
+        let describe = describer(&stdout, &stderr);
         let (bootstrap, run) = await_some(UP_WITHIN, &mut child, &describe, || {
             Some((
                 stdout.after("bootstrap servers: ")?,
@@ -158,6 +155,34 @@ impl Up {
     fn show(&self) -> String {
         show_up(&self.stdout, &self.stderr)
     }
+}
+
+/// A test that fails with `up` still running must not leave it (nor its
+/// cluster) behind: SIGTERM ends its session, SIGINT then takes the kill
+/// path at once (two signals, so neither is lost to the other), bounded;
+/// SIGKILL if even that hangs.
+impl Drop for Up {
+    fn drop(&mut self) {
+        use nix::sys::signal::{Signal, kill};
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = kill(pid, Signal::SIGTERM);
+        let _ = kill(pid, Signal::SIGINT);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// [`show_up`] for later, when `up` is no longer at hand.
+fn describer(stdout: &Lines, stderr: &Path) -> impl Fn() -> String + use<> {
+    let (stdout, stderr) = (stdout.clone(), stderr.to_owned());
+    move || show_up(&stdout, &stderr)
 }
 
 fn show_up(stdout: &Lines, stderr: &Path) -> String {
@@ -214,7 +239,8 @@ impl App {
         });
     }
 
-    /// Closes its stdin and awaits its exit; its last line and its status.
+    /// Closes its stdin and awaits its exit; its last line and its status
+    /// (the child is killed on the way out if it does not finish).
     fn finish(mut self) -> (Value, std::process::ExitStatus) {
         drop(self.child.stdin.take());
         let within = Duration::from_secs(2 * APP_FINISH_S + 30);
@@ -231,6 +257,13 @@ impl App {
             || stdout.last_json().filter(|l| l["final"] == true),
         );
         (last, status)
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -298,9 +331,10 @@ fn verdict_code(verdict: &Value) -> i32 {
     }
 }
 
-/// The whole session on one runtime; returns the run directory (for the
-/// runtime's own checks of what is left).
-fn session(store: &Path, extra: &[&str], after_up: impl FnOnce(&Path)) {
+/// The whole session on one runtime (`extra` flags), `up` having at least
+/// `children` processes below it; `after_up` is given the run directory
+/// once it is up (for the runtime's own checks of what is left).
+fn session(store: &Path, extra: &[&str], children: usize, after_up: impl FnOnce(&Path)) {
     let started = Instant::now();
     let mut up = Up::start(store, extra);
     after_up(&up.run);
@@ -339,7 +373,7 @@ fn session(store: &Path, extra: &[&str], after_up: impl FnOnce(&Path)) {
 
     // Ctrl-C ends the session: healed, checked, nothing left.
     let pids = descendants(up.child.id());
-    assert!(pids.len() >= 5, "etcd, the proxy, 3 brokers: {pids:?}");
+    assert!(pids.len() >= children, "{pids:?}");
     let ending = Instant::now();
     let status = interrupt(&mut up.child, CHECK_WITHIN);
     println!(
@@ -399,7 +433,8 @@ fn session(store: &Path, extra: &[&str], after_up: impl FnOnce(&Path)) {
 #[test]
 fn cluster_up_process_drives_an_application_through_a_pause_and_a_crash() {
     let store = tempfile::tempdir().unwrap();
-    session(store.path(), &[], |_| {});
+    // etcd, the proxy, three brokers.
+    session(store.path(), &[], 5, |_| {});
 }
 
 #[test]
@@ -408,12 +443,35 @@ fn cluster_docker_up_drives_an_application_through_a_pause_and_a_crash() {
     let store = tempfile::tempdir().unwrap();
     let mut cleanup = Cleanup(None);
     let mut run = None;
-    session(store.path(), &["--runtime", "docker"], |dir| {
+    // Containers, not children: none is required, any must be gone.
+    session(store.path(), &["--runtime", "docker"], 0, |dir| {
         let id = run_id(dir);
         cleanup.0 = Some(id.clone());
         run = Some(id);
     });
     assert_nothing_left(&run.unwrap(), "after SIGINT ended `epochal up`");
+}
+
+#[test]
+fn cluster_up_process_ends_on_sigterm_checked_with_no_fault() {
+    let store = tempfile::tempdir().unwrap();
+    let mut up = Up::start(store.path(), &[]);
+    let pids = descendants(up.child.id());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(up.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let describe = describer(&up.stdout, &up.stderr);
+    let status = poll(CHECK_WITHIN, &describe, || up.child.try_wait().unwrap());
+    assert_eq!(status.code(), Some(0), "{status}: {}", up.show());
+    assert_eq!(read_results(&up.run)["verdict"], "valid");
+    assert!(up.run.join("report.html").is_file() && !up.run.join("control.sock").exists());
+    assert!(
+        pids.iter()
+            .all(|p| !Path::new(&format!("/proc/{p}")).exists()),
+        "{pids:?}"
+    );
 }
 
 /// A store holding `control.sock` in each of `runs` (relative run dirs),
@@ -482,4 +540,18 @@ fn up_with_a_cluster_that_cannot_be_is_a_usage_error_and_starts_nothing() {
         show(&output)
     );
     assert!(std::fs::read_dir(store.path()).unwrap().next().is_none());
+
+    // A cluster that does not start: a harness error, and no session left.
+    let output = epochal()
+        .args(["up", "--quiet", "--etcd", "/nonexistent/etcd", "--store"])
+        .arg(store.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(4), "{}", show(&output));
+    assert_refused(
+        store.path(),
+        ("pause", "b1"),
+        4,
+        "no live `epochal up` session",
+    );
 }
