@@ -19,8 +19,8 @@ Prints the bootstrap servers an application must use (each broker's client \
 proxy, so `node-from-clients` cuts the application off too) and the run \
 directory, then waits. From another terminal:
 
-  epochal fault STORE_OR_RUN pause leader of t-0
-  epochal fault STORE_OR_RUN resume leader of t-0
+  epochal fault STORE_OR_RUN pause leader of t-0    -> pause leader of t-0 -> b2
+  epochal fault STORE_OR_RUN resume b2              (by name: the leader may have moved)
 
 Ctrl-C (SIGINT) or SIGTERM ends the session as a run ends: every fault healed, \
 the cluster quiesced, every replica read from disk, the checkers run, \
