@@ -33,6 +33,7 @@ use crate::server::listener;
 use crate::server::metadata_cache::MetadataCache;
 use crate::server::producer_id_manager::ProducerIdManager;
 use crate::state_change_log::{StateChangeLog, StateChangeLogError};
+use crate::topic_config::{BrokerDefaults, TopicConfigs, watch_topic_configs};
 
 /// The file a broker writes its bound address to once it is ready.
 pub const LISTENING_FILE: &str = "listening";
@@ -191,13 +192,21 @@ pub async fn run(
     };
     let (store, session) = connect_and_register(&config, registration).await?;
     let session = Arc::new(session);
-    let replicas = Arc::new(ReplicaManager::new(
-        config.node_id,
-        config.min_insync_replicas,
-        config.truncation,
-        logs,
-        Some(session.clone()),
-    ));
+    let topic_configs = Arc::new(TopicConfigs::new(BrokerDefaults {
+        min_insync_replicas: config.min_insync_replicas,
+        unclean_leader_election: config.unclean_leader_election,
+        segment_bytes: config.segment_bytes,
+    }));
+    let replicas = Arc::new(
+        ReplicaManager::new(
+            config.node_id,
+            config.min_insync_replicas,
+            config.truncation,
+            logs,
+            Some(session.clone()),
+        )
+        .with_topic_configs(topic_configs),
+    );
     let broker = Arc::new(Broker {
         fetchers: FetcherManager::new(
             replicas.clone(),
@@ -287,7 +296,7 @@ async fn bind(listen: &str) -> Result<(TcpListener, SocketAddr), BrokerError> {
 
 /// Everything the broker runs until it stops: the listener, the session's
 /// heartbeat (on a thread of its own), the controller election, the storage
-/// maintenance and the leader's ISR task.
+/// maintenance, the watch of topic configs and the leader's ISR task.
 fn start_tasks(
     broker: &Arc<Broker>,
     listener: TcpListener,
@@ -326,6 +335,11 @@ fn start_tasks(
         stop_rx.clone(),
     )));
     tasks.push(tokio::spawn(maintenance(broker.clone(), stop_rx.clone())));
+    tasks.push(tokio::spawn(watch_topic_configs(
+        store.clone(),
+        broker.replicas.topic_configs().clone(),
+        stop_rx.clone(),
+    )));
     tasks.push(tokio::spawn(isr::run(
         broker.replicas.clone(),
         store.clone(),

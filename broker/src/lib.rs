@@ -20,3 +20,4 @@ pub mod replica;
 pub mod server;
 pub mod state_change_log;
 pub mod storage;
+pub mod topic_config;

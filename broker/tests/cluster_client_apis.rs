@@ -73,6 +73,8 @@ fn cluster_client_apis_answer_as_kafka_does() {
             (2, 1, 7),
             (3, 0, 12),
             (4, 0, 4),
+            // StopReplica, for topic deletion ([clients]).
+            (5, 3, 4),
             (6, 5, 6),
             // The group APIs: FindCoordinator … ListGroups ([groups]).
             (8, 0, 8),
@@ -86,8 +88,17 @@ fn cluster_client_apis_answer_as_kafka_does() {
             (16, 0, 4),
             (18, 0, 3),
             (19, 0, 7),
+            // DeleteTopics ([clients]).
+            (20, 0, 6),
             (22, 0, 5),
-            (23, 0, 4)
+            (23, 0, 4),
+            // DescribeConfigs, AlterConfigs, CreatePartitions,
+            // IncrementalAlterConfigs, DescribeCluster ([clients]).
+            (32, 0, 4),
+            (33, 0, 2),
+            (37, 0, 3),
+            (44, 0, 1),
+            (60, 0, 1),
         ]
     );
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
-    LeaderAndIsrRequest, LeaderAndIsrResponse, UpdateMetadataRequest, UpdateMetadataResponse,
+    LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest, StopReplicaResponse,
+    UpdateMetadataRequest, UpdateMetadataResponse,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -20,6 +21,8 @@ use crate::client::{ClientError, Connection};
 pub const LEADER_AND_ISR_VERSION: i16 = 4;
 /// UpdateMetadata v6: flexible, grouped by topic, without topic ids.
 pub const UPDATE_METADATA_VERSION: i16 = 6;
+/// StopReplica v3: each partition with its delete flag (KIP-570).
+pub const STOP_REPLICA_VERSION: i16 = 3;
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const RETRY_BACKOFF: Duration = Duration::from_millis(200);
@@ -28,12 +31,14 @@ const RETRY_BACKOFF: Duration = Duration::from_millis(200);
 pub enum ControlRequest {
     LeaderAndIsr(LeaderAndIsrRequest),
     UpdateMetadata(UpdateMetadataRequest),
+    StopReplica(StopReplicaRequest),
 }
 
 #[derive(Debug)]
 pub enum ControlResponse {
     LeaderAndIsr(LeaderAndIsrResponse),
     UpdateMetadata(UpdateMetadataResponse),
+    StopReplica(StopReplicaResponse),
 }
 
 impl ControlResponse {
@@ -42,6 +47,7 @@ impl ControlResponse {
         match self {
             ControlResponse::LeaderAndIsr(r) => r.error_code,
             ControlResponse::UpdateMetadata(r) => r.error_code,
+            ControlResponse::StopReplica(r) => r.error_code,
         }
     }
 }
@@ -195,6 +201,9 @@ async fn send_one(
         }
         ControlRequest::UpdateMetadata(r) => {
             ControlResponse::UpdateMetadata(c.send(r, UPDATE_METADATA_VERSION).await?)
+        }
+        ControlRequest::StopReplica(r) => {
+            ControlResponse::StopReplica(c.send(r, STOP_REPLICA_VERSION).await?)
         }
     })
 }

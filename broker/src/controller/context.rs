@@ -2,9 +2,10 @@
 //! live brokers, the topics' assignments and each partition's state, as the
 //! controller last wrote or read them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::metadata_store::{BrokerRegistration, PartitionStateRecord, TopicAssignment, Versioned};
+use crate::topic_config::{Overrides, UNCLEAN_LEADER_ELECTION};
 
 /// A partition: (topic, partition index).
 pub(super) type PartitionKey = (String, i32);
@@ -15,6 +16,18 @@ pub(super) struct ControllerContext {
     pub(super) brokers: BTreeMap<i32, Versioned<BrokerRegistration>>,
     pub(super) topics: BTreeMap<String, TopicAssignment>,
     pub(super) states: BTreeMap<(String, i32), Versioned<PartitionStateRecord>>,
+    /// Topics' config overrides, for the per-topic unclean election.
+    pub(super) topic_configs: BTreeMap<String, Overrides>,
+    /// Topics being deleted (`topics.rs`).
+    pub(super) deletions: BTreeMap<String, Deletion>,
+}
+
+/// A topic being deleted: its partitions, and the replicas that have not
+/// yet said their log is gone.
+#[derive(Debug)]
+pub(super) struct Deletion {
+    pub(super) partitions: Vec<i32>,
+    pub(super) waiting: BTreeSet<i32>,
 }
 
 impl ControllerContext {
@@ -41,6 +54,15 @@ impl ControllerContext {
         }
         self.states.insert(key, state);
         true
+    }
+
+    /// Whether `topic` may elect a replica outside its ISR: its
+    /// `unclean.leader.election.enable`, else the broker's setting.
+    pub(super) fn unclean(&self, topic: &str, default: bool) -> bool {
+        self.topic_configs
+            .get(topic)
+            .and_then(|c| c.get(UNCLEAN_LEADER_ELECTION))
+            .map_or(default, |v| v.trim().eq_ignore_ascii_case("true"))
     }
 
     pub(super) fn replicas(&self, topic: &str, partition: i32) -> &[i32] {

@@ -41,7 +41,7 @@ use tokio::sync::{mpsc, watch};
 use super::channel::{ControlReply, ControlRequest, ControlResponse, ControllerChannel};
 use super::metadata_store::{
     BrokerRegistration, ControllerFence, KeyKind, MetadataStore, PartitionStateRecord, ROOT,
-    StoreError, TopicAssignment, Versioned, classify,
+    StoreError, Versioned, classify,
 };
 use super::partition_election;
 use super::session::Session;
@@ -96,16 +96,16 @@ impl From<StoreError> for Resignation {
 }
 
 pub struct Controller {
-    store: MetadataStore,
-    settings: Arc<ControllerSettings>,
+    pub(super) store: MetadataStore,
+    pub(super) settings: Arc<ControllerSettings>,
     session: Arc<Session>,
-    epoch: i32,
+    pub(super) epoch: i32,
     /// Create revision of the controller key this controller won.
-    create_revision: i64,
+    pub(super) create_revision: i64,
     /// The lease the controller key was won under; it dies with it.
     lease: i64,
-    ctx: ControllerContext,
-    channel: ControllerChannel,
+    pub(super) ctx: ControllerContext,
+    pub(super) channel: ControllerChannel,
     replies: mpsc::UnboundedReceiver<ControlReply>,
 }
 
@@ -207,6 +207,9 @@ impl Controller {
                     if let Err(r) = self.on_reply(reply) {
                         return r;
                     }
+                    if let Err(r) = self.finish_deletions().await {
+                        return r;
+                    }
                 }
             }
         }
@@ -233,6 +236,11 @@ impl Controller {
         self.ctx.brokers = snap.brokers;
         self.ctx.topics = snap.topics.into_iter().map(|(t, v)| (t, v.value)).collect();
         self.ctx.states = snap.partition_states;
+        self.ctx.topic_configs = snap
+            .topic_configs
+            .into_iter()
+            .map(|(t, r)| (t, r.config))
+            .collect();
         let ids: Vec<i32> = self.ctx.brokers.keys().copied().collect();
         for id in &ids {
             self.connect(*id);
@@ -262,6 +270,9 @@ impl Controller {
             self.send_leader_and_isr(*id, |_| true, false);
         }
         self.broadcast_metadata();
+        for topic in &snap.deletions {
+            self.begin_deletion(topic).await?;
+        }
         Ok(snap.revision)
     }
 
@@ -354,30 +365,14 @@ impl Controller {
                 self.send_leader_and_isr(id, |_| true, false);
                 self.send_changed(&changed, Some(id));
                 self.broadcast_metadata();
+                // Deleted topics it still holds a replica of.
+                self.send_deletions(id);
             }
-            KeyKind::Topic(topic) if !deleted => {
-                if self.ctx.topics.contains_key(&topic) {
-                    return Ok(());
-                }
-                let assignment: TopicAssignment = match serde_json::from_slice(kv.value()) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(%key, %e, "ignoring malformed topic assignment");
-                        return Ok(());
-                    }
-                };
-                tracing::info!(%topic, partitions = assignment.partitions.len(), "new topic");
-                self.ctx.topics.insert(topic.clone(), assignment);
-                let changed = self.elect_missing(&topic).await?;
-                let targets: BTreeSet<i32> = changed
-                    .iter()
-                    .flat_map(|p| self.ctx.replicas(&topic, *p).to_vec())
-                    .filter(|b| self.ctx.brokers.contains_key(b))
-                    .collect();
-                for b in targets {
-                    self.send_leader_and_isr(b, |(t, _)| *t == topic, true);
-                }
-                self.broadcast_metadata();
+            KeyKind::Topic(topic) if !deleted => self.on_topic(key, &topic, kv.value()).await?,
+            KeyKind::TopicDeletion(topic) if !deleted => self.begin_deletion(&topic).await?,
+            KeyKind::TopicConfig(topic) => {
+                let value = (!deleted).then(|| kv.value());
+                self.on_topic_configs(key, &topic, value).await?
             }
             KeyKind::PartitionState(topic, partition) if !deleted => {
                 if let Ok(state) = serde_json::from_slice::<PartitionStateRecord>(kv.value()) {
@@ -400,7 +395,7 @@ impl Controller {
     /// Elect a leader for every partition of `topic` without state: the first
     /// live replica in assignment order, ISR = the live replicas, leader epoch 0.
     /// Returns the partitions written.
-    async fn elect_missing(&mut self, topic: &str) -> Result<Vec<i32>, Resignation> {
+    pub(super) async fn elect_missing(&mut self, topic: &str) -> Result<Vec<i32>, Resignation> {
         let Some(assignment) = self.ctx.topics.get(topic).cloned() else {
             return Ok(vec![]);
         };
@@ -458,10 +453,26 @@ impl Controller {
     /// Re-decide every partition against the live brokers (a broker came or
     /// went); returns the partitions written.
     async fn reelect_all(&mut self) -> Result<BTreeSet<PartitionKey>, Resignation> {
-        let keys: Vec<PartitionKey> = self.ctx.states.keys().cloned().collect();
+        self.reelect_where(|_| true).await
+    }
+
+    /// [`reelect_all`](Self::reelect_all) for the partitions `which` picks.
+    pub(super) async fn reelect_where(
+        &mut self,
+        which: impl Fn(&PartitionKey) -> bool,
+    ) -> Result<BTreeSet<PartitionKey>, Resignation> {
+        let keys: Vec<PartitionKey> = self
+            .ctx
+            .states
+            .keys()
+            .filter(|k| which(k))
+            .cloned()
+            .collect();
         let mut changed = BTreeSet::new();
         for key in keys {
-            let unclean = self.settings.unclean_leader_election;
+            let unclean = self
+                .ctx
+                .unclean(&key.0, self.settings.unclean_leader_election);
             if self
                 .decide_and_write(&key, |current, replicas, live, epoch| {
                     partition_election::reelect(current, replicas, live, unclean, epoch)
@@ -574,7 +585,7 @@ impl Controller {
 
     /// Send the changed partitions' state to their live replicas (except
     /// `skip`, which was sent everything already).
-    fn send_changed(&self, changed: &BTreeSet<PartitionKey>, skip: Option<i32>) {
+    pub(super) fn send_changed(&self, changed: &BTreeSet<PartitionKey>, skip: Option<i32>) {
         let targets: BTreeSet<i32> = changed
             .iter()
             .flat_map(|(t, p)| self.ctx.replicas(t, *p).to_vec())
@@ -586,7 +597,7 @@ impl Controller {
     }
 
     /// Send `broker` the state of every partition it replicates that `include` selects.
-    fn send_leader_and_isr(
+    pub(super) fn send_leader_and_isr(
         &self,
         broker: i32,
         include: impl Fn(&PartitionKey) -> bool,
@@ -655,7 +666,7 @@ impl Controller {
     }
 
     /// Tell every live broker the full partition state and the live brokers.
-    fn broadcast_metadata(&self) {
+    pub(super) fn broadcast_metadata(&self) {
         let mut by_topic: BTreeMap<&str, Vec<UpdateMetadataPartitionState>> = BTreeMap::new();
         for ((topic, partition), v) in &self.ctx.states {
             let replicas = self.ctx.replicas(topic, *partition);
@@ -746,6 +757,7 @@ impl Controller {
                     );
                 }
             }
+            ControlResponse::StopReplica(r) => self.on_stop_replica(reply.broker_id, &r),
         }
         if self.settings.controller_epoch_fencing && request_error == stale {
             return Err(Resignation::Moved(format!(

@@ -9,3 +9,4 @@ pub mod election;
 pub mod metadata_store;
 pub mod partition_election;
 pub mod session;
+mod topics;

@@ -67,6 +67,7 @@ impl ReplicaManager {
         let log = self
             .followed(&mut inner, tp, leader_epoch)
             .map_err(StorageOrRole::Role)?;
+        log.set_segment_bytes(self.configs.segment_bytes(&tp.topic));
         if truncation::appends_unaligned(self.truncation) {
             log.append_as_follower_unaligned(records)
         } else {

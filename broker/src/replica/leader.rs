@@ -122,13 +122,15 @@ impl ReplicaManager {
         let partition = self.led(&inner.partitions, &inner.logs, tp)?;
         let state = partition.state.clone().expect("a led partition has state");
         // Kafka checks min.insync.replicas before the append for acks=all only.
-        if acks == -1 && (state.isr.len() as i32) < self.min_insync_replicas {
+        let min_insync_replicas = self.configs.min_insync_replicas(&tp.topic);
+        if acks == -1 && (state.isr.len() as i32) < min_insync_replicas {
             return Err(ResponseError::NotEnoughReplicas);
         }
         let log = inner
             .logs
             .get_or_create(tp)
             .map_err(|e| storage_error_code(&e))?;
+        log.set_segment_bytes(self.configs.segment_bytes(&tp.topic));
         let info: LogAppendInfo = log.append_as_leader(records, state.leader_epoch).map_err(
             |e| {
                 tracing::warn!(%e, topic = %tp.topic, partition = tp.partition, "append rejected");
@@ -175,7 +177,7 @@ impl ReplicaManager {
             return AckStatus::Pending;
         }
         let isr = partition.state.as_ref().map_or(0, |s| s.isr.len()) as i32;
-        if isr < self.min_insync_replicas {
+        if isr < self.configs.min_insync_replicas(&tp.topic) {
             AckStatus::NotEnoughReplicasAfterAppend
         } else {
             AckStatus::Committed

@@ -25,6 +25,7 @@ use super::partition::Partition;
 use super::store::{LogManager, ProducerStateError, StorageError, TopicPartition};
 use crate::config::Truncation;
 use crate::controller::session::Session;
+use crate::topic_config::{BrokerDefaults, TopicConfigs};
 
 /// What the lock guards: the logs and the leadership state must change together.
 pub(super) struct Inner {
@@ -36,7 +37,9 @@ pub(super) struct Inner {
 
 pub struct ReplicaManager {
     pub(super) node_id: i32,
-    pub(super) min_insync_replicas: i32,
+    /// Per-topic configs over the broker's defaults: min.insync.replicas,
+    /// segment.bytes.
+    pub(super) configs: Arc<TopicConfigs>,
     pub(super) truncation: Truncation,
     /// The etcd session leadership depends on; None (unit tests) is always live.
     pub(super) session: Option<Arc<Session>>,
@@ -57,7 +60,11 @@ impl ReplicaManager {
     ) -> Self {
         Self {
             node_id,
-            min_insync_replicas,
+            configs: Arc::new(TopicConfigs::new(BrokerDefaults {
+                min_insync_replicas,
+                unclean_leader_election: false,
+                segment_bytes: logs.config().segment_bytes,
+            })),
             truncation,
             session,
             inner: Mutex::new(Inner {
@@ -68,6 +75,29 @@ impl ReplicaManager {
             appended: Notify::new(),
             leaderships: AtomicU64::new(1),
         }
+    }
+
+    /// Takes the broker's topic configs, which its watch keeps current, in
+    /// place of the defaults `new` made.
+    pub fn with_topic_configs(mut self, configs: Arc<TopicConfigs>) -> Self {
+        self.configs = configs;
+        self
+    }
+
+    pub fn topic_configs(&self) -> &Arc<TopicConfigs> {
+        &self.configs
+    }
+
+    /// StopReplica with delete (its topic was deleted): this broker stops
+    /// replicating `tp` and removes its log from disk. Waiters on an append
+    /// are woken to find the partition gone.
+    pub fn delete_replica(&self, tp: &TopicPartition) -> Result<(), StorageError> {
+        let mut inner = self.lock();
+        inner.partitions.remove(tp);
+        let deleted = inner.logs.delete(tp);
+        drop(inner);
+        self.appended.notify_waiters();
+        deleted
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {

@@ -12,12 +12,13 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DescribeGroupsRequest,
-    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest,
-    JoinGroupRequest, LeaderAndIsrRequest, LeaveGroupRequest, ListGroupsRequest,
-    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
-    OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader, SyncGroupRequest,
-    UpdateMetadataRequest,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreatePartitionsRequest,
+    CreateTopicsRequest, DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest,
+    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    StopReplicaRequest, SyncGroupRequest, UpdateMetadataRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
@@ -38,6 +39,9 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     // v10+ carries topic ids; we answer the zero id ("unknown").
     (ApiKey::Metadata, 0, 12),
     (ApiKey::LeaderAndIsr, 0, 4),
+    // Topic deletion only: v3+ names each partition's delete flag (KIP-570),
+    // which is what this broker's controller sends.
+    (ApiKey::StopReplica, 3, 4),
     // v0 answers one offset (KIP-101), v1+ the epoch too (KIP-279), v2+ checks
     // the asker's current leader epoch, v3+ names the replica.
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
@@ -63,6 +67,17 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 4),
+    // Topic configs ([clients]): v1+ DescribeConfigs has sources and
+    // synonyms (KIP-226), v3+ types and documentation (KIP-569); v2+ of
+    // each is only its flexible encoding or throttling behaviour.
+    (ApiKey::DescribeConfigs, 0, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::CreatePartitions, 0, 3),
+    // v6 may address topics by id; this broker names them (zero ids).
+    (ApiKey::DeleteTopics, 0, 6),
+    // v1 asks for an endpoint type (KIP-919); brokers are the one answered.
+    (ApiKey::DescribeCluster, 0, 1),
 ];
 
 pub fn supported_versions(key: ApiKey) -> Option<(i16, i16)> {
@@ -162,6 +177,7 @@ pub enum Request {
     OffsetForLeaderEpoch(OffsetForLeaderEpochRequest),
     LeaderAndIsr(LeaderAndIsrRequest),
     UpdateMetadata(UpdateMetadataRequest),
+    StopReplica(StopReplicaRequest),
     InitProducerId(InitProducerIdRequest),
     FindCoordinator(FindCoordinatorRequest),
     OffsetCommit(OffsetCommitRequest),
@@ -172,6 +188,12 @@ pub enum Request {
     LeaveGroup(LeaveGroupRequest),
     DescribeGroups(DescribeGroupsRequest),
     ListGroups(ListGroupsRequest),
+    DescribeConfigs(DescribeConfigsRequest),
+    AlterConfigs(AlterConfigsRequest),
+    IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
+    CreatePartitions(CreatePartitionsRequest),
+    DeleteTopics(DeleteTopicsRequest),
+    DescribeCluster(DescribeClusterRequest),
 }
 
 /// A decoded request with what its response needs.
@@ -242,6 +264,7 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         }
         ApiKey::LeaderAndIsr => Request::LeaderAndIsr(decode_body(key, version, body)?),
         ApiKey::UpdateMetadata => Request::UpdateMetadata(decode_body(key, version, body)?),
+        ApiKey::StopReplica => Request::StopReplica(decode_body(key, version, body)?),
         ApiKey::InitProducerId => Request::InitProducerId(decode_body(key, version, body)?),
         ApiKey::FindCoordinator => Request::FindCoordinator(decode_body(key, version, body)?),
         ApiKey::OffsetCommit => Request::OffsetCommit(decode_body(key, version, body)?),
@@ -252,6 +275,14 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         ApiKey::LeaveGroup => Request::LeaveGroup(decode_body(key, version, body)?),
         ApiKey::DescribeGroups => Request::DescribeGroups(decode_body(key, version, body)?),
         ApiKey::ListGroups => Request::ListGroups(decode_body(key, version, body)?),
+        ApiKey::DescribeConfigs => Request::DescribeConfigs(decode_body(key, version, body)?),
+        ApiKey::AlterConfigs => Request::AlterConfigs(decode_body(key, version, body)?),
+        ApiKey::IncrementalAlterConfigs => {
+            Request::IncrementalAlterConfigs(decode_body(key, version, body)?)
+        }
+        ApiKey::CreatePartitions => Request::CreatePartitions(decode_body(key, version, body)?),
+        ApiKey::DeleteTopics => Request::DeleteTopics(decode_body(key, version, body)?),
+        ApiKey::DescribeCluster => Request::DescribeCluster(decode_body(key, version, body)?),
         _ => return Err(DispatchError::UnsupportedApi { key }),
     };
     Ok(decoded(request))
@@ -306,6 +337,10 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
             respond!(handlers::update_metadata::handle(broker, req, refused))
         }
+        Request::StopReplica(req) => {
+            let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
+            respond!(handlers::stop_replica::handle(broker, req, refused))
+        }
         Request::InitProducerId(req) => {
             respond!(handlers::init_producer_id::handle(broker, req).await)
         }
@@ -326,6 +361,24 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         Request::LeaveGroup(req) => respond!(handlers::groups::leave(broker, req, version)),
         Request::DescribeGroups(req) => respond!(handlers::groups::describe(broker, req)),
         Request::ListGroups(req) => respond!(handlers::groups::list(broker, req)),
+        Request::DescribeConfigs(req) => {
+            respond!(handlers::configs::describe(broker, req, version).await)
+        }
+        Request::AlterConfigs(req) => respond!(handlers::configs::alter(broker, req).await),
+        Request::IncrementalAlterConfigs(req) => {
+            respond!(handlers::configs::incremental_alter(broker, req).await)
+        }
+        Request::CreatePartitions(req) => {
+            respond!(handlers::create_partitions::handle(broker, req).await)
+        }
+        Request::DeleteTopics(req) => {
+            respond!(handlers::delete_topics::handle(broker, req, version).await)
+        }
+        Request::DescribeCluster(req) => {
+            let mut resp = handlers::metadata::describe_cluster(broker);
+            resp.endpoint_type = req.endpoint_type;
+            respond!(resp)
+        }
     }
 }
 

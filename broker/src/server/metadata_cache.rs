@@ -54,11 +54,11 @@ impl MetadataCache {
         *self.view.write().unwrap_or_else(|p| p.into_inner()) = view;
     }
 
-    /// Do all of `topic`'s partitions have a leader? None when the topic is unknown.
-    pub fn topic_ready(&self, topic: &str) -> Option<bool> {
+    /// How many of `topic`'s partitions have a leader (0 for an unknown topic).
+    pub fn partitions_led(&self, topic: &str) -> i32 {
         let view = self.view.read().unwrap_or_else(|p| p.into_inner());
         view.topics
             .get(topic)
-            .map(|ps| ps.values().all(|p| p.leader >= 0))
+            .map_or(0, |ps| ps.values().filter(|p| p.leader >= 0).count() as i32)
     }
 }

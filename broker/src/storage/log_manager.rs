@@ -178,6 +178,24 @@ impl LogManager {
         Ok(self.logs.get_mut(tp).expect("inserted above"))
     }
 
+    /// Deletes `tp`'s log (its topic was deleted, StopReplica): the log is
+    /// forgotten, both checkpoints rewritten without it, then its directory
+    /// removed, so a restart finds neither. Kafka renames the directory to
+    /// `<dir>.<id>-delete` and removes it later; removing it at once keeps
+    /// the data directory free of names the reader would have to skip.
+    /// A log this manager does not hold is nothing to delete.
+    pub fn delete(&mut self, tp: &TopicPartition) -> Result<(), StorageError> {
+        let Some(log) = self.logs.remove(tp) else {
+            return Ok(());
+        };
+        drop(log);
+        self.checkpoint_high_watermarks()?;
+        self.checkpoint_recovery_points()?;
+        let dir = self.data_dir.join(tp.dir_name());
+        fs::remove_dir_all(&dir).map_err(StorageError::io("remove deleted partition dir", &dir))?;
+        checkpoint::sync_dir(&self.data_dir)
+    }
+
     /// Partitions in order.
     pub fn partitions(&self) -> impl Iterator<Item = &TopicPartition> {
         self.logs.keys()

@@ -106,6 +106,12 @@ impl PartitionLog {
         &self.config
     }
 
+    /// The size at which this log's segments roll from now on (the topic's
+    /// `segment.bytes`, which may differ from the broker's and change).
+    pub fn set_segment_bytes(&mut self, bytes: u64) {
+        self.config.segment_bytes = bytes;
+    }
+
     pub fn log_start_offset(&self) -> i64 {
         self.segments[0].base_offset()
     }

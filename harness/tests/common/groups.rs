@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use epochal::kafka_client::KafkaClient;
 use epochal::node::NodeId;
 use epochal::observe::ClusterView;
 use epochal::runtime::{ClusterConfig, Link, ProcessRuntime, Runtime};
@@ -42,7 +43,39 @@ pub async fn start_cluster(
     }
     let runtime = ProcessRuntime::start(config).await.unwrap();
     super::ready(&runtime, ready).await;
+    await_brokers_told(&runtime, ready).await;
     runtime
+}
+
+/// Waits until every broker answers Metadata with the controller and all
+/// three brokers: what the controller's first UpdateMetadata tells it. Until
+/// then a broker answers controller -1 (as Kafka's does), and librdkafka's
+/// admin client, having taken that answer, waits for a metadata refresh
+/// minutes away; kafka-python's fails UnknownBrokerIdError.
+async fn await_brokers_told(runtime: &ProcessRuntime, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    for node in runtime.nodes() {
+        let addr = runtime
+            .link_address(Link::ClientToBroker(node))
+            .unwrap()
+            .to_owned();
+        loop {
+            let told = async {
+                let step = Duration::from_secs(2);
+                let mut client = KafkaClient::connect(&addr, "test-ready", step).await.ok()?;
+                let meta = client.metadata(Some(&[]), step).await.ok()?;
+                (meta.controller_id >= 0 && meta.brokers.len() == 3).then_some(())
+            };
+            if told.await.is_some() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{node} not told of the cluster within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 /// Every client link's address, comma-separated: what clients bootstrap from.

@@ -13,13 +13,16 @@ use std::time::Duration;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::controller::metadata_store::TopicAssignment;
 use crate::server::context::Broker;
 use crate::storage::validate_topic_name;
+use crate::topic_config::{self, Overrides};
 
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -39,6 +42,42 @@ pub fn assign_replicas(live: &[i32], partitions: i32, rf: usize) -> BTreeMap<i32
 
 struct Failure(ResponseError, String);
 
+/// The request's configs for `topic`, each checked as Kafka's
+/// `LogConfig.validate` checks it (INVALID_CONFIG, as Kafka answers).
+fn configs_of(topic: &CreatableTopic) -> Result<Overrides, Failure> {
+    let mut out = Overrides::new();
+    for c in &topic.configs {
+        let name = c.name.to_string();
+        let invalid =
+            |e: topic_config::ConfigError| Failure(ResponseError::InvalidConfig, e.to_string());
+        let value = c
+            .value
+            .as_ref()
+            .ok_or_else(|| invalid(topic_config::ConfigError::Null(name.clone())))?
+            .to_string();
+        topic_config::validate(&name, &value).map_err(invalid)?;
+        out.insert(name, value);
+    }
+    Ok(out)
+}
+
+/// The topic's configs as CreateTopics v5+ answers them.
+fn described(broker: &Broker, configs: &Overrides) -> Vec<CreatableTopicConfigs> {
+    broker
+        .replicas
+        .topic_configs()
+        .describe(configs)
+        .into_iter()
+        .map(|d| {
+            CreatableTopicConfigs::default()
+                .with_name(StrBytes::from_static_str(d.def.name))
+                .with_value(Some(StrBytes::from_string(d.value)))
+                // DYNAMIC_TOPIC_CONFIG or DEFAULT_CONFIG (Kafka's ConfigSource).
+                .with_config_source(if d.overridden { 1 } else { 5 })
+        })
+        .collect()
+}
+
 fn plan(
     topic: &CreatableTopic,
     live: &[i32],
@@ -47,12 +86,6 @@ fn plan(
     let name = topic.name.0.as_str();
     validate_topic_name(name)
         .map_err(|e| Failure(ResponseError::InvalidTopicException, e.to_string()))?;
-    if !topic.configs.is_empty() {
-        return Err(Failure(
-            ResponseError::InvalidConfig,
-            "topic configs are not supported by this broker".into(),
-        ));
-    }
     if !topic.assignments.is_empty() {
         if topic.num_partitions != -1 || topic.replication_factor != -1 {
             return Err(Failure(
@@ -131,7 +164,7 @@ fn sized(partitions: i32, rf: i32, live: &[i32]) -> Result<TopicAssignment, Fail
     })
 }
 
-async fn live_brokers(broker: &Broker, api: &str) -> Vec<i32> {
+pub(super) async fn live_brokers(broker: &Broker, api: &str) -> Vec<i32> {
     match broker.store.live_brokers().await {
         Ok(b) => b.keys().copied().collect(),
         Err(e) => {
@@ -189,10 +222,16 @@ pub async fn handle(
     for topic in &req.topics {
         let name = topic.name.0.to_string();
         let base = CreatableTopicResult::default().with_name(topic.name.clone());
-        let outcome = match plan(topic, &live, defaults) {
+        let planned = configs_of(topic).and_then(|c| Ok((plan(topic, &live, defaults)?, c)));
+        let configs = planned.as_ref().map(|(_, c)| c.clone()).unwrap_or_default();
+        let outcome = match planned {
             Err(f) => Err(f),
             Ok(_) if req.validate_only => Ok(None),
-            Ok(assignment) => match broker.store.create_topic(&name, &assignment).await {
+            Ok((assignment, configs)) => match broker
+                .store
+                .create_topic_with(&name, &assignment, &configs)
+                .await
+            {
                 Ok(true) => Ok(Some(assignment)),
                 Ok(false) => Err(Failure(
                     ResponseError::TopicAlreadyExists,
@@ -205,7 +244,7 @@ pub async fn handle(
             Ok(assignment) => {
                 if let Some(a) = &assignment {
                     tracing::info!(topic = %name, partitions = ?a.partitions, "topic created");
-                    created.push((results.len(), name.clone()));
+                    created.push((results.len(), name.clone(), a.partitions.len() as i32));
                 }
                 let mut r = base;
                 if version >= 5 {
@@ -221,7 +260,7 @@ pub async fn handle(
                     r = r
                         .with_num_partitions(np)
                         .with_replication_factor(rf)
-                        .with_configs(Some(vec![]));
+                        .with_configs(Some(described(broker, &configs)));
                 }
                 r
             }
@@ -236,19 +275,32 @@ pub async fn handle(
         });
     }
     // Wait for leaders, bounded by the request's timeout.
-    for (index, name) in created {
-        loop {
-            if broker.metadata.topic_ready(&name) == Some(true) {
-                break;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                results[index].error_code = ResponseError::RequestTimedOut.code();
-                break;
-            }
-            tokio::time::sleep(POLL_INTERVAL.min(deadline - tokio::time::Instant::now())).await;
+    for (index, name, partitions) in created {
+        if !wait_for_leaders(broker, &name, partitions, deadline).await {
+            results[index].error_code = ResponseError::RequestTimedOut.code();
         }
     }
     CreateTopicsResponse::default().with_topics(results)
+}
+
+/// Waits until this broker's metadata shows `partitions` partitions of
+/// `topic`, each with a leader; false at `deadline`.
+pub(super) async fn wait_for_leaders(
+    broker: &Broker,
+    topic: &str,
+    partitions: i32,
+    deadline: tokio::time::Instant,
+) -> bool {
+    loop {
+        if broker.metadata.partitions_led(topic) >= partitions {
+            return true;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        tokio::time::sleep(POLL_INTERVAL.min(deadline - now)).await;
+    }
 }
 
 #[cfg(test)]

@@ -11,16 +11,20 @@
 //! create.
 
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
+use kafka_protocol::messages::{
+    BrokerId, DescribeClusterResponse, MetadataRequest, MetadataResponse,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use super::create_topics::auto_create;
 use super::topic_name;
 use crate::offsets::OFFSETS_TOPIC;
 use crate::server::context::Broker;
+use crate::server::metadata_cache::ClusterView;
 use crate::storage::validate_topic_name;
 
 /// What an unknown topic is answered: INVALID_TOPIC_EXCEPTION when Kafka's
@@ -33,28 +37,56 @@ fn unknown_topic_error(name: &str) -> ResponseError {
     }
 }
 
-pub async fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataResponse {
-    let view = broker.metadata.snapshot();
-    let mut brokers: Vec<MetadataResponseBroker> = view
+/// The live brokers as the controller last announced them (id, host,
+/// port). Before the controller's first UpdateMetadata the cache is empty; a
+/// client must still learn this broker's own address to come back.
+fn brokers_of(broker: &Broker, view: &ClusterView) -> Vec<(i32, StrBytes, i32)> {
+    let mut brokers: Vec<_> = view
         .brokers
         .values()
-        .map(|b| {
+        .map(|b| (b.id, StrBytes::from_string(b.host.clone()), b.port))
+        .collect();
+    if !view.brokers.contains_key(&broker.config.node_id) {
+        brokers.push((
+            broker.config.node_id,
+            StrBytes::from_string(broker.advertised_host.clone()),
+            broker.advertised_port,
+        ));
+    }
+    brokers
+}
+
+/// DescribeCluster (KIP-700): the brokers, the controller and the cluster id
+/// Metadata also gives, for admin clients that ask this way.
+pub fn describe_cluster(broker: &Broker) -> DescribeClusterResponse {
+    let view = broker.metadata.snapshot();
+    DescribeClusterResponse::default()
+        .with_cluster_id(StrBytes::from_string(broker.cluster_id.clone()))
+        .with_controller_id(BrokerId(view.controller_id))
+        .with_brokers(
+            brokers_of(broker, &view)
+                .into_iter()
+                .map(|(id, host, port)| {
+                    DescribeClusterBroker::default()
+                        .with_broker_id(BrokerId(id))
+                        .with_host(host)
+                        .with_port(port)
+                })
+                .collect(),
+        )
+}
+
+pub async fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataResponse {
+    let view = broker.metadata.snapshot();
+    let brokers: Vec<MetadataResponseBroker> = brokers_of(broker, &view)
+        .into_iter()
+        .map(|(id, host, port)| {
             MetadataResponseBroker::default()
-                .with_node_id(BrokerId(b.id))
-                .with_host(StrBytes::from_string(b.host.clone()))
-                .with_port(b.port)
+                .with_node_id(BrokerId(id))
+                .with_host(host)
+                .with_port(port)
         })
         .collect();
-    // Before the controller's first UpdateMetadata the cache is empty; a client
-    // must still learn this broker's own address to come back.
-    if !view.brokers.contains_key(&broker.config.node_id) {
-        brokers.push(
-            MetadataResponseBroker::default()
-                .with_node_id(BrokerId(broker.config.node_id))
-                .with_host(StrBytes::from_string(broker.advertised_host.clone()))
-                .with_port(broker.advertised_port),
-        );
-    }
     let requested: Option<Vec<String>> = match req.topics {
         None => None,
         // v0 has no null array: an empty list means all topics.

@@ -2,7 +2,10 @@
 //! response; only dispatch closes connections.
 
 pub mod api_versions;
+pub mod configs;
+pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_topics;
 pub mod fencing;
 pub mod fetch;
 pub mod find_coordinator;
@@ -15,6 +18,7 @@ pub mod offset_commit;
 pub mod offset_fetch;
 pub mod offsets_for_leader_epoch;
 pub mod produce;
+pub mod stop_replica;
 pub mod update_metadata;
 
 use kafka_protocol::messages::TopicName;

@@ -1,0 +1,516 @@
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs (KIP-133,
+//! KIP-339) for topics, over the overrides etcd keeps with each topic
+//! (`crate::topic_config`); a broker's own settings are described read-only
+//! and refused for alteration (this broker has no dynamic broker configs).
+//!
+//! Overrides are read from etcd, not from the cache, so a describe right
+//! after an alter sees it; an alter replaces the overrides by
+//! compare-and-swap on the topic's and its configs' revisions, read again on
+//! a lost compare. Errors as Kafka's `ConfigAdminManager` and `AdminManager`
+//! give them: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG for an unknown name
+//! or a bad value, INVALID_REQUEST for a null value, a duplicate key, or
+//! APPEND / SUBTRACT on a config that is not a list.
+
+use std::collections::BTreeSet;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, alter_configs_response,
+    incremental_alter_configs_response,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::controller::metadata_store::StoredTopic;
+use crate::server::context::Broker;
+use crate::topic_config::{self, ConfigError, ConfigType, Described, Overrides};
+
+/// Kafka's `ConfigResource.Type`.
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+
+/// Kafka's `DescribeConfigsResponse.ConfigSource`.
+const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+const STATIC_BROKER_CONFIG: i8 = 4;
+const DEFAULT_CONFIG: i8 = 5;
+
+/// Compare-and-swap attempts before an alter answers that it could not.
+const WRITE_ATTEMPTS: u32 = 8;
+
+/// Why one resource failed: its error and the message.
+struct Failure(ResponseError, String);
+
+impl From<ConfigError> for Failure {
+    fn from(e: ConfigError) -> Self {
+        let code = match e {
+            ConfigError::Null(_) => ResponseError::InvalidRequest,
+            _ => ResponseError::InvalidConfig,
+        };
+        Failure(code, e.to_string())
+    }
+}
+
+fn text(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+async fn stored(broker: &Broker, topic: &str) -> Result<StoredTopic, Failure> {
+    match broker.store.topic(topic).await {
+        Ok(Some(t)) => Ok(t),
+        Ok(None) => Err(Failure(
+            ResponseError::UnknownTopicOrPartition,
+            format!("Topic {topic} does not exist"),
+        )),
+        Err(e) => Err(Failure(ResponseError::UnknownServerError, e.to_string())),
+    }
+}
+
+fn overrides_of(topic: &StoredTopic) -> Overrides {
+    topic
+        .configs
+        .as_ref()
+        .map(|c| c.value.config.clone())
+        .unwrap_or_default()
+}
+
+/// One described config in DescribeConfigs' form at `version`: is_default
+/// is v0's, sources and synonyms v1+'s, types v3+'s (kafka-protocol refuses
+/// to encode a field its version lacks).
+fn describe_entry(d: &Described, synonyms: bool, version: i16) -> DescribeConfigsResourceResult {
+    let source = if d.overridden {
+        DYNAMIC_TOPIC_CONFIG
+    } else if d.broker_set {
+        STATIC_BROKER_CONFIG
+    } else {
+        DEFAULT_CONFIG
+    };
+    let entry = DescribeConfigsResourceResult::default()
+        .with_name(text(d.def.name))
+        .with_value(Some(text(d.value.clone())));
+    let mut entry = versioned(entry, version, source, d.def.kind);
+    if version == 0 {
+        entry.is_default = source == DEFAULT_CONFIG;
+    }
+    if synonyms && version >= 1 {
+        let mut list = Vec::new();
+        if d.overridden {
+            list.push((d.def.name, d.value.clone(), DYNAMIC_TOPIC_CONFIG));
+        }
+        if d.broker_set {
+            list.push((
+                d.def.broker_synonym,
+                d.broker_default.clone(),
+                STATIC_BROKER_CONFIG,
+            ));
+        }
+        list.push((
+            d.def.broker_synonym,
+            d.def.kafka_default.into(),
+            DEFAULT_CONFIG,
+        ));
+        entry.synonyms = list
+            .into_iter()
+            .map(|(name, value, source)| {
+                DescribeConfigsSynonym::default()
+                    .with_name(text(name))
+                    .with_value(Some(text(value)))
+                    .with_source(source)
+            })
+            .collect();
+    }
+    entry
+}
+
+/// The broker's settings a client may ask of it, read-only.
+fn broker_entries(broker: &Broker, version: i16) -> Vec<DescribeConfigsResourceResult> {
+    let c = &broker.config;
+    [
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics_enable.to_string(),
+            ConfigType::Boolean,
+        ),
+        (
+            "default.replication.factor",
+            c.default_replication_factor.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "log.segment.bytes",
+            c.segment_bytes.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "min.insync.replicas",
+            c.min_insync_replicas.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "num.partitions",
+            c.num_partitions.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "unclean.leader.election.enable",
+            c.unclean_leader_election.to_string(),
+            ConfigType::Boolean,
+        ),
+    ]
+    .into_iter()
+    .map(|(name, value, kind)| {
+        let entry = DescribeConfigsResourceResult::default()
+            .with_name(text(name))
+            .with_value(Some(text(value)))
+            .with_read_only(true);
+        versioned(entry, version, STATIC_BROKER_CONFIG, kind)
+    })
+    .collect()
+}
+
+/// The source (v1+) and type (v3+) of an entry, where `version` has them.
+fn versioned(
+    mut entry: DescribeConfigsResourceResult,
+    version: i16,
+    source: i8,
+    kind: ConfigType,
+) -> DescribeConfigsResourceResult {
+    if version >= 1 {
+        entry.config_source = source;
+    }
+    if version >= 3 {
+        entry.config_type = kind as i8;
+    }
+    entry
+}
+
+fn own_broker(broker: &Broker, name: &str) -> Result<(), Failure> {
+    if name == broker.config.node_id.to_string() {
+        Ok(())
+    } else {
+        Err(Failure(
+            ResponseError::InvalidRequest,
+            format!("broker {name}'s configs are asked of broker {name}, not of this one"),
+        ))
+    }
+}
+
+pub async fn describe(
+    broker: &Broker,
+    req: DescribeConfigsRequest,
+    version: i16,
+) -> DescribeConfigsResponse {
+    let mut results = Vec::with_capacity(req.resources.len());
+    for resource in req.resources {
+        let name = resource.resource_name.to_string();
+        let keys: Option<BTreeSet<String>> = resource
+            .configuration_keys
+            .map(|k| k.iter().map(|k| k.to_string()).collect());
+        let entries = match resource.resource_type {
+            TOPIC => stored(broker, &name).await.map(|t| {
+                let configs = broker.replicas.topic_configs();
+                configs
+                    .describe(&overrides_of(&t))
+                    .iter()
+                    .map(|d| describe_entry(d, req.include_synonyms, version))
+                    .collect()
+            }),
+            BROKER => own_broker(broker, &name).map(|_| broker_entries(broker, version)),
+            other => Err(Failure(
+                ResponseError::InvalidRequest,
+                format!("resource type {other} is not supported"),
+            )),
+        };
+        let result = DescribeConfigsResult::default()
+            .with_resource_type(resource.resource_type)
+            .with_resource_name(text(name));
+        results.push(match entries {
+            Ok(mut entries) => {
+                if let Some(keys) = &keys {
+                    entries.retain(|e| keys.contains(e.name.as_str()));
+                }
+                result.with_configs(entries)
+            }
+            Err(Failure(code, message)) => result
+                .with_error_code(code.code())
+                .with_error_message(Some(text(message))),
+        });
+    }
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+/// One config operation of IncrementalAlterConfigs (Kafka's `OpType`), or
+/// AlterConfigs' whole replacement.
+enum Change {
+    Set(String, String),
+    Delete(String),
+    Append(String, String),
+    Subtract(String, String),
+}
+
+/// Applies `changes` to `current`, checking each as Kafka does.
+fn apply(current: &Overrides, changes: &[Change], replace: bool) -> Result<Overrides, Failure> {
+    let mut next = if replace {
+        Overrides::new()
+    } else {
+        current.clone()
+    };
+    let list_of = |name: &str, over: &Overrides| -> Result<Vec<String>, Failure> {
+        let def =
+            topic_config::definition(name).ok_or_else(|| ConfigError::Unknown(name.to_owned()))?;
+        if def.kind != ConfigType::List {
+            return Err(Failure(
+                ResponseError::InvalidRequest,
+                format!(
+                    "Config value append is not allowed for config [{name}] as it is not of type list"
+                ),
+            ));
+        }
+        let value = over.get(name).map_or(def.kafka_default, String::as_str);
+        Ok(value
+            .split(',')
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+            .collect())
+    };
+    for change in changes {
+        match change {
+            Change::Set(name, value) => {
+                topic_config::validate(name, value)?;
+                next.insert(name.clone(), value.clone());
+            }
+            Change::Delete(name) => {
+                topic_config::definition(name).ok_or_else(|| ConfigError::Unknown(name.clone()))?;
+                next.remove(name);
+            }
+            Change::Append(name, value) | Change::Subtract(name, value) => {
+                let mut items = list_of(name, &next)?;
+                let given = value.split(',').map(|v| v.trim().to_owned());
+                if matches!(change, Change::Append(..)) {
+                    for v in given {
+                        if !items.contains(&v) {
+                            items.push(v);
+                        }
+                    }
+                } else {
+                    let drop: Vec<String> = given.collect();
+                    items.retain(|v| !drop.contains(v));
+                }
+                let joined = items.join(",");
+                topic_config::validate(name, &joined)?;
+                next.insert(name.clone(), joined);
+            }
+        }
+    }
+    Ok(next)
+}
+
+/// Alters one topic's overrides by `changes`, retried on a lost compare.
+async fn alter_topic(
+    broker: &Broker,
+    topic: &str,
+    changes: &[Change],
+    replace: bool,
+    validate_only: bool,
+) -> Result<(), Failure> {
+    for _ in 0..WRITE_ATTEMPTS {
+        let read = stored(broker, topic).await?;
+        let next = apply(&overrides_of(&read), changes, replace)?;
+        if validate_only {
+            return Ok(());
+        }
+        match broker.store.write_topic_configs(topic, &read, &next).await {
+            Ok(true) => {
+                tracing::info!(%topic, configs = ?next, "topic configs altered");
+                return Ok(());
+            }
+            Ok(false) => continue,
+            Err(e) => return Err(Failure(ResponseError::UnknownServerError, e.to_string())),
+        }
+    }
+    Err(Failure(
+        ResponseError::UnknownServerError,
+        format!("{topic}'s configs kept changing under {WRITE_ATTEMPTS} attempts"),
+    ))
+}
+
+/// One resource of either alter request.
+async fn alter_resource(
+    broker: &Broker,
+    kind: i8,
+    name: &str,
+    changes: Result<Vec<Change>, Failure>,
+    replace: bool,
+    validate_only: bool,
+) -> (i16, Option<StrBytes>) {
+    let outcome = match kind {
+        TOPIC => match changes {
+            Ok(changes) => alter_topic(broker, name, &changes, replace, validate_only).await,
+            Err(f) => Err(f),
+        },
+        BROKER => Err(Failure(
+            ResponseError::InvalidRequest,
+            "broker configs are static on this broker".into(),
+        )),
+        other => Err(Failure(
+            ResponseError::InvalidRequest,
+            format!("resource type {other} is not supported"),
+        )),
+    };
+    match outcome {
+        Ok(()) => (0, None),
+        Err(Failure(code, message)) => (code.code(), Some(text(message))),
+    }
+}
+
+/// Refuses a config named twice in one resource, as Kafka does.
+fn no_duplicates<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), Failure> {
+    let mut seen = BTreeSet::new();
+    for n in names {
+        if !seen.insert(n) {
+            return Err(Failure(
+                ResponseError::InvalidRequest,
+                format!("Error due to duplicate config keys: {n}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub async fn incremental_alter(
+    broker: &Broker,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let mut responses = Vec::with_capacity(req.resources.len());
+    for resource in req.resources {
+        let name = resource.resource_name.to_string();
+        let changes =
+            no_duplicates(resource.configs.iter().map(|c| c.name.as_str())).and_then(|_| {
+                resource
+                    .configs
+                    .iter()
+                    .map(|c| {
+                        let key = c.name.to_string();
+                        let value = c.value.as_ref().map(|v| v.to_string());
+                        let need = |v: Option<String>| v.ok_or(ConfigError::Null(key.clone()));
+                        Ok(match c.config_operation {
+                            0 => Change::Set(key.clone(), need(value)?),
+                            1 => Change::Delete(key),
+                            2 => Change::Append(key.clone(), need(value)?),
+                            3 => Change::Subtract(key.clone(), need(value)?),
+                            op => {
+                                return Err(Failure(
+                                    ResponseError::InvalidRequest,
+                                    format!("unknown config operation {op}"),
+                                ));
+                            }
+                        })
+                    })
+                    .collect()
+            });
+        let (code, message) = alter_resource(
+            broker,
+            resource.resource_type,
+            &name,
+            changes,
+            false,
+            req.validate_only,
+        )
+        .await;
+        responses.push(
+            incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_error_code(code)
+                .with_error_message(message)
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(text(name)),
+        );
+    }
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+/// AlterConfigs: the given configs become the topic's whole set of overrides.
+pub async fn alter(broker: &Broker, req: AlterConfigsRequest) -> AlterConfigsResponse {
+    let mut responses = Vec::with_capacity(req.resources.len());
+    for resource in req.resources {
+        let name = resource.resource_name.to_string();
+        let changes =
+            no_duplicates(resource.configs.iter().map(|c| c.name.as_str())).and_then(|_| {
+                resource
+                    .configs
+                    .iter()
+                    .map(|c| {
+                        let key = c.name.to_string();
+                        let value = c.value.as_ref().ok_or(ConfigError::Null(key.clone()))?;
+                        Ok(Change::Set(key, value.to_string()))
+                    })
+                    .collect()
+            });
+        let (code, message) = alter_resource(
+            broker,
+            resource.resource_type,
+            &name,
+            changes,
+            true,
+            req.validate_only,
+        )
+        .await;
+        responses.push(
+            alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_error_code(code)
+                .with_error_message(message)
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(text(name)),
+        );
+    }
+    AlterConfigsResponse::default().with_responses(responses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(n: &str, v: &str) -> Change {
+        Change::Set(n.into(), v.into())
+    }
+
+    #[test]
+    fn changes_apply_as_kafka_s_incremental_ops() {
+        let current: Overrides = [("retention.ms".into(), "1000".into())].into();
+        let next =
+            apply(&current, &[set("min.insync.replicas", "2")], false).unwrap_or_else(|_| panic!());
+        assert_eq!(next.len(), 2);
+        let replaced =
+            apply(&current, &[set("min.insync.replicas", "2")], true).unwrap_or_else(|_| panic!());
+        assert_eq!(replaced.len(), 1, "AlterConfigs replaces the whole set");
+        let appended = apply(
+            &current,
+            &[Change::Append("cleanup.policy".into(), "compact".into())],
+            false,
+        )
+        .unwrap_or_else(|_| panic!());
+        assert_eq!(appended["cleanup.policy"], "delete,compact");
+        let Err(Failure(code, _)) = apply(
+            &current,
+            &[Change::Append("retention.ms".into(), "5".into())],
+            false,
+        ) else {
+            panic!("append to a number")
+        };
+        assert_eq!(code, ResponseError::InvalidRequest);
+        let Err(Failure(code, message)) = apply(&current, &[set("nope", "1")], false) else {
+            panic!("unknown name")
+        };
+        assert_eq!(
+            (code, message.as_str()),
+            (
+                ResponseError::InvalidConfig,
+                "Unknown topic config name: nope"
+            )
+        );
+        let deleted = apply(&current, &[Change::Delete("retention.ms".into())], false)
+            .unwrap_or_else(|_| panic!());
+        assert!(deleted.is_empty());
+    }
+}

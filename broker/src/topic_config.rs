@@ -1,0 +1,407 @@
+//! Per-topic configs ([clients]): the overrides a topic is created or altered
+//! with, kept in etcd beside the topic as ZooKeeper-era Kafka kept them
+//! (`/config/topics/<t>`: `{"version":1,"config":{"min.insync.replicas":"2"}}`),
+//! checked as Kafka's `LogConfig.validate` checks them, and held by every
+//! broker in a cache a watch keeps current (Kafka's brokers watched
+//! `/config/changes` for the same purpose).
+//!
+//! What each config does here:
+//! - `min.insync.replicas`: the leader's acks=all check, per topic;
+//! - `unclean.leader.election.enable`: the controller's election, per topic;
+//! - `segment.bytes`: the size at which the topic's segments roll;
+//! - `retention.ms`, `retention.bytes`, `cleanup.policy`: stored and
+//!   described; the log never deletes or compacts. Kafka promises neither
+//!   by a time (retention only allows a segment to go, some time after it
+//!   rolled; compaction keeps at least each key's last value), so a log that
+//!   keeps everything keeps both promises.
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+use std::time::Duration;
+
+use etcd_client::{EventType, GetOptions, WatchOptions};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::controller::metadata_store::{KeyKind, MetadataStore, classify, topic_configs_prefix};
+
+/// A config's type, as DescribeConfigs v3+ names it (Kafka's `ConfigType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    Boolean = 1,
+    Int = 3,
+    Long = 5,
+    List = 7,
+}
+
+/// One topic config this broker knows: its name, type, the least value it
+/// takes (numbers), the broker setting that is its default (Kafka's
+/// synonym), and Kafka's own default.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TopicConfigDef {
+    pub name: &'static str,
+    pub kind: ConfigType,
+    pub min: i64,
+    pub broker_synonym: &'static str,
+    pub kafka_default: &'static str,
+}
+
+pub const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
+pub const UNCLEAN_LEADER_ELECTION: &str = "unclean.leader.election.enable";
+pub const SEGMENT_BYTES: &str = "segment.bytes";
+
+/// Every topic config this broker takes, in Kafka's names. Minimums as
+/// Kafka's `LogConfig`: a segment holds at least one record's overhead (14
+/// bytes); -1 means "no limit" for retention.
+pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
+    TopicConfigDef {
+        name: "cleanup.policy",
+        kind: ConfigType::List,
+        min: 0,
+        broker_synonym: "log.cleanup.policy",
+        kafka_default: "delete",
+    },
+    TopicConfigDef {
+        name: MIN_INSYNC_REPLICAS,
+        kind: ConfigType::Int,
+        min: 1,
+        broker_synonym: "min.insync.replicas",
+        kafka_default: "1",
+    },
+    TopicConfigDef {
+        name: "retention.bytes",
+        kind: ConfigType::Long,
+        min: i64::MIN,
+        broker_synonym: "log.retention.bytes",
+        kafka_default: "-1",
+    },
+    TopicConfigDef {
+        name: "retention.ms",
+        kind: ConfigType::Long,
+        min: -1,
+        broker_synonym: "log.retention.ms",
+        kafka_default: "604800000",
+    },
+    TopicConfigDef {
+        name: SEGMENT_BYTES,
+        kind: ConfigType::Int,
+        min: 14,
+        broker_synonym: "log.segment.bytes",
+        kafka_default: "1073741824",
+    },
+    TopicConfigDef {
+        name: UNCLEAN_LEADER_ELECTION,
+        kind: ConfigType::Boolean,
+        min: 0,
+        broker_synonym: "unclean.leader.election.enable",
+        kafka_default: "false",
+    },
+];
+
+/// Why a config was refused: INVALID_CONFIG with this message, as Kafka
+/// words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("Unknown topic config name: {0}")]
+    Unknown(String),
+    #[error("Invalid value {value} for configuration {name}: {why}")]
+    Invalid {
+        name: String,
+        value: String,
+        why: &'static str,
+    },
+    #[error("Null value not supported for topic configs: {0}")]
+    Null(String),
+}
+
+pub fn definition(name: &str) -> Option<&'static TopicConfigDef> {
+    TOPIC_CONFIGS.iter().find(|d| d.name == name)
+}
+
+/// Checks one override as Kafka's `LogConfig.validate` would.
+pub fn validate(name: &str, value: &str) -> Result<(), ConfigError> {
+    let def = definition(name).ok_or_else(|| ConfigError::Unknown(name.to_owned()))?;
+    let invalid = |why| ConfigError::Invalid {
+        name: name.to_owned(),
+        value: value.to_owned(),
+        why,
+    };
+    match def.kind {
+        ConfigType::Boolean => {
+            if !value.eq_ignore_ascii_case("true") && !value.eq_ignore_ascii_case("false") {
+                return Err(invalid("Expected value to be either true or false"));
+            }
+        }
+        ConfigType::Int | ConfigType::Long => {
+            let n: i64 = value.trim().parse().map_err(|_| {
+                invalid(if def.kind == ConfigType::Int {
+                    "Not a number of type INT"
+                } else {
+                    "Not a number of type LONG"
+                })
+            })?;
+            if def.kind == ConfigType::Int && i32::try_from(n).is_err() {
+                return Err(invalid("Not a number of type INT"));
+            }
+            if n < def.min {
+                return Err(invalid("Value is below the least this config takes"));
+            }
+        }
+        ConfigType::List => {
+            let ok = value
+                .split(',')
+                .map(str::trim)
+                .all(|p| p == "delete" || p == "compact");
+            if !ok {
+                return Err(invalid("String must be one of: compact, delete"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A topic's overrides: config name → value, as stored.
+pub type Overrides = BTreeMap<String, String>;
+
+/// The etcd value of a topic's configs, ZooKeeper's `/config/topics/<t>`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicConfigRecord {
+    pub version: i32,
+    pub config: Overrides,
+}
+
+impl TopicConfigRecord {
+    pub fn new(config: Overrides) -> Self {
+        TopicConfigRecord { version: 1, config }
+    }
+}
+
+/// The broker settings topic configs default to.
+#[derive(Clone, Copy, Debug)]
+pub struct BrokerDefaults {
+    pub min_insync_replicas: i32,
+    pub unclean_leader_election: bool,
+    pub segment_bytes: u64,
+}
+
+/// What DescribeConfigs says of one config of a topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Described {
+    pub def: &'static TopicConfigDef,
+    pub value: String,
+    /// Set on the topic (DYNAMIC_TOPIC_CONFIG), not a default.
+    pub overridden: bool,
+    /// What the topic would have without an override: the broker's value.
+    pub broker_default: String,
+    /// The broker's setting differs from Kafka's default (STATIC_BROKER_CONFIG).
+    pub broker_set: bool,
+}
+
+/// Every topic's overrides as this broker last heard them, with the
+/// broker's defaults: what the log and the produce path ask.
+pub struct TopicConfigs {
+    defaults: BrokerDefaults,
+    overrides: RwLock<BTreeMap<String, Overrides>>,
+}
+
+impl TopicConfigs {
+    pub fn new(defaults: BrokerDefaults) -> Self {
+        TopicConfigs {
+            defaults,
+            overrides: RwLock::new(BTreeMap::new()),
+        }
+    }
+
+    fn read<T>(&self, topic: &str, name: &str, parse: impl Fn(&str) -> Option<T>) -> Option<T> {
+        let overrides = self.overrides.read().unwrap_or_else(|p| p.into_inner());
+        overrides
+            .get(topic)
+            .and_then(|o| o.get(name))
+            .and_then(|v| parse(v.trim()))
+    }
+
+    pub fn min_insync_replicas(&self, topic: &str) -> i32 {
+        self.read(topic, MIN_INSYNC_REPLICAS, |v| v.parse().ok())
+            .unwrap_or(self.defaults.min_insync_replicas)
+    }
+
+    pub fn segment_bytes(&self, topic: &str) -> u64 {
+        self.read(topic, SEGMENT_BYTES, |v| v.parse().ok())
+            .unwrap_or(self.defaults.segment_bytes)
+    }
+
+    /// The broker default of `def`, as text.
+    fn default_of(&self, def: &TopicConfigDef) -> String {
+        match def.name {
+            MIN_INSYNC_REPLICAS => self.defaults.min_insync_replicas.to_string(),
+            UNCLEAN_LEADER_ELECTION => self.defaults.unclean_leader_election.to_string(),
+            SEGMENT_BYTES => self.defaults.segment_bytes.to_string(),
+            _ => def.kafka_default.to_owned(),
+        }
+    }
+
+    /// Every config of `topic` given `overrides` (what etcd holds).
+    pub fn describe(&self, overrides: &Overrides) -> Vec<Described> {
+        TOPIC_CONFIGS
+            .iter()
+            .map(|def| {
+                let default = self.default_of(def);
+                Described {
+                    def,
+                    value: overrides.get(def.name).unwrap_or(&default).clone(),
+                    overridden: overrides.contains_key(def.name),
+                    broker_set: default != def.kafka_default,
+                    broker_default: default,
+                }
+            })
+            .collect()
+    }
+
+    pub fn set(&self, topic: &str, overrides: Option<Overrides>) {
+        let mut all = self.overrides.write().unwrap_or_else(|p| p.into_inner());
+        match overrides {
+            Some(o) => all.insert(topic.to_owned(), o),
+            None => all.remove(topic),
+        };
+    }
+
+    fn replace_all(&self, all: BTreeMap<String, Overrides>) {
+        *self.overrides.write().unwrap_or_else(|p| p.into_inner()) = all;
+    }
+}
+
+/// How long the watch waits before it reads etcd again after losing it.
+const REWATCH_AFTER: Duration = Duration::from_millis(500);
+
+/// Keeps `configs` current until `shutdown`: reads every topic's configs,
+/// then follows changes; when etcd is lost (a partition, a restart) it reads
+/// them all again once etcd answers, so nothing changed meanwhile is missed.
+pub async fn watch_topic_configs(
+    store: MetadataStore,
+    configs: std::sync::Arc<TopicConfigs>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let followed = follow(&store, &configs);
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            why = followed => tracing::info!(%why, "topic config watch lost; reading again"),
+        }
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = tokio::time::sleep(REWATCH_AFTER) => {}
+        }
+    }
+}
+
+/// Reads all, then applies changes until the watch fails; why it ended.
+async fn follow(store: &MetadataStore, configs: &TopicConfigs) -> String {
+    let mut client = store.client();
+    let all = match client
+        .get(
+            topic_configs_prefix(),
+            Some(GetOptions::new().with_prefix()),
+        )
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => return e.to_string(),
+    };
+    let revision = all.header().map_or(0, |h| h.revision());
+    configs.replace_all(
+        all.kvs()
+            .iter()
+            .filter_map(|kv| parse(kv.key_str().ok()?, kv.value()))
+            .collect(),
+    );
+    let options = WatchOptions::new()
+        .with_prefix()
+        .with_start_revision(revision + 1);
+    let mut stream = match client.watch(topic_configs_prefix(), Some(options)).await {
+        Ok(s) => s,
+        Err(e) => return e.to_string(),
+    };
+    loop {
+        let resp = match stream.message().await {
+            Ok(Some(r)) if !r.canceled() => r,
+            Ok(Some(r)) => return format!("cancelled: {}", r.cancel_reason()),
+            Ok(None) => return "watch ended".into(),
+            Err(e) => return e.to_string(),
+        };
+        for event in resp.events() {
+            let Some(kv) = event.kv() else { continue };
+            let Ok(key) = kv.key_str() else { continue };
+            let KeyKind::TopicConfig(topic) = classify(key) else {
+                continue;
+            };
+            if event.event_type() == EventType::Delete {
+                configs.set(&topic, None);
+            } else if let Some((_, o)) = parse(key, kv.value()) {
+                configs.set(&topic, Some(o));
+            }
+        }
+    }
+}
+
+fn parse(key: &str, value: &[u8]) -> Option<(String, Overrides)> {
+    let KeyKind::TopicConfig(topic) = classify(key) else {
+        return None;
+    };
+    match serde_json::from_slice::<TopicConfigRecord>(value) {
+        Ok(r) => Some((topic, r.config)),
+        Err(e) => {
+            tracing::warn!(%key, %e, "ignoring malformed topic configs");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_are_checked_as_kafka_checks_them() {
+        assert!(validate("min.insync.replicas", "2").is_ok());
+        assert!(validate("min.insync.replicas", "0").is_err());
+        assert!(validate("min.insync.replicas", "two").is_err());
+        assert!(validate("unclean.leader.election.enable", "TRUE").is_ok());
+        assert!(validate("unclean.leader.election.enable", "yes").is_err());
+        assert!(validate("segment.bytes", "13").is_err());
+        assert!(validate("segment.bytes", "3000000000").is_err(), "INT");
+        assert!(validate("retention.ms", "-1").is_ok());
+        assert!(validate("cleanup.policy", "compact,delete").is_ok());
+        assert!(validate("cleanup.policy", "shred").is_err());
+        assert_eq!(
+            validate("no.such", "1").unwrap_err().to_string(),
+            "Unknown topic config name: no.such"
+        );
+    }
+
+    #[test]
+    fn an_override_wins_over_the_broker_default_and_goes_with_its_topic() {
+        let configs = TopicConfigs::new(BrokerDefaults {
+            min_insync_replicas: 1,
+            unclean_leader_election: false,
+            segment_bytes: 1 << 20,
+        });
+        assert_eq!(configs.min_insync_replicas("t"), 1);
+        configs.set(
+            "t",
+            Some([("min.insync.replicas".into(), "3".into())].into()),
+        );
+        assert_eq!(configs.min_insync_replicas("t"), 3);
+        assert_eq!(configs.min_insync_replicas("u"), 1);
+        let described = configs.describe(&[("min.insync.replicas".into(), "3".into())].into());
+        let seg = described
+            .iter()
+            .find(|d| d.def.name == SEGMENT_BYTES)
+            .unwrap();
+        assert_eq!(
+            (seg.value.as_str(), seg.overridden, seg.broker_set),
+            ("1048576", false, true)
+        );
+        configs.set("t", None);
+        assert_eq!(configs.min_insync_replicas("t"), 1);
+    }
+}
