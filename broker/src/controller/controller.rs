@@ -644,12 +644,7 @@ impl Controller {
         let request = LeaderAndIsrRequest::default()
             .with_controller_id(BrokerId(self.settings.node_id))
             .with_controller_epoch(self.epoch)
-            .with_broker_epoch(
-                self.ctx
-                    .brokers
-                    .get(&broker)
-                    .map_or(-1, |b| b.create_revision),
-            )
+            .with_broker_epoch(self.ctx.broker_epoch(broker))
             .with_topic_states(
                 by_topic
                     .into_iter()
@@ -717,7 +712,7 @@ impl Controller {
             let request = UpdateMetadataRequest::default()
                 .with_controller_id(BrokerId(self.settings.node_id))
                 .with_controller_epoch(self.epoch)
-                .with_broker_epoch(self.ctx.brokers.get(&id).map_or(-1, |b| b.create_revision))
+                .with_broker_epoch(self.ctx.broker_epoch(id))
                 .with_topic_states(topic_states.clone())
                 .with_live_brokers(live_brokers.clone());
             self.channel

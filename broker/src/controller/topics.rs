@@ -161,12 +161,7 @@ impl Controller {
         let request = StopReplicaRequest::default()
             .with_controller_id(BrokerId(self.settings.node_id))
             .with_controller_epoch(self.epoch)
-            .with_broker_epoch(
-                self.ctx
-                    .brokers
-                    .get(&broker)
-                    .map_or(-1, |b| b.create_revision),
-            )
+            .with_broker_epoch(self.ctx.broker_epoch(broker))
             .with_topic_states(topic_states);
         self.channel
             .send(broker, ControlRequest::StopReplica(request));

@@ -20,7 +20,7 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, alter_configs_response,
-    incremental_alter_configs_response,
+    incremental_alter_configs_request, incremental_alter_configs_response,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -379,66 +379,83 @@ fn no_duplicates<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), Failure
     Ok(())
 }
 
+/// One resource of an alter request: its type and name, and its changes
+/// (or why they cannot be taken).
+type AlterResource = (i8, String, Result<Vec<Change>, Failure>);
+
+/// Every resource of an alter request, in order: (type, name, error code,
+/// message).
+async fn alter_all(
+    broker: &Broker,
+    resources: Vec<AlterResource>,
+    replace: bool,
+    validate_only: bool,
+) -> Vec<(i8, String, i16, Option<StrBytes>)> {
+    let mut out = Vec::with_capacity(resources.len());
+    for (kind, name, changes) in resources {
+        let (code, message) =
+            alter_resource(broker, kind, &name, changes, replace, validate_only).await;
+        out.push((kind, name, code, message));
+    }
+    out
+}
+
+/// An IncrementalAlterConfigs entry as a [`Change`] (Kafka's `OpType`).
+fn incremental_change(
+    c: &incremental_alter_configs_request::AlterableConfig,
+) -> Result<Change, Failure> {
+    let key = c.name.to_string();
+    let value = c.value.as_ref().map(|v| v.to_string());
+    let need = |v: Option<String>| v.ok_or(ConfigError::Null(key.clone()));
+    Ok(match c.config_operation {
+        0 => Change::Set(key.clone(), need(value)?),
+        1 => Change::Delete(key),
+        2 => Change::Append(key.clone(), need(value)?),
+        3 => Change::Subtract(key.clone(), need(value)?),
+        op => {
+            return Err(Failure(
+                ResponseError::InvalidRequest,
+                format!("unknown config operation {op}"),
+            ));
+        }
+    })
+}
+
 pub async fn incremental_alter(
     broker: &Broker,
     req: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
-    let mut responses = Vec::with_capacity(req.resources.len());
-    for resource in req.resources {
-        let name = resource.resource_name.to_string();
-        let changes =
-            no_duplicates(resource.configs.iter().map(|c| c.name.as_str())).and_then(|_| {
-                resource
-                    .configs
-                    .iter()
-                    .map(|c| {
-                        let key = c.name.to_string();
-                        let value = c.value.as_ref().map(|v| v.to_string());
-                        let need = |v: Option<String>| v.ok_or(ConfigError::Null(key.clone()));
-                        Ok(match c.config_operation {
-                            0 => Change::Set(key.clone(), need(value)?),
-                            1 => Change::Delete(key),
-                            2 => Change::Append(key.clone(), need(value)?),
-                            3 => Change::Subtract(key.clone(), need(value)?),
-                            op => {
-                                return Err(Failure(
-                                    ResponseError::InvalidRequest,
-                                    format!("unknown config operation {op}"),
-                                ));
-                            }
-                        })
-                    })
-                    .collect()
-            });
-        let (code, message) = alter_resource(
-            broker,
-            resource.resource_type,
-            &name,
-            changes,
-            false,
-            req.validate_only,
-        )
-        .await;
-        responses.push(
+    let resources = req
+        .resources
+        .iter()
+        .map(|r| {
+            let changes = no_duplicates(r.configs.iter().map(|c| c.name.as_str()))
+                .and_then(|_| r.configs.iter().map(incremental_change).collect());
+            (r.resource_type, r.resource_name.to_string(), changes)
+        })
+        .collect();
+    let responses = alter_all(broker, resources, false, req.validate_only)
+        .await
+        .into_iter()
+        .map(|(kind, name, code, message)| {
             incremental_alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_error_code(code)
                 .with_error_message(message)
-                .with_resource_type(resource.resource_type)
-                .with_resource_name(text(name)),
-        );
-    }
+                .with_resource_type(kind)
+                .with_resource_name(text(name))
+        })
+        .collect();
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
 
 /// AlterConfigs: the given configs become the topic's whole set of overrides.
 pub async fn alter(broker: &Broker, req: AlterConfigsRequest) -> AlterConfigsResponse {
-    let mut responses = Vec::with_capacity(req.resources.len());
-    for resource in req.resources {
-        let name = resource.resource_name.to_string();
-        let changes =
-            no_duplicates(resource.configs.iter().map(|c| c.name.as_str())).and_then(|_| {
-                resource
-                    .configs
+    let resources = req
+        .resources
+        .iter()
+        .map(|r| {
+            let changes = no_duplicates(r.configs.iter().map(|c| c.name.as_str())).and_then(|_| {
+                r.configs
                     .iter()
                     .map(|c| {
                         let key = c.name.to_string();
@@ -447,23 +464,20 @@ pub async fn alter(broker: &Broker, req: AlterConfigsRequest) -> AlterConfigsRes
                     })
                     .collect()
             });
-        let (code, message) = alter_resource(
-            broker,
-            resource.resource_type,
-            &name,
-            changes,
-            true,
-            req.validate_only,
-        )
-        .await;
-        responses.push(
+            (r.resource_type, r.resource_name.to_string(), changes)
+        })
+        .collect();
+    let responses = alter_all(broker, resources, true, req.validate_only)
+        .await
+        .into_iter()
+        .map(|(kind, name, code, message)| {
             alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_error_code(code)
                 .with_error_message(message)
-                .with_resource_type(resource.resource_type)
-                .with_resource_name(text(name)),
-        );
-    }
+                .with_resource_type(kind)
+                .with_resource_name(text(name))
+        })
+        .collect();
     AlterConfigsResponse::default().with_responses(responses)
 }
 
