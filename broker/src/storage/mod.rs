@@ -21,6 +21,7 @@ pub mod producer_state;
 pub mod record_batch;
 pub mod recovery;
 pub mod segment;
+pub mod txn;
 
 use std::fmt;
 use std::io;
