@@ -234,6 +234,9 @@ pub(super) fn storage_error_code(e: &StorageError) -> ResponseError {
             ProducerStateError::OutOfOrderSequence { .. } => {
                 ResponseError::OutOfOrderSequenceNumber
             }
+            ProducerStateError::CoordinatorFenced { .. } => {
+                ResponseError::TransactionCoordinatorFenced
+            }
         },
         _ => ResponseError::KafkaStorageError,
     }

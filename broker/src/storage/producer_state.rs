@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use super::StorageError;
 use super::producer_snapshot::{self, SnapshotEntry};
 use super::record_batch::BatchHeader;
+use super::txn::Marker;
 
 /// Kafka's `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`: as many batches as a
 /// producer may have in flight (max.in.flight.requests.per.connection ≤ 5 with
@@ -75,6 +76,9 @@ pub struct ProducerBatch {
     pub first_offset: i64,
     pub last_offset: i64,
     pub max_timestamp: i64,
+    /// Part of a transaction (attributes bit 4): its first batch on this
+    /// partition opens the producer's transaction here.
+    pub transactional: bool,
 }
 
 impl ProducerBatch {
@@ -98,6 +102,7 @@ impl ProducerBatch {
             first_offset,
             last_offset: first_offset + i64::from(header.last_offset_delta),
             max_timestamp: header.max_timestamp,
+            transactional: header.is_transactional(),
         })
     }
 
@@ -137,6 +142,11 @@ pub struct ProducerStateEntry {
     pub producer_epoch: i16,
     /// Oldest first, at most [`NUM_BATCHES_TO_RETAIN`], all of `producer_epoch`.
     batches: VecDeque<BatchMetadata>,
+    /// The first offset of the producer's open transaction on this
+    /// partition (Kafka's `currentTxnFirstOffset`).
+    pub current_txn_first_offset: Option<i64>,
+    /// The epoch of the transaction coordinator that wrote its last marker.
+    pub coordinator_epoch: i32,
 }
 
 impl ProducerStateEntry {
@@ -145,6 +155,8 @@ impl ProducerStateEntry {
             producer_id,
             producer_epoch: NO_PRODUCER_EPOCH,
             batches: VecDeque::new(),
+            current_txn_first_offset: None,
+            coordinator_epoch: -1,
         }
     }
 
@@ -170,6 +182,15 @@ impl ProducerStateEntry {
             .copied()
     }
 
+    /// Takes a data batch: its metadata, and, for the first transactional
+    /// one, the start of the producer's transaction here.
+    fn add_data_batch(&mut self, batch: &ProducerBatch) {
+        if batch.transactional && self.current_txn_first_offset.is_none() {
+            self.current_txn_first_offset = Some(batch.first_offset);
+        }
+        self.add_batch(batch.producer_epoch, batch.metadata());
+    }
+
     /// `ProducerStateEntry.addBatch`: a new epoch forgets the old epoch's batches.
     fn add_batch(&mut self, epoch: i16, batch: BatchMetadata) {
         if epoch != self.producer_epoch {
@@ -191,14 +212,17 @@ impl ProducerStateEntry {
             last_offset: last.map_or(-1, |b| b.last_offset),
             offset_delta: last.map_or(0, |b| b.offset_delta),
             timestamp: last.map_or(-1, |b| b.timestamp),
-            coordinator_epoch: -1,
-            current_txn_first_offset: -1,
+            coordinator_epoch: self.coordinator_epoch,
+            current_txn_first_offset: self.current_txn_first_offset.unwrap_or(-1),
         }
     }
 
     fn from_snapshot(e: &SnapshotEntry) -> Self {
         let mut entry = ProducerStateEntry::new(e.producer_id);
         entry.producer_epoch = e.producer_epoch;
+        entry.coordinator_epoch = e.coordinator_epoch;
+        entry.current_txn_first_offset =
+            (e.current_txn_first_offset >= 0).then_some(e.current_txn_first_offset);
         if e.last_sequence >= 0 {
             entry.batches.push_back(BatchMetadata {
                 last_sequence: e.last_sequence,
@@ -247,6 +271,26 @@ pub enum ProducerStateError {
         first_sequence: i32,
         last_sequence: i32,
     },
+    /// TRANSACTION_COORDINATOR_FENCED: a marker from an older transaction
+    /// coordinator than the one that wrote this producer's last marker.
+    #[error(
+        "producer {producer_id}: marker of coordinator epoch {coordinator_epoch}, older than {current}"
+    )]
+    CoordinatorFenced {
+        producer_id: i64,
+        coordinator_epoch: i32,
+        current: i32,
+    },
+}
+
+/// A transaction a marker ended on this partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    pub aborted: bool,
 }
 
 /// What a leader append of producer batches comes to.
@@ -272,6 +316,9 @@ pub struct ProducerStateManager {
     map_end_offset: i64,
     /// Offsets of the snapshot files in `dir`.
     snapshots: BTreeSet<i64>,
+    /// Transactions completed by a marker not yet below the high watermark:
+    /// first offset → the marker's offset (Kafka's `unreplicatedTxns`).
+    unstable: BTreeMap<i64, i64>,
 }
 
 impl ProducerStateManager {
@@ -287,6 +334,7 @@ impl ProducerStateManager {
             producers: BTreeMap::new(),
             map_end_offset: 0,
             snapshots,
+            unstable: BTreeMap::new(),
         })
     }
 
@@ -335,7 +383,7 @@ impl ProducerStateManager {
                     .unwrap_or_else(|| ProducerStateEntry::new(batch.producer_id))
             });
             check_batch(updated, batch)?;
-            updated.add_batch(batch.producer_epoch, batch.metadata());
+            updated.add_data_batch(batch);
         }
         Ok(LeaderCheck::Append(pending))
     }
@@ -366,7 +414,74 @@ impl ProducerStateManager {
                 "replicated batch has an older producer epoch than the last seen"
             );
         }
-        entry.add_batch(batch.producer_epoch, batch.metadata());
+        entry.add_data_batch(batch);
+    }
+
+    /// Ends `producer_id`'s transaction here with a marker at
+    /// `marker_offset` (Kafka's `appendEndTxnMarker`). From the coordinator
+    /// (`checked`), a marker of an older producer epoch is refused
+    /// (INVALID_PRODUCER_EPOCH), and one from an older coordinator than the
+    /// last marker's (TRANSACTION_COORDINATOR_FENCED); a replicated marker is
+    /// taken as the leader wrote it. The transaction's first offset is its
+    /// first batch here, or the marker itself when it had none.
+    pub fn complete_txn(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: Marker,
+        marker_offset: i64,
+        checked: bool,
+    ) -> Result<CompletedTxn, ProducerStateError> {
+        let entry = self
+            .producers
+            .entry(producer_id)
+            .or_insert_with(|| ProducerStateEntry::new(producer_id));
+        if checked && producer_epoch < entry.producer_epoch {
+            return Err(ProducerStateError::InvalidProducerEpoch {
+                producer_id,
+                epoch: producer_epoch,
+                current_epoch: entry.producer_epoch,
+            });
+        }
+        if checked && marker.coordinator_epoch < entry.coordinator_epoch {
+            return Err(ProducerStateError::CoordinatorFenced {
+                producer_id,
+                coordinator_epoch: marker.coordinator_epoch,
+                current: entry.coordinator_epoch,
+            });
+        }
+        let completed = CompletedTxn {
+            producer_id,
+            first_offset: entry.current_txn_first_offset.unwrap_or(marker_offset),
+            last_offset: marker_offset,
+            aborted: !marker.commit,
+        };
+        if producer_epoch != entry.producer_epoch {
+            entry.batches.clear();
+            entry.producer_epoch = producer_epoch;
+        }
+        entry.current_txn_first_offset = None;
+        entry.coordinator_epoch = marker.coordinator_epoch;
+        self.unstable
+            .insert(completed.first_offset, completed.last_offset);
+        self.map_end_offset = marker_offset + 1;
+        Ok(completed)
+    }
+
+    /// The first offset a read_committed consumer may not read past: the
+    /// earliest first offset of a transaction still open, or completed by a
+    /// marker at or above `high_watermark` (not yet replicated; Kafka's
+    /// `firstUnstableOffset`). Completed transactions below the high
+    /// watermark are forgotten here.
+    pub fn first_unstable_offset(&mut self, high_watermark: i64) -> Option<i64> {
+        self.unstable.retain(|_, last| *last >= high_watermark);
+        let open = self
+            .producers
+            .values()
+            .filter_map(|e| e.current_txn_first_offset)
+            .min();
+        let completing = self.unstable.keys().next().copied();
+        open.into_iter().chain(completing).min()
     }
 
     /// Records that every batch below `end_offset` has been applied.
@@ -417,6 +532,7 @@ impl ProducerStateManager {
             self.delete_snapshot(offset)?;
         }
         self.producers.clear();
+        self.unstable.clear();
         while let Some(&offset) = self.snapshots.last() {
             let path = self.dir.join(producer_snapshot::file_name(offset));
             match producer_snapshot::read(&path)? {
@@ -450,6 +566,7 @@ impl ProducerStateManager {
             self.delete_snapshot(snapshot)?;
         }
         self.producers.clear();
+        self.unstable.clear();
         self.map_end_offset = offset;
         Ok(())
     }

@@ -20,6 +20,7 @@ fn batch(
         first_offset,
         last_offset: first_offset + i64::from(count) - 1,
         max_timestamp: 1_000 + first_offset,
+        transactional: false,
     }
 }
 
@@ -310,4 +311,92 @@ fn a_corrupt_snapshot_is_deleted_and_the_next_older_one_loaded() {
     assert_eq!(reloaded.truncate_and_reload(0, 2).unwrap(), None);
     assert!(reloaded.producers().next().is_none());
     assert!(producer_snapshot::list(dir.path()).unwrap().is_empty());
+}
+
+fn marker(commit: bool, coordinator_epoch: i32) -> Marker {
+    Marker {
+        commit,
+        coordinator_epoch,
+    }
+}
+
+#[test]
+fn a_transaction_holds_the_first_unstable_offset_until_its_marker_is_replicated() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = ProducerStateManager::open(dir.path()).unwrap();
+    appended(&mut state, batch(1, 0, 0, 2, 0));
+    assert_eq!(state.first_unstable_offset(2), None, "not transactional");
+    let txn = ProducerBatch {
+        transactional: true,
+        ..batch(2, 0, 0, 3, 2)
+    };
+    appended(&mut state, txn);
+    appended(
+        &mut state,
+        ProducerBatch {
+            transactional: true,
+            ..batch(2, 0, 3, 1, 5)
+        },
+    );
+    assert_eq!(state.entry(2).unwrap().current_txn_first_offset, Some(2));
+    assert_eq!(state.first_unstable_offset(6), Some(2));
+    let done = state.complete_txn(2, 0, marker(false, 4), 6, true).unwrap();
+    assert_eq!(
+        done,
+        CompletedTxn {
+            producer_id: 2,
+            first_offset: 2,
+            last_offset: 6,
+            aborted: true
+        }
+    );
+    assert_eq!(state.entry(2).unwrap().current_txn_first_offset, None);
+    assert_eq!(
+        state.first_unstable_offset(6),
+        Some(2),
+        "marker not yet below the HW"
+    );
+    assert_eq!(state.first_unstable_offset(7), None);
+    // Snapshots keep an open transaction and the coordinator epoch.
+    appended(
+        &mut state,
+        ProducerBatch {
+            transactional: true,
+            ..batch(2, 0, 4, 1, 7)
+        },
+    );
+    state.set_map_end_offset(8);
+    state.take_snapshot().unwrap();
+    let mut reloaded = ProducerStateManager::open(dir.path()).unwrap();
+    reloaded.truncate_and_reload(0, 8).unwrap();
+    let entry = reloaded.entry(2).unwrap();
+    assert_eq!(
+        (entry.current_txn_first_offset, entry.coordinator_epoch),
+        (Some(7), 4)
+    );
+    assert_eq!(reloaded.first_unstable_offset(8), Some(7));
+}
+
+#[test]
+fn a_marker_from_an_older_producer_or_coordinator_epoch_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = ProducerStateManager::open(dir.path()).unwrap();
+    appended(
+        &mut state,
+        ProducerBatch {
+            transactional: true,
+            ..batch(3, 2, 0, 1, 0)
+        },
+    );
+    state.complete_txn(3, 2, marker(true, 5), 1, true).unwrap();
+    assert!(matches!(
+        state.complete_txn(3, 1, marker(true, 5), 2, true),
+        Err(ProducerStateError::InvalidProducerEpoch { .. })
+    ));
+    assert!(matches!(
+        state.complete_txn(3, 2, marker(true, 4), 2, true),
+        Err(ProducerStateError::CoordinatorFenced { .. })
+    ));
+    // Replicated, the leader already judged it.
+    assert!(state.complete_txn(3, 2, marker(true, 4), 2, false).is_ok());
 }
