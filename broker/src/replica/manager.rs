@@ -228,6 +228,7 @@ pub(super) fn storage_error_code(e: &StorageError) -> ResponseError {
         StorageError::CorruptRecords { .. } => ResponseError::CorruptMessage,
         StorageError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
         StorageError::InvalidTopicPartition { .. } => ResponseError::InvalidTopicException,
+        StorageError::ControlBatchProduced { .. } => ResponseError::InvalidRecord,
         StorageError::ProducerState { source, .. } => match source {
             ProducerStateError::InvalidSequence { .. } => ResponseError::InvalidRecord,
             ProducerStateError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,

@@ -243,6 +243,13 @@ impl Default for LogConfig {
 /// `OFFSET_OUT_OF_RANGE`).
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
+    /// A producer sent a control batch, which only a transaction coordinator's
+    /// markers may be (Kafka's `LogValidator` refuses it: INVALID_RECORD).
+    #[error("{topic_partition}: a control batch at byte {position} of a produce request")]
+    ControlBatchProduced {
+        topic_partition: TopicPartition,
+        position: usize,
+    },
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,

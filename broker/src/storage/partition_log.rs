@@ -27,6 +27,15 @@ use super::recovery::{self, Truncation};
 use super::segment::{BatchPosition, Segment};
 use super::{LeaderEpochCache, LogConfig, ProducerStateRecovery, StorageError, TopicPartition};
 
+mod txns;
+
+/// What a follower's append or a replay tells the producer state, in log
+/// order: a producer's data batch, or a transaction marker.
+enum Replicated {
+    Data(ProducerBatch),
+    Marker(BatchHeader, super::txn::Marker),
+}
+
 /// What an append wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogAppendInfo {
@@ -130,6 +139,7 @@ impl PartitionLog {
         self.high_watermark = high_watermark
             .min(self.log_end_offset)
             .max(self.log_start_offset());
+        self.producer_state.on_high_watermark(self.high_watermark);
     }
 
     pub fn recovery_point(&self) -> i64 {
@@ -193,6 +203,12 @@ impl PartitionLog {
         let headers = record_batch::validate_produced(&records).map_err(corrupt)?;
         if headers.is_empty() {
             return Ok(self.empty_append());
+        }
+        if let Some((position, _)) = headers.iter().find(|(_, h)| h.is_control()) {
+            return Err(StorageError::ControlBatchProduced {
+                topic_partition: self.topic_partition.clone(),
+                position: *position,
+            });
         }
         // The offsets each batch will get, as the loop below assigns them.
         let mut offset = self.log_end_offset;
@@ -338,7 +354,12 @@ impl PartitionLog {
                 size_bytes: header.size_bytes() as u32,
                 leader_epoch: epoch,
             });
-            producer_batches.extend(ProducerBatch::from_header(&header, header.base_offset));
+            if header.is_control() {
+                let marker = Self::marker_of(&records, batch.position, &header)?;
+                producer_batches.push(Replicated::Marker(header, marker));
+            } else if let Some(b) = ProducerBatch::from_header(&header, header.base_offset) {
+                producer_batches.push(Replicated::Data(b));
+            }
             record_count = record_count.saturating_add(header.record_count as u32);
             next_offset = header.next_offset();
         }
@@ -352,8 +373,14 @@ impl PartitionLog {
         }
         self.write(&records, positions, next_offset)?;
         // The leader judged these batches; a follower records them as they are.
-        for batch in &producer_batches {
-            self.producer_state.apply_replicated(batch);
+        for event in producer_batches {
+            match event {
+                Replicated::Data(batch) => self.producer_state.apply_replicated(&batch),
+                Replicated::Marker(header, marker) => {
+                    let (pid, epoch) = (header.producer_id, header.producer_epoch);
+                    self.take_marker(pid, epoch, marker, header.base_offset)?;
+                }
+            }
         }
         self.producer_state.set_map_end_offset(next_offset);
         Ok(LogAppendInfo {
@@ -487,14 +514,17 @@ impl PartitionLog {
         if offset < self.log_start_offset() {
             return self.truncate_fully_and_start_at(offset);
         }
+        let mut removed = Vec::new();
         while self.active().base_offset() > offset {
             let segment = self
                 .segments
                 .pop()
                 .expect("a segment starts at or below offset");
+            removed.push(segment.base_offset());
             segment.delete()?;
         }
         self.active_mut().truncate_to(offset)?;
+        self.truncate_txn_indexes(&removed, offset)?;
         super::checkpoint::sync_dir(&self.dir)?;
         self.log_end_offset = self.active().end_offset();
         self.after_truncation()
@@ -503,9 +533,11 @@ impl PartitionLog {
     /// Removes every segment and restarts the log empty at `offset` (Kafka's
     /// `Log.truncateFullyAndStartAt`).
     pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), StorageError> {
+        let removed: Vec<i64> = self.segments.iter().map(Segment::base_offset).collect();
         for segment in self.segments.drain(..) {
             segment.delete()?;
         }
+        self.truncate_txn_indexes(&removed, offset)?;
         self.segments.push(Segment::create(&self.dir, offset)?);
         self.log_end_offset = offset;
         self.epoch_cache.clear()?;
@@ -563,7 +595,15 @@ impl PartitionLog {
                 let read = segment.read_some_at(&mut header_buf, batch.position)?;
                 let header: BatchHeader = record_batch::parse_header(&header_buf[..read])
                     .map_err(|e| corrupt((batch.position as usize, e)))?;
-                if let Some(producer_batch) = ProducerBatch::from_header(&header, batch.base_offset)
+                if header.is_control() {
+                    // Its abort, if it is one, is in the index already.
+                    let bytes = Bytes::from(segment.read_at(batch.position, header.size_bytes())?);
+                    let marker = Self::marker_of(&bytes, 0, &header)?;
+                    let (pid, epoch) = (header.producer_id, header.producer_epoch);
+                    self.producer_state
+                        .complete_txn(pid, epoch, marker, batch.base_offset);
+                } else if let Some(producer_batch) =
+                    ProducerBatch::from_header(&header, batch.base_offset)
                 {
                     self.producer_state.apply_replicated(&producer_batch);
                 }

@@ -417,39 +417,51 @@ impl ProducerStateManager {
         entry.add_data_batch(batch);
     }
 
-    /// Ends `producer_id`'s transaction here with a marker at
-    /// `marker_offset` (Kafka's `appendEndTxnMarker`). From the coordinator
-    /// (`checked`), a marker of an older producer epoch is refused
-    /// (INVALID_PRODUCER_EPOCH), and one from an older coordinator than the
-    /// last marker's (TRANSACTION_COORDINATOR_FENCED); a replicated marker is
-    /// taken as the leader wrote it. The transaction's first offset is its
-    /// first batch here, or the marker itself when it had none.
-    pub fn complete_txn(
-        &mut self,
+    /// Whether the coordinator's marker for `producer_id` may be appended
+    /// (Kafka's `appendEndTxnMarker` checks): a marker of an older producer
+    /// epoch than the producer's is INVALID_PRODUCER_EPOCH, one from an older
+    /// coordinator than the last marker's TRANSACTION_COORDINATOR_FENCED.
+    pub fn check_marker(
+        &self,
         producer_id: i64,
         producer_epoch: i16,
         marker: Marker,
-        marker_offset: i64,
-        checked: bool,
-    ) -> Result<CompletedTxn, ProducerStateError> {
-        let entry = self
-            .producers
-            .entry(producer_id)
-            .or_insert_with(|| ProducerStateEntry::new(producer_id));
-        if checked && producer_epoch < entry.producer_epoch {
+    ) -> Result<(), ProducerStateError> {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        if producer_epoch < entry.producer_epoch {
             return Err(ProducerStateError::InvalidProducerEpoch {
                 producer_id,
                 epoch: producer_epoch,
                 current_epoch: entry.producer_epoch,
             });
         }
-        if checked && marker.coordinator_epoch < entry.coordinator_epoch {
+        if marker.coordinator_epoch < entry.coordinator_epoch {
             return Err(ProducerStateError::CoordinatorFenced {
                 producer_id,
                 coordinator_epoch: marker.coordinator_epoch,
                 current: entry.coordinator_epoch,
             });
         }
+        Ok(())
+    }
+
+    /// Ends `producer_id`'s transaction here with a marker now in the log at
+    /// `marker_offset`: checked by [`Self::check_marker`] on the leader, taken
+    /// as written by a follower and on replay. The transaction's first offset
+    /// is its first batch here, or the marker itself when it had none.
+    pub fn complete_txn(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: Marker,
+        marker_offset: i64,
+    ) -> CompletedTxn {
+        let entry = self
+            .producers
+            .entry(producer_id)
+            .or_insert_with(|| ProducerStateEntry::new(producer_id));
         let completed = CompletedTxn {
             producer_id,
             first_offset: entry.current_txn_first_offset.unwrap_or(marker_offset),
@@ -465,7 +477,7 @@ impl ProducerStateManager {
         self.unstable
             .insert(completed.first_offset, completed.last_offset);
         self.map_end_offset = marker_offset + 1;
-        Ok(completed)
+        completed
     }
 
     /// The first offset a read_committed consumer may not read past: the
@@ -473,15 +485,24 @@ impl ProducerStateManager {
     /// marker at or above `high_watermark` (not yet replicated; Kafka's
     /// `firstUnstableOffset`). Completed transactions below the high
     /// watermark are forgotten here.
-    pub fn first_unstable_offset(&mut self, high_watermark: i64) -> Option<i64> {
-        self.unstable.retain(|_, last| *last >= high_watermark);
+    pub fn first_unstable_offset(&self, high_watermark: i64) -> Option<i64> {
         let open = self
             .producers
             .values()
             .filter_map(|e| e.current_txn_first_offset)
             .min();
-        let completing = self.unstable.keys().next().copied();
+        let completing = self
+            .unstable
+            .iter()
+            .find(|(_, last)| **last >= high_watermark)
+            .map(|(first, _)| *first);
         open.into_iter().chain(completing).min()
+    }
+
+    /// Forgets completed transactions whose marker is below `high_watermark`:
+    /// they bound the last stable offset no more.
+    pub fn on_high_watermark(&mut self, high_watermark: i64) {
+        self.unstable.retain(|_, last| *last >= high_watermark);
     }
 
     /// Records that every batch below `end_offset` has been applied.

@@ -340,7 +340,8 @@ fn a_transaction_holds_the_first_unstable_offset_until_its_marker_is_replicated(
     );
     assert_eq!(state.entry(2).unwrap().current_txn_first_offset, Some(2));
     assert_eq!(state.first_unstable_offset(6), Some(2));
-    let done = state.complete_txn(2, 0, marker(false, 4), 6, true).unwrap();
+    state.check_marker(2, 0, marker(false, 4)).unwrap();
+    let done = state.complete_txn(2, 0, marker(false, 4), 6);
     assert_eq!(
         done,
         CompletedTxn {
@@ -357,6 +358,12 @@ fn a_transaction_holds_the_first_unstable_offset_until_its_marker_is_replicated(
         "marker not yet below the HW"
     );
     assert_eq!(state.first_unstable_offset(7), None);
+    state.on_high_watermark(7);
+    assert_eq!(
+        state.first_unstable_offset(0),
+        None,
+        "forgotten once below the HW"
+    );
     // Snapshots keep an open transaction and the coordinator epoch.
     appended(
         &mut state,
@@ -388,15 +395,14 @@ fn a_marker_from_an_older_producer_or_coordinator_epoch_is_refused() {
             ..batch(3, 2, 0, 1, 0)
         },
     );
-    state.complete_txn(3, 2, marker(true, 5), 1, true).unwrap();
+    state.complete_txn(3, 2, marker(true, 5), 1);
     assert!(matches!(
-        state.complete_txn(3, 1, marker(true, 5), 2, true),
+        state.check_marker(3, 1, marker(true, 5)),
         Err(ProducerStateError::InvalidProducerEpoch { .. })
     ));
     assert!(matches!(
-        state.complete_txn(3, 2, marker(true, 4), 2, true),
+        state.check_marker(3, 2, marker(true, 4)),
         Err(ProducerStateError::CoordinatorFenced { .. })
     ));
-    // Replicated, the leader already judged it.
-    assert!(state.complete_txn(3, 2, marker(true, 4), 2, false).is_ok());
+    assert!(state.check_marker(3, 2, marker(true, 5)).is_ok());
 }

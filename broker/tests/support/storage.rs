@@ -89,6 +89,27 @@ pub fn idempotent_batch(
     encode(&records, Compression::None)
 }
 
+/// [`idempotent_batch`] inside a transaction (KIP-98's transactional bit).
+pub fn transactional_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    values: &[&str],
+) -> Bytes {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Record {
+            producer_id,
+            producer_epoch,
+            sequence: base_sequence + i as i32,
+            transactional: true,
+            ..record(i as i64, i as i64, v, -1)
+        })
+        .collect();
+    encode(&records, Compression::None)
+}
+
 pub fn producer_batch_compressed(values: &[&str], compression: Compression) -> Bytes {
     let records: Vec<Record> = values
         .iter()
