@@ -40,9 +40,14 @@ pub const DEBUGGING_REPLICA_ID: i32 = -2;
 #[derive(Debug, Clone)]
 pub struct ReadResult {
     pub high_watermark: i64,
+    /// The last stable offset (KIP-98): what read_committed reads up to.
+    pub last_stable_offset: i64,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
     pub records: Bytes,
+    /// For a read_committed read, the aborted transactions overlapping it:
+    /// (producer id, first offset), for the consumer to drop.
+    pub aborted: Vec<(i64, i64)>,
 }
 
 /// Where an acks=all produce stands.
@@ -232,9 +237,11 @@ impl ReplicaManager {
         Ok((
             ReadResult {
                 high_watermark: log.high_watermark(),
+                last_stable_offset: log.last_stable_offset(),
                 log_start_offset: log.log_start_offset(),
                 log_end_offset: log.log_end_offset(),
                 records,
+                aborted: vec![],
             },
             leader_epoch,
         ))
@@ -253,6 +260,29 @@ impl ReplicaManager {
         replica_id: i32,
         current_leader_epoch: i32,
     ) -> Result<ReadResult, ResponseError> {
+        self.read_isolated(
+            tp,
+            offset,
+            max_bytes,
+            replica_id,
+            current_leader_epoch,
+            false,
+        )
+    }
+
+    /// [`Self::read`] at an isolation level: a read_committed client
+    /// (`committed`, Fetch's isolation_level 1) reads up to the last stable
+    /// offset instead of the high watermark and is told the aborted
+    /// transactions there (KIP-98).
+    pub fn read_isolated(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+        replica_id: i32,
+        current_leader_epoch: i32,
+        committed: bool,
+    ) -> Result<ReadResult, ResponseError> {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let partition = self.readable(&inner.partitions, &inner.logs, tp, replica_id)?;
@@ -264,8 +294,14 @@ impl ReplicaManager {
             .get(tp)
             .ok_or(ResponseError::NotLeaderOrFollower)?;
         let hw = log.high_watermark();
+        let lso = log.last_stable_offset();
         let leo = log.log_end_offset();
-        let bound = if is_client(replica_id) { hw } else { leo };
+        let committed = committed && is_client(replica_id);
+        let bound = match (is_client(replica_id), committed) {
+            (false, _) => leo,
+            (true, false) => hw,
+            (true, true) => lso,
+        };
         let records = if offset >= bound && offset <= leo {
             Bytes::new()
         } else {
@@ -274,11 +310,22 @@ impl ReplicaManager {
                 .map_err(|e| storage_error_code(&e))?;
             batches_below(raw, bound)
         };
+        let aborted = if committed && !records.is_empty() {
+            log.aborted_txns(offset, bound)
+                .map_err(|e| storage_error_code(&e))?
+                .into_iter()
+                .map(|t| (t.producer_id, t.first_offset))
+                .collect()
+        } else {
+            vec![]
+        };
         let result = ReadResult {
             high_watermark: hw,
+            last_stable_offset: lso,
             log_start_offset: log.log_start_offset(),
             log_end_offset: leo,
             records,
+            aborted,
         };
         let mut advanced = false;
         if !is_client(replica_id) {
@@ -296,15 +343,17 @@ impl ReplicaManager {
         Ok(result)
     }
 
-    /// ListOffsets: -2 earliest, -1 latest (the HW for clients, as Kafka answers
-    /// read_uncommitted consumers). Returns (offset, leader epoch). The
-    /// debugging replica id asks any replica, leader or follower, and latest
-    /// is that replica's log end offset (Kafka applies no isolation level to it).
+    /// ListOffsets: -2 earliest, -1 latest (for clients the HW, or the last
+    /// stable offset for read_committed ones, `committed`, as Kafka answers
+    /// each isolation level). Returns (offset, leader epoch). The debugging
+    /// replica id asks any replica, leader or follower, and latest is that
+    /// replica's log end offset (Kafka applies no isolation level to it).
     pub fn list_offset(
         &self,
         tp: &TopicPartition,
         timestamp: i64,
         replica_id: i32,
+        committed: bool,
     ) -> Result<(i64, i32), ResponseError> {
         let inner = self.lock();
         let partition = self.readable(&inner.partitions, &inner.logs, tp, replica_id)?;
@@ -316,7 +365,12 @@ impl ReplicaManager {
         match timestamp {
             -2 => Ok((log.log_start_offset(), epoch)),
             -1 if is_client(replica_id) && replica_id != DEBUGGING_REPLICA_ID => {
-                Ok((log.high_watermark(), epoch))
+                let latest = if committed {
+                    log.last_stable_offset()
+                } else {
+                    log.high_watermark()
+                };
+                Ok((latest, epoch))
             }
             -1 => Ok((log.log_end_offset(), epoch)),
             // Lookup by timestamp needs a time index, which this broker does not keep.
@@ -371,8 +425,8 @@ mod tests {
         let read = rm.read(&tp(), 0, 1 << 20, -1, -1).unwrap();
         assert_eq!(read.high_watermark, 3);
         assert!(!read.records.is_empty());
-        assert_eq!(rm.list_offset(&tp(), -1, -1).unwrap(), (3, 0));
-        assert_eq!(rm.list_offset(&tp(), -2, -1).unwrap(), (0, 0));
+        assert_eq!(rm.list_offset(&tp(), -1, -1, false).unwrap(), (3, 0));
+        assert_eq!(rm.list_offset(&tp(), -2, -1, false).unwrap(), (0, 0));
     }
 
     #[test]
@@ -491,7 +545,7 @@ mod tests {
             ResponseError::UnknownTopicOrPartition
         );
         assert_eq!(
-            b.list_offset(&other, -1, debug).unwrap_err(),
+            b.list_offset(&other, -1, debug, false).unwrap_err(),
             ResponseError::UnknownTopicOrPartition
         );
 
@@ -520,7 +574,7 @@ mod tests {
             ResponseError::NotLeaderOrFollower
         );
         assert_eq!(
-            b.list_offset(&tp(), -1, -1).unwrap_err(),
+            b.list_offset(&tp(), -1, -1, false).unwrap_err(),
             ResponseError::NotLeaderOrFollower
         );
         let r = b.read(&tp(), 0, 1 << 20, debug, -1).unwrap();
@@ -534,8 +588,12 @@ mod tests {
             b.read(&tp(), 5, 1, debug, -1).unwrap().records.is_empty(),
             "at the LEO: nothing, and no error"
         );
-        assert_eq!(b.list_offset(&tp(), -1, debug).unwrap(), (5, 1), "the LEO");
-        assert_eq!(b.list_offset(&tp(), -2, debug).unwrap(), (0, 1));
+        assert_eq!(
+            b.list_offset(&tp(), -1, debug, false).unwrap(),
+            (5, 1),
+            "the LEO"
+        );
+        assert_eq!(b.list_offset(&tp(), -2, debug, false).unwrap(), (0, 1));
         // The current leader epoch is still checked when given.
         assert!(b.read(&tp(), 0, 1 << 20, debug, 1).is_ok());
         assert_eq!(
@@ -552,8 +610,8 @@ mod tests {
         a.apply_leader_and_isr(vec![(tp(), state(1, 2, vec![1, 2]))]);
         a.append_as_leader(&tp(), batch(1), 1).unwrap();
         assert_eq!(a.offsets(&tp()), Some((6, 5)));
-        assert_eq!(a.list_offset(&tp(), -1, debug).unwrap(), (6, 2));
-        assert_eq!(a.list_offset(&tp(), -1, -1).unwrap(), (5, 2));
+        assert_eq!(a.list_offset(&tp(), -1, debug, false).unwrap(), (6, 2));
+        assert_eq!(a.list_offset(&tp(), -1, -1, false).unwrap(), (5, 2));
         let r = a.read(&tp(), 5, 1 << 20, debug, -1).unwrap();
         assert!(r.records.is_empty(), "nothing at or above the HW");
         assert_eq!(r.high_watermark, 5);

@@ -14,6 +14,7 @@ pub mod partition;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod truncation;
+pub mod txn;
 
 /// The storage engine, under the name the replica code uses for it.
 pub use crate::storage as store;

@@ -10,11 +10,18 @@
 //! The first partition with data returns at least one whole batch even when it
 //! exceeds the byte limits (KIP-74), so a large batch never stalls a consumer.
 //! Fetch sessions (KIP-227) are not kept: every response is sessionless (id 0).
+//! A read_committed client (isolation_level 1, KIP-98) reads up to the last
+//! stable offset and is told the aborted transactions there.
 
 use std::time::Duration;
 
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
+
+/// Fetch's isolation_level for read_committed (KIP-98).
+const READ_COMMITTED: i8 = 1;
 
 use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
@@ -75,20 +82,30 @@ fn read_once(broker: &Broker, req: &FetchRequest, replica_id: i32) -> (FetchResp
             } else {
                 remaining
             });
-            match broker.replicas.read(
+            match broker.replicas.read_isolated(
                 &tp,
                 p.fetch_offset,
                 limit,
                 replica_id,
                 p.current_leader_epoch,
+                req.isolation_level == READ_COMMITTED,
             ) {
                 Ok(r) => {
                     total += r.records.len();
+                    let aborted = r
+                        .aborted
+                        .iter()
+                        .map(|(pid, first)| {
+                            AbortedTransaction::default()
+                                .with_producer_id(ProducerId(*pid))
+                                .with_first_offset(*first)
+                        })
+                        .collect();
                     parts.push(
                         base.with_high_watermark(r.high_watermark)
-                            .with_last_stable_offset(r.high_watermark)
+                            .with_last_stable_offset(r.last_stable_offset)
                             .with_log_start_offset(r.log_start_offset)
-                            .with_aborted_transactions(Some(vec![]))
+                            .with_aborted_transactions(Some(aborted))
                             .with_records(Some(r.records)),
                     );
                 }

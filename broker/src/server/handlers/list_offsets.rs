@@ -1,5 +1,6 @@
 //! ListOffsets: earliest (-2) and latest (-1) only; latest is the high
-//! watermark for clients, as Kafka answers read_uncommitted consumers. Only the
+//! watermark for read_uncommitted clients and the last stable offset for
+//! read_committed ones, as Kafka answers each. Only the
 //! leader answers, except for Kafka's debugging replica id -2
 //! (`DEBUGGING_REPLICA_ID`): any replica holding the log answers it, latest
 //! being that replica's log end offset, since Kafka applies an isolation level
@@ -11,6 +12,9 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use crate::replica::store::TopicPartition;
+
+/// ListOffsets' isolation_level for read_committed (v2+, KIP-98).
+const READ_COMMITTED: i8 = 1;
 use crate::server::context::Broker;
 
 pub fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
@@ -30,7 +34,11 @@ pub fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ListOff
                     };
                     let base = ListOffsetsPartitionResponse::default()
                         .with_partition_index(p.partition_index);
-                    match broker.replicas.list_offset(&tp, p.timestamp, replica_id) {
+                    let committed = req.isolation_level == READ_COMMITTED;
+                    match broker
+                        .replicas
+                        .list_offset(&tp, p.timestamp, replica_id, committed)
+                    {
                         Ok((offset, epoch)) => {
                             let r = base.with_offset(offset).with_timestamp(-1);
                             // The leader epoch field exists from v4 (KIP-320).
