@@ -21,3 +21,4 @@ pub mod server;
 pub mod state_change_log;
 pub mod storage;
 pub mod topic_config;
+pub mod transactions;

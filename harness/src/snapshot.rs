@@ -3,7 +3,8 @@
 //! stamps in evidence, etcd revisions), each
 //! replica's final `(offset, epoch, value)` log and epoch file, the etcd
 //! timeline without revisions, and each checker's verdict, message and
-//! evidence (not its counts, some of which count control traffic). Offsets,
+//! evidence (not its counts, some of which count control traffic, nor its
+//! coverage, whose fault windows are times). Offsets,
 //! epochs, values, nodes and outcomes all stay: a change in any of them is a
 //! change in behaviour.
 
@@ -71,6 +72,11 @@ pub fn normalized(dir: &RunDir) -> Result<Value, LoadError> {
     // Verdicts, messages and evidence stay; the checkers' counts go: some count
     // control traffic (decisions applied, states written), which retries and
     // timing vary without any change in what the cluster did to the data.
+    // Coverage goes too: its windows are times, and what a window caught
+    // varies with them; the coverage tests judge it (checker/coverage.rs).
+    if let Some(results) = results.as_object_mut() {
+        results.remove("coverage");
+    }
     if let Some(list) = results.get_mut("results").and_then(Value::as_array_mut) {
         for result in list {
             if let Some(result) = result.as_object_mut() {

@@ -39,7 +39,12 @@ fn key_at(src: &str, span: std::ops::Range<usize>) -> Option<String> {
             && s.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
     };
-    if is_key(text) && !text.bytes().all(|b| b.is_ascii_digit()) {
+    // A number (`3`, `-1`) is a value, never the key it is the value of.
+    let number = text
+        .trim_start_matches(['-', '+'])
+        .bytes()
+        .all(|b| b.is_ascii_digit());
+    if is_key(text) && !number {
         return Some(text.to_owned());
     }
     let line_start = src[..span.start].rfind('\n').map_or(0, |i| i + 1);

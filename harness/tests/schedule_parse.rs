@@ -93,6 +93,32 @@ fn a_typo_in_a_step_key_names_its_line_and_key() {
 }
 
 #[test]
+fn a_coverage_minimum_that_is_no_whole_number_names_its_line_and_key() {
+    let src = format!("{BASE}\n[workload]\nmin_faults = 2\nmin_ops_per_fault = -1\n");
+    let (line, key, text) = syntax(&src);
+    assert_eq!(line, 11, "{text}");
+    assert_eq!(key.as_deref(), Some("min_ops_per_fault"), "{text}");
+    let src = format!("{BASE}\n[workload]\nmin_leader_changes = \"two\"\n");
+    let (line, key, text) = syntax(&src);
+    assert_eq!(line, 10, "{text}");
+    assert_eq!(key.as_deref(), Some("min_leader_changes"), "{text}");
+    let src = format!("{BASE}\n[workload]\nmin_ops_per_faults = 1\n");
+    let (line, key, text) = syntax(&src);
+    assert_eq!(
+        (line, key.as_deref()),
+        (10, Some("min_ops_per_faults")),
+        "{text}"
+    );
+    let parsed = parse(&format!(
+        "{BASE}\n[workload]\nmin_acked_during_faults = 40\nmin_leader_changes = 2\n"
+    ))
+    .unwrap();
+    assert_eq!(parsed.workload.min_acked_during_faults, Some(40));
+    assert_eq!(parsed.workload.min_leader_changes, Some(2));
+    assert_eq!(parsed.workload.min_ops_per_fault, None);
+}
+
+#[test]
 fn a_typo_inside_an_inline_table_names_its_line_and_key() {
     let src = format!(
         "{BASE}\n[[step]]\nawait = \"b1 in ISR of t-0\"\n\n[[step]]\nproduce = {{ partiton = \"t-0\", values = [1] }}\n"

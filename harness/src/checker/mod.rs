@@ -16,6 +16,7 @@ pub mod anomaly;
 pub mod committed;
 pub mod consumer;
 pub mod context;
+pub mod coverage;
 pub mod divergence;
 pub mod duplicates;
 pub mod epoch_file;
@@ -39,6 +40,7 @@ use serde::{Deserialize, Serialize};
 
 pub use anomaly::Anomaly;
 pub use context::{LoadError, RunData};
+pub use coverage::Coverage;
 pub use error::CheckError;
 pub use evidence::{Details, Evidence};
 pub use final_log::NoFinalLog;
@@ -94,6 +96,11 @@ pub fn all() -> Vec<Checker> {
 pub struct Report {
     pub verdict: Verdict,
     pub results: Vec<CheckResult>,
+    /// Where the run's faults landed (coverage.rs); the run's verdict folds
+    /// it in (run/check.rs), a bare [`check`] leaves it out. Absent from
+    /// results.json written before coverage was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
 }
 
 /// Runs one checker; one that errs or panics is unknown, never valid, and
@@ -176,7 +183,11 @@ pub fn check(run: &RunData, checkers: &[Checker]) -> Report {
         None | Some(Verdict::NotApplicable) => Verdict::Unknown,
         Some(verdict) => verdict,
     };
-    Report { verdict, results }
+    Report {
+        verdict,
+        results,
+        coverage: None,
+    }
 }
 
 #[cfg(test)]

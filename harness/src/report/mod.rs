@@ -10,6 +10,7 @@
 //! aggregated past a bound, never drawn op by op, so a 100,000-op run's page
 //! stays small enough to load in a browser in well under three seconds.
 
+mod coverage;
 mod etcd;
 pub mod html;
 pub mod index;
@@ -86,8 +87,9 @@ pub fn render(run: &RunData, report: &Report, end: &RunEnd, clock: Option<u64>) 
         page,
         r##"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>epochal: {verdict} — {title}</title><style>{STYLE}</style></head>
-<body><header><h1><span class="verdict {verdict}" id="verdict">{verdict}</span> {title}</h1>{summary}<nav><a href="#checks">checks</a> <a href="#timeline-section">timeline</a> <a href="#rates">throughput and latency</a> <a href="#logs">final logs</a> <a href="#etcd">etcd</a></nav></header>
+<body><header><h1><span class="verdict {verdict}" id="verdict">{verdict}</span> {title}</h1>{summary}<nav><a href="#checks">checks</a> <a href="#coverage">coverage</a> <a href="#timeline-section">timeline</a> <a href="#rates">throughput and latency</a> <a href="#logs">final logs</a> <a href="#etcd">etcd</a></nav></header>
 <main><section id="checks"><h2>Checks</h2>{checks}</section>
+<section id="coverage"><h2>Coverage</h2><p>Where the faults landed: each fault's window runs from its invoke to the next nemesis op (its undo, or the next fault); a fault no client op overlapped could not have broken anything.</p>{coverage}</section>
 <section id="timeline-section"><h2>Timeline</h2><p class="legend"><span class="swatch ok"></span> ok <span class="swatch fail"></span> fail <span class="swatch info"></span> info (indefinite) <span class="swatch open"></span> never completed <span class="swatch nemesis"></span> fault op <span class="swatch fault"></span> fault in force; click an op for its JSON. {aggregate}</p><div class="scroll">{timeline_svg}</div></section>
 <section id="rates"><h2>Throughput and latency</h2><div class="scroll">{rates}</div></section>
 <section id="logs"><h2>Final replica logs</h2>{logs}</section>
@@ -99,6 +101,7 @@ pub fn render(run: &RunData, report: &Report, end: &RunEnd, clock: Option<u64>) 
         title = escape(&title),
         summary = summary(run, end),
         checks = verdict::section(report),
+        coverage = coverage::section(report.coverage.as_ref()),
         aggregate = if spans
             .iter()
             .filter(|s| matches!(s.invoke.process, Process::Client(_)))
@@ -209,7 +212,7 @@ g.etcd rect{fill:#e3f2fd;stroke:#90caf9}g.etcd.none rect{fill:#ffcdd2;stroke:#e5
 polyline.series{fill:none;stroke-width:1.5}.sends{stroke:#2e7d32;fill:#2e7d32}.polls{stroke:#1565c0;fill:#1565c0}.failed{stroke:#c62828;fill:#c62828}.median{stroke:#1565c0;fill:#1565c0}.worst{stroke:#c62828;fill:#c62828}
 table.log td.rec .epoch{color:#888;font-size:11px}table.log td.absent{color:#bbb}
 tr.diverge td{background:#fff3e0}tr.first-divergence td{border-top:2px solid #e65100}
-tr.truncated td{background:#fff8e1}tr.lost td{background:#ffcdd2;font-weight:600}tr.fold td{color:#888;font-style:italic}
+tr.idle td{background:#fff3e0}tr.truncated td{background:#fff8e1}tr.lost td{background:#ffcdd2;font-weight:600}tr.fold td{color:#888;font-style:italic}
 :target td,:target{outline:2px solid #1565c0}
 #inspector{position:fixed;right:12px;bottom:12px;width:min(560px,45vw);max-height:60vh;overflow:auto;background:#fff;border:1px solid #888;box-shadow:0 2px 8px #0003;padding:8px;z-index:3}
 "#;

@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use crate::checker::{
-    self, Anomaly, CheckResult, Evidence, LoadError, Report, RunData, Verdict, evidence,
+    self, Anomaly, CheckResult, Coverage, Evidence, LoadError, Report, RunData, Verdict, evidence,
 };
 use crate::history::{OpType, Process};
 use crate::run_dir::{RunDir, RunEnd, Stuck};
@@ -18,6 +18,15 @@ use super::RunError;
 /// anyway still makes it invalid.
 pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
     let mut report = checker::check(run, &checker::for_run(run));
+    // Coverage below a declared minimum makes a valid run unknown
+    // ("vacuous: …"); `max` keeps an invalid one invalid.
+    let coverage = Coverage::of(run);
+    let minimums = run.schedule.as_ref().map(|s| &s.workload);
+    if let Some(judged) = minimums.and_then(|w| coverage.judge(w, run.sees.etcd_timeline)) {
+        report.verdict = report.verdict.max(judged.verdict);
+        report.results.insert(0, judged);
+    }
+    report.coverage = Some(coverage);
     if !end.stuck.is_empty() {
         report.results.insert(0, stuck_partitions(&end.stuck));
         report.verdict = Verdict::Invalid;
@@ -154,6 +163,12 @@ pub fn write_report(report: &Report, out: &mut impl Write) -> std::io::Result<()
             )?;
         }
     }
+    if let Some(coverage) = &report.coverage {
+        writeln!(out, "coverage:")?;
+        for line in coverage.lines() {
+            writeln!(out, "  {line}")?;
+        }
+    }
     writeln!(out, "verdict: {}", report.verdict)
 }
 
@@ -194,6 +209,47 @@ mod tests {
             unknown: None,
             stuck: Vec::new(),
         }
+    }
+
+    #[test]
+    fn coverage_below_a_minimum_makes_a_run_unknown_but_never_hides_an_invalid_one() {
+        let schedule = crate::schedule::Schedule::parse(
+            "s.toml",
+            "[cluster]\nbrokers = 3\n[workload]\nmin_faults = 5\n",
+        )
+        .unwrap();
+        let mut run = RunData {
+            history: vec![start(3, None)],
+            schedule: Some(schedule),
+            ..RunData::default()
+        };
+        let vacuous = verdict(&run, &completed());
+        assert_eq!(vacuous.results[0].checker, "coverage");
+        assert!(
+            vacuous.results[0]
+                .message
+                .starts_with("vacuous: min_faults = 5: 0 faults landed"),
+            "{}",
+            vacuous.results[0].message
+        );
+        assert_eq!(vacuous.coverage.as_ref().map(|c| c.faults.len()), Some(0));
+        assert!(vacuous.verdict >= Verdict::Unknown);
+
+        run.history.push(start(
+            7,
+            Some(vec![ExitedAtStart {
+                node: NodeId::new(2),
+                error: "exited".into(),
+            }]),
+        ));
+        let invalid = verdict(&run, &completed());
+        assert_eq!(invalid.verdict, Verdict::Invalid);
+        assert!(
+            invalid
+                .results
+                .iter()
+                .any(|r| r.checker == "coverage" && r.verdict == Verdict::Unknown)
+        );
     }
 
     #[test]

@@ -103,6 +103,24 @@ pub struct Workload {
     /// consumers merely never reached (`unseen`). Off by default.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub final_read: bool,
+    /// Declared minimums of coverage (checker/coverage.rs; docs/schedules.md,
+    /// "Coverage minimums"): below any of them a run that would be valid is
+    /// unknown, its reason starting "vacuous: ", because its faults could not
+    /// have broken anything. None by default: a scripted schedule's author
+    /// times its faults by hand; campaigns declare theirs (campaign/mod.rs).
+    /// Faults that landed (fired without an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_faults: Option<u64>,
+    /// Client ops each fault overlapped, at the least: in flight when it
+    /// fired, or invoked before the next nemesis op.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_ops_per_fault: Option<u64>,
+    /// Writes acknowledged while some fault was in force, over the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_acked_during_faults: Option<u64>,
+    /// Leader changes the run caused, as etcd's timeline shows them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_leader_changes: Option<u64>,
 }
 
 /// `[workload.background]`: clients that keep producing and consuming while
@@ -175,6 +193,10 @@ impl Default for Workload {
             quiesce_timeout_ms: None,
             idempotent: false,
             final_read: false,
+            min_faults: None,
+            min_ops_per_fault: None,
+            min_acked_during_faults: None,
+            min_leader_changes: None,
         }
     }
 }
