@@ -338,15 +338,7 @@ fn offset_reused_after_failover(unclean: bool, acked_epoch: i64) -> CheckResult 
             json!({"offsets": [0], "isr": isr, "leader_epoch": epoch}),
         );
     }
-    let state = |revision, leader, leader_epoch, isr: &[i32]| PartitionStateChange {
-        revision,
-        topic: "t".into(),
-        partition: 0,
-        leader,
-        leader_epoch,
-        isr: isr.to_vec(),
-        controller_epoch: 1,
-    };
+    let state = PartitionStateChange::of_t0;
     let first_isr: &[i32] = if unclean { &[1] } else { &[1, 2] };
     let timeline = Timeline {
         partition_states: vec![state(5, 1, 1, first_isr), state(9, 2, 2, &[2])],

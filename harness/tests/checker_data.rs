@@ -162,15 +162,7 @@ impl History {
 }
 
 fn state(revision: i64, leader: i32, leader_epoch: i32, isr: &[i32]) -> PartitionStateChange {
-    PartitionStateChange {
-        revision,
-        topic: "t".into(),
-        partition: 0,
-        leader,
-        leader_epoch,
-        isr: isr.to_vec(),
-        controller_epoch: 1,
-    }
+    PartitionStateChange::of_t0(revision, leader, leader_epoch, isr)
 }
 
 fn write_timeline(run: &Path, states: Vec<PartitionStateChange>) {

@@ -12,35 +12,12 @@ mod html;
 
 use std::path::{Path, PathBuf};
 
-use common::scenario::{KeepOnPanic, epochal, latest, read_results, run_quietly, show};
-use serde_json::Value;
+use common::scenario::run;
 
 fn schedule(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/schedules")
         .join(name)
-}
-
-/// Runs `name` into a fresh store; the exit code must be `expect`, and
-/// `epochal check` of the stored run must print the same report, coverage
-/// included. Returns the store (kept on a failing test), the run directory,
-/// its results.json and the run's stdout.
-fn run(name: &str, expect: i32) -> (KeepOnPanic, PathBuf, Value, String) {
-    let store = KeepOnPanic::new();
-    let output = run_quietly(&schedule(name), store.path(), &[]);
-    assert_eq!(output.status.code(), Some(expect), "{}", show(&output));
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(stdout.contains("status: completed"), "{}", show(&output));
-    let dir = latest(store.path());
-    let checked = epochal().arg("check").arg(&dir).output().unwrap();
-    assert_eq!(checked.status.code(), Some(expect), "{}", show(&checked));
-    let report = |text: &str| text[text.find("checks:").unwrap()..].to_owned();
-    assert_eq!(
-        report(&String::from_utf8_lossy(&checked.stdout)),
-        report(&stdout)
-    );
-    let results = read_results(&dir);
-    (store, dir, results, stdout)
 }
 
 /// The fault rows of report.html's coverage table, as (verb, ops) pairs.
@@ -64,7 +41,10 @@ fn fault_rows(dir: &Path) -> Vec<(String, u64)> {
 
 #[test]
 fn cluster_coverage_a_fault_before_any_client_op_is_vacuous_and_among_them_valid() {
-    let (_store, dir, results, stdout) = run("vacuous_fault_first.toml", 2);
+    // Exit 2, unknown; `epochal check` of the stored run prints the same
+    // report, coverage included (scenario::run).
+    let vacuous = run(&schedule("vacuous_fault_first.toml"), &[], 2);
+    let (results, stdout) = (&vacuous.results, &vacuous.stdout);
     assert_eq!(results["verdict"], "unknown", "{results}");
     let coverage_result = &results["results"][0];
     assert_eq!(coverage_result["checker"], "coverage");
@@ -100,9 +80,10 @@ fn cluster_coverage_a_fault_before_any_client_op_is_vacuous_and_among_them_valid
         stdout.contains("faults: 1 landed; client ops overlapped per fault: fewest 0"),
         "{stdout}"
     );
-    assert_eq!(fault_rows(&dir), [("pause".to_owned(), 0)]);
+    assert_eq!(fault_rows(&vacuous.dir), [("pause".to_owned(), 0)]);
 
-    let (_store, dir, results, stdout) = run("fault_amid_ops.toml", 0);
+    let amid = run(&schedule("fault_amid_ops.toml"), &[], 0);
+    let (results, stdout) = (&amid.results, &amid.stdout);
     assert_eq!(results["verdict"], "valid", "{results}");
     assert_eq!(results["results"][0]["checker"], "coverage");
     assert_eq!(results["results"][0]["verdict"], "valid");
@@ -118,5 +99,5 @@ fn cluster_coverage_a_fault_before_any_client_op_is_vacuous_and_among_them_valid
         stdout.contains("writes acknowledged during faults: 1"),
         "{stdout}"
     );
-    assert_eq!(fault_rows(&dir), [("pause".to_owned(), 1)]);
+    assert_eq!(fault_rows(&amid.dir), [("pause".to_owned(), 1)]);
 }

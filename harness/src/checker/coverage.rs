@@ -447,17 +447,7 @@ mod tests {
     const FINAL_READ: &str = r#"{"final_read":true,"from_offset":0,"node":"b2","partition":"t-0"}"#;
     const READ: &str = r#"{"final_read":true,"from_offset":0,"high_watermark":1,"node":"b2","partition":"t-0","records":[[0,1]]}"#;
 
-    fn state(revision: i64, leader: i32, epoch: i32, isr: &[i32]) -> PartitionStateChange {
-        PartitionStateChange {
-            revision,
-            topic: "t".into(),
-            partition: 0,
-            leader,
-            leader_epoch: epoch,
-            isr: isr.to_vec(),
-            controller_epoch: 1,
-        }
-    }
+    use PartitionStateChange as State;
 
     /// A write to t-2 before any fault; a pause of b3 with a send to t-0 in
     /// flight across it and one to t-1 invoked (and failed) inside it; a
@@ -548,12 +538,12 @@ mod tests {
         let timeline = Timeline {
             partition_states: vec![
                 // The topic's creation: not the run's doing.
-                state(2, 1, 0, &[1, 2, 3]),
-                state(3, 1, 0, &[1, 2]),
-                state(4, 2, 1, &[2]),
-                state(5, 2, 1, &[2, 1]),
+                State::of_t0(2, 1, 0, &[1, 2, 3]),
+                State::of_t0(3, 1, 0, &[1, 2]),
+                State::of_t0(4, 2, 1, &[2]),
+                State::of_t0(5, 2, 1, &[2, 1]),
                 // 3 was not in [2, 1]: unclean.
-                state(6, 3, 2, &[3]),
+                State::of_t0(6, 3, 2, &[3]),
             ],
             controllers: vec![],
         };

@@ -271,15 +271,7 @@ mod tests {
     }
 
     fn leader(revision: i64, leader: i32, leader_epoch: i32) -> PartitionStateChange {
-        PartitionStateChange {
-            revision,
-            topic: "t".into(),
-            partition: 0,
-            leader,
-            leader_epoch,
-            isr: vec![1, 2, 3],
-            controller_epoch: 1,
-        }
+        PartitionStateChange::of_t0(revision, leader, leader_epoch, &[1, 2, 3])
     }
 
     fn run(history: Vec<Op>, states: Option<Vec<PartitionStateChange>>) -> RunData {

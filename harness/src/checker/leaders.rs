@@ -358,15 +358,7 @@ mod tests {
     use crate::observe::timeline::PartitionStateChange;
 
     fn state(revision: i64, leader: i32, epoch: i32) -> PartitionStateChange {
-        PartitionStateChange {
-            revision,
-            topic: "t".into(),
-            partition: 0,
-            leader,
-            leader_epoch: epoch,
-            isr: vec![1, 2, 3],
-            controller_epoch: 1,
-        }
+        PartitionStateChange::of_t0(revision, leader, epoch, &[1, 2, 3])
     }
 
     fn applied(leader: i32, epoch: i32) -> StateChange {

@@ -78,6 +78,22 @@ impl Timeline {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
+impl PartitionStateChange {
+    /// A state of `t-0` under controller epoch 1, for tests.
+    pub fn of_t0(revision: i64, leader: i32, leader_epoch: i32, isr: &[i32]) -> Self {
+        PartitionStateChange {
+            revision,
+            topic: "t".into(),
+            partition: 0,
+            leader,
+            leader_epoch,
+            isr: isr.to_vec(),
+            controller_epoch: 1,
+        }
+    }
+}
+
 /// A leader elected from outside the previous ISR, with both states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UncleanElection<'a> {

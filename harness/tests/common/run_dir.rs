@@ -75,12 +75,7 @@ pub fn state(
     controller_epoch: i32,
 ) -> PartitionStateChange {
     PartitionStateChange {
-        revision,
-        topic: "t".into(),
-        partition: 0,
-        leader,
-        leader_epoch,
-        isr: isr.to_vec(),
         controller_epoch,
+        ..PartitionStateChange::of_t0(revision, leader, leader_epoch, isr)
     }
 }

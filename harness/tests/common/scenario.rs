@@ -100,6 +100,8 @@ pub struct Run {
     pub dir: PathBuf,
     pub ops: Vec<Op>,
     pub results: Value,
+    /// What the run printed: its summary and report.
+    pub stdout: String,
 }
 
 /// A temporary store that is kept, not removed, when a test panics holding it.
@@ -129,7 +131,7 @@ impl Drop for KeepOnPanic {
 }
 
 /// Runs `schedule` with `--set` for each of `sets`; the run must complete with
-/// the verdict `expect` (exit 0 valid, 1 invalid), and `epochal check` on the
+/// the verdict `expect` (exit 0 valid, 1 invalid, 2 unknown), and `epochal check` on the
 /// stored run, with no cluster, must say the same, report line for line.
 pub fn run(schedule: &Path, sets: &[&str], expect: i32) -> Run {
     let store = KeepOnPanic::new();
@@ -154,7 +156,11 @@ pub fn run(schedule: &Path, sets: &[&str], expect: i32) -> Run {
         report(&stdout)
     );
     let results = read_results(&dir);
-    let verdict = if expect == 0 { "valid" } else { "invalid" };
+    let verdict = match expect {
+        0 => "valid",
+        1 => "invalid",
+        _ => "unknown",
+    };
     assert_eq!(results["verdict"], verdict, "{results}");
     let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
     Run {
@@ -163,6 +169,7 @@ pub fn run(schedule: &Path, sets: &[&str], expect: i32) -> Run {
         dir,
         ops,
         results,
+        stdout,
     }
 }
 

@@ -1,21 +1,8 @@
 use super::*;
 use crate::observe::timeline::Timeline;
 
-pub(super) fn state(
-    revision: i64,
-    leader: i32,
-    leader_epoch: i32,
-    isr: &[i32],
-) -> PartitionStateChange {
-    PartitionStateChange {
-        revision,
-        topic: "t".into(),
-        partition: 0,
-        leader,
-        leader_epoch,
-        isr: isr.to_vec(),
-        controller_epoch: 1,
-    }
+pub(super) fn state(revision: i64, leader: i32, epoch: i32, isr: &[i32]) -> PartitionStateChange {
+    PartitionStateChange::of_t0(revision, leader, epoch, isr)
 }
 
 #[test]
