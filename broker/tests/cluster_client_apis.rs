@@ -92,6 +92,8 @@ fn cluster_client_apis_answer_as_kafka_does() {
             (20, 0, 6),
             (22, 0, 5),
             (23, 0, 4),
+            // WriteTxnMarkers ([transactions]).
+            (27, 0, 1),
             // DescribeConfigs, AlterConfigs, CreatePartitions,
             // IncrementalAlterConfigs, DescribeCluster ([clients]).
             (32, 0, 4),

@@ -63,12 +63,42 @@ pub enum AckStatus {
     Fenced,
 }
 
+impl AckStatus {
+    /// The error code an acks=all append that settled so is answered with
+    /// (0 committed); `None` while pending. A fenced leader may not say
+    /// "committed" and cannot say "not written" (the followers may have it):
+    /// the outcome is unknown to the client, as after a timeout.
+    pub fn code(self) -> Option<i16> {
+        match self {
+            AckStatus::Pending => None,
+            AckStatus::Committed => Some(0),
+            AckStatus::NotEnoughReplicasAfterAppend => {
+                Some(ResponseError::NotEnoughReplicasAfterAppend.code())
+            }
+            AckStatus::NotLeader => Some(ResponseError::NotLeaderOrFollower.code()),
+            AckStatus::Fenced => Some(ResponseError::RequestTimedOut.code()),
+        }
+    }
+}
+
 /// An acks=all append to wait on.
 #[derive(Debug, Clone, Copy)]
 pub struct AppendTicket {
     pub first_offset: i64,
     pub last_offset: i64,
     leadership: u64,
+}
+
+impl AppendTicket {
+    /// An append of `first_offset..=last_offset` by the leadership
+    /// `partition` is in now.
+    pub(super) fn of(partition: &Partition, first_offset: i64, last_offset: i64) -> Self {
+        AppendTicket {
+            first_offset,
+            last_offset,
+            leadership: partition.leadership,
+        }
+    }
 }
 
 /// The prefix of `buf` holding only whole batches whose last offset is below `end`.

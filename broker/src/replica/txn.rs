@@ -5,14 +5,14 @@
 
 use kafka_protocol::ResponseError;
 
-use super::leader::maybe_advance_hw;
+use super::leader::{AppendTicket, maybe_advance_hw};
 use super::manager::{ReplicaManager, storage_error_code};
 use super::store::TopicPartition;
 use super::store::txn::Marker;
 
 impl ReplicaManager {
     /// Appends `producer_id`'s transaction marker to `tp` as its leader, in
-    /// the leader epoch it leads in; the marker's offset. Kafka's
+    /// the leader epoch it leads in; the ticket to await its replication on. Kafka's
     /// WriteTxnMarkers waits for the marker to be replicated before the
     /// coordinator completes the transaction; the caller waits on the HW.
     pub fn append_marker(
@@ -22,7 +22,7 @@ impl ReplicaManager {
         producer_epoch: i16,
         marker: Marker,
         now_ms: i64,
-    ) -> Result<i64, ResponseError> {
+    ) -> Result<AppendTicket, ResponseError> {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let partition = self.led(&inner.partitions, &inner.logs, tp)?;
@@ -38,9 +38,10 @@ impl ReplicaManager {
                 storage_error_code(&e)
             })?;
         maybe_advance_hw(self.node_id, partition, log);
+        let ticket = AppendTicket::of(partition, info.first_offset, info.last_offset);
         drop(guard);
         self.appended.notify_waiters();
-        Ok(info.last_offset)
+        Ok(ticket)
     }
 }
 
@@ -115,7 +116,10 @@ mod tests {
             commit: false,
             coordinator_epoch: 0,
         };
-        assert_eq!(rm.append_marker(&tp(), 9, 0, abort, 0).unwrap(), 3);
+        assert_eq!(
+            rm.append_marker(&tp(), 9, 0, abort, 0).unwrap().last_offset,
+            3
+        );
         let done = committed(&rm).unwrap();
         assert_eq!((done.high_watermark, done.last_stable_offset), (4, 4));
         assert_eq!(done.aborted, vec![(9, 1)]);

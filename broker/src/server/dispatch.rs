@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest,
     LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
     OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
-    StopReplicaRequest, SyncGroupRequest, UpdateMetadataRequest,
+    StopReplicaRequest, SyncGroupRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
@@ -78,6 +78,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 0, 6),
     // v1 asks for an endpoint type (KIP-919); brokers are the one answered.
     (ApiKey::DescribeCluster, 0, 1),
+    // Transactions ([transactions]): the coordinator's markers (KIP-98).
+    (ApiKey::WriteTxnMarkers, 0, 1),
 ];
 
 pub fn supported_versions(key: ApiKey) -> Option<(i16, i16)> {
@@ -194,6 +196,7 @@ pub enum Request {
     CreatePartitions(CreatePartitionsRequest),
     DeleteTopics(DeleteTopicsRequest),
     DescribeCluster(DescribeClusterRequest),
+    WriteTxnMarkers(WriteTxnMarkersRequest),
 }
 
 /// A decoded request with what its response needs.
@@ -283,6 +286,7 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         ApiKey::CreatePartitions => Request::CreatePartitions(decode_body(key, version, body)?),
         ApiKey::DeleteTopics => Request::DeleteTopics(decode_body(key, version, body)?),
         ApiKey::DescribeCluster => Request::DescribeCluster(decode_body(key, version, body)?),
+        ApiKey::WriteTxnMarkers => Request::WriteTxnMarkers(decode_body(key, version, body)?),
         _ => return Err(DispatchError::UnsupportedApi { key }),
     };
     Ok(decoded(request))
@@ -373,6 +377,9 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         }
         Request::DeleteTopics(req) => {
             respond!(handlers::delete_topics::handle(broker, req, version).await)
+        }
+        Request::WriteTxnMarkers(req) => {
+            respond!(handlers::write_txn_markers::handle(broker, req).await)
         }
         Request::DescribeCluster(req) => {
             let mut resp = handlers::metadata::describe_cluster(broker);

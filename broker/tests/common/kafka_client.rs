@@ -50,11 +50,31 @@ pub fn idempotent_batch(
     base_sequence: i32,
     values: &[&[u8]],
 ) -> Bytes {
+    producer_batch(producer_id, producer_epoch, base_sequence, false, values)
+}
+
+/// [`idempotent_batch`] inside a transaction (the transactional bit, KIP-98).
+pub fn transactional_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    values: &[&[u8]],
+) -> Bytes {
+    producer_batch(producer_id, producer_epoch, base_sequence, true, values)
+}
+
+fn producer_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    transactional: bool,
+    values: &[&[u8]],
+) -> Bytes {
     let records: Vec<Record> = values
         .iter()
         .enumerate()
         .map(|(i, v)| Record {
-            transactional: false,
+            transactional,
             control: false,
             partition_leader_epoch: -1,
             producer_id,

@@ -20,6 +20,7 @@ pub mod offsets_for_leader_epoch;
 pub mod produce;
 pub mod stop_replica;
 pub mod update_metadata;
+pub mod write_txn_markers;
 
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;

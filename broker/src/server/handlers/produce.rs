@@ -21,7 +21,7 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use crate::failpoints::{self, Failpoint};
-use crate::replica::leader::{AckStatus, AppendTicket};
+use crate::replica::leader::AppendTicket;
 use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
 
@@ -115,17 +115,8 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
         loop {
             let notified = broker.replicas.appended().notified();
             pending.retain(|p| {
-                let code = match broker.replicas.ack_status(&p.tp, &p.ticket) {
-                    AckStatus::Pending => return true,
-                    AckStatus::Committed => 0,
-                    AckStatus::NotEnoughReplicasAfterAppend => {
-                        ResponseError::NotEnoughReplicasAfterAppend.code()
-                    }
-                    AckStatus::NotLeader => ResponseError::NotLeaderOrFollower.code(),
-                    // A fenced leader may not say "committed" and cannot say
-                    // "not written" (the followers may have it): the outcome is
-                    // unknown to the client, as after a timeout.
-                    AckStatus::Fenced => ResponseError::RequestTimedOut.code(),
+                let Some(code) = broker.replicas.ack_status(&p.tp, &p.ticket).code() else {
+                    return true;
                 };
                 responses[p.topic_index].partition_responses[p.partition_index].error_code = code;
                 false
