@@ -15,6 +15,7 @@
 //!                       read so: observe/final_read.rs), as Kafka segments + final-read.json
 //!     run.json          how the run ended (completed, or unknown and why); absent if cut off
 //!     results.json      the checkers' report and the verdict
+//!     expectation.json  a gate's run only: the verdict it expected, and whether it was met
 //!     control.sock      `epochal up`'s control socket, only while its session runs
 //!     nodes/etcd.log, nodes/proxy.log
 //!     nodes/postgres-data/, nodes/postgres.log (systems that need PostgreSQL)
@@ -61,6 +62,7 @@ impl RunDir {
     const SYSTEM: &'static str = "system.toml";
     const FINAL_READ: &'static str = "final-read";
     const CONTROL: &'static str = "control.sock";
+    const EXPECTATION: &'static str = "expectation.json";
 
     /// A fresh run directory under `store/<group...>/`, and `store/latest`
     /// pointed at it.
@@ -193,6 +195,19 @@ impl RunDir {
             })
     }
 
+    /// `expectation.json`: what a gate expected of this run and whether the
+    /// run met it (gate/run.rs writes it once the run is judged; the store's
+    /// index shows it beside the verdict). Ad-hoc runs have none.
+    pub fn write_expectation(&self, expectation: &Expectation) -> Result<(), StoreError> {
+        store::write_json(&self.path.join(Self::EXPECTATION), expectation)
+    }
+
+    /// What `expectation.json` says, if a gate wrote one.
+    pub fn read_expectation(&self) -> Option<Expectation> {
+        let text = std::fs::read_to_string(self.path.join(Self::EXPECTATION)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
     /// `clock.json`: the wall-clock time at which the history's clock read
     /// zero, so the report can place the brokers' wall-clock state-change
     /// logs among the ops. Written when the history is created.
@@ -309,4 +324,15 @@ pub struct Stuck {
     /// The last attempt's error, if any attempt was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+}
+
+/// `expectation.json`: a gate case's expectation of its run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expectation {
+    /// `valid`, `invalid` or `invalid (anomaly)`, as the gate prints it.
+    pub expected: String,
+    pub met: bool,
+    /// Why it was not met (empty when met).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
 }

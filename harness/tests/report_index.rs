@@ -136,6 +136,8 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
                 "my-schedule",
                 "",
                 "not checked",
+                "",
+                "—",
                 "files"
             ],
             vec![
@@ -144,6 +146,8 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
                 "my-schedule",
                 "",
                 "unknown",
+                "",
+                "—",
                 "files"
             ],
             vec![
@@ -152,6 +156,8 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
                 "kip-101-scenario-1",
                 "truncation-current",
                 "valid",
+                "",
+                "—",
                 "report"
             ],
             vec![
@@ -160,6 +166,8 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
                 "kip-101-scenario-1",
                 "truncation-high-watermark",
                 "invalid",
+                "",
+                "—",
                 "report"
             ],
             vec![
@@ -168,6 +176,8 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
                 "seed-7",
                 "",
                 "unreadable",
+                "",
+                "—",
                 "files"
             ],
             vec![
@@ -176,6 +186,8 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
                 "campaign-seed-3",
                 "default",
                 "valid",
+                "",
+                "—",
                 "files"
             ],
         ]
@@ -227,6 +239,93 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
             "a <{tag}> in the index"
         );
     }
+}
+
+/// A gate's run: its results with coverage, and what the gate expected.
+fn gate_run(store: &Path, relative: &str, verdict: &str, expected: &str, met: bool) {
+    let coverage = r#"{"faults": [{"history_index": 3, "verb": "crash", "nodes": ["b1"],
+        "at_ms": 100, "window_ms": 900, "ended_by": "restart", "in_flight": 1,
+        "invoked": 4, "acked": 3}], "acked_during_faults": 3, "timeline": {
+        "leader_changes": 2, "isr_shrinks": 1, "isr_expands": 1, "unclean_elections": 0},
+        "truncations": 0, "partitions_unwritten_during_faults": []}"#;
+    let results = format!(r#"{{"verdict": "{verdict}", "results": [], "coverage": {coverage}}}"#);
+    let dir = fake_run(store, relative, Some(&results), true);
+    let failures = if met {
+        "[]"
+    } else {
+        r#"["expected valid, got invalid"]"#
+    };
+    std::fs::write(
+        dir.join("expectation.json"),
+        format!(r#"{{"expected": "{expected}", "met": {met}, "failures": {failures}}}"#),
+    )
+    .unwrap();
+}
+
+#[test]
+fn index_shows_a_gate_runs_expectation_beside_its_verdict_and_its_coverage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path();
+    gate_run(
+        store,
+        "bugs/kip-101-scenario-1/truncation-high-watermark/20261130T130503Z-0",
+        "invalid",
+        "invalid (lost-acknowledged-write)",
+        true,
+    );
+    gate_run(
+        store,
+        "bugs/kip-101-scenario-1/truncation-current/20261130T130502Z-0",
+        "invalid",
+        "valid",
+        false,
+    );
+    fake_run(
+        store,
+        "adhoc/s/20261130T130501Z-0",
+        Some(&verdict("valid")),
+        false,
+    );
+    write_store_index(store).unwrap();
+    let text = read_index(store);
+    let page = html::assert_parses(&text);
+    let rows = rows(&page);
+    let cells: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|(c, _)| (c[4].as_str(), c[5].as_str(), c[6].as_str()))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            (
+                "invalid",
+                "invalid (lost-acknowledged-write) met",
+                "1 faults · ≥5 ops each · 3 acked · 2 leader changes"
+            ),
+            (
+                "invalid",
+                "valid missed",
+                "1 faults · ≥5 ops each · 3 acked · 2 leader changes"
+            ),
+            ("valid", "", "—"),
+        ]
+    );
+    // An expected invalid is drawn as met, not as red as a regression.
+    let classes: Vec<String> = html::elements(&page.document, "tr")
+        .iter()
+        .filter_map(|tr| html::attr(tr, "class"))
+        .collect();
+    assert_eq!(
+        classes,
+        ["invalid expected-met", "invalid expected-missed", "valid"]
+    );
+    let style = html::text(&html::elements(&page.document, "style")[0]);
+    assert!(style.contains("tr.expected-met .verdict{"), "{style}");
+    let summary = html::text(&html::elements(&page.document, "p")[0]);
+    assert!(
+        summary.contains("gate runs: 1 met their expectation, 1 missed it"),
+        "{summary}"
+    );
 }
 
 #[test]

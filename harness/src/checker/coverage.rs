@@ -41,7 +41,7 @@ use crate::topic_partition::PartitionRef;
 pub const NAME: &str = "coverage";
 
 /// A run's coverage (results.json's `coverage`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Coverage {
     /// Each fault that landed, in history order.
     pub faults: Vec<FaultCoverage>,

@@ -287,6 +287,15 @@ fn judge_case(
             case.run_dir = Some(report.dir.path().to_owned());
             case.failures = judge(scenario, setting, &report.report, &report.dir);
             case.met = case.failures.is_empty();
+            let expectation = crate::run_dir::Expectation {
+                expected: case.expected.clone(),
+                met: case.met,
+                failures: case.failures.clone(),
+            };
+            // For the store's index; a failure to write it never fails the case.
+            if let Err(e) = report.dir.write_expectation(&expectation) {
+                eprintln!("epochal: warning: {e}");
+            }
         }
     }
     case

@@ -1,5 +1,6 @@
 //! The store's `index.html`: every run in the store, newest first, with its
-//! suite, scenario, setting, verdict and time, linking to its `report.html`
+//! suite, scenario, setting, verdict (beside a gate's expectation of it and
+//! whether it was met), coverage and time, linking to its `report.html`
 //! (or to its directory when it has none yet). One self-contained page —
 //! inline CSS, no script, nothing fetched — so it opens from a file as well
 //! as through `epochal serve`.
@@ -25,7 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use super::html::escape;
-use crate::run_dir::RunDir;
+use crate::checker::Coverage;
+use crate::run_dir::{Expectation, RunDir};
 use crate::store::{StoreError, utc_stamp};
 
 /// The index's file name at the store's root.
@@ -70,29 +72,57 @@ impl IndexVerdict {
         }
     }
 
-    /// Reads `results.json`'s `verdict` and nothing else of it.
-    fn of(dir: &RunDir) -> IndexVerdict {
+    /// Reads `results.json`'s `verdict` and `coverage`, and nothing else of it.
+    fn of(dir: &RunDir) -> (IndexVerdict, Option<Coverage>) {
         #[derive(serde::Deserialize)]
         struct Results {
             verdict: crate::checker::Verdict,
+            #[serde(default)]
+            coverage: Option<Coverage>,
         }
         let text = match std::fs::read(dir.results()) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return IndexVerdict::NotChecked,
-            Err(_) => return IndexVerdict::Unreadable,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return (IndexVerdict::NotChecked, None);
+            }
+            Err(_) => return (IndexVerdict::Unreadable, None),
         };
         match serde_json::from_slice::<Results>(&text) {
-            Ok(Results { verdict }) => match verdict {
-                crate::checker::Verdict::Valid => IndexVerdict::Valid,
-                // A run's verdict is never not-applicable (checker::check).
-                crate::checker::Verdict::Unknown | crate::checker::Verdict::NotApplicable => {
-                    IndexVerdict::Unknown
-                }
-                crate::checker::Verdict::Invalid => IndexVerdict::Invalid,
-            },
-            Err(_) => IndexVerdict::Unreadable,
+            Ok(Results { verdict, coverage }) => (
+                match verdict {
+                    crate::checker::Verdict::Valid => IndexVerdict::Valid,
+                    // A run's verdict is never not-applicable (checker::check).
+                    crate::checker::Verdict::Unknown | crate::checker::Verdict::NotApplicable => {
+                        IndexVerdict::Unknown
+                    }
+                    crate::checker::Verdict::Invalid => IndexVerdict::Invalid,
+                },
+                coverage,
+            ),
+            Err(_) => (IndexVerdict::Unreadable, None),
         }
     }
+}
+
+/// A run's coverage in one cell: faults, the fewest client ops a fault
+/// overlapped, writes acknowledged during faults and leader changes; `idle`
+/// when some fault overlapped no op.
+fn coverage_cell(coverage: Option<&Coverage>) -> (String, &'static str) {
+    let Some(coverage) = coverage else {
+        return ("—".into(), "");
+    };
+    let Some((fewest, _)) = coverage.ops_per_fault() else {
+        return ("no fault".into(), "");
+    };
+    let mut cell = format!(
+        "{} faults · ≥{fewest} ops each · {} acked",
+        coverage.faults.len(),
+        coverage.acked_during_faults
+    );
+    if let Some(t) = &coverage.timeline {
+        let _ = write!(cell, " · {} leader changes", t.leader_changes);
+    }
+    (cell, if fewest == 0 { "idle" } else { "" })
 }
 
 /// One run directory as the index lists it.
@@ -111,6 +141,12 @@ pub struct StoreRun {
     /// The run directory's own name, `20261130T130501Z-0`.
     pub stamp: String,
     pub verdict: IndexVerdict,
+    /// What a gate expected of the run and whether it was met; `None` for a
+    /// run no gate judged.
+    pub expectation: Option<Expectation>,
+    /// From results.json; `None` before the run was checked, or for a run
+    /// checked before coverage was.
+    pub coverage: Option<Coverage>,
     pub has_report: bool,
 }
 
@@ -210,12 +246,15 @@ fn store_run(path: PathBuf, dir: &RunDir) -> StoreRun {
         [suite, scenario] => (suite.clone(), scenario.clone(), String::new()),
         [suite, middle @ .., setting] => (suite.clone(), middle.join("/"), setting.clone()),
     };
+    let (verdict, coverage) = IndexVerdict::of(dir);
     StoreRun {
         suite,
         scenario,
         setting,
         stamp: stamp[0].clone(),
-        verdict: IndexVerdict::of(dir),
+        verdict,
+        expectation: dir.read_expectation(),
+        coverage,
         has_report: dir.path().join(super::REPORT_FILE).is_file(),
         path,
     }
@@ -253,6 +292,18 @@ pub fn render(store: &Path, runs: &[StoreRun]) -> String {
             );
         }
     }
+    let judged: Vec<&Expectation> = runs.iter().filter_map(|r| r.expectation.as_ref()).collect();
+    if !judged.is_empty() {
+        let missed = judged.iter().filter(|e| !e.met).count();
+        let _ = write!(
+            html,
+            "; gate runs: <span class=\"met\">{} met their expectation</span>",
+            judged.len() - missed
+        );
+        if missed > 0 {
+            let _ = write!(html, ", <span class=\"missed\">{missed} missed it</span>");
+        }
+    }
     let _ = writeln!(
         html,
         ". Written {} UTC.</p>",
@@ -263,18 +314,40 @@ pub fn render(store: &Path, runs: &[StoreRun]) -> String {
     } else {
         html.push_str(
             "<table>\n<thead><tr><th>time (UTC)</th><th>suite</th><th>scenario</th>\
-             <th>setting</th><th>verdict</th><th>run</th></tr></thead>\n<tbody>\n",
+             <th>setting</th><th>verdict</th><th>expected</th><th>coverage</th><th>run</th>\
+             </tr></thead>\n<tbody>\n",
         );
         for run in runs {
+            // A verdict a gate expected is drawn as met, not in its own
+            // colour: an expected `invalid` (a bug reproduced) is no regression.
+            let (expected, met_class) = match &run.expectation {
+                None => (String::new(), ""),
+                Some(e) if e.met => (
+                    format!("{} <span class=\"met\">met</span>", escape(&e.expected)),
+                    " expected-met",
+                ),
+                Some(e) => (
+                    format!(
+                        "{} <span class=\"missed\" title=\"{}\">missed</span>",
+                        escape(&e.expected),
+                        escape(&e.failures.join("; "))
+                    ),
+                    " expected-missed",
+                ),
+            };
+            let (coverage, idle) = coverage_cell(run.coverage.as_ref());
             let _ = writeln!(
                 html,
-                "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                 <td class=\"verdict {class}\">{}</td><td><a href=\"{}\" title=\"{}\">{}</a></td></tr>",
+                "<tr class=\"{class}{met_class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td class=\"verdict {class}\">{}</td><td class=\"expected\">{expected}</td>\
+                 <td class=\"coverage {idle}\">{}</td>\
+                 <td><a href=\"{}\" title=\"{}\">{}</a></td></tr>",
                 escape(&run.time()),
                 escape(&run.suite),
                 escape(&run.scenario),
                 escape(&run.setting),
                 run.verdict.label(),
+                escape(&coverage),
                 escape(&run.href()),
                 escape(&run.path.to_string_lossy()),
                 if run.has_report { "report" } else { "files" },
@@ -298,7 +371,10 @@ tbody tr:hover{background:#f8f8ff}\
 .verdict.valid{color:#14532d;background:#dcfce7}\
 .verdict.invalid{color:#7f1d1d;background:#fee2e2}\
 .verdict.unknown{color:#78350f;background:#fef3c7}\
-.verdict.unchecked,.verdict.unreadable{color:#444;background:#eee}";
+.verdict.unchecked,.verdict.unreadable{color:#444;background:#eee}\
+tr.expected-met .verdict{background:#f1f5f9;color:#334155;outline:1px solid #94a3b8}\
+.met{color:#14532d;font-weight:600}.missed{color:#7f1d1d;font-weight:600}\
+td.coverage{color:#555}td.coverage.idle{color:#92400e}";
 
 /// Rebuilds `<store>/index.html` from the store's tree and returns its path.
 pub fn write_store_index(store: &Path) -> Result<PathBuf, StoreError> {
@@ -380,6 +456,8 @@ mod tests {
             setting: String::new(),
             stamp: String::new(),
             verdict: IndexVerdict::NotChecked,
+            expectation: None,
+            coverage: None,
             has_report: false,
         }
     }
