@@ -105,15 +105,21 @@ fn broke_is_cut(fault: &Fault) -> bool {
     )
 }
 
-/// The schedule with only `kept` units' steps, in their original order.
+/// The schedule with only `kept` units' steps, in their original order,
+/// and without the campaign's coverage minimums: a few faults kept because
+/// they fail are not a campaign, and on a fixed setting the shrunk schedule
+/// must pass, not be refused as vacuous.
 pub fn candidate(schedule: &Schedule, units: &[Unit], kept: &[usize]) -> Schedule {
     let mut steps: Vec<usize> = kept
         .iter()
         .flat_map(|&u| units[u].steps.iter().copied())
         .collect();
     steps.sort_unstable();
+    let mut workload = schedule.workload.clone();
+    workload.clear_minimums();
     Schedule {
         steps: steps.iter().map(|&i| schedule.steps[i].clone()).collect(),
+        workload,
         ..schedule.clone()
     }
 }
@@ -293,7 +299,13 @@ fault = { pause = "b3" }
             steps,
             vec![vec![0, 1, 5], vec![2, 3, 7], vec![4, 6], vec![8]]
         );
+        let mut s = s;
+        s.workload.min_leader_changes = Some(1);
         let only_crash = candidate(&s, &units, &[1]);
+        assert_eq!(
+            only_crash.workload.min_leader_changes, None,
+            "a shrunk schedule is not held to the campaign's coverage"
+        );
         assert_eq!(only_crash.steps.len(), 3);
         assert_eq!(
             only_crash.steps.iter().flat_map(Step::faults).count(),

@@ -70,6 +70,18 @@ pub struct CampaignArgs {
     /// After the final heal, every partition must take a write within this.
     #[arg(long, default_value_t = 30_000)]
     pub liveness_ms: u64,
+    /// Coverage minimums (docs/schedules.md, "Coverage minimums"): below
+    /// one a campaign that would be valid is unknown, "vacuous: …". Each
+    /// defaults to the campaign's (docs/coverage.md, "Campaign defaults"); 0 holds
+    /// none.
+    #[arg(long)]
+    pub min_faults: Option<u64>,
+    #[arg(long)]
+    pub min_ops_per_fault: Option<u64>,
+    #[arg(long)]
+    pub min_acked_during_faults: Option<u64>,
+    #[arg(long)]
+    pub min_leader_changes: Option<u64>,
     /// Fault kinds the seed may pick from, comma-separated (default: all but
     /// truncate-log).
     #[arg(long, value_delimiter = ',', value_parser = parse_kind)]
@@ -205,6 +217,13 @@ fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
     options.crash_every = args.crash_every;
     options.acks = args.acks;
     options.liveness_ms = args.liveness_ms;
+    let m = &mut options.minimums;
+    m.faults = args.min_faults.unwrap_or(m.faults);
+    m.ops_per_fault = args.min_ops_per_fault.unwrap_or(m.ops_per_fault);
+    m.acked_during_faults = args
+        .min_acked_during_faults
+        .unwrap_or(m.acked_during_faults);
+    m.leader_changes = args.min_leader_changes.unwrap_or(m.leader_changes);
     if !args.kinds.is_empty() {
         options.kinds = args.kinds.clone();
     }

@@ -123,6 +123,18 @@ pub struct Workload {
     pub min_leader_changes: Option<u64>,
 }
 
+impl Workload {
+    /// Drops every coverage minimum (`min_*`): for a schedule cut down by
+    /// hand or by `epochal shrink`, whose few faults are where its author
+    /// (or the shrink) put them.
+    pub fn clear_minimums(&mut self) {
+        self.min_faults = None;
+        self.min_ops_per_fault = None;
+        self.min_acked_during_faults = None;
+        self.min_leader_changes = None;
+    }
+}
+
 /// `[workload.background]`: clients that keep producing and consuming while
 /// the steps run, as Jepsen's workload clients do. Producers write the values
 /// [`Background::FIRST_VALUE`], +1, ... (each value once in the run); each
