@@ -300,12 +300,12 @@ fn index_shows_a_gate_runs_expectation_beside_its_verdict_and_its_coverage() {
             (
                 "invalid",
                 "invalid (lost-acknowledged-write) met",
-                "1 faults · ≥5 ops each · 3 acked · 2 leader changes"
+                "1 fault · ≥5 ops each · 3 acked · 2 leader changes"
             ),
             (
                 "invalid",
                 "valid missed",
-                "1 faults · ≥5 ops each · 3 acked · 2 leader changes"
+                "1 fault · ≥5 ops each · 3 acked · 2 leader changes"
             ),
             ("valid", "", "—"),
         ]

@@ -114,9 +114,10 @@ fn coverage_cell(coverage: Option<&Coverage>) -> (String, &'static str) {
     let Some((fewest, _)) = coverage.ops_per_fault() else {
         return ("no fault".into(), "");
     };
+    let n = coverage.faults.len();
     let mut cell = format!(
-        "{} faults · ≥{fewest} ops each · {} acked",
-        coverage.faults.len(),
+        "{n} fault{} · ≥{fewest} ops each · {} acked",
+        if n == 1 { "" } else { "s" },
         coverage.acked_during_faults
     );
     if let Some(t) = &coverage.timeline {
