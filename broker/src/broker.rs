@@ -34,6 +34,7 @@ use crate::server::metadata_cache::MetadataCache;
 use crate::server::producer_id_manager::ProducerIdManager;
 use crate::state_change_log::{StateChangeLog, StateChangeLogError};
 use crate::topic_config::{BrokerDefaults, TopicConfigs, watch_topic_configs};
+use crate::transactions::{self, TxnCoordinator};
 
 /// The file a broker writes its bound address to once it is ready.
 pub const LISTENING_FILE: &str = "listening";
@@ -223,6 +224,9 @@ pub async fn run(
         offsets: Arc::new(OffsetsManager::new(
             u32::try_from(config.offsets_topic_num_partitions).unwrap_or(u32::MAX),
         )),
+        transactions: Arc::new(TxnCoordinator::new(
+            u32::try_from(config.transaction_state_num_partitions).unwrap_or(u32::MAX),
+        )),
         groups: GroupCoordinator::new(GroupConfig {
             min_session_timeout_ms: config.group_min_session_timeout_ms,
             max_session_timeout_ms: config.group_max_session_timeout_ms,
@@ -335,6 +339,13 @@ fn start_tasks(
         stop_rx.clone(),
     )));
     tasks.push(tokio::spawn(maintenance(broker.clone(), stop_rx.clone())));
+    if let Some(jobs) = broker.transactions.take_marker_jobs() {
+        tasks.push(tokio::spawn(transactions::markers::run(
+            broker.clone(),
+            jobs,
+            stop_rx.clone(),
+        )));
+    }
     tasks.push(tokio::spawn(watch_topic_configs(
         store.clone(),
         broker.replicas.topic_configs().clone(),

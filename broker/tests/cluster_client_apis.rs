@@ -92,7 +92,11 @@ fn cluster_client_apis_answer_as_kafka_does() {
             (20, 0, 6),
             (22, 0, 5),
             (23, 0, 4),
-            // WriteTxnMarkers ([transactions]).
+            // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers
+            // ([transactions]).
+            (24, 0, 3),
+            (25, 0, 3),
+            (26, 0, 3),
             (27, 0, 1),
             // DescribeConfigs, AlterConfigs, CreatePartitions,
             // IncrementalAlterConfigs, DescribeCluster ([clients]).

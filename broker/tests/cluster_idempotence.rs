@@ -15,7 +15,7 @@ use epochal_broker::state_change_log;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+const NOT_COORDINATOR: i16 = 16;
 
 /// A fresh producer id from `client`, asserting the answer is clean.
 fn producer_id(client: &mut KafkaClient, version: i16) -> i64 {
@@ -52,8 +52,8 @@ fn cluster_idempotent_retries_are_written_once_and_producer_ids_never_repeat() {
     let (err, id, epoch) = c1.init_producer_id(4, Some("tx")).unwrap();
     assert_eq!(
         (err, id, epoch),
-        (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1),
-        "no transactions"
+        (NOT_COORDINATOR, -1, -1),
+        "a transactional id is its coordinator's, and none is elected before FindCoordinator"
     );
 
     assert_eq!(c1.create_topic("idem", 1, 2), 0);

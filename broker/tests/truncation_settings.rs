@@ -18,13 +18,9 @@ use epochal_broker::replica::partition::LeaderAndIsrState;
 use epochal_broker::replica::store::{EpochEndOffset, LogManager, TopicPartition};
 use epochal_broker::replica::truncation;
 use epochal_broker::server::handlers::offsets_for_leader_epoch;
-use epochal_broker::storage::LogConfig;
-use kafka_protocol::indexmap::IndexMap;
+use epochal_broker::storage::{LogConfig, record_batch};
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 
 const LEADER: i32 = 1;
 const FOLLOWER: i32 = 2;
@@ -34,29 +30,10 @@ fn tp() -> TopicPartition {
 }
 
 fn batch(n: usize) -> Bytes {
-    let records: Vec<Record> = (0..n)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: 0,
-            key: None,
-            value: Some(Bytes::from(format!("v{i}"))),
-            headers: IndexMap::new(),
-        })
+    let values = (0..n)
+        .map(|i| (None, Some(Bytes::from(format!("v{i}")))))
         .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
-    buf.freeze()
+    record_batch::plain_batch(values, 0)
 }
 
 fn state(leader: i32, leader_epoch: i32, isr: &[i32]) -> LeaderAndIsrState {

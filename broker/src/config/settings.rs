@@ -275,6 +275,24 @@ broker_settings! {
         help: "Replication factor of the internal offsets topic; it is not made until this \
                many brokers are live (Kafka's offsets.topic.replication.factor)",
     }
+    // The transaction coordinator's internal topic (Kafka's
+    // __transaction_state), sized like the offsets topic for the same reason.
+    transaction_state_num_partitions: Option<u64> => u64, by Count {
+        flag: "--transaction-state-num-partitions",
+        kind: SettingKind::Count { min: 1 },
+        default: SettingDefault::Count(3),
+        help: "Partitions of the internal transaction-state topic, made at the first \
+               FindCoordinator for a transactional id (Kafka's \
+               transaction.state.log.num.partitions, default 50 there)",
+    }
+    transaction_state_replication_factor: Option<u64> => u64, by Count {
+        flag: "--transaction-state-replication-factor",
+        kind: SettingKind::Count { min: 1 },
+        default: SettingDefault::Count(3),
+        help: "Replication factor of the internal transaction-state topic; it is not made \
+               until this many brokers are live (Kafka's \
+               transaction.state.log.replication.factor)",
+    }
     #[arg(value_enum)]
     offsets_commit_acks: Option<OffsetsCommitAcks> => OffsetsCommitAcks, by Choice {
         flag: "--offsets-commit-acks",

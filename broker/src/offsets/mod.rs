@@ -17,15 +17,13 @@ pub mod record;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::ResponseError;
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::Record;
 
 use crate::config::OffsetsLoad;
 use crate::replica::manager::ReplicaManager;
+use crate::replica::own_log;
 use crate::replica::store::TopicPartition;
 use crate::storage::record_batch;
 pub use record::CommittedOffset;
@@ -33,9 +31,6 @@ use record::OffsetsRecord;
 
 /// The internal topic every group's offsets are written to.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
-
-/// Most bytes one read of a load takes.
-const LOAD_READ_BYTES: usize = 1 << 20;
 
 /// The offsets partition of `group` among `partitions`: Kafka's
 /// `Utils.abs(groupId.hashCode) % offsets.topic.num.partitions`, with Java's
@@ -237,30 +232,12 @@ pub fn load(
     let mut groups: BTreeMap<String, GroupOffsets> = BTreeMap::new();
     // KAFKA-5600: groups taken as loaded after the read they first appeared in.
     let mut settled: BTreeMap<String, GroupOffsets> = BTreeMap::new();
-    let mut offset = None;
     let mut records_read = 0u64;
-    loop {
-        let (read, epoch) =
-            match replicas.read_own_log(&tp, offset.unwrap_or(0).max(0), LOAD_READ_BYTES) {
-                Ok(read) => read,
-                Err(e) => {
-                    tracing::info!(partition, ?e, "offsets load stopped: no longer the leader");
-                    return;
-                }
-            };
-        if epoch != leader_epoch {
-            tracing::info!(partition, leader_epoch, epoch, "offsets load overtaken");
-            return;
-        }
-        let start = *offset.get_or_insert(read.log_start_offset);
-        if start < read.log_start_offset {
-            offset = Some(read.log_start_offset);
-            continue;
-        }
-        if start >= read.log_end_offset || read.records.is_empty() {
-            break;
-        }
-        let next = apply_batches(&read.records, &mut groups, &mut records_read);
+    let read = own_log::read_from_start(replicas, &tp, leader_epoch, |raw| {
+        let next = own_log::for_each_record(raw, |r| {
+            records_read += 1;
+            apply_record(r, &mut groups);
+        });
         if how == OffsetsLoad::Kafka5600 {
             for (group, offsets) in &groups {
                 settled
@@ -268,10 +245,11 @@ pub fn load(
                     .or_insert_with(|| offsets.clone());
             }
         }
-        match next {
-            Some(next) if next > start => offset = Some(next),
-            _ => break,
-        }
+        next
+    });
+    if let Err(e) = read {
+        tracing::info!(partition, %e, "offsets load stopped");
+        return;
     }
     if how == OffsetsLoad::Kafka5600 {
         groups = settled;
@@ -286,93 +264,45 @@ pub fn load(
     offsets.finish(partition, leader_epoch, groups);
 }
 
-/// Applies every batch in `raw` to `groups`; returns the offset after the
-/// last whole batch.
-fn apply_batches(
-    raw: &Bytes,
-    groups: &mut BTreeMap<String, GroupOffsets>,
-    records_read: &mut u64,
-) -> Option<i64> {
-    let mut next = None;
-    let mut at = 0usize;
-    while at < raw.len() {
-        let Ok(size) = record_batch::batch_size(&raw[at..]) else {
-            break;
-        };
-        if at + size > raw.len() {
-            break;
-        }
-        let batch = raw.slice(at..at + size);
-        at += size;
-        let Ok(header) = record_batch::parse_header(&batch) else {
-            break;
-        };
-        next = Some(header.next_offset());
-        let set = match record_batch::decode_records(batch, &header) {
-            Ok(set) => set,
-            Err(e) => {
-                tracing::warn!(%e, base_offset = header.base_offset, "offsets batch skipped");
-                continue;
-            }
-        };
-        for r in set.records {
-            *records_read += 1;
-            match record::parse(r.key.as_deref(), r.value.as_deref()) {
-                Ok(OffsetsRecord::Offset {
-                    group,
-                    topic,
-                    partition,
-                    value,
-                }) => {
-                    let offsets = groups.entry(group).or_default();
-                    match value {
-                        Some(v) => {
-                            offsets.insert((topic, partition), v);
-                        }
-                        None => {
-                            offsets.remove(&(topic, partition));
-                        }
-                    }
+/// Applies one record of an offsets partition to `groups`.
+fn apply_record(r: Record, groups: &mut BTreeMap<String, GroupOffsets>) {
+    match record::parse(r.key.as_deref(), r.value.as_deref()) {
+        Ok(OffsetsRecord::Offset {
+            group,
+            topic,
+            partition,
+            value,
+        }) => {
+            let offsets = groups.entry(group).or_default();
+            match value {
+                Some(v) => {
+                    offsets.insert((topic, partition), v);
                 }
-                Ok(OffsetsRecord::GroupMetadata { group }) => {
-                    groups.entry(group).or_default();
+                None => {
+                    offsets.remove(&(topic, partition));
                 }
-                Err(e) => tracing::warn!(%e, offset = r.offset, "offsets record skipped"),
             }
         }
+        Ok(OffsetsRecord::GroupMetadata { group }) => {
+            groups.entry(group).or_default();
+        }
+        Err(e) => tracing::warn!(%e, offset = r.offset, "offsets record skipped"),
     }
-    next
 }
 
 /// One batch of `group`'s commits, as the coordinator appends it: one record
 /// per partition, keyed so a compacted log keeps the last.
 pub fn commit_batch(group: &str, offsets: &GroupOffsets, now_ms: i64) -> Bytes {
-    let records: Vec<Record> = offsets
+    let entries = offsets
         .iter()
-        .enumerate()
-        .map(|(i, ((topic, partition), committed))| Record {
-            transactional: false,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: now_ms,
-            key: Some(record::offset_key(group, topic, *partition)),
-            value: Some(record::offset_value(committed)),
-            headers: IndexMap::new(),
+        .map(|((topic, partition), committed)| {
+            (
+                Some(record::offset_key(group, topic, *partition)),
+                Some(record::offset_value(committed)),
+            )
         })
         .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options)
-        .expect("an uncompressed batch of offsets encodes");
-    buf.freeze()
+    record_batch::plain_batch(entries, now_ms)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod isr;
 pub mod leader;
 pub mod leader_and_isr;
 pub mod manager;
+pub mod own_log;
 pub mod partition;
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -2,42 +2,19 @@
 //! data directory without an etcd session (so always live), record batches, and
 //! LeaderAndIsr states for partition `t-0` with replicas 1 and 2.
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
 
 use super::manager::ReplicaManager;
 use super::partition::LeaderAndIsrState;
 use super::store::{LogConfig, LogManager, TopicPartition};
 use crate::config::Truncation;
 
-/// `n` records, each value `v<i>`, encoded as one batch per record.
+/// `n` records, each value `v<i>`, encoded as one batch.
 pub fn batch(n: usize) -> Bytes {
-    let records: Vec<Record> = (0..n)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: 0,
-            key: None,
-            value: Some(Bytes::from(format!("v{i}"))),
-            headers: IndexMap::new(),
-        })
+    let values = (0..n)
+        .map(|i| (None, Some(Bytes::from(format!("v{i}")))))
         .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
-    buf.freeze()
+    crate::storage::record_batch::plain_batch(values, 0)
 }
 
 /// Broker `node_id` on `current`, its logs in `dir`.

@@ -15,6 +15,7 @@ use crate::replica::manager::ReplicaManager;
 use crate::server::metadata_cache::MetadataCache;
 use crate::server::producer_id_manager::ProducerIdManager;
 use crate::state_change_log::StateChangeLog;
+use crate::transactions::TxnCoordinator;
 
 pub struct Broker {
     pub config: BrokerConfig,
@@ -33,4 +34,7 @@ pub struct Broker {
     pub offsets: Arc<OffsetsManager>,
     /// The members, generations and rebalances of the groups it coordinates.
     pub groups: GroupCoordinator,
+    /// The transaction-state partitions this broker leads, as their
+    /// transaction coordinator.
+    pub transactions: Arc<TxnCoordinator>,
 }

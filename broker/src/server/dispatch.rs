@@ -12,9 +12,10 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreatePartitionsRequest,
-    CreateTopicsRequest, DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest, ApiKey,
+    ApiVersionsRequest, ApiVersionsResponse, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest,
     LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
     OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
@@ -49,10 +50,10 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::UpdateMetadata, 5, 6),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 0, 7),
-    // Idempotent producers only (KIP-98); a transactional id is refused. v2+
-    // is flexible (KIP-482), v3+ may name the current id and epoch (KIP-360),
-    // v4–5 differ only in errors for transactional producers; every version
-    // answers a non-transactional request alike.
+    // Idempotent and transactional producers (KIP-98). v2+ is flexible
+    // (KIP-482), v3+ may name the current id and epoch (KIP-360), v4+ may
+    // answer PRODUCER_FENCED (KIP-588); every version answers a
+    // non-transactional request alike.
     (ApiKey::InitProducerId, 0, 5),
     // The classic group protocol ([groups]): v4+ FindCoordinator batches
     // keys (KIP-699); OffsetCommit and OffsetFetch stop below v9, JoinGroup
@@ -78,8 +79,15 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 0, 6),
     // v1 asks for an endpoint type (KIP-919); brokers are the one answered.
     (ApiKey::DescribeCluster, 0, 1),
-    // Transactions ([transactions]): the coordinator's markers (KIP-98).
+    // Transactions ([transactions]): the coordinator's markers (KIP-98), and
+    // a transactional producer's requests to its coordinator. v2+ may answer
+    // PRODUCER_FENCED (KIP-588), v3+ is flexible; AddPartitionsToTxn v4+ is
+    // KIP-890's batched and verifying form, and EndTxn v4+ KIP-890's, neither
+    // implemented. TxnOffsetCommit is not implemented, so not advertised.
     (ApiKey::WriteTxnMarkers, 0, 1),
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 3),
+    (ApiKey::EndTxn, 0, 3),
 ];
 
 pub fn supported_versions(key: ApiKey) -> Option<(i16, i16)> {
@@ -197,6 +205,9 @@ pub enum Request {
     DeleteTopics(DeleteTopicsRequest),
     DescribeCluster(DescribeClusterRequest),
     WriteTxnMarkers(WriteTxnMarkersRequest),
+    AddPartitionsToTxn(AddPartitionsToTxnRequest),
+    AddOffsetsToTxn(AddOffsetsToTxnRequest),
+    EndTxn(EndTxnRequest),
 }
 
 /// A decoded request with what its response needs.
@@ -287,6 +298,9 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         ApiKey::DeleteTopics => Request::DeleteTopics(decode_body(key, version, body)?),
         ApiKey::DescribeCluster => Request::DescribeCluster(decode_body(key, version, body)?),
         ApiKey::WriteTxnMarkers => Request::WriteTxnMarkers(decode_body(key, version, body)?),
+        ApiKey::AddPartitionsToTxn => Request::AddPartitionsToTxn(decode_body(key, version, body)?),
+        ApiKey::AddOffsetsToTxn => Request::AddOffsetsToTxn(decode_body(key, version, body)?),
+        ApiKey::EndTxn => Request::EndTxn(decode_body(key, version, body)?),
         _ => return Err(DispatchError::UnsupportedApi { key }),
     };
     Ok(decoded(request))
@@ -346,7 +360,7 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             respond!(handlers::stop_replica::handle(broker, req, refused))
         }
         Request::InitProducerId(req) => {
-            respond!(handlers::init_producer_id::handle(broker, req).await)
+            respond!(handlers::init_producer_id::handle(broker, req, version).await)
         }
         Request::FindCoordinator(req) => {
             respond!(handlers::find_coordinator::handle(broker, req, version).await)
@@ -381,6 +395,13 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         Request::WriteTxnMarkers(req) => {
             respond!(handlers::write_txn_markers::handle(broker, req).await)
         }
+        Request::AddPartitionsToTxn(req) => {
+            respond!(handlers::transactions::add_partitions(broker, req, version).await)
+        }
+        Request::AddOffsetsToTxn(req) => {
+            respond!(handlers::transactions::add_offsets(broker, req, version).await)
+        }
+        Request::EndTxn(req) => respond!(handlers::transactions::end(broker, req, version).await),
         Request::DescribeCluster(req) => {
             let mut resp = handlers::metadata::describe_cluster(broker);
             resp.endpoint_type = req.endpoint_type;

@@ -19,9 +19,13 @@
 //! 17 crc u32 (CRC-32C of bytes 21..end)             61 records
 //! ```
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::compression::{self, Decompressor};
-use kafka_protocol::records::{Compression, RecordBatchDecoder, RecordSet};
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, RecordSet,
+    TimestampType,
+};
 
 /// baseOffset + batchLength: the bytes of a batch not counted by batchLength.
 pub const LOG_OVERHEAD: usize = 12;
@@ -553,6 +557,38 @@ fn check_snappy_length(compressed: &[u8]) -> Result<(), SnappyPayloadError> {
         });
     }
     Ok(())
+}
+
+/// One uncompressed batch of plain records (no producer id, no sequence),
+/// each a key and a value, as a coordinator appends its state to an
+/// internal topic (there a `None` value is a tombstone).
+pub fn plain_batch(entries: Vec<(Option<Bytes>, Option<Bytes>)>, now_ms: i64) -> Bytes {
+    let records: Vec<Record> = entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, (key, value))| Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: -1,
+            timestamp: now_ms,
+            key,
+            value,
+            headers: IndexMap::new(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options)
+        .expect("an uncompressed batch of plain records encodes");
+    buf.freeze()
 }
 
 /// One batch found in a buffer.

@@ -27,6 +27,54 @@ pub const FETCH_VERSION: i16 = 12;
 /// (error code, high watermark, [(offset, value)]) of one fetched partition.
 pub type Fetched = (i16, i64, Vec<(i64, Vec<u8>)>);
 
+/// One record of a fetch, control records (transaction markers) included.
+#[derive(Debug, Clone)]
+pub struct FetchedRecord {
+    pub offset: i64,
+    pub producer_id: i64,
+    /// A transaction marker: `Some(true)` a commit, `Some(false)` an abort.
+    pub marker: Option<bool>,
+    pub value: Vec<u8>,
+}
+
+/// A fetch at an isolation level: what a read_committed consumer is told.
+#[derive(Debug, Clone)]
+pub struct Isolated {
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    /// (producer id, first offset) of each aborted transaction overlapped.
+    pub aborted: Vec<(i64, i64)>,
+    pub records: Vec<FetchedRecord>,
+}
+
+impl Isolated {
+    /// The data records a read_committed consumer delivers: below the last
+    /// stable offset, without an aborted transaction's (a producer's records
+    /// from an aborted transaction's first offset to its abort marker), as
+    /// Kafka's consumer `Fetcher` filters them.
+    pub fn committed_values(&self) -> Vec<String> {
+        let mut aborting = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for r in self
+            .records
+            .iter()
+            .filter(|r| r.offset < self.last_stable_offset)
+        {
+            if self.aborted.contains(&(r.producer_id, r.offset)) {
+                aborting.insert(r.producer_id);
+            }
+            match r.marker {
+                Some(_) => {
+                    aborting.remove(&r.producer_id);
+                }
+                None if aborting.contains(&r.producer_id) => {}
+                None => out.push(String::from_utf8_lossy(&r.value).into_owned()),
+            }
+        }
+        out
+    }
+}
+
 pub struct KafkaClient {
     stream: TcpStream,
     next_correlation_id: i32,
@@ -271,22 +319,9 @@ impl KafkaClient {
         offset: i64,
         max_wait_ms: i32,
     ) -> std::io::Result<Fetched> {
-        let req = FetchRequest::default()
-            .with_replica_id(BrokerId(replica_id))
+        let req = fetch_request(replica_id, name, partition, offset)
             .with_max_wait_ms(max_wait_ms)
-            .with_min_bytes(1)
-            .with_max_bytes(1 << 20)
-            .with_session_epoch(-1)
-            .with_topics(vec![
-                FetchTopic::default()
-                    .with_topic(topic(name))
-                    .with_partitions(vec![
-                        FetchPartition::default()
-                            .with_partition(partition)
-                            .with_fetch_offset(offset)
-                            .with_partition_max_bytes(1 << 20),
-                    ]),
-            ]);
+            .with_min_bytes(1);
         let resp = self.send(&req, FETCH_VERSION)?;
         let p = &resp.responses[0].partitions[0];
         let mut out = Vec::new();
@@ -300,6 +335,43 @@ impl KafkaClient {
             }
         }
         Ok((p.error_code, p.high_watermark, out))
+    }
+
+    /// Fetch v11 of a whole partition (from offset 0) at `isolation_level`
+    /// (0 read_uncommitted, 1 read_committed), asserting no error.
+    pub fn fetch_isolated(&mut self, name: &str, partition: i32, isolation_level: i8) -> Isolated {
+        let req = fetch_request(-1, name, partition, 0).with_isolation_level(isolation_level);
+        let resp = self.send(&req, FETCH_VERSION).expect("fetch");
+        let p = &resp.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0, "fetch {name}-{partition}");
+        let mut records = Vec::new();
+        if let Some(mut raw) = p.records.clone() {
+            for set in RecordBatchDecoder::decode_all(&mut raw).expect("batches decode") {
+                for r in set.records {
+                    // A control record's key: version i16, type i16 (0 abort, 1 commit).
+                    let marker = r
+                        .control
+                        .then(|| r.key.as_ref().is_some_and(|k| k.get(3) == Some(&1)));
+                    records.push(FetchedRecord {
+                        offset: r.offset,
+                        producer_id: r.producer_id,
+                        marker,
+                        value: r.value.map(|v| v.to_vec()).unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        Isolated {
+            high_watermark: p.high_watermark,
+            last_stable_offset: p.last_stable_offset,
+            aborted: p
+                .aborted_transactions
+                .iter()
+                .flatten()
+                .map(|a| (a.producer_id.0, a.first_offset))
+                .collect(),
+            records,
+        }
     }
 
     /// ListOffsets v5 for one timestamp (-2 earliest, -1 latest) with the
@@ -350,6 +422,24 @@ impl KafkaClient {
         }
         panic!("fetch_all did not reach the high watermark");
     }
+}
+
+/// A Fetch of one partition from `offset`, up to 1 MiB, without a session.
+fn fetch_request(replica_id: i32, name: &str, partition: i32, offset: i64) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(BrokerId(replica_id))
+        .with_max_bytes(1 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(topic(name))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(1 << 20),
+                ]),
+        ])
 }
 
 pub fn api_key_of<R: Request>() -> ApiKey {

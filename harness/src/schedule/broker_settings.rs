@@ -43,6 +43,8 @@ pub const BROKER_SETTINGS: &[(&str, SettingKind)] = &[
     ),
     ("offsets_topic_num_partitions", SettingKind::Count),
     ("offsets_topic_replication_factor", SettingKind::Count),
+    ("transaction_state_num_partitions", SettingKind::Count),
+    ("transaction_state_replication_factor", SettingKind::Count),
     (
         "offsets_commit_acks",
         SettingKind::OneOf(&["all", "leader"]),

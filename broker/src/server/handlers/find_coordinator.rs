@@ -7,8 +7,9 @@
 //! many brokers are live as `offsets_topic_replication_factor` asks; until
 //! its partition has a leader the answer is COORDINATOR_NOT_AVAILABLE, which
 //! clients retry. v0–v3 ask for one key; v4+ for several (KIP-699). A
-//! transaction coordinator (key type 1) is not offered: this broker has no
-//! transactions, and says so.
+//! transactional id's coordinator (key type 1, v1+) is found the same way in
+//! the transaction-state topic ([`crate::transactions`]), made at the first
+//! such request with its own two settings.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -17,11 +18,63 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::create_topics::assign_replicas;
 use crate::controller::metadata_store::{StoreError, TopicAssignment};
-use crate::offsets::{OFFSETS_TOPIC, partition_for};
+use crate::offsets::OFFSETS_TOPIC;
 use crate::server::context::Broker;
+use crate::transactions::TXN_STATE_TOPIC;
 
-/// Key type of a group (0) and of a transactional id (1).
-const GROUP_KEY: i8 = 0;
+/// A coordinator's internal topic, made at the first FindCoordinator that
+/// needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InternalTopic {
+    /// Groups' offsets (key type 0).
+    Offsets,
+    /// Transactional ids' states (key type 1).
+    TxnState,
+}
+
+impl InternalTopic {
+    fn of_key_type(key_type: i8) -> Option<Self> {
+        match key_type {
+            0 => Some(InternalTopic::Offsets),
+            1 => Some(InternalTopic::TxnState),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            InternalTopic::Offsets => OFFSETS_TOPIC,
+            InternalTopic::TxnState => TXN_STATE_TOPIC,
+        }
+    }
+
+    fn partitions(self, broker: &Broker) -> u32 {
+        match self {
+            InternalTopic::Offsets => broker.offsets.partitions(),
+            InternalTopic::TxnState => broker.transactions.partitions(),
+        }
+    }
+
+    /// The replication factor and the setting it comes from.
+    fn replication_factor(self, broker: &Broker) -> (usize, &'static str) {
+        match self {
+            InternalTopic::Offsets => (
+                broker.config.offsets_topic_replication_factor as usize,
+                "offsets_topic_replication_factor",
+            ),
+            InternalTopic::TxnState => (
+                broker.config.transaction_state_replication_factor as usize,
+                "transaction_state_replication_factor",
+            ),
+        }
+    }
+}
+
+/// Whether `topic` is one of the coordinators' internal topics (Metadata
+/// flags them; nothing auto-creates them).
+pub fn is_internal(topic: &str) -> bool {
+    topic == OFFSETS_TOPIC || topic == TXN_STATE_TOPIC
+}
 
 pub async fn handle(
     broker: &Broker,
@@ -35,13 +88,15 @@ pub async fn handle(
     };
     let mut coordinators = Vec::with_capacity(keys.len());
     for key in keys {
-        let found = if req.key_type == GROUP_KEY {
-            coordinator_of(broker, &key).await
-        } else {
-            Err((
+        let found = match InternalTopic::of_key_type(req.key_type) {
+            Some(topic) => coordinator_of(broker, topic, &key).await,
+            None => Err((
                 ResponseError::InvalidRequest,
-                "this broker has no transaction coordinator".to_owned(),
-            ))
+                format!(
+                    "key type {} is neither a group (0) nor a transactional id (1)",
+                    req.key_type
+                ),
+            )),
         };
         coordinators.push(match found {
             Ok((node_id, host, port)) => Coordinator::default()
@@ -69,26 +124,29 @@ pub async fn handle(
         .with_port(one.port)
 }
 
-/// The coordinator of `group`: node id, host, port; or why there is none now.
+/// The coordinator of `key` (its partition of `topic`'s leader): node id,
+/// host, port; or why there is none now.
 async fn coordinator_of(
     broker: &Broker,
-    group: &str,
+    topic: InternalTopic,
+    key: &str,
 ) -> Result<(i32, String, i32), (ResponseError, String)> {
     let not_available =
         |why: String| -> (ResponseError, String) { (ResponseError::CoordinatorNotAvailable, why) };
-    let partition = partition_for(group, broker.offsets.partitions());
+    let name = topic.name();
+    let partition = crate::group::partition_for(key, topic.partitions(broker).max(1)) as i32;
     let view = broker.metadata.snapshot();
-    let Some(partitions) = view.topics.get(OFFSETS_TOPIC) else {
-        create_offsets_topic(broker)
+    let Some(partitions) = view.topics.get(name) else {
+        create_internal_topic(broker, topic)
             .await
             .map_err(|e| not_available(e.to_string()))?;
-        return Err(not_available(format!("{OFFSETS_TOPIC} is being created")));
+        return Err(not_available(format!("{name} is being created")));
     };
     let leader = partitions
         .get(&partition)
         .map(|p| p.leader)
         .filter(|&l| l >= 0)
-        .ok_or_else(|| not_available(format!("{OFFSETS_TOPIC}-{partition} has no leader")))?;
+        .ok_or_else(|| not_available(format!("{name}-{partition} has no leader")))?;
     let endpoint = view
         .brokers
         .get(&leader)
@@ -96,45 +154,61 @@ async fn coordinator_of(
     Ok((leader, endpoint.host.clone(), endpoint.port))
 }
 
-/// Why the offsets topic cannot be made now.
+/// Why an internal topic cannot be made now.
 #[derive(Debug, thiserror::Error)]
-enum OffsetsTopicError {
+enum InternalTopicError {
     #[error("reading live brokers: {0}")]
     LiveBrokers(#[source] StoreError),
-    #[error(
-        "{OFFSETS_TOPIC} needs {needed} live brokers (offsets_topic_replication_factor), {live} are"
-    )]
-    TooFewBrokers { needed: usize, live: usize },
-    #[error("creating {OFFSETS_TOPIC}: {0}")]
-    Create(#[source] StoreError),
+    #[error("{topic} needs {needed} live brokers ({setting}), {live} are")]
+    TooFewBrokers {
+        topic: &'static str,
+        setting: &'static str,
+        needed: usize,
+        live: usize,
+    },
+    #[error("creating {topic}: {source}")]
+    Create {
+        topic: &'static str,
+        #[source]
+        source: StoreError,
+    },
 }
 
-/// Writes the offsets topic's assignment to etcd if no one has.
-async fn create_offsets_topic(broker: &Broker) -> Result<(), OffsetsTopicError> {
+/// Writes `topic`'s assignment to etcd if no one has.
+async fn create_internal_topic(
+    broker: &Broker,
+    topic: InternalTopic,
+) -> Result<(), InternalTopicError> {
     let live: Vec<i32> = broker
         .store
         .live_brokers()
         .await
-        .map_err(OffsetsTopicError::LiveBrokers)?
+        .map_err(InternalTopicError::LiveBrokers)?
         .keys()
         .copied()
         .collect();
-    let rf = broker.config.offsets_topic_replication_factor as usize;
+    let name = topic.name();
+    let (rf, setting) = topic.replication_factor(broker);
     if live.len() < rf {
-        return Err(OffsetsTopicError::TooFewBrokers {
+        return Err(InternalTopicError::TooFewBrokers {
+            topic: name,
+            setting,
             needed: rf,
             live: live.len(),
         });
     }
     let assignment = TopicAssignment {
-        partitions: assign_replicas(&live, broker.offsets.partitions() as i32, rf),
+        partitions: assign_replicas(&live, topic.partitions(broker) as i32, rf),
     };
-    match broker.store.create_topic(OFFSETS_TOPIC, &assignment).await {
+    match broker.store.create_topic(name, &assignment).await {
         Ok(true) => {
-            tracing::info!(topic = OFFSETS_TOPIC, partitions = ?assignment.partitions, "offsets topic created");
+            tracing::info!(topic = name, partitions = ?assignment.partitions, "internal topic created");
             Ok(())
         }
         Ok(false) => Ok(()),
-        Err(e) => Err(OffsetsTopicError::Create(e)),
+        Err(source) => Err(InternalTopicError::Create {
+            topic: name,
+            source,
+        }),
     }
 }

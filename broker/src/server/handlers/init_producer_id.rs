@@ -1,21 +1,26 @@
-//! InitProducerId for idempotent producers (KIP-98): a request without a
-//! transactional id gets a fresh producer id, unique across the cluster and
-//! across restarts (see `producer_id_manager.rs`), with epoch 0 — whatever
-//! producer id and epoch it names, as Kafka's `TransactionCoordinator` "blindly
-//! accepts" such a request. An idempotent producer that needs a new epoch after
-//! an error (KIP-360) therefore simply starts over with a new id here.
+//! InitProducerId (KIP-98). A request without a transactional id (an
+//! idempotent producer) gets a fresh producer id, unique across the cluster
+//! and across restarts (see `producer_id_manager.rs`), with epoch 0 —
+//! whatever producer id and epoch it names, as Kafka's `TransactionCoordinator`
+//! "blindly accepts" such a request. An idempotent producer that needs a new
+//! epoch after an error (KIP-360) therefore simply starts over with a new id
+//! here.
 //!
-//! Transactions are not implemented. A request with a transactional id is
-//! answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the answer of a Kafka broker
-//! that will not serve that transactional id (`KafkaApis.handleInitProducerIdRequest`
-//! checks it first): clients treat it as fatal and say so at once, where
-//! COORDINATOR_NOT_AVAILABLE would be retried until the client's own timeout
-//! and look like an outage.
+//! A request with a transactional id goes to the id's coordinator
+//! ([`crate::transactions`]): a new id gets a fresh producer id at epoch 0, a
+//! known one its epoch bumped, fencing the older producer; an ongoing
+//! transaction is aborted first under the bumped epoch (PrepareAbort written,
+//! markers sent) and the client told CONCURRENT_TRANSACTIONS until that is
+//! done. The producer id and epoch a v3+ request names (KIP-360) are not
+//! checked for a transactional id: every request bumps.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use crate::server::context::Broker;
+use crate::transactions::coordinator::MarkerJob;
+use crate::transactions::state::{self, Init};
+use crate::transactions::transition::{self, Written};
 
 /// `RecordBatch.NO_PRODUCER_ID` and `NO_PRODUCER_EPOCH`.
 const NO_PRODUCER_ID: i64 = -1;
@@ -31,8 +36,13 @@ fn error(code: ResponseError) -> InitProducerIdResponse {
 /// What a request is answered without asking for an id, if anything: Kafka's
 /// checks, in Kafka's order.
 pub fn refusal(req: &InitProducerIdRequest) -> Option<ResponseError> {
-    if req.transactional_id.is_some() {
-        return Some(ResponseError::TransactionalIdAuthorizationFailed);
+    // `TransactionCoordinator.handleInitProducerId`: an empty id is invalid.
+    if req
+        .transactional_id
+        .as_ref()
+        .is_some_and(|id| id.is_empty())
+    {
+        return Some(ResponseError::InvalidRequest);
     }
     // v3+ (KIP-360) may name the producer's current id and epoch: both or
     // neither.
@@ -43,9 +53,16 @@ pub fn refusal(req: &InitProducerIdRequest) -> Option<ResponseError> {
     }
 }
 
-pub async fn handle(broker: &Broker, req: InitProducerIdRequest) -> InitProducerIdResponse {
+pub async fn handle(
+    broker: &Broker,
+    req: InitProducerIdRequest,
+    version: i16,
+) -> InitProducerIdResponse {
     if let Some(code) = refusal(&req) {
         return error(code);
+    }
+    if let Some(id) = &req.transactional_id {
+        return transactional(broker, id, req.transaction_timeout_ms, version).await;
     }
     match broker.producer_ids.generate().await {
         Ok(producer_id) => InitProducerIdResponse::default()
@@ -60,6 +77,46 @@ pub async fn handle(broker: &Broker, req: InitProducerIdRequest) -> InitProducer
     }
 }
 
+/// InitProducerId for a transactional id, at its coordinator.
+async fn transactional(
+    broker: &Broker,
+    transactional_id: &str,
+    timeout_ms: i32,
+    version: i16,
+) -> InitProducerIdResponse {
+    let now = transition::now_ms();
+    let written = transition::write(broker, transactional_id, |current, fresh| {
+        Ok(
+            match state::init_producer_id(current, timeout_ms, now, fresh)? {
+                Init::Ready(m) => (Some(m.clone()), Init::Ready(m)),
+                Init::AbortFirst(m) => (Some(m.clone()), Init::AbortFirst(m)),
+            },
+        )
+    })
+    .await;
+    match written {
+        Ok(Written {
+            outcome: Init::Ready(m),
+            ..
+        }) => InitProducerIdResponse::default()
+            .with_producer_id(ProducerId(m.producer_id))
+            .with_producer_epoch(m.producer_epoch),
+        Ok(Written {
+            outcome: Init::AbortFirst(prepared),
+            leader_epoch,
+        }) => {
+            broker.transactions.send_markers(MarkerJob {
+                transactional_id: transactional_id.to_owned(),
+                coordinator_epoch: leader_epoch,
+                prepared,
+            });
+            error(ResponseError::ConcurrentTransactions)
+        }
+        // KIP-588: PRODUCER_FENCED from v4.
+        Err(e) => error(e.code(version >= 4)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use kafka_protocol::messages::TransactionalId;
@@ -68,17 +125,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn transactional_and_half_named_producers_are_refused() {
+    fn empty_transactional_ids_and_half_named_producers_are_refused() {
         // (kafka-protocol's default transactional id is "", not null.)
         let plain = InitProducerIdRequest::default().with_transactional_id(None);
         assert_eq!(refusal(&plain), None);
         let transactional = plain
             .clone()
             .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx"))));
-        assert_eq!(
-            refusal(&transactional),
-            Some(ResponseError::TransactionalIdAuthorizationFailed)
-        );
+        assert_eq!(refusal(&transactional), None);
+        let empty = plain
+            .clone()
+            .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str(""))));
+        assert_eq!(refusal(&empty), Some(ResponseError::InvalidRequest));
         let bump = plain
             .clone()
             .with_producer_id(ProducerId(7))

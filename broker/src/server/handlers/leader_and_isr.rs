@@ -26,6 +26,7 @@ use crate::replica::partition::LeaderAndIsrState;
 use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
 use crate::state_change_log::{Outcome, StateChange};
+use crate::transactions::{self, TXN_STATE_TOPIC};
 
 /// `stale_broker_epoch`: why the broker-epoch check refused the request, if it did.
 pub fn handle(
@@ -143,32 +144,36 @@ fn refuse_whole(
         .with_partition_errors(errors)
 }
 
-/// An offsets partition this broker now leads is loaded (a task of its own;
-/// its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile); one it now
-/// follows is forgotten (NOT_COORDINATOR), as Kafka's `onElection` and
-/// `onResignation` do.
+/// A coordinator's partition this broker now leads is loaded (a task of its
+/// own; its groups or transactional ids answer COORDINATOR_LOAD_IN_PROGRESS
+/// meanwhile); one it now follows is forgotten (NOT_COORDINATOR), as Kafka's
+/// `onElection` and `onResignation` do for both coordinators.
 fn coordinate_or_resign(broker: &Broker, tp: &TopicPartition, role: &Role, leader_epoch: i32) {
-    if tp.topic != OFFSETS_TOPIC {
-        return;
-    }
-    match role {
-        Role::Leader => {
-            broker.offsets.elected(tp.partition, leader_epoch);
+    let partition = tp.partition;
+    let replicas = broker.replicas.clone();
+    match (tp.topic.as_str(), role) {
+        (OFFSETS_TOPIC, Role::Leader) => {
+            broker.offsets.elected(partition, leader_epoch);
             let offsets = broker.offsets.clone();
-            let replicas = broker.replicas.clone();
-            let partition = tp.partition;
             let how = broker.config.offsets_load;
             tokio::task::spawn_blocking(move || {
                 offsets::load(&offsets, &replicas, partition, leader_epoch, how);
             });
         }
-        Role::Follower { .. } => {
-            broker.offsets.resigned(tp.partition);
+        (OFFSETS_TOPIC, Role::Follower { .. }) => {
+            broker.offsets.resigned(partition);
             let partitions = broker.offsets.partitions();
-            broker
-                .groups
-                .unload_partition(tp.partition as u32, partitions);
+            broker.groups.unload_partition(partition as u32, partitions);
         }
+        (TXN_STATE_TOPIC, Role::Leader) => {
+            broker.transactions.elected(partition, leader_epoch);
+            let coordinator = broker.transactions.clone();
+            tokio::task::spawn_blocking(move || {
+                transactions::load::load(&coordinator, &replicas, partition, leader_epoch);
+            });
+        }
+        (TXN_STATE_TOPIC, Role::Follower { .. }) => broker.transactions.resigned(partition),
+        _ => {}
     }
 }
 

@@ -21,8 +21,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::create_topics::auto_create;
+use super::find_coordinator::is_internal;
 use super::topic_name;
-use crate::offsets::OFFSETS_TOPIC;
 use crate::server::context::Broker;
 use crate::server::metadata_cache::ClusterView;
 use crate::storage::validate_topic_name;
@@ -103,7 +103,7 @@ pub async fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> Meta
     let names: Vec<String> = requested.unwrap_or_else(|| view.topics.keys().cloned().collect());
     let mut unknown = std::collections::BTreeMap::new();
     for name in names.iter().filter(|n| !view.topics.contains_key(*n)) {
-        let error = if may_create && name != OFFSETS_TOPIC {
+        let error = if may_create && !is_internal(name) {
             auto_create(broker, name).await
         } else {
             unknown_topic_error(name)
@@ -118,8 +118,8 @@ pub async fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> Meta
                 .with_error_code(unknown[&name].code()),
             Some(parts) => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(&name)))
-                // The group coordinator's topic, as Kafka flags it (v1+).
-                .with_is_internal(name == OFFSETS_TOPIC)
+                // The coordinators' topics, as Kafka flags them (v1+).
+                .with_is_internal(is_internal(&name))
                 .with_partitions(
                     parts
                         .iter()

@@ -19,6 +19,7 @@ pub mod offset_fetch;
 pub mod offsets_for_leader_epoch;
 pub mod produce;
 pub mod stop_replica;
+pub mod transactions;
 pub mod update_metadata;
 pub mod write_txn_markers;
 
