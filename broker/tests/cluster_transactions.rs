@@ -7,18 +7,21 @@
 //! producer; an InitProducerId over an ongoing transaction aborts it
 //! (CONCURRENT_TRANSACTIONS until done, then a bumped epoch); and when the
 //! coordinator is killed mid-transaction, the next one reads the state from
-//! the log and commits it.
+//! the log and commits it. Besides: AddOffsetsToTxn's offsets partition gets
+//! the commit's marker, and a transaction past its timeout is aborted by the
+//! coordinator, fencing its producer.
 
 mod common;
 
 use std::time::Duration;
 
 use common::cluster::Cluster;
-use common::kafka_client::{KafkaClient, topic, transactional_batch};
+use common::kafka_client::{Isolated, KafkaClient, topic, transactional_batch};
+use epochal_broker::offsets;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::{
-    AddPartitionsToTxnRequest, EndTxnRequest, FindCoordinatorRequest, InitProducerIdRequest,
-    ProducerId, TransactionalId,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, FindCoordinatorRequest,
+    GroupId, InitProducerIdRequest, ProducerId, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -37,22 +40,28 @@ const RETRIABLE: [i16; 3] = [
     NOT_COORDINATOR,
 ];
 
-fn txn_id() -> TransactionalId {
-    TransactionalId(StrBytes::from_static_str(TXN))
+fn txn_id(id: &str) -> TransactionalId {
+    TransactionalId(StrBytes::from_string(id.to_owned()))
 }
 
-/// The transaction coordinator of [`TXN`], asked of the live brokers.
-fn coordinator(cluster: &Cluster, live: &[i32]) -> i32 {
-    common::await_some("a transaction coordinator", TIMEOUT, || {
+/// The coordinator of `key` (key type 0 a group, 1 a transactional id),
+/// asked of the live brokers.
+fn coordinator_of(cluster: &Cluster, live: &[i32], key: &str, key_type: i8) -> i32 {
+    common::await_some("a coordinator", TIMEOUT, || {
         live.iter().find_map(|id| {
             let mut c = KafkaClient::connect(&cluster.broker(*id).addr).ok()?;
             let req = FindCoordinatorRequest::default()
-                .with_key(StrBytes::from_static_str(TXN))
-                .with_key_type(1);
+                .with_key(StrBytes::from_string(key.to_owned()))
+                .with_key_type(key_type);
             let resp = c.send(&req, 3).ok()?;
             (resp.error_code == 0 && live.contains(&resp.node_id.0)).then_some(resp.node_id.0)
         })
     })
+}
+
+/// The transaction coordinator of [`TXN`].
+fn coordinator(cluster: &Cluster, live: &[i32]) -> i32 {
+    coordinator_of(cluster, live, TXN, 1)
 }
 
 /// Sends `request` to the coordinator until it answers other than a
@@ -60,6 +69,7 @@ fn coordinator(cluster: &Cluster, live: &[i32]) -> i32 {
 fn ask<T>(
     cluster: &Cluster,
     live: &[i32],
+    txn: &str,
     what: &str,
     also_retried: &[i16],
     mut request: impl FnMut(&mut KafkaClient) -> Option<(i16, T)>,
@@ -68,7 +78,7 @@ fn ask<T>(
         what,
         TIMEOUT,
         || {
-            let id = coordinator(cluster, live);
+            let id = coordinator_of(cluster, live, txn, 1);
             let mut c = KafkaClient::connect(&cluster.broker(id).addr).ok()?;
             let (code, rest) = request(&mut c)?;
             (!RETRIABLE.contains(&code) && !also_retried.contains(&code)).then_some((code, rest))
@@ -79,25 +89,47 @@ fn ask<T>(
 
 /// InitProducerId v4 for [`TXN`]: (code, (producer id, epoch)).
 fn init(cluster: &Cluster, live: &[i32], also_retried: &[i16]) -> (i16, (i64, i16)) {
-    ask(cluster, live, "InitProducerId", also_retried, |c| {
+    init_id(cluster, live, TXN, 60_000, also_retried)
+}
+
+/// InitProducerId v4 for `txn` with a transaction timeout.
+fn init_id(
+    cluster: &Cluster,
+    live: &[i32],
+    txn: &str,
+    timeout_ms: i32,
+    also_retried: &[i16],
+) -> (i16, (i64, i16)) {
+    ask(cluster, live, txn, "InitProducerId", also_retried, |c| {
         let req = InitProducerIdRequest::default()
-            .with_transactional_id(Some(txn_id()))
-            .with_transaction_timeout_ms(60_000);
+            .with_transactional_id(Some(txn_id(txn)))
+            .with_transaction_timeout_ms(timeout_ms);
         let resp = c.send(&req, 4).ok()?;
         Some((resp.error_code, (resp.producer_id.0, resp.producer_epoch)))
     })
 }
 
-/// AddPartitionsToTxn of `t`-0 at `version`: the partition's code.
+/// AddPartitionsToTxn of `t`-0 at `version` for [`TXN`]: the partition's code.
 fn add(
     cluster: &Cluster,
     live: &[i32],
+    producer: (i64, i16),
+    version: i16,
+    also_retried: &[i16],
+) -> i16 {
+    add_to(cluster, live, TXN, producer, version, also_retried)
+}
+
+fn add_to(
+    cluster: &Cluster,
+    live: &[i32],
+    txn: &str,
     (pid, epoch): (i64, i16),
     version: i16,
     also_retried: &[i16],
 ) -> i16 {
     let req = AddPartitionsToTxnRequest::default()
-        .with_v3_and_below_transactional_id(txn_id())
+        .with_v3_and_below_transactional_id(txn_id(txn))
         .with_v3_and_below_producer_id(ProducerId(pid))
         .with_v3_and_below_producer_epoch(epoch)
         .with_v3_and_below_topics(vec![
@@ -105,22 +137,39 @@ fn add(
                 .with_name(topic("t"))
                 .with_partitions(vec![0]),
         ]);
-    ask(cluster, live, "AddPartitionsToTxn", also_retried, |c| {
-        let resp = c.send(&req, version).ok()?;
-        let code =
-            resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
-        Some((code, ()))
-    })
+    ask(
+        cluster,
+        live,
+        txn,
+        "AddPartitionsToTxn",
+        also_retried,
+        |c| {
+            let resp = c.send(&req, version).ok()?;
+            let code =
+                resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
+            Some((code, ()))
+        },
+    )
     .0
 }
 
-fn end(cluster: &Cluster, live: &[i32], (pid, epoch): (i64, i16), commit: bool) -> i16 {
+fn end(cluster: &Cluster, live: &[i32], producer: (i64, i16), commit: bool) -> i16 {
+    end_of(cluster, live, TXN, producer, commit)
+}
+
+fn end_of(
+    cluster: &Cluster,
+    live: &[i32],
+    txn: &str,
+    (pid, epoch): (i64, i16),
+    commit: bool,
+) -> i16 {
     let req = EndTxnRequest::default()
-        .with_transactional_id(txn_id())
+        .with_transactional_id(txn_id(txn))
         .with_producer_id(ProducerId(pid))
         .with_producer_epoch(epoch)
         .with_committed(commit);
-    ask(cluster, live, "EndTxn", &[], |c| {
+    ask(cluster, live, txn, "EndTxn", &[], |c| {
         Some((c.send(&req, 3).ok()?.error_code, ()))
     })
     .0
@@ -141,15 +190,23 @@ fn produce(cluster: &Cluster, live: &[i32], (pid, epoch): (i64, i16), seq: i32, 
 /// What read_committed reads of `t`-0 once no transaction is open there:
 /// (committed values, aborted (pid, first offset)).
 fn read_committed(cluster: &Cluster, live: &[i32], hw: i64) -> (Vec<String>, Vec<(i64, i64)>) {
+    let f = read_settled(cluster, live, "t", 0, hw);
+    (f.committed_values(), f.aborted)
+}
+
+/// A read_committed fetch of `topic`-`partition` from its leader once its
+/// high watermark is `hw` and no transaction is open there.
+fn read_settled(cluster: &Cluster, live: &[i32], topic: &str, partition: i32, hw: i64) -> Isolated {
     common::await_some_or(
-        &format!("t-0's LSO at its HW {hw}"),
+        &format!("{topic}-{partition}'s LSO at its HW {hw}"),
         TIMEOUT,
         || {
-            let state = cluster.state("t", 0).filter(|s| live.contains(&s.leader))?;
+            let state = cluster
+                .state(topic, partition)
+                .filter(|s| live.contains(&s.leader))?;
             let mut c = KafkaClient::connect(&cluster.broker(state.leader).addr).ok()?;
-            let f = c.fetch_isolated("t", 0, 1);
-            (f.high_watermark == hw && f.last_stable_offset == hw)
-                .then(|| (f.committed_values(), f.aborted.clone()))
+            let f = c.fetch_isolated(topic, partition, 1);
+            (f.high_watermark == hw && f.last_stable_offset == hw).then_some(f)
         },
         || cluster.logs(),
     )
@@ -230,4 +287,72 @@ fn cluster_transactions_commit_abort_fence_and_survive_their_coordinator() {
     // And the successor serves the next producer.
     let (code, fourth) = init(&cluster, &live, &[CONCURRENT_TRANSACTIONS]);
     assert_eq!((code, fourth), (0, (pid, 4)));
+}
+
+/// AddOffsetsToTxn adds the group's offsets partition, so the commit's
+/// marker ends there too; a transaction left open past its timeout is
+/// aborted by the coordinator under a bumped epoch, and its producer's
+/// late EndTxn is fenced.
+#[test]
+fn cluster_transactions_add_offsets_partitions_and_abort_what_times_out() {
+    let cluster = Cluster::start(
+        3,
+        &["--lease-ttl-s", "2", "--replica-fetch-wait-max-ms", "50"],
+    );
+    let live = [1, 2, 3];
+    assert_eq!(cluster.client(1).create_topic("t", 1, 3), 0);
+    cluster.await_state("a full ISR", TIMEOUT, "t", 0, |s| {
+        s.leader > 0 && s.isr.len() == 3
+    });
+    // The offsets topic exists once a group's coordinator was asked for.
+    coordinator_of(&cluster, &live, "g", 0);
+    let offsets = offsets::partition_for("g", 3);
+    cluster.await_state(
+        "the group's offsets partition led",
+        TIMEOUT,
+        offsets::OFFSETS_TOPIC,
+        offsets,
+        |s| s.leader > 0 && s.isr.len() == 3,
+    );
+
+    let (code, producer) = init_id(&cluster, &live, "tx-o", 60_000, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(add_to(&cluster, &live, "tx-o", producer, 3, &[]), 0);
+    let req = AddOffsetsToTxnRequest::default()
+        .with_transactional_id(txn_id("tx-o"))
+        .with_producer_id(ProducerId(producer.0))
+        .with_producer_epoch(producer.1)
+        .with_group_id(GroupId(StrBytes::from_static_str("g")));
+    let (code, ()) = ask(&cluster, &live, "tx-o", "AddOffsetsToTxn", &[], |c| {
+        Some((c.send(&req, 3).ok()?.error_code, ()))
+    });
+    assert_eq!(code, 0);
+    produce(&cluster, &live, producer, 0, &[b"o1"]);
+    assert_eq!(end_of(&cluster, &live, "tx-o", producer, true), 0);
+    let (values, _) = read_committed(&cluster, &live, 2);
+    assert_eq!(values, ["o1"]);
+    let markers = read_settled(&cluster, &live, offsets::OFFSETS_TOPIC, offsets, 1);
+    assert_eq!(
+        markers
+            .records
+            .iter()
+            .map(|r| (r.producer_id, r.marker))
+            .collect::<Vec<_>>(),
+        [(producer.0, Some(true))],
+        "the commit's marker in the group's offsets partition"
+    );
+
+    let (code, late) = init_id(&cluster, &live, "tx-late", 1_000, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(add_to(&cluster, &live, "tx-late", late, 3, &[]), 0);
+    produce(&cluster, &live, late, 0, &[b"late"]);
+    // late (2), the coordinator's abort marker (3).
+    let (values, aborted) = read_committed(&cluster, &live, 4);
+    assert_eq!(values, ["o1"]);
+    assert_eq!(aborted, [(late.0, 2)]);
+    assert_eq!(
+        end_of(&cluster, &live, "tx-late", late, true),
+        PRODUCER_FENCED,
+        "the timed-out producer was fenced by the abort's bumped epoch"
+    );
 }

@@ -18,8 +18,8 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use kafka_protocol::protocol::StrBytes;
 
 use super::create_topics::{assign_replicas, live_brokers, wait_for_leaders};
+use super::find_coordinator::is_internal;
 use crate::controller::metadata_store::{StoredTopic, TopicAssignment};
-use crate::offsets::OFFSETS_TOPIC;
 use crate::server::context::Broker;
 
 /// Compare-and-swap attempts before the request answers that it could not.
@@ -103,10 +103,12 @@ async fn grow(
     validate_only: bool,
 ) -> Result<bool, Failure> {
     let name = topic.name.to_string();
-    if name == OFFSETS_TOPIC {
+    if is_internal(&name) {
         return Err(Failure(
             ResponseError::InvalidRequest,
-            format!("{OFFSETS_TOPIC}'s partition count places every group; it is not changed"),
+            format!(
+                "{name}'s partition count places every group or transactional id; it is not changed"
+            ),
         ));
     }
     for _ in 0..WRITE_ATTEMPTS {

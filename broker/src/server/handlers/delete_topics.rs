@@ -4,8 +4,9 @@
 //! the controller to finish it (`controller/topics.rs`: every replica's log
 //! removed, then the topic's keys); a timeout answers REQUEST_TIMED_OUT while
 //! the deletion carries on, as Kafka does. An unknown topic is
-//! UNKNOWN_TOPIC_OR_PARTITION; the offsets topic holds every group's commits
-//! and this broker refuses to delete it (INVALID_REQUEST). Topics are named,
+//! UNKNOWN_TOPIC_OR_PARTITION; the offsets and transaction-state topics hold
+//! the coordinators' state and this broker refuses to delete them
+//! (INVALID_REQUEST). Topics are named,
 //! not addressed by id (v6's topic ids are the zero UUID here).
 
 use std::time::Duration;
@@ -15,16 +16,16 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::offsets::OFFSETS_TOPIC;
+use super::find_coordinator::is_internal;
 use crate::server::context::Broker;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 async fn mark(broker: &Broker, topic: &str) -> Result<(), (ResponseError, String)> {
-    if topic == OFFSETS_TOPIC {
+    if is_internal(topic) {
         return Err((
             ResponseError::InvalidRequest,
-            format!("{OFFSETS_TOPIC} holds every group's commits; this broker does not delete it"),
+            format!("{topic} holds a coordinator's state; this broker does not delete it"),
         ));
     }
     match broker.store.mark_for_deletion(topic).await {
