@@ -4,7 +4,9 @@
 //! a 3-broker cluster; then a read_committed consumer of each library reads
 //! partition 0 from its start and gets exactly the committed records, in
 //! order, never an aborted one — though the log holds the aborted records
-//! (the scripts flush them before aborting; the test reads them on disk). `send_offsets_to_transaction` is not
+//! (the scripts flush them before aborting; the test reads them on disk).
+//! And each library's producer carries on at the next coordinator when the
+//! coordinator of its transactional id is killed between two of its runs. `send_offsets_to_transaction` is not
 //! exercised: the broker does not implement TxnOffsetCommit yet.
 
 mod common;
@@ -15,9 +17,14 @@ use common::etcd::assign_topic_t;
 use common::groups;
 use epochal::reader::read_data_dir;
 use epochal::runtime::Runtime;
+use epochal::topic_partition::{PartitionRef, offsets_partition_of};
 use serde_json::Value;
 
 const READY: Duration = Duration::from_secs(30);
+const FAILOVER: Duration = Duration::from_secs(40);
+const TXN_STATE_TOPIC: &str = "__transaction_state";
+/// The broker's `transaction_state_num_partitions` default.
+const TXN_STATE_PARTITIONS: u32 = 3;
 /// The client's own bound on one script's work.
 const CLIENT_DEADLINE: &str = "60";
 
@@ -26,6 +33,36 @@ fn transactions(args: &[&str]) -> Value {
     let (result, ok) = groups::client_script("transactions.py", &args);
     assert!(ok, "transactions.py {args:?}: {result}");
     result
+}
+
+/// (library, transactional id, value prefix) of each producer.
+const PRODUCERS: [(&str, &str, &str); 2] = [
+    ("confluent", "tx-confluent", "c"),
+    ("kafka-python", "tx-kafka-python", "k"),
+];
+
+/// One run of `lib`'s transactional producer (commit, abort, commit): the
+/// values it committed.
+fn produce(bootstrap: &str, lib: &str, id: &str, prefix: &str) -> Vec<Value> {
+    let produced = transactions(&[lib, "produce", bootstrap, "t", id, prefix]);
+    assert_eq!(
+        produced["aborted"],
+        serde_json::json!([format!("{prefix}-aborted")])
+    );
+    produced["committed"].as_array().unwrap().clone()
+}
+
+/// Each library's read_committed consumer reads exactly `committed`.
+fn read_exactly(bootstrap: &str, committed: &[Value]) {
+    let count = committed.len().to_string();
+    for lib in ["confluent", "kafka-python"] {
+        let read = transactions(&[lib, "read", bootstrap, "t", &count]);
+        assert_eq!(
+            read["values"],
+            Value::from(committed.to_vec()),
+            "{lib}'s read_committed consumer"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,27 +75,11 @@ async fn confluent_kafka_and_kafka_python_commit_and_abort_and_read_committed_re
     let bootstrap = groups::bootstrap(&runtime);
 
     let mut committed = Vec::new();
-    for (lib, id, prefix) in [
-        ("confluent", "tx-confluent", "c"),
-        ("kafka-python", "tx-kafka-python", "k"),
-    ] {
-        let produced = transactions(&[lib, "produce", &bootstrap, "t", id, prefix]);
-        assert_eq!(
-            produced["aborted"],
-            serde_json::json!([format!("{prefix}-aborted")])
-        );
-        committed.extend(produced["committed"].as_array().unwrap().iter().cloned());
+    for (lib, id, prefix) in PRODUCERS {
+        committed.extend(produce(&bootstrap, lib, id, prefix));
     }
     assert_eq!(committed.len(), 6);
-    let count = committed.len().to_string();
-    for lib in ["confluent", "kafka-python"] {
-        let read = transactions(&[lib, "read", &bootstrap, "t", &count]);
-        assert_eq!(
-            read["values"],
-            Value::from(committed.clone()),
-            "{lib}'s read_committed consumer"
-        );
-    }
+    read_exactly(&bootstrap, &committed);
     let dir = runtime.data_dir(runtime.nodes()[0]).unwrap();
     runtime.shutdown().await.unwrap();
     let state = read_data_dir(&dir).unwrap();
@@ -74,4 +95,34 @@ async fn confluent_kafka_and_kafka_python_commit_and_abort_and_read_committed_re
             "{aborted} reached the log: {on_disk:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_and_kafka_python_transactions_go_on_at_the_next_coordinator_after_a_kill()
+{
+    let run = tempfile::tempdir().unwrap();
+    let mut runtime = groups::start_cluster(run.path(), READY, &[]).await;
+    assign_topic_t(runtime.etcd_endpoint(), r#"{"0":[1,2,3]}"#).await;
+    common::ready(&runtime, READY).await;
+    let bootstrap = groups::bootstrap(&runtime);
+
+    let mut committed = Vec::new();
+    for (lib, id, prefix) in PRODUCERS {
+        committed.extend(produce(&bootstrap, lib, id, &format!("{prefix}1")));
+        // The id's transaction-state partition: Kafka's partitionFor, the
+        // same rule as a group's offsets partition.
+        let state = PartitionRef::new(
+            TXN_STATE_TOPIC,
+            offsets_partition_of(id, TXN_STATE_PARTITIONS).partition,
+        );
+        let coordinator = groups::view(&runtime).await.leader_of(&state).unwrap();
+        runtime.kill_node(coordinator).await.unwrap();
+        groups::await_new_leader(&runtime, &state, coordinator, FAILOVER).await;
+        committed.extend(produce(&bootstrap, lib, id, &format!("{prefix}2")));
+        runtime.start_node(coordinator).await.unwrap();
+        common::ready(&runtime, READY).await;
+    }
+    assert_eq!(committed.len(), 12);
+    read_exactly(&bootstrap, &committed);
+    runtime.shutdown().await.unwrap();
 }
