@@ -30,8 +30,11 @@ use crate::client::Connection;
 use crate::server::context::Broker;
 use crate::server::handlers::topic_name;
 
-/// How long one WriteTxnMarkers round trip (connect included) may take.
-const MARKER_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one WriteTxnMarkers round trip (connect included) may take:
+/// longer than a leader holds a marker waiting for its ISR
+/// (`write_txn_markers::REPLICATION_TIMEOUT`, 30 s), so a slow ISR is
+/// answered rather than timed out here and the marker appended again.
+const MARKER_REQUEST_TIMEOUT: Duration = Duration::from_secs(35);
 /// Wait before sending failed partitions' markers again.
 const MARKER_RETRY_BACKOFF: Duration = Duration::from_millis(100);
 /// How often ongoing transactions are looked at for their timeout (Kafka's
@@ -69,15 +72,15 @@ pub async fn run(
 async fn abort_timed_out(broker: &Broker) {
     let now = transition::now_ms();
     for (id, _, m) in broker.transactions.loaded() {
-        if state::timed_out(&m, now, || 0).is_none() {
+        if state::timed_out(&m, now).is_none() {
             continue;
         }
-        let written = transition::write(broker, &id, |current, fresh| {
+        let written = transition::write(broker, &id, |current, _| {
             // Only the transaction seen timed out, not a successor.
             let same = current.is_some_and(|c| same_transaction(c, &m));
             let next = current
                 .filter(|_| same)
-                .and_then(|c| state::timed_out(c, now, fresh));
+                .and_then(|c| state::timed_out(c, now));
             Ok((next.clone(), next))
         })
         .await;

@@ -113,11 +113,31 @@ pub enum Init {
     AbortFirst(TxnMetadata),
 }
 
+/// Whether `m`'s producer epoch can no longer be bumped.
+fn epoch_spent(m: &TxnMetadata) -> bool {
+    m.producer_epoch >= i16::MAX - 1
+}
+
 /// The next epoch of `m`'s producer, or a fresh producer id at epoch 0 when
 /// the epoch is spent (Kafka's `prepareIncrementProducerEpoch`).
 fn bumped(m: &TxnMetadata, fresh_producer_id: impl FnOnce() -> i64) -> (i64, i16) {
-    if m.producer_epoch >= i16::MAX - 1 {
+    if epoch_spent(m) {
         (fresh_producer_id(), 0)
+    } else {
+        (m.producer_id, m.producer_epoch + 1)
+    }
+}
+
+/// The producer id and epoch an abort of `m`'s ongoing transaction is
+/// written and marked under: the bumped epoch, fencing the producer; but
+/// never a fresh producer id — the markers must name the producer whose
+/// records they end, or its transaction stays open on every partition (the
+/// last stable offset stuck). A spent epoch aborts under itself, as Kafka's
+/// `abortTimedOutTransactions` does; the next InitProducerId moves to a
+/// fresh id.
+fn abort_epoch(m: &TxnMetadata) -> (i64, i16) {
+    if epoch_spent(m) {
+        (m.producer_id, m.producer_epoch)
     } else {
         (m.producer_id, m.producer_epoch + 1)
     }
@@ -148,7 +168,7 @@ pub fn init_producer_id(
             Err(TxnError::ConcurrentTransactions)
         }
         TxnStatus::Ongoing => {
-            let (producer_id, producer_epoch) = bumped(m, fresh_producer_id);
+            let (producer_id, producer_epoch) = abort_epoch(m);
             Ok(Init::AbortFirst(TxnMetadata {
                 producer_id,
                 producer_epoch,
@@ -271,16 +291,13 @@ pub fn complete(m: &TxnMetadata, now_ms: i64) -> Option<TxnMetadata> {
 
 /// An ongoing transaction past its timeout, to be aborted by the
 /// coordinator (Kafka's `abortTimedOutTransactions`): its PrepareAbort
-/// state under a bumped epoch, so the producer that let it lapse is fenced.
-pub fn timed_out(
-    m: &TxnMetadata,
-    now_ms: i64,
-    fresh_producer_id: impl FnOnce() -> i64,
-) -> Option<TxnMetadata> {
+/// state under a bumped epoch, so the producer that let it lapse is fenced
+/// (under the same epoch when it is spent, see [`abort_epoch`]).
+pub fn timed_out(m: &TxnMetadata, now_ms: i64) -> Option<TxnMetadata> {
     if m.status != TxnStatus::Ongoing || now_ms < m.start_ms + i64::from(m.timeout_ms) {
         return None;
     }
-    let (producer_id, producer_epoch) = bumped(m, fresh_producer_id);
+    let (producer_id, producer_epoch) = abort_epoch(m);
     Some(TxnMetadata {
         producer_id,
         producer_epoch,
@@ -395,11 +412,38 @@ mod tests {
         let ongoing = add_partitions(Some(&next), 2, 0, &parts(&[("t", 0)]), 10)
             .unwrap()
             .unwrap();
-        assert_eq!(timed_out(&ongoing, 1_009, || 3), None);
-        let abort = timed_out(&ongoing, 1_010, || 3).unwrap();
+        assert_eq!(timed_out(&ongoing, 1_009), None);
+        let abort = timed_out(&ongoing, 1_010).unwrap();
         assert_eq!(
             (abort.producer_epoch, abort.status),
             (1, TxnStatus::PrepareAbort)
         );
+    }
+
+    #[test]
+    fn an_abort_at_a_spent_epoch_names_the_producer_whose_records_it_ends() {
+        let spent = TxnMetadata {
+            producer_epoch: i16::MAX - 1,
+            ..ready(init_producer_id(None, 1_000, 0, || 1))
+        };
+        let ongoing = add_partitions(Some(&spent), 1, i16::MAX - 1, &parts(&[("t", 0)]), 10)
+            .unwrap()
+            .unwrap();
+        let abort = timed_out(&ongoing, 1_010).unwrap();
+        assert_eq!((abort.producer_id, abort.producer_epoch), (1, i16::MAX - 1));
+        let Ok(Init::AbortFirst(first)) =
+            init_producer_id(Some(&ongoing), 1_000, 11, || unreachable!())
+        else {
+            panic!()
+        };
+        assert_eq!((first.producer_id, first.producer_epoch), (1, i16::MAX - 1));
+        // Once aborted, the next producer moves to a fresh id.
+        let next = ready(init_producer_id(
+            Some(&complete(&first, 12).unwrap()),
+            1_000,
+            13,
+            || 2,
+        ));
+        assert_eq!((next.producer_id, next.producer_epoch), (2, 0));
     }
 }
