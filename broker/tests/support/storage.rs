@@ -76,17 +76,7 @@ pub fn idempotent_batch(
     base_sequence: i32,
     values: &[&str],
 ) -> Bytes {
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| Record {
-            producer_id,
-            producer_epoch,
-            sequence: base_sequence + i as i32,
-            ..record(i as i64, i as i64, v, -1)
-        })
-        .collect();
-    encode(&records, Compression::None)
+    producer_id_batch(producer_id, producer_epoch, base_sequence, false, values)
 }
 
 /// [`idempotent_batch`] inside a transaction (KIP-98's transactional bit).
@@ -96,6 +86,16 @@ pub fn transactional_batch(
     base_sequence: i32,
     values: &[&str],
 ) -> Bytes {
+    producer_id_batch(producer_id, producer_epoch, base_sequence, true, values)
+}
+
+fn producer_id_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    transactional: bool,
+    values: &[&str],
+) -> Bytes {
     let records: Vec<Record> = values
         .iter()
         .enumerate()
@@ -103,7 +103,7 @@ pub fn transactional_batch(
             producer_id,
             producer_epoch,
             sequence: base_sequence + i as i32,
-            transactional: true,
+            transactional,
             ..record(i as i64, i as i64, v, -1)
         })
         .collect();
