@@ -22,19 +22,14 @@ use crate::controller::controller::ControllerSettings;
 use crate::controller::election;
 use crate::controller::metadata_store::{BrokerRegistration, MetadataStore, StoreError};
 use crate::controller::session::Session;
-use crate::group::{GroupConfig, GroupCoordinator};
-use crate::offsets::OffsetsManager;
-use crate::replica::fetcher::FetcherManager;
 use crate::replica::isr;
 use crate::replica::manager::ReplicaManager;
 use crate::replica::store::{LogConfig, LogManager, StorageError};
 use crate::server::context::Broker;
 use crate::server::listener;
-use crate::server::metadata_cache::MetadataCache;
-use crate::server::producer_id_manager::ProducerIdManager;
 use crate::state_change_log::{StateChangeLog, StateChangeLogError};
 use crate::topic_config::{BrokerDefaults, TopicConfigs, watch_topic_configs};
-use crate::transactions::{self, TxnCoordinator};
+use crate::transactions;
 
 /// The file a broker writes its bound address to once it is ready.
 pub const LISTENING_FILE: &str = "listening";
@@ -208,33 +203,13 @@ pub async fn run(
         )
         .with_topic_configs(topic_configs),
     );
-    let broker = Arc::new(Broker {
-        fetchers: FetcherManager::new(
-            replicas.clone(),
-            Duration::from_millis(config.replica_fetch_wait_max_ms),
-        ),
-        replicas,
-        metadata: MetadataCache::new(),
-        cluster_id: "epochal".to_string(),
-        advertised_host,
-        advertised_port,
-        producer_ids: ProducerIdManager::new(config.node_id, store.clone()),
-        store: store.clone(),
-        state_changes,
-        offsets: Arc::new(OffsetsManager::new(
-            u32::try_from(config.offsets_topic_num_partitions).unwrap_or(u32::MAX),
-        )),
-        transactions: Arc::new(TxnCoordinator::new(
-            u32::try_from(config.transaction_state_num_partitions).unwrap_or(u32::MAX),
-        )),
-        groups: GroupCoordinator::new(GroupConfig {
-            min_session_timeout_ms: config.group_min_session_timeout_ms,
-            max_session_timeout_ms: config.group_max_session_timeout_ms,
-            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
-            ..GroupConfig::default()
-        }),
+    let broker = Arc::new(Broker::new(
         config,
-    });
+        replicas,
+        store.clone(),
+        state_changes,
+        (advertised_host, advertised_port),
+    ));
     let (stop_tx, stop_rx) = watch::channel(false);
     let tasks = start_tasks(&broker, listener, &store, &session, &stop_rx)?;
     write_listening(&data_dir, &format!("{}:{}", bound.ip(), bound.port()))

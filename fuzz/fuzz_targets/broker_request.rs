@@ -23,19 +23,15 @@
 #![no_main]
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use bytes::Bytes;
 use clap::Parser;
 use epochal_broker::config::ConfigArgs;
 use epochal_broker::controller::metadata_store::MetadataStore;
-use epochal_broker::replica::fetcher::FetcherManager;
 use epochal_broker::replica::manager::ReplicaManager;
 use epochal_broker::replica::partition::LeaderAndIsrState;
 use epochal_broker::server::context::Broker;
 use epochal_broker::server::dispatch::{self, Request};
-use epochal_broker::server::metadata_cache::MetadataCache;
-use epochal_broker::server::producer_id_manager::ProducerIdManager;
 use epochal_broker::state_change_log::StateChangeLog;
 use epochal_broker::storage::{LogConfig, LogManager, TopicPartition};
 use libfuzzer_sys::fuzz_target;
@@ -126,21 +122,14 @@ fn world() -> &'static World {
         let store = runtime
             .block_on(MetadataStore::connect(&config.etcd))
             .expect("a lazy etcd client");
-        let broker = Broker {
-            fetchers: FetcherManager::new(
-                replicas.clone(),
-                Duration::from_millis(config.replica_fetch_wait_max_ms),
-            ),
-            replicas,
-            metadata: MetadataCache::new(),
-            cluster_id: "epochal".into(),
-            advertised_host: "127.0.0.1".into(),
-            advertised_port: 9092,
-            producer_ids: ProducerIdManager::new(1, store.clone()),
-            store,
-            state_changes: StateChangeLog::open(&dir).expect("the state-change log"),
+        let state_changes = StateChangeLog::open(&dir).expect("the state-change log");
+        let broker = Broker::new(
             config,
-        };
+            replicas,
+            store,
+            state_changes,
+            ("127.0.0.1".into(), 9092),
+        );
         World {
             runtime,
             broker,

@@ -5,10 +5,11 @@
 //! owns its lifetime, so nothing here knows how the broker starts or stops.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::config::BrokerConfig;
 use crate::controller::metadata_store::MetadataStore;
-use crate::group::GroupCoordinator;
+use crate::group::{GroupConfig, GroupCoordinator};
 use crate::offsets::OffsetsManager;
 use crate::replica::fetcher::FetcherManager;
 use crate::replica::manager::ReplicaManager;
@@ -37,4 +38,47 @@ pub struct Broker {
     /// The transaction-state partitions this broker leads, as their
     /// transaction coordinator.
     pub transactions: Arc<TxnCoordinator>,
+}
+
+impl Broker {
+    /// The broker's shared state from its settings and what starting it
+    /// opened: every coordinator and cache sized and configured from
+    /// `config`, in one place (the fuzz target builds its broker here too,
+    /// so it cannot fall behind a new field).
+    pub fn new(
+        config: BrokerConfig,
+        replicas: Arc<ReplicaManager>,
+        store: MetadataStore,
+        state_changes: StateChangeLog,
+        advertised: (String, i32),
+    ) -> Broker {
+        let partitions = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        Broker {
+            fetchers: FetcherManager::new(
+                replicas.clone(),
+                Duration::from_millis(config.replica_fetch_wait_max_ms),
+            ),
+            replicas,
+            metadata: MetadataCache::new(),
+            cluster_id: "epochal".to_string(),
+            advertised_host: advertised.0,
+            advertised_port: advertised.1,
+            producer_ids: ProducerIdManager::new(config.node_id, store.clone()),
+            store,
+            state_changes,
+            offsets: Arc::new(OffsetsManager::new(partitions(
+                config.offsets_topic_num_partitions,
+            ))),
+            transactions: Arc::new(TxnCoordinator::new(partitions(
+                config.transaction_state_num_partitions,
+            ))),
+            groups: GroupCoordinator::new(GroupConfig {
+                min_session_timeout_ms: config.group_min_session_timeout_ms,
+                max_session_timeout_ms: config.group_max_session_timeout_ms,
+                initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+                ..GroupConfig::default()
+            }),
+            config,
+        }
+    }
 }
