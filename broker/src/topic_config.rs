@@ -23,7 +23,9 @@ use etcd_client::{EventType, GetOptions, WatchOptions};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::controller::metadata_store::{KeyKind, MetadataStore, classify, topic_configs_prefix};
+use crate::controller::metadata_store::{
+    KeyKind, MetadataStore, classify, topic_config_key, topic_configs_prefix,
+};
 
 /// A config's type, as DescribeConfigs v3+ names it (Kafka's `ConfigType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,10 +200,12 @@ pub struct Described {
 }
 
 /// Every topic's overrides as this broker last heard them, with the
-/// broker's defaults: what the log and the produce path ask.
+/// broker's defaults: what the log and the produce path ask. Each entry
+/// keeps the etcd revision it was read at, so an older watch event never
+/// replaces a newer direct read; `None` is a topic known to have none.
 pub struct TopicConfigs {
     defaults: BrokerDefaults,
-    overrides: RwLock<BTreeMap<String, Overrides>>,
+    overrides: RwLock<BTreeMap<String, (i64, Option<Overrides>)>>,
 }
 
 impl TopicConfigs {
@@ -216,6 +220,7 @@ impl TopicConfigs {
         let overrides = self.overrides.read().unwrap_or_else(|p| p.into_inner());
         overrides
             .get(topic)
+            .and_then(|(_, o)| o.as_ref())
             .and_then(|o| o.get(name))
             .and_then(|v| parse(v.trim()))
     }
@@ -257,16 +262,50 @@ impl TopicConfigs {
             .collect()
     }
 
-    pub fn set(&self, topic: &str, overrides: Option<Overrides>) {
+    /// Takes `topic`'s overrides as etcd held them at `revision`, unless a
+    /// later revision of them is held already.
+    pub fn set_at(&self, topic: &str, revision: i64, overrides: Option<Overrides>) {
         let mut all = self.overrides.write().unwrap_or_else(|p| p.into_inner());
-        match overrides {
-            Some(o) => all.insert(topic.to_owned(), o),
-            None => all.remove(topic),
-        };
+        if all.get(topic).is_none_or(|(held, _)| *held <= revision) {
+            all.insert(topic.to_owned(), (revision, overrides));
+        }
     }
 
-    fn replace_all(&self, all: BTreeMap<String, Overrides>) {
+    fn replace_all(&self, all: BTreeMap<String, (i64, Option<Overrides>)>) {
         *self.overrides.write().unwrap_or_else(|p| p.into_inner()) = all;
+    }
+
+    /// Reads from etcd the configs of each of `topics` this broker has not
+    /// heard of yet, before it becomes a replica of them: a topic created
+    /// with configs must have them from its first append, not once the watch
+    /// catches up (Kafka reads a topic's config when it creates its log).
+    /// A topic etcd cannot be asked about now keeps the defaults until the
+    /// watch brings its configs.
+    pub async fn ensure_read(&self, store: &MetadataStore, topics: Vec<String>) {
+        for topic in topics {
+            let known = self
+                .overrides
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(&topic);
+            if known {
+                continue;
+            }
+            let key = topic_config_key(&topic);
+            match store.client().get(key.clone(), None).await {
+                Ok(resp) => {
+                    let revision = resp.header().map_or(0, |h| h.revision());
+                    match resp.kvs().first() {
+                        Some(kv) => {
+                            let overrides = parse(&key, kv.value()).map(|(_, o)| o);
+                            self.set_at(&topic, kv.mod_revision(), overrides);
+                        }
+                        None => self.set_at(&topic, revision, None),
+                    }
+                }
+                Err(e) => tracing::warn!(%topic, %e, "could not read the topic's configs"),
+            }
+        }
     }
 }
 
@@ -311,7 +350,10 @@ async fn follow(store: &MetadataStore, configs: &TopicConfigs) -> String {
     configs.replace_all(
         all.kvs()
             .iter()
-            .filter_map(|kv| parse(kv.key_str().ok()?, kv.value()))
+            .filter_map(|kv| {
+                let (topic, o) = parse(kv.key_str().ok()?, kv.value())?;
+                Some((topic, (kv.mod_revision(), Some(o))))
+            })
             .collect(),
     );
     let options = WatchOptions::new()
@@ -335,9 +377,9 @@ async fn follow(store: &MetadataStore, configs: &TopicConfigs) -> String {
                 continue;
             };
             if event.event_type() == EventType::Delete {
-                configs.set(&topic, None);
+                configs.set_at(&topic, kv.mod_revision(), None);
             } else if let Some((_, o)) = parse(key, kv.value()) {
-                configs.set(&topic, Some(o));
+                configs.set_at(&topic, kv.mod_revision(), Some(o));
             }
         }
     }
@@ -386,8 +428,9 @@ mod tests {
             segment_bytes: 1 << 20,
         });
         assert_eq!(configs.min_insync_replicas("t"), 1);
-        configs.set(
+        configs.set_at(
             "t",
+            5,
             Some([("min.insync.replicas".into(), "3".into())].into()),
         );
         assert_eq!(configs.min_insync_replicas("t"), 3);
@@ -401,7 +444,13 @@ mod tests {
             (seg.value.as_str(), seg.overridden, seg.broker_set),
             ("1048576", false, true)
         );
-        configs.set("t", None);
+        configs.set_at("t", 4, None);
+        assert_eq!(
+            configs.min_insync_replicas("t"),
+            3,
+            "an older event does not undo a newer read"
+        );
+        configs.set_at("t", 6, None);
         assert_eq!(configs.min_insync_replicas("t"), 1);
     }
 }

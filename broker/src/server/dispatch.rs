@@ -349,6 +349,22 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         }
         Request::LeaderAndIsr(req) => {
             let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
+            // A new topic's configs before its first append (topic_config.rs).
+            let topics: Vec<String> = req
+                .topic_states
+                .iter()
+                .map(|t| t.topic_name.to_string())
+                .chain(
+                    req.ungrouped_partition_states
+                        .iter()
+                        .map(|p| p.topic_name.to_string()),
+                )
+                .collect();
+            broker
+                .replicas
+                .topic_configs()
+                .ensure_read(&broker.store, topics)
+                .await;
             respond!(handlers::leader_and_isr::handle(broker, req, refused))
         }
         Request::UpdateMetadata(req) => {
