@@ -271,6 +271,15 @@ impl TopicConfigs {
         }
     }
 
+    /// Forgets `topic` (its log was deleted): a topic created later under
+    /// the same name has its configs read again before its first append.
+    pub fn forget(&self, topic: &str) {
+        self.overrides
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(topic);
+    }
+
     fn replace_all(&self, all: BTreeMap<String, (i64, Option<Overrides>)>) {
         *self.overrides.write().unwrap_or_else(|p| p.into_inner()) = all;
     }

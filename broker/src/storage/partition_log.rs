@@ -66,6 +66,10 @@ pub struct PartitionLog {
     recovery_points: Arc<RecoveryPointFile>,
     recovery: Option<Truncation>,
     producer_state: ProducerStateManager,
+    /// Every aborted transaction of the log's `.txnindex` files, in marker
+    /// order: read once at open and kept as the files change, so a
+    /// read_committed fetch (librdkafka's default) reads no file.
+    aborted: Vec<super::txn::AbortedTxn>,
 }
 
 impl PartitionLog {
@@ -95,7 +99,9 @@ impl PartitionLog {
             recovery_points,
             recovery: recovered.truncation,
             producer_state: ProducerStateManager::open(dir)?,
+            aborted: Vec::new(),
         };
+        log.load_txn_indexes()?;
         log.set_high_watermark(high_watermark);
         // Snapshots past the recovered end are deleted, the newest left loaded
         // and the log after it replayed (Kafka's `LogLoader` → `rebuildProducerState`).

@@ -42,6 +42,7 @@ pub fn handle(
             let code = if delete {
                 match broker.replicas.delete_replica(&tp) {
                     Ok(()) => {
+                        broker.replicas.topic_configs().forget(&tp.topic);
                         tracing::info!(partition = %tp, "replica deleted (its topic was deleted)");
                         0
                     }

@@ -88,6 +88,7 @@ impl PartitionLog {
             };
             let path = txn::index_path(&self.dir, self.active().base_offset());
             txn::append(&path, &entry)?;
+            self.aborted.push(entry);
         }
         Ok(completed)
     }
@@ -112,30 +113,37 @@ impl PartitionLog {
     /// The aborted transactions a read_committed fetch of
     /// `[from, upper)` must be told about: those whose marker is at or past
     /// `from` and whose first offset is below `upper` (Kafka's
-    /// `collectAbortedTransactions`). Their markers lie in the segment that
-    /// holds `from` or a later one.
+    /// `collectAbortedTransactions`), from the entries kept in memory (in
+    /// marker order, so those ending before `from` are skipped by search).
     pub fn aborted_txns(&self, from: i64, upper: i64) -> Result<Vec<AbortedTxn>, StorageError> {
-        let first = self
-            .segments
-            .partition_point(|s| s.base_offset() <= from)
-            .saturating_sub(1);
-        let mut out = Vec::new();
-        for segment in &self.segments[first..] {
-            let path = txn::index_path(&self.dir, segment.base_offset());
-            out.extend(
-                txn::read(&path)?
-                    .into_iter()
-                    .filter(|t| t.last_offset >= from && t.first_offset < upper),
-            );
+        let first = self.aborted.partition_point(|t| t.last_offset < from);
+        Ok(self.aborted[first..]
+            .iter()
+            .filter(|t| t.first_offset < upper)
+            .copied()
+            .collect())
+    }
+
+    /// Reads every segment's index once, at open, cutting any entry whose
+    /// marker recovery removed from the log.
+    pub(super) fn load_txn_indexes(&mut self) -> Result<(), StorageError> {
+        self.truncate_txn_indexes(&[], self.log_end_offset)?;
+        let mut aborted = Vec::new();
+        for segment in &self.segments {
+            aborted.extend(txn::read(&txn::index_path(
+                &self.dir,
+                segment.base_offset(),
+            ))?);
         }
-        Ok(out)
+        self.aborted = aborted;
+        Ok(())
     }
 
     /// Cuts the aborted-transaction indexes to a log truncated before
     /// `offset`: a removed segment's index goes with it, the remaining
     /// segments' forget transactions whose marker is gone.
     pub(super) fn truncate_txn_indexes(
-        &self,
+        &mut self,
         removed: &[i64],
         offset: i64,
     ) -> Result<(), StorageError> {
@@ -150,6 +158,7 @@ impl PartitionLog {
         for segment in &self.segments {
             txn::truncate_to(&txn::index_path(&self.dir, segment.base_offset()), offset)?;
         }
+        self.aborted.retain(|t| t.last_offset < offset);
         Ok(())
     }
 }
