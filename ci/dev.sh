@@ -2,7 +2,8 @@
 # epochal's one entry point for set-up, the main job and the tests.
 #
 #   bash ci/dev.sh demo   # the main job: `epochal gate suites/` on the process runtime
-#   bash ci/dev.sh test   # fmt, clippy, every test, the gate on docker, the benches' quick mode
+#   bash ci/dev.sh test   # fmt, clippy, every test, the gate on docker, the power table's
+#                         # and the benches' quick modes
 #
 # It installs what the build and the tests need when it is missing: Debian's
 # etcd-server (the coordinator under test clusters), protobuf-compiler (etcd-client's
@@ -101,6 +102,10 @@ case "$cmd" in
     echo "== epochal gate --system tansu suites/systems --runtime docker"
     target/debug/epochal gate --system tansu suites/systems --runtime docker \
       --store target/ci-store/tansu-docker --junit target/ci-store/junit-tansu-docker.xml
+    # The power table's quick mode (docs/power.md): one era setting and the
+    # fixed settings, two seeds each, 20 s; fails when the era setting's bug
+    # goes undetected by both seeds or the fixed settings go invalid.
+    EPOCHAL_STORE=target/ci-store bash ci/power.sh --quick
     # The benchmarks at small sizes on the debug build, so they cannot rot
     # (figures not comparable; the nightly runs them at full size).
     bash ci/bench.sh --quick

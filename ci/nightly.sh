@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Nightly: the full gate on both runtimes, then ci/determinism (every scripted
 # scenario five times against its snapshot), then campaigns (ci/campaigns.sh:
-# seeded random faults on the fixed settings). EPOCHAL_SHARD=I/N (a CI
+# seeded random faults on the fixed settings), then the power table
+# (ci/power.sh: detection rates on the era settings, false alarms on the fixed
+# ones; about 90 minutes, so run by hand unsharded only: the workflow gives it
+# a job of its own, whose history it keeps between nights). EPOCHAL_SHARD=I/N (a CI
 # matrix) runs the I-th slice of the gate's cases and of the campaign seeds;
 # the determinism check and the fuzzing (ci/fuzz.sh) run on the first slice only. The store (every run's history,
 # nodes' data directories, logs and results, and the JUnit files) is left in
@@ -18,4 +21,7 @@ if [[ $shard == 1/* ]]; then
   bash ci/fuzz.sh 300 || status=1
 fi
 bash ci/campaigns.sh "$shard" || status=1
+if [[ $shard == 1/1 ]]; then
+  bash ci/power.sh || status=1
+fi
 exit $status

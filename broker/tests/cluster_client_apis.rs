@@ -92,12 +92,15 @@ fn cluster_client_apis_answer_as_kafka_does() {
             (20, 0, 6),
             (22, 0, 5),
             (23, 0, 4),
-            // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers
+            // AddPartitionsToTxn (v4: KIP-890's verify-only check, between
+            // brokers), AddOffsetsToTxn, EndTxn, WriteTxnMarkers
             // ([transactions]).
-            (24, 0, 3),
+            (24, 0, 4),
             (25, 0, 3),
             (26, 0, 3),
             (27, 0, 1),
+            // TxnOffsetCommit (KIP-98, v3 KIP-447's member fields).
+            (28, 0, 3),
             // DescribeConfigs, AlterConfigs, CreatePartitions,
             // IncrementalAlterConfigs, DescribeCluster ([clients]).
             (32, 0, 4),

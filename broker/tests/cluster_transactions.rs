@@ -356,3 +356,277 @@ fn cluster_transactions_add_offsets_partitions_and_abort_what_times_out() {
         "the timed-out producer was fenced by the abort's bumped epoch"
     );
 }
+
+const INVALID_TXN_STATE: i16 = 48;
+
+/// A transactional produce to `topic`-`partition`'s leader, naming
+/// `transactional_id` as a transactional producer's requests do: its code.
+fn produce_named(
+    cluster: &Cluster,
+    (topic_name, partition): (&str, i32),
+    transactional_id: &str,
+    (pid, epoch): (i64, i16),
+    seq: i32,
+    value: &[u8],
+) -> i16 {
+    let state = cluster.await_state("a leader", TIMEOUT, topic_name, partition, |s| s.leader > 0);
+    let batch = transactional_batch(pid, epoch, seq, &[value]);
+    cluster
+        .client(state.leader)
+        .produce_as(topic_name, partition, batch, -1, Some(transactional_id))
+        .unwrap()
+        .0
+}
+
+/// AddPartitionsToTxn of `topic`-`partition` for `txn`: its code.
+fn add_partition(
+    cluster: &Cluster,
+    live: &[i32],
+    txn: &str,
+    producer: (i64, i16),
+    tp: (&str, i32),
+) -> i16 {
+    let req = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(txn_id(txn))
+        .with_v3_and_below_producer_id(ProducerId(producer.0))
+        .with_v3_and_below_producer_epoch(producer.1)
+        .with_v3_and_below_topics(vec![
+            AddPartitionsToTxnTopic::default()
+                .with_name(topic(tp.0))
+                .with_partitions(vec![tp.1]),
+        ]);
+    ask(
+        cluster,
+        live,
+        txn,
+        "AddPartitionsToTxn",
+        &[CONCURRENT_TRANSACTIONS],
+        |c| {
+            let resp = c.send(&req, 3).ok()?;
+            Some((
+                resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+                (),
+            ))
+        },
+    )
+    .0
+}
+
+/// KIP-890 part 1, on (the default): a transactional produce that would open
+/// a transaction on a partition is appended only if the coordinator has the
+/// partition in the producer's ongoing transaction. A produce arriving after
+/// its transaction was aborted — the late request of KAFKA-14402's hanging
+/// transactions — is refused INVALID_TXN_STATE and nothing is left open;
+/// so is one to a partition never added. Three partitions led by three
+/// brokers put the check on both paths: asked of the coordinator over the
+/// network, and answered locally where the leader is the coordinator.
+#[test]
+fn cluster_transactions_verify_a_partition_before_a_transaction_opens_there() {
+    let cluster = Cluster::start(
+        3,
+        &["--lease-ttl-s", "2", "--replica-fetch-wait-max-ms", "50"],
+    );
+    let live = [1, 2, 3];
+    assert_eq!(cluster.client(1).create_topic("v", 3, 3), 0);
+    let mut leaders = std::collections::BTreeSet::new();
+    for p in 0..3 {
+        let s = cluster.await_state("a full ISR", TIMEOUT, "v", p, |s| {
+            s.leader > 0 && s.isr.len() == 3
+        });
+        leaders.insert(s.leader);
+    }
+    let (code, producer) = init_id(&cluster, &live, "tx-v", 60_000, &[]);
+    assert_eq!(code, 0);
+    let coordinator = coordinator_of(&cluster, &live, "tx-v", 1);
+    assert!(
+        leaders.iter().any(|l| *l != coordinator),
+        "some partition's check goes over the network (leaders {leaders:?}, coordinator {coordinator})"
+    );
+    for p in 0..3 {
+        let tp = ("v", p);
+        assert_eq!(add_partition(&cluster, &live, "tx-v", producer, tp), 0);
+        assert_eq!(produce_named(&cluster, tp, "tx-v", producer, 0, b"in"), 0);
+        assert_eq!(end_of(&cluster, &live, "tx-v", producer, false), 0);
+        // The abort's marker is at 1; the late produce carries the next
+        // sequence, so only the check stands between it and the log.
+        read_settled(&cluster, &live, "v", p, 2);
+        assert_eq!(
+            produce_named(&cluster, tp, "tx-v", producer, 1, b"late"),
+            INVALID_TXN_STATE,
+            "v-{p}: a produce after its transaction was aborted"
+        );
+        let f = read_settled(&cluster, &live, "v", p, 2);
+        assert_eq!(
+            (f.high_watermark, f.last_stable_offset),
+            (2, 2),
+            "v-{p}: nothing open"
+        );
+    }
+    // In a transaction, a partition that was not added is refused too.
+    assert_eq!(
+        add_partition(&cluster, &live, "tx-v", producer, ("v", 0)),
+        0
+    );
+    assert_eq!(
+        produce_named(&cluster, ("v", 1), "tx-v", producer, 1, b"x"),
+        INVALID_TXN_STATE
+    );
+    assert_eq!(
+        produce_named(&cluster, ("v", 0), "tx-v", producer, 1, b"y"),
+        0
+    );
+    assert_eq!(end_of(&cluster, &live, "tx-v", producer, true), 0);
+    let (values, _) = {
+        let f = read_settled(&cluster, &live, "v", 0, 4);
+        (f.committed_values(), f.aborted)
+    };
+    assert_eq!(values, ["y"]);
+}
+
+/// With `transaction_partition_verification = false` (every release before
+/// Kafka 3.6) the same late produce is appended and opens a transaction its
+/// coordinator knows nothing of: the partition's last stable offset stays
+/// at it. Neither the coordinator's timeout — another transaction left open
+/// on the partition is aborted by it meanwhile — nor the id's next
+/// InitProducerId ends it (KAFKA-14402).
+#[test]
+fn cluster_transactions_unverified_late_produce_hangs_the_last_stable_offset() {
+    let cluster = Cluster::start(
+        3,
+        &[
+            "--lease-ttl-s",
+            "2",
+            "--replica-fetch-wait-max-ms",
+            "50",
+            "--transaction-partition-verification",
+            "false",
+        ],
+    );
+    let live = [1, 2, 3];
+    assert_eq!(cluster.client(1).create_topic("h", 1, 3), 0);
+    cluster.await_state("a full ISR", TIMEOUT, "h", 0, |s| {
+        s.leader > 0 && s.isr.len() == 3
+    });
+    let tp = ("h", 0);
+    let (code, producer) = init_id(&cluster, &live, "tx-h", 60_000, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(add_partition(&cluster, &live, "tx-h", producer, tp), 0);
+    assert_eq!(produce_named(&cluster, tp, "tx-h", producer, 0, b"in"), 0);
+    assert_eq!(end_of(&cluster, &live, "tx-h", producer, false), 0);
+    read_settled(&cluster, &live, "h", 0, 2);
+    assert_eq!(
+        produce_named(&cluster, tp, "tx-h", producer, 1, b"late"),
+        0,
+        "appended unasked"
+    );
+    // A transaction the coordinator times out, after the hanging one began.
+    let (code, other) = init_id(&cluster, &live, "tx-t", 1_000, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(add_partition(&cluster, &live, "tx-t", other, tp), 0);
+    assert_eq!(
+        produce_named(&cluster, tp, "tx-t", other, 0, b"timed-out"),
+        0
+    );
+    // The id's next producer: InitProducerId aborts only what its
+    // coordinator knows of.
+    let (code, _) = init_id(&cluster, &live, "tx-h", 60_000, &[CONCURRENT_TRANSACTIONS]);
+    assert_eq!(code, 0);
+    // late (2), timed-out (3), then the timeout's abort marker (4).
+    let leader = common::await_some_or(
+        "tx-t's abort marker",
+        TIMEOUT,
+        || {
+            let state = cluster.state("h", 0)?;
+            let mut c = KafkaClient::connect(&cluster.broker(state.leader).addr).ok()?;
+            let f = c.fetch_isolated("h", 0, 0);
+            f.records
+                .iter()
+                .any(|r| {
+                    r.producer_id == other.0
+                        && r.marker == Some(false)
+                        && r.offset < f.high_watermark
+                })
+                .then_some(state.leader)
+        },
+        || cluster.logs(),
+    );
+    let f = KafkaClient::connect(&cluster.broker(leader).addr)
+        .unwrap()
+        .fetch_isolated("h", 0, 1);
+    assert_eq!(
+        (f.high_watermark, f.last_stable_offset),
+        (5, 2),
+        "the late produce's transaction holds the last stable offset"
+    );
+    assert!(f.committed_values().is_empty());
+}
+
+/// KAFKA-6119's setting: with `transaction_timeout_fences_producer = false`
+/// the coordinator aborts a lapsed transaction under the same epoch, so its
+/// producer, not told, adds its next partition — a new transaction to the
+/// coordinator — and commits it: the write before the timeout is aborted,
+/// the one after committed, and the producer heard of neither. (With the
+/// default, the same AddPartitionsToTxn is PRODUCER_FENCED: the test above.)
+#[test]
+fn cluster_transactions_without_the_timeout_fence_a_lapsed_producer_commits_half_its_transaction() {
+    let cluster = Cluster::start(
+        3,
+        &[
+            "--lease-ttl-s",
+            "2",
+            "--replica-fetch-wait-max-ms",
+            "50",
+            "--transaction-timeout-fences-producer",
+            "false",
+        ],
+    );
+    let live = [1, 2, 3];
+    assert_eq!(cluster.client(1).create_topic("w", 2, 3), 0);
+    for p in 0..2 {
+        cluster.await_state("a full ISR", TIMEOUT, "w", p, |s| {
+            s.leader > 0 && s.isr.len() == 3
+        });
+    }
+    let (code, producer) = init_id(&cluster, &live, "tx-6119", 1_000, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        add_partition(&cluster, &live, "tx-6119", producer, ("w", 0)),
+        0
+    );
+    assert_eq!(
+        produce_named(&cluster, ("w", 0), "tx-6119", producer, 0, b"before"),
+        0
+    );
+    // The coordinator's timeout aborts it: the marker on w-0.
+    common::await_some_or(
+        "the timeout's abort marker on w-0",
+        TIMEOUT,
+        || {
+            let state = cluster.state("w", 0)?;
+            let mut c = KafkaClient::connect(&cluster.broker(state.leader).addr).ok()?;
+            let f = c.fetch_isolated("w", 0, 0);
+            f.records
+                .iter()
+                .any(|r| r.producer_id == producer.0 && r.marker == Some(false))
+                .then_some(())
+        },
+        || cluster.logs(),
+    );
+    assert_eq!(
+        add_partition(&cluster, &live, "tx-6119", producer, ("w", 1)),
+        0,
+        "the same epoch: a new transaction"
+    );
+    assert_eq!(
+        produce_named(&cluster, ("w", 1), "tx-6119", producer, 0, b"after"),
+        0
+    );
+    assert_eq!(end_of(&cluster, &live, "tx-6119", producer, true), 0);
+    let before = read_settled(&cluster, &live, "w", 0, 2);
+    let after = read_settled(&cluster, &live, "w", 1, 2);
+    assert_eq!(
+        (before.committed_values(), after.committed_values()),
+        (Vec::<String>::new(), vec!["after".to_owned()]),
+        "half the producer's transaction committed"
+    );
+}

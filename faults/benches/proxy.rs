@@ -15,7 +15,8 @@
 //! builds it first. Every socket is on 127.0.0.1 and every port is picked by
 //! the kernel.
 //!
-//! `cargo bench -p epochal-faults --bench proxy -- [--quick] [--json PATH]`.
+//! `cargo bench -p epochal-faults --bench proxy -- [--quick] [--json PATH]`;
+//! `--rtt-only` measures the round trips alone and prints one line.
 //! Throughput is the best of `--reps` transfers each way, since the machine is
 //! shared; RTT and cut figures are nearest-rank percentiles over every sample
 //! (with 50 cuts, p99 is the worst). Nothing here asserts a time: a missed goal
@@ -94,6 +95,8 @@ struct Args {
     quick: bool,
     json: Option<String>,
     reps: usize,
+    /// Only the round trips, printed on one line (for comparing builds).
+    rtt_only: bool,
 }
 
 fn args() -> Args {
@@ -101,11 +104,13 @@ fn args() -> Args {
         quick: false,
         json: None,
         reps: REPS_DEFAULT,
+        rtt_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--quick" => args.quick = true,
+            "--rtt-only" => args.rtt_only = true,
             "--json" => args.json = Some(it.next().expect("--json takes a path")),
             "--reps" => {
                 args.reps = it
@@ -518,6 +523,18 @@ fn run(args: &Args) -> Result<(), String> {
 
     let echo = echo_server()?;
     let echo_link = api.link("bench-echo", echo)?;
+    if args.rtt_only {
+        let mut rtt = measure_rtt(echo, echo_link, round_trips)?;
+        let direct_p50 = percentile(&mut rtt.direct_us, 0.50);
+        let proxy_p50 = percentile(&mut rtt.proxy_us, 0.50);
+        println!(
+            "rtt p50: direct {}, proxy {}, added +{}",
+            us(direct_p50),
+            us(proxy_p50),
+            us(proxy_p50 - direct_p50)
+        );
+        return Ok(());
+    }
     eprintln!("measuring echo throughput ...");
     let throughput = measure_throughput(echo, echo_link, echo_bytes, args.reps)?;
     eprintln!("measuring 1-byte round trips ...");

@@ -19,6 +19,13 @@
 //! worth of tries: a 100k-op check's best of 3 varied by a third between
 //! runs, which moved the growth past its goal and back); nothing here
 //! asserts a time.
+//!
+//! A transactional case ([transactions], issue 38) follows: a run with
+//! transactional producers (`SyntheticSpec::with_transactions`: about a
+//! fifth of the ops are `txn` ops, a million ops holding about 100 000
+//! transactions, every fourth aborted) checked by the checkers `for_run`
+//! lists for it, the transaction checkers and their dependency-cycle search
+//! among them: 1 M ops in ≤ 3 s (quick: 100k ops, not judged).
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -40,11 +47,17 @@ const GOAL_OPS: usize = 1_000_000;
 const GOAL_CHECK_S_MAX: f64 = 2.0;
 const GOAL_PEAK_RSS_BYTES_MAX: u64 = 1 << 30;
 const GOAL_GROWTH_MAX: f64 = 12.0;
+/// The transactional case: its size, and its goal (issue 38).
+const TXN_OPS_FULL: usize = 1_000_000;
+const TXN_OPS_QUICK: usize = 100_000;
+const GOAL_TXN_CHECK_S_MAX: f64 = 3.0;
 
 struct Args {
     quick: bool,
     json: Option<String>,
     size: Option<usize>,
+    /// With `--size`: a transactional run.
+    transactions: bool,
     reps: usize,
     timeout_s: u64,
 }
@@ -54,6 +67,7 @@ fn args() -> Args {
         quick: false,
         json: None,
         size: None,
+        transactions: false,
         reps: REPS_DEFAULT,
         timeout_s: SIZE_TIMEOUT_S_DEFAULT,
     };
@@ -67,6 +81,7 @@ fn args() -> Args {
             "--quick" => args.quick = true,
             "--json" => args.json = Some(it.next().expect("--json takes a path")),
             "--size" => args.size = Some(number(it.next(), "--size") as usize),
+            "--transactions" => args.transactions = true,
             "--reps" => args.reps = number(it.next(), "--reps").max(1) as usize,
             "--timeout-s" => args.timeout_s = number(it.next(), "--timeout-s"),
             // `cargo bench` adds `--bench`; a filter would come as a bare word.
@@ -79,7 +94,7 @@ fn args() -> Args {
 fn main() {
     let args = args();
     match args.size {
-        Some(ops) => measure(ops, args.reps),
+        Some(ops) => measure(ops, args.reps, args.transactions),
         None => report(&args),
     }
 }
@@ -94,10 +109,21 @@ fn status_bytes(field: &str) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Child: builds one run, checks it, prints one JSON line.
-fn measure(ops: usize, reps: usize) {
+/// Child: builds one run (with transactional producers when
+/// `transactions`), checks it, prints one JSON line.
+fn measure(ops: usize, reps: usize, transactions: bool) {
     let started = Instant::now();
-    let run = synthetic_run(&SyntheticSpec::with_ops(ops));
+    let spec = if transactions {
+        SyntheticSpec::with_transactions(ops)
+    } else {
+        SyntheticSpec::with_ops(ops)
+    };
+    let run = synthetic_run(&spec);
+    let txns = run
+        .history
+        .iter()
+        .filter(|op| op.kind == epochal::history::OpType::Invoke && op.txn().is_some())
+        .count();
     let generate_s = started.elapsed().as_secs_f64();
     let records_per_replica: usize = run.replicas.values().next().map_or(0, |dir| {
         dir.replicas.iter().map(|r| r.records().count()).sum()
@@ -106,7 +132,8 @@ fn measure(ops: usize, reps: usize) {
     // peak below is the check's, with the run it reads.
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let data_rss_bytes = status_bytes("VmRSS");
-    let all = checker::all();
+    // Every checker; a transactional run's include the transaction checkers.
+    let all = checker::for_run(&run);
     let mut check_s = f64::INFINITY;
     let mut peak_rss_bytes = 0;
     for _ in 0..reps {
@@ -137,6 +164,7 @@ fn measure(ops: usize, reps: usize) {
     let line = json!({
         "ops": ops,
         "history_ops": run.history.len(),
+        "transactions": txns,
         "records_per_replica": records_per_replica,
         "generate_s": generate_s,
         "check_s": check_s,
@@ -157,11 +185,16 @@ const PROCESSES: usize = 3;
 
 /// `size` measured in [`PROCESSES`] processes: the row of the fastest check,
 /// with the highest peak RSS any of them saw.
-fn measure_fastest(ops: usize, reps: usize, timeout: Duration) -> Result<Value, String> {
+fn measure_fastest(
+    ops: usize,
+    reps: usize,
+    timeout: Duration,
+    transactions: bool,
+) -> Result<Value, String> {
     let mut fastest: Option<Value> = None;
     let mut peak = 0;
     for _ in 0..PROCESSES {
-        let m = measure_in_child(ops, reps, timeout)?;
+        let m = measure_in_child(ops, reps, timeout, transactions)?;
         peak = peak.max(m["peak_rss_bytes"].as_u64().unwrap_or(0));
         let check = |m: &Value| m["check_s"].as_f64().unwrap_or(f64::INFINITY);
         if fastest.as_ref().is_none_or(|f| check(&m) < check(f)) {
@@ -181,10 +214,19 @@ fn reps_for(ops: usize, reps: usize) -> usize {
 }
 
 /// Runs `--size ops` in a fresh process within `timeout`; `Err` says why not.
-fn measure_in_child(ops: usize, reps: usize, timeout: Duration) -> Result<Value, String> {
+fn measure_in_child(
+    ops: usize,
+    reps: usize,
+    timeout: Duration,
+    transactions: bool,
+) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut child = Command::new(exe)
-        .args(["--size", &ops.to_string(), "--reps", &reps.to_string()])
+    let mut command = Command::new(exe);
+    command.args(["--size", &ops.to_string(), "--reps", &reps.to_string()]);
+    if transactions {
+        command.arg("--transactions");
+    }
+    let mut child = command
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| e.to_string())?;
@@ -274,7 +316,10 @@ fn report(args: &Args) {
         .iter()
         .map(|&ops| {
             eprintln!("measuring {ops} ops ...");
-            (ops, measure_fastest(ops, reps_for(ops, args.reps), timeout))
+            (
+                ops,
+                measure_fastest(ops, reps_for(ops, args.reps), timeout, false),
+            )
         })
         .collect();
 
@@ -316,6 +361,37 @@ fn report(args: &Args) {
             Err(why) => {
                 println!("| {ops} | — | — | {why} | — | — | — |");
                 previous = None;
+            }
+        }
+    }
+
+    let txn_ops = if args.quick {
+        TXN_OPS_QUICK
+    } else {
+        TXN_OPS_FULL
+    };
+    eprintln!("measuring {txn_ops} ops with transactions ...");
+    let txn_row = measure_fastest(txn_ops, reps_for(txn_ops, args.reps), timeout, true);
+    println!();
+    println!(
+        "| transactional run: ops | transactions | generate | check | checkers' work | peak RSS |"
+    );
+    println!("|---|---|---|---|---|---|");
+    match &txn_row {
+        Ok(m) => println!(
+            "| {txn_ops} | {} | {} | {} | {} | {} |",
+            m["transactions"],
+            secs(m["generate_s"].as_f64().unwrap_or(f64::NAN)),
+            secs(m["check_s"].as_f64().unwrap_or(f64::NAN)),
+            secs(work(m)),
+            mib(m["peak_rss_bytes"].as_u64().unwrap_or(0)),
+        ),
+        Err(why) => println!("| {txn_ops} | — | — | {why} | — | — |"),
+    }
+    if let Ok(m) = &txn_row {
+        for name in ["transactions", "txn-cycles", "hanging-transactions"] {
+            if let Some(s) = m["checkers_s"][name].as_f64() {
+                println!("| {name} alone | | | {} | | |", secs(s));
             }
         }
     }
@@ -380,6 +456,24 @@ fn report(args: &Args) {
             None,
         )),
     }
+    let txn_figure = format!("checkers, {txn_ops} ops with transactions: time");
+    figures.push(match (&txn_row, args.quick) {
+        (Ok(m), quick) => {
+            let check_s = m["check_s"].as_f64().unwrap_or(f64::NAN);
+            (
+                txn_figure,
+                format!("{} ({} transactions)", secs(check_s), m["transactions"]),
+                format!("≤ {GOAL_TXN_CHECK_S_MAX} s at 1 M ops"),
+                (!quick).then_some(check_s <= GOAL_TXN_CHECK_S_MAX),
+            )
+        }
+        (Err(why), quick) => (
+            txn_figure,
+            why.clone(),
+            format!("≤ {GOAL_TXN_CHECK_S_MAX} s at 1 M ops"),
+            (!quick).then_some(false),
+        ),
+    });
     let cache_named = cache.map_or("the last-level cache (size unknown)".to_owned(), |c| {
         format!("the {} last-level cache", mib(c))
     });
@@ -422,6 +516,10 @@ fn report(args: &Args) {
                 Ok(m) => m.clone(),
                 Err(why) => json!({"ops": ops, "error": why}),
             }).collect::<Vec<_>>(),
+            "transactions": match &txn_row {
+                Ok(m) => m.clone(),
+                Err(why) => json!({"ops": txn_ops, "error": why}),
+            },
             "figures": figures.iter().map(|(figure, measured, goal, met)| json!({
                 "figure": figure, "measured": measured, "goal": goal, "met": met,
             })).collect::<Vec<_>>(),

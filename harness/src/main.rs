@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use epochal::cli::{
     Cli, Command, EXIT_HARNESS_ERROR, EXIT_USAGE, anomalies, campaign, check, fault, gate, gc,
-    inspect, merge, replay, run, serve, shrink, up,
+    inspect, merge, power, replay, run, serve, shrink, up,
 };
 
 fn main() -> ExitCode {
@@ -31,6 +31,7 @@ fn main() -> ExitCode {
             return ExitCode::from(campaign(args, &mut io::stdout().lock()));
         }
         Command::Shrink(args) => return ExitCode::from(shrink(args, &mut io::stdout().lock())),
+        Command::Power(args) => return ExitCode::from(power(args, &mut io::stdout().lock())),
         Command::Gc(args) => return ExitCode::from(gc(args, &mut io::stdout().lock())),
         Command::Merge(args) => return ExitCode::from(merge(args, &mut io::stdout().lock())),
         Command::Serve(args) => return ExitCode::from(serve(args, &mut io::stdout().lock())),

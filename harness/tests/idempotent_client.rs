@@ -276,6 +276,7 @@ async fn clients(
         addresses: Arc::new(addresses),
         request_timeout,
         idempotent,
+        transaction_timeout: Duration::from_secs(10),
         fetch_version: None,
         join_group_version: None,
         shared_ids: false,

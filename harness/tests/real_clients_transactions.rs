@@ -6,8 +6,9 @@
 //! order, never an aborted one — though the log holds the aborted records
 //! (the scripts flush them before aborting; the test reads them on disk).
 //! And each library's producer carries on at the next coordinator when the
-//! coordinator of its transactional id is killed between two of its runs. `send_offsets_to_transaction` is not
-//! exercised: the broker does not implement TxnOffsetCommit yet.
+//! coordinator of its transactional id is killed between two of its runs.
+//! And each library's `send_offsets_to_transaction` (TxnOffsetCommit)
+//! moves the group's committed offset only when its transaction commits.
 
 mod common;
 
@@ -124,5 +125,28 @@ async fn confluent_kafka_and_kafka_python_transactions_go_on_at_the_next_coordin
     }
     assert_eq!(committed.len(), 12);
     read_exactly(&bootstrap, &committed);
+    runtime.shutdown().await.unwrap();
+}
+
+/// `send_offsets_to_transaction`: the group's offset sent in a committed
+/// transaction is the group's afterwards; the one sent in an aborted
+/// transaction never is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_and_kafka_python_send_offsets_to_a_transaction_and_only_its_commit_moves_them()
+ {
+    let run = tempfile::tempdir().unwrap();
+    let runtime = groups::start_cluster(run.path(), READY, &[]).await;
+    assign_topic_t(runtime.etcd_endpoint(), r#"{"0":[1,2,3]}"#).await;
+    common::ready(&runtime, READY).await;
+    let bootstrap = groups::bootstrap(&runtime);
+    for (lib, id, _) in PRODUCERS {
+        let group = format!("{id}-group");
+        let got = transactions(&[lib, "offsets", &bootstrap, "t", id, &group]);
+        assert_eq!(
+            (got["after_commit"].as_i64(), got["after_abort"].as_i64()),
+            (Some(5), Some(5)),
+            "{lib}: {got}"
+        );
+    }
     runtime.shutdown().await.unwrap();
 }

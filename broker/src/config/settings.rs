@@ -293,6 +293,37 @@ broker_settings! {
                until this many brokers are live (Kafka's \
                transaction.state.log.replication.factor)",
     }
+    // KIP-890 part 1 (Kafka 3.6.0, `transaction.partition.verification.enable`,
+    // default true): before a transactional producer's first batch of a
+    // transaction on a partition is appended, its leader asks the transaction
+    // coordinator whether the partition is in the producer's ongoing
+    // transaction. Without it a produce that arrives after its transaction
+    // ended opens a transaction the coordinator knows nothing of: the
+    // partition's last stable offset, and every read_committed consumer,
+    // stop there for good (KAFKA-14402, the "hanging transaction").
+    #[arg(value_name = "true|false")]
+    transaction_partition_verification: Option<bool> => bool, by Switch {
+        flag: "--transaction-partition-verification",
+        kind: SettingKind::Bool,
+        default: SettingDefault::Bool(true),
+        help: "KIP-890: a transactional batch that would open a transaction on a partition is \
+               appended only if the coordinator has the partition in the producer's ongoing \
+               transaction (false: appended unasked, as before Kafka 3.6, so a late produce \
+               after an abort leaves a hanging transaction)",
+    }
+    // KAFKA-6119 (fixed in 0.11.0.2 and 1.0.0): a transaction the
+    // coordinator aborts for its timeout is aborted under a bumped producer
+    // epoch, fencing the producer that let it lapse.
+    #[arg(value_name = "true|false")]
+    transaction_timeout_fences_producer: Option<bool> => bool, by Switch {
+        flag: "--transaction-timeout-fences-producer",
+        kind: SettingKind::Bool,
+        default: SettingDefault::Bool(true),
+        help: "A transaction aborted for its timeout bumps its producer's epoch, so the producer \
+               is fenced (false: the abort keeps the epoch, as Kafka 0.11.0.0-0.11.0.1 before \
+               KAFKA-6119, and the producer's next send begins a new transaction it commits, \
+               the lapsed writes aborted)",
+    }
     #[arg(value_enum)]
     offsets_commit_acks: Option<OffsetsCommitAcks> => OffsetsCommitAcks, by Choice {
         flag: "--offsets-commit-acks",

@@ -54,15 +54,27 @@ pub fn reelect(
 /// `onBrokerFailure` then `onBrokerStartup`, its replicas taken offline and
 /// removed from every ISR), the broker leaves the ISR of every partition it
 /// was in, never emptying one, and a partition it led elects the first other
-/// live ISR member in assignment order; it rejoins each ISR only once it has
-/// caught up. Without it (this broker's behaviour before KIP-380), it keeps
-/// its ISR memberships and only leadership moves on, so a restarted replica
-/// that lost data on disk stays electable: the next leader failure can elect
-/// it with a log shorter than what was acknowledged.
+/// live ISR member in assignment order — or, with none live, has no leader
+/// until one returns, as Kafka's `removeReplicasFromIsr` (leader set to
+/// none, the bounced replica out of an ISR of several) followed by its
+/// offline-partition election leaves it; it rejoins each ISR only once it
+/// has caught up. It leads again at once only as the ISR's sole member.
+/// Without it (this broker's behaviour before KIP-380), it keeps its ISR
+/// memberships and only leadership moves on, back to it if no other ISR
+/// member is live, so a restarted replica that lost data on disk stays
+/// electable: the next leader failure can elect it with a log shorter than
+/// what was acknowledged.
 ///
-/// Either way a leader that restarted lost its in-memory state, so leadership
-/// moves on with a new epoch (KIP-101's returning leaders), back to the
-/// restarted broker only if no other ISR member is live.
+/// Either way a leader that restarted lost its in-memory state, so its
+/// partitions move to a new epoch (KIP-101's returning leaders).
+///
+/// Keeping a bounced leader that was not the ISR's sole member leading when
+/// no other member was live was this broker's own slip, found by the
+/// campaign's targeted sequences (suites/found/current-sequences-seed-40):
+/// the leader paused, a follower power-lost and restarted inside its
+/// session, the last member paused; the restarted replica took over as
+/// controller, saw its own bounce, and kept t-1's leadership with its cut
+/// log, and the resumed members truncated to it.
 pub fn restarted(
     current: &PartitionStateRecord,
     replicas: &[i32],
@@ -79,21 +91,23 @@ pub fn restarted(
         .copied()
         .filter(|r| *r != broker)
         .collect();
+    // With broker epochs a member leaves the ISR unless it is the only one.
+    let leaves = broker_epoch_fencing && member && !others.is_empty();
     let leader = if led {
-        replicas
+        let live_other = replicas
             .iter()
             .copied()
-            .find(|r| *r != broker && live.contains(r) && others.contains(r))
-            .unwrap_or(broker)
+            .find(|r| *r != broker && live.contains(r) && others.contains(r));
+        match live_other {
+            Some(other) => other,
+            // Out of the ISR: not electable until it catches up again.
+            None if leaves => NO_LEADER,
+            None => broker,
+        }
     } else {
         current.leader
     };
-    // The ISR is never emptied, nor left without its leader.
-    let isr = if broker_epoch_fencing && member && leader != broker && !others.is_empty() {
-        others
-    } else {
-        current.isr.clone()
-    };
+    let isr = if leaves { others } else { current.isr.clone() };
     // A leader that restarted moves on in a new epoch even when it stays
     // leader (no other ISR member live): its in-memory state is gone.
     if !led && isr == current.isr {
@@ -268,9 +282,22 @@ mod tests {
         // The only member stays, and leads again.
         let alone = restarted(&state(1, 3, &[1]), &[1, 2], &live(&[1, 2]), 1, true, 1).unwrap();
         assert_eq!((alone.leader, alone.isr), (1, vec![1]));
-        // With no other member live, the bounced leader keeps leading and its ISR.
+        // With no other member live, the bounced leader leaves the ISR all
+        // the same, and the partition has no leader until a member returns
+        // (suites/found/current-sequences-seed-40: electing it lost what it
+        // had lost on disk).
         let others_dead = restarted(&s, &[1, 2, 3], &live(&[1]), 1, true, 1).unwrap();
-        assert_eq!((others_dead.leader, others_dead.isr), (1, vec![1, 2, 3]));
+        assert_eq!(
+            (
+                others_dead.leader,
+                others_dead.leader_epoch,
+                others_dead.isr.clone()
+            ),
+            (NO_LEADER, 4, vec![2, 3])
+        );
+        // The member that returns first is elected cleanly.
+        let back = reelect(&others_dead, &[1, 2, 3], &live(&[1, 3]), false, 1).unwrap();
+        assert_eq!((back.leader, back.isr), (3, vec![3]));
         // A broker outside the ISR that is not leader changes nothing.
         assert_eq!(
             restarted(

@@ -52,8 +52,16 @@ enum Coordinated {
     Loaded {
         leader_epoch: i32,
         groups: BTreeMap<String, GroupOffsets>,
+        /// Transactional commits (TxnOffsetCommit) not yet ended, by
+        /// producer id: they join `groups` when the producer's commit marker
+        /// reaches this partition and are dropped on its abort (KIP-98).
+        pending: Pending,
     },
 }
+
+/// Transactional offset commits awaiting their marker: producer id → group
+/// → offsets.
+pub type Pending = BTreeMap<i64, BTreeMap<String, GroupOffsets>>;
 
 /// Where a group's offsets stand on this broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,11 +180,72 @@ impl OffsetsManager {
         if let Some(Coordinated::Loaded {
             leader_epoch: epoch,
             groups,
+            ..
         }) = coordinated.get_mut(&partition_for(group, self.partitions))
             && *epoch == leader_epoch
         {
             groups.entry(group.to_owned()).or_default().extend(offsets);
         }
+    }
+
+    /// Records `producer_id`'s transactional commit of `group`'s offsets
+    /// once its append is acknowledged: pending until the transaction's
+    /// marker ([`Self::complete_txn`]).
+    pub fn txn_committed(
+        &self,
+        group: &str,
+        leader_epoch: i32,
+        producer_id: i64,
+        offsets: GroupOffsets,
+    ) {
+        let mut coordinated = self.lock();
+        if let Some(Coordinated::Loaded {
+            leader_epoch: epoch,
+            pending,
+            ..
+        }) = coordinated.get_mut(&partition_for(group, self.partitions))
+            && *epoch == leader_epoch
+        {
+            pending
+                .entry(producer_id)
+                .or_default()
+                .entry(group.to_owned())
+                .or_default()
+                .extend(offsets);
+        }
+    }
+
+    /// `producer_id`'s transaction ended on offsets partition `partition`
+    /// (its marker is written): its pending commits become the groups'
+    /// offsets on a commit and are dropped on an abort (Kafka's
+    /// `GroupMetadataManager.handleTxnCompletion`).
+    pub fn complete_txn(&self, partition: i32, producer_id: i64, commit: bool) {
+        let mut coordinated = self.lock();
+        if let Some(Coordinated::Loaded {
+            groups, pending, ..
+        }) = coordinated.get_mut(&partition)
+        {
+            end_pending(groups, pending, producer_id, commit);
+        }
+    }
+
+    /// Whether a transaction has commits of `group`'s `wanted` partitions
+    /// (every partition when `None`) not yet ended: KIP-447's
+    /// `require_stable` OffsetFetch is answered UNSTABLE_OFFSET_COMMIT then.
+    pub fn has_pending(&self, group: &str, wanted: Option<&[(String, i32)]>) -> bool {
+        let coordinated = self.lock();
+        let Some(Coordinated::Loaded { pending, .. }) =
+            coordinated.get(&partition_for(group, self.partitions))
+        else {
+            return false;
+        };
+        pending
+            .values()
+            .filter_map(|g| g.get(group))
+            .any(|offsets| match wanted {
+                None => !offsets.is_empty(),
+                Some(keys) => keys.iter().any(|k| offsets.contains_key(k)),
+            })
     }
 
     /// The loaded groups' names, for ListGroups.
@@ -199,7 +268,13 @@ impl OffsetsManager {
         }
     }
 
-    fn finish(&self, partition: i32, leader_epoch: i32, groups: BTreeMap<String, GroupOffsets>) {
+    fn finish(
+        &self,
+        partition: i32,
+        leader_epoch: i32,
+        groups: BTreeMap<String, GroupOffsets>,
+        pending: Pending,
+    ) {
         let mut coordinated = self.lock();
         if let Some(state) = coordinated.get_mut(&partition)
             && matches!(state, Coordinated::Loading { leader_epoch: e } if *e == leader_epoch)
@@ -207,7 +282,25 @@ impl OffsetsManager {
             *state = Coordinated::Loaded {
                 leader_epoch,
                 groups,
+                pending,
             };
+        }
+    }
+}
+
+/// Ends `producer_id`'s pending commits: into `groups` on a commit.
+fn end_pending(
+    groups: &mut BTreeMap<String, GroupOffsets>,
+    pending: &mut Pending,
+    producer_id: i64,
+    commit: bool,
+) {
+    let Some(ended) = pending.remove(&producer_id) else {
+        return;
+    };
+    if commit {
+        for (group, offsets) in ended {
+            groups.entry(group).or_default().extend(offsets);
         }
     }
 }
@@ -230,13 +323,28 @@ pub fn load(
         partition,
     };
     let mut groups: BTreeMap<String, GroupOffsets> = BTreeMap::new();
+    let mut pending = Pending::new();
     // KAFKA-5600: groups taken as loaded after the read they first appeared in.
     let mut settled: BTreeMap<String, GroupOffsets> = BTreeMap::new();
     let mut records_read = 0u64;
     let read = own_log::read_from_start(replicas, &tp, leader_epoch, |raw| {
-        let next = own_log::for_each_record(raw, |r| {
+        let next = own_log::for_each_record_and_marker(raw, true, |r| {
             records_read += 1;
-            apply_record(r, &mut groups);
+            if r.control {
+                // A transaction's marker ends its producer's pending commits.
+                if let Some(commit) = marker_commits(&r) {
+                    end_pending(&mut groups, &mut pending, r.producer_id, commit);
+                }
+            } else if r.transactional {
+                let producer = pending.entry(r.producer_id).or_default();
+                let mut staged = BTreeMap::new();
+                apply_record(r, &mut staged);
+                for (group, offsets) in staged {
+                    producer.entry(group).or_default().extend(offsets);
+                }
+            } else {
+                apply_record(r, &mut groups);
+            }
         });
         if how == OffsetsLoad::Kafka5600 {
             for (group, offsets) in &groups {
@@ -261,7 +369,19 @@ pub fn load(
         records = records_read,
         "offsets partition loaded"
     );
-    offsets.finish(partition, leader_epoch, groups);
+    offsets.finish(partition, leader_epoch, groups, pending);
+}
+
+/// Whether a control record is a commit marker (`Some(true)`) or an abort
+/// (`Some(false)`): its key is a version and a type, 1 commit, 0 abort
+/// (KIP-98's `ControlRecordType`).
+fn marker_commits(r: &Record) -> Option<bool> {
+    let key = r.key.as_deref().filter(|k| k.len() >= 4)?;
+    match i16::from_be_bytes([key[2], key[3]]) {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    }
 }
 
 /// Applies one record of an offsets partition to `groups`.
@@ -293,7 +413,23 @@ fn apply_record(r: Record, groups: &mut BTreeMap<String, GroupOffsets>) {
 /// One batch of `group`'s commits, as the coordinator appends it: one record
 /// per partition, keyed so a compacted log keeps the last.
 pub fn commit_batch(group: &str, offsets: &GroupOffsets, now_ms: i64) -> Bytes {
-    let entries = offsets
+    record_batch::plain_batch(commit_entries(group, offsets), now_ms)
+}
+
+/// [`commit_batch`] of a transactional commit (TxnOffsetCommit): the batch
+/// is `producer`'s and transactional, so the transaction's marker on this
+/// partition ends it as it ends the producer's data (KIP-98).
+pub fn txn_commit_batch(
+    group: &str,
+    offsets: &GroupOffsets,
+    now_ms: i64,
+    producer: (i64, i16),
+) -> Bytes {
+    record_batch::transactional_batch(commit_entries(group, offsets), now_ms, producer)
+}
+
+fn commit_entries(group: &str, offsets: &GroupOffsets) -> Vec<(Option<Bytes>, Option<Bytes>)> {
+    offsets
         .iter()
         .map(|((topic, partition), committed)| {
             (
@@ -301,8 +437,7 @@ pub fn commit_batch(group: &str, offsets: &GroupOffsets, now_ms: i64) -> Bytes {
                 Some(record::offset_value(committed)),
             )
         })
-        .collect();
-    record_batch::plain_batch(entries, now_ms)
+        .collect()
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use kafka_protocol::ResponseError;
 
 use super::manager::{ReplicaManager, storage_error_code};
 use super::partition::Partition;
+use super::store::partition_log::AppendOrigin;
 use super::store::record_batch::Batches;
 use super::store::{EpochEndOffset, LogAppendInfo, PartitionLog, TopicPartition};
 use super::truncation;
@@ -152,6 +153,27 @@ impl ReplicaManager {
         records: Bytes,
         acks: i16,
     ) -> Result<AppendTicket, ResponseError> {
+        self.append_from(tp, records, acks, AppendOrigin::Client)
+    }
+
+    /// [`Self::append_as_leader`] of a coordinator's own batches to its
+    /// internal topic (epochs checked, not sequences: `AppendOrigin`).
+    pub fn append_as_coordinator(
+        &self,
+        tp: &TopicPartition,
+        records: Bytes,
+        acks: i16,
+    ) -> Result<AppendTicket, ResponseError> {
+        self.append_from(tp, records, acks, AppendOrigin::Coordinator)
+    }
+
+    fn append_from(
+        &self,
+        tp: &TopicPartition,
+        records: Bytes,
+        acks: i16,
+        origin: AppendOrigin,
+    ) -> Result<AppendTicket, ResponseError> {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let partition = self.led(&inner.partitions, &inner.logs, tp)?;
@@ -166,12 +188,12 @@ impl ReplicaManager {
             .get_or_create(tp)
             .map_err(|e| storage_error_code(&e))?;
         log.set_segment_bytes(self.configs.segment_bytes(&tp.topic));
-        let info: LogAppendInfo = log.append_as_leader(records, state.leader_epoch).map_err(
-            |e| {
+        let info: LogAppendInfo = log
+            .append_as_leader_from(records, state.leader_epoch, origin)
+            .map_err(|e| {
                 tracing::warn!(%e, topic = %tp.topic, partition = tp.partition, "append rejected");
                 storage_error_code(&e)
-            },
-        )?;
+            })?;
         if info.duplicate {
             // KIP-98: the producer retried a batch this log already holds (its
             // first answer was lost); it gets the original offsets, and an

@@ -122,6 +122,12 @@ impl ReplicaManager {
         &self.appended
     }
 
+    /// The broker epoch of the registration the session holds now (`None`
+    /// without a session).
+    pub fn session_broker_epoch(&self) -> Option<i64> {
+        self.session.as_ref().map(|s| s.lease().broker_epoch)
+    }
+
     pub(super) fn current_lease(&self) -> i64 {
         self.session.as_ref().map_or(0, |s| s.lease().id)
     }

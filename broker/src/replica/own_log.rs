@@ -64,7 +64,18 @@ pub fn read_from_start(
 /// order; answers the offset after the last whole batch. Control batches
 /// (transaction markers) are passed over; a batch that does not decode is
 /// skipped and logged, as Kafka's loaders skip what they cannot read.
-pub fn for_each_record(raw: &Bytes, mut on_record: impl FnMut(Record)) -> Option<i64> {
+pub fn for_each_record(raw: &Bytes, on_record: impl FnMut(Record)) -> Option<i64> {
+    for_each_record_and_marker(raw, false, on_record)
+}
+
+/// [`for_each_record`], with the markers' control records too when
+/// `markers` (record.control set): a loader of transactional records (the
+/// offsets topic's TxnOffsetCommits) learns from them how each ended.
+pub fn for_each_record_and_marker(
+    raw: &Bytes,
+    markers: bool,
+    mut on_record: impl FnMut(Record),
+) -> Option<i64> {
     let mut next = None;
     let mut at = 0usize;
     while at < raw.len() {
@@ -80,7 +91,7 @@ pub fn for_each_record(raw: &Bytes, mut on_record: impl FnMut(Record)) -> Option
             break;
         };
         next = Some(header.next_offset());
-        if header.is_control() {
+        if header.is_control() && !markers {
             continue;
         }
         match record_batch::decode_records(batch, &header) {

@@ -11,6 +11,24 @@ use super::store::TopicPartition;
 use super::store::txn::Marker;
 
 impl ReplicaManager {
+    /// Whether `producer_id` has a transaction open on `tp` at
+    /// `producer_epoch`: its next transactional batch there continues it and
+    /// needs no check with the coordinator (KIP-890; Kafka's
+    /// `UnifiedLog.hasOngoingTransaction`).
+    pub fn has_ongoing_txn(
+        &self,
+        tp: &TopicPartition,
+        producer_id: i64,
+        producer_epoch: i16,
+    ) -> bool {
+        let inner = self.lock();
+        inner.logs.get(tp).is_some_and(|log| {
+            log.producer_state().entry(producer_id).is_some_and(|e| {
+                e.current_txn_first_offset.is_some() && e.producer_epoch == producer_epoch
+            })
+        })
+    }
+
     /// Appends `producer_id`'s transaction marker to `tp` as its leader, in
     /// the leader epoch it leads in; the ticket to await its replication on. Kafka's
     /// WriteTxnMarkers waits for the marker to be replicated before the

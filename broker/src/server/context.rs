@@ -31,6 +31,12 @@ pub struct Broker {
     /// Blocks of producer ids claimed in etcd, for InitProducerId.
     pub producer_ids: ProducerIdManager,
     pub state_changes: StateChangeLog,
+    /// Held by a control request (LeaderAndIsr, UpdateMetadata) across its
+    /// fences, its apply and its state-change.log lines, as Kafka's
+    /// `replicaStateChangeLock` is across `becomeLeaderOrFollower`: a request
+    /// that passed the fences is applied before the next one is fenced, and
+    /// the log is in apply order.
+    pub control: std::sync::Mutex<()>,
     /// The offsets partitions this broker leads, as their group coordinator.
     pub offsets: Arc<OffsetsManager>,
     /// The members, generations and rebalances of the groups it coordinates.
@@ -41,6 +47,15 @@ pub struct Broker {
 }
 
 impl Broker {
+    /// Takes [`Broker::control`] for one control request's fences, apply
+    /// and log lines (a poisoned lock is taken as it is: what it guards is
+    /// the order of requests, not data).
+    pub fn control_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.control
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The broker's shared state from its settings and what starting it
     /// opened: every coordinator and cache sized and configured from
     /// `config`, in one place (the fuzz target builds its broker here too,
@@ -66,6 +81,7 @@ impl Broker {
             producer_ids: ProducerIdManager::new(config.node_id, store.clone()),
             store,
             state_changes,
+            control: std::sync::Mutex::new(()),
             offsets: Arc::new(OffsetsManager::new(partitions(
                 config.offsets_topic_num_partitions,
             ))),

@@ -19,7 +19,8 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest,
     LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
     OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
-    StopReplicaRequest, SyncGroupRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
+    StopReplicaRequest, SyncGroupRequest, TxnOffsetCommitRequest, UpdateMetadataRequest,
+    WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
@@ -81,13 +82,17 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeCluster, 0, 1),
     // Transactions ([transactions]): the coordinator's markers (KIP-98), and
     // a transactional producer's requests to its coordinator. v2+ may answer
-    // PRODUCER_FENCED (KIP-588), v3+ is flexible; AddPartitionsToTxn v4+ is
-    // KIP-890's batched and verifying form, and EndTxn v4+ KIP-890's, neither
-    // implemented. TxnOffsetCommit is not implemented, so not advertised.
+    // PRODUCER_FENCED (KIP-588), v3+ is flexible; AddPartitionsToTxn v4 is
+    // KIP-890's broker-to-broker form, answered only for its verify-only
+    // checks (`transactions::verify`; v5 adds TRANSACTION_ABORTABLE, not
+    // offered). EndTxn v4+ is KIP-890 part 2's, not implemented.
+    // TxnOffsetCommit v2 adds the leader epoch, v3 the member fields
+    // (KIP-447).
     (ApiKey::WriteTxnMarkers, 0, 1),
-    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddPartitionsToTxn, 0, 4),
     (ApiKey::AddOffsetsToTxn, 0, 3),
     (ApiKey::EndTxn, 0, 3),
+    (ApiKey::TxnOffsetCommit, 0, 3),
 ];
 
 pub fn supported_versions(key: ApiKey) -> Option<(i16, i16)> {
@@ -208,6 +213,7 @@ pub enum Request {
     AddPartitionsToTxn(AddPartitionsToTxnRequest),
     AddOffsetsToTxn(AddOffsetsToTxnRequest),
     EndTxn(EndTxnRequest),
+    TxnOffsetCommit(TxnOffsetCommitRequest),
 }
 
 /// A decoded request with what its response needs.
@@ -301,6 +307,7 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         ApiKey::AddPartitionsToTxn => Request::AddPartitionsToTxn(decode_body(key, version, body)?),
         ApiKey::AddOffsetsToTxn => Request::AddOffsetsToTxn(decode_body(key, version, body)?),
         ApiKey::EndTxn => Request::EndTxn(decode_body(key, version, body)?),
+        ApiKey::TxnOffsetCommit => Request::TxnOffsetCommit(decode_body(key, version, body)?),
         _ => return Err(DispatchError::UnsupportedApi { key }),
     };
     Ok(decoded(request))
@@ -411,6 +418,9 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         Request::WriteTxnMarkers(req) => {
             respond!(handlers::write_txn_markers::handle(broker, req).await)
         }
+        Request::AddPartitionsToTxn(req) if version >= 4 => {
+            respond!(crate::transactions::verify::answer_verify_only(broker, req))
+        }
         Request::AddPartitionsToTxn(req) => {
             respond!(handlers::transactions::add_partitions(broker, req, version).await)
         }
@@ -418,6 +428,9 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             respond!(handlers::transactions::add_offsets(broker, req, version).await)
         }
         Request::EndTxn(req) => respond!(handlers::transactions::end(broker, req, version).await),
+        Request::TxnOffsetCommit(req) => {
+            respond!(handlers::txn_offset_commit::handle(broker, req, version).await)
+        }
         Request::DescribeCluster(req) => {
             let mut resp = handlers::metadata::describe_cluster(broker);
             resp.endpoint_type = req.endpoint_type;

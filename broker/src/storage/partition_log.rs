@@ -36,6 +36,15 @@ enum Replicated {
     Marker(BatchHeader, super::txn::Marker),
 }
 
+/// Who a leader's append comes from (Kafka's `AppendOrigin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOrigin {
+    /// A producer: sequences checked, retries found.
+    Client,
+    /// A coordinator writing its own internal topic: epochs checked only.
+    Coordinator,
+}
+
 /// What an append wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogAppendInfo {
@@ -200,6 +209,18 @@ impl PartitionLog {
         records: Bytes,
         leader_epoch: i32,
     ) -> Result<LogAppendInfo, StorageError> {
+        self.append_as_leader_from(records, leader_epoch, AppendOrigin::Client)
+    }
+
+    /// [`Self::append_as_leader`] of batches from `origin`: a coordinator's
+    /// own batches have their producer epoch checked, not their sequences
+    /// ([`ProducerStateManager::check_coordinator_append`]).
+    pub fn append_as_leader_from(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+        origin: AppendOrigin,
+    ) -> Result<LogAppendInfo, StorageError> {
         if leader_epoch < 0 {
             return Err(StorageError::InvalidEpochEntry {
                 epoch: leader_epoch,
@@ -226,7 +247,14 @@ impl PartitionLog {
                 ProducerBatch::from_header(header, first_offset)
             })
             .collect();
-        let pending = match self.producer_state.check_leader_append(&producer_batches) {
+        let checked = match origin {
+            AppendOrigin::Client => self.producer_state.check_leader_append(&producer_batches),
+            AppendOrigin::Coordinator => self
+                .producer_state
+                .check_coordinator_append(&producer_batches)
+                .map(LeaderCheck::Append),
+        };
+        let pending = match checked {
             Ok(LeaderCheck::Append(pending)) => pending,
             Ok(LeaderCheck::Duplicate(original)) => {
                 return Ok(LogAppendInfo {

@@ -388,6 +388,36 @@ impl ProducerStateManager {
         Ok(LeaderCheck::Append(pending))
     }
 
+    /// [`Self::check_leader_append`] for batches a coordinator appends to its
+    /// own internal topic (a group coordinator's transactional offset
+    /// commits, KIP-98): Kafka checks only their epoch — an older one is
+    /// fenced — never their sequences and never for duplicates, since the
+    /// coordinator stamps every such batch with sequence 0
+    /// (`ProducerAppendInfo` with `AppendOrigin.COORDINATOR`).
+    pub fn check_coordinator_append(
+        &self,
+        batches: &[ProducerBatch],
+    ) -> Result<PendingProducers, ProducerStateError> {
+        let mut pending = PendingProducers::default();
+        for batch in batches {
+            let updated = pending.0.entry(batch.producer_id).or_insert_with(|| {
+                self.producers
+                    .get(&batch.producer_id)
+                    .cloned()
+                    .unwrap_or_else(|| ProducerStateEntry::new(batch.producer_id))
+            });
+            if batch.producer_epoch < updated.producer_epoch {
+                return Err(ProducerStateError::InvalidProducerEpoch {
+                    producer_id: batch.producer_id,
+                    epoch: batch.producer_epoch,
+                    current_epoch: updated.producer_epoch,
+                });
+            }
+            updated.add_data_batch(batch);
+        }
+        Ok(pending)
+    }
+
     /// Installs what [`Self::check_leader_append`] prepared, once the batches
     /// are written, and moves the state to the new log end.
     pub fn commit(&mut self, pending: PendingProducers, end_offset: i64) {

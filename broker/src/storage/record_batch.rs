@@ -563,18 +563,39 @@ fn check_snappy_length(compressed: &[u8]) -> Result<(), SnappyPayloadError> {
 /// each a key and a value, as a coordinator appends its state to an
 /// internal topic (there a `None` value is a tombstone).
 pub fn plain_batch(entries: Vec<(Option<Bytes>, Option<Bytes>)>, now_ms: i64) -> Bytes {
+    coordinator_batch(entries, now_ms, None)
+}
+
+/// [`plain_batch`] written for a transactional producer `(id, epoch)`: the
+/// batch carries the producer and the transactional bit, with sequence 0,
+/// as Kafka's group coordinator writes a TxnOffsetCommit
+/// (`GroupMetadataManager.storeOffsets`).
+pub fn transactional_batch(
+    entries: Vec<(Option<Bytes>, Option<Bytes>)>,
+    now_ms: i64,
+    producer: (i64, i16),
+) -> Bytes {
+    coordinator_batch(entries, now_ms, Some(producer))
+}
+
+fn coordinator_batch(
+    entries: Vec<(Option<Bytes>, Option<Bytes>)>,
+    now_ms: i64,
+    producer: Option<(i64, i16)>,
+) -> Bytes {
+    let (producer_id, producer_epoch) = producer.unwrap_or((-1, -1));
     let records: Vec<Record> = entries
         .into_iter()
         .enumerate()
         .map(|(i, (key, value))| Record {
-            transactional: false,
+            transactional: producer.is_some(),
             control: false,
             partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
+            producer_id,
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            sequence: -1,
+            sequence: if producer.is_some() { i as i32 } else { -1 },
             timestamp: now_ms,
             key,
             value,

@@ -14,5 +14,6 @@ pub mod log_record;
 pub mod markers;
 pub mod state;
 pub mod transition;
+pub mod verify;
 
 pub use coordinator::{TXN_STATE_TOPIC, TxnCoordinator};

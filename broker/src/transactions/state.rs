@@ -242,6 +242,27 @@ pub fn add_partitions(
     Ok(Some(next))
 }
 
+/// KIP-890 part 1's check, made for a partition leader before it appends a
+/// transactional batch that would open a transaction there: the partition
+/// must be in the producer's ongoing transaction (Kafka's
+/// `TransactionCoordinator.handleVerifyPartitionsInTransaction`). Anything
+/// else — no transaction, another producer, an older epoch, a transaction
+/// that has ended or is ending — is INVALID_TXN_STATE (PRODUCER_FENCED for an
+/// older epoch), and the batch is refused.
+pub fn verify(
+    current: Option<&TxnMetadata>,
+    producer_id: i64,
+    producer_epoch: i16,
+    partition: &(String, i32),
+) -> Result<(), TxnError> {
+    let m = check_producer(current, producer_id, producer_epoch)?;
+    if m.status == TxnStatus::Ongoing && m.partitions.contains(partition) {
+        Ok(())
+    } else {
+        Err(TxnError::InvalidTxnState)
+    }
+}
+
 /// What EndTxn comes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum End {
@@ -294,10 +315,24 @@ pub fn complete(m: &TxnMetadata, now_ms: i64) -> Option<TxnMetadata> {
 /// state under a bumped epoch, so the producer that let it lapse is fenced
 /// (under the same epoch when it is spent, see [`abort_epoch`]).
 pub fn timed_out(m: &TxnMetadata, now_ms: i64) -> Option<TxnMetadata> {
+    timed_out_fencing(m, now_ms, true)
+}
+
+/// [`timed_out`], the producer fenced only when `fence`. Without the bump
+/// (Kafka 0.11.0.0 and .1, KAFKA-6119, fixed in 0.11.0.2 and 1.0.0) the
+/// producer that let its transaction lapse is not told: its next
+/// AddPartitionsToTxn, at the same epoch, finds the transaction complete and
+/// begins a new one with the rest of its writes, which it then commits —
+/// what it wrote before the timeout aborted, the rest committed.
+pub fn timed_out_fencing(m: &TxnMetadata, now_ms: i64, fence: bool) -> Option<TxnMetadata> {
     if m.status != TxnStatus::Ongoing || now_ms < m.start_ms + i64::from(m.timeout_ms) {
         return None;
     }
-    let (producer_id, producer_epoch) = abort_epoch(m);
+    let (producer_id, producer_epoch) = if fence {
+        abort_epoch(m)
+    } else {
+        (m.producer_id, m.producer_epoch)
+    };
     Some(TxnMetadata {
         producer_id,
         producer_epoch,

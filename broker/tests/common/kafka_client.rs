@@ -281,7 +281,25 @@ impl KafkaClient {
         records: Bytes,
         acks: i16,
     ) -> std::io::Result<(i16, i64)> {
+        self.produce_as(name, partition, records, acks, None)
+    }
+
+    /// [`Self::produce`] naming a transactional id, as a transactional
+    /// producer's requests do (KIP-890's check needs it).
+    pub fn produce_as(
+        &mut self,
+        name: &str,
+        partition: i32,
+        records: Bytes,
+        acks: i16,
+        transactional_id: Option<&str>,
+    ) -> std::io::Result<(i16, i64)> {
         let req = ProduceRequest::default()
+            .with_transactional_id(transactional_id.map(|id| {
+                kafka_protocol::messages::TransactionalId(
+                    kafka_protocol::protocol::StrBytes::from_string(id.to_owned()),
+                )
+            }))
             .with_acks(acks)
             .with_timeout_ms(10_000)
             .with_topic_data(vec![

@@ -267,6 +267,15 @@ async fn create_toxic(
     if collection.contains_toxic(&proxy, &name).await? {
         return Err(ApiError::ToxicAlreadyExists);
     }
+    // Responses have no API key to match: this toxic reads requests, which
+    // flow upstream (the dialler's bytes).
+    if let Ok(ToxicKind::KafkaRequests(_)) = &kind
+        && stream == Stream::Downstream
+    {
+        return Err(ApiError::BadRequestBody(
+            "kafka_requests acts on requests: its stream must be upstream".to_owned(),
+        ));
+    }
     let spec = ToxicSpec {
         name,
         stream,

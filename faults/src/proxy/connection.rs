@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use super::link::{self, Chain, LinkEnd};
+use super::link::{self, Chain, Duplicates, LinkEnd};
 use super::wire::Stream;
 
 /// How long the proxy waits for the upstream to accept a new connection.
@@ -120,6 +120,7 @@ impl Connections {
         let _ = upstream.set_nodelay(true);
 
         let end = {
+            let duplicates = Arc::new(Duplicates::default());
             let (client_read, client_write) = client.split();
             let (upstream_read, upstream_write) = upstream.split();
             let up = link::run(
@@ -127,12 +128,14 @@ impl Connections {
                 client_read,
                 upstream_write,
                 self.chain.clone(),
+                Arc::clone(&duplicates),
             );
             let down = link::run(
                 Stream::Downstream,
                 upstream_read,
                 client_write,
                 self.chain.clone(),
+                duplicates,
             );
             tokio::select! {
                 ended = async { tokio::try_join!(up, down) } => ended.err(),

@@ -10,23 +10,34 @@
 //! on either path is guarded by the chain (see [`chain_watch`]), so a partition
 //! added by the API holds the very next byte, even one whose write was waiting
 //! on a full destination when it came. A link never reorders, and drops bytes
-//! only where a toxic says so (`timeout`, `limit_data`, a reset).
+//! only where a toxic says so (`timeout`, `limit_data`, a reset, a dropped
+//! request, a duplicate's answer).
+//!
+//! Both paths follow the stream's Kafka framing ([`frames`]). While a
+//! `kafka_requests` toxic names the stream, or a duplicate's answer is
+//! awaited, the toxic path cuts its chunks at frame starts and judges each
+//! frame before its first byte goes out; otherwise it passes whole chunks as
+//! before, giving the rest of a chunk back to be cut the moment that changes.
 
 mod chain_watch;
 mod direct;
+mod duplicates;
+mod frames;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep, sleep_until};
 
 use self::chain_watch::ChainWatch;
 use self::direct::Direct;
-use super::toxics::{Bandwidth, Latency, OnHeal, Slicer, ToxicKind};
+pub(crate) use self::duplicates::Duplicates;
+use self::frames::{Frames, Head, Segment};
+use super::toxics::{Bandwidth, KafkaRequests, Latency, OnHeal, RequestAction, Slicer, ToxicKind};
 use super::wire::{Stream, ToxicJson};
 use super::{HELD_CHUNKS_MAX, READ_CHUNK_BYTES};
 
@@ -80,20 +91,35 @@ enum Item {
     Failed(String),
 }
 
+/// The largest request a `duplicate` copies; a bigger one passes once.
+const DUPLICATE_BYTES_MAX: u32 = 16 * 1024 * 1024;
+
 /// Runs the link until the source's end has been passed on (`Ok`) or the link
-/// decides the whole connection must end (`Err`).
+/// decides the whole connection must end (`Err`). `duplicates` is shared with
+/// the connection's other link.
 pub(crate) async fn run<R, W>(
     stream: Stream,
     mut source: R,
     mut destination: W,
     chain: watch::Receiver<Chain>,
+    duplicates: Arc<Duplicates>,
 ) -> Result<(), LinkEnd>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let mut watch = ChainWatch::new(chain);
-    let first = match direct::copy(stream, &mut source, &mut destination, &mut watch).await? {
+    let mut frames = Frames::default();
+    let copied = direct::copy(
+        stream,
+        &mut source,
+        &mut destination,
+        &mut watch,
+        &mut frames,
+        &duplicates,
+    )
+    .await?;
+    let first = match copied {
         Direct::Finished => return Ok(()),
         Direct::Toxic(first) => first,
     };
@@ -114,6 +140,11 @@ where
         applied: HashMap::new(),
         limit_sent: HashMap::new(),
         bandwidth_free_at: Instant::now(),
+        frames,
+        carry: BytesMut::new(),
+        fate: Fate::Pass,
+        duplicates,
+        lost_logged: false,
     };
     if source_done {
         drop(tx);
@@ -184,6 +215,51 @@ struct Active {
     slicer: Option<Slicer>,
     bandwidth: Option<Bandwidth>,
     slow_close: Option<Duration>,
+    /// `kafka_requests` toxics, in the order they were added.
+    requests: Vec<KafkaRequests>,
+}
+
+impl Active {
+    /// The request toxic that acts on the frame starting with `head`: the
+    /// first added for its API.
+    fn request(&self, head: Option<Head>) -> Option<&KafkaRequests> {
+        let head = head?;
+        self.requests.iter().find(|r| r.matches(head.api_key()))
+    }
+
+    /// Whether the frame starting with `head` is held now: by a partition,
+    /// or by a `hold` of its API.
+    fn holds(&self, head: Option<Head>) -> bool {
+        self.hold
+            || self
+                .request(head)
+                .is_some_and(|r| r.action == RequestAction::Hold)
+    }
+}
+
+/// What happens to the rest of the frame being passed on.
+enum Fate {
+    Pass,
+    /// Removed: a dropped request, or the answer to a duplicate.
+    Drop,
+    /// A request to send twice, gathered whole first: its bytes so far, its
+    /// head and its first byte's read time.
+    Duplicate {
+        frame: BytesMut,
+        head: Head,
+        read_at: Instant,
+    },
+}
+
+/// How [`Sender::forward`] left its bytes.
+enum Forwarded {
+    /// Written, or dropped by a toxic (`timeout`).
+    Done,
+    /// A `drop` of its API removed the frame this starts.
+    Dropped,
+    /// Nothing more was written: the rest must be cut into frames first (a
+    /// request toxic or a duplicate's answer appeared while it waited).
+    Rest(Bytes),
 }
 
 /// A toxic that applied to this link at some point, remembered so its removal
@@ -204,6 +280,12 @@ struct Sender<W> {
     /// Bytes passed under each `limit_data`, kept across its updates.
     limit_sent: HashMap<u64, u64>,
     bandwidth_free_at: Instant,
+    frames: Frames,
+    /// A frame's first bytes, short of a head, kept back until it completes.
+    carry: BytesMut,
+    fate: Fate,
+    duplicates: Arc<Duplicates>,
+    lost_logged: bool,
 }
 
 impl<W: AsyncWrite + Unpin> Sender<W> {
@@ -222,14 +304,182 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
                 item = rx.recv() => item,
             };
             match item {
-                Some(Item::Data { bytes, read_at }) => self.forward(bytes, read_at).await?,
+                Some(Item::Data { bytes, read_at }) => self.take(bytes, read_at).await?,
                 Some(Item::Failed(why)) => {
-                    self.gate().await?;
+                    self.gate(None).await?;
                     return Err(LinkEnd::Reset(why));
                 }
-                Some(Item::End) | None => return self.finish().await,
+                Some(Item::End) | None => {
+                    self.flush_unframed().await?;
+                    return self.finish().await;
+                }
             }
         }
+    }
+
+    /// Whether this link must judge frames now: a request toxic names its
+    /// stream, a duplicate's answer is awaited, or a frame is under way
+    /// whose start was judged.
+    fn framing(&mut self) -> bool {
+        if self.frames.is_lost() {
+            if !self.lost_logged && self.wants_frames() {
+                self.lost_logged = true;
+                tracing::warn!(stream = %self.stream, "not Kafka's framing: request toxics leave this connection alone");
+            }
+            return false;
+        }
+        !self.carry.is_empty() || !matches!(self.fate, Fate::Pass) || self.wants_frames()
+    }
+
+    fn wants_frames(&mut self) -> bool {
+        let stream = self.stream;
+        let named = self.watch.current().iter().any(|toxic| {
+            toxic.stream == stream && matches!(toxic.kind, ToxicKind::KafkaRequests(_))
+        });
+        named || (stream == Stream::Downstream && self.duplicates.expected())
+    }
+
+    /// Passes a chunk on: whole while no frame needs judging, else frame by
+    /// frame.
+    async fn take(&mut self, bytes: Bytes, read_at: Instant) -> Result<(), LinkEnd> {
+        let rest = if self.framing() {
+            bytes
+        } else {
+            let all = bytes.clone();
+            match self.forward(bytes, read_at, None, true).await? {
+                Forwarded::Done | Forwarded::Dropped => {
+                    self.frames.pass(&all);
+                    return Ok(());
+                }
+                Forwarded::Rest(rest) => {
+                    self.frames.pass(&all[..all.len() - rest.len()]);
+                    rest
+                }
+            }
+        };
+        for segment in self.frames.cut(&mut self.carry, rest) {
+            self.segment(segment, read_at).await?;
+        }
+        Ok(())
+    }
+
+    /// One segment of a frame: a frame's start decides its fate, which the
+    /// rest of the frame follows.
+    async fn segment(&mut self, segment: Segment, read_at: Instant) -> Result<(), LinkEnd> {
+        let Segment { bytes, head, last } = segment;
+        if let Some(head) = head {
+            self.fate = self.fate_of(head, read_at)?;
+        }
+        match &mut self.fate {
+            Fate::Drop => {}
+            Fate::Pass => {
+                if let Forwarded::Dropped = self.forward(bytes, read_at, head, false).await? {
+                    self.fate = Fate::Drop;
+                }
+            }
+            Fate::Duplicate { frame, .. } => {
+                frame.put(bytes);
+                if last {
+                    let Fate::Duplicate {
+                        frame,
+                        head,
+                        read_at,
+                    } = std::mem::replace(&mut self.fate, Fate::Pass)
+                    else {
+                        unreachable!("matched above")
+                    };
+                    self.send_twice(frame.freeze(), head, read_at).await?;
+                }
+            }
+        }
+        if last {
+            self.fate = Fate::Pass;
+        }
+        Ok(())
+    }
+
+    /// What becomes of the frame starting with `head`: a duplicate's answer
+    /// is removed, a request a `duplicate` names is gathered to be sent
+    /// twice; everything else is passed on, where `hold`, `delay` and `drop`
+    /// act on its first bytes.
+    fn fate_of(&mut self, head: Head, read_at: Instant) -> Result<Fate, LinkEnd> {
+        Ok(match self.stream {
+            Stream::Downstream => {
+                if self.duplicates.expected()
+                    && self.duplicates.take(head.response_correlation_id())
+                {
+                    Fate::Drop
+                } else {
+                    Fate::Pass
+                }
+            }
+            Stream::Upstream => {
+                let duplicate = self
+                    .refresh()?
+                    .request(Some(head))
+                    .is_some_and(|r| r.action == RequestAction::Duplicate);
+                if duplicate && head.size() <= DUPLICATE_BYTES_MAX {
+                    Fate::Duplicate {
+                        frame: BytesMut::new(),
+                        head,
+                        read_at,
+                    }
+                } else {
+                    Fate::Pass
+                }
+            }
+        })
+    }
+
+    /// Sends a whole request, then its copy under a correlation id of the
+    /// proxy's, whose answer the downstream link removes.
+    async fn send_twice(
+        &mut self,
+        frame: Bytes,
+        head: Head,
+        read_at: Instant,
+    ) -> Result<(), LinkEnd> {
+        match self
+            .forward(frame.clone(), read_at, Some(head), false)
+            .await?
+        {
+            Forwarded::Done => {}
+            // Removed by a `drop`, or (not asked for here) given back.
+            Forwarded::Dropped | Forwarded::Rest(_) => return Ok(()),
+        }
+        // size (4), api_key (2), api_version (2), then correlation_id (4).
+        const CORRELATION_ID_AT: usize = 8;
+        if frame.len() < CORRELATION_ID_AT + 4 {
+            return Ok(());
+        }
+        let mut copy = BytesMut::from(&frame[..]);
+        let id = self.duplicates.mint();
+        tracing::info!(
+            stream = %self.stream,
+            api_key = head.api_key(),
+            duplicate_correlation_id = id,
+            "kafka_requests: request duplicated"
+        );
+        copy[CORRELATION_ID_AT..CORRELATION_ID_AT + 4].copy_from_slice(&id.to_be_bytes());
+        self.forward(copy.freeze(), read_at, None, false).await?;
+        Ok(())
+    }
+
+    /// At the stream's end, what is held back unjudged (a head cut short, a
+    /// duplicate's request cut short) goes out as it came.
+    async fn flush_unframed(&mut self) -> Result<(), LinkEnd> {
+        let mut rest = std::mem::take(&mut self.carry);
+        if let Fate::Duplicate { frame, .. } = std::mem::replace(&mut self.fate, Fate::Pass) {
+            let mut whole = frame;
+            whole.put(rest);
+            rest = whole;
+        }
+        if !rest.is_empty() {
+            self.frames.lose();
+            self.forward(rest.freeze(), Instant::now(), None, false)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Reads the chain, draws toxicity for toxics new to this connection, acts on
@@ -313,6 +563,7 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
                     let delay = slow.delay();
                     active.slow_close = Some(active.slow_close.map_or(delay, |d| d.max(delay)));
                 }
+                ToxicKind::KafkaRequests(requests) => active.requests.push(requests.clone()),
             }
         }
         if active.close_at.is_some_and(|at| now >= at) {
@@ -333,12 +584,22 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
         }
     }
 
-    /// Returns once no partition holds this link, with the toxics then in force.
-    async fn gate(&mut self) -> Result<Active, LinkEnd> {
+    /// Returns once nothing holds this link — no partition, and no `hold` of
+    /// the API of the frame starting with `head` — with the toxics then in
+    /// force.
+    async fn gate(&mut self, head: Option<Head>) -> Result<Active, LinkEnd> {
+        let mut logged = false;
         loop {
             let active = self.refresh()?;
-            if !active.hold {
+            if !active.holds(head) {
+                if logged {
+                    tracing::info!(stream = %self.stream, "kafka_requests: held request released");
+                }
                 return Ok(active);
+            }
+            if let Some(head) = head.filter(|_| !active.hold && !logged) {
+                logged = true;
+                tracing::info!(stream = %self.stream, api_key = head.api_key(), "kafka_requests: request held");
             }
             self.wait(None, active.close_at).await;
         }
@@ -348,16 +609,39 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
     /// a write waits, nothing more is written: what is left of the chunk starts
     /// over, as a chunk read at `read_at` that was held (a partition holds it,
     /// latency still counts from its read, a timeout drops it).
-    async fn forward(&mut self, mut bytes: Bytes, read_at: Instant) -> Result<(), LinkEnd> {
+    ///
+    /// `head`: the chunk starts that frame, whose request toxic (`hold`,
+    /// `delay`, `drop`) acts until its first byte is written. `whole`: the
+    /// chunk was not cut into frames, so if frames must be judged when it
+    /// starts over, it is given back instead ([`Forwarded::Rest`]).
+    async fn forward(
+        &mut self,
+        mut bytes: Bytes,
+        read_at: Instant,
+        mut head: Option<Head>,
+        whole: bool,
+    ) -> Result<Forwarded, LinkEnd> {
         // Once a limit truncated this chunk the connection closes after it, even
         // if the limit goes while the rest waits: the cut-off bytes are gone.
         let mut limit_reached = false;
         // A latency's delay is drawn once per chunk, not again at each restart.
         let mut delays: Vec<((u64, u64), Duration)> = Vec::new();
         'chunk: loop {
+            if whole && self.wants_frames() && !self.frames.is_lost() {
+                return Ok(Forwarded::Rest(bytes));
+            }
             let active = self.refresh()?;
             if active.drop {
-                return Ok(());
+                return Ok(Forwarded::Done);
+            }
+            if active
+                .request(head)
+                .is_some_and(|r| r.action == RequestAction::Drop)
+            {
+                if let Some(head) = head {
+                    tracing::info!(stream = %self.stream, api_key = head.api_key(), "kafka_requests: request dropped");
+                }
+                return Ok(Forwarded::Dropped);
             }
             if let Some(delay) = active.reset_peer {
                 sleep(delay).await;
@@ -388,6 +672,11 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
                     };
                     total += delay;
                 }
+                if let Some(request) = active.request(head)
+                    && request.action == RequestAction::Delay
+                {
+                    total += request.delay();
+                }
                 let release = read_at + total;
                 if Instant::now() >= release {
                     break;
@@ -409,10 +698,10 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
                     if self.refresh()?.bandwidth.is_some() {
                         sleep_until(self.bandwidth_free_at).await;
                     }
-                    let active = self.gate().await?;
+                    let active = self.gate(head).await?;
                     if active.drop {
                         // A timeout arrived while this chunk was on its way.
-                        return Ok(());
+                        return Ok(Forwarded::Done);
                     }
                     let part = match &active.bandwidth {
                         Some(bandwidth) => piece.min(bandwidth.piece_bytes_max()),
@@ -423,6 +712,8 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
                     };
                     bytes.advance(written);
                     piece -= written;
+                    // The frame is under way: its request toxic has acted.
+                    head = None;
                     if let Some(bandwidth) = &active.bandwidth {
                         self.bandwidth_free_at = self.bandwidth_free_at.max(Instant::now())
                             + bandwidth.transmit_time(written);
@@ -437,7 +728,7 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
         if limit_reached {
             return Err(LinkEnd::Close("limit_data reached".to_owned()));
         }
-        Ok(())
+        Ok(Forwarded::Done)
     }
 
     /// The source closed: pass the close on once no partition holds it and any
@@ -448,7 +739,7 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
         loop {
             // Gated on every pass: a partition that comes during a slow close
             // holds the close too.
-            let active = self.gate().await?;
+            let active = self.gate(None).await?;
             if let Some(delay) = active.reset_peer {
                 sleep(delay).await;
                 return Err(LinkEnd::Reset("reset_peer".to_owned()));

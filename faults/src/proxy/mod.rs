@@ -15,6 +15,9 @@
 //! resumes or resets them (see [`toxics::Partition`] for what is held and the
 //! bound). A cut proxy still completes new TCP handshakes: it cannot refuse a
 //! SYN silently, so a cut link looks like a silent peer, not a refusing one.
+//! `kafka_requests` is our other extension: it holds, delays, drops or
+//! duplicates whole Kafka requests of one API (see [`toxics::KafkaRequests`]),
+//! for which every link follows its stream's Kafka framing as bytes pass.
 //!
 //! Why not wrap `noxious` (a Rust port of Toxiproxy's server): it is dormant,
 //! and it keeps Toxiproxy's design, where a link's read and write halves are

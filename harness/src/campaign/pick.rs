@@ -7,49 +7,29 @@
 //!
 //! The rules keep a campaign meaningful rather than merely destructive: at
 //! most the plan's `max_faulted` nodes are paused or dead at once and never
-//! every node; one network cut at a time (the nemesis heals all cuts at
-//! once); an undo only for what is undone-able now, and a restart only with
+//! every node; one network cut or request fault at a time (the nemesis heals
+//! all cuts and request faults at once); an undo only for what is undone-able now, and a restart only with
 //! no cut in force (a broker cannot start cut off from etcd).
 
 use std::collections::BTreeSet;
 
+use super::sequence::{self, Sequence};
+pub use super::state::State;
 use super::{Kind, Plan};
 use crate::node::NodeId;
 use crate::random::SplitMix64;
-use crate::schedule::{Fault, OnHeal, OneWay, PartitionRef, Target, Truncate, TruncateLog};
+use kafka_protocol::messages::ApiKey;
 
-/// The cluster as the nemesis sees it before a pick.
-#[derive(Debug, Clone, Default)]
-pub struct State {
-    pub nodes: Vec<NodeId>,
-    /// Not running: crashed, stopped or powered off.
-    pub down: BTreeSet<NodeId>,
-    /// Running but SIGSTOPped.
-    pub paused: BTreeSet<NodeId>,
-    /// A network cut is in force.
-    pub cut: bool,
-    pub partitions: Vec<PartitionRef>,
-}
-
-impl State {
-    /// Running and not paused.
-    pub fn up(&self) -> Vec<NodeId> {
-        self.nodes
-            .iter()
-            .copied()
-            .filter(|n| !self.down.contains(n) && !self.paused.contains(n))
-            .collect()
-    }
-
-    fn faulted(&self) -> usize {
-        self.down.len() + self.paused.len()
-    }
-}
+use crate::schedule::{
+    Api, DelayedRequests, Fault, OnHeal, OneWay, Requests, Sender, Target, Truncate, TruncateLog,
+};
 
 /// What to do next, targets named by role where the fault takes one.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Choice {
     Fault(Kind, Target),
+    /// A targeted sequence (sequence.rs), played move by move by play.rs.
+    Sequence(Sequence),
     /// One-way: no byte from the first reaches the second.
     OneWay(Target, Target),
     Resume(NodeId),
@@ -66,6 +46,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
         Resume,
         Restart,
         Heal,
+        Sequence,
     }
     let up = state.up();
     let mut options: Vec<(Option_, u64)> = Vec::new();
@@ -94,6 +75,11 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
     if state.cut {
         options.push((Option_::Heal, plan.recover_weight));
     }
+    // A sequence makes the cluster whole first (sequence::make_whole),
+    // so it applies whatever is out now.
+    if plan.sequences && !state.partitions.is_empty() && state.nodes.len() >= 3 {
+        options.push((Option_::Sequence, plan.sequence_weight));
+    }
     let total: u64 = options.iter().map(|(_, w)| w).sum();
     if total == 0 {
         return None;
@@ -118,6 +104,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
         Option_::Resume => Choice::Resume(pick_of(random, &state.paused)),
         Option_::Restart => Choice::Restart(pick_of(random, &state.down)),
         Option_::Heal => Choice::Heal,
+        Option_::Sequence => Choice::Sequence(sequence::draw(random, plan, &state.partitions)?),
         Option_::Kind(Kind::MajorityMinority) => {
             Choice::Fault(Kind::MajorityMinority, Target::RandomMinority)
         }
@@ -135,6 +122,47 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
         Option_::Kind(kind) if kind.is_process() => Choice::Fault(kind, role(random, state, &up)),
         Option_::Kind(kind) => Choice::Fault(kind, role(random, state, &state.nodes)),
     })
+}
+
+/// The APIs a campaign's request faults pick from, each with its weight:
+/// the data path, and the transactional requests whose order KIP-890 and
+/// KAFKA-17754 are about. Produce weighs most: a transaction's produce held
+/// or delayed past its request timeout, its transaction aborted meanwhile,
+/// then delivered, is the late write behind KAFKA-14402's hanging
+/// transaction and KIP-890's write absorbed into the producer's next
+/// transaction; with the six drawn evenly a 60 s transactional campaign
+/// held Produce about once (seeds 21..24: 0, 0, 1, 0), and the pre-KIP-890
+/// setting went undetected on fresh seeds. EndTxn and AddPartitionsToTxn
+/// (KAFKA-17754's delayed EndTxn, KAFKA-6119's lapsed add) come next.
+const CAMPAIGN_APIS: &[(ApiKey, u64)] = &[
+    (ApiKey::Produce, 4),
+    (ApiKey::Fetch, 1),
+    (ApiKey::InitProducerId, 1),
+    (ApiKey::AddPartitionsToTxn, 2),
+    (ApiKey::AddOffsetsToTxn, 1),
+    (ApiKey::EndTxn, 2),
+];
+
+/// The clients' requests to `to` of an API drawn from [`CAMPAIGN_APIS`] by
+/// weight: the workload's requests are what a campaign can act on by API (a
+/// broker's own requests to another are its replication's, which the
+/// network faults already cut).
+fn requests(random: &mut SplitMix64, to: Target) -> Requests {
+    let total: u64 = CAMPAIGN_APIS.iter().map(|(_, w)| w).sum();
+    let mut draw = random.next_u64() % total;
+    let api = CAMPAIGN_APIS
+        .iter()
+        .find(|(_, w)| {
+            let hit = draw < *w;
+            draw = draw.saturating_sub(*w);
+            hit
+        })
+        .map_or(ApiKey::Produce, |(api, _)| *api);
+    Requests {
+        from: Sender::Clients,
+        to,
+        api: Api(api),
+    }
 }
 
 /// A target by role — the controller, a partition's leader, one of its
@@ -172,6 +200,8 @@ pub fn realise(
         Choice::Resume(n) => Fault::Resume(Target::Node(*n)),
         Choice::Restart(n) => Fault::Restart(Target::Node(*n)),
         Choice::Heal => Fault::Heal,
+        // Played move by move (play.rs), not one fault.
+        Choice::Sequence(_) => return None,
         Choice::OneWay(from, to) => {
             let from = named(from, &state.nodes)?;
             let others: Vec<NodeId> = state.nodes.iter().copied().filter(|&n| n != from).collect();
@@ -221,6 +251,18 @@ pub fn realise(
                 Kind::Bridge => Fault::Bridge(node.into()),
                 Kind::NodeFromEtcd => Fault::NodeFromEtcd(node.into()),
                 Kind::NodeFromClients => Fault::NodeFromClients(node.into()),
+                Kind::HoldRequests => Fault::HoldRequests(requests(random, node)),
+                Kind::DelayRequests => {
+                    let r = requests(random, node);
+                    Fault::DelayRequests(DelayedRequests {
+                        from: r.from,
+                        to: r.to,
+                        api: r.api,
+                        ms: random.between(50, 2_000),
+                    })
+                }
+                Kind::DropRequests => Fault::DropRequests(requests(random, node)),
+                Kind::DuplicateRequests => Fault::DuplicateRequests(requests(random, node)),
                 Kind::MajorityMinority | Kind::OneWay | Kind::TruncateLog => unreachable!(),
             }
         }
@@ -231,6 +273,7 @@ pub fn realise(
 mod tests {
     use super::*;
     use crate::campaign::StopAfter;
+    use crate::schedule::PartitionRef;
 
     fn state() -> State {
         State {
@@ -288,6 +331,9 @@ mod tests {
                 let Some(choice) = choose(&mut random, &plan, &state) else {
                     continue;
                 };
+                if matches!(choice, Choice::Sequence(_)) {
+                    continue;
+                }
                 let fault = realise(&mut random, &choice, &state.clone(), resolver(&state))
                     .unwrap_or_else(|| panic!("seed {seed}: {choice:?} named nobody"));
                 match &fault {

@@ -10,22 +10,60 @@
 //! the plan's time: when the cluster takes too few writes to count (a
 //! partition without a leader holds up every producer that goes round to it),
 //! the gap is written as the time that passed instead. Either way a replay
-//! spaces its faults as this run did, in the unit that mattered.
+//! spaces its faults as this run did, in the unit that mattered. A gap
+//! taken while the cluster is whole is a quarter of the drawn one.
+//!
+//! A pick may be a targeted sequence (campaign/sequence.rs): its faults fire
+//! back to back, or once a state it awaits is seen (`await` steps in the
+//! realised schedule), each still resolved from etcd's view as it fires.
 
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::pick::{self, State};
+use super::sequence::{self, Move, Roles, Sequence};
 use super::{Plan, StopAfter};
+use crate::node::NodeId;
+use crate::observe::ObserveError;
+use crate::random::SplitMix64;
 use crate::run::{Driver, Live, RunError, RunStatus, faults, start_background, stop_background};
 use crate::run_dir::RunDir;
 use crate::runtime::Runtime;
-use crate::schedule::{Condition, PartitionRef, Schedule, Step};
+use crate::schedule::{Condition, Fault, PartitionRef, Schedule, Step};
+use crate::workload::producer::delivery_timeout;
+use crate::workload::txn::txn_bound;
 
 /// Bound a replay gives each realised "N more writes acknowledged": long, as
 /// the campaign saw those writes come; a replay that waits longer has not
 /// reproduced the run and ends unknown saying so.
 const REPLAY_AWAIT_MS: u64 = 60_000;
+
+/// How long past the clients' giving up a hold of requests stays before
+/// anything may undo it.
+const LATE_MARGIN: Duration = Duration::from_millis(200);
+
+/// How long a hold of requests stays before anything may undo it, with
+/// clients' request timeout `request_timeout` (and transactional producers
+/// when `transactions`): until every operation that
+/// had a request held has given up — a send after its delivery timeout (its
+/// retries included), a transaction after its bound — and a margin. A hold
+/// the next pick heals sooner is only latency: the client retries and gets
+/// its answer. Held past that, the client has given up and acted on it (a
+/// transaction aborted, its producer given a new epoch) when the request
+/// arrives: the late request behind KAFKA-14402's hanging transaction.
+/// Without this floor a 60 s transactional campaign's holds lasted the
+/// 100-300 ms its other partitions took to acknowledge the gap's writes,
+/// and no send or transaction failed on one (seed 1: 57 holds, 25 386 sends
+/// and 982 transactions, none failed by a hold).
+pub(super) fn hold_floor(request_timeout: Duration, transactions: bool) -> Duration {
+    let sends = delivery_timeout(request_timeout);
+    let given_up = if transactions {
+        sends.max(txn_bound(request_timeout))
+    } else {
+        sends
+    };
+    given_up + LATE_MARGIN
+}
 
 impl Driver for Plan {
     async fn play<R: Runtime>(
@@ -53,17 +91,31 @@ async fn play<R: Runtime>(
     let started = Instant::now();
     let mut fired = 0u32;
     let mut progress = Progress::new();
+    // A hold of requests in force stays until then ([`hold_floor`]).
+    let hold_for = hold_floor(
+        Duration::from_millis(schedule.workload.request_timeout_ms),
+        schedule.runs_transactions(),
+    );
+    let mut held_until: Option<Instant> = None;
     let done = |fired: u32| match plan.stop {
         StopAfter::Duration(d) => started.elapsed() >= d,
         StopAfter::Faults(n) => fired >= n,
     };
     while !done(fired) {
-        // The gap, never past the campaign's end.
+        // The gap, never past the campaign's end. A whole cluster (nothing
+        // paused, dead or cut) has nothing left to interleave with, so its
+        // gap is a quarter of the drawn one: more interleavings per minute
+        // where waiting teaches nothing.
+        let whole = look(live, &partitions)?.is_whole();
         let mut bound = plan.gap_max;
         if let StopAfter::Duration(d) = plan.stop {
             bound = bound.min(d.saturating_sub(started.elapsed()));
         }
-        let more = random.between(plan.gap_acks.0, plan.gap_acks.1);
+        let mut more = random.between(plan.gap_acks.0, plan.gap_acks.1);
+        if whole {
+            more = more.div_ceil(4);
+            bound /= 4;
+        }
         if more > 0 {
             let gap_started = Instant::now();
             let gap = match workers.await_acknowledged(more, bound).await {
@@ -78,28 +130,56 @@ async fn play<R: Runtime>(
                 condition: gap,
             });
         }
+        // Once waited out, a hold has lasted long enough: nothing to keep.
+        if let Some(until) = held_until.take() {
+            let until = match plan.stop {
+                StopAfter::Duration(d) => until.min(started + d),
+                StopAfter::Faults(_) => until,
+            };
+            let rest = until.saturating_duration_since(Instant::now());
+            if !rest.is_zero() {
+                tokio::time::sleep(rest).await;
+                realised.steps.push(Step::Await {
+                    timeout_ms: None,
+                    condition: Condition::Elapsed {
+                        ms: rest.as_millis() as u64,
+                    },
+                });
+            }
+        }
         if done(fired) {
             break;
         }
         let view = live.view().await?;
         let nodes = live.nodes();
-        let mut state = State {
-            nodes: nodes.clone(),
-            down: BTreeSet::new(),
-            paused: BTreeSet::new(),
-            cut: !live.nemesis.partitions_healed(),
-            partitions: partitions.clone(),
-        };
-        for &n in &nodes {
-            if !live.runtime.is_running(n) {
-                state.down.insert(n);
-            } else if live.runtime.is_paused(n)? {
-                state.paused.insert(n);
-            }
-        }
+        let state = look(live, &partitions)?;
         let Some(choice) = pick::choose(&mut random, plan, &state) else {
             continue;
         };
+        if let pick::Choice::Sequence(sequence) = choice {
+            let (end, faults_left) = match plan.stop {
+                StopAfter::Duration(d) => (Some(started + d), None),
+                StopAfter::Faults(n) => (None, Some(n.saturating_sub(fired))),
+            };
+            let mut play = Sequencer {
+                plan,
+                random: &mut random,
+                realised: &mut realised,
+                dir,
+                end,
+                faults_left,
+            };
+            for _ in play.run(live, &sequence).await? {
+                fired += 1;
+                progress.show(plan, fired, workers.acknowledged(), started.elapsed());
+            }
+            live.log.line(format!(
+                "campaign: {fired} faults fired, {} writes acknowledged, {:.1} s",
+                workers.acknowledged(),
+                started.elapsed().as_secs_f64()
+            ));
+            continue;
+        }
         let nemesis = &mut live.nemesis;
         let Some(fault) = pick::realise(&mut random, &choice, &state, |target| {
             nemesis.resolve(target, &view, &nodes).ok()
@@ -112,6 +192,9 @@ async fn play<R: Runtime>(
         match faults(live, number, std::slice::from_ref(&fault)).await? {
             RunStatus::Completed => {
                 fired += 1;
+                if let Fault::HoldRequests(_) = &fault {
+                    held_until = Some(Instant::now() + hold_for);
+                }
                 realised.steps.push(Step::Fault(fault));
                 dir.write_schedule(&realised)?;
                 let line = format!(
@@ -142,6 +225,185 @@ async fn play<R: Runtime>(
         started.elapsed().as_secs_f64()
     ));
     Ok(RunStatus::Completed)
+}
+
+/// The cluster as the nemesis sees it: who is dead or paused (from the
+/// runtime), whether a cut is in force.
+fn look<R: Runtime>(live: &Live<R>, partitions: &[PartitionRef]) -> Result<State, RunError> {
+    let nodes = live.nodes();
+    let mut state = State {
+        nodes: nodes.clone(),
+        down: BTreeSet::new(),
+        paused: BTreeSet::new(),
+        cut: !live.nemesis.partitions_healed(),
+        partitions: partitions.to_vec(),
+    };
+    for &n in &nodes {
+        if !live.runtime.is_running(n) {
+            state.down.insert(n);
+        } else if live.runtime.is_paused(n)? {
+            state.paused.insert(n);
+        }
+    }
+    Ok(state)
+}
+
+/// Plays one targeted sequence (sequence.rs) move by move: each hit
+/// resolves its role from etcd's view as it fires, each `Until` awaits its
+/// state with its deadline (never past the campaign's end). What fired is
+/// written into the realised schedule as ordinary steps: the faults on
+/// named nodes, each awaited state as an `await` a replay waits for again
+/// (or the time that passed, when the deadline came first and the sequence
+/// ended there).
+struct Sequencer<'a> {
+    plan: &'a Plan,
+    random: &'a mut SplitMix64,
+    realised: &'a mut Schedule,
+    dir: &'a RunDir,
+    /// The campaign's end, or how many faults it may still fire.
+    end: Option<Instant>,
+    faults_left: Option<u32>,
+}
+
+impl Sequencer<'_> {
+    /// The faults it fired, in order.
+    async fn run<R: Runtime>(
+        &mut self,
+        live: &mut Live<R>,
+        sequence: &Sequence,
+    ) -> Result<Vec<Fault>, RunError> {
+        let partitions = &self.realised.cluster.partitions().collect::<Vec<_>>();
+        let mut slots: Vec<NodeId> = Vec::new();
+        let mut fired = Vec::new();
+        for fault in sequence::make_whole(&look(live, partitions)?) {
+            if !self.fire(live, fault, &mut fired).await? {
+                return Ok(fired);
+            }
+        }
+        let view = live.view().await?;
+        let isr_sizes: Vec<usize> = partitions
+            .iter()
+            .map(|p| view.partition(p).map_or(0, |v| v.isr.len()))
+            .collect();
+        let partition = sequence::partition_for(&sequence.partition, partitions, &isr_sizes);
+        let sequence = &Sequence {
+            partition,
+            ..sequence.clone()
+        };
+        live.log.line(format!(
+            "campaign: sequence {} on {}",
+            sequence.shape.name(),
+            sequence.partition
+        ));
+        for &step in &sequence.moves {
+            if self.end.is_some_and(|end| Instant::now() >= end) || self.faults_left == Some(0) {
+                break;
+            }
+            let state = look(live, partitions)?;
+            let fault = match step {
+                Move::Until(watch, ms) => {
+                    let Some(condition) = sequence::condition(watch, &sequence.partition, &slots)
+                    else {
+                        break;
+                    };
+                    let mut within = Duration::from_millis(ms);
+                    if let Some(end) = self.end {
+                        within = within.min(end.saturating_duration_since(Instant::now()));
+                    }
+                    let waited = Instant::now();
+                    let seen = live
+                        .observer
+                        .await_condition(&live.runtime, &condition, within)
+                        .await;
+                    match seen {
+                        Ok(_) => {
+                            self.realised.steps.push(Step::Await {
+                                condition,
+                                timeout_ms: Some(ms),
+                            });
+                            continue;
+                        }
+                        Err(ObserveError::Timeout { .. }) => {
+                            live.log.line(format!(
+                                "campaign: sequence {}: \"{condition}\" not seen within {within:?}; ended",
+                                sequence.shape.name()
+                            ));
+                            self.realised.steps.push(Step::Await {
+                                condition: Condition::Elapsed {
+                                    ms: waited.elapsed().as_millis() as u64,
+                                },
+                                timeout_ms: None,
+                            });
+                            break;
+                        }
+                        Err(source) => {
+                            return Err(RunError::Await {
+                                step: self.realised.steps.len() + 1,
+                                source,
+                            });
+                        }
+                    }
+                }
+                Move::Hit(kind, role) => {
+                    let view = live.view().await?;
+                    let roles = view
+                        .partition(&sequence.partition)
+                        .map(|p| Roles {
+                            leader: p.leader,
+                            isr: p.isr.clone(),
+                            replicas: p.replicas.clone(),
+                        })
+                        .unwrap_or_default();
+                    match sequence::hit(self.random, self.plan, &state, kind, role, &roles, &slots)
+                    {
+                        Some((node, fault)) => {
+                            slots.push(node);
+                            fault
+                        }
+                        None => break,
+                    }
+                }
+                undo => match sequence::undo(&state, undo, &slots) {
+                    Some(fault) => fault,
+                    None => break,
+                },
+            };
+            if !self.fire(live, fault, &mut fired).await? {
+                break;
+            }
+        }
+        Ok(fired)
+    }
+
+    /// Fires one fault and writes it down; false when the cluster refused
+    /// it (the rest of the sequence is skipped).
+    async fn fire<R: Runtime>(
+        &mut self,
+        live: &mut Live<R>,
+        fault: Fault,
+        fired: &mut Vec<Fault>,
+    ) -> Result<bool, RunError> {
+        if self.faults_left == Some(0) {
+            return Ok(false);
+        }
+        let number = self.realised.steps.len() + 1;
+        match faults(live, number, std::slice::from_ref(&fault)).await? {
+            RunStatus::Completed => {
+                self.realised.steps.push(Step::Fault(fault.clone()));
+                self.dir.write_schedule(self.realised)?;
+                fired.push(fault);
+                if let Some(n) = &mut self.faults_left {
+                    *n -= 1;
+                }
+                Ok(true)
+            }
+            RunStatus::Unknown(why) => {
+                live.log
+                    .line(format!("campaign: sequence skipped the rest: {why}"));
+                Ok(false)
+            }
+        }
+    }
 }
 
 /// The campaign's progress on stderr, whatever `--quiet` says (it quiets the
@@ -188,5 +450,22 @@ impl Progress {
             eprintln!();
             self.shown = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hold_outlasts_every_operation_it_could_hold() {
+        let request = Duration::from_millis(800);
+        // Plain sends give up after their delivery timeout, retries included.
+        let plain = hold_floor(request, false);
+        assert!(plain > delivery_timeout(request));
+        // A transaction keeps retrying its held produce until its bound.
+        let txns = hold_floor(request, true);
+        assert!(txns > txn_bound(request));
+        assert!(txns > plain);
     }
 }

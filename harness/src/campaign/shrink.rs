@@ -4,11 +4,12 @@
 //!
 //! The schedule is cut into *units*: a fault together with its undo (pause b1
 //! … resume b1, crash b2 … restart b2, a cut … heal), each with the gap that
-//! preceded it, so that no candidate resumes a node it never paused. ddmin
-//! (Zeller and Hildebrandt, "Simplifying and Isolating Failure-Inducing
-//! Input", TSE 2002) then looks for a smaller set of units that still fails:
-//! halves, then quarters, ..., each subset and each complement in turn. A
-//! candidate *fails* when a run of it is invalid with the same anomaly kind
+//! preceded it, so that no candidate resumes a node it never paused. The
+//! search over them (shrink_search.rs) first cuts to the window of units
+//! the anomaly's evidence leaves, then runs ddmin (Zeller and Hildebrandt,
+//! "Simplifying and Isolating Failure-Inducing Input", TSE 2002) over it;
+//! the realised timing of what is kept comes from the failing run's history
+//! (shrink_timing.rs). A candidate *fails* when a run of it is invalid with the same anomaly kind
 //! on the same settings; since a replay of a random interleaving is not
 //! always exact, each candidate gets up to `tries` runs and counts as failing
 //! at its first failure. What remains is run `confirm` more times, and how
@@ -16,7 +17,7 @@
 //! loads are tried too ([`LIGHTER_LOADS`]). The command line that runs the
 //! candidates is cli/shrink.rs.
 
-use crate::schedule::{Fault, Schedule, Step};
+use crate::schedule::{Fault, Requests, Schedule, Step};
 
 /// One shrinkable piece: indices of the schedule's steps that go together.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,11 +68,19 @@ pub fn units(schedule: &Schedule) -> Result<Vec<Unit>, ShrinkError> {
             | (Fault::Bridge(_), Fault::Heal)
             | (Fault::NodeFromEtcd(_), Fault::Heal)
             | (Fault::NodeFromClients(_), Fault::Heal) => true,
+            // A heal ends every request fault; a release the one on its
+            // link and API.
+            (broke, Fault::Heal) if requests_of(broke).is_some() => true,
+            (broke, Fault::ReleaseRequests(b)) => requests_of(broke).as_ref() == Some(b),
             _ => false,
         };
         let is_undo = matches!(
             fault,
-            Fault::Resume(_) | Fault::Restart(_) | Fault::Start(_) | Fault::Heal
+            Fault::Resume(_)
+                | Fault::Restart(_)
+                | Fault::Start(_)
+                | Fault::Heal
+                | Fault::ReleaseRequests(_)
         );
         match open.iter().rposition(|(_, broke)| undoes(broke)) {
             Some(at) if is_undo => {
@@ -93,16 +102,29 @@ pub fn units(schedule: &Schedule) -> Result<Vec<Unit>, ShrinkError> {
     Ok(units)
 }
 
+/// Whether a heal ends `fault`: a cut, or a request fault.
 fn broke_is_cut(fault: &Fault) -> bool {
-    matches!(
-        fault,
-        Fault::Isolate(_)
-            | Fault::MajorityMinority(_)
-            | Fault::OneWay(_)
-            | Fault::Bridge(_)
-            | Fault::NodeFromEtcd(_)
-            | Fault::NodeFromClients(_)
-    )
+    requests_of(fault).is_some()
+        || matches!(
+            fault,
+            Fault::Isolate(_)
+                | Fault::MajorityMinority(_)
+                | Fault::OneWay(_)
+                | Fault::Bridge(_)
+                | Fault::NodeFromEtcd(_)
+                | Fault::NodeFromClients(_)
+        )
+}
+
+/// The link and API of a request fault (not of its release).
+fn requests_of(fault: &Fault) -> Option<Requests> {
+    match fault {
+        Fault::HoldRequests(r) | Fault::DropRequests(r) | Fault::DuplicateRequests(r) => {
+            Some(r.clone())
+        }
+        Fault::DelayRequests(d) => Some(d.requests()),
+        _ => None,
+    }
 }
 
 /// The schedule with only `kept` units' steps, in their original order,
@@ -122,65 +144,6 @@ pub fn candidate(schedule: &Schedule, units: &[Unit], kept: &[usize]) -> Schedul
         workload,
         ..schedule.clone()
     }
-}
-
-/// ddmin: a 1-minimal subset of `items` for which `fails` holds, given that
-/// it holds for all of them. `fails` is asked about subsets in order.
-pub fn ddmin<T: Clone>(items: Vec<T>, mut fails: impl FnMut(&[T]) -> bool) -> Vec<T> {
-    let mut items = items;
-    if fails(&[]) {
-        return Vec::new();
-    }
-    let mut n = 2usize;
-    while items.len() >= 2 {
-        let chunks = split(&items, n);
-        let mut reduced = false;
-        for chunk in &chunks {
-            if fails(chunk) {
-                items = chunk.clone();
-                n = 2;
-                reduced = true;
-                break;
-            }
-        }
-        if !reduced && n > 2 {
-            for i in 0..chunks.len() {
-                let complement: Vec<T> = chunks
-                    .iter()
-                    .enumerate()
-                    .filter(|&(j, _)| j != i)
-                    .flat_map(|(_, c)| c.iter().cloned())
-                    .collect();
-                if fails(&complement) {
-                    items = complement;
-                    n = (n - 1).max(2);
-                    reduced = true;
-                    break;
-                }
-            }
-        }
-        if !reduced {
-            if n >= items.len() {
-                break;
-            }
-            n = (2 * n).min(items.len());
-        }
-    }
-    items
-}
-
-/// `items` in `n` contiguous chunks of near-equal size.
-fn split<T: Clone>(items: &[T], n: usize) -> Vec<Vec<T>> {
-    let n = n.min(items.len()).max(1);
-    let (size, extra) = (items.len() / n, items.len() % n);
-    let mut chunks = Vec::with_capacity(n);
-    let mut start = 0;
-    for i in 0..n {
-        let len = size + usize::from(i < extra);
-        chunks.push(items[start..start + len].to_vec());
-        start += len;
-    }
-    chunks
 }
 
 /// The comment block `shrunk.toml` starts with.
@@ -316,21 +279,25 @@ fault = { pause = "b3" }
     }
 
     #[test]
-    fn ddmin_finds_the_two_faults_that_matter() {
-        let items: Vec<u32> = (0..16).collect();
-        let mut asked = 0;
-        let found = ddmin(items, |subset| {
-            asked += 1;
-            subset.contains(&3) && subset.contains(&11)
-        });
-        assert_eq!(found, vec![3, 11]);
-        assert!(asked < 60, "{asked} tests");
-    }
-
-    #[test]
-    fn ddmin_returns_nothing_when_nothing_is_needed_and_one_when_one_is() {
-        assert_eq!(ddmin(vec![1, 2, 3], |_| true), Vec::<i32>::new());
-        assert_eq!(ddmin(vec![1, 2, 3, 4, 5], |s| s.contains(&4)), vec![4]);
+    fn a_request_fault_is_one_unit_with_its_release_or_the_heal() {
+        let s = schedule(
+            r#"
+[[step]]
+fault = { hold-requests = { from = "clients", to = "b1", api = "EndTxn" } }
+[[step]]
+fault = { drop-requests = { from = "clients", to = "b1", api = "Produce" } }
+[[step]]
+fault = { release-requests = { from = "clients", to = "b1", api = "EndTxn" } }
+[[step]]
+fault = { duplicate-requests = { from = "b2", to = "b1", api = "Fetch" } }
+[[step]]
+fault = "heal"
+"#,
+        );
+        let steps: Vec<Vec<usize>> = units(&s).unwrap().iter().map(|u| u.steps.clone()).collect();
+        // The release pairs with the hold it names; the heal ends the rest,
+        // and joins the latest of them.
+        assert_eq!(steps, vec![vec![0, 2], vec![1], vec![3, 4]]);
     }
 
     #[test]

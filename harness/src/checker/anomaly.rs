@@ -113,6 +113,20 @@ anomalies! {
         "a subscribed consumer polled from past records its group never consumed (at-least-once: a member resumes at most at its group's last commit)";
     RestartFailed = "restart-failed", "liveness", true,
         "a broker started again on its own data after a crash or stop ended by itself before it served";
+    AbortedRead = "aborted-read", "transactions", true,
+        "a read_committed read returned a value written by an aborted or failed transaction, by a failed send, or held by the final log inside an aborted transaction (G1a)";
+    PrecommittedRead = "precommitted-read", "transactions", true,
+        "a read_committed read returned a transaction's write before that transaction's EndTxn was sent, or a write the final log holds in a transaction no marker ended";
+    TornTransaction = "torn-transaction", "transactions", true,
+        "a committed transaction's writes are not all in the final log as committed: some are missing, aborted or left open";
+    AbortedCommitted = "aborted-committed", "transactions", true,
+        "a write of a transaction that aborted or failed is in the final log as committed: every later read_committed consumer returns it";
+    WriteCycle = "write-cycle", "txn-cycles", false,
+        "committed transactions' writes order them in a cycle through write-write dependencies (G0, or G1c through a ww edge): allowed, Kafka does not isolate transactions' writes";
+    ReadCycle = "read-cycle", "txn-cycles", true,
+        "committed transactions read each other's writes in a cycle of write-read dependencies alone (G1c, circular information flow)";
+    HangingTransaction = "hanging-transaction", "hanging-transactions", true,
+        "a final log holds a transaction no marker ended though its producer's ops all finished a transaction timeout before the run's end: the last stable offset, and every read_committed consumer, stays stuck there";
 }
 
 impl fmt::Display for Anomaly {

@@ -20,6 +20,9 @@ use crate::node::NodeId;
 use crate::topic_partition::{OFFSETS_TOPIC, PartitionRef, offsets_partition_of};
 
 mod resume;
+mod txn_offsets;
+#[cfg(test)]
+mod txn_offsets_tests;
 
 pub const NAME: &str = "committed-offsets";
 
@@ -62,6 +65,7 @@ pub fn checker() -> Checker {
 pub fn judges(op: &Op) -> bool {
     matches!(op.body, Body::Commit(_) | Body::Committed(_))
         || op.poll().is_some_and(|p| p.group.is_some())
+        || op.txn().is_some_and(|t| t.group.is_some())
 }
 
 /// One commit: its offset, when it was invoked and (if acknowledged) when.
@@ -69,6 +73,10 @@ struct CommitSpan {
     offset: i64,
     invoked_ns: u64,
     acked: Option<(u64, u64)>,
+    /// A transaction's offsets (KIP-447): acknowledged once EndTxn(commit)
+    /// was answered, before the commit marker reaches the offsets
+    /// partition, so only a stable read is held to them.
+    txn: bool,
 }
 
 /// One read: what it answered, when it was invoked, its completion's index.
@@ -76,6 +84,8 @@ struct ReadSpan {
     offset: i64,
     invoked_ns: u64,
     index: u64,
+    /// Asked with `require_stable` (KIP-447).
+    stable: bool,
     /// The coordinator that answered, when etcd named another leader of
     /// the group's offsets partition just after: (answered, leader).
     deposed: Option<(NodeId, NodeId)>,
@@ -105,6 +115,7 @@ fn check(run: &RunIndex) -> CheckOutcome {
                     offset: c.offset,
                     invoked_ns,
                     acked: (op.kind == OpType::Ok).then_some((op.time_ns, op.index)),
+                    txn: false,
                 }),
             Body::Committed(c) if op.kind == OpType::Ok => {
                 if let Some(offset) = c.offset {
@@ -115,11 +126,43 @@ fn check(run: &RunIndex) -> CheckOutcome {
                             offset,
                             invoked_ns,
                             index: op.index,
+                            stable: c.stable,
                             deposed: c.node.zip(c.leader).filter(|(node, leader)| node != leader),
                         });
                 }
             }
             _ => {}
+        }
+    }
+    // A subscribed consumer's transactions' offsets: those of one that
+    // committed are acknowledged at its completion, those of one that may
+    // have (info) may have moved the offset; one that never committed moved
+    // nothing (txn_offsets.rs holds that).
+    for t in &run.txns().txns {
+        let Some(group) = &t.txn.group else { continue };
+        if t.fate.never_committed() {
+            continue;
+        }
+        let invoked_ns = run
+            .run
+            .history
+            .get(t.invoke_index as usize)
+            .filter(|op| op.index == t.invoke_index)
+            .map_or(0, |op| op.time_ns);
+        let acked = (t.fate == crate::checker::txns::Fate::Committed)
+            .then_some(t.completed)
+            .flatten()
+            .map(|(index, ns)| (ns, index));
+        for (partition, &offset) in &t.txn.offsets {
+            commits
+                .entry((group.clone(), partition.clone()))
+                .or_default()
+                .push(CommitSpan {
+                    offset,
+                    invoked_ns,
+                    acked,
+                    txn: true,
+                });
         }
     }
     let mut evidence = Vec::new();
@@ -138,25 +181,38 @@ fn check(run: &RunIndex) -> CheckOutcome {
         // The acknowledged commits in acknowledgement order, and for each
         // offset the latest time a commit of it was sent: one pass over the
         // reads in the order they began (linear but for the sorts).
-        let mut acked: Vec<(u64, i64, u64)> = sent
-            .iter()
-            .filter_map(|c| c.acked.map(|(ns, index)| (ns, c.offset, index)))
-            .collect();
-        acked.sort_unstable();
+        // Two floors: of every acknowledged commit, for stable reads; of
+        // plain commits alone, for the others.
+        let acked_of = |with_txns: bool| {
+            let mut acked: Vec<(u64, i64, u64)> = sent
+                .iter()
+                .filter(|c| with_txns || !c.txn)
+                .filter_map(|c| c.acked.map(|(ns, index)| (ns, c.offset, index)))
+                .collect();
+            acked.sort_unstable();
+            acked
+        };
+        let (acked_any, acked_plain) = (acked_of(true), acked_of(false));
         let mut last_sent: HashMap<i64, u64> = HashMap::new();
         for c in sent {
             let latest = last_sent.entry(c.offset).or_insert(c.invoked_ns);
             *latest = (*latest).max(c.invoked_ns);
         }
         reads.sort_by_key(|r| r.invoked_ns);
-        let mut next = 0;
-        let mut floor: Option<(u64, i64, u64)> = None;
+        let (mut next_any, mut next_plain) = (0, 0);
+        let (mut floor_any, mut floor_plain): (Option<(u64, i64, u64)>, _) = (None, None);
         for read in reads.iter() {
             checked += 1;
-            while next < acked.len() && acked[next].0 < read.invoked_ns {
-                floor = Some(acked[next]);
-                next += 1;
+            for (acked, next, floor) in [
+                (&acked_any, &mut next_any, &mut floor_any),
+                (&acked_plain, &mut next_plain, &mut floor_plain),
+            ] {
+                while *next < acked.len() && acked[*next].0 < read.invoked_ns {
+                    *floor = Some(acked[*next]);
+                    *next += 1;
+                }
             }
+            let floor = if read.stable { floor_any } else { floor_plain };
             // The latest-acknowledged commit before the read began.
             let Some((acked_ns, floor_offset, acked_index)) = floor else {
                 continue;
@@ -218,14 +274,25 @@ fn check(run: &RunIndex) -> CheckOutcome {
     }
     let (group_polls, skipped) =
         resume::resume_skips(&run.run.history, run.ok_polls(), &mut evidence);
-    let result = if regressed == 0 && skipped == 0 {
+    let txns = txn_offsets::check(run, &mut evidence);
+    let aborted = txns.aborted_reads + txns.aborted_finals;
+    let result = if regressed == 0 && skipped == 0 && aborted == 0 {
         // Stale reads of deposed coordinators are allowed, and listed.
         let mut result = CheckResult::valid(
             NAME,
             format!(
                 "{checked} read(s) of committed offsets, none below an acknowledged commit but \
                  from a deposed coordinator ({stale}); {group_polls} subscribed poll(s), none \
-                 past a record its group had not seen"
+                 past a record its group had not seen{}",
+                if txns.txn_offsets == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        "; {} offset(s) sent to transactions, none only by aborted ones read ({}) \
+                         or final ({})",
+                        txns.txn_offsets, txns.reads, txns.finals
+                    )
+                }
             ),
         );
         result.evidence = evidence;
@@ -235,10 +302,23 @@ fn check(run: &RunIndex) -> CheckOutcome {
             NAME,
             format!(
                 "{regressed} read(s) of a committed offset below an acknowledged commit; \
-                 {skipped} subscribed poll(s) past records their group never saw"
+                 {skipped} subscribed poll(s) past records their group never saw{}",
+                if aborted == 0 {
+                    String::new()
+                } else {
+                    format!("; {aborted} committed offset(s) only aborted transactions sent")
+                }
             ),
             evidence,
         )
+    };
+    let result = if txns.txn_offsets == 0 {
+        result
+    } else {
+        result
+            .with_count("txn-offsets", txns.txn_offsets)
+            .with_count("aborted-offsets-read", txns.aborted_reads)
+            .with_count("aborted-offsets-final", txns.aborted_finals)
     };
     Ok(result
         .with_count("reads", checked)
@@ -292,6 +372,7 @@ mod tests {
             node: None,
             offset,
             leader: None,
+            stable: false,
         })
     }
 

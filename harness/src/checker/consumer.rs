@@ -12,18 +12,18 @@
 //! - `truncated-read`: a poll saw value v at offset o, and after the final
 //!   heal a replica of the partition holds another value, or nothing, at o.
 //!
-//! Skips rely on Kafka offsets being contiguous: this workload uses neither
-//! compaction nor transactions, so every offset below the log end holds a
-//! record. Offsets a replica holds as control records (transaction markers,
-//! which the client drops) are still exempt from the skip rules.
+//! Skips rely on Kafka offsets being contiguous: this workload uses no
+//! compaction, so every offset below the log end holds a record. Offsets a
+//! replica holds as control records (transaction markers, which the client
+//! drops) are exempt from the skip rules, and for a read_committed poll so
+//! are the records of aborted transactions (KIP-98: such a consumer is
+//! told to drop them).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::CheckOutcome;
-use super::evidence::{
-    HeldAfterHeal, InconsistentOffsets, NonmonotonicPoll, PollSkip, TruncatedRead, ValueSeen,
-};
+use super::evidence::{HeldAfterHeal, InconsistentOffsets, TruncatedRead, ValueSeen};
 use super::excuses::{Excuses, Judgement};
 use super::index::{AckedSends, OkPoll, RunIndex};
 use super::{Anomaly, CheckResult, Checker, Evidence, RunData};
@@ -32,6 +32,7 @@ use crate::node::NodeId;
 use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 use index::{FirstSeen, HeldValues};
+use within::{sent_at, skips_and_order};
 
 const NAME: &str = "consumer";
 
@@ -82,6 +83,9 @@ struct AfterHeal<'a> {
     replicas: BTreeMap<NodeId, (i64, usize, HeldValues<'a>)>,
     /// Offsets some replica holds as control records.
     control: BTreeSet<i64>,
+    /// Offsets some replica holds in an aborted transaction's data batch:
+    /// a read_committed consumer skips them.
+    aborted: BTreeSet<i64>,
 }
 
 impl<'a> AfterHeal<'a> {
@@ -89,8 +93,10 @@ impl<'a> AfterHeal<'a> {
         let mut log = AfterHeal {
             replicas: BTreeMap::new(),
             control: BTreeSet::new(),
+            aborted: BTreeSet::new(),
         };
         for (node, replica) in run.holders(partition) {
+            let txns = replica.transactions();
             let records: usize = replica
                 .batches()
                 .filter(|b| b.intact)
@@ -101,6 +107,9 @@ impl<'a> AfterHeal<'a> {
                 if batch.is_control() {
                     log.control.insert(record.offset);
                 } else {
+                    if batch.is_transactional() && txns.aborted(record.offset) {
+                        log.aborted.insert(record.offset);
+                    }
                     values.push((record.offset, record.value.as_ref()));
                 }
             }
@@ -238,26 +247,86 @@ fn check(index: &RunIndex) -> CheckOutcome {
             })
             .unwrap_or(RecordValue::Null)
     };
-    skips_and_order(polls, &logs, known_value, &mut evidence);
+    // When each value's send was invoked (each value is sent once in a
+    // run): a record the final log holds at an offset a poll passed over is
+    // no skip if it was sent only after the poll ended — that poll passed a
+    // marker (or, read_committed, an aborted record) that a later loss cut
+    // away, and the offset was written again.
+    let sent_at: HashMap<i64, u64> = sent_at(&run.history);
+    let written_after = |partition: &PartitionRef, offset: i64, poll_index: u64| -> bool {
+        let final_value = logs.get(partition).and_then(|log| {
+            log.replicas
+                .values()
+                .find_map(|(_, _, values)| values.get(offset))
+        });
+        matches!(final_value, Some(RecordValue::Number(v))
+            if sent_at.get(&v).is_some_and(|&invoked| invoked > poll_index))
+    };
     // A skip between two polls is of offsets holding data: seen by a poll
     // or held by a replica (control records and gaps are not records).
     // Built only if a gap between two polls needs it.
-    let polled: std::cell::OnceCell<HashSet<(&PartitionRef, i64)>> = std::cell::OnceCell::new();
-    let holds_record = |partition: &PartitionRef, offset: i64| {
-        polled
+    // Each polled (partition, offset), with the earliest moment a value
+    // polled there was sent (0 when a value's send is not in the history).
+    let polled: std::cell::OnceCell<HashMap<(&PartitionRef, i64), u64>> =
+        std::cell::OnceCell::new();
+    let holds_record = |partition: &PartitionRef, offset: i64, read_committed: bool, poll: u64| {
+        // What the replicas hold decides first: a marker (and, for a
+        // read_committed poll, an aborted record) is no record to return,
+        // nor is a record sent only after the poll; only other offsets need
+        // the polls' set.
+        if written_after(partition, offset, poll) {
+            return false;
+        }
+        if let Some(log) = logs.get(partition)
+            && (log.control.contains(&offset) || (read_committed && log.aborted.contains(&offset)))
+        {
+            return false;
+        }
+        let sent_before = polled
             .get_or_init(|| {
-                polls
-                    .iter()
-                    .flat_map(|p| p.records.iter().map(move |r| (p.partition, r.offset())))
-                    .collect()
+                let mut earliest: HashMap<(&PartitionRef, i64), u64> = HashMap::new();
+                for p in polls {
+                    for r in p.records {
+                        let sent = match r.value() {
+                            RecordValue::Number(v) => sent_at.get(v).copied().unwrap_or(0),
+                            _ => 0,
+                        };
+                        let slot = earliest.entry((p.partition, r.offset())).or_insert(sent);
+                        *slot = (*slot).min(sent);
+                    }
+                }
+                earliest
             })
-            .contains(&(partition, offset))
+            .get(&(partition, offset))
+            // Seen by a poll: a record the poll should have returned only
+            // if some value seen there was sent before it ended.
+            .is_some_and(|&sent| sent < poll);
+        sent_before
             || logs.get(partition).is_some_and(|log| {
                 log.replicas
                     .values()
                     .any(|(_, _, values)| values.get(offset).is_some())
             })
     };
+    // Within one poll, a gap is a skip. With transactions in the run a gap
+    // may be a marker a later loss took from every replica, so there only
+    // offsets known to have held a record sent before the poll count.
+    let transactional = run.history.iter().any(|op| op.f() == "txn")
+        || logs.values().any(|log| !log.control.is_empty());
+    let skipped = |partition: &PartitionRef, offset: i64, read_committed: bool, poll: u64| {
+        if transactional {
+            holds_record(partition, offset, read_committed, poll)
+        } else {
+            !written_after(partition, offset, poll)
+        }
+    };
+    // Markers, and for read_committed aborted records, are not returned by
+    // design.
+    let not_returned = |partition: &PartitionRef, offset: i64, read_committed: bool| {
+        let log = &logs[partition];
+        log.control.contains(&offset) || (read_committed && log.aborted.contains(&offset))
+    };
+    skips_and_order(polls, not_returned, known_value, skipped, &mut evidence);
     across::across_polls(&run.history, holds_record, known_value, &mut evidence);
 
     let (reads, unhosted) = reads_not_held(polls, &logs);
@@ -432,84 +501,6 @@ fn inconsistent_offset(group: &[&Sighting]) -> Evidence {
             values: listed,
         },
     )
-}
-
-/// Evidence of skips and of offsets out of order, within each poll;
-/// `known_value` names what a skipped offset holds.
-fn skips_and_order(
-    polls: &[OkPoll],
-    logs: &BTreeMap<&PartitionRef, AfterHeal>,
-    known_value: impl Fn(&PartitionRef, i64) -> RecordValue,
-    evidence: &mut Vec<Evidence>,
-) {
-    for poll in polls {
-        let control = &logs[poll.partition].control;
-        let mut expected = poll.from_offset;
-        let mut previous: Option<i64> = None;
-        for record in poll.records {
-            let offset = record.offset();
-            if let Some(prev) = previous
-                && offset <= prev
-            {
-                evidence.push(Evidence::new(
-                    Anomaly::IntNonmonotonicPoll,
-                    format!(
-                        "poll at index {} of {} returned offset {offset} after offset {prev}",
-                        poll.index, poll.partition
-                    ),
-                    NonmonotonicPoll {
-                        after: prev,
-                        index: poll.index,
-                        offset,
-                        partition: poll.partition.clone(),
-                        process: poll.process,
-                    },
-                ));
-            } else if offset > expected {
-                let skipped: Vec<i64> = (expected..offset)
-                    .filter(|o| !control.contains(o))
-                    .collect();
-                if !skipped.is_empty() {
-                    let anomaly = if previous.is_some() {
-                        Anomaly::IntPollSkip
-                    } else {
-                        Anomaly::PollSkip
-                    };
-                    let shown: Vec<(i64, RecordValue)> = skipped
-                        .iter()
-                        .take(10)
-                        .map(|&o| (o, known_value(poll.partition, o)))
-                        .collect();
-                    let from = match previous {
-                        Some(prev) => format!("offset {prev}"),
-                        None => format!("from_offset {}", poll.from_offset),
-                    };
-                    evidence.push(Evidence::new(
-                        anomaly,
-                        format!(
-                            "poll at index {} of {} went from {from} to offset {offset}, \
-                             skipping {} record(s)",
-                            poll.index,
-                            poll.partition,
-                            skipped.len()
-                        ),
-                        PollSkip {
-                            after: previous,
-                            from_offset: poll.from_offset,
-                            index: poll.index,
-                            offset,
-                            partition: poll.partition.clone(),
-                            process: poll.process,
-                            skipped: shown,
-                            skipped_count: skipped.len(),
-                        },
-                    ));
-                }
-            }
-            expected = expected.max(offset + 1);
-            previous = Some(offset);
-        }
-    }
 }
 
 /// Reads of values some replica does not hold after the final heal, by
@@ -719,3 +710,4 @@ mod across;
 mod index;
 #[cfg(test)]
 mod tests;
+mod within;

@@ -21,9 +21,16 @@ use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
 pub use super::anomaly::Anomaly;
+pub use groups::{CommittedRegressed, ResumeSkip};
+pub use txn::{
+    CycleEdge, DependencyKind, Fate, Hanging, TornTxn, TxnCycle, TxnRead, TxnRef, TxnWrite,
+};
 
-/// A history op, by its index in `history.jsonl`.
-pub type OpRef = u64;
+mod groups;
+mod refs;
+mod txn;
+
+pub use refs::OpRef;
 
 /// One anomaly, minimal and concrete: enough to find it in the files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,6 +138,10 @@ details! {
     Unseen(Unseen) for Unseen;
     NonmonotonicSend(NonmonotonicSend) for NonmonotonicSend;
     ResumeSkip(ResumeSkip) for ResumeSkip;
+    TxnRead(TxnRead) for AbortedRead | PrecommittedRead;
+    TornTxn(TornTxn) for TornTransaction | AbortedCommitted;
+    TxnCycle(TxnCycle) for WriteCycle | ReadCycle;
+    Hanging(Hanging) for HangingTransaction;
 }
 
 impl Details {
@@ -161,6 +172,13 @@ impl Details {
                 BTreeSet::from([d.earlier.history_index, d.later.history_index])
             }
             Details::ResumeSkip(d) => BTreeSet::from([d.poll_index]),
+            Details::TxnRead(d) => std::iter::once(d.read_index)
+                .chain(d.writer.as_ref().map(|w| w.index))
+                .chain(d.failed_send_index)
+                .collect(),
+            Details::TornTxn(d) => BTreeSet::from([d.txn.index]),
+            Details::TxnCycle(d) => d.ops.iter().copied().collect(),
+            Details::Hanging(d) => d.last_op.into_iter().collect(),
             Details::IdempotentDuplicate(d) => d
                 .sends
                 .iter()
@@ -227,6 +245,21 @@ impl Details {
                 (&d.partition, d.skipped_offset),
                 (&d.partition, d.from_offset),
             ],
+            Details::TxnRead(d) => vec![(&d.partition, d.offset)],
+            Details::TornTxn(d) => d
+                .writes
+                .iter()
+                .filter_map(|w| w.offset.or(w.acked_offset).map(|o| (&w.partition, o)))
+                .collect(),
+            Details::TxnCycle(d) => d
+                .edges
+                .iter()
+                .flat_map(|e| {
+                    std::iter::once((&e.partition, e.offset))
+                        .chain(e.then_offset.map(|o| (&e.partition, o)))
+                })
+                .collect(),
+            Details::Hanging(d) => vec![(&d.partition, d.first_offset)],
             _ => Vec::new(),
         };
         rows.sort();
@@ -661,18 +694,6 @@ pub struct Stuck {
     pub window_ms: u64,
 }
 
-/// `committed-offset-regressed`: a read of a committed offset below a
-/// commit acknowledged before it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CommittedRegressed {
-    pub acked_index: OpRef,
-    pub acked_offset: i64,
-    pub group: String,
-    pub partition: PartitionRef,
-    pub read_index: OpRef,
-    pub read_offset: i64,
-}
-
 /// `unseen`: an acknowledged write the final log holds that no poll
 /// returned, and the final read that should have.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -688,21 +709,6 @@ pub struct Unseen {
 pub struct NonmonotonicSend {
     pub earlier: AckedWrite,
     pub later: AckedWrite,
-}
-
-/// `resume-skip`: a subscribed consumer's poll from `from_offset` while its
-/// group had never been returned the record at `skipped_offset`; the
-/// group's last acknowledged commit of the partition before the poll, if any.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResumeSkip {
-    pub from_offset: i64,
-    pub group: String,
-    pub last_acked_commit: Option<i64>,
-    pub partition: PartitionRef,
-    pub poll_index: OpRef,
-    pub process: Process,
-    pub skipped_count: u64,
-    pub skipped_offset: i64,
 }
 
 /// `restart-failed`: a node whose process ended by itself during a start,
@@ -734,7 +740,12 @@ mod tests {
     /// here declares its fields in the order of their names on disk.
     #[test]
     fn every_details_struct_declares_its_fields_in_name_order() {
-        let source = include_str!("evidence.rs");
+        let source = [
+            include_str!("evidence.rs"),
+            include_str!("evidence/groups.rs"),
+            include_str!("evidence/txn.rs"),
+        ]
+        .concat();
         let mut structs = 0;
         for block in source.split("pub struct ").skip(1) {
             let name = block.split_whitespace().next().unwrap_or_default();

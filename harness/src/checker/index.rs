@@ -33,6 +33,7 @@ pub struct RunIndex<'a> {
     acked: OnceLock<AckedSends<'a>>,
     final_logs: OnceLock<BTreeMap<PartitionRef, Result<IndexedLog<'a>, NoFinalLog>>>,
     polls: OnceLock<Vec<OkPoll<'a>>>,
+    txns: OnceLock<super::txns::TxnView<'a>>,
 }
 
 impl<'a> RunIndex<'a> {
@@ -42,7 +43,20 @@ impl<'a> RunIndex<'a> {
             acked: OnceLock::new(),
             final_logs: OnceLock::new(),
             polls: OnceLock::new(),
+            txns: OnceLock::new(),
         }
+    }
+
+    /// The run's transactions, their reads and the final logs' outcomes
+    /// (txns.rs), built the first time a transaction checker asks.
+    pub(crate) fn txns(&self) -> &super::txns::TxnView<'a> {
+        self.txns.get_or_init(|| {
+            super::txns::TxnView::of(self.run, |partition| {
+                self.final_log(partition)
+                    .map(|indexed| indexed.log.replica)
+                    .map_err(Clone::clone)
+            })
+        })
     }
 
     /// Every send that ended ok, in history order.
@@ -104,6 +118,9 @@ pub(crate) struct OkPoll<'a> {
     pub high_watermark: i64,
     /// The leader epoch etcd named just after the poll.
     pub leader_epoch: Option<i32>,
+    /// Whether the consumer read committed data only (KIP-98): it skips
+    /// aborted transactions' records and stops at the last stable offset.
+    pub read_committed: bool,
 }
 
 /// Every ok poll, in history order.
@@ -132,6 +149,7 @@ pub(crate) fn ok_polls(history: &[Op]) -> Vec<OkPoll<'_>> {
             records: &read.records,
             high_watermark: read.high_watermark,
             leader_epoch: read.leader_epoch,
+            read_committed: poll.read_committed(),
         });
     }
     polls
@@ -292,12 +310,16 @@ pub(crate) fn canonical_number(text: &str) -> Option<i64> {
 
 impl<'a> ValueIndex<'a> {
     /// Intact data batches only, null values left out, as
-    /// `CompactReplica::offsets_by_value` reads a replica.
+    /// `CompactReplica::offsets_by_value` reads a replica; records of an
+    /// aborted transaction left out too (KIP-98: no read_committed reader
+    /// ever sees them, and the log keeps them only until cleaned), so a
+    /// value is held only where it was written for good.
     pub(crate) fn of(replica: &'a ReplicaState) -> ValueIndex<'a> {
         let mut numbers = Vec::new();
         let mut texts = Vec::new();
+        let txns = replica.transactions();
         for (batch, record) in replica.records() {
-            if batch.is_control() {
+            if batch.is_control() || (batch.is_transactional() && txns.aborted(record.offset)) {
                 continue;
             }
             let Some(value) = record.value.as_ref() else {

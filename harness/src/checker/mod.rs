@@ -25,6 +25,7 @@ pub mod evidence;
 mod excuses;
 pub mod fencing;
 pub(crate) mod final_log;
+pub mod hanging;
 pub mod high_watermark;
 pub mod index;
 pub mod leaders;
@@ -33,6 +34,9 @@ pub mod offset_changed;
 pub mod send_order;
 #[cfg(any(test, feature = "testing"))]
 pub mod synthetic;
+pub mod transactions;
+pub mod txn_cycles;
+pub(crate) mod txns;
 pub mod unseen;
 mod verdict;
 
@@ -59,9 +63,17 @@ const LISTED_WITH_OPS: &[(&str, OpTest)] = &[
 /// Whether an op is one a checker judges.
 type OpTest = fn(&crate::history::Op) -> bool;
 
+/// The transaction checkers ([transactions]): listed only for a run with
+/// transactions — a `txn` op, a read_committed poll, or a transactional
+/// batch in its logs (`txns::in_run`) — so every earlier run reports as it
+/// did.
+const LISTED_WITH_TRANSACTIONS: &[&str] = &[transactions::NAME, txn_cycles::NAME, hanging::NAME];
+
 /// The checkers for `run`: [`all`], less those of [`LISTED_WITH_OPS`] whose
-/// ops the run has none of.
+/// ops the run has none of, and the transaction checkers for a run without
+/// transactions.
 pub fn for_run(run: &RunData) -> Vec<Checker> {
+    let with_transactions = std::cell::OnceCell::new();
     all()
         .into_iter()
         .filter(|c| {
@@ -69,6 +81,10 @@ pub fn for_run(run: &RunData) -> Vec<Checker> {
                 .iter()
                 .find(|(name, _)| *name == c.name)
                 .is_none_or(|(_, judges)| run.history.iter().any(judges))
+        })
+        .filter(|c| {
+            !LISTED_WITH_TRANSACTIONS.contains(&c.name)
+                || *with_transactions.get_or_init(|| txns::in_run(run))
         })
         .collect()
 }
@@ -88,6 +104,9 @@ pub fn all() -> Vec<Checker> {
         committed::checker(),
         send_order::checker(),
         unseen::checker(),
+        transactions::checker(),
+        txn_cycles::checker(),
+        hanging::checker(),
     ]
 }
 

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::history::{
-    Acked, Aim, Body, Done, FaultOp, NodeCut, Op, OpType, Poll, PolledRecord, Process, Read,
-    RecordValue, ReplicaCut, Send, Verb,
+    Acked, Aim, Body, Done, FaultOp, Intent, MicroOp, NodeCut, Op, OpType, Poll, PolledRecord,
+    Process, Read, RecordValue, ReplicaCut, Send, Txn, TxnPoll, TxnProducer, TxnSend, Verb,
 };
 use crate::node::NodeId;
 use crate::observe::timeline::{ControllerChange, PartitionStateChange, Timeline};
@@ -30,6 +30,11 @@ use crate::topic_partition::PartitionRef;
 use super::RunData;
 
 mod subscribers;
+mod transactions;
+
+use subscribers::NO_VALUE;
+
+pub use transactions::TXN_PRODUCER_ID_BASE;
 
 /// What to generate. [`SyntheticSpec::with_ops`] gives the shape the bench
 /// and the tests use.
@@ -64,6 +69,12 @@ pub struct SyntheticSpec {
     pub subscribers: u64,
     /// End with a final read of every partition from offset 0.
     pub final_read: bool,
+    /// Transactional producers ([transactions], transactions.rs): each runs
+    /// `txn` ops of two sends and a read_committed poll, committed or
+    /// aborted; with any, every other plain consumer reads committed.
+    pub transactors: u64,
+    /// Every n-th transaction aborts (0: none do).
+    pub txn_abort_every: u64,
 }
 
 impl SyntheticSpec {
@@ -87,6 +98,18 @@ impl SyntheticSpec {
             drop_acked_value: false,
             subscribers: 2,
             final_read: true,
+            transactors: 0,
+            txn_abort_every: 4,
+        }
+    }
+
+    /// [`SyntheticSpec::with_ops`] with three transactional producers: about
+    /// a fifth of the ops are `txn` ops (a million ops hold about 100 000
+    /// transactions), every fourth aborted.
+    pub fn with_transactions(ops: usize) -> SyntheticSpec {
+        SyntheticSpec {
+            transactors: 3,
+            ..SyntheticSpec::with_ops(ops)
         }
     }
 }
@@ -100,7 +123,7 @@ pub fn synthetic_run(spec: &SyntheticSpec) -> RunData {
     assert!(
         spec.brokers >= 2
             && spec.partitions >= 1
-            && spec.producers + spec.consumers + spec.subscribers >= 1,
+            && spec.producers + spec.consumers + spec.subscribers + spec.transactors >= 1,
         "a synthetic run needs two brokers, a partition and a client: {spec:?}"
     );
     let mut g = Generator::new(spec);
@@ -123,6 +146,21 @@ pub fn synthetic_run(spec: &SyntheticSpec) -> RunData {
         g.final_reads();
     }
     g.finish()
+}
+
+/// What a batch appended holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BatchKind {
+    Plain,
+    /// A transaction's data (KIP-98).
+    Transactional {
+        producer_id: i64,
+    },
+    /// The marker that ends `producer_id`'s transaction on the partition.
+    Marker {
+        producer_id: i64,
+        commit: bool,
+    },
 }
 
 /// splitmix64: enough randomness to interleave clients, and no dependency.
@@ -149,6 +187,8 @@ enum Role {
     Consumer(usize),
     /// Index into `Generator::subscribers`.
     Subscriber(usize),
+    /// Index into the transactors (transactions.rs).
+    Transactor(usize),
 }
 
 struct Client {
@@ -164,7 +204,8 @@ struct PartitionLog {
     leader: NodeId,
     leader_epoch: i32,
     isr: Vec<NodeId>,
-    /// Value at each offset (offsets start at 0 and are contiguous).
+    /// Value at each offset (offsets start at 0 and are contiguous);
+    /// [`NO_VALUE`] at a transaction marker's.
     values: Vec<i64>,
     segments: Vec<Segment>,
     segment_records: usize,
@@ -200,6 +241,7 @@ struct Generator<'a> {
     /// Per consumer: the partition it polls next.
     next_partition: Vec<u32>,
     subscribers: subscribers::Subscribers,
+    transactors: transactions::Transactors,
     next_value: i64,
     sends_completed: u64,
     faults_fired: usize,
@@ -232,6 +274,11 @@ impl<'a> Generator<'a> {
             role: Role::Subscriber(s as usize),
             pending: None,
         }));
+        clients.extend((0..spec.transactors).map(|t| Client {
+            process: spec.producers + spec.consumers + spec.subscribers + t,
+            role: Role::Transactor(t as usize),
+            pending: None,
+        }));
         let logs = (0..spec.partitions)
             .map(|p| PartitionLog {
                 partition: PartitionRef::new(&spec.topic, p),
@@ -248,11 +295,16 @@ impl<'a> Generator<'a> {
             spec,
             rng: Rng(spec.seed),
             history: Vec::with_capacity(spec.ops + 64),
-            next_process: spec.producers + spec.consumers + spec.subscribers,
+            next_process: spec.producers + spec.consumers + spec.subscribers + spec.transactors,
             subscribers: subscribers::Subscribers::new(
                 spec.subscribers,
                 spec.partitions,
                 spec.poll_records_max,
+            ),
+            transactors: transactions::Transactors::new(
+                spec.transactors,
+                spec.partitions,
+                spec.txn_abort_every,
             ),
             positions: vec![vec![0; spec.partitions as usize]; spec.consumers as usize],
             next_partition: (0..spec.consumers)
@@ -320,14 +372,19 @@ impl<'a> Generator<'a> {
                 })
             }
             Role::Subscriber(s) => self.subscribers.invoke(s, &self.views()),
+            Role::Transactor(t) => self.txn_invoke(t),
             Role::Consumer(c) => {
                 let p = self.next_partition[c] as usize;
                 self.next_partition[c] = (self.next_partition[c] + 1) % self.spec.partitions;
-                Body::Poll(Poll::new(
+                let mut poll = Poll::new(
                     self.logs[p].partition.clone(),
                     self.positions[c][p],
                     Some(self.logs[p].leader),
-                ))
+                );
+                if self.reads_committed(c) {
+                    poll.isolation = Some(crate::history::Isolation::ReadCommitted);
+                }
+                Body::Poll(poll)
             }
         };
         let process = Process::Client(process);
@@ -342,6 +399,11 @@ impl<'a> Generator<'a> {
         let process = Process::Client(self.clients[slot].process);
         if let Role::Subscriber(s) = self.clients[slot].role {
             let done = self.subscribers.complete(s, body, &views(&self.logs));
+            self.push(process, OpType::Ok, done, None);
+            return;
+        }
+        if let Role::Transactor(t) = self.clients[slot].role {
+            let done = self.txn_complete(t);
             self.push(process, OpType::Ok, done, None);
             return;
         }
@@ -382,12 +444,19 @@ impl<'a> Generator<'a> {
                     unreachable!("only consumers poll")
                 };
                 let p = poll.partition.partition as usize;
-                let log = &self.logs[p];
                 let from = poll.from_offset as usize;
-                let end = (from + self.spec.poll_records_max).min(log.values.len());
-                let records = (from..end)
-                    .map(|o| PolledRecord(o as i64, RecordValue::Number(log.values[o])))
-                    .collect();
+                let (records, end) = if poll.read_committed() {
+                    self.read_committed(p, from, self.spec.poll_records_max)
+                } else {
+                    let log = &self.logs[p];
+                    let end = (from + self.spec.poll_records_max).min(log.values.len());
+                    let records = (from..end)
+                        .filter(|&o| log.values[o] != NO_VALUE)
+                        .map(|o| PolledRecord(o as i64, RecordValue::Number(log.values[o])))
+                        .collect();
+                    (records, end)
+                };
+                let log = &self.logs[p];
                 poll.read = Some(Read {
                     records,
                     high_watermark: log.log_end_offset(),
@@ -397,7 +466,12 @@ impl<'a> Generator<'a> {
                 self.push(process, OpType::Ok, Body::Poll(poll), None);
             }
             Body::Fault(_) => unreachable!("clients do not fire faults"),
-            Body::Commit(_) | Body::Committed(_) | Body::Rebalance(_) | Body::ClientCrash(_) => {
+            Body::Commit(_)
+            | Body::Committed(_)
+            | Body::Rebalance(_)
+            | Body::ClientCrash(_)
+            | Body::Txn(_)
+            | Body::StableOffsets(_) => {
                 unreachable!("synthetic clients do not commit")
             }
         }
@@ -426,9 +500,21 @@ impl<'a> Generator<'a> {
         }
     }
 
-    /// Appends one batch to partition `p`'s log in the current leader epoch;
-    /// the offsets it got.
+    /// Appends one plain batch to partition `p`'s log in the current leader
+    /// epoch; the offsets it got.
     fn append(&mut self, p: usize, values: &[i64]) -> Vec<i64> {
+        self.append_batch(p, values, BatchKind::Plain)
+    }
+
+    /// Appends one batch of `kind` to partition `p`'s log in the current
+    /// leader epoch (a marker's `values` are ignored: it holds one control
+    /// record); the offsets it got.
+    fn append_batch(&mut self, p: usize, values: &[i64], kind: BatchKind) -> Vec<i64> {
+        let marker = match kind {
+            BatchKind::Marker { .. } => Some([NO_VALUE]),
+            _ => None,
+        };
+        let values: &[i64] = marker.as_ref().map_or(values, |m| &m[..]);
         let log = &mut self.logs[p];
         let base = log.log_end_offset();
         // The cache gains an epoch with the first batch written in it, as a
@@ -449,17 +535,34 @@ impl<'a> Generator<'a> {
             log.segment_records = 0;
         }
         let timestamp = (self.history.len() as i64) * 50;
-        let records: Vec<Record> = values
-            .iter()
-            .enumerate()
-            .map(|(i, value)| Record {
-                offset: base + i as i64,
+        let records: Vec<Record> = match kind {
+            // KIP-98's EndTransactionMarker: key (version 0, type 1 commit or
+            // 0 abort), value (version 0, coordinator epoch 0).
+            BatchKind::Marker { commit, .. } => vec![Record {
+                offset: base,
                 timestamp,
-                key: None,
-                value: Some(Payload::from(value.to_string().into_bytes())),
+                key: Some(Payload::from(vec![0, 0, 0, u8::from(commit)])),
+                value: Some(Payload::from(vec![0, 0, 0, 0, 0, 0])),
                 headers: Box::default(),
-            })
-            .collect();
+            }],
+            _ => values
+                .iter()
+                .enumerate()
+                .map(|(i, value)| Record {
+                    offset: base + i as i64,
+                    timestamp,
+                    key: None,
+                    value: Some(Payload::from(value.to_string().into_bytes())),
+                    headers: Box::default(),
+                })
+                .collect(),
+        };
+        let (attributes, producer_id, producer_epoch, base_sequence) = match kind {
+            BatchKind::Plain => (0, -1, -1, -1),
+            // Attributes bit 4: transactional; bit 5: control.
+            BatchKind::Transactional { producer_id } => (0x10, producer_id, 0, 0),
+            BatchKind::Marker { producer_id, .. } => (0x30, producer_id, 0, -1),
+        };
         // Sizes as the v2 format would frame them (a 61-byte header, about
         // eight bytes of framing a record); no checker reads them.
         let size_bytes = 61
@@ -484,13 +587,13 @@ impl<'a> Generator<'a> {
             magic: 2,
             crc: 0,
             crc_valid: true,
-            attributes: 0,
+            attributes,
             codec: Codec::None,
             first_timestamp: timestamp,
             max_timestamp: timestamp,
-            producer_id: -1,
-            producer_epoch: -1,
-            base_sequence: -1,
+            producer_id,
+            producer_epoch,
+            base_sequence,
             records_count: values.len() as i32,
             intact: true,
             records,
@@ -499,6 +602,12 @@ impl<'a> Generator<'a> {
         log.segment_records += values.len();
         log.values.extend_from_slice(values);
         (base..=last).collect()
+    }
+
+    /// Whether plain consumer `c` reads committed data only: every other
+    /// one, in a run with transactions.
+    fn reads_committed(&self, c: usize) -> bool {
+        self.spec.transactors > 0 && c % 2 == 1
     }
 
     /// Records partition `p`'s current state in etcd's timeline and in the
@@ -768,5 +877,104 @@ impl<'a> Generator<'a> {
                 batch.records_count -= (before - batch.records.len()) as i32;
             }
         }
+    }
+}
+
+impl Generator<'_> {
+    /// Transactor `t` begins a transaction (transactions.rs): its sends are
+    /// appended, its poll reads; the invoke's body.
+    fn txn_invoke(&mut self, t: usize) -> Body {
+        let (serial, intent) = self.transactors.begin();
+        let partitions = u64::from(self.spec.partitions);
+        let first = self.rng.below(partitions) as usize;
+        let second =
+            (first + 1 + self.rng.below(partitions.max(2) - 1) as usize) % partitions as usize;
+        let read = self.rng.below(partitions) as usize;
+        let producer_id = self.transactors.members[t].producer_id;
+        let mut ops = Vec::new();
+        let mut written = Vec::new();
+        for p in [first, second] {
+            let value = self.next_value;
+            self.next_value += 1;
+            let offset =
+                self.append_batch(p, &[value], BatchKind::Transactional { producer_id })[0];
+            self.transactors
+                .wrote(p, offset, serial, !written.contains(&p));
+            if !written.contains(&p) {
+                written.push(p);
+            }
+            ops.push(MicroOp::Send(TxnSend {
+                partition: self.logs[p].partition.clone(),
+                value,
+                offset: Some(Some(offset)),
+            }));
+        }
+        let from = self.transactors.members[t].positions[read] as usize;
+        let (records, end) = self.read_committed(read, from, transactions::TXN_POLL_RECORDS_MAX);
+        self.transactors.members[t].positions[read] = end as u64;
+        ops.push(MicroOp::Poll(TxnPoll {
+            partition: self.logs[read].partition.clone(),
+            records: Some(records),
+        }));
+        let done = Txn {
+            transactional_id: format!("txn-{t}"),
+            intent,
+            ops,
+            node: Some(self.brokers[0]),
+            group: None,
+            offsets: Default::default(),
+            producer: Some(TxnProducer {
+                id: producer_id,
+                epoch: 0,
+            }),
+            commit_ns: None,
+        };
+        let invoke = transactions::invoke_of(&done);
+        self.transactors.members[t].in_flight = Some((serial, written, done));
+        Body::Txn(invoke)
+    }
+
+    /// Transactor `t`'s transaction ends: a marker in each partition it
+    /// wrote; the completion's body.
+    fn txn_complete(&mut self, t: usize) -> Body {
+        let (serial, written, mut done) = self.transactors.members[t]
+            .in_flight
+            .take()
+            .expect("a transactor completes what it invoked");
+        let commit = done.intent == Intent::Commit;
+        let producer_id = self.transactors.members[t].producer_id;
+        // EndTxn goes out just before the answer (the completion's time is
+        // its index × 50 µs).
+        done.commit_ns = Some((self.history.len() as u64 * 50_000).saturating_sub(25_000));
+        for &p in &written {
+            self.append_batch(
+                p,
+                &[],
+                BatchKind::Marker {
+                    producer_id,
+                    commit,
+                },
+            );
+        }
+        self.transactors.ended(serial, &written, commit);
+        Body::Txn(done)
+    }
+
+    /// A read_committed read of partition `p` from offset `from`: at most
+    /// `max` records below the last stable offset, none of an aborted or
+    /// open transaction, no marker; the records and where it stopped.
+    fn read_committed(&self, p: usize, from: usize, max: usize) -> (Vec<PolledRecord>, usize) {
+        let log = &self.logs[p];
+        let stable = self.transactors.stable_offset(p, log.values.len());
+        let mut records = Vec::new();
+        let mut at = from;
+        while at < stable && records.len() < max {
+            let value = log.values[at];
+            if self.transactors.committed(p, at as i64, value) {
+                records.push(PolledRecord(at as i64, RecordValue::Number(value)));
+            }
+            at += 1;
+        }
+        (records, at.max(from))
     }
 }

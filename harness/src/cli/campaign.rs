@@ -67,6 +67,32 @@ pub struct CampaignArgs {
     /// turns; 0: never.
     #[arg(long, default_value_t = 0)]
     pub crash_every: u32,
+    /// Transactional producers beside the others ([transactions]): each
+    /// runs `txn` ops of sends and read_committed polls, most committed,
+    /// some aborted.
+    #[arg(long, default_value_t = 0)]
+    pub transactional: u32,
+    /// The subscribers (`--subscribers`) run read-process-write
+    /// transactions ([transactions], KIP-447): a read_committed poll, fresh
+    /// values sent elsewhere and the position sent to the transaction, most
+    /// committed, some aborted (`[workload] read_process_write`).
+    #[arg(long, requires = "subscribers")]
+    pub read_process_write: bool,
+    /// Leave the targeted fault sequences by role out of the mix
+    /// (campaign/sequence.rs: a bounce then the leader killed, a bounce at a
+    /// takeover, failover to a bounced replica, an empty replica leading):
+    /// one fault per pick, as campaigns ran before them.
+    #[arg(long)]
+    pub no_sequences: bool,
+    /// Bound on one client request (`[workload] request_timeout_ms`,
+    /// default 10000): shorter makes a held or delayed request time out,
+    /// and its transaction abort, within one gap between faults.
+    #[arg(long)]
+    pub request_timeout_ms: Option<u64>,
+    /// The transactional producers' transaction timeout (`[workload]
+    /// transaction_timeout_ms`, default 10000).
+    #[arg(long)]
+    pub transaction_timeout_ms: Option<u64>,
     /// After the final heal, every partition must take a write within this.
     #[arg(long, default_value_t = 30_000)]
     pub liveness_ms: u64,
@@ -215,6 +241,10 @@ fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
     options.commits = args.commits;
     options.subscribers = args.subscribers;
     options.crash_every = args.crash_every;
+    options.transactional = args.transactional;
+    options.read_process_write = args.read_process_write;
+    options.request_timeout_ms = args.request_timeout_ms;
+    options.transaction_timeout_ms = args.transaction_timeout_ms;
     options.acks = args.acks;
     options.liveness_ms = args.liveness_ms;
     let m = &mut options.minimums;
@@ -259,6 +289,11 @@ fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
         return failed(EXIT_USAGE);
     }
     let plan = Plan::derive(seed, stop, args.brokers, &options.kinds);
+    let plan = if args.no_sequences {
+        plan.without_sequences()
+    } else {
+        plan
+    };
     let _ = write!(out, "{}", crate::campaign::describe(&plan, &schedule));
     let _ = out.flush();
     let name = format!("seed-{seed}");

@@ -37,12 +37,15 @@ pub struct FaultArgs {
     pub store_or_run: PathBuf,
     /// A schedule's fault verb: pause, resume, crash, restart, stop, start,
     /// power-loss, truncate-log, isolate, majority-minority, one-way, bridge,
-    /// node-from-etcd, node-from-clients, heal (docs/schedules.md, Faults).
+    /// node-from-etcd, node-from-clients, hold-requests, delay-requests,
+    /// drop-requests, duplicate-requests, release-requests, heal
+    /// (docs/schedules.md, Faults).
     pub verb: String,
     /// The target as a schedule writes it, words joined by spaces: `b2`,
     /// `controller`, `leader of t-0`, `a follower of t-0`, `random
     /// minority`, `b1,b3`; or an inline TOML table (one-way, truncate-log, a
-    /// named cut). `heal` alone takes none.
+    /// named cut, the request faults' `{ from, to, api }`). `heal` alone
+    /// takes none.
     pub target: Vec<String>,
     /// How long to wait for the session's answer (a restart waits for the
     /// broker to serve).

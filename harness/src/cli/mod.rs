@@ -27,11 +27,13 @@ mod gate;
 mod gc;
 mod inspect;
 mod merge;
+mod power;
 mod replay;
 mod run;
 mod run_settings;
 mod serve;
 mod shrink;
+mod shrink_trials;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -45,6 +47,7 @@ pub use gate::{GateArgs, gate};
 pub use gc::{GcArgs, gc};
 pub use inspect::{InspectArgs, InspectError, inspect};
 pub use merge::{MergeArgs, merge};
+pub use power::{PowerArgs, power};
 pub use replay::{ReplayArgs, replay};
 pub use run::{RunArgs, run};
 pub use run_settings::RunSettings;
@@ -83,6 +86,8 @@ pub enum Command {
     Campaign(CampaignArgs),
     /// Cut a failing run's faults down (ddmin) to a schedule that still fails the same way: `shrunk.toml`.
     Shrink(ShrinkArgs),
+    /// The power table: N seeds of campaigns on each era setting (known bugs) and on the fixed settings; detection rates, time to detect, false alarms.
+    Power(PowerArgs),
     /// Remove what killed harnesses left: process groups, Docker containers and networks, and stale epochal images.
     Gc(GcArgs),
     /// Merge the JUnit reports of a sharded gate (`--shard I/N` on N runners) into one.

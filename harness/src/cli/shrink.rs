@@ -1,19 +1,24 @@
-//! `epochal shrink`'s command line: a failing run's faults cut down (ddmin,
-//! campaign/shrink.rs), then its load, to `shrunk.toml` in the run directory.
-//! In passes: what to shrink (the run's schedule, the anomaly, the fault
-//! units), the cut (the whole must fail first), the confirmation runs, and
-//! the file written.
+//! `epochal shrink`'s command line: a failing run's faults cut down, then
+//! its load, to `shrunk.toml` in the run directory. In passes: what to
+//! shrink (the run's schedule with its realised timing, the anomaly, the
+//! fault units, where the evidence lies), the cut (the whole must fail
+//! first; then the window the evidence leaves, campaign/shrink_search.rs;
+//! then ddmin over it; then each kept fault's undo, left to the final heal;
+//! then the load), the confirmation runs, and the file written. The
+//! candidates' runs are shrink_trials.rs.
 
 use std::io::Write;
-use std::path::Path;
 
 use clap::Args;
 
 use super::exit::{EXIT_HARNESS_ERROR, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID};
 use super::run_settings::RunSettings;
-use crate::campaign::shrink::{LIGHTER_LOADS, Unit, candidate, ddmin, header, units};
+use super::shrink_trials::{Trials, UnitJudge, faults};
+use crate::campaign::power::detect::detect_in;
+use crate::campaign::shrink::{LIGHTER_LOADS, Unit, header, units};
+use crate::campaign::shrink_search::{self, Judge};
+use crate::campaign::shrink_timing::Realised;
 use crate::checker::{Anomaly, Report, Verdict};
-use crate::run::{RunOptions, Steps};
 use crate::run_dir::RunDir;
 use crate::schedule::Schedule;
 
@@ -32,32 +37,55 @@ pub struct ShrinkArgs {
     /// Runs of the final schedule, to say how often it reproduces.
     #[arg(long, default_value_t = 5)]
     pub confirm: u32,
+    /// Candidates run at once (each its own cluster). More than the
+    /// machine's cores stretches every run's timing.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// ddmin over every unit, without first cutting to the window the
+    /// anomaly's evidence leaves.
+    #[arg(long)]
+    pub no_window: bool,
+    /// Drop the time removed faults took instead of keeping it as
+    /// `N ms pass` (and no realised delay after each gap).
+    #[arg(long)]
+    pub compress_gaps: bool,
     #[command(flatten)]
     pub settings: RunSettings,
 }
 
-/// `epochal shrink`: ddmin over a failing run's faults (campaign/shrink.rs),
-/// then over its load; writes `shrunk.toml` into the run directory. Exit 0
-/// when a schedule was written, 3 when the run is not a failing campaign run,
-/// 4 on a harness error.
+/// `epochal shrink`: the evidence window, then ddmin over it
+/// (campaign/shrink_search.rs), then the load; writes `shrunk.toml` into
+/// the run directory. Exit 0 when a schedule was written, 2 when the run
+/// did not fail again, 3 when the run is not a failing campaign run, 4 on a
+/// harness error.
 pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
     let target = match Target::load(args) {
         Ok(target) => target,
         Err(code) => return code,
     };
-    let Some(mut trials) = Trials::new(args, target.anomaly) else {
+    let Some(mut trials) = Trials::new(
+        &args.run_dir,
+        &args.settings,
+        target.anomaly,
+        args.tries,
+        args.jobs,
+    ) else {
         return EXIT_HARNESS_ERROR;
     };
     let _ = writeln!(
         out,
-        "shrinking {} ({} faults in {} units) for `{}`, {} tries a candidate",
+        "shrinking {} ({} faults in {} units) for `{}`, {} tries a candidate, {} at once; {}",
         args.run_dir.display(),
         faults(&target.schedule),
         target.units.len(),
         target.anomaly,
-        args.tries
+        args.tries,
+        args.jobs.max(1),
+        target.timing_note
     );
-    let Some(shrunk) = cut_down(&target, &mut trials, out) else {
+    let cut = cut_down(args, &target, &mut trials, out);
+    let Some(shrunk) = cut else {
+        trials.done();
         if let Some(e) = trials.harness_error {
             eprintln!("epochal: shrink: a candidate run failed to run: {e}");
             return EXIT_HARNESS_ERROR;
@@ -70,25 +98,31 @@ pub fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> u8 {
         );
         return EXIT_UNKNOWN;
     };
-    let mut confirmed = 0;
-    for _ in 0..args.confirm {
-        if trials.reproduces(&shrunk) {
-            confirmed += 1;
-        }
-    }
+    trials.progress(&format!(
+        "confirming {} faults, {} runs",
+        faults(&shrunk),
+        args.confirm
+    ));
+    let confirmed = confirm(&mut trials, &shrunk, args.confirm);
+    trials.done();
     if let Some(e) = trials.harness_error {
         eprintln!("epochal: shrink: a candidate run failed to run, so the shrink stopped: {e}");
         return EXIT_HARNESS_ERROR;
     }
-    write_shrunk(args, &target, &shrunk, confirmed, trials.runs, out)
+    write_shrunk(args, &target, &shrunk, confirmed, &trials, out)
 }
 
-/// What a shrink works on: the failing run's schedule (`--set`s applied),
-/// the anomaly every candidate must show, and the schedule cut into units.
+/// What a shrink works on: the failing run's schedule (`--set`s applied,
+/// each fault's realised delay after its gap written in unless
+/// `--compress-gaps`), the anomaly every candidate must show, the schedule
+/// cut into units, and the first unit after the anomaly's first evidence.
 struct Target {
     schedule: Schedule,
     anomaly: Anomaly,
     units: Vec<Unit>,
+    realised: Option<Realised>,
+    first_after_evidence: Option<usize>,
+    timing_note: String,
 }
 
 impl Target {
@@ -103,146 +137,253 @@ impl Target {
             eprintln!("epochal: {e}");
             EXIT_USAGE
         })?;
-        let Some(anomaly) = args.anomaly.or_else(|| first_anomaly(&dir)) else {
+        let report = read_report(&dir);
+        let Some(anomaly) = args
+            .anomaly
+            .or_else(|| report.as_ref().and_then(first_anomaly))
+        else {
             eprintln!(
                 "epochal: {} is not invalid (no anomaly in its results.json): nothing to shrink",
                 args.run_dir.display()
             );
             return Err(EXIT_USAGE);
         };
+        // Units are cut from the realised schedule first, so a schedule
+        // shrink cannot move is refused before anything is read.
+        units(&schedule).map_err(|e| {
+            eprintln!("epochal: {}: {e}", dir.schedule().display());
+            EXIT_USAGE
+        })?;
+        let history = crate::history::read_history(dir.history());
+        let (schedule, realised, timing_note) = match (&history, args.compress_gaps) {
+            (_, true) => (schedule, None, "gaps compressed".to_owned()),
+            (Err(e), false) => (schedule, None, format!("no realised timing ({e})")),
+            (Ok(ops), false) => match Realised::read(&schedule, ops) {
+                Ok(realised) => {
+                    let (annotated, realised) = realised.annotate(&schedule);
+                    (annotated, Some(realised), "realised timing kept".to_owned())
+                }
+                Err(e) => (schedule, None, format!("no realised timing ({e})")),
+            },
+        };
         let units = units(&schedule).map_err(|e| {
             eprintln!("epochal: {}: {e}", dir.schedule().display());
             EXIT_USAGE
         })?;
+        let first_after_evidence = match (&history, &report, &realised) {
+            (Ok(ops), Some(report), Some(realised)) => {
+                evidence_unit(ops, dir.read_clock(), report, anomaly, realised, &units)
+            }
+            _ => None,
+        };
         Ok(Target {
             schedule,
             anomaly,
             units,
+            realised,
+            first_after_evidence,
+            timing_note,
         })
     }
 }
 
-/// The candidates' runs, each an ordinary run of its own, counted. A
-/// candidate that cannot run (a missing binary, a port in use) tells nothing:
-/// after the first, no more are run and the shrink fails, rather than
-/// counting them as passes and "keeping" every fault.
-struct Trials {
-    runtime: tokio::runtime::Runtime,
-    options: RunOptions,
-    name: String,
+/// The last unit whose first fault fired no later than the first fault
+/// after the earliest moment the anomaly's evidence names (or the last unit,
+/// when no fault came after it): the shortest prefix the search starts from.
+fn evidence_unit(
+    ops: &[crate::history::Op],
+    opened_unix_ms: Option<u64>,
+    report: &Report,
     anomaly: Anomaly,
-    tries: u32,
-    runs: u32,
-    harness_error: Option<String>,
-}
-
-impl Trials {
-    /// `None` when no async runtime could be had (said on stderr).
-    fn new(args: &ShrinkArgs, anomaly: Anomaly) -> Option<Trials> {
-        let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-        else {
-            eprintln!("epochal: starting the async runtime");
-            return None;
-        };
-        let name = format!(
-            "{}-shrink",
-            args.run_dir
-                .canonicalize()
-                .ok()
-                .and_then(|d| d
-                    .parent()
-                    .and_then(|p| p.file_name())
-                    .map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| "run".into())
-        );
-        let mut options = args.settings.options(Path::new(&name));
-        options.group = Some(vec!["shrink".into(), name.clone()]);
-        options.echo = false;
-        Some(Trials {
-            runtime,
-            options,
-            name,
-            anomaly,
-            tries: args.tries,
-            runs: 0,
-            harness_error: None,
-        })
+    realised: &Realised,
+    units: &[Unit],
+) -> Option<usize> {
+    let mut only = report.clone();
+    for r in &mut only.results {
+        r.evidence.retain(|e| e.anomaly == anomaly);
     }
-
-    /// One run of `candidate`: whether it was invalid with the anomaly.
-    fn reproduces(&mut self, candidate: &Schedule) -> bool {
-        if self.harness_error.is_some() {
-            return false;
-        }
-        self.runs += 1;
-        let run = crate::run::execute(
-            &self.options,
-            candidate.clone(),
-            &self.name,
-            "a shrink candidate",
-            Steps,
-        );
-        match self.runtime.block_on(run) {
-            Ok(report) => {
-                report.report.verdict == Verdict::Invalid
-                    && report
-                        .report
-                        .results
-                        .iter()
-                        .flat_map(|r| &r.evidence)
-                        .any(|e| e.anomaly == self.anomaly)
-            }
-            Err(e) => {
-                self.harness_error.get_or_insert(e.to_string());
-                false
-            }
-        }
-    }
-
-    /// Whether `candidate` fails within `tries` runs, said as `what`.
-    fn fails(&mut self, candidate: &Schedule, what: &str, out: &mut dyn Write) -> bool {
-        for attempt in 1..=self.tries {
-            if self.reproduces(candidate) {
-                let _ = writeln!(out, "  {what}: fails (try {attempt})");
-                return true;
-            }
-        }
-        let _ = writeln!(out, "  {what}: passes {} times", self.tries);
-        false
-    }
-}
-
-/// The cut: the whole schedule must fail first (ddmin takes it as failing);
-/// then ddmin over the units, then each lighter load that still fails.
-/// `None` when the whole did not fail.
-fn cut_down(target: &Target, trials: &mut Trials, out: &mut dyn Write) -> Option<Schedule> {
-    let (schedule, units) = (&target.schedule, &target.units);
-    let all: Vec<usize> = (0..units.len()).collect();
-    let whole = candidate(schedule, units, &all);
-    if !trials.fails(&whole, &format!("all {} units", units.len()), out) {
+    let detection = detect_in(ops, &only, opened_unix_ms, 0.0);
+    if !detection.placed {
         return None;
     }
-    let kept = ddmin(all, |kept| {
-        let c = candidate(schedule, units, kept);
-        trials.fails(
-            &c,
-            &format!("{} of {} units {kept:?}", kept.len(), units.len()),
+    // The earliest moment the evidence names (the ack of the write later
+    // lost): the faults that did the damage came after it, before
+    // `at_ns`, when a client first saw it.
+    let evidence_ns = detection.from_ns;
+    // The first fault step invoked at or after the evidence.
+    let step = realised
+        .faults
+        .iter()
+        .find(|(_, f)| f.invoke_ns >= evidence_ns)
+        .map(|(s, _)| *s);
+    let first_fault = |u: &Unit| {
+        u.steps
+            .iter()
+            .copied()
+            .find(|s| realised.faults.contains_key(s))
+    };
+    Some(match step {
+        None => units.len().saturating_sub(1),
+        Some(step) => units
+            .iter()
+            .rposition(|u| first_fault(u).is_some_and(|f| f <= step))
+            .unwrap_or(0),
+    })
+}
+
+/// The cut: the whole schedule must fail first; then the window the
+/// evidence leaves (unless `--no-window`), ddmin over it, and each lighter
+/// load that still fails. `None` when the whole did not fail.
+fn cut_down(
+    args: &ShrinkArgs,
+    target: &Target,
+    trials: &mut Trials,
+    out: &mut dyn Write,
+) -> Option<Schedule> {
+    let jobs = args.jobs.max(1);
+    let all: Vec<usize> = (0..target.units.len()).collect();
+    let mut judge = UnitJudge {
+        trials,
+        schedule: &target.schedule,
+        units: &target.units,
+        realised: target.realised.as_ref(),
+        out,
+        passed: 0,
+    };
+    let whole = judge.judge(
+        &shrink_search::Ask {
+            phase: "the whole",
+            left: 0,
+            best: all.len(),
+        },
+        std::slice::from_ref(&all),
+    );
+    if whole.first() != Some(&true) {
+        return None;
+    }
+    let items: Vec<usize> = match (args.no_window, target.first_after_evidence) {
+        (false, Some(first)) => {
+            let (start, end) = shrink_search::window(all.len(), first, jobs, &mut judge);
+            let _ = writeln!(
+                judge.out,
+                "  window: units {start}..={end} of {} (the evidence came before unit {first})",
+                all.len()
+            );
+            (start..=end).collect()
+        }
+        _ => all,
+    };
+    // Any candidate that passed shows the empty one would (it keeps less).
+    let empty_passes = judge.passed > 0;
+    let kept = shrink_search::ddmin(items, jobs, empty_passes, &mut judge);
+    let UnitJudge { trials, out, .. } = judge;
+    let make = |units: &[Unit], kept: &[usize]| match &target.realised {
+        Some(realised) => realised.candidate(&target.schedule, units, kept),
+        None => crate::campaign::shrink::candidate(&target.schedule, units, kept),
+    };
+    // Then the undoes: the final heal resumes, restarts and heals whatever
+    // is still down or cut, so a kept fault's own undo is dropped when the
+    // run still fails without it (one fault fewer for a person to read).
+    // Each alone, `jobs` at once; then those that failed alone, together.
+    let mut units = target.units.clone();
+    let drops: Vec<(usize, Unit)> = kept
+        .iter()
+        .filter_map(|&u| Some((u, without_undo(&units[u], &target.schedule)?)))
+        .collect();
+    let mut dropped: Vec<(usize, Unit)> = Vec::new();
+    for batch in drops.chunks(jobs) {
+        trials.progress(&format!(
+            "drop undoes, {} candidates, best so far {} faults",
+            drops.len(),
+            faults(&make(&units, &kept))
+        ));
+        let candidates: Vec<Schedule> = batch
+            .iter()
+            .map(|(u, cut)| {
+                let mut trial = units.clone();
+                trial[*u] = cut.clone();
+                make(&trial, &kept)
+            })
+            .collect();
+        let failed = trials.fail(&candidates);
+        for (((u, cut), candidate), fails) in batch.iter().zip(&candidates).zip(failed) {
+            let _ = writeln!(
+                out,
+                "  drop undoes: unit {u} without its undo ({} faults): {}",
+                faults(candidate),
+                if fails { "fails" } else { "passes" }
+            );
+            if fails {
+                dropped.push((*u, cut.clone()));
+            }
+        }
+    }
+    if let [(u, cut)] = dropped.as_slice() {
+        units[*u] = cut.clone();
+    } else if !dropped.is_empty() {
+        let mut together = units.clone();
+        for (u, cut) in &dropped {
+            together[*u] = cut.clone();
+        }
+        let candidate = make(&together, &kept);
+        let fails = trials.fail(std::slice::from_ref(&candidate))[0];
+        let _ = writeln!(
             out,
-        )
-    });
-    let mut shrunk = candidate(schedule, units, &kept);
+            "  drop undoes: all {} together ({} faults): {}",
+            dropped.len(),
+            faults(&candidate),
+            if fails { "fails" } else { "passes" }
+        );
+        let (u, cut) = &dropped[0];
+        if fails {
+            units = together;
+        } else {
+            units[*u] = cut.clone();
+        }
+    }
+    let mut shrunk = make(&units, &kept);
     // Then the load: fewer consumers, producers, partitions, while it fails.
     for (what, lighten) in LIGHTER_LOADS {
-        if let Some(lighter) = lighten(&shrunk)
-            && trials.fails(&lighter, what, out)
-        {
-            shrunk = lighter;
+        if let Some(lighter) = lighten(&shrunk) {
+            trials.progress(&format!(
+                "lighter load: {what}, best so far {} faults",
+                faults(&shrunk)
+            ));
+            let fails = trials.fail(std::slice::from_ref(&lighter))[0];
+            let _ = writeln!(out, "  {what}: {}", if fails { "fails" } else { "passes" });
+            if fails {
+                shrunk = lighter;
+            }
         }
     }
     Some(shrunk)
+}
+
+/// `unit` without its undo (the steps after its fault: the undo's gap and
+/// the undo), or `None` when it has none.
+fn without_undo(unit: &Unit, schedule: &Schedule) -> Option<Unit> {
+    let fault = unit
+        .steps
+        .iter()
+        .position(|&i| matches!(schedule.steps[i], crate::schedule::Step::Fault(_)))?;
+    (fault + 1 < unit.steps.len()).then(|| Unit {
+        steps: unit.steps[..=fault].to_vec(),
+    })
+}
+
+/// Runs `shrunk` `runs` times (`jobs` at once, one try each): how many failed.
+fn confirm(trials: &mut Trials, shrunk: &Schedule, runs: u32) -> u32 {
+    let tries = std::mem::replace(&mut trials.tries, 1);
+    let mut confirmed = 0;
+    let mut left = runs as usize;
+    while left > 0 && trials.harness_error.is_none() {
+        let batch = left.min(trials.jobs);
+        let copies = vec![shrunk.clone(); batch];
+        confirmed += trials.fail(&copies).iter().filter(|&&f| f).count() as u32;
+        left -= batch;
+    }
+    trials.tries = tries;
+    confirmed
 }
 
 /// `shrunk.toml`: the header saying where it came from and how often it
@@ -252,7 +393,7 @@ fn write_shrunk(
     target: &Target,
     shrunk: &Schedule,
     confirmed: u32,
-    runs: u32,
+    trials: &Trials,
     out: &mut impl Write,
 ) -> u8 {
     let text = header(
@@ -262,7 +403,7 @@ fn write_shrunk(
         faults(&target.schedule),
         faults(shrunk),
         (confirmed, args.confirm),
-        runs,
+        trials.runs,
     ) + &shrunk.to_toml();
     let path = args.run_dir.join("shrunk.toml");
     if let Err(e) = std::fs::write(&path, &text) {
@@ -271,23 +412,24 @@ fn write_shrunk(
     }
     let _ = writeln!(
         out,
-        "shrunk to {} faults; reproduced {confirmed}/{} times; written to {}",
+        "shrunk to {} faults in {:.1} min ({} runs); reproduced {confirmed}/{} times; written to {}",
         faults(shrunk),
+        trials.elapsed_s() / 60.0,
+        trials.runs,
         args.confirm,
         path.display()
     );
     EXIT_VALID
 }
 
-/// How many faults a schedule fires.
-fn faults(schedule: &Schedule) -> usize {
-    schedule.steps.iter().flat_map(|st| st.faults()).count()
+/// The run's `results.json`, if it reads.
+fn read_report(dir: &RunDir) -> Option<Report> {
+    let text = std::fs::read_to_string(dir.results()).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 /// The first anomaly an invalid run's results name.
-fn first_anomaly(dir: &RunDir) -> Option<Anomaly> {
-    let text = std::fs::read_to_string(dir.results()).ok()?;
-    let report: Report = serde_json::from_str(&text).ok()?;
+fn first_anomaly(report: &Report) -> Option<Anomaly> {
     if report.verdict != Verdict::Invalid {
         return None;
     }

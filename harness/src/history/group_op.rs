@@ -72,4 +72,12 @@ pub struct Committed {
     /// not `node`, the answer came from a coordinator already deposed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<NodeId>,
+    /// Asked as a read_committed consumer asks (KIP-447's `require_stable`):
+    /// while a transaction's offsets for the partition are pending the
+    /// coordinator answers UNSTABLE_OFFSET_COMMIT rather than the offset from
+    /// before them, so the answer is at least every committed transaction's
+    /// offset. Without it a transaction's offsets show only once its commit
+    /// marker reached the offsets partition, after EndTxn was answered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stable: bool,
 }

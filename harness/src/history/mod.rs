@@ -13,11 +13,15 @@
 //! `"nemesis"`, and is never retired by `info`: its faults are recorded `info`
 //! because their effect on the cluster is not an ok/fail answer.
 
+mod fault_op;
 mod group_op;
 pub mod kafka_errors;
 pub mod op;
 mod op_type;
 mod process;
+mod record_value;
+mod stable_op;
+mod txn_op;
 pub mod verb;
 pub use verb::Verb;
 
@@ -26,8 +30,9 @@ pub use process::{Process, ProcessNameError};
 
 pub use op::{
     Acked, Aim, Body, BodyError, ClientCrash, Commit, Committed, Done, ExitedAtStart, FaultOp,
-    Idempotence, NodeCut, Op, Poll, PolledRecord, Read, Rebalance, RecordValue, ReplicaCut, Send,
-    padded, value_text,
+    Idempotence, Intent, Isolation, MicroOp, NodeCut, Op, Poll, PolledRecord, Read, Rebalance,
+    RecordValue, ReplicaCut, Send, StableOffsets, Txn, TxnPoll, TxnProducer, TxnSend, padded,
+    value_text,
 };
 
 use std::collections::HashMap;
@@ -307,6 +312,12 @@ impl SharedHistory {
 
     pub fn invoke(&self, process: Process, body: Body) -> Result<Op, WriteError> {
         self.writer().invoke(process, body)
+    }
+
+    /// The history's clock now (ns since it was opened: each op's
+    /// `time_ns`), for a moment inside an op, such as a transaction's EndTxn.
+    pub fn now_ns(&self) -> u64 {
+        u64::try_from(self.writer().started.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 }
 

@@ -5,11 +5,13 @@
 //! | f | process | invoke value | `ok` adds |
 //! |---|---|---|---|
 //! | `send` | client | [`Send`]: `{partition, values, acks, node}`, and from an idempotent producer `producer`: [`Idempotence`] `{id, epoch, base_sequence}` (its completion, whatever its type, adds `attempts`) | [`Acked`]: `offsets` (null under acks=0), and the `isr` and `leader_epoch` etcd showed just after the ack |
-//! | `poll` | client | [`Poll`]: `{partition, from_offset, node}`, a subscribed consumer's `group`, the final read's `final_read` | [`Read`]: `records: [[offset, value]]`, `high_watermark` of the first fetch, `leader_epoch` from etcd just after |
+//! | `poll` | client | [`Poll`]: `{partition, from_offset, node}`, a subscribed consumer's `group`, the final read's `final_read`, `isolation` when given (absent: `read_uncommitted`) | [`Read`]: `records: [[offset, value]]`, `high_watermark` of the first fetch, `leader_epoch` from etcd just after |
 //! | `commit` | client | [`Commit`]: `{group, partition, offset, node}`, a member's `generation` and `member` | nothing more |
 //! | `committed` | client | [`Committed`]: `{group, partition, node}` | `offset` (-1: none), and the `leader` etcd names for the group's offsets partition just after |
 //! | `rebalance` | client | [`Rebalance`]: `{group, topics, node}` | `generation`, `member`, `partitions` assigned |
 //! | `client-crash` | client | [`ClientCrash`]: `{group}` | always `info`, nothing more |
+//! | `txn` | client | [`Txn`]: `{transactional_id, intent, ops, node}` (intent `commit` or `abort`; up to 4 micro-ops `["send", "t-0", 17]`, `["poll", "t-1"]`), a subscribed consumer's `group` | each micro-op's result (`["send", "t-0", 17, 42]`: its offset or null; `["poll", "t-1", [[5, 3]]]`: what it read), and when known `producer` `{id, epoch}` and `commit_ns` (EndTxn sent, history clock); txn_op.rs has what each completion type means |
+//! | `stable-offsets` | the run | [`StableOffsets`]: `{partition, node}`, at a transactional run's end (stable_op.rs) | `last_stable_offset`, `high_watermark` |
 //! | fault verbs (`crash`, `power-loss`, ...) | nemesis | [`Aim`]: the fault as written | [`Done`]: `nodes` it resolved to, and the `blocked` links or `cut` logs |
 //!
 //! A `fail` or `info` completion repeats its invoke's value and carries the
@@ -20,11 +22,15 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use super::fault_op::{Aim, Done, ExitedAtStart, FaultOp, NodeCut, ReplicaCut};
 pub use super::group_op::{ClientCrash, Commit, Committed, Rebalance};
+pub use super::record_value::{PolledRecord, RecordValue, padded, value_text};
+pub use super::stable_op::StableOffsets;
+pub use super::txn_op::{Intent, Isolation, MicroOp, Txn, TxnPoll, TxnProducer, TxnSend};
 use super::verb::Verb;
 use super::{OpType, Process};
 use crate::node::NodeId;
-use crate::schedule::{Acks, Fault, OnHeal, PartitionRef, Target};
+use crate::schedule::{Acks, PartitionRef};
 
 /// One line of the history.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +71,13 @@ impl Op {
         }
     }
 
+    pub fn txn(&self) -> Option<&Txn> {
+        match &self.body {
+            Body::Txn(txn) => Some(txn),
+            _ => None,
+        }
+    }
+
     pub fn fault(&self) -> Option<&FaultOp> {
         match &self.body {
             Body::Fault(fault) => Some(fault),
@@ -100,6 +113,11 @@ pub enum Body {
     /// A workload client crashed on purpose (always `info`): its
     /// connections dropped without a goodbye, its process retired.
     ClientCrash(ClientCrash),
+    /// One transaction of sends and read_committed polls ([transactions]).
+    Txn(Txn),
+    /// A look at a partition's last stable offset at the run's end
+    /// ([transactions], stable_op.rs).
+    StableOffsets(StableOffsets),
     /// Boxed: faults are a handful of a run's ops, and unboxed the
     /// largest variant sized every op of a million-op history (issue 22).
     Fault(Box<FaultOp>),
@@ -114,6 +132,8 @@ impl Body {
             Body::Committed(_) => "committed",
             Body::Rebalance(_) => "rebalance",
             Body::ClientCrash(_) => "client-crash",
+            Body::Txn(_) => "txn",
+            Body::StableOffsets(_) => "stable-offsets",
             Body::Fault(fault) => fault.verb.name(),
         }
     }
@@ -186,6 +206,11 @@ pub struct Poll {
     /// its beginning to its high watermark after the final heal.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub final_read: bool,
+    /// The consumer's isolation level, when the workload set one: absent
+    /// in every history written before transactions, which read
+    /// uncommitted (Kafka's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
     /// On an `ok` only.
     #[serde(skip)]
     pub read: Option<Read>,
@@ -201,8 +226,15 @@ impl Poll {
             node,
             group: None,
             final_read: false,
+            isolation: None,
             read: None,
         }
+    }
+
+    /// Whether the consumer read committed data only (KIP-98's
+    /// `isolation.level=read_committed`).
+    pub fn read_committed(&self) -> bool {
+        self.isolation == Some(Isolation::ReadCommitted)
     }
 }
 
@@ -223,272 +255,6 @@ impl Read {
             .and_then(|r| u64::try_from(r.offset()).ok())
             .map(|o| o + 1)
     }
-}
-
-/// The value inside a record's text: the text itself, or, when it is the
-/// workload's padding of a value to a record size (`value_bytes`: the digits,
-/// a space, then only dots), the digits before the space.
-pub fn value_text(text: &str) -> &str {
-    match text.split_once(' ') {
-        Some((value, padding))
-            if !value.is_empty() && !padding.is_empty() && padding.bytes().all(|b| b == b'.') =>
-        {
-            value
-        }
-        _ => text,
-    }
-}
-
-/// A value as the workload writes it: its decimal digits, and with
-/// `value_bytes` a space and dots up to that many bytes (`7 ......`), which
-/// [`value_text`] reads back as the value alone. A size below the digits' own
-/// is the digits alone. Kept beside its reader so the two cannot drift.
-pub fn padded(value: i64, value_bytes: Option<u32>) -> String {
-    let digits = value.to_string();
-    match value_bytes.map(|n| n as usize) {
-        Some(n) if n > digits.len() + 1 => format!("{digits} {}", ".".repeat(n - digits.len() - 1)),
-        _ => digits,
-    }
-}
-
-/// `[offset, value]`: one record a poll returned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PolledRecord(pub i64, pub RecordValue);
-
-impl PolledRecord {
-    pub fn offset(&self) -> i64 {
-        self.0
-    }
-
-    pub fn value(&self) -> &RecordValue {
-        &self.1
-    }
-}
-
-/// A record's value as the workload wrote it: decimal text reads as a number,
-/// other text as a string, no value as null.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum RecordValue {
-    Number(i64),
-    Text(String),
-    Null,
-}
-
-impl RecordValue {
-    /// From the record's bytes (`None`: a null value).
-    pub fn from_bytes(bytes: Option<&[u8]>) -> RecordValue {
-        match bytes {
-            None => RecordValue::Null,
-            Some(bytes) => {
-                let text = String::from_utf8_lossy(bytes);
-                value_text(&text)
-                    .parse::<i64>()
-                    .map(RecordValue::Number)
-                    .unwrap_or_else(|_| RecordValue::Text(text.into_owned()))
-            }
-        }
-    }
-
-    pub fn as_number(&self) -> Option<i64> {
-        match self {
-            RecordValue::Number(n) => Some(*n),
-            _ => None,
-        }
-    }
-}
-
-/// `5`, `"text"` or `null`, as JSON prints it.
-impl std::fmt::Display for RecordValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecordValue::Number(n) => write!(f, "{n}"),
-            RecordValue::Text(t) => write!(f, "{}", Value::String(t.clone())),
-            RecordValue::Null => f.write_str("null"),
-        }
-    }
-}
-
-/// A fault the nemesis fired: its verb, its aim as written, and (on the
-/// completion, when it worked) what it resolved to and did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FaultOp {
-    pub verb: Verb,
-    pub aim: Aim,
-    pub done: Option<Done>,
-}
-
-impl FaultOp {
-    /// The invoke of `fault`.
-    pub fn of(fault: &Fault) -> FaultOp {
-        FaultOp {
-            verb: Verb::of(fault),
-            aim: Aim::of(fault),
-            done: None,
-        }
-    }
-}
-
-/// What a fault names, as the schedule wrote it (resolved only when it fires).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Aim {
-    OneWay {
-        from: Target,
-        to: Target,
-        /// The cut's name, when the schedule gave one.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        id: Option<String>,
-        /// `reset`, when the schedule asked for it (`resume` is the default).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        on_heal: Option<OnHeal>,
-    },
-    TruncateLog {
-        node: Target,
-        partition: PartitionRef,
-        to_offset: Option<u64>,
-        by_bytes: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        by_records: Option<u64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        fraction: Option<f64>,
-    },
-    Target {
-        target: Target,
-        /// Partition faults: as for `OneWay`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        id: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        on_heal: Option<OnHeal>,
-    },
-    /// A heal of one named cut.
-    HealCut { heal: String },
-    /// `heal` of everything names nobody.
-    Nobody {},
-}
-
-/// `on_heal` for the history: only when it is not the default.
-fn not_default(on_heal: OnHeal) -> Option<OnHeal> {
-    (on_heal != OnHeal::Resume).then_some(on_heal)
-}
-
-impl Aim {
-    pub fn of(fault: &Fault) -> Aim {
-        match fault {
-            Fault::Heal => Aim::Nobody {},
-            Fault::HealCut(id) => Aim::HealCut { heal: id.clone() },
-            Fault::OneWay(w) => Aim::OneWay {
-                from: w.from.clone(),
-                to: w.to.clone(),
-                id: w.id.clone(),
-                on_heal: not_default(w.on_heal),
-            },
-            Fault::Isolate(c)
-            | Fault::MajorityMinority(c)
-            | Fault::Bridge(c)
-            | Fault::NodeFromEtcd(c)
-            | Fault::NodeFromClients(c) => Aim::Target {
-                target: c.target.clone(),
-                id: c.id.clone(),
-                on_heal: not_default(c.on_heal),
-            },
-            Fault::TruncateLog(t) => {
-                let (to_offset, by_bytes, by_records, fraction) = t.cut.keys();
-                Aim::TruncateLog {
-                    node: t.node.clone(),
-                    partition: t.partition.clone(),
-                    to_offset,
-                    by_bytes,
-                    by_records,
-                    fraction,
-                }
-            }
-            other => Aim::Target {
-                target: other
-                    .target()
-                    .expect("every other fault names one target")
-                    .clone(),
-                id: None,
-                on_heal: None,
-            },
-        }
-    }
-}
-
-/// What a fault that worked resolved to and did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Done {
-    /// The nodes its target resolved to when it fired (for one-way: from, to).
-    pub nodes: Vec<NodeId>,
-    /// Partitions: the links now cut, `b2->b1`, `b1->etcd`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blocked: Option<Vec<String>>,
-    /// A heal of one named cut: the proxy streams that flow again
-    /// (`b2-b1:Upstream`); streams another cut still holds are not listed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub healed: Option<Vec<String>>,
-    /// Disk faults: what was cut, per node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cut: Option<Vec<NodeCut>>,
-    /// Disk faults (power loss, truncate-log): etcd's revision read just
-    /// after the logs were cut, so the checkers can tell which ISR the loss
-    /// left (a dead sole ISR member is still its leader: nothing changes it
-    /// until the node returns or an unclean election replaces it). Restart
-    /// and start: read just after the node was started, so the checkers know
-    /// from when on it may have fetched back what a disk fault took.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub etcd_revision: Option<i64>,
-    /// Restart and start: when the node was started (wall clock, ms since
-    /// the Unix epoch), so the checkers can find the first decision it
-    /// applied afterwards in its state-change log.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_time_ms: Option<u64>,
-    /// Restart and start: the nodes whose process ended by itself before
-    /// it served (the system's failure to recover, `restart-failed`), each
-    /// with what the runtime saw; they stay down.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exited: Option<Vec<ExitedAtStart>>,
-}
-
-/// A node whose process ended by itself during its start.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExitedAtStart {
-    pub node: NodeId,
-    /// The runtime's words: the exit status and where its output went.
-    pub error: String,
-}
-
-/// One node's logs after a disk fault: `power-loss` cuts every replica
-/// (`cuts`), `truncate-log` one (`cut`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeCut {
-    pub node: NodeId,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cuts: Option<Vec<ReplicaCut>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cut: Option<ReplicaCut>,
-}
-
-impl NodeCut {
-    /// Every replica cut on this node.
-    pub fn replicas(&self) -> impl Iterator<Item = &ReplicaCut> {
-        self.cuts.iter().flatten().chain(self.cut.iter())
-    }
-}
-
-/// What a disk fault did to one replica.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplicaCut {
-    /// The replica directory, e.g. `t-0`.
-    pub replica: String,
-    /// The log end offset the reader found before the cut and after it.
-    pub log_end_offset_before: i64,
-    pub log_end_offset_after: i64,
-    /// Bytes removed from `.log` files (index files not counted).
-    pub bytes_removed: u64,
-    /// `.log` files deleted whole, relative to the data directory, in log
-    /// order. Their index siblings went with them.
-    pub segments_deleted: Vec<std::path::PathBuf>,
 }
 
 /// A line as JSON has it, before its value is understood.
@@ -535,7 +301,7 @@ pub enum BodyError {
         source: serde_json::Error,
     },
     #[error(
-        "f {f:?} is neither send, poll, commit, committed, rebalance, client-crash nor a fault verb"
+        "f {f:?} is neither send, poll, commit, committed, rebalance, client-crash, txn, stable-offsets nor a fault verb"
     )]
     UnknownF { f: String },
 }
@@ -619,6 +385,8 @@ impl Body {
             Body::Committed(committed) => to_object(committed),
             Body::Rebalance(rebalance) => to_object(rebalance),
             Body::ClientCrash(crash) => to_object(crash),
+            Body::Txn(txn) => to_object(txn),
+            Body::StableOffsets(look) => to_object(look),
             Body::Fault(fault) => {
                 let mut map = to_object(&fault.aim);
                 if let Some(done) = &fault.done {
@@ -656,6 +424,8 @@ impl Body {
             "committed" => Body::Committed(serde_json::from_value(value).map_err(bad)?),
             "rebalance" => Body::Rebalance(serde_json::from_value(value).map_err(bad)?),
             "client-crash" => Body::ClientCrash(serde_json::from_value(value).map_err(bad)?),
+            "txn" => Body::Txn(serde_json::from_value(value).map_err(bad)?),
+            "stable-offsets" => Body::StableOffsets(serde_json::from_value(value).map_err(bad)?),
             verb => {
                 let verb = Verb::from_name(verb)
                     .ok_or_else(|| BodyError::UnknownF { f: verb.to_owned() })?;
@@ -760,6 +530,48 @@ mod tests {
     }
 
     #[test]
+    fn txn_ops_and_a_polls_isolation_read_and_write_back_unchanged() {
+        let invoke = round_trip(
+            r#"{"index":0,"time_ns":5,"process":2,"type":"invoke","f":"txn","value":{"intent":"commit","node":"b2","ops":[["send","t-0",17],["poll","t-1"]],"transactional_id":"txn-2"}}"#,
+        );
+        let txn = invoke.txn().unwrap();
+        assert_eq!((txn.intent, txn.ops.len()), (Intent::Commit, 2));
+        assert_eq!(txn.sends().next().unwrap().offset, None);
+        let ok = round_trip(
+            r#"{"index":1,"time_ns":9,"process":2,"type":"ok","f":"txn","value":{"commit_ns":8,"group":"g","intent":"commit","node":"b2","ops":[["send","t-0",17,42],["send","t-0",18,null],["poll","t-1",[[5,3],[6,4]]]],"producer":{"epoch":1,"id":3000},"transactional_id":"txn-2"}}"#,
+        );
+        let txn = ok.txn().unwrap();
+        let offsets: Vec<_> = txn.sends().map(|s| s.offset).collect();
+        assert_eq!(offsets, vec![Some(Some(42)), Some(None)]);
+        assert_eq!(
+            txn.polls().next().unwrap().records.as_ref().unwrap().len(),
+            2
+        );
+        assert_eq!(txn.producer, Some(TxnProducer { id: 3000, epoch: 1 }));
+        round_trip(
+            r#"{"index":1,"time_ns":9,"process":2,"type":"info","f":"txn","value":{"intent":"abort","node":null,"ops":[["send","t-0",17,42],["poll","t-1"]],"transactional_id":"txn-2"},"error":"timed out"}"#,
+        );
+        let poll = round_trip(
+            r#"{"index":2,"time_ns":5,"process":1,"type":"ok","f":"poll","value":{"from_offset":0,"high_watermark":2,"isolation":"read_committed","node":"b2","partition":"t-0","records":[[0,1]]}}"#,
+        );
+        assert!(poll.poll().unwrap().read_committed());
+        let old = round_trip(
+            r#"{"index":2,"time_ns":5,"process":1,"type":"invoke","f":"poll","value":{"from_offset":0,"node":"b2","partition":"t-0"}}"#,
+        );
+        assert!(!old.poll().unwrap().read_committed());
+        for bad in [
+            r#"[["send","t-0"]]"#,
+            r#"[["poll","t-0",[],1]]"#,
+            r#"[["scan","t-0"]]"#,
+        ] {
+            let value =
+                format!(r#"{{"intent":"commit","node":null,"ops":{bad},"transactional_id":"x"}}"#);
+            let value: Value = serde_json::from_str(&value).unwrap();
+            assert!(Body::from_value("txn", OpType::Ok, value).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn a_value_of_the_wrong_shape_names_its_f() {
         let bad = r#"{"index":0,"time_ns":0,"process":0,"type":"invoke","f":"send","value":[1]}"#;
         let e = serde_json::from_str::<Op>(bad).unwrap_err().to_string();
@@ -788,7 +600,32 @@ mod tests {
         let e = Body::from_value("frobnicate", OpType::Invoke, serde_json::json!({})).unwrap_err();
         assert_eq!(
             e.to_string(),
-            r#"f "frobnicate" is neither send, poll, commit, committed, rebalance, client-crash nor a fault verb"#
+            r#"f "frobnicate" is neither send, poll, commit, committed, rebalance, client-crash, txn, stable-offsets nor a fault verb"#
         );
+    }
+
+    #[test]
+    fn a_look_reads_and_writes_back_unchanged_and_says_when_a_transaction_is_open() {
+        let ok = serde_json::json!({
+            "partition": "t-0", "node": "b2", "last_stable_offset": 20, "high_watermark": 57
+        });
+        let body = Body::from_value("stable-offsets", OpType::Ok, ok.clone()).unwrap();
+        assert_eq!(body.f(), "stable-offsets");
+        assert_eq!(body.to_value(OpType::Ok), ok);
+        let Body::StableOffsets(look) = &body else {
+            panic!("{body:?}")
+        };
+        assert_eq!(look.offsets(), Some((20, 57)));
+        assert!(look.unstable());
+
+        // The invoke carries neither offset, and a leaderless look names no node.
+        let invoke = serde_json::json!({"partition": "t-1", "node": null});
+        let body = Body::from_value("stable-offsets", OpType::Invoke, invoke.clone()).unwrap();
+        assert_eq!(body.to_value(OpType::Invoke), invoke);
+        let Body::StableOffsets(look) = body else {
+            panic!()
+        };
+        assert_eq!(look.offsets(), None);
+        assert!(!look.unstable());
     }
 }

@@ -1,7 +1,8 @@
 //! The fault verbs, listed once. The table below gives each verb's name (the
 //! schedule's key and the history's `f`) and what a campaign does with it: a
-//! fault it picks (one that takes a node out, cuts links, or cuts a disk) or
-//! an undo it applies (resume, restart, start, heal). From it come
+//! fault it picks (one that takes a node out, cuts links, cuts a disk, or
+//! acts on one link's requests of one Kafka API) or an undo it applies
+//! (resume, restart, start, heal, release-requests). From it come
 //! [`Verb`] (every verb) and [`Kind`] (the verbs a campaign picks), so a new
 //! fault is one row here plus its [`Fault`] variant, which [`Verb::of`] maps
 //! exhaustively. A test holds the schedule's TOML names to this table.
@@ -19,6 +20,9 @@ pub enum Role {
     Disk,
     /// Cuts links through the proxies until healed.
     Network,
+    /// Acts on one link's requests of one Kafka API until released (or
+    /// healed: `heal` ends request faults too).
+    Requests,
     /// Undoes a fault; never picked as a fault itself.
     Undo,
 }
@@ -95,12 +99,17 @@ fault_verbs! {
         Bridge "bridge" Network,
         NodeFromEtcd "node-from-etcd" Network,
         NodeFromClients "node-from-clients" Network,
+        HoldRequests "hold-requests" Requests,
+        DelayRequests "delay-requests" Requests,
+        DropRequests "drop-requests" Requests,
+        DuplicateRequests "duplicate-requests" Requests,
     }
     undos {
         Resume "resume",
         Restart "restart",
         Start "start",
         Heal "heal",
+        ReleaseRequests "release-requests",
     }
 }
 
@@ -121,6 +130,11 @@ impl Verb {
             Fault::Bridge(_) => Verb::Bridge,
             Fault::NodeFromEtcd(_) => Verb::NodeFromEtcd,
             Fault::NodeFromClients(_) => Verb::NodeFromClients,
+            Fault::HoldRequests(_) => Verb::HoldRequests,
+            Fault::DelayRequests(_) => Verb::DelayRequests,
+            Fault::DropRequests(_) => Verb::DropRequests,
+            Fault::DuplicateRequests(_) => Verb::DuplicateRequests,
+            Fault::ReleaseRequests(_) => Verb::ReleaseRequests,
             Fault::Heal | Fault::HealCut(_) => Verb::Heal,
         }
     }
@@ -150,6 +164,11 @@ impl Kind {
     /// Cuts links through the proxies until healed.
     pub fn is_network(self) -> bool {
         self.verb().role() == Role::Network
+    }
+
+    /// Acts on one link's requests of one API until released or healed.
+    pub fn is_requests(self) -> bool {
+        self.verb().role() == Role::Requests
     }
 }
 
@@ -189,7 +208,8 @@ mod tests {
         assert_eq!(
             "resume".parse::<Kind>().unwrap_err().to_string(),
             "\"resume\" is not a fault kind (pause, crash, stop, power-loss, truncate-log, \
-             isolate, majority-minority, one-way, bridge, node-from-etcd, node-from-clients)"
+             isolate, majority-minority, one-way, bridge, node-from-etcd, node-from-clients, \
+             hold-requests, delay-requests, drop-requests, duplicate-requests)"
         );
     }
 
@@ -219,6 +239,11 @@ mod tests {
             "bridge = \"b1\"",
             "node-from-etcd = \"b1\"",
             "node-from-clients = \"b1\"",
+            "hold-requests = { from = \"clients\", to = \"b1\", api = \"EndTxn\" }",
+            "delay-requests = { from = \"b2\", to = \"b1\", api = \"Fetch\", ms = 200 }",
+            "drop-requests = { from = \"clients\", to = \"b1\", api = \"Produce\" }",
+            "duplicate-requests = { from = \"clients\", to = \"b1\", api = \"Produce\" }",
+            "release-requests = { from = \"clients\", to = \"b1\", api = \"EndTxn\" }",
             "heal = \"cut-1\"",
         ]
         .iter()

@@ -10,7 +10,7 @@ use super::*;
 
 /// A sessionless read-uncommitted Fetch of one partition, as `replica_id`
 /// (-1 a consumer, -2 Kafka's debugging consumer).
-fn fetch_request(
+pub(super) fn fetch_request(
     replica_id: i32,
     topic: &str,
     partition: i32,
@@ -145,8 +145,28 @@ impl KafkaClient {
         stamp: Option<&ProducerStamp>,
         deadline: Duration,
     ) -> Result<Produced, ClientError> {
-        let batches = encode_batches(records, options, stamp)?;
+        self.produce_as(topic, partition, records, options, stamp, None, deadline)
+            .await
+    }
+
+    /// [`Self::produce_stamped`], and with `transactional_id` the batches
+    /// are marked transactional and the request names the id (KIP-98).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn produce_as(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        records: &[ProduceRecord],
+        options: &ProduceOptions,
+        stamp: Option<&ProducerStamp>,
+        transactional_id: Option<&str>,
+        deadline: Duration,
+    ) -> Result<Produced, ClientError> {
+        let batches = encode_batches_as(records, options, stamp, transactional_id.is_some())?;
         let req = ProduceRequest::default()
+            .with_transactional_id(transactional_id.map(|id| {
+                kafka_protocol::messages::TransactionalId(StrBytes::from_string(id.to_owned()))
+            }))
             .with_acks(options.acks)
             .with_timeout_ms(options.timeout_ms)
             .with_topic_data(vec![
@@ -248,7 +268,7 @@ impl KafkaClient {
         spec: OffsetSpec,
         deadline: Duration,
     ) -> Result<i64, ClientError> {
-        self.list_offset_as(-1, topic, partition, spec, deadline)
+        self.list_offset_as(-1, 0, topic, partition, spec, deadline)
             .await
     }
 
@@ -298,6 +318,7 @@ impl KafkaClient {
             let log_end_offset = self
                 .list_offset_as(
                     DEBUGGING_REPLICA_ID,
+                    0,
                     topic,
                     partition,
                     OffsetSpec::Latest,
@@ -363,6 +384,19 @@ impl KafkaClient {
         deadline: Duration,
     ) -> Result<PartitionData, ClientError> {
         let req = fetch_request(replica_id, topic, partition, offset, options);
+        self.fetch_one(req, topic, partition, deadline).await
+    }
+
+    /// Sends `req`, a Fetch of `topic`-`partition` alone, and answers that
+    /// partition's part; an error code, for the whole request or the
+    /// partition, is the call's error.
+    pub(super) async fn fetch_one(
+        &mut self,
+        req: FetchRequest,
+        topic: &str,
+        partition: i32,
+        deadline: Duration,
+    ) -> Result<PartitionData, ClientError> {
         let resp = self.call(&req, self.fetch_version, deadline).await?;
         if resp.error_code != 0 {
             return Err(ClientError::broker(resp.error_code));
@@ -381,10 +415,13 @@ impl KafkaClient {
     }
 
     /// ListOffsets with the replica id `replica_id`: -1 a client, -2 the
-    /// debugging replica id (latest is then the asked replica's LEO).
-    async fn list_offset_as(
+    /// debugging replica id (latest is then the asked replica's LEO); at
+    /// `isolation` 0 (read_uncommitted: latest is the high watermark) or 1
+    /// (read_committed: latest is the last stable offset, KIP-98).
+    pub(super) async fn list_offset_as(
         &mut self,
         replica_id: i32,
+        isolation: i8,
         topic: &str,
         partition: i32,
         spec: OffsetSpec,
@@ -396,7 +433,7 @@ impl KafkaClient {
         };
         let req = ListOffsetsRequest::default()
             .with_replica_id(BrokerId(replica_id))
-            .with_isolation_level(0)
+            .with_isolation_level(isolation)
             .with_topics(vec![
                 ListOffsetsTopic::default()
                     .with_name(topic_name(topic))
@@ -426,10 +463,22 @@ impl KafkaClient {
 /// plain producer's do. Stamped, each batch carries the producer id and
 /// epoch, and its base sequence is `stamp.base_sequence` plus the records
 /// before it in the request.
+#[cfg(test)]
 pub(super) fn encode_batches(
     records: &[ProduceRecord],
     options: &ProduceOptions,
     stamp: Option<&ProducerStamp>,
+) -> Result<Bytes, ClientError> {
+    encode_batches_as(records, options, stamp, false)
+}
+
+/// [`encode_batches`], every batch marked transactional (attributes bit 4)
+/// when `transactional`.
+pub(super) fn encode_batches_as(
+    records: &[ProduceRecord],
+    options: &ProduceOptions,
+    stamp: Option<&ProducerStamp>,
+    transactional: bool,
 ) -> Result<Bytes, ClientError> {
     let per_batch = options.records_per_batch.max(1);
     let (producer_id, producer_epoch) = stamp.map_or((-1, -1), |s| {
@@ -449,7 +498,7 @@ pub(super) fn encode_batches(
             .iter()
             .enumerate()
             .map(|(i, r)| Record {
-                transactional: false,
+                transactional,
                 control: false,
                 // The leader stamps its epoch and offsets on append.
                 partition_leader_epoch: -1,

@@ -37,9 +37,20 @@ impl KafkaClient {
         group: &str,
         deadline: Duration,
     ) -> Result<Coordinator, ClientError> {
+        self.find_coordinator_of(group, 0, deadline).await
+    }
+
+    /// The coordinator of `key` of `key_type` (0 a group; 1 a transactional
+    /// id, KIP-98, from FindCoordinator v1).
+    pub(super) async fn find_coordinator_of(
+        &mut self,
+        key: &str,
+        key_type: i8,
+        deadline: Duration,
+    ) -> Result<Coordinator, ClientError> {
         let req = FindCoordinatorRequest::default()
-            .with_key(StrBytes::from_string(group.to_owned()))
-            .with_key_type(0);
+            .with_key(StrBytes::from_string(key.to_owned()))
+            .with_key_type(key_type);
         let resp = self.call(&req, FIND_COORDINATOR_VERSION, deadline).await?;
         if resp.error_code != 0 {
             return Err(ClientError::broker(resp.error_code));

@@ -10,7 +10,7 @@
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use kafka_protocol::messages::InitProducerIdRequest;
+use kafka_protocol::messages::{InitProducerIdRequest, TransactionalId};
 
 use super::*;
 
@@ -42,10 +42,22 @@ impl KafkaClient {
         &mut self,
         deadline: Duration,
     ) -> Result<ProducerIdAndEpoch, ClientError> {
+        self.init_producer(None, NO_TRANSACTION_TIMEOUT_MS, deadline)
+            .await
+    }
+
+    /// InitProducerId for `transactional_id` (none: an idempotent producer
+    /// without one) with its transaction timeout.
+    pub(super) async fn init_producer(
+        &mut self,
+        transactional_id: Option<TransactionalId>,
+        transaction_timeout_ms: i32,
+        deadline: Duration,
+    ) -> Result<ProducerIdAndEpoch, ClientError> {
         let version = self.init_producer_id_version()?;
         let req = InitProducerIdRequest::default()
-            .with_transactional_id(None)
-            .with_transaction_timeout_ms(NO_TRANSACTION_TIMEOUT_MS);
+            .with_transactional_id(transactional_id)
+            .with_transaction_timeout_ms(transaction_timeout_ms);
         let resp = self.call(&req, version, deadline).await?;
         if resp.error_code != 0 {
             return Err(ClientError::broker(resp.error_code));
@@ -73,7 +85,7 @@ impl KafkaClient {
             .await
     }
 
-    fn init_producer_id_version(&self) -> Result<i16, ClientError> {
+    pub(super) fn init_producer_id_version(&self) -> Result<i16, ClientError> {
         let ours = INIT_PRODUCER_ID_VERSIONS;
         let unsupported = |offered: String| ClientError::Unsupported {
             api: ApiKey::InitProducerId,

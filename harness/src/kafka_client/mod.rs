@@ -15,10 +15,13 @@
 mod calls;
 mod groups;
 mod idempotent;
+mod transactions;
+mod txn_offsets;
 mod types;
 
 pub use groups::{Coordinator, Joined, MemberTimeouts, decode_assignment, encode_assignment};
 pub use idempotent::{DUPLICATE_SEQUENCE_NUMBER, INIT_PRODUCER_ID_VERSIONS};
+pub use txn_offsets::{TxnMember, TxnOffset};
 pub use types::{
     Compression, FetchOptions, Fetched, FetchedRaw, FetchedRecord, Metadata, MetadataBroker,
     MetadataPartition, MetadataTopic, OffsetSpec, ProduceOptions, ProduceRecord, Produced,

@@ -4,18 +4,22 @@
 //! history op is decided here: what it resolved to and did, and for the faults
 //! the checkers date (disk faults, starts) etcd's revision once it took
 //! effect; the run only records it. Process faults go through the runtime,
-//! partitions through the proxies (`partition`), disk faults cut a dead node's
-//! files (`disk`).
+//! partitions through the proxies (`partition`), request faults through the
+//! proxies too (`requests`), disk faults cut a dead node's files (`disk`).
 
 pub mod disk;
 pub mod partition;
+pub mod requests;
 
 use crate::history::{Done, ExitedAtStart, NodeCut, Verb};
 use crate::observe::{ClusterView, ObserveError, Observer};
 use crate::random::SplitMix64;
+use crate::runtime::Link;
 use crate::runtime::{NodeId, Runtime, RuntimeError};
-use crate::schedule::{Fault, OnHeal, Target, TruncateLog};
+use crate::schedule::{Fault, OnHeal, Requests, Sender, Target, TruncateLog};
+use epochal_faults::proxy::toxics::RequestAction;
 use partition::{PartitionSpec, Partitions};
+use requests::{RequestFaults, RequestsError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum NemesisError {
@@ -31,6 +35,9 @@ pub enum NemesisError {
     /// The proxy would not take the cut.
     #[error("partition: {0}")]
     Partition(#[source] epochal_faults::toxiproxy_client::ClientError),
+    /// The proxy would not take (or remove) a request fault.
+    #[error("request fault: {0}")]
+    Requests(#[source] epochal_faults::toxiproxy_client::ClientError),
     #[error("disk: {0}")]
     Disk(#[from] disk::DiskError),
     /// etcd could not be read once the fault took effect, to date it.
@@ -54,6 +61,17 @@ pub enum Refusal {
     /// as large as the rest), or the cut named is not in force.
     #[error(transparent)]
     Partition(partition::PartitionError),
+    /// A request fault already in force on that link and API, or a release
+    /// of one that is not.
+    #[error(transparent)]
+    Requests(RequestsError),
+    /// Request faults need a link between two different nodes.
+    #[error("a request fault needs a link: {0} -> {0} is none")]
+    RequestsToSelf(NodeId),
+    /// The system has no proxy for the link (its brokers never dial one
+    /// another).
+    #[error("no proxy {0}: this system's brokers do not dial one another")]
+    NoLink(String),
 }
 
 impl NemesisError {
@@ -71,6 +89,7 @@ impl NemesisError {
 /// source for `random minority`, so a schedule resolves the same way each run.
 pub struct Nemesis {
     partitions: Partitions,
+    requests: RequestFaults,
     random: SplitMix64,
 }
 
@@ -78,12 +97,14 @@ impl Nemesis {
     pub fn new(seed: u64) -> Self {
         Nemesis {
             partitions: Partitions::new(),
+            requests: RequestFaults::default(),
             random: SplitMix64::new(seed),
         }
     }
 
+    /// No cut and no request fault in force: what `heal` ends.
     pub fn partitions_healed(&self) -> bool {
-        self.partitions.is_healed()
+        self.partitions.is_healed() && self.requests.is_empty()
     }
 
     /// Resolves a target against `view` to the nodes it names now.
@@ -207,11 +228,45 @@ impl Nemesis {
                 let options = one_way.options();
                 done.blocked = Some(self.partition(runtime, &spec, &nodes, options).await?);
             }
+            Fault::HoldRequests(r) => {
+                resolved = self
+                    .requests_on(runtime, view, &nodes, r, RequestAction::Hold, 0)
+                    .await?;
+            }
+            Fault::DelayRequests(d) => {
+                let r = d.requests();
+                resolved = self
+                    .requests_on(runtime, view, &nodes, &r, RequestAction::Delay, d.ms)
+                    .await?;
+            }
+            Fault::DropRequests(r) => {
+                resolved = self
+                    .requests_on(runtime, view, &nodes, r, RequestAction::Drop, 0)
+                    .await?;
+            }
+            Fault::DuplicateRequests(r) => {
+                resolved = self
+                    .requests_on(runtime, view, &nodes, r, RequestAction::Duplicate, 0)
+                    .await?;
+            }
+            Fault::ReleaseRequests(r) => {
+                let (link, named) = self.request_link(r, view, &nodes)?;
+                self.requests
+                    .release(runtime.proxies(), link, r.api)
+                    .await
+                    .map_err(requests_error)?;
+                resolved = named;
+            }
             Fault::Heal => {
                 self.partitions
                     .heal(runtime.proxies())
                     .await
                     .map_err(partition_error)?;
+                // Held requests are delivered, as held bytes are at a heal.
+                self.requests
+                    .release_all(runtime.proxies())
+                    .await
+                    .map_err(requests_error)?;
             }
             Fault::HealCut(id) => done.healed = Some(self.heal_cut(runtime, id).await?),
         }
@@ -253,6 +308,52 @@ impl Nemesis {
             .iter()
             .map(|(from, to)| format!("{from}->{to}"))
             .collect())
+    }
+
+    /// The proxy a request fault acts on, and the nodes it resolved: the
+    /// clients' link to `to`, or `from`'s link to `to`.
+    fn request_link(
+        &mut self,
+        r: &Requests,
+        view: &ClusterView,
+        nodes: &[NodeId],
+    ) -> Result<(Link, Vec<NodeId>), NemesisError> {
+        let to = self.single(&r.to, view, nodes)?;
+        match &r.from {
+            Sender::Clients => Ok((Link::ClientToBroker(to), vec![to])),
+            Sender::Broker(from) => {
+                let from = self.single(from, view, nodes)?;
+                if from == to {
+                    return Err(Refusal::RequestsToSelf(from).into());
+                }
+                Ok((Link::BrokerToBroker { from, to }, vec![from, to]))
+            }
+        }
+    }
+
+    /// Puts `action` on the link's requests of `r.api`; returns the nodes
+    /// the link resolved to.
+    async fn requests_on<R: Runtime>(
+        &mut self,
+        runtime: &R,
+        view: &ClusterView,
+        nodes: &[NodeId],
+        r: &Requests,
+        action: RequestAction,
+        delay_ms: u64,
+    ) -> Result<Vec<NodeId>, NemesisError> {
+        let (link, named) = self.request_link(r, view, nodes)?;
+        match self
+            .requests
+            .apply(runtime.proxies(), link, r.api, action, delay_ms)
+            .await
+        {
+            Err(RequestsError::Proxy(e)) if e.status() == Some(404) => {
+                Err(Refusal::NoLink(link.proxy_name()).into())
+            }
+            Err(e) => Err(requests_error(e)),
+            Ok(()) => Ok(named),
+        }
     }
 
     fn single(
@@ -423,6 +524,14 @@ fn partition_error(e: partition::PartitionError) -> NemesisError {
         // as large as the rest), or the cut named is not in force: the
         // schedule's assumption failed.
         other => Refusal::Partition(other).into(),
+    }
+}
+
+fn requests_error(e: RequestsError) -> NemesisError {
+    match e {
+        RequestsError::Proxy(e) => NemesisError::Requests(e),
+        // The schedule's assumption failed: one in force, or none to release.
+        other => Refusal::Requests(other).into(),
     }
 }
 

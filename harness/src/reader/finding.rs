@@ -159,6 +159,40 @@ pub enum FindingKind {
         snapshot_offset: i64,
         log_end_offset: i64,
     },
+    /// A `.txnindex` file ends inside an entry (its size is not a multiple
+    /// of 34 bytes); Kafka's sanity check refuses such an index. The whole
+    /// entries before it are read.
+    TxnIndexTorn {
+        bytes_remaining: u64,
+        bytes_needed: u64,
+    },
+    /// A `.txnindex` entry whose version is not 0, the only one Kafka
+    /// writes; it is not read.
+    TxnIndexUnknownVersion { version: i16 },
+    /// A `.txnindex` entry names an aborted transaction no ABORT marker of
+    /// its producer at `last_offset` backs in the log: read_committed
+    /// consumers are told to drop records the log never aborted.
+    TxnIndexEntryWithoutAbort {
+        producer_id: i64,
+        first_offset: i64,
+        last_offset: i64,
+    },
+    /// A `.txnindex` entry's first offset is not where the log's aborted
+    /// transaction begins: read_committed consumers drop the wrong records.
+    TxnIndexFirstOffsetDisagrees {
+        producer_id: i64,
+        last_offset: i64,
+        index_first_offset: i64,
+        log_first_offset: i64,
+    },
+    /// An ABORT marker (at `marker_offset`, in the batch `at` points to)
+    /// that no `.txnindex` entry lists: read_committed consumers would be
+    /// served the aborted records.
+    AbortNotInTxnIndex {
+        producer_id: i64,
+        first_offset: i64,
+        marker_offset: i64,
+    },
     /// The file could not be read at all.
     Unreadable { error: String },
 }
@@ -216,7 +250,59 @@ impl fmt::Display for FindingKind {
             | FindingKind::SnapshotDuplicateProducer { .. }
             | FindingKind::SnapshotEntryPastSnapshot { .. }
             | FindingKind::SnapshotPastLogEnd { .. } => self.fmt_snapshot_kind(f),
+            FindingKind::TxnIndexTorn { .. }
+            | FindingKind::TxnIndexUnknownVersion { .. }
+            | FindingKind::TxnIndexEntryWithoutAbort { .. }
+            | FindingKind::TxnIndexFirstOffsetDisagrees { .. }
+            | FindingKind::AbortNotInTxnIndex { .. } => self.fmt_txn_index_kind(f),
             FindingKind::Unreadable { error } => write!(f, "unreadable: {error}"),
+        }
+    }
+}
+
+impl FindingKind {
+    /// The message of a kind found holding `.txnindex` files to the log.
+    fn fmt_txn_index_kind(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FindingKind::TxnIndexTorn {
+                bytes_remaining,
+                bytes_needed,
+            } => write!(
+                f,
+                "torn transaction index: {bytes_remaining} bytes remain, an entry needs {bytes_needed}"
+            ),
+            FindingKind::TxnIndexUnknownVersion { version } => {
+                write!(
+                    f,
+                    "transaction index entry version {version} (only 0 is read)"
+                )
+            }
+            FindingKind::TxnIndexEntryWithoutAbort {
+                producer_id,
+                first_offset,
+                last_offset,
+            } => write!(
+                f,
+                "transaction index lists producer {producer_id}'s transaction {first_offset}..={last_offset} as aborted, but the log holds no abort marker of it at {last_offset}"
+            ),
+            FindingKind::TxnIndexFirstOffsetDisagrees {
+                producer_id,
+                last_offset,
+                index_first_offset,
+                log_first_offset,
+            } => write!(
+                f,
+                "transaction index has producer {producer_id}'s transaction aborted at {last_offset} begin at {index_first_offset}, the log at {log_first_offset}"
+            ),
+            FindingKind::AbortNotInTxnIndex {
+                producer_id,
+                first_offset,
+                marker_offset,
+            } => write!(
+                f,
+                "abort marker at {marker_offset} of producer {producer_id}'s transaction from {first_offset} is in no transaction index"
+            ),
+            other => unreachable!("{other:?} is not a transaction index kind"),
         }
     }
 }

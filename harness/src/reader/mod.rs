@@ -12,8 +12,10 @@
 //! `<data>/<topic>-<partition>/leader-epoch-checkpoint`,
 //! `<data>/<topic>-<partition>/<20-digit offset>.snapshot`,
 //! `<data>/replication-offset-checkpoint`, `<data>/recovery-point-offset-checkpoint`
-//! and `<data>/.kafka_cleanshutdown`. Index files are ignored: they are derived
-//! data and Kafka rebuilds them.
+//! and `<data>/.kafka_cleanshutdown`. Offset and time index files are ignored:
+//! they are derived data and Kafka rebuilds them. The aborted-transaction
+//! index (`<base>.txnindex`) is read and held to the log's transaction
+//! markers ([`txn`]): read_committed consumers are served from it.
 
 pub mod checkpoint;
 pub mod compact;
@@ -25,6 +27,7 @@ pub mod producer_snapshot;
 pub mod record;
 pub mod segment;
 pub mod state_change;
+pub mod txn;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -147,6 +150,12 @@ impl ReplicaState {
     /// Every batch, in log order, intact or not.
     pub fn batches(&self) -> impl Iterator<Item = &Batch> {
         self.segments.iter().flat_map(|segment| &segment.batches)
+    }
+
+    /// Its transactions (KIP-98): each transactional data batch's, and how
+    /// the log ended it.
+    pub fn transactions(&self) -> txn::Transactions {
+        txn::Transactions::of_batches(self.batches())
     }
 
     /// The records of intact batches, in log order, each with its batch.
@@ -318,6 +327,12 @@ fn read_replica(root: &Path, topic: String, partition: i32, dir: PathBuf) -> Rep
     }
 
     let log_end_offset = check_offsets(&segments, &mut findings);
+    txn::check_txn_index(
+        root,
+        &dir,
+        segments.iter().flat_map(|s| &s.batches),
+        &mut findings,
+    );
     snapshot_files.sort();
     let producer_snapshots = producer_snapshot::read_snapshots(root, snapshot_files, &mut findings);
     producer_snapshot::check_against_log_end(&producer_snapshots, log_end_offset, &mut findings);

@@ -12,6 +12,7 @@
 //! value is a tombstone (the commit deleted, by expiry or DeleteOffsets).
 
 use super::ReplicaState;
+use super::txn::TxnOutcome;
 
 /// One offset commit record of the offsets topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +58,15 @@ pub fn offset_commits(
     replica: &ReplicaState,
 ) -> Result<Vec<OffsetCommitRecord>, OffsetsRecordError> {
     let mut commits = Vec::new();
-    for (_, record) in replica.records() {
+    // A transaction's markers (control batches) are not commits; the
+    // commits a TxnOffsetCommit wrote count once their transaction committed.
+    let transactions = replica.transactions();
+    for (batch, record) in replica.records() {
+        let committed =
+            || transactions.outcome_at(batch.base_offset) == Some(TxnOutcome::Committed);
+        if batch.is_control() || (batch.is_transactional() && !committed()) {
+            continue;
+        }
         let parsed = parse_commit(
             record.key.as_ref().map(|k| k.as_bytes()),
             record.value.as_ref().map(|v| v.as_bytes()),

@@ -127,8 +127,18 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
             | Verb::Bridge
             | Verb::NodeFromEtcd
             | Verb::NodeFromClients => &[Verb::Heal],
+            Verb::HoldRequests
+            | Verb::DelayRequests
+            | Verb::DropRequests
+            | Verb::DuplicateRequests => &[Verb::ReleaseRequests, Verb::Heal],
             Verb::TruncateLog => &[],
-            Verb::Resume | Verb::Restart | Verb::Start | Verb::Heal => continue,
+            Verb::Resume | Verb::Restart | Verb::Start | Verb::Heal | Verb::ReleaseRequests => {
+                continue;
+            }
+        };
+        let requests = match &fault.aim {
+            crate::history::op::Aim::Requests { from, to, api, .. } => Some((from, to, api)),
+            _ => None,
         };
         let instant = fault.verb == Verb::TruncateLog;
         let cut_id = match &fault.aim {
@@ -150,10 +160,19 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
                     if !undone_by.contains(&undo.verb) {
                         return None;
                     }
-                    let matches = if undo.verb == Verb::Heal {
+                    let matches = if undo.verb == Verb::ReleaseRequests {
+                        // The same link and API, as written.
                         match &undo.aim {
+                            crate::history::op::Aim::Requests { from, to, api, .. } => {
+                                requests == Some((from, to, api))
+                            }
+                            _ => false,
+                        }
+                    } else if undo.verb == Verb::Heal {
+                        match &undo.aim {
+                            // A named heal ends its cut only, never a request fault.
                             crate::history::op::Aim::HealCut { heal } => {
-                                cut_id.as_deref() == Some(heal.as_str())
+                                requests.is_none() && cut_id.as_deref() == Some(heal.as_str())
                             }
                             _ => true,
                         }
@@ -172,6 +191,17 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
         };
         let label = match fault.done.as_ref().and_then(|d| d.blocked.as_ref()) {
             Some(blocked) if !blocked.is_empty() => format!("{} {}", fault.verb, blocked.join(" ")),
+            // `hold-requests clients->b1 EndTxn`, its ends as resolved.
+            _ if requests.is_some() => {
+                let (from, _, api) = requests.expect("matched");
+                let ends: Vec<String> = nodes.iter().map(NodeId::to_string).collect();
+                let link = match (from, ends.as_slice()) {
+                    (crate::schedule::Sender::Clients, [to]) => format!("clients->{to}"),
+                    (_, [from, to]) => format!("{from}->{to}"),
+                    _ => ends.join(","),
+                };
+                format!("{} {link} {api}", fault.verb)
+            }
             _ => format!(
                 "{} {}",
                 fault.verb,
@@ -260,6 +290,24 @@ fn describe(span: &Span<'_>) -> String {
             _ => format!("rebalance of {}", r.group),
         },
         Body::ClientCrash(_) => "client crash".to_owned(),
+        Body::StableOffsets(look) => match look.offsets() {
+            Some((lso, hw)) => format!(
+                "stable offsets of {}: last stable {lso}, high watermark {hw}",
+                look.partition
+            ),
+            None => format!("stable offsets of {}", look.partition),
+        },
+        Body::Txn(txn) => {
+            let intent = match txn.intent {
+                crate::history::Intent::Commit => "commit",
+                crate::history::Intent::Abort => "abort",
+            };
+            format!(
+                "txn of {} ({} micro-ops, to {intent})",
+                txn.transactional_id,
+                txn.ops.len()
+            )
+        }
         Body::Fault(fault) => fault.verb.to_string(),
     };
     let error = op

@@ -15,6 +15,7 @@ use crate::runtime::Runtime;
 use crate::schedule::Schedule;
 use crate::store::RunLog;
 use crate::workload::client::{Clients, Processes, RecordingClient};
+use crate::workload::txn::TxnProducerState;
 use crate::workload::view::SharedView;
 
 use super::RunError;
@@ -31,6 +32,8 @@ pub struct Live<R: Runtime> {
     pub scripted: BTreeMap<u64, RecordingClient>,
     /// The members the steps subscribed, by name.
     pub members: BTreeMap<String, super::scripted_member::ScriptedMember>,
+    /// The transactional producers the `txn` steps ran as, by id.
+    pub scripted_txns: BTreeMap<String, TxnProducerState>,
 }
 
 /// The observer a system allows: etcd for the reference broker's layout,
@@ -88,6 +91,7 @@ impl<R: Runtime> Live<R> {
             addresses: Arc::new(addresses),
             request_timeout: Duration::from_millis(schedule.workload.request_timeout_ms),
             idempotent: schedule.workload.idempotent,
+            transaction_timeout: schedule.workload.transaction_timeout(),
             fetch_version: runtime.plan().config.system.client.fetch_version,
             join_group_version: runtime.plan().config.system.client.join_group_version,
             shared_ids: runtime.plan().config.system.node.kafka_node_ids
@@ -102,6 +106,7 @@ impl<R: Runtime> Live<R> {
             clients,
             scripted: BTreeMap::new(),
             members: BTreeMap::new(),
+            scripted_txns: BTreeMap::new(),
         })
     }
 
@@ -116,6 +121,26 @@ impl<R: Runtime> Live<R> {
         self.scripted
             .entry(worker)
             .or_insert_with(|| clients.client("epochal"))
+    }
+
+    /// The scripted client `worker` and the transactional producer `id` it
+    /// runs a `txn` step as (made at the first step naming the id, kept
+    /// for the later ones).
+    pub fn scripted_txn(
+        &mut self,
+        worker: u64,
+        id: &str,
+    ) -> (&mut RecordingClient, &mut TxnProducerState) {
+        let clients = &self.clients;
+        let client = self
+            .scripted
+            .entry(worker)
+            .or_insert_with(|| clients.client("epochal"));
+        let producer = self
+            .scripted_txns
+            .entry(id.to_owned())
+            .or_insert_with(|| TxnProducerState::new(id.to_owned()));
+        (client, producer)
     }
 
     /// The cluster's nodes.

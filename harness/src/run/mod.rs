@@ -14,7 +14,9 @@
 //!    the background load, writing each into `schedule.toml` as it fires.)
 //! 4. quiesce.rs: the final heal (partitions removed, paused nodes resumed,
 //!    dead nodes started, each a nemesis op), the liveness window if the
-//!    schedule sets one (liveness.rs), then a bounded quiesce;
+//!    schedule sets one (liveness.rs), then a bounded quiesce, and in a
+//!    run whose clients ran transactions a bounded wait for every last
+//!    stable offset to reach its high watermark (stable.rs);
 //! 5. collect.rs: etcd's timeline to `timeline.json`, every broker killed
 //!    (SIGKILL: no shutdown hook rewrites a file) so each data directory stays
 //!    as the cluster left it, and `run.json` saying how the run ended;
@@ -40,6 +42,7 @@ mod quiesce;
 mod scripted_member;
 mod settings;
 mod setup;
+mod stable;
 mod steps;
 mod summary;
 

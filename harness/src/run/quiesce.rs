@@ -46,6 +46,7 @@ pub(super) async fn final_heal<R: Runtime>(
         .quiesce_timeout_ms
         .map_or(QUIESCE_TIMEOUT, Duration::from_millis);
     let settled = quiesce(live, bound).await?;
+    super::stable::await_stable(live, schedule).await?;
     if schedule.workload.final_read && settled == RunStatus::Completed {
         super::final_read::read_all(live, schedule).await?;
     }

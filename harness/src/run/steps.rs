@@ -8,14 +8,17 @@
 
 use std::time::{Duration, Instant};
 
-use crate::history::{Body, Done, FaultOp, OpType, Process, Verb};
+use crate::history::{Body, Done, FaultOp, Intent, OpType, Process, Verb};
 use crate::nemesis::NemesisError;
 use crate::node::NodeId;
 use crate::observe::{ClusterView, ObserveError};
 use crate::runtime::Runtime;
-use crate::schedule::{Condition, Consume, Fault, PartitionRef, Produce, Schedule, Step, Target};
+use crate::schedule::{
+    Condition, Consume, Fault, PartitionRef, Produce, Schedule, Step, Target, TxnIntent, TxnStepOp,
+};
 use crate::workload::background::{Counted, Workers};
 use crate::workload::send_options::SendOptions;
+use crate::workload::txn::Planned;
 
 use super::live::Live;
 use super::{RunError, RunStatus};
@@ -128,6 +131,34 @@ async fn run_step<R: Runtime>(
         }
         Step::Poll(poll) => super::members::poll(live, number, poll).await,
         Step::Unsubscribe(member) => Ok(super::members::unsubscribe(live, number, member).await),
+        Step::Txn(step) => {
+            let planned: Vec<Planned> = step
+                .ops
+                .iter()
+                .map(|op| match op {
+                    TxnStepOp::Send(p, value) => Planned::Send(p.clone(), *value),
+                    TxnStepOp::Poll(p) => Planned::Poll(p.clone()),
+                })
+                .collect();
+            let intent = match step.intent {
+                TxnIntent::Commit => Intent::Commit,
+                TxnIntent::Abort => Intent::Abort,
+            };
+            let (client, producer) = live.scripted_txn(step.process.unwrap_or(0), &step.id);
+            let op = client.txn(producer, &planned, intent).await?;
+            live.log.line(format!(
+                "step {number}: txn of {} ({} ops, {:?}) -> {:?}{}",
+                step.id,
+                planned.len(),
+                intent,
+                op.kind,
+                op.error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            ));
+            Ok(RunStatus::Completed)
+        }
         Step::Await {
             condition,
             timeout_ms,

@@ -45,6 +45,8 @@ pub const BROKER_SETTINGS: &[(&str, SettingKind)] = &[
     ("offsets_topic_replication_factor", SettingKind::Count),
     ("transaction_state_num_partitions", SettingKind::Count),
     ("transaction_state_replication_factor", SettingKind::Count),
+    ("transaction_partition_verification", SettingKind::Bool),
+    ("transaction_timeout_fences_producer", SettingKind::Bool),
     (
         "offsets_commit_acks",
         SettingKind::OneOf(&["all", "leader"]),

@@ -10,7 +10,9 @@ pub mod condition;
 mod document;
 pub mod model;
 mod parse;
+pub mod requests;
 pub mod step;
+mod target;
 
 pub use broker_settings::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS, SettingKind};
 pub use condition::{Checkpoint, Compare, Condition, Offset};
@@ -19,9 +21,10 @@ pub use epochal_faults::proxy::OnHeal;
 pub use model::{
     Acks, Background, Cluster, CommitStep, CommittedStep, Compression, Consume, Cut, Fault,
     MemberPoll, NodeConfig, OneWay, PartitionRef, Produce, SubscribeStep, Target, Topic, Truncate,
-    TruncateLog, Workload,
+    TruncateLog, TxnIntent, TxnStep, TxnStepOp, Workload,
 };
 pub use parse::{Invalid, ScheduleError};
+pub use requests::{Api, DelayedRequests, Requests, Sender};
 pub use step::Step;
 
 use std::path::Path;
@@ -68,6 +71,16 @@ impl Schedule {
     /// The cluster's nodes, `b1` .. `bN`.
     pub fn nodes(&self) -> Vec<NodeId> {
         NodeId::all(self.cluster.brokers).collect()
+    }
+
+    /// Whether the run's clients run transactions: background
+    /// transactional producers, or a `txn` step.
+    pub fn runs_transactions(&self) -> bool {
+        self.workload
+            .background
+            .as_ref()
+            .is_some_and(|b| b.transactional > 0)
+            || self.steps.iter().any(|s| matches!(s, Step::Txn(_)))
     }
 }
 

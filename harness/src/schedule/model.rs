@@ -8,9 +8,9 @@ use std::fmt;
 use epochal_faults::proxy::OnHeal;
 use serde::{Deserialize, Serialize};
 
-use crate::node::{NodeId, NodeIdError};
+use super::requests::{DelayedRequests, Requests};
+pub use super::target::{Target, TargetError};
 pub use crate::topic_partition::PartitionRef;
-use crate::topic_partition::PartitionRefError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -96,6 +96,17 @@ pub struct Workload {
     /// only when on, so schedules that never set it print as before.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub idempotent: bool,
+    /// [transactions]: `[workload.background]`'s subscribers process
+    /// transactionally (Jepsen's read-process-write, KIP-447) instead of
+    /// polling and committing: each member's turn is one `txn` op that
+    /// polls one of its partitions at read_committed, sends one to three
+    /// fresh values to other partitions and sends the position it read to
+    /// as the group's offset (AddOffsetsToTxn, TxnOffsetCommit with its
+    /// generation), three in four meant to commit; a member resumes from
+    /// the group's stable committed offset (workload/txn_subscribe.rs). Off
+    /// by default; printed back only when on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub read_process_write: bool,
     /// The final read ([groups]): after the final heal and quiesce, a fresh
     /// consumer reads every partition from its beginning to its high
     /// watermark, one poll each (`final_read` in the history), so an
@@ -103,6 +114,11 @@ pub struct Workload {
     /// consumers merely never reached (`unseen`). Off by default.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub final_read: bool,
+    /// The transaction timeout the transactional producers ask for
+    /// (`transaction.timeout.ms`); [`Workload::TRANSACTION_TIMEOUT_MS`]
+    /// when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transaction_timeout_ms: Option<u64>,
     /// Declared minimums of coverage (checker/coverage.rs; docs/schedules.md,
     /// "Coverage minimums"): below any of them a run that would be valid is
     /// unknown, its reason starting "vacuous: ", because its faults could not
@@ -124,6 +140,19 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The transactional producers' transaction timeout unless the schedule
+    /// sets one: short beside Kafka's 60 s default, so a transaction its
+    /// producer abandoned is aborted well inside a run.
+    pub const TRANSACTION_TIMEOUT_MS: u64 = 10_000;
+
+    /// `transaction_timeout_ms`, or its default.
+    pub fn transaction_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.transaction_timeout_ms
+                .unwrap_or(Self::TRANSACTION_TIMEOUT_MS),
+        )
+    }
+
     /// Drops every coverage minimum (`min_*`): for a schedule cut down by
     /// hand or by `epochal shrink`, whose few faults are where its author
     /// (or the shrink) put them.
@@ -172,6 +201,12 @@ pub struct Background {
     /// member (Jepsen's client crash). 0: never.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub crash_every: u32,
+    /// [transactions]: transactional producers, each with its own
+    /// transactional id, running `txn` ops — up to four sends and
+    /// read_committed polls over `partitions`, three in four meant to
+    /// commit, the rest to abort (workload/txn.rs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub transactional: u32,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -204,7 +239,9 @@ impl Default for Workload {
             liveness_ms: None,
             quiesce_timeout_ms: None,
             idempotent: false,
+            read_process_write: false,
             final_read: false,
+            transaction_timeout_ms: None,
             min_faults: None,
             min_ops_per_fault: None,
             min_acked_during_faults: None,
@@ -285,7 +322,21 @@ pub enum Fault {
     /// No byte between the workload's clients and the node, either way; its
     /// links to other brokers and services still flow.
     NodeFromClients(Cut),
-    /// Remove every partition (written as the word `"heal"`).
+    /// The requests of one Kafka API on one link (`{ from, to, api }`) are
+    /// held, with everything behind them on their connection, until
+    /// released (schedule/requests.rs; the proxy's `kafka_requests` toxic).
+    HoldRequests(Requests),
+    /// Each such request waits `ms` from when the proxy read it.
+    DelayRequests(DelayedRequests),
+    /// Each such request is removed: the broker never sees it.
+    DropRequests(Requests),
+    /// Each such request reaches the broker twice; the client sees one answer.
+    DuplicateRequests(Requests),
+    /// Ends the request fault on that link and API; held requests are
+    /// delivered in order.
+    ReleaseRequests(Requests),
+    /// Remove every partition and end every request fault (written as the
+    /// word `"heal"`).
     #[serde(skip_deserializing)]
     Heal,
     /// Remove the partition fault that named itself so (`{ heal = "cut-1" }`).
@@ -403,7 +454,7 @@ impl<'de> Deserialize<'de> for Cut {
 
 impl Fault {
     /// The single target of a fault that names one (all but one-way,
-    /// truncate-log and heal).
+    /// truncate-log, the request faults and heal).
     pub fn target(&self) -> Option<&Target> {
         match self {
             Fault::Pause(t)
@@ -418,7 +469,15 @@ impl Fault {
             | Fault::Bridge(c)
             | Fault::NodeFromEtcd(c)
             | Fault::NodeFromClients(c) => Some(&c.target),
-            Fault::TruncateLog(_) | Fault::OneWay(_) | Fault::Heal | Fault::HealCut(_) => None,
+            Fault::TruncateLog(_)
+            | Fault::OneWay(_)
+            | Fault::HoldRequests(_)
+            | Fault::DelayRequests(_)
+            | Fault::DropRequests(_)
+            | Fault::DuplicateRequests(_)
+            | Fault::ReleaseRequests(_)
+            | Fault::Heal
+            | Fault::HealCut(_) => None,
         }
     }
 }
@@ -602,6 +661,84 @@ pub struct CommittedStep {
     pub process: Option<u64>,
 }
 
+/// One transaction the steps run ([transactions]): `ops` in the history's
+/// micro-op form (`["send", "t-0", 7]`, `["poll", "t-1"]`), ended as `intent`
+/// says, by the transactional producer `id` (InitProducerId once, kept across
+/// the steps that name the same id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TxnStep {
+    pub id: String,
+    pub ops: Vec<TxnStepOp>,
+    #[serde(default)]
+    pub intent: TxnIntent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<u64>,
+}
+
+/// How a scripted transaction is meant to end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxnIntent {
+    #[default]
+    Commit,
+    Abort,
+}
+
+/// A scripted transaction's micro-op: a send of a value to a partition, or
+/// a read_committed poll of one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawTxnStepOp", into = "RawTxnStepOp")]
+pub enum TxnStepOp {
+    Send(PartitionRef, i64),
+    Poll(PartitionRef),
+}
+
+impl TxnStepOp {
+    pub fn partition(&self) -> &PartitionRef {
+        match self {
+            TxnStepOp::Send(p, _) | TxnStepOp::Poll(p) => p,
+        }
+    }
+}
+
+/// [`TxnStepOp`] as TOML writes it: an array with its verb first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+enum RawTxnStepOp {
+    Send(String, PartitionRef, i64),
+    Poll(String, PartitionRef),
+}
+
+/// A txn op whose first element is neither `send` with a value nor `poll`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a txn op is [\"send\", partition, value] or [\"poll\", partition], not {verb:?}")]
+pub struct TxnStepOpError {
+    pub verb: String,
+}
+
+impl TryFrom<RawTxnStepOp> for TxnStepOp {
+    type Error = TxnStepOpError;
+    fn try_from(raw: RawTxnStepOp) -> Result<Self, TxnStepOpError> {
+        match raw {
+            RawTxnStepOp::Send(verb, p, value) if verb == "send" => Ok(TxnStepOp::Send(p, value)),
+            RawTxnStepOp::Poll(verb, p) if verb == "poll" => Ok(TxnStepOp::Poll(p)),
+            RawTxnStepOp::Send(verb, ..) | RawTxnStepOp::Poll(verb, _) => {
+                Err(TxnStepOpError { verb })
+            }
+        }
+    }
+}
+
+impl From<TxnStepOp> for RawTxnStepOp {
+    fn from(op: TxnStepOp) -> RawTxnStepOp {
+        match op {
+            TxnStepOp::Send(p, value) => RawTxnStepOp::Send("send".into(), p, value),
+            TxnStepOp::Poll(p) => RawTxnStepOp::Poll("poll".into(), p),
+        }
+    }
+}
+
 /// A consumer the steps drive as a member of `group` ([groups], Jepsen's
 /// subscribe mode scripted): `subscribe` makes it, subscribed to `topics`
 /// (default: every topic of the cluster); `poll = { member = … }` polls
@@ -620,79 +757,4 @@ pub struct SubscribeStep {
 #[serde(deny_unknown_fields)]
 pub struct MemberPoll {
     pub member: String,
-}
-
-/// Whom a fault or a client op is aimed at; resolved to nodes when it fires.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub enum Target {
-    Node(NodeId),
-    Controller,
-    /// For client ops: the partition's current leader.
-    Leader,
-    LeaderOf(PartitionRef),
-    AFollowerOf(PartitionRef),
-    RandomMinority,
-    /// Several named nodes at once, `b1,b3`: what `random minority` resolved
-    /// to, written so in a campaign's realised schedule.
-    Nodes(Vec<NodeId>),
-}
-
-crate::text_form::text_form!(Target);
-
-/// Why a text is not a target.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TargetError {
-    /// `leader of P` or `a follower of P` with a `P` that is not a partition.
-    #[error(transparent)]
-    Partition(#[from] PartitionRefError),
-    /// A node name, or one of a list `b1,b3`, that is not one.
-    #[error(transparent)]
-    Node(#[from] NodeIdError),
-    #[error(
-        "{text:?} is not a target (b2, controller, leader, leader of t-0, a follower of t-0, random minority, b1,b3)"
-    )]
-    NotATarget { text: String },
-}
-
-impl std::str::FromStr for Target {
-    type Err = TargetError;
-    fn from_str(s: &str) -> Result<Self, TargetError> {
-        let words: Vec<&str> = s.split_whitespace().collect();
-        Ok(match words.as_slice() {
-            ["controller"] => Target::Controller,
-            ["leader"] => Target::Leader,
-            ["random", "minority"] => Target::RandomMinority,
-            ["leader", "of", p] => Target::LeaderOf(p.parse()?),
-            ["a", "follower", "of", p] => Target::AFollowerOf(p.parse()?),
-            [node] if NodeId::is_name(node) => Target::Node(node.parse()?),
-            [nodes] if nodes.contains(',') => {
-                let mut named = nodes
-                    .split(',')
-                    .map(|n| n.parse::<NodeId>())
-                    .collect::<Result<Vec<_>, _>>()?;
-                named.sort_unstable();
-                named.dedup();
-                Target::Nodes(named)
-            }
-            _ => return Err(TargetError::NotATarget { text: s.to_owned() }),
-        })
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Target::Node(n) => write!(f, "{n}"),
-            Target::Controller => f.write_str("controller"),
-            Target::Leader => f.write_str("leader"),
-            Target::LeaderOf(p) => write!(f, "leader of {p}"),
-            Target::AFollowerOf(p) => write!(f, "a follower of {p}"),
-            Target::RandomMinority => f.write_str("random minority"),
-            Target::Nodes(nodes) => {
-                let names: Vec<String> = nodes.iter().map(NodeId::to_string).collect();
-                f.write_str(&names.join(","))
-            }
-        }
-    }
 }

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::document::Schedule;
 use super::model::{Acks, Cluster, Fault, PartitionRef, Produce, Target, Workload};
+use super::requests::{Requests, Sender};
 use super::step::{ONE_KIND, Step, StepTable, TIMEOUT_WITHOUT_AWAIT};
 use crate::node::NodeId;
 use crate::toml_span::{TomlErrorAt, key_line};
@@ -165,9 +166,10 @@ fn validate(s: &ScheduleTable, src: &str) -> Result<(), Failure> {
     settings(&s.cluster.settings, "cluster.settings", src)?;
     workload(s, src, &declared)?;
     nodes(s, src, &declared)?;
-    // Cut names given by earlier steps, for `{ heal = "…" }` to name; the
+    // Cut names given by earlier steps, for `{ heal = "…" }` to name, and
+    // the request faults' links and APIs, for `release-requests` to name; the
     // members subscribed and not yet unsubscribed, for `poll` to name.
-    let mut cut_ids: BTreeSet<&str> = BTreeSet::new();
+    let mut cut_ids: BTreeSet<String> = BTreeSet::new();
     let mut members: BTreeSet<&str> = BTreeSet::new();
     for (i, step) in s.step.iter().enumerate() {
         let step_check = StepCheck {
@@ -343,11 +345,11 @@ impl StepCheck<'_, '_> {
     }
 
     /// Checks the step: one kind, then what that kind names.
-    fn step<'s>(
+    fn step(
         &self,
         s: &ScheduleTable,
-        step: &'s StepTable,
-        cut_ids: &mut BTreeSet<&'s str>,
+        step: &StepTable,
+        cut_ids: &mut BTreeSet<String>,
     ) -> Result<(), Failure> {
         if step.kinds() != 1 {
             return Err(self.bad(ONE_KIND.into()));
@@ -362,9 +364,22 @@ impl StepCheck<'_, '_> {
             consume,
             commit,
             committed,
+            txn,
             await_,
             ..
         } = step;
+        if let Some(t) = txn {
+            if t.id.is_empty() {
+                return Err(self.bad("a txn names an empty transactional id".into()));
+            }
+            if t.ops.is_empty() || t.ops.len() > 4 {
+                return Err(self.bad(format!("a txn has 1 to 4 ops, not {}", t.ops.len())));
+            }
+            for op in &t.ops {
+                let partition = op.partition();
+                self.declared.partition(partition, self.line)?;
+            }
+        }
         let groups = commit
             .iter()
             .map(|c| (&c.group, &c.partition))
@@ -462,9 +477,31 @@ impl StepCheck<'_, '_> {
 
     /// Checks a fault's targets, and that a heal names a cut an earlier
     /// fault gave; records the cut it names.
-    fn fault<'s>(&self, f: &'s Fault, cut_ids: &mut BTreeSet<&'s str>) -> Result<(), Failure> {
+    fn fault(&self, f: &Fault, cut_ids: &mut BTreeSet<String>) -> Result<(), Failure> {
         if let Some(t) = f.target() {
             self.target(t, false)?;
+        }
+        let requests = match f {
+            Fault::HoldRequests(r)
+            | Fault::DropRequests(r)
+            | Fault::DuplicateRequests(r)
+            | Fault::ReleaseRequests(r) => Some(r.clone()),
+            Fault::DelayRequests(d) => Some(d.requests()),
+            _ => None,
+        };
+        if let Some(r) = requests {
+            self.requests(&r)?;
+            let key = format!("requests {} -> {} {}", r.from, r.to, r.api);
+            if matches!(f, Fault::ReleaseRequests(_)) {
+                if !cut_ids.contains(&key) {
+                    return Err(self.bad(format!(
+                        "release-requests names {} -> {} {}, which no earlier request fault names",
+                        r.from, r.to, r.api
+                    )));
+                }
+            } else {
+                cut_ids.insert(key);
+            }
         }
         match f {
             Fault::OneWay(w) => {
@@ -496,7 +533,23 @@ impl StepCheck<'_, '_> {
             if id.is_empty() {
                 return Err(self.bad("a cut's id must not be empty".into()));
             }
-            cut_ids.insert(id);
+            cut_ids.insert(id.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Checks a request fault's link: a broker it goes to, sent by the
+    /// clients or by another broker.
+    fn requests(&self, r: &Requests) -> Result<(), Failure> {
+        self.target(&r.to, false)?;
+        if let Sender::Broker(from) = &r.from {
+            self.target(from, false)?;
+            if from == &r.to && matches!(from, Target::Node(_)) {
+                return Err(self.bad(format!(
+                    "request faults name a link between two nodes; {from} -> {} is none",
+                    r.to
+                )));
+            }
         }
         Ok(())
     }

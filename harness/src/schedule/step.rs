@@ -3,7 +3,7 @@
 //! subscribed member's join, poll or leave, or an await on a condition. In
 //! TOML a step is a flat table with exactly one of `fault`, `faults`,
 //! `produce`, `consume`, `commit`, `committed`, `subscribe`, `poll`,
-//! `unsubscribe`, `await`
+//! `unsubscribe`, `txn`, `await`
 //! ([`StepTable`]): a flat table keeps toml's errors pointing at the very key
 //! that is wrong, which an enum's buffered variants would not. The parser
 //! checks the table's shape and names the step and line; only then does it
@@ -12,7 +12,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::condition::Condition;
-use super::model::{CommitStep, CommittedStep, Consume, Fault, MemberPoll, Produce, SubscribeStep};
+use super::model::{
+    CommitStep, CommittedStep, Consume, Fault, MemberPoll, Produce, SubscribeStep, TxnStep,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "StepTable", into = "StepTable")]
@@ -32,6 +34,8 @@ pub enum Step {
     Poll(MemberPoll),
     /// A subscribed member leaves its group.
     Unsubscribe(String),
+    /// One transaction of a transactional producer ([transactions]).
+    Txn(TxnStep),
     Await {
         condition: Condition,
         /// How long the condition may take before the run ends unknown;
@@ -53,6 +57,7 @@ impl Step {
             | Step::Subscribe(_)
             | Step::Poll(_)
             | Step::Unsubscribe(_)
+            | Step::Txn(_)
             | Step::Await { .. } => &[],
         }
     }
@@ -80,6 +85,8 @@ pub(crate) struct StepTable {
     pub poll: Option<MemberPoll>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsubscribe: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txn: Option<TxnStep>,
     #[serde(default, rename = "await", skip_serializing_if = "Option::is_none")]
     pub await_: Option<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,6 +106,7 @@ impl StepTable {
             self.subscribe.is_some(),
             self.poll.is_some(),
             self.unsubscribe.is_some(),
+            self.txn.is_some(),
             self.await_.is_some(),
         ]
         .iter()
@@ -109,7 +117,7 @@ impl StepTable {
 
 /// Why a table is no step.
 pub(crate) const ONE_KIND: &str = "needs exactly one of fault, faults, produce, consume, commit, committed, subscribe, poll, \
-     unsubscribe, await";
+     unsubscribe, txn, await";
 pub(crate) const TIMEOUT_WITHOUT_AWAIT: &str = "timeout_ms belongs to an await";
 
 impl TryFrom<StepTable> for Step {
@@ -139,6 +147,8 @@ impl TryFrom<StepTable> for Step {
             Step::Poll(poll)
         } else if let Some(member) = t.unsubscribe {
             Step::Unsubscribe(member)
+        } else if let Some(txn) = t.txn {
+            Step::Txn(txn)
         } else {
             Step::Await {
                 condition: t.await_.ok_or(ONE_KIND)?,
@@ -161,6 +171,7 @@ impl From<Step> for StepTable {
             Step::Subscribe(subscribe) => t.subscribe = Some(subscribe),
             Step::Poll(poll) => t.poll = Some(poll),
             Step::Unsubscribe(member) => t.unsubscribe = Some(member),
+            Step::Txn(txn) => t.txn = Some(txn),
             Step::Await {
                 condition,
                 timeout_ms,

@@ -24,7 +24,9 @@ use tokio::task::JoinSet;
 use super::client::{Clients, RecordingClient};
 use super::send_options::SendOptions;
 use super::subscribe::{HEARTBEAT_INTERVAL, Membership, Standing};
-use crate::history::{OpType, Poll, WriteError};
+use super::txn::{Planned, TxnProducerState};
+use crate::history::{Intent, OpType, Poll, WriteError};
+use crate::random::SplitMix64;
 use crate::schedule::{Background, PartitionRef, Workload};
 
 /// How old etcd's view may be for routing a background request. A send
@@ -127,16 +129,27 @@ impl Workers {
             let worker = Worker::new(context.clone(), clients, worker, stop_tx.subscribe());
             tasks.spawn(worker.consume(group));
         }
-        for worker in 0..config.subscribers as usize {
-            let worker = Worker::new(context.clone(), clients, worker, stop_tx.subscribe());
-            tasks.spawn(worker.subscribe());
+        let mut send_bound = clients.send_bound();
+        for n in 0..config.subscribers as usize {
+            let worker = Worker::new(context.clone(), clients, n, stop_tx.subscribe());
+            if workload.read_process_write {
+                send_bound = send_bound.max(worker.client.txn_bound());
+                tasks.spawn(worker.read_process_write(n as u64));
+            } else {
+                tasks.spawn(worker.subscribe());
+            }
+        }
+        for n in 0..config.transactional as usize {
+            let worker = Worker::new(context.clone(), clients, n, stop_tx.subscribe());
+            send_bound = send_bound.max(worker.client.txn_bound());
+            tasks.spawn(worker.transact(n as u64));
         }
         Workers {
             stop: stop_tx,
             acked: acked_rx,
             commits_acked: commits_rx,
             tasks,
-            send_bound: clients.send_bound(),
+            send_bound,
         }
     }
 
@@ -298,6 +311,47 @@ impl Worker {
         Ok(())
     }
 
+    /// A transactional producer: transactions of one to four micro-ops over
+    /// the partitions, each a send of a fresh value or a read_committed
+    /// poll, one in four meant to abort, drawn from a generator seeded by
+    /// the worker's number (the background load is not part of a seed's
+    /// plan; this keeps two runs' mixes alike). Committed sends count as
+    /// acknowledged writes.
+    async fn transact(mut self, index: u64) -> Result<(), WriteError> {
+        let context = self.context.clone();
+        let mut state = TxnProducerState::new(format!("epochal-txn-{index}"));
+        let mut rng = SplitMix64::new(index);
+        while self.next_turn().await {
+            let partitions = &context.partitions;
+            let planned: Vec<Planned> = (0..rng.between(1, 4))
+                .map(|_| {
+                    let p = partitions[rng.index(partitions.len())].clone();
+                    if rng.chance(1, 2) {
+                        Planned::Send(p, context.next_value.fetch_add(1, Ordering::Relaxed))
+                    } else {
+                        Planned::Poll(p)
+                    }
+                })
+                .collect();
+            let intent = if rng.chance(1, 4) {
+                Intent::Abort
+            } else {
+                Intent::Commit
+            };
+            let op = self.client.txn(&mut state, &planned, intent).await?;
+            if op.kind == OpType::Ok && intent == Intent::Commit {
+                let sends = planned
+                    .iter()
+                    .filter(|p| matches!(p, Planned::Send(..)))
+                    .count() as u64;
+                context.acked.send_modify(|n| *n += sends);
+            } else if op.kind != OpType::Ok {
+                self.back_off().await;
+            }
+        }
+        Ok(())
+    }
+
     /// Polls round-robin; with `commits`, commits each position it moved to
     /// as `group` and every eighth turn reads one back instead.
     async fn consume(mut self, group: String) -> Result<(), WriteError> {
@@ -401,11 +455,9 @@ impl Worker {
             let Some(member) = membership.as_ref() else {
                 continue;
             };
-            if member.partitions.is_empty() {
+            let Some(partition) = next_assigned(&mut self.turn, member) else {
                 continue;
-            }
-            let partition = member.partitions[self.turn % member.partitions.len()].clone();
-            self.turn += 1;
+            };
             let from = match positions.get(&partition) {
                 Some(&from) => from,
                 None => {
@@ -454,6 +506,122 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// A subscribed consumer that processes transactionally (`[workload]
+    /// read_process_write`; Jepsen's read-process-write, KIP-447): a member
+    /// of [`Background::GROUP`] as [`Worker::subscribe`]'s, whose turn is
+    /// one `txn` op of its transactional producer — a read_committed poll of
+    /// one of its partitions, one to three fresh values sent to other
+    /// partitions, the position it read to sent as the group's offset —
+    /// one in four meant to abort. It resumes each partition at the group's
+    /// stable committed offset (KIP-447's `require_stable`), and after any
+    /// transaction that did not commit it forgets every position: what an
+    /// aborted transaction read is read again, as an exactly-once processor
+    /// rewinds to its committed offsets. Committed sends count as
+    /// acknowledged writes and committed offsets as acknowledged commits.
+    async fn read_process_write(mut self, index: u64) -> Result<(), WriteError> {
+        let group = Background::GROUP;
+        let partitions = self.context.partitions.clone();
+        let mut state = TxnProducerState::new(format!("epochal-rpw-{index}"));
+        let mut rng = SplitMix64::new(index ^ 0x5ee0_0447);
+        let mut member_id = String::new();
+        let mut membership: Option<Membership> = None;
+        let mut last_heartbeat = tokio::time::Instant::now();
+        // After a transaction that failed: ask the group at once whether
+        // this is still a member (a rebalance fences its offsets).
+        let mut recheck = false;
+        while self.next_turn().await {
+            let Some(member) = membership.as_ref() else {
+                let first = self
+                    .leader(&partitions[0])
+                    .await
+                    .unwrap_or(crate::node::NodeId::new(1));
+                let (_, joined) = self
+                    .client
+                    .rebalance(group, &mut member_id, &partitions, first)
+                    .await?;
+                state.positions.clear();
+                match joined {
+                    Some(m) => {
+                        member_id = m.member_id.clone();
+                        membership = Some(m);
+                        last_heartbeat = tokio::time::Instant::now();
+                    }
+                    None => self.back_off_for(REJOIN_BACKOFF).await,
+                }
+                continue;
+            };
+            if recheck || last_heartbeat.elapsed() >= HEARTBEAT_INTERVAL {
+                (recheck, last_heartbeat) = (false, tokio::time::Instant::now());
+                let standing = self.client.heartbeat(member).await;
+                if leaves(standing, &mut membership, &mut member_id) {
+                    continue;
+                }
+            }
+            let Some(member) = membership.as_ref() else {
+                continue;
+            };
+            let Some(input) = next_assigned(&mut self.turn, member) else {
+                continue;
+            };
+            if let std::collections::btree_map::Entry::Vacant(position) =
+                state.positions.entry(input.clone())
+            {
+                let op = self
+                    .client
+                    .committed_stable(group, &input, member.coordinator)
+                    .await?;
+                match op.body {
+                    crate::history::Body::Committed(c) if op.kind == OpType::Ok => {
+                        position.insert(u64::try_from(c.offset.unwrap_or(-1)).unwrap_or(0));
+                    }
+                    _ => self.back_off().await,
+                }
+                continue;
+            }
+            let others: Vec<&PartitionRef> = partitions.iter().filter(|p| **p != input).collect();
+            let outputs: Vec<(PartitionRef, i64)> = (0..rng.between(1, 3))
+                .map(|_| {
+                    let p = if others.is_empty() {
+                        input.clone()
+                    } else {
+                        others[rng.index(others.len())].clone()
+                    };
+                    (p, self.context.next_value.fetch_add(1, Ordering::Relaxed))
+                })
+                .collect();
+            let intent = if rng.chance(1, 4) {
+                Intent::Abort
+            } else {
+                Intent::Commit
+            };
+            let op = self
+                .client
+                .read_process_write(&mut state, member, &input, &outputs, intent)
+                .await?;
+            let committed = op.kind == OpType::Ok && intent == Intent::Commit;
+            if committed {
+                self.context
+                    .acked
+                    .send_modify(|n| *n += outputs.len() as u64);
+                if op.txn().is_some_and(|t| !t.offsets.is_empty()) {
+                    self.context.commits_acked.send_modify(|n| *n += 1);
+                }
+            } else {
+                state.positions.clear();
+            }
+            if op.kind != OpType::Ok {
+                recheck = true;
+                self.back_off().await;
+            }
+        }
+        if let Some(member) = membership {
+            self.client.leave(&member).await;
+        }
+        Ok(())
+    }
+}
+
 /// Whether `standing` ends the membership (the consumer must join
 /// again); an expelled member joins again as a new one.
 fn leaves(standing: Standing, membership: &mut Option<Membership>, member_id: &mut String) -> bool {
@@ -469,4 +637,15 @@ fn leaves(standing: Standing, membership: &mut Option<Membership>, member_id: &m
             true
         }
     }
+}
+
+/// The member's next assigned partition, round robin by `turn` (`None`
+/// with nothing assigned).
+fn next_assigned(turn: &mut usize, member: &Membership) -> Option<PartitionRef> {
+    if member.partitions.is_empty() {
+        return None;
+    }
+    let partition = member.partitions[*turn % member.partitions.len()].clone();
+    *turn += 1;
+    Some(partition)
 }

@@ -56,6 +56,9 @@ pub struct Clients {
     pub request_timeout: Duration,
     /// `[workload] idempotent`: every process is an idempotent producer.
     pub idempotent: bool,
+    /// `[workload] transaction_timeout_ms`: what transactional producers
+    /// ask InitProducerId for.
+    pub transaction_timeout: Duration,
     /// The Fetch version polls use, when the system's file sets one.
     pub fetch_version: Option<i16>,
     /// The JoinGroup version, when the system's file sets one.

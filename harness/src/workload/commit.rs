@@ -155,12 +155,36 @@ impl RecordingClient {
         partition: &PartitionRef,
         first: NodeId,
     ) -> Result<Op, WriteError> {
+        self.committed_as(group, partition, first, false).await
+    }
+
+    /// Reads `group`'s committed offset of `partition` as a read_committed
+    /// consumer does (KIP-447's `require_stable`: a partition with a
+    /// transaction's offsets pending is asked again until they are settled
+    /// or the request timeout passes) and records the op.
+    pub async fn committed_stable(
+        &mut self,
+        group: &str,
+        partition: &PartitionRef,
+        first: NodeId,
+    ) -> Result<Op, WriteError> {
+        self.committed_as(group, partition, first, true).await
+    }
+
+    async fn committed_as(
+        &mut self,
+        group: &str,
+        partition: &PartitionRef,
+        first: NodeId,
+        stable: bool,
+    ) -> Result<Op, WriteError> {
         let mut read = Committed {
             group: group.to_owned(),
             partition: partition.clone(),
             node: None,
             offset: None,
             leader: None,
+            stable,
         };
         let process = self.invoke(Body::Committed(read.clone()))?;
         let timeout = self.shared.request_timeout;
@@ -172,17 +196,12 @@ impl RecordingClient {
                 Ok(coordinator) => {
                     read.node = Some(coordinator);
                     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    let (topic, p) = (&partition.topic, partition.wire_partition());
                     match self.connection(coordinator, left).await {
-                        Ok(client) => {
-                            client
-                                .committed_offset(
-                                    group,
-                                    &partition.topic,
-                                    partition.wire_partition(),
-                                    left,
-                                )
-                                .await
+                        Ok(client) if stable => {
+                            client.committed_offset_stable(group, topic, p, left).await
                         }
+                        Ok(client) => client.committed_offset(group, topic, p, left).await,
                         Err(e) => Err(e),
                     }
                 }
@@ -191,6 +210,7 @@ impl RecordingClient {
             let retriable = matches!(
                 &attempt,
                 Err(ClientError::Broker { code, .. }) if RETRIABLE_READ.iter().any(|r| r.code() == *code)
+                    || (stable && *code == ResponseError::UnstableOffsetCommit.code())
             );
             if !retriable || tokio::time::Instant::now() + RETRY_BACKOFF >= deadline {
                 break attempt;

@@ -3,6 +3,7 @@ commits, aborts and commits again; a read_committed consumer reads.
 
     transactions.py LIB produce BOOTSTRAP TOPIC TRANSACTIONAL_ID PREFIX DEADLINE_S
     transactions.py LIB read BOOTSTRAP TOPIC COUNT DEADLINE_S
+    transactions.py LIB offsets BOOTSTRAP TOPIC TRANSACTIONAL_ID GROUP DEADLINE_S
 
 LIB is `confluent` (confluent-kafka, librdkafka) or `kafka-python` (>= 2.2).
 
@@ -15,6 +16,11 @@ read: a read_committed consumer assigned partition 0 from offset 0 reads
 COUNT records; prints {"values": [...]} (exit 0), or what it had at
 DEADLINE_S (exit 3). An aborted record precedes the last committed one, so
 a consumer that delivered it would have COUNT values before the last.
+offsets: a consume-transform-produce step twice (KIP-98's
+send_offsets_to_transaction): a transaction sending GROUP's offset 5 of
+partition 0 with one record, committed; then one sending offset 7, aborted.
+After each, a consumer of GROUP reads the group's committed offset. Prints
+{"after_commit": N, "after_abort": M} (exit 0), or an error (exit 3).
 """
 
 import json
@@ -124,6 +130,79 @@ def kafka_python_read(count):
     consumer.close()
     return values
 
+
+def confluent_offsets(transactional_id, group, results):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id}
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+
+    def committed():
+        (tp,) = consumer.committed([TopicPartition(topic, 0)], timeout=left())
+        return tp.offset
+
+    yield "init_transactions", lambda: producer.init_transactions(left())
+    for offset, commit, key in [(5, True, "after_commit"), (7, False, "after_abort")]:
+        yield "begin_transaction", producer.begin_transaction
+        yield "produce", lambda: producer.produce(topic, value=f"o{offset}", partition=0)
+        yield "send_offsets_to_transaction", lambda offset=offset: producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, offset)], consumer.consumer_group_metadata(), left()
+        )
+        if commit:
+            yield "commit_transaction", lambda: producer.commit_transaction(left())
+        else:
+            yield "abort_transaction", lambda: producer.abort_transaction(left())
+        yield "committed", lambda key=key: results.__setitem__(key, committed())
+
+
+def kafka_python_offsets(transactional_id, group, results):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap.split(","), transactional_id=transactional_id
+    )
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap.split(","),
+        group_id=group,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+    )
+    tp = TopicPartition(topic, 0)
+    yield "init_transactions", producer.init_transactions
+    for offset, commit, key in [(5, True, "after_commit"), (7, False, "after_abort")]:
+        yield "begin_transaction", producer.begin_transaction
+        yield "send", lambda offset=offset: producer.send(topic, value=f"o{offset}".encode(), partition=0)
+        yield "send_offsets_to_transaction", lambda offset=offset: producer.send_offsets_to_transaction(
+            {tp: OffsetAndMetadata(offset, "", -1)}, group
+        )
+        if commit:
+            yield "commit_transaction", producer.commit_transaction
+        else:
+            yield "abort_transaction", producer.abort_transaction
+        yield "committed", lambda key=key: results.__setitem__(key, consumer.committed(tp))
+    yield "close", lambda: producer.close(timeout=left())
+
+
+if role == "offsets":
+    transactional_id, group = sys.argv[5:7]
+    results = {}
+    steps = {"confluent": confluent_offsets, "kafka-python": kafka_python_offsets}[lib]
+    for step, call in steps(transactional_id, group, results):
+        try:
+            call()
+        except Exception as e:  # the client's own error, reported as data
+            finish({"error": repr(e), "step": step, "results": results}, False)
+    finish(results, True)
 
 if role == "produce":
     transactional_id, prefix = sys.argv[5:7]

@@ -47,14 +47,18 @@ impl Refusal {
 }
 
 /// Both fences in order. `stale_broker_epoch` is the dispatcher's verdict on
-/// the broker epoch; only a request that passes it has its controller epoch
-/// observed, which raises the newest one this broker holds when it is newer.
+/// the broker epoch `requested`; only a request that passes it, and whose
+/// registration the session has not moved past since (below), has its
+/// controller epoch observed, which raises the newest one this broker holds
+/// when it is newer. Called with [`Broker::control`] held, and the request
+/// applied before it is released.
 pub fn refusal(
     broker: &Broker,
     controller_epoch: i32,
+    requested: i64,
     stale_broker_epoch: Option<String>,
 ) -> Option<Refusal> {
-    if let Some(reason) = stale_broker_epoch {
+    if let Some(reason) = stale_broker_epoch.or_else(|| moved_past(broker, requested)) {
         return Some(Refusal::StaleBrokerEpoch { reason });
     }
     broker
@@ -66,4 +70,21 @@ pub fn refusal(
             requested: controller_epoch,
             newest: broker.replicas.controller_epoch(),
         })
+}
+
+/// KIP-380's rule again, now: the dispatcher's check ran before awaits (the
+/// registration, the topic configs), during which the session may have
+/// registered again; a request addressed to a registration older than the
+/// session's is refused, whatever the check said then. (A campaign found a
+/// stale controller's LeaderAndIsr, checked against the old registration
+/// just before the session moved, applied under the new lease:
+/// suites/found/fencing-race-kafka-5600-seed-1.)
+fn moved_past(broker: &Broker, requested: i64) -> Option<String> {
+    let ours = broker.replicas.session_broker_epoch()?;
+    (broker.config.broker_epoch_fencing && requested >= 0 && requested < ours).then(|| {
+        format!(
+            "STALE_BROKER_EPOCH: addressed to broker epoch {requested}, this broker's is {ours} \
+             (the session registered again after the request was checked)"
+        )
+    })
 }

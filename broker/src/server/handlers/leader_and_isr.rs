@@ -42,7 +42,13 @@ pub fn handle(
     let leader_addrs = leader_addresses(broker, &req.live_leaders);
     let broker_epoch = req.broker_epoch;
     let states = partition_states(req.ungrouped_partition_states, req.topic_states);
-    if let Some(refusal) = fencing::refusal(broker, recorder.controller_epoch, stale_broker_epoch) {
+    let _control = broker.control_lock();
+    if let Some(refusal) = fencing::refusal(
+        broker,
+        recorder.controller_epoch,
+        broker_epoch,
+        stale_broker_epoch,
+    ) {
         recorder.log_refusal(&refusal, broker_epoch);
         return refuse_whole(&recorder, &states, &refusal);
     }

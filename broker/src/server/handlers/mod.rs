@@ -20,6 +20,7 @@ pub mod offsets_for_leader_epoch;
 pub mod produce;
 pub mod stop_replica;
 pub mod transactions;
+pub mod txn_offset_commit;
 pub mod update_metadata;
 pub mod write_txn_markers;
 

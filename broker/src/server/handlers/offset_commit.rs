@@ -86,28 +86,58 @@ async fn commit(broker: &Broker, group: &str, req: &OffsetCommitRequest, version
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
-    let mut entries = GroupOffsets::new();
-    for topic in &req.topics {
-        for p in &topic.partitions {
-            entries.insert(
-                (topic.name.0.to_string(), p.partition_index),
-                CommittedOffset {
-                    offset: p.committed_offset,
-                    leader_epoch: if version >= 6 {
-                        p.committed_leader_epoch
-                    } else {
-                        -1
-                    },
-                    metadata: p
-                        .committed_metadata
-                        .as_ref()
-                        .map(|m| m.to_string())
-                        .unwrap_or_default(),
-                    commit_timestamp_ms: now_ms,
-                },
-            );
-        }
-    }
+    let entries = req
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t, p)))
+        .map(|(t, p)| {
+            let leader_epoch = if version >= 6 {
+                p.committed_leader_epoch
+            } else {
+                -1
+            };
+            let at = (t.name.0.as_str(), p.partition_index);
+            entry(
+                at,
+                p.committed_offset,
+                leader_epoch,
+                p.committed_metadata.as_ref(),
+                now_ms,
+            )
+        })
+        .collect();
+    store(broker, group, entries, now_ms, None).await
+}
+
+/// One partition's commit as the coordinator keeps it.
+pub(super) fn entry(
+    (topic, partition): (&str, i32),
+    offset: i64,
+    leader_epoch: i32,
+    metadata: Option<&kafka_protocol::protocol::StrBytes>,
+    now_ms: i64,
+) -> ((String, i32), CommittedOffset) {
+    let committed = CommittedOffset {
+        offset,
+        leader_epoch,
+        metadata: metadata.map(|m| m.to_string()).unwrap_or_default(),
+        commit_timestamp_ms: now_ms,
+    };
+    ((topic.to_owned(), partition), committed)
+}
+
+/// Appends `entries` as `group`'s commit — `producer`'s transactional one
+/// (TxnOffsetCommit) when given — and awaits its acknowledgement; the error
+/// code the request's partitions are answered with (0: stored). A plain
+/// commit's offsets are the group's at once, a transactional one's when its
+/// transaction commits (`offsets::OffsetsManager::complete_txn`).
+pub(super) async fn store(
+    broker: &Broker,
+    group: &str,
+    entries: GroupOffsets,
+    now_ms: i64,
+    producer: Option<(i64, i16)>,
+) -> i16 {
     if entries.is_empty() {
         return 0;
     }
@@ -116,8 +146,19 @@ async fn commit(broker: &Broker, group: &str, req: &OffsetCommitRequest, version
     };
     let tp = broker.offsets.partition_of(group);
     let acks = broker.config.offsets_commit_acks.acks();
-    let batch = offsets::commit_batch(group, &entries, now_ms);
-    let ticket = match broker.replicas.append_as_leader(&tp, batch, acks) {
+    let appended = match producer {
+        None => broker.replicas.append_as_leader(
+            &tp,
+            offsets::commit_batch(group, &entries, now_ms),
+            acks,
+        ),
+        Some(producer) => broker.replicas.append_as_coordinator(
+            &tp,
+            offsets::txn_commit_batch(group, &entries, now_ms, producer),
+            acks,
+        ),
+    };
+    let ticket = match appended {
         Ok(ticket) => ticket,
         Err(e) => return append_error(e).code(),
     };
@@ -138,7 +179,12 @@ async fn commit(broker: &Broker, group: &str, req: &OffsetCommitRequest, version
             }
         }
     }
-    broker.offsets.committed(group, epoch, entries);
+    match producer {
+        None => broker.offsets.committed(group, epoch, entries),
+        Some((producer_id, _)) => broker
+            .offsets
+            .txn_committed(group, epoch, producer_id, entries),
+    }
     0
 }
 

@@ -67,7 +67,7 @@ pub fn handle(broker: &Broker, req: OffsetFetchRequest, version: i16) -> OffsetF
             .groups
             .into_iter()
             .map(|g| {
-                let answer = answer(broker, &g.group_id.0, wanted!(g.topics));
+                let answer = answer(broker, &g.group_id.0, wanted!(g.topics), req.require_stable);
                 let mut group = OffsetFetchResponseGroup::default().with_group_id(g.group_id);
                 match answer {
                     Ok(topics) => {
@@ -86,7 +86,12 @@ pub fn handle(broker: &Broker, req: OffsetFetchRequest, version: i16) -> OffsetF
     }
     // A group-level error leaves no topics to answer (v0 and v1, which have
     // no group-level error field, answer it with no partitions).
-    let (topics, error) = match answer(broker, &req.group_id.0, wanted!(req.topics)) {
+    let (topics, error) = match answer(
+        broker,
+        &req.group_id.0,
+        wanted!(req.topics),
+        req.require_stable,
+    ) {
         Ok(topics) => (topics, None),
         Err(e) => (Vec::new(), Some(e)),
     };
@@ -100,7 +105,12 @@ pub fn handle(broker: &Broker, req: OffsetFetchRequest, version: i16) -> OffsetF
 }
 
 /// `group`'s offsets for `wanted` (every committed one when `None`).
-fn answer(broker: &Broker, group: &str, wanted: Option<Vec<(String, Vec<i32>)>>) -> Answer {
+fn answer(
+    broker: &Broker,
+    group: &str,
+    wanted: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
+) -> Answer {
     let keys: Option<Vec<(String, i32)>> = wanted.as_ref().map(|topics| {
         topics
             .iter()
@@ -108,9 +118,24 @@ fn answer(broker: &Broker, group: &str, wanted: Option<Vec<(String, Vec<i32>)>>)
             .collect()
     });
     let found: GroupOffsets = broker.offsets.fetch(group, keys.as_deref())?;
-    let entry = |key: &(String, i32)| match found.get(key) {
-        Some(c) => (key.1, c.offset, c.leader_epoch, c.metadata.clone(), 0),
-        None => (key.1, -1, -1, String::new(), 0),
+    // KIP-447: a consumer that requires stable offsets is told to wait while
+    // a transaction's commit of the partition is neither committed nor
+    // aborted (UNSTABLE_OFFSET_COMMIT, retriable).
+    let unstable = |key: &(String, i32)| {
+        require_stable
+            && broker
+                .offsets
+                .has_pending(group, Some(std::slice::from_ref(key)))
+    };
+    let entry = |key: &(String, i32)| {
+        if unstable(key) {
+            let code = ResponseError::UnstableOffsetCommit.code();
+            return (key.1, -1, -1, String::new(), code);
+        }
+        match found.get(key) {
+            Some(c) => (key.1, c.offset, c.leader_epoch, c.metadata.clone(), 0),
+            None => (key.1, -1, -1, String::new(), 0),
+        }
     };
     Ok(match wanted {
         Some(topics) => topics

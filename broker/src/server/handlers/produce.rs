@@ -24,6 +24,8 @@ use crate::failpoints::{self, Failpoint};
 use crate::replica::leader::AppendTicket;
 use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
+use crate::storage::record_batch;
+use crate::transactions::verify;
 
 /// A fenced leader's pending acks=all waits are re-checked at least this often,
 /// since fencing is a matter of time, not of an event that wakes them.
@@ -47,8 +49,40 @@ pub enum ProduceOutcome {
     Close(String),
 }
 
+/// KIP-890 part 1: a transactional batch that would open its producer's
+/// transaction on `tp` is appended only once the coordinator confirms the
+/// partition is in that transaction (`transactions::verify`); a batch that
+/// continues an open one, a non-transactional batch, a request naming no
+/// transactional id (nothing to ask about: Kafka verifies only requests
+/// that name one), or a broker with `transaction_partition_verification`
+/// off appends unasked.
+async fn verify_transaction(
+    broker: &Broker,
+    transactional_id: Option<&str>,
+    tp: &TopicPartition,
+    records: &bytes::Bytes,
+) -> Result<(), ResponseError> {
+    let Some(id) = transactional_id.filter(|_| broker.config.transaction_partition_verification)
+    else {
+        return Ok(());
+    };
+    let Ok(header) = record_batch::parse_header(records) else {
+        // Malformed: the append refuses it with its own error.
+        return Ok(());
+    };
+    if !header.is_transactional()
+        || broker
+            .replicas
+            .has_ongoing_txn(tp, header.producer_id, header.producer_epoch)
+    {
+        return Ok(());
+    }
+    verify::verify_partition(broker, id, header.producer_id, header.producer_epoch, tp).await
+}
+
 pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
     let acks = req.acks;
+    let transactional_id: Option<String> = req.transactional_id.as_ref().map(|id| id.0.to_string());
     let mut pending = Vec::new();
     let mut responses: Vec<TopicProduceResponse> = Vec::with_capacity(req.topic_data.len());
     for (ti, topic) in req.topic_data.into_iter().enumerate() {
@@ -65,7 +99,14 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
             } else {
                 match data.records {
                     None => Err(ResponseError::CorruptMessage),
-                    Some(records) => broker.replicas.append_as_leader(&tp, records, acks),
+                    Some(records) => {
+                        match verify_transaction(broker, transactional_id.as_deref(), &tp, &records)
+                            .await
+                        {
+                            Ok(()) => broker.replicas.append_as_leader(&tp, records, acks),
+                            Err(e) => Err(e),
+                        }
+                    }
                 }
             };
             if outcome.is_ok() {

@@ -31,7 +31,13 @@ pub fn handle(
             })
         })
         .collect();
-    if let Some(refusal) = fencing::refusal(broker, req.controller_epoch, stale_broker_epoch) {
+    let _control = broker.control_lock();
+    if let Some(refusal) = fencing::refusal(
+        broker,
+        req.controller_epoch,
+        req.broker_epoch,
+        stale_broker_epoch,
+    ) {
         tracing::warn!(reason = %refusal.reason(), "StopReplica refused");
         return StopReplicaResponse::default().with_error_code(refusal.code().code());
     }

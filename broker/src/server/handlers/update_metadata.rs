@@ -18,9 +18,15 @@ pub fn handle(
     req: UpdateMetadataRequest,
     stale_broker_epoch: Option<String>,
 ) -> UpdateMetadataResponse {
-    let (stale, reason) = fencing::refusal(broker, req.controller_epoch, stale_broker_epoch)
-        .map(|refusal| (refusal.code(), refusal.reason()))
-        .unzip();
+    let _control = broker.control_lock();
+    let (stale, reason) = fencing::refusal(
+        broker,
+        req.controller_epoch,
+        req.broker_epoch,
+        stale_broker_epoch,
+    )
+    .map(|refusal| (refusal.code(), refusal.reason()))
+    .unzip();
     let mut view = ClusterView {
         controller_id: req.controller_id.0,
         ..Default::default()

@@ -14,6 +14,7 @@ use kafka_protocol::messages::write_txn_markers_response::{
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
+use crate::offsets::OFFSETS_TOPIC;
 use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
 use crate::storage::txn::Marker;
@@ -58,6 +59,13 @@ pub async fn handle(broker: &Broker, req: WriteTxnMarkersRequest) -> WriteTxnMar
                         .and_then(|status| status.code())
                         .unwrap_or(ResponseError::RequestTimedOut.code()),
                 };
+                if code == 0 && tp.topic == OFFSETS_TOPIC {
+                    // The transaction's offset commits on this partition
+                    // end with it (Kafka's `onTransactionCompleted`).
+                    broker
+                        .offsets
+                        .complete_txn(p, m.producer_id.0, m.transaction_result);
+                }
                 partitions.push(
                     WritableTxnMarkerPartitionResult::default()
                         .with_partition_index(p)

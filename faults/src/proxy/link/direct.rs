@@ -23,6 +23,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
 use super::chain_watch::ChainWatch;
+use super::duplicates::Duplicates;
+use super::frames::Frames;
 use super::{Item, LinkEnd, Stream};
 
 /// The most the direct copy reads at once. Loopback segments carry up to
@@ -44,12 +46,17 @@ pub(super) enum Direct {
 
 /// Copies `source` to `destination` for as long as no toxic names `stream`,
 /// doing what the toxic path does when none applies: each chunk written as
-/// read, a close passed on as a FIN, a failed read as a reset.
+/// read, a close passed on as a FIN, a failed read as a reset. `frames`
+/// follows what is written. A downstream link leaves for the toxic path, with
+/// the chunk just read, once the upstream sent a duplicate whose answer it
+/// must remove.
 pub(super) async fn copy<R, W>(
     stream: Stream,
     source: &mut R,
     destination: &mut W,
     watch: &mut ChainWatch,
+    frames: &mut Frames,
+    duplicates: &Duplicates,
 ) -> Result<Direct, LinkEnd>
 where
     R: AsyncRead + Unpin,
@@ -77,10 +84,21 @@ where
                 }
             },
             Ok(len) => {
+                // The answer to a duplicate comes after the duplicate was
+                // sent, and so after it was registered: checked after the read.
+                if stream == Stream::Downstream && duplicates.expected() {
+                    return Ok(Direct::Toxic(Some(Item::Data {
+                        bytes: Bytes::copy_from_slice(&buffer[..len]),
+                        read_at,
+                    })));
+                }
                 let mut written = 0;
                 while written < len {
                     match watch.write(destination, &buffer[written..len]).await {
-                        Ok(Some(n)) => written += n,
+                        Ok(Some(n)) => {
+                            frames.pass(&buffer[written..written + n]);
+                            written += n;
+                        }
                         Ok(None) if watch.names(stream) => {
                             return Ok(Direct::Toxic(Some(Item::Data {
                                 bytes: Bytes::copy_from_slice(&buffer[written..len]),

@@ -6,6 +6,7 @@
 //! *when* to apply them to bytes, so no toxic owns a socket or a task.
 
 mod bandwidth;
+mod kafka_requests;
 mod latency;
 mod limit_data;
 mod partition;
@@ -15,6 +16,7 @@ mod slow_close;
 mod timeout;
 
 pub use bandwidth::Bandwidth;
+pub use kafka_requests::{KafkaRequests, RequestAction};
 pub use latency::Latency;
 pub use limit_data::LimitData;
 pub use partition::{OnHeal, Partition};
@@ -41,8 +43,9 @@ pub enum ToxicParseError {
     },
 }
 
-/// One toxic with its attributes. `partition` is epochal's extension; the others
-/// are Toxiproxy's and behave as its README describes.
+/// One toxic with its attributes. `partition` and `kafka_requests` are
+/// epochal's extensions; the others are Toxiproxy's and behave as its README
+/// describes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ToxicKind {
     Latency(Latency),
@@ -53,6 +56,7 @@ pub enum ToxicKind {
     LimitData(LimitData),
     Slicer(Slicer),
     Partition(Partition),
+    KafkaRequests(KafkaRequests),
 }
 
 impl ToxicKind {
@@ -67,6 +71,7 @@ impl ToxicKind {
             ToxicKind::LimitData(_) => "limit_data",
             ToxicKind::Slicer(_) => "slicer",
             ToxicKind::Partition(_) => "partition",
+            ToxicKind::KafkaRequests(_) => "kafka_requests",
         }
     }
 
@@ -95,6 +100,7 @@ impl ToxicKind {
             "limit_data" => ToxicKind::LimitData(typed("limit_data", attributes)?),
             "slicer" => ToxicKind::Slicer(typed("slicer", attributes)?),
             "partition" => ToxicKind::Partition(typed("partition", attributes)?),
+            "kafka_requests" => ToxicKind::KafkaRequests(typed("kafka_requests", attributes)?),
             other => return Err(ToxicParseError::UnknownType(other.to_owned())),
         })
     }
@@ -113,6 +119,7 @@ impl ToxicKind {
             ToxicKind::LimitData(a) => value(a),
             ToxicKind::Slicer(a) => value(a),
             ToxicKind::Partition(a) => value(a),
+            ToxicKind::KafkaRequests(a) => value(a),
         }
     }
 

@@ -29,12 +29,13 @@ struct Ended {
     index: u64,
 }
 
-/// Evidence over successive polls of each process; `known_offsets` are the
-/// offsets any poll or replica shows holding a data record (a skip is only
-/// a skip of records), `known_value` what one holds.
+/// Evidence over successive polls of each process; `holds_record` says
+/// whether an offset holds a data record the poll of that history index
+/// (read_committed or not) should have returned (a skip is only a skip of
+/// records that existed then), `known_value` what one holds.
 pub(super) fn across_polls(
     history: &[Op],
-    holds_record: impl Fn(&PartitionRef, i64) -> bool,
+    holds_record: impl Fn(&PartitionRef, i64, bool, u64) -> bool,
     known_value: impl Fn(&PartitionRef, i64) -> RecordValue,
     evidence: &mut Vec<Evidence>,
 ) {
@@ -86,7 +87,7 @@ pub(super) fn across_polls(
                 ));
             } else {
                 let skipped: Vec<i64> = (before.last + 1..offset)
-                    .filter(|&o| holds_record(&poll.partition, o))
+                    .filter(|&o| holds_record(&poll.partition, o, poll.read_committed(), op.index))
                     .collect();
                 if !skipped.is_empty() {
                     evidence.push(Evidence::new(

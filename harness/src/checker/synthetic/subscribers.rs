@@ -17,12 +17,16 @@ const GROUP: &str = "g";
 /// commits.
 const REFETCH_EVERY: u64 = 16;
 
+/// A transaction marker's offset in a partition's values (`LogView::values`,
+/// the generator's log): it holds no data, and no consumer returns it.
+pub(super) const NO_VALUE: i64 = i64::MIN;
+
 /// What a subscriber sees of one partition.
 pub(super) struct LogView<'a> {
     pub partition: &'a PartitionRef,
     pub leader: NodeId,
     pub leader_epoch: i32,
-    /// The value at each offset.
+    /// The value at each offset ([`NO_VALUE`] at a marker's).
     pub values: &'a [i64],
 }
 
@@ -31,6 +35,7 @@ impl LogView<'_> {
     fn read(&self, from: usize, end: usize) -> Read {
         Read {
             records: (from..end)
+                .filter(|&o| self.values[o] != NO_VALUE)
                 .map(|o| PolledRecord(o as i64, RecordValue::Number(self.values[o])))
                 .collect(),
             high_watermark: self.values.len() as i64,
@@ -108,6 +113,7 @@ impl Subscribers {
                 node: coordinator,
                 offset: None,
                 leader: None,
+                stable: false,
             }),
             Phase::Poll => {
                 let mut poll = Poll::new(log.partition.clone(), sub.position, Some(log.leader));

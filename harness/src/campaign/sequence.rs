@@ -1,0 +1,566 @@
+//! Targeted fault sequences: moves of the campaign nemesis that fire several
+//! faults in one order against one partition's roles, back to back or when
+//! a state is seen, rather than one fault per gap. A single random fault per
+//! gap reaches the orders the documented bugs need only by luck: a replica
+//! bounced inside its session (crash or power loss, restarted at once, so its
+//! etcd lease never lapsed) and then the leader gone before it caught up
+//! (KIP-380); a leader stopped with an idempotent producer's batch
+//! replicated but unanswered and the replica that lost its producer state
+//! elected before the producer's resend arrives (KAFKA-5435); every ISR
+//! member out while a replica with an empty log is live (the KIP-101
+//! thread's unclean-election appendix). Each shape is one of those orders,
+//! with targets by role resolved as each fault fires; nothing here knows a
+//! broker setting, so the same shapes run on every setting.
+//!
+//! Pure functions of the generator and their inputs ([`draw`], [`hit`]);
+//! play.rs fires the faults and awaits the states. A sequence first makes
+//! the cluster whole ([`make_whole`]), then may leave up to two nodes out
+//! whatever the plan's `max_faulted` (the overlap is its point), never
+//! every node; the plan's undo picks bring them back.
+
+use super::state::State;
+use super::{Kind, Plan};
+use crate::node::NodeId;
+use crate::random::SplitMix64;
+use crate::schedule::{Condition, Fault, PartitionRef, Target};
+
+/// Which of a partition's replicas a hit takes, resolved when it fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The partition's leader as etcd names it, unless the sequence hit it
+    /// already (then the sequence has reached what it was after and ends).
+    Leader,
+    /// A live ISR member that is not the leader and that the sequence has
+    /// not hit (a live replica outside the ISR when there is none).
+    Follower,
+}
+
+/// What a slot's node is awaited to do, with a deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watch {
+    InIsr(usize),
+    OutOfIsr(usize),
+    Leads(usize),
+}
+
+/// One move of a sequence. Slots number the nodes hit so far, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move {
+    /// A process fault on the node the role names when it fires; that node
+    /// takes the next slot.
+    Hit(Kind, Role),
+    /// Restart the slot's node (dead by an earlier hit), inside its session
+    /// when it comes at once.
+    Restart(usize),
+    Resume(usize),
+    /// The next move fires once the state is seen; when `ms` pass first the
+    /// sequence ends there.
+    Until(Watch, u64),
+}
+
+/// The orders a sequence takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Shape {
+    /// An ISR follower bounced, then the leader taken out before the
+    /// bounced replica caught up: it may be elected with what its bounce
+    /// left it.
+    BounceThenKillLeader,
+    /// The leader paused, then a follower bounced while it cannot catch up
+    /// from anyone; whoever takes over must not elect the bounced replica
+    /// as if nothing happened (bugs/kip-380-restart-at-takeover's order).
+    BounceAtTakeover,
+    /// The leader paused (requests it took are unanswered), a follower
+    /// crash-bounced; once another replica leads and the bounced one is
+    /// back in its ISR, that leader is taken out too: the bounced replica
+    /// leads while resends of what the paused leader never answered arrive.
+    FailoverToBounced,
+    /// The leader paused, a follower power-lost (its unflushed log cut) and
+    /// restarted, the last ISR member paused: the cut replica is the only
+    /// live one. Once it leads (an unclean election, or KIP-380's without
+    /// fencing) the paused ones resume and follow it.
+    EmptyReplicaLeads,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 4] = [
+        Shape::BounceThenKillLeader,
+        Shape::BounceAtTakeover,
+        Shape::FailoverToBounced,
+        Shape::EmptyReplicaLeads,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::BounceThenKillLeader => "bounce-then-kill-leader",
+            Shape::BounceAtTakeover => "bounce-at-takeover",
+            Shape::FailoverToBounced => "failover-to-bounced",
+            Shape::EmptyReplicaLeads => "empty-replica-leads",
+        }
+    }
+}
+
+/// How long a sequence waits for a leadership change: a paused node's lease
+/// (2 s in campaigns) must lapse and the controller elect, on a loaded
+/// machine.
+pub const TAKEOVER_MS: u64 = 8_000;
+
+/// How long it waits for a restarted replica to catch up and rejoin an ISR.
+pub const REJOIN_MS: u64 = 5_000;
+
+/// A drawn sequence: its shape, the partition whose roles it names, and its
+/// moves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sequence {
+    pub shape: Shape,
+    pub partition: PartitionRef,
+    pub moves: Vec<Move>,
+}
+
+/// Draws a sequence among the shapes the allowed kinds can make (a kind the
+/// campaign leaves out, e.g. power loss on a system without replica files,
+/// leaves out the shapes that need it). `None` when none can be made.
+pub fn draw(random: &mut SplitMix64, plan: &Plan, partitions: &[PartitionRef]) -> Option<Sequence> {
+    let allowed = |k: Kind| plan.weights.contains_key(&k);
+    let bounces: Vec<Kind> = [Kind::Crash, Kind::PowerLoss]
+        .into_iter()
+        .filter(|&k| allowed(k))
+        .collect();
+    let shapes: Vec<Shape> = Shape::ALL
+        .into_iter()
+        .filter(|s| match s {
+            Shape::BounceThenKillLeader => !bounces.is_empty(),
+            Shape::BounceAtTakeover => allowed(Kind::Pause) && !bounces.is_empty(),
+            Shape::FailoverToBounced => allowed(Kind::Pause) && allowed(Kind::Crash),
+            Shape::EmptyReplicaLeads => allowed(Kind::Pause) && allowed(Kind::PowerLoss),
+        })
+        .collect();
+    if shapes.is_empty() || partitions.is_empty() {
+        return None;
+    }
+    let shape = shapes[random.index(shapes.len())];
+    let partition = partitions[random.index(partitions.len())].clone();
+    let bounce = bounces.get(random.index(bounces.len())).copied();
+    let kills: Vec<Kind> = [Kind::Crash, Kind::PowerLoss, Kind::Pause]
+        .into_iter()
+        .filter(|&k| allowed(k))
+        .collect();
+    let kill = kills[random.index(kills.len())];
+    use Move::*;
+    let moves = match shape {
+        Shape::BounceThenKillLeader => vec![
+            Hit(bounce?, Role::Follower),
+            Restart(0),
+            Hit(kill, Role::Leader),
+        ],
+        Shape::BounceAtTakeover => vec![
+            Hit(Kind::Pause, Role::Leader),
+            Hit(bounce?, Role::Follower),
+            Restart(1),
+        ],
+        Shape::FailoverToBounced => vec![
+            Hit(Kind::Pause, Role::Leader),
+            Hit(Kind::Crash, Role::Follower),
+            Restart(1),
+            Until(Watch::OutOfIsr(0), TAKEOVER_MS),
+            Until(Watch::InIsr(1), REJOIN_MS),
+            Hit(
+                if allowed(Kind::Crash) && random.chance(1, 2) {
+                    Kind::Crash
+                } else {
+                    Kind::Pause
+                },
+                Role::Leader,
+            ),
+        ],
+        Shape::EmptyReplicaLeads => vec![
+            Hit(Kind::Pause, Role::Leader),
+            Hit(Kind::PowerLoss, Role::Follower),
+            Restart(1),
+            Hit(Kind::Pause, Role::Follower),
+            Until(Watch::Leads(1), TAKEOVER_MS),
+            Resume(0),
+            Resume(2),
+        ],
+    };
+    Some(Sequence {
+        shape,
+        partition,
+        moves,
+    })
+}
+
+/// What etcd says of the sequence's partition now.
+#[derive(Debug, Clone, Default)]
+pub struct Roles {
+    pub leader: Option<NodeId>,
+    pub isr: Vec<NodeId>,
+    pub replicas: Vec<NodeId>,
+}
+
+/// Nodes paused or dead at once a sequence may reach: the plan's limit or
+/// two, but never every node.
+pub fn limit(plan: &Plan, state: &State) -> usize {
+    plan.max_faulted
+        .max(2)
+        .min(state.nodes.len().saturating_sub(1))
+}
+
+/// The fault a hit fires now, on the node its role names among those up,
+/// or `None` (the sequence ends): nobody fits the role, the leader is one
+/// the sequence hit already, or the fault would take out more than
+/// [`limit`] allows.
+pub fn hit(
+    random: &mut SplitMix64,
+    plan: &Plan,
+    state: &State,
+    kind: Kind,
+    role: Role,
+    roles: &Roles,
+    slots: &[NodeId],
+) -> Option<(NodeId, Fault)> {
+    let up = state.up();
+    let faulted = state.down.len() + state.paused.len();
+    if !kind.is_process() || faulted + 1 > limit(plan, state) || up.len() < 2 {
+        return None;
+    }
+    let fresh = |n: &NodeId| up.contains(n) && !slots.contains(n);
+    let node = match role {
+        Role::Leader => roles.leader.filter(fresh)?,
+        Role::Follower => {
+            let not_leader = |n: &&NodeId| Some(**n) != roles.leader && fresh(n);
+            let mut pool: Vec<NodeId> = roles.isr.iter().filter(not_leader).copied().collect();
+            if pool.is_empty() {
+                pool = roles.replicas.iter().filter(not_leader).copied().collect();
+            }
+            *pool.get(random.index(pool.len()))?
+        }
+    };
+    let target = Target::Node(node);
+    let fault = match kind {
+        Kind::Pause => Fault::Pause(target),
+        Kind::Crash => Fault::Crash(target),
+        Kind::Stop => Fault::Stop(target),
+        Kind::PowerLoss => Fault::PowerLoss(target),
+        _ => return None,
+    };
+    Some((node, fault))
+}
+
+/// The undo a `Restart` or `Resume` move fires on its slot's node, if that
+/// node is down (or paused) now.
+pub fn undo(state: &State, step: Move, slots: &[NodeId]) -> Option<Fault> {
+    match step {
+        Move::Restart(i) => {
+            let n = *slots.get(i)?;
+            state
+                .down
+                .contains(&n)
+                .then_some(Fault::Restart(Target::Node(n)))
+        }
+        Move::Resume(i) => {
+            let n = *slots.get(i)?;
+            state
+                .paused
+                .contains(&n)
+                .then_some(Fault::Resume(Target::Node(n)))
+        }
+        _ => None,
+    }
+}
+
+/// The undoes that make the cluster whole before a sequence's first move:
+/// the cut healed first (a broker cannot start cut off from etcd), then
+/// every paused node resumed and every dead one restarted. A sequence's
+/// shapes are orders of faults on live replicas; starting from whatever
+/// the last picks left out would make most of them unreachable, since a
+/// campaign's cluster is whole only for moments.
+pub fn make_whole(state: &State) -> Vec<Fault> {
+    let mut undoes = Vec::new();
+    if state.cut {
+        undoes.push(Fault::Heal);
+    }
+    undoes.extend(state.paused.iter().map(|&n| Fault::Resume(Target::Node(n))));
+    undoes.extend(state.down.iter().map(|&n| Fault::Restart(Target::Node(n))));
+    undoes
+}
+
+/// The partition a sequence plays on once the cluster is whole: the drawn
+/// one unless another has a larger ISR (a replica just restarted is out of
+/// its ISRs until it caught up, and a sequence on a partition whose ISR is
+/// its leader alone finds no follower to bounce and no clean election to
+/// wait for). `isr_sizes` are in the order of `partitions`.
+pub fn partition_for(
+    drawn: &PartitionRef,
+    partitions: &[PartitionRef],
+    isr_sizes: &[usize],
+) -> PartitionRef {
+    let size_of = |p: &PartitionRef| {
+        partitions
+            .iter()
+            .position(|q| q == p)
+            .and_then(|i| isr_sizes.get(i).copied())
+            .unwrap_or(0)
+    };
+    let best = partitions.iter().map(size_of).max().unwrap_or(0);
+    if size_of(drawn) >= best {
+        return drawn.clone();
+    }
+    // The first with the largest ISR after the drawn one, round the ring,
+    // so the choice stays spread over the partitions.
+    let start = partitions.iter().position(|q| q == drawn).unwrap_or(0);
+    (1..=partitions.len())
+        .map(|k| &partitions[(start + k) % partitions.len()])
+        .find(|p| size_of(p) == best)
+        .unwrap_or(drawn)
+        .clone()
+}
+
+/// The condition an `Until` awaits, as a schedule writes it.
+pub fn condition(watch: Watch, partition: &PartitionRef, slots: &[NodeId]) -> Option<Condition> {
+    let (slot, member) = match watch {
+        Watch::InIsr(i) => (i, Some(true)),
+        Watch::OutOfIsr(i) => (i, Some(false)),
+        Watch::Leads(i) => (i, None),
+    };
+    let node = *slots.get(slot)?;
+    Some(match member {
+        Some(member) => Condition::InIsr {
+            node,
+            partition: partition.clone(),
+            member,
+        },
+        None => Condition::LeaderIs {
+            partition: partition.clone(),
+            node,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::StopAfter;
+
+    fn plan(seed: u64) -> Plan {
+        Plan::derive(seed, StopAfter::Faults(100), 3, super::super::DEFAULT_KINDS)
+    }
+
+    fn state() -> State {
+        State {
+            nodes: NodeId::all(3).collect(),
+            partitions: vec![PartitionRef::new("t", 0), PartitionRef::new("t", 1)],
+            ..State::default()
+        }
+    }
+
+    fn b(n: u32) -> NodeId {
+        NodeId::new(n)
+    }
+
+    /// Plays a sequence on a model cluster: b1 leads with ISR [1, 2, 3];
+    /// hits apply, awaits count as seen.
+    fn play(seed: u64) -> (Sequence, Vec<Fault>, State) {
+        let plan = plan(seed);
+        let mut random = plan.picker();
+        let mut state = state();
+        let sequence = draw(&mut random, &plan, &state.partitions).expect("a shape");
+        let roles = Roles {
+            leader: Some(b(1)),
+            isr: vec![b(1), b(2), b(3)],
+            replicas: vec![b(1), b(2), b(3)],
+        };
+        let mut slots = Vec::new();
+        let mut fired = Vec::new();
+        for &step in &sequence.moves {
+            let fault = match step {
+                Move::Hit(kind, role) => {
+                    match hit(&mut random, &plan, &state, kind, role, &roles, &slots) {
+                        Some((node, fault)) => {
+                            slots.push(node);
+                            fault
+                        }
+                        None => break,
+                    }
+                }
+                Move::Until(watch, _) => {
+                    assert!(condition(watch, &sequence.partition, &slots).is_some());
+                    continue;
+                }
+                undo_move => undo(&state, undo_move, &slots).expect("an undo of a slot"),
+            };
+            match &fault {
+                Fault::Pause(Target::Node(n)) => {
+                    state.paused.insert(*n);
+                }
+                Fault::Resume(Target::Node(n)) => {
+                    state.paused.remove(n);
+                }
+                Fault::Restart(Target::Node(n)) => {
+                    state.down.remove(n);
+                }
+                Fault::Crash(Target::Node(n)) | Fault::PowerLoss(Target::Node(n)) => {
+                    state.down.insert(*n);
+                }
+                other => panic!("seed {seed}: {other:?}"),
+            }
+            assert!(
+                state.down.len() + state.paused.len() <= 2 && !state.up().is_empty(),
+                "seed {seed}: {state:?}"
+            );
+            fired.push(fault);
+        }
+        (sequence, fired, state)
+    }
+
+    #[test]
+    fn a_seed_draws_the_same_sequence_and_seeds_draw_every_shape() {
+        let mut shapes = std::collections::BTreeSet::new();
+        for seed in 1..=40 {
+            let (sequence, fired, _) = play(seed);
+            assert_eq!(play(seed).1, fired, "seed {seed}");
+            shapes.insert(sequence.shape);
+        }
+        assert_eq!(shapes.len(), Shape::ALL.len(), "{shapes:?}");
+    }
+
+    #[test]
+    fn each_shape_hits_its_roles_in_order_and_never_takes_every_node() {
+        for seed in 1..=40 {
+            let (sequence, fired, _) = play(seed);
+            let expected: Vec<&str> = match sequence.shape {
+                // The follower first, restarted at once, then the leader b1.
+                Shape::BounceThenKillLeader => vec!["follower", "restart", "b1"],
+                // b1 paused, then a follower bounced.
+                Shape::BounceAtTakeover => vec!["b1", "follower", "restart"],
+                // The model's leader stays b1, whom the sequence already
+                // hit: its last hit names nobody and the sequence ends.
+                Shape::FailoverToBounced => vec!["b1", "follower", "restart"],
+                Shape::EmptyReplicaLeads => {
+                    vec!["b1", "follower", "restart", "follower", "resume", "resume"]
+                }
+            };
+            let seen: Vec<&str> = fired
+                .iter()
+                .map(|f| match f {
+                    Fault::Restart(_) => "restart",
+                    Fault::Resume(_) => "resume",
+                    Fault::Pause(Target::Node(n))
+                    | Fault::Crash(Target::Node(n))
+                    | Fault::PowerLoss(Target::Node(n)) => {
+                        if *n == b(1) {
+                            "b1"
+                        } else {
+                            "follower"
+                        }
+                    }
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            assert_eq!(seen, expected, "seed {seed}: {sequence:?}");
+        }
+    }
+
+    #[test]
+    fn the_empty_replica_shape_leaves_the_bounced_replica_the_only_one_up() {
+        let seed = (1..=200)
+            .find(|&s| play(s).0.shape == Shape::EmptyReplicaLeads)
+            .unwrap();
+        let plan = plan(seed);
+        let mut random = plan.picker();
+        let mut state = state();
+        let roles = Roles {
+            leader: Some(b(1)),
+            isr: vec![b(1), b(2), b(3)],
+            replicas: vec![b(1), b(2), b(3)],
+        };
+        let (x, _) = hit(
+            &mut random,
+            &plan,
+            &state,
+            Kind::Pause,
+            Role::Leader,
+            &roles,
+            &[],
+        )
+        .unwrap();
+        state.paused.insert(x);
+        let (y, _) = hit(
+            &mut random,
+            &plan,
+            &state,
+            Kind::PowerLoss,
+            Role::Follower,
+            &roles,
+            &[x],
+        )
+        .unwrap();
+        let (z, _) = hit(
+            &mut random,
+            &plan,
+            &state,
+            Kind::Pause,
+            Role::Follower,
+            &roles,
+            &[x, y],
+        )
+        .unwrap();
+        assert_eq!(x, b(1));
+        assert!(y != z && y != x && z != x);
+        state.paused.insert(z);
+        assert_eq!(state.up(), vec![y]);
+        // A third process fault would take out every node.
+        assert!(
+            hit(
+                &mut random,
+                &plan,
+                &state,
+                Kind::Crash,
+                Role::Leader,
+                &roles,
+                &[]
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn a_sequence_starts_by_healing_then_resuming_then_restarting() {
+        let mut state = state();
+        assert!(make_whole(&state).is_empty());
+        state.cut = true;
+        state.paused.insert(b(3));
+        state.down.insert(b(1));
+        assert_eq!(
+            make_whole(&state),
+            [
+                Fault::Heal,
+                Fault::Resume(Target::Node(b(3))),
+                Fault::Restart(Target::Node(b(1)))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sequence_moves_to_a_partition_with_a_larger_isr() {
+        let ps: Vec<PartitionRef> = (0..3).map(|i| PartitionRef::new("t", i)).collect();
+        assert_eq!(partition_for(&ps[0], &ps, &[3, 3, 1]), ps[0]);
+        assert_eq!(partition_for(&ps[0], &ps, &[1, 2, 3]), ps[2]);
+        assert_eq!(partition_for(&ps[2], &ps, &[3, 1, 1]), ps[0]);
+        assert_eq!(partition_for(&ps[1], &ps, &[2, 1, 2]), ps[2]);
+    }
+
+    #[test]
+    fn shapes_need_their_kinds() {
+        let mut plan = plan(3);
+        plan.weights.retain(|k, _| *k == Kind::Crash);
+        let mut random = plan.picker();
+        for _ in 0..20 {
+            let s = draw(&mut random, &plan, &[PartitionRef::new("t", 0)]).unwrap();
+            assert_eq!(s.shape, Shape::BounceThenKillLeader);
+            assert!(matches!(s.moves[0], Move::Hit(Kind::Crash, Role::Follower)));
+        }
+        plan.weights.clear();
+        plan.weights.insert(Kind::Isolate, 3);
+        assert!(draw(&mut random, &plan, &[PartitionRef::new("t", 0)]).is_none());
+    }
+}
