@@ -186,6 +186,7 @@ pub async fn run(
         port: advertised_port,
         incarnation: incarnation(),
     };
+    let this_run = registration.incarnation;
     let (store, session) = connect_and_register(&config, registration).await?;
     let session = Arc::new(session);
     let topic_configs = Arc::new(TopicConfigs::new(BrokerDefaults {
@@ -201,7 +202,8 @@ pub async fn run(
             logs,
             Some(session.clone()),
         )
-        .with_topic_configs(topic_configs),
+        .with_topic_configs(topic_configs)
+        .with_incarnation(this_run, config.isr_join_fencing),
     );
     let broker = Arc::new(Broker::new(
         config,

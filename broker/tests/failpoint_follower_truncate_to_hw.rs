@@ -44,6 +44,7 @@ fn follower_starts_truncating() -> (TruncationProgress, i64) {
         controller_epoch: 1,
         expected_version: 1,
         isr: vec![2, 1],
+        joining: vec![(1, None)],
     };
     rm.isr_written(&change, 1);
     rm.append_as_leader(&tp(), producer_batch(&["v0", "v1"]), 1)

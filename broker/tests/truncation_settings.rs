@@ -75,6 +75,7 @@ fn freeze_high_watermark(rm: &ReplicaManager, epoch: i32, version: i64) {
         controller_epoch: 1,
         expected_version: version,
         isr: vec![rm.node_id(), other],
+        joining: vec![(other, None)],
     };
     rm.isr_written(&change, version);
 }

@@ -167,6 +167,15 @@ broker_settings! {
                memberships, as KAFKA-1120-era controllers let it)",
     }
     #[arg(value_name = "true|false")]
+    isr_join_fencing: Option<bool> => bool, by Switch {
+        flag: "--isr-join-fencing",
+        kind: SettingKind::Bool,
+        default: SettingDefault::Bool(true),
+        help: "KIP-903 (Kafka 3.5): a replica joins an ISR only on fetches of its current \
+               registration, so a restarted broker is not taken back in on what an earlier run \
+               of it had fetched (false: any recent fetch qualifies, as before KAFKA-14139's fix)",
+    }
+    #[arg(value_name = "true|false")]
     unclean_leader_election: Option<bool> => bool, by Switch {
         flag: "--unclean-leader-election",
         kind: SettingKind::Bool,

@@ -280,6 +280,21 @@ impl MetadataStore {
         Ok(())
     }
 
+    /// Broker `id`'s registration as etcd holds it now, with its key's mod
+    /// revision (which every registration, a restart's included, moves);
+    /// `None` when it is not registered.
+    pub async fn broker_registration(
+        &self,
+        id: i32,
+    ) -> Result<Option<(BrokerRegistration, i64)>, StoreError> {
+        let key = broker_key(id);
+        let resp = self.client.clone().get(key.clone(), None).await?;
+        match resp.kvs().first() {
+            Some(kv) => Ok(Some((decode(&key, kv.value())?, kv.mod_revision()))),
+            None => Ok(None),
+        }
+    }
+
     /// Broker `id`'s epoch as etcd holds it now (its registration key's create
     /// revision), `None` when it is not registered.
     pub async fn broker_epoch(&self, id: i32) -> Result<Option<i64>, StoreError> {
@@ -623,17 +638,35 @@ impl MetadataStore {
         state: &PartitionStateRecord,
         expected_version: i64,
     ) -> Result<i64, StoreError> {
+        self.write_partition_state_checked(topic, partition, state, expected_version, &[])
+            .await
+    }
+
+    /// [`Self::write_partition_state_at_version`], also requiring each
+    /// `(broker, revision)`'s registration key unchanged since `revision`
+    /// (its mod revision): the brokers an ISR expansion takes in have not
+    /// registered again (KIP-903).
+    pub async fn write_partition_state_checked(
+        &self,
+        topic: &str,
+        partition: i32,
+        state: &PartitionStateRecord,
+        expected_version: i64,
+        registrations: &[(i32, i64)],
+    ) -> Result<i64, StoreError> {
         let key = partition_state_key(topic, partition);
-        let txn = Txn::new()
-            .when(vec![Compare::version(
-                key.clone(),
-                CompareOp::Equal,
-                expected_version,
-            )])
-            .and_then(vec![
-                TxnOp::put(key.clone(), encode(state), None),
-                TxnOp::get(key.clone(), None),
-            ]);
+        let mut compares = vec![Compare::version(
+            key.clone(),
+            CompareOp::Equal,
+            expected_version,
+        )];
+        compares.extend(registrations.iter().map(|&(id, revision)| {
+            Compare::mod_revision(broker_key(id), CompareOp::Equal, revision)
+        }));
+        let txn = Txn::new().when(compares).and_then(vec![
+            TxnOp::put(key.clone(), encode(state), None),
+            TxnOp::get(key.clone(), None),
+        ]);
         let resp = self.client.clone().txn(txn).await?;
         if !resp.succeeded() {
             return Err(StoreError::StaleVersion {

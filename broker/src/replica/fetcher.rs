@@ -139,7 +139,10 @@ async fn run(replicas: Arc<ReplicaManager>, fetch_wait: Duration, target: FetchT
         );
         return;
     }
-    let client_id = format!("replica-{}", replicas.node_id());
+    // The run's incarnation rides in the client id (`replica-<id>/<run>`):
+    // Fetch v15 carries it as ReplicaState.ReplicaEpoch (KIP-903), but this
+    // broker's replication speaks v12, before topic ids.
+    let client_id = follower_client_id(replicas.node_id(), replicas.incarnation());
     let mut conn: Option<Connection> = None;
     let mut must_truncate = truncate;
     let old_kafka = truncation::resets_on_out_of_range(replicas.truncation());
@@ -381,4 +384,20 @@ async fn fetch_once(
     let records = data.records.clone().unwrap_or_default();
     replicas.append_as_follower(tp, leader_epoch, records, data.high_watermark)?;
     Ok(())
+}
+
+/// The client id a follower's fetches carry: its id and this run's
+/// registration incarnation.
+pub fn follower_client_id(node_id: i32, incarnation: u64) -> String {
+    format!("replica-{node_id}/{incarnation}")
+}
+
+/// The incarnation a follower's fetch names in its client id, if any.
+pub fn follower_incarnation(client_id: &str) -> Option<u64> {
+    client_id
+        .strip_prefix("replica-")?
+        .split_once('/')?
+        .1
+        .parse()
+        .ok()
 }

@@ -29,6 +29,8 @@ pub struct IsrChange {
     /// The partition-state key's version the write must find (zkVersion + 1).
     pub expected_version: i64,
     pub isr: Vec<i32>,
+    /// The replicas it takes in, each with the run its fetches named.
+    pub joining: Vec<(i32, Option<u64>)>,
 }
 
 impl ReplicaManager {
@@ -90,16 +92,34 @@ impl ReplicaManager {
                     .iter()
                     .any(|id| !state.isr.contains(id))
                     .then(|| (state.leader_epoch, isr.clone()));
+                let joining = isr
+                    .iter()
+                    .filter(|id| !state.isr.contains(id))
+                    .map(|id| (*id, partition.followers.get(id).and_then(|f| f.run)))
+                    .collect();
                 changes.push(IsrChange {
                     tp: tp.clone(),
                     leader_epoch: state.leader_epoch,
                     controller_epoch: state.controller_epoch,
                     expected_version: state.partition_epoch as i64 + 1,
                     isr,
+                    joining,
                 });
             }
         }
         changes
+    }
+
+    /// A fetch from `replica` named its run `run` (fetch.rs).
+    pub fn note_follower_run(&self, tp: &TopicPartition, replica: i32, run: Option<u64>) {
+        let mut inner = self.lock();
+        if let Some(f) = inner
+            .partitions
+            .get_mut(tp)
+            .and_then(|p| p.followers.get_mut(&replica))
+        {
+            f.note_run(run);
+        }
     }
 
     /// The leader's ISR write succeeded at `version`: adopt it if we still lead
@@ -132,6 +152,23 @@ impl ReplicaManager {
             return false;
         }
         self.adopt_isr(&change.tp, change.leader_epoch, stored_isr, stored_version)
+    }
+
+    /// Whether `change` proposes the ISR the partition has now.
+    pub fn isr_unchanged(&self, change: &IsrChange) -> bool {
+        let inner = self.lock();
+        let Some(state) = inner
+            .partitions
+            .get(&change.tp)
+            .and_then(|p| p.state.as_ref())
+        else {
+            return true;
+        };
+        let mut now = state.isr.clone();
+        now.sort_unstable();
+        let mut proposed = change.isr.clone();
+        proposed.sort_unstable();
+        now == proposed
     }
 
     /// The leader's ISR write failed (etcd unreachable, say): the expansion
@@ -199,11 +236,63 @@ pub async fn run(
     }
 }
 
-async fn write(
+/// KIP-903 (Kafka 3.5, after KAFKA-14139: a broker whose disk was replaced
+/// taken back into an ISR on a fetch its earlier run had sent, then elected,
+/// losing committed data): a replica joins only if the run its fetches named
+/// is the one etcd registers now. Returns the change with every other
+/// joiner left out, and the registrations' revisions the write must still
+/// find, so a restart between this read and the write loses it too.
+async fn fence_joins(
+    store: &MetadataStore,
+    change: &IsrChange,
+) -> Result<(IsrChange, Vec<(i32, i64)>), StoreError> {
+    let mut kept = change.clone();
+    let mut revisions = Vec::new();
+    for &(id, run) in &change.joining {
+        let registered = store.broker_registration(id).await?;
+        match registered {
+            Some((reg, revision)) if Some(reg.incarnation) == run => {
+                revisions.push((id, revision));
+            }
+            other => {
+                tracing::info!(
+                    topic = %change.tp.topic,
+                    partition = change.tp.partition,
+                    replica = id,
+                    fetched_by_run = ?run,
+                    registered_run = ?other.map(|(r, _)| r.incarnation),
+                    "not taken into the ISR: its fetches are not from its registered run (KIP-903)"
+                );
+                kept.isr.retain(|r| *r != id);
+                kept.joining.retain(|(r, _)| *r != id);
+            }
+        }
+    }
+    Ok((kept, revisions))
+}
+
+/// Writes one proposed change to etcd (the ISR task's, each round), and
+/// takes what the write found back into the replica manager.
+pub async fn write(
     replicas: &ReplicaManager,
     store: &MetadataStore,
     change: &IsrChange,
 ) -> Result<(), StoreError> {
+    let (fenced, revisions);
+    let change = if replicas.isr_join_fencing && !change.joining.is_empty() {
+        (fenced, revisions) = fence_joins(store, change).await?;
+        if fenced.joining.len() < change.joining.len() {
+            // The refused joiners no longer count toward the HW.
+            replicas.isr_write_failed(change);
+            if replicas.isr_unchanged(&fenced) {
+                return Ok(());
+            }
+        }
+        &fenced
+    } else {
+        revisions = Vec::new();
+        change
+    };
     let record = PartitionStateRecord {
         leader: replicas.node_id(),
         leader_epoch: change.leader_epoch,
@@ -211,11 +300,12 @@ async fn write(
         controller_epoch: change.controller_epoch,
     };
     match store
-        .write_partition_state_at_version(
+        .write_partition_state_checked(
             &change.tp.topic,
             change.tp.partition,
             &record,
             change.expected_version,
+            &revisions,
         )
         .await
     {
@@ -260,6 +350,7 @@ mod tests {
             controller_epoch: 1,
             expected_version: 1,
             isr: vec![1],
+            joining: vec![],
         };
         assert!(
             !rm.isr_conflict(&change, 2, 4, &[2], 5),

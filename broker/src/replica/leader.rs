@@ -559,6 +559,7 @@ mod tests {
             controller_epoch: 1,
             expected_version: 1,
             isr: vec![1],
+            joining: vec![],
         };
         rm.isr_written(&change, 2);
         assert_eq!(

@@ -48,6 +48,11 @@ pub struct ReplicaManager {
     /// Numbers each transition of a partition to leader on this broker, so an
     /// acks=all wait can tell its own leadership from a later one.
     pub(super) leaderships: AtomicU64,
+    /// This run's registration incarnation, sent with its fetches as a
+    /// follower (0 in unit tests), and whether a leader checks its
+    /// followers' against etcd before they join an ISR (KIP-903).
+    pub(super) incarnation: u64,
+    pub(super) isr_join_fencing: bool,
 }
 
 impl ReplicaManager {
@@ -74,7 +79,21 @@ impl ReplicaManager {
             }),
             appended: Notify::new(),
             leaderships: AtomicU64::new(1),
+            incarnation: 0,
+            isr_join_fencing: true,
         }
+    }
+
+    /// This run's registration incarnation, and whether joins to an ISR
+    /// are checked against followers' registrations (KIP-903).
+    pub fn with_incarnation(mut self, incarnation: u64, isr_join_fencing: bool) -> Self {
+        self.incarnation = incarnation;
+        self.isr_join_fencing = isr_join_fencing;
+        self
+    }
+
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     /// Takes the broker's topic configs, which its watch keeps current, in

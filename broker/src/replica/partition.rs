@@ -37,6 +37,9 @@ pub struct FollowerState {
     last_fetch: Option<Instant>,
     /// The leader's LEO when the follower last fetched.
     last_fetch_leader_leo: i64,
+    /// The follower's run (registration incarnation) its fetches named;
+    /// None until one named it (KIP-903).
+    pub run: Option<u64>,
 }
 
 impl FollowerState {
@@ -48,6 +51,7 @@ impl FollowerState {
             last_caught_up: in_isr.then_some(now),
             last_fetch: None,
             last_fetch_leader_leo: -1,
+            run: None,
         }
     }
 
@@ -61,6 +65,15 @@ impl FollowerState {
         self.last_caught_up = in_isr.then_some(now);
         self.last_fetch = Some(now);
         self.last_fetch_leader_leo = leader_leo;
+    }
+
+    /// The run (registration incarnation) a fetch from the follower named.
+    /// Only joins are judged by it (isr.rs): an ISR member's standing is
+    /// the controller's to change (KIP-380), as in Kafka.
+    pub fn note_run(&mut self, run: Option<u64>) {
+        if run.is_some() {
+            self.run = run;
+        }
     }
 
     /// Record a fetch at `fetch_offset` made when the leader's LEO was

@@ -347,7 +347,9 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             ProduceOutcome::Silent => Ok(Reply::None),
             ProduceOutcome::Close(why) => Err(DispatchError::AcksZeroFailure(why)),
         },
-        Request::Fetch(req) => respond!(handlers::fetch::handle(broker, req, version).await),
+        Request::Fetch(req) => {
+            respond!(handlers::fetch::handle(broker, req, version, &client_id).await)
+        }
         Request::ListOffsets(req) => {
             respond!(handlers::list_offsets::handle(broker, req, version))
         }

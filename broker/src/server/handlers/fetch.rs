@@ -26,7 +26,12 @@ const READ_COMMITTED: i8 = 1;
 use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
 
-pub async fn handle(broker: &Broker, req: FetchRequest, version: i16) -> FetchResponse {
+pub async fn handle(
+    broker: &Broker,
+    req: FetchRequest,
+    version: i16,
+    client_id: &str,
+) -> FetchResponse {
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     // Since Fetch v15 (KIP-903) the replica id travels in ReplicaState.
@@ -35,6 +40,20 @@ pub async fn handle(broker: &Broker, req: FetchRequest, version: i16) -> FetchRe
     } else {
         req.replica_id.0
     };
+    // A follower's run, from its client id (fetcher.rs): its fetches count
+    // toward joining an ISR only for that run (KIP-903).
+    if replica_id >= 0 {
+        let run = crate::replica::fetcher::follower_incarnation(client_id);
+        for t in &req.topics {
+            for p in &t.partitions {
+                let tp = TopicPartition {
+                    topic: t.topic.0.to_string(),
+                    partition: p.partition,
+                };
+                broker.replicas.note_follower_run(&tp, replica_id, run);
+            }
+        }
+    }
     loop {
         let notified = broker.replicas.appended().notified();
         let (response, bytes, any_error) = read_once(broker, &req, replica_id);
