@@ -275,9 +275,31 @@ impl Sequencer<'_> {
         let partitions = &self.realised.cluster.partitions().collect::<Vec<_>>();
         let mut slots: Vec<NodeId> = Vec::new();
         let mut fired = Vec::new();
-        for fault in sequence::make_whole(&look(live, partitions)?) {
+        let undoes = sequence::make_whole(&look(live, partitions)?);
+        for fault in undoes.iter().cloned() {
             if !self.fire(live, fault, &mut fired).await? {
                 return Ok(fired);
+            }
+        }
+        // Whole means back in the drawn partition's ISR too: a node just
+        // restarted or resumed is out of it until it caught up, and most
+        // shapes need an ISR follower to hit. The wait goes on (the
+        // partition may then move, below) when one does not rejoin in time.
+        let deadline = Instant::now() + Duration::from_millis(sequence::REJOIN_MS);
+        for node in undoes.iter().filter_map(sequence::undone_node) {
+            let ms = deadline
+                .saturating_duration_since(Instant::now())
+                .as_millis() as u64;
+            let condition = Condition::InIsr {
+                node,
+                partition: sequence.partition.clone(),
+                member: true,
+            };
+            if !self
+                .await_state(live, condition, ms, "sequence's start", "going on")
+                .await?
+            {
+                break;
             }
         }
         let view = live.view().await?;
@@ -301,50 +323,34 @@ impl Sequencer<'_> {
             }
             let state = look(live, partitions)?;
             let fault = match step {
-                Move::Until(watch, ms) => {
+                Move::Until(watch, ms) | Move::Settle(watch, ms) => {
                     let Some(condition) = sequence::condition(watch, &sequence.partition, &slots)
                     else {
                         break;
                     };
+                    let settle = matches!(step, Move::Settle(..));
+                    let then = if settle { "going on" } else { "ended" };
+                    let why = format!("sequence {}", sequence.shape.name());
+                    if self.await_state(live, condition, ms, &why, then).await? || settle {
+                        continue;
+                    }
+                    break;
+                }
+                Move::Wait(ms) => {
                     let mut within = Duration::from_millis(ms);
                     if let Some(end) = self.end {
                         within = within.min(end.saturating_duration_since(Instant::now()));
                     }
-                    let waited = Instant::now();
-                    let seen = live
-                        .observer
-                        .await_condition(&live.runtime, &condition, within)
-                        .await;
-                    match seen {
-                        Ok(_) => {
-                            self.realised.steps.push(Step::Await {
-                                condition,
-                                timeout_ms: Some(ms),
-                            });
-                            continue;
-                        }
-                        Err(ObserveError::Timeout { .. }) => {
-                            live.log.line(format!(
-                                "campaign: sequence {}: \"{condition}\" not seen within {within:?}; ended",
-                                sequence.shape.name()
-                            ));
-                            self.realised.steps.push(Step::Await {
-                                condition: Condition::Elapsed {
-                                    ms: waited.elapsed().as_millis() as u64,
-                                },
-                                timeout_ms: None,
-                            });
-                            break;
-                        }
-                        Err(source) => {
-                            return Err(RunError::Await {
-                                step: self.realised.steps.len() + 1,
-                                source,
-                            });
-                        }
-                    }
+                    tokio::time::sleep(within).await;
+                    self.realised.steps.push(Step::Await {
+                        condition: Condition::Elapsed {
+                            ms: within.as_millis() as u64,
+                        },
+                        timeout_ms: None,
+                    });
+                    continue;
                 }
-                Move::Hit(kind, role) => {
+                Move::Hit(..) | Move::Stall => {
                     let view = live.view().await?;
                     let roles = view
                         .partition(&sequence.partition)
@@ -354,12 +360,29 @@ impl Sequencer<'_> {
                             replicas: p.replicas.clone(),
                         })
                         .unwrap_or_default();
-                    match sequence::hit(self.random, self.plan, &state, kind, role, &roles, &slots)
-                    {
+                    let hit = match step {
+                        Move::Hit(kind, role) => sequence::hit(
+                            self.random,
+                            self.plan,
+                            &state,
+                            kind,
+                            role,
+                            &roles,
+                            &slots,
+                        ),
+                        _ => sequence::stall(self.random, &state, &roles, &slots),
+                    };
+                    match hit {
                         Some((node, fault)) => {
                             slots.push(node);
                             fault
                         }
+                        None => break,
+                    }
+                }
+                Move::Again(kind, slot) => {
+                    match sequence::again(self.plan, &state, kind, slot, &slots) {
+                        Some(fault) => fault,
                         None => break,
                     }
                 }
@@ -373,6 +396,53 @@ impl Sequencer<'_> {
             }
         }
         Ok(fired)
+    }
+
+    /// Awaits `condition` for up to `ms` (never past the campaign's end) and
+    /// writes it into the realised schedule: as an `await` when seen, else
+    /// as the time that passed. Whether it was seen.
+    async fn await_state<R: Runtime>(
+        &mut self,
+        live: &mut Live<R>,
+        condition: Condition,
+        ms: u64,
+        why: &str,
+        then: &str,
+    ) -> Result<bool, RunError> {
+        let mut within = Duration::from_millis(ms);
+        if let Some(end) = self.end {
+            within = within.min(end.saturating_duration_since(Instant::now()));
+        }
+        let waited = Instant::now();
+        let seen = live
+            .observer
+            .await_condition(&live.runtime, &condition, within)
+            .await;
+        match seen {
+            Ok(_) => {
+                self.realised.steps.push(Step::Await {
+                    condition,
+                    timeout_ms: Some(ms),
+                });
+                Ok(true)
+            }
+            Err(ObserveError::Timeout { .. }) => {
+                live.log.line(format!(
+                    "campaign: {why}: \"{condition}\" not seen within {within:?}; {then}"
+                ));
+                self.realised.steps.push(Step::Await {
+                    condition: Condition::Elapsed {
+                        ms: waited.elapsed().as_millis() as u64,
+                    },
+                    timeout_ms: None,
+                });
+                Ok(false)
+            }
+            Err(source) => Err(RunError::Await {
+                step: self.realised.steps.len() + 1,
+                source,
+            }),
+        }
     }
 
     /// Fires one fault and writes it down; false when the cluster refused

@@ -4,9 +4,10 @@
 //! gap reaches the orders the documented bugs need only by luck: a replica
 //! bounced inside its session (crash or power loss, restarted at once, so its
 //! etcd lease never lapsed) and then the leader gone before it caught up
-//! (KIP-380); a leader stopped with an idempotent producer's batch
-//! replicated but unanswered and the replica that lost its producer state
-//! elected before the producer's resend arrives (KAFKA-5435); every ISR
+//! (KIP-380); an idempotent producer's batch replicated but unanswered,
+//! the replica that holds it bounced (losing its producer state where it
+//! has no snapshot) and elected before the producer's resend arrives
+//! (KAFKA-5435); every ISR
 //! member out while a replica with an empty log is live (the KIP-101
 //! thread's unclean-election appendix). Each shape is one of those orders,
 //! with targets by role resolved as each fault fires; nothing here knows a
@@ -22,7 +23,9 @@ use super::state::State;
 use super::{Kind, Plan};
 use crate::node::NodeId;
 use crate::random::SplitMix64;
-use crate::schedule::{Condition, Fault, PartitionRef, Target};
+use kafka_protocol::messages::ApiKey;
+
+use crate::schedule::{Api, Condition, Fault, PartitionRef, Requests, Sender, Target};
 
 /// Which of a partition's replicas a hit takes, resolved when it fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,9 +56,26 @@ pub enum Move {
     /// when it comes at once.
     Restart(usize),
     Resume(usize),
+    /// A process fault on the slot's node again (it is up: restarted or
+    /// never taken out).
+    Again(Kind, usize),
+    /// A live ISR follower's replica fetches to the leader held at the
+    /// proxy (a one-way cut narrowed to the Fetch API on that one link, so
+    /// a controller's requests on it still pass): the follower stays in
+    /// the ISR until the lag time passes (replica.lag.time.max.ms, 10 s)
+    /// and keeps its lease, so acks=all writes stall in the leader's and
+    /// the other followers' logs, appended and unanswered. The follower
+    /// takes the next slot.
+    Stall,
     /// The next move fires once the state is seen; when `ms` pass first the
     /// sequence ends there.
     Until(Watch, u64),
+    /// As `Until`, but the sequence goes on when `ms` pass first: a state
+    /// some systems pass through and others never reach (a bounced replica
+    /// leaving its ISR, with KIP-380's fencing).
+    Settle(Watch, u64),
+    /// The next move fires after `ms` (time for writes to reach the logs).
+    Wait(u64),
 }
 
 /// The orders a sequence takes.
@@ -69,10 +89,14 @@ pub enum Shape {
     /// from anyone; whoever takes over must not elect the bounced replica
     /// as if nothing happened (bugs/kip-380-restart-at-takeover's order).
     BounceAtTakeover,
-    /// The leader paused (requests it took are unanswered), a follower
-    /// crash-bounced; once another replica leads and the bounced one is
-    /// back in its ISR, that leader is taken out too: the bounced replica
-    /// leads while resends of what the paused leader never answered arrive.
+    /// Writes stalled (a follower cut from the leader, still in the ISR),
+    /// a follower that holds them crash-bounced and back in the ISR, then
+    /// the stalled follower and the leader taken out: the bounced replica
+    /// is the only live ISR member, leads, and takes the producers'
+    /// resends of writes it holds but nobody answered
+    /// (bugs/idempotent-retry-after-failover's order, reached with KIP-380's
+    /// fencing on too: the bounce leaves the ISR, and the replica rejoins at
+    /// once since the stall holds the high watermark).
     FailoverToBounced,
     /// The leader paused, a follower power-lost (its unflushed log cut) and
     /// restarted, the last ISR member paused: the cut replica is the only
@@ -107,6 +131,15 @@ pub const TAKEOVER_MS: u64 = 8_000;
 /// How long it waits for a restarted replica to catch up and rejoin an ISR.
 pub const REJOIN_MS: u64 = 5_000;
 
+/// How long a `Settle` waits for a state that may never come: a bounced
+/// controller's successor is elected only once its lease lapses (2 s in
+/// campaigns), and only then takes the bounced replica out of its ISRs.
+pub const SETTLE_MS: u64 = 4_000;
+
+/// How long a stall lasts before the follower holding its writes is hit:
+/// a produce round and a follower's fetch, on a loaded machine.
+pub const STALL_WRITES_MS: u64 = 300;
+
 /// A drawn sequence: its shape, the partition whose roles it names, and its
 /// moves.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,7 +163,11 @@ pub fn draw(random: &mut SplitMix64, plan: &Plan, partitions: &[PartitionRef]) -
         .filter(|s| match s {
             Shape::BounceThenKillLeader => !bounces.is_empty(),
             Shape::BounceAtTakeover => allowed(Kind::Pause) && !bounces.is_empty(),
-            Shape::FailoverToBounced => allowed(Kind::Pause) && allowed(Kind::Crash),
+            Shape::FailoverToBounced => {
+                allowed(Kind::Pause)
+                    && allowed(Kind::Crash)
+                    && (allowed(Kind::OneWay) || allowed(Kind::HoldRequests))
+            }
             Shape::EmptyReplicaLeads => allowed(Kind::Pause) && allowed(Kind::PowerLoss),
         })
         .collect();
@@ -158,19 +195,28 @@ pub fn draw(random: &mut SplitMix64, plan: &Plan, partitions: &[PartitionRef]) -
             Restart(1),
         ],
         Shape::FailoverToBounced => vec![
-            Hit(Kind::Pause, Role::Leader),
+            Stall,
+            Wait(STALL_WRITES_MS),
             Hit(Kind::Crash, Role::Follower),
             Restart(1),
-            Until(Watch::OutOfIsr(0), TAKEOVER_MS),
+            // With KIP-380's fencing the bounce takes it out of the ISR
+            // (until then etcd still lists it); it rejoins at once, since
+            // the stall holds the high watermark.
+            Settle(Watch::OutOfIsr(1), SETTLE_MS),
             Until(Watch::InIsr(1), REJOIN_MS),
+            Again(Kind::Pause, 0),
             Hit(
-                if allowed(Kind::Crash) && random.chance(1, 2) {
+                if random.chance(1, 2) {
                     Kind::Crash
                 } else {
                     Kind::Pause
                 },
                 Role::Leader,
             ),
+            Until(Watch::Leads(1), TAKEOVER_MS),
+            // Back, so the ISR reaches min.insync.replicas again and the
+            // resends are taken.
+            Resume(0),
         ],
         Shape::EmptyReplicaLeads => vec![
             Hit(Kind::Pause, Role::Leader),
@@ -235,15 +281,59 @@ pub fn hit(
             *pool.get(random.index(pool.len()))?
         }
     };
-    let target = Target::Node(node);
-    let fault = match kind {
+    Some((node, process_fault(kind, Target::Node(node))?))
+}
+
+/// The fault an `Again` move fires on its slot's node, if that node is up
+/// and the fault stays within [`limit`].
+pub fn again(
+    plan: &Plan,
+    state: &State,
+    kind: Kind,
+    slot: usize,
+    slots: &[NodeId],
+) -> Option<Fault> {
+    let node = *slots.get(slot)?;
+    let faulted = state.down.len() + state.paused.len();
+    if !state.up().contains(&node) || faulted + 1 > limit(plan, state) {
+        return None;
+    }
+    process_fault(kind, Target::Node(node))
+}
+
+/// The hold a `Stall` move fires: a live ISR follower's (not the leader,
+/// not in a slot) Fetch requests to the live leader.
+pub fn stall(
+    random: &mut SplitMix64,
+    state: &State,
+    roles: &Roles,
+    slots: &[NodeId],
+) -> Option<(NodeId, Fault)> {
+    let up = state.up();
+    let leader = roles.leader.filter(|l| up.contains(l))?;
+    let pool: Vec<NodeId> = roles
+        .isr
+        .iter()
+        .filter(|&&n| n != leader && up.contains(&n) && !slots.contains(&n))
+        .copied()
+        .collect();
+    let node = *pool.get(random.index(pool.len()))?;
+    let fault = Fault::HoldRequests(Requests {
+        from: Sender::Broker(Target::Node(node)),
+        to: Target::Node(leader),
+        api: Api(ApiKey::Fetch),
+    });
+    Some((node, fault))
+}
+
+fn process_fault(kind: Kind, target: Target) -> Option<Fault> {
+    Some(match kind {
         Kind::Pause => Fault::Pause(target),
         Kind::Crash => Fault::Crash(target),
         Kind::Stop => Fault::Stop(target),
         Kind::PowerLoss => Fault::PowerLoss(target),
         _ => return None,
-    };
-    Some((node, fault))
+    })
 }
 
 /// The undo a `Restart` or `Resume` move fires on its slot's node, if that
@@ -282,6 +372,14 @@ pub fn make_whole(state: &State) -> Vec<Fault> {
     undoes.extend(state.paused.iter().map(|&n| Fault::Resume(Target::Node(n))));
     undoes.extend(state.down.iter().map(|&n| Fault::Restart(Target::Node(n))));
     undoes
+}
+
+/// The node a [`make_whole`] undo brings back, if it names one.
+pub fn undone_node(undo: &Fault) -> Option<NodeId> {
+    match undo {
+        Fault::Resume(Target::Node(n)) | Fault::Restart(Target::Node(n)) => Some(*n),
+        _ => None,
+    }
 }
 
 /// The partition a sequence plays on once the cluster is whole: the drawn
@@ -382,13 +480,34 @@ mod tests {
                         None => break,
                     }
                 }
+                Move::Stall => match stall(&mut random, &state, &roles, &slots) {
+                    Some((node, fault)) => {
+                        slots.push(node);
+                        fault
+                    }
+                    None => break,
+                },
+                Move::Again(kind, slot) => match again(&plan, &state, kind, slot, &slots) {
+                    Some(fault) => fault,
+                    None => break,
+                },
                 Move::Until(watch, _) => {
                     assert!(condition(watch, &sequence.partition, &slots).is_some());
                     continue;
                 }
+                Move::Wait(_) | Move::Settle(..) => continue,
                 undo_move => undo(&state, undo_move, &slots).expect("an undo of a slot"),
             };
             match &fault {
+                Fault::HoldRequests(Requests {
+                    from: Sender::Broker(Target::Node(from)),
+                    to: Target::Node(to),
+                    api,
+                }) => {
+                    assert_eq!(*to, b(1), "seed {seed}: a stall holds the leader's fetches");
+                    assert!(*from != b(1) && api.0 == ApiKey::Fetch, "seed {seed}");
+                    state.cut = true;
+                }
                 Fault::Pause(Target::Node(n)) => {
                     state.paused.insert(*n);
                 }
@@ -432,9 +551,12 @@ mod tests {
                 Shape::BounceThenKillLeader => vec!["follower", "restart", "b1"],
                 // b1 paused, then a follower bounced.
                 Shape::BounceAtTakeover => vec!["b1", "follower", "restart"],
-                // The model's leader stays b1, whom the sequence already
-                // hit: its last hit names nobody and the sequence ends.
-                Shape::FailoverToBounced => vec!["b1", "follower", "restart"],
+                // A follower cut from b1, another bounced, the cut one
+                // paused, then b1; the cut one resumed once the bounced one
+                // leads.
+                Shape::FailoverToBounced => {
+                    vec!["cut", "follower", "restart", "follower", "b1", "resume"]
+                }
                 Shape::EmptyReplicaLeads => {
                     vec!["b1", "follower", "restart", "follower", "resume", "resume"]
                 }
@@ -442,6 +564,7 @@ mod tests {
             let seen: Vec<&str> = fired
                 .iter()
                 .map(|f| match f {
+                    Fault::HoldRequests(_) => "cut",
                     Fault::Restart(_) => "restart",
                     Fault::Resume(_) => "resume",
                     Fault::Pause(Target::Node(n))
@@ -521,6 +644,34 @@ mod tests {
             )
             .is_none()
         );
+    }
+
+    #[test]
+    fn the_failover_shape_leaves_the_bounced_replica_the_only_one_up() {
+        let seed = (1..=200)
+            .find(|&s| play(s).0.shape == Shape::FailoverToBounced)
+            .unwrap();
+        let (_, fired, _) = play(seed);
+        let node = |f: &Fault| match f {
+            Fault::HoldRequests(Requests {
+                from: Sender::Broker(Target::Node(n)),
+                ..
+            })
+            | Fault::Crash(Target::Node(n))
+            | Fault::Pause(Target::Node(n))
+            | Fault::Restart(Target::Node(n))
+            | Fault::Resume(Target::Node(n)) => *n,
+            other => panic!("{other:?}"),
+        };
+        let (cut, bounced, paused) = (node(&fired[0]), node(&fired[1]), node(&fired[3]));
+        // The cut follower is the one paused before the leader, and the
+        // bounced one is neither it nor the leader.
+        assert_eq!(cut, paused, "{fired:?}");
+        assert!(bounced != cut && bounced != b(1), "{fired:?}");
+        assert!(
+            matches!(fired[4], Fault::Pause(Target::Node(n)) | Fault::Crash(Target::Node(n)) if n == b(1))
+        );
+        assert_eq!(fired[5], Fault::Resume(Target::Node(cut)));
     }
 
     #[test]
