@@ -27,6 +27,7 @@ pub const BROKER_SETTINGS: &[(&str, SettingKind)] = &[
     ),
     ("controller_epoch_fencing", SettingKind::Bool),
     ("broker_epoch_fencing", SettingKind::Bool),
+    ("isr_join_fencing", SettingKind::Bool),
     ("unclean_leader_election", SettingKind::Bool),
     ("min_insync_replicas", SettingKind::Count),
     ("auto_create_topics_enable", SettingKind::Bool),
