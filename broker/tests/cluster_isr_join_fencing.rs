@@ -86,7 +86,7 @@ async fn fetch_and_write(
     tp: &TopicPartition,
     run: u64,
 ) -> Vec<i32> {
-    rm.note_follower_run(tp, 2, Some(run));
+    rm.note_follower_run(std::iter::once(tp.clone()), 2, run);
     rm.read(tp, 3, 1 << 20, 2, 0).unwrap();
     let changes = rm.pending_isr_changes(LAG);
     assert_eq!(changes.len(), 1, "{changes:?}");

@@ -110,15 +110,23 @@ impl ReplicaManager {
         changes
     }
 
-    /// A fetch from `replica` named its run `run` (fetch.rs).
-    pub fn note_follower_run(&self, tp: &TopicPartition, replica: i32, run: Option<u64>) {
+    /// A fetch from `replica` of these partitions named its run `run`
+    /// (fetch.rs): recorded under one hold of the lock.
+    pub fn note_follower_run(
+        &self,
+        partitions: impl Iterator<Item = TopicPartition>,
+        replica: i32,
+        run: u64,
+    ) {
         let mut inner = self.lock();
-        if let Some(f) = inner
-            .partitions
-            .get_mut(tp)
-            .and_then(|p| p.followers.get_mut(&replica))
-        {
-            f.note_run(run);
+        for tp in partitions {
+            if let Some(f) = inner
+                .partitions
+                .get_mut(&tp)
+                .and_then(|p| p.followers.get_mut(&replica))
+            {
+                f.note_run(Some(run));
+            }
         }
     }
 

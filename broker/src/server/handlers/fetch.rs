@@ -42,17 +42,17 @@ pub async fn handle(
     };
     // A follower's run, from its client id (fetcher.rs): its fetches count
     // toward joining an ISR only for that run (KIP-903).
-    if replica_id >= 0 {
-        let run = crate::replica::fetcher::follower_incarnation(client_id);
-        for t in &req.topics {
-            for p in &t.partitions {
-                let tp = TopicPartition {
-                    topic: t.topic.0.to_string(),
-                    partition: p.partition,
-                };
-                broker.replicas.note_follower_run(&tp, replica_id, run);
-            }
-        }
+    if replica_id >= 0
+        && let Some(run) = crate::replica::fetcher::follower_incarnation(client_id)
+    {
+        let partitions = req.topics.iter().flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| TopicPartition::new(t.topic.0.to_string(), p.partition))
+        });
+        broker
+            .replicas
+            .note_follower_run(partitions, replica_id, run);
     }
     loop {
         let notified = broker.replicas.appended().notified();
