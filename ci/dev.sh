@@ -72,6 +72,29 @@ ensure_python_client() {
   export EPOCHAL_PYTHON="$PWD/$venv/bin/python"
 }
 
+# Each step of `test` starts with a line naming it and the minutes since the
+# job began, and the job ends with the table of how long each took, so a CI
+# log says where its time went (the budget is 45 minutes).
+job_start=$SECONDS
+phase_names=()
+phase_starts=()
+phase() {
+  local now=$((SECONDS - job_start))
+  if [[ ${#phase_names[@]} -gt 0 && $1 == done ]]; then
+    echo "== time per step (s):"
+    local i next
+    for i in "${!phase_names[@]}"; do
+      next=${phase_starts[$((i + 1))]:-$now}
+      printf '   %5d  %s\n' $((next - phase_starts[i])) "${phase_names[$i]}"
+    done
+    printf '   %5d  total (set-up before the first step included)\n' "$now"
+    return
+  fi
+  phase_names+=("$1")
+  phase_starts+=("$now")
+  printf '== [%d:%02d] %s\n' $((now / 60)) $((now % 60)) "$1"
+}
+
 cmd=${1:-}
 case "$cmd" in
   demo)
@@ -84,31 +107,55 @@ case "$cmd" in
     ensure_docker
     ensure_nextest
     ensure_python_client
-    bash ci/tools.sh
-    echo "== cargo fmt --check"
+    # The third-party systems build (tansu: about 14 minutes on 2 cores when it
+    # runs alone) goes on beside fmt, clippy and the workspace's test build,
+    # filling the cores those leave idle (build scripts, proc macros, links);
+    # the tests that start tansu wait for it below. Its output goes to a log
+    # printed once it ends, and an exit on any path stops it.
+    mkdir -p target
+    # Its own process group (setsid), so the trap stops cargo and rustc too.
+    setsid bash ci/tools.sh >target/tools.log 2>&1 &
+    tools_pid=$!
+    trap 'kill -- -"$tools_pid" 2>/dev/null || true' EXIT
+    phase "cargo fmt --check"
     cargo fmt --all -- --check
-    echo "== cargo clippy"
+    phase "cargo clippy"
     cargo clippy --workspace --all-targets -- -D warnings
-    echo "== cargo nextest"
+    phase "cargo nextest: build"
+    cargo nextest run --workspace --profile ci --no-run
+    phase "third-party systems (ci/tools.sh)"
+    tools_status=0
+    wait "$tools_pid" || tools_status=$?
+    trap - EXIT
+    cat target/tools.log
+    if [[ $tools_status -ne 0 ]]; then
+      echo "ci/tools.sh failed (exit $tools_status); its output is above" >&2
+      exit "$tools_status"
+    fi
+    phase "cargo nextest"
     cargo nextest run --workspace --profile ci
     # The process runtime's full gate ran as a test (cluster_gate.rs); the same
     # suites on the Docker runtime run here, alone, as a user runs them.
+    phase "gate on docker"
     EPOCHAL_STORE=target/ci-store bash ci/gate.sh docker
     # The third-party guarantees suite (suites/systems/) on tansu, on both
     # runtimes, each with its own JUnit report.
-    echo "== epochal gate --system tansu suites/systems"
+    phase "epochal gate --system tansu suites/systems"
     target/debug/epochal gate --system tansu suites/systems --store target/ci-store/tansu \
       --junit target/ci-store/junit-tansu.xml
-    echo "== epochal gate --system tansu suites/systems --runtime docker"
+    phase "epochal gate --system tansu suites/systems --runtime docker"
     target/debug/epochal gate --system tansu suites/systems --runtime docker \
       --store target/ci-store/tansu-docker --junit target/ci-store/junit-tansu-docker.xml
     # The power table's quick mode (docs/power.md): one era setting and the
     # fixed settings, two seeds each, 20 s; fails when the era setting's bug
     # goes undetected by both seeds or the fixed settings go invalid.
+    phase "power --quick"
     EPOCHAL_STORE=target/ci-store bash ci/power.sh --quick
     # The benchmarks at small sizes on the debug build, so they cannot rot
     # (figures not comparable; the nightly runs them at full size).
+    phase "bench --quick"
     bash ci/bench.sh --quick
+    phase "done"
     ;;
   *)
     echo "usage: bash ci/dev.sh demo|test" >&2

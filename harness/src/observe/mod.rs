@@ -170,7 +170,10 @@ impl Observer {
                     .map(|(_, epoch)| epoch)
                     .collect();
                 verdict(
-                    applied.contains(&(*leader_epoch as i32)),
+                    match leader_epoch {
+                        Some(e) => applied.contains(&(*e as i32)),
+                        None => !applied.is_empty(),
+                    },
                     format!(
                         "{node} applied LeaderAndIsr for {partition} with leader epochs {applied:?}"
                     ),

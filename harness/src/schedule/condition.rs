@@ -54,11 +54,15 @@ pub enum Condition {
         partition: PartitionRef,
         value: u64,
     },
-    /// `node`'s state-change log shows a LeaderAndIsr for the partition with this leader epoch.
+    /// `node`'s state-change log, since its latest start, shows a LeaderAndIsr
+    /// for the partition with this leader epoch, or with any (`None`): the
+    /// node has been told its role again after a restart, whichever epoch the
+    /// controller's decision carried (a setting that fences the restarted
+    /// node bumps it, one that does not keeps it).
     AppliedLeaderAndIsr {
         node: NodeId,
         partition: PartitionRef,
-        leader_epoch: u32,
+        leader_epoch: Option<u32>,
     },
     /// The node's process is stopped (state T), e.g. at a `stop` failpoint.
     Stopped {
@@ -127,7 +131,7 @@ pub enum Checkpoint {
 const FORMS: &str = "leader of P is X | P has no leader | X in ISR of P | X not in ISR of P | \
 HW of X for P >= N (or <=, ==) | LEO of X for P >= N (or <=, ==) | controller is X | controller is not X | \
 checkpoint hw of X for P is N | checkpoint recovery-point of X for P is N | \
-leader-epoch-checkpoint of X for P is [(E,O),...] | X applied LeaderAndIsr for P with leader epoch E | \
+leader-epoch-checkpoint of X for P is [(E,O),...] | X applied LeaderAndIsr for P [with leader epoch E] | \
 X is stopped | N more writes acknowledged | N more commits acknowledged | N ms pass";
 
 /// Why a text is not a condition: each names the word and the condition it
@@ -323,7 +327,12 @@ impl std::str::FromStr for Condition {
             ] => Condition::AppliedLeaderAndIsr {
                 node: node(x)?,
                 partition: p.parse()?,
-                leader_epoch: word.leader_epoch(e)?,
+                leader_epoch: Some(word.leader_epoch(e)?),
+            },
+            [x, "applied", "LeaderAndIsr", "for", p] => Condition::AppliedLeaderAndIsr {
+                node: node(x)?,
+                partition: p.parse()?,
+                leader_epoch: None,
             },
             [x, "is", "stopped"] => Condition::Stopped { node: node(x)? },
             [n, "more", "writes", "acknowledged"] => Condition::Acknowledged { more: number(n)? },
@@ -435,10 +444,13 @@ impl fmt::Display for Condition {
                 node,
                 partition,
                 leader_epoch,
-            } => write!(
-                f,
-                "{node} applied LeaderAndIsr for {partition} with leader epoch {leader_epoch}"
-            ),
+            } => {
+                write!(f, "{node} applied LeaderAndIsr for {partition}")?;
+                match leader_epoch {
+                    Some(e) => write!(f, " with leader epoch {e}"),
+                    None => Ok(()),
+                }
+            }
             Condition::Stopped { node } => write!(f, "{node} is stopped"),
             Condition::Acknowledged { more } => write!(f, "{more} more writes acknowledged"),
             Condition::CommitsAcknowledged { more } => {
@@ -471,6 +483,7 @@ mod tests {
             "checkpoint hw of b1 for t-0 is 4",
             "checkpoint recovery-point of b3 for t-0 is 0",
             "b2 applied LeaderAndIsr for t-0 with leader epoch 2",
+            "b2 applied LeaderAndIsr for t-0",
             "b2 is stopped",
         ] {
             let c: Condition = s.parse().unwrap();
