@@ -43,8 +43,9 @@ PY
   # target/ never holds a third party's build.
   build=$(mktemp -d)
   # shellcheck disable=SC2086 # the install command is words by design
+  started=$SECONDS
   CARGO_TARGET_DIR=$build $install --force --root "$root.partial"
   rm -rf "$build" "$root"
   mv "$root.partial" "$root"
-  echo "== $tool $version installed: $root/bin/$tool"
+  echo "== $tool $version installed in $((SECONDS - started)) s: $root/bin/$tool"
 done

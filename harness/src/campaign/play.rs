@@ -358,6 +358,7 @@ impl Sequencer<'_> {
                             leader: p.leader,
                             isr: p.isr.clone(),
                             replicas: p.replicas.clone(),
+                            controller: view.controller,
                         })
                         .unwrap_or_default();
                     let hit = match step {

@@ -9,7 +9,9 @@
 //! has no snapshot) and elected before the producer's resend arrives
 //! (KAFKA-5435); every ISR
 //! member out while a replica with an empty log is live (the KIP-101
-//! thread's unclean-election appendix). Each shape is one of those orders,
+//! thread's unclean-election appendix); the controller stopped with
+//! decisions in flight until another takes over, then back (KAFKA-532).
+//! Each shape is one of those orders,
 //! with targets by role resolved as each fault fires; nothing here knows a
 //! broker setting, so the same shapes run on every setting.
 //!
@@ -36,6 +38,11 @@ pub enum Role {
     /// A live ISR member that is not the leader and that the sequence has
     /// not hit (a live replica outside the ISR when there is none).
     Follower,
+    /// The controller as etcd names it, if it is up and not hit already.
+    Controller,
+    /// A live node that is not the controller and that the sequence has
+    /// not hit: one the controller then has decisions to send.
+    NotController,
 }
 
 /// What a slot's node is awaited to do, with a deadline.
@@ -44,6 +51,8 @@ pub enum Watch {
     InIsr(usize),
     OutOfIsr(usize),
     Leads(usize),
+    /// The controller key names another node than the slot's.
+    ControllerMoved(usize),
 }
 
 /// One move of a sequence. Slots number the nodes hit so far, in order.
@@ -103,14 +112,23 @@ pub enum Shape {
     /// live one. Once it leads (an unclean election, or KIP-380's without
     /// fencing) the paused ones resume and follow it.
     EmptyReplicaLeads,
+    /// A broker that is not the controller bounced (so the controller has
+    /// LeaderAndIsr and UpdateMetadata to send it), the controller paused
+    /// as the restart returns, held until another broker takes the
+    /// controller key, then resumed: what it had in flight or queued
+    /// reaches brokers after the new controller's decisions, and only the
+    /// controller epoch tells them apart (KAFKA-532;
+    /// power-cases/found-kafka-532-isolated-controller's order).
+    StaleController,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 4] = [
+    pub const ALL: [Shape; 5] = [
         Shape::BounceThenKillLeader,
         Shape::BounceAtTakeover,
         Shape::FailoverToBounced,
         Shape::EmptyReplicaLeads,
+        Shape::StaleController,
     ];
 
     pub fn name(self) -> &'static str {
@@ -119,6 +137,7 @@ impl Shape {
             Shape::BounceAtTakeover => "bounce-at-takeover",
             Shape::FailoverToBounced => "failover-to-bounced",
             Shape::EmptyReplicaLeads => "empty-replica-leads",
+            Shape::StaleController => "stale-controller",
         }
     }
 }
@@ -169,6 +188,7 @@ pub fn draw(random: &mut SplitMix64, plan: &Plan, partitions: &[PartitionRef]) -
                     && (allowed(Kind::OneWay) || allowed(Kind::HoldRequests))
             }
             Shape::EmptyReplicaLeads => allowed(Kind::Pause) && allowed(Kind::PowerLoss),
+            Shape::StaleController => allowed(Kind::Pause) && !bounces.is_empty(),
         })
         .collect();
     if shapes.is_empty() || partitions.is_empty() {
@@ -227,6 +247,13 @@ pub fn draw(random: &mut SplitMix64, plan: &Plan, partitions: &[PartitionRef]) -
             Resume(0),
             Resume(2),
         ],
+        Shape::StaleController => vec![
+            Hit(bounce?, Role::NotController),
+            Restart(0),
+            Hit(Kind::Pause, Role::Controller),
+            Until(Watch::ControllerMoved(1), TAKEOVER_MS),
+            Resume(1),
+        ],
     };
     Some(Sequence {
         shape,
@@ -235,12 +262,13 @@ pub fn draw(random: &mut SplitMix64, plan: &Plan, partitions: &[PartitionRef]) -
     })
 }
 
-/// What etcd says of the sequence's partition now.
+/// What etcd says of the sequence's partition now, and who the controller is.
 #[derive(Debug, Clone, Default)]
 pub struct Roles {
     pub leader: Option<NodeId>,
     pub isr: Vec<NodeId>,
     pub replicas: Vec<NodeId>,
+    pub controller: Option<NodeId>,
 }
 
 /// Nodes paused or dead at once a sequence may reach: the plan's limit or
@@ -278,6 +306,18 @@ pub fn hit(
             if pool.is_empty() {
                 pool = roles.replicas.iter().filter(not_leader).copied().collect();
             }
+            *pool.get(random.index(pool.len()))?
+        }
+        Role::Controller => roles.controller.filter(fresh)?,
+        Role::NotController => {
+            // Only once a controller is known: the point is a node it has
+            // decisions to send.
+            let controller = roles.controller?;
+            let pool: Vec<NodeId> = up
+                .iter()
+                .filter(|&&n| n != controller && fresh(&n))
+                .copied()
+                .collect();
             *pool.get(random.index(pool.len()))?
         }
     };
@@ -419,6 +459,12 @@ pub fn condition(watch: Watch, partition: &PartitionRef, slots: &[NodeId]) -> Op
         Watch::InIsr(i) => (i, Some(true)),
         Watch::OutOfIsr(i) => (i, Some(false)),
         Watch::Leads(i) => (i, None),
+        Watch::ControllerMoved(i) => {
+            return Some(Condition::ControllerIs {
+                node: *slots.get(i)?,
+                is: false,
+            });
+        }
     };
     let node = *slots.get(slot)?;
     Some(match member {
@@ -466,6 +512,7 @@ mod tests {
             leader: Some(b(1)),
             isr: vec![b(1), b(2), b(3)],
             replicas: vec![b(1), b(2), b(3)],
+            controller: Some(b(3)),
         };
         let mut slots = Vec::new();
         let mut fired = Vec::new();
@@ -560,6 +607,19 @@ mod tests {
                 Shape::EmptyReplicaLeads => {
                     vec!["b1", "follower", "restart", "follower", "resume", "resume"]
                 }
+                // A node other than the controller b3 (b1 or b2) bounced,
+                // then b3 paused and, once another controller is seen,
+                // resumed.
+                Shape::StaleController => {
+                    let first =
+                        match fired.first() {
+                            Some(
+                                Fault::Crash(Target::Node(n)) | Fault::PowerLoss(Target::Node(n)),
+                            ) if *n == b(1) => "b1",
+                            _ => "follower",
+                        };
+                    vec![first, "restart", "follower", "resume"]
+                }
             };
             let seen: Vec<&str> = fired
                 .iter()
@@ -595,6 +655,7 @@ mod tests {
             leader: Some(b(1)),
             isr: vec![b(1), b(2), b(3)],
             replicas: vec![b(1), b(2), b(3)],
+            controller: Some(b(3)),
         };
         let (x, _) = hit(
             &mut random,
@@ -672,6 +733,53 @@ mod tests {
             matches!(fired[4], Fault::Pause(Target::Node(n)) | Fault::Crash(Target::Node(n)) if n == b(1))
         );
         assert_eq!(fired[5], Fault::Resume(Target::Node(cut)));
+    }
+
+    #[test]
+    fn the_stale_controller_shape_bounces_another_node_then_holds_the_controller() {
+        let seed = (1..=200)
+            .find(|&s| play(s).0.shape == Shape::StaleController)
+            .unwrap();
+        let (sequence, fired, state) = play(seed);
+        let bounced = match fired[0] {
+            Fault::Crash(Target::Node(n)) | Fault::PowerLoss(Target::Node(n)) => n,
+            ref other => panic!("{other:?}"),
+        };
+        // The model's controller is b3.
+        assert_ne!(bounced, b(3), "{fired:?}");
+        assert_eq!(fired[1], Fault::Restart(Target::Node(bounced)));
+        assert_eq!(fired[2], Fault::Pause(Target::Node(b(3))));
+        assert_eq!(
+            condition(
+                Watch::ControllerMoved(1),
+                &sequence.partition,
+                &[bounced, b(3)]
+            ),
+            Some(Condition::ControllerIs {
+                node: b(3),
+                is: false
+            })
+        );
+        assert_eq!(fired[3], Fault::Resume(Target::Node(b(3))));
+        assert!(state.paused.is_empty() && state.down.is_empty());
+        // Without a controller (a system whose controller the harness cannot
+        // see) there is nobody to hold, and no node it has decisions for.
+        let plan = plan(seed);
+        let roles = Roles::default();
+        for role in [Role::Controller, Role::NotController] {
+            assert!(
+                hit(
+                    &mut plan.picker(),
+                    &plan,
+                    &state,
+                    Kind::Crash,
+                    role,
+                    &roles,
+                    &[]
+                )
+                .is_none()
+            );
+        }
     }
 
     #[test]
