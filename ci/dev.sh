@@ -107,13 +107,14 @@ case "$cmd" in
     ensure_docker
     ensure_nextest
     ensure_python_client
-    # The third-party systems build (tansu at opt-level 1: 625 s on 2 cores
-    # beside the steps below; 14 minutes at opt-level 3 alone) goes on beside fmt, clippy and the workspace's test build,
-    # filling the cores those leave idle (build scripts, proc macros, links);
-    # the tests that start tansu wait for it below. Its output goes to a log
-    # printed once it ends, and an exit on any path stops it.
+    # The third-party systems build (tansu at opt-level 1: 625 s on 2 cores;
+    # 14 minutes at opt-level 3 alone) goes on beside fmt, clippy and the
+    # workspace's test build, filling the cores those leave idle (build
+    # scripts, proc macros, links); the tests that start tansu wait for it
+    # below. Its output goes to a log printed once it ends. It runs in its
+    # own process group (setsid), so the trap stops cargo and rustc too on
+    # any exit.
     mkdir -p target
-    # Its own process group (setsid), so the trap stops cargo and rustc too.
     setsid bash ci/tools.sh >target/tools.log 2>&1 &
     tools_pid=$!
     trap 'kill -- -"$tools_pid" 2>/dev/null || true' EXIT
