@@ -9,7 +9,8 @@
 #
 #   bash ci/power.sh           # the full table: every setting, seeds 1..10, 60 s each
 #                              # (about 90 minutes on 2 cores; the nightly's)
-#   bash ci/power.sh --quick   # CI: 2 settings x 2 seeds x 20 s (about 3 minutes);
+#   bash ci/power.sh --quick   # CI: 2 settings x 2 seeds x 60 s (about 5 minutes,
+#                              # 2.5 with EPOCHAL_POWER_JOBS=2 as CI runs it);
 #                              # fails unless the positive control is detected by
 #                              # at least one seed and the negative control by none
 #

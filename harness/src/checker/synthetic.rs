@@ -15,8 +15,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::history::{
-    Acked, Aim, Body, Done, FaultOp, Intent, MicroOp, NodeCut, Op, OpType, Poll, PolledRecord,
-    Process, Read, RecordValue, ReplicaCut, Send, Txn, TxnPoll, TxnProducer, TxnSend, Verb,
+    Acked, Body, Op, OpType, Poll, PolledRecord, Process, Read, RecordValue, Send,
 };
 use crate::node::NodeId;
 use crate::observe::timeline::{ControllerChange, PartitionStateChange, Timeline};
@@ -24,11 +23,12 @@ use crate::reader::state_change::StateChange;
 use crate::reader::{
     Batch, Codec, DataDirState, EpochEntry, OffsetEntry, Payload, Record, ReplicaState, Segment,
 };
-use crate::schedule::{Acks, Target};
+use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
 use super::RunData;
 
+mod faults;
 mod subscribers;
 mod transactions;
 
@@ -646,164 +646,6 @@ impl<'a> Generator<'a> {
         }
     }
 
-    /// Fault `k`: the leader of partition `k mod partitions` crashes (or, for
-    /// the middle fault, loses power) and restarts. Its partitions move to the
-    /// next broker in a clean election (the ISR was everyone), leader epoch
-    /// up by one; the controller moves too when it was the one hit.
-    fn fault(&mut self, k: usize) {
-        let p = k % self.logs.len();
-        let partition = self.logs[p].partition.clone();
-        let node = self.logs[p].leader;
-        let verb = if k == self.spec.faults / 2 {
-            Verb::PowerLoss
-        } else {
-            Verb::Crash
-        };
-        self.record_fault(verb, node, partition);
-        self.elect_without(node);
-        self.restart(node);
-    }
-
-    /// Records the crash or power loss of `node`, aimed at the leader of
-    /// `partition`, on the nemesis process.
-    fn record_fault(&mut self, verb: Verb, node: NodeId, partition: PartitionRef) {
-        let aim = Aim::Target {
-            target: Target::LeaderOf(partition),
-            id: None,
-            on_heal: None,
-        };
-        let invoke = FaultOp {
-            verb,
-            aim: aim.clone(),
-            done: None,
-        };
-        self.push(
-            Process::Nemesis,
-            OpType::Invoke,
-            Body::Fault(Box::new(invoke)),
-            None,
-        );
-        let cut = (verb == Verb::PowerLoss).then(|| self.power_loss_cut(node));
-        let done = FaultOp {
-            verb,
-            aim,
-            done: Some(Done {
-                nodes: vec![node],
-                healed: None,
-                blocked: None,
-                cut,
-                etcd_revision: None,
-                started_time_ms: None,
-                exited: None,
-            }),
-        };
-        self.push(
-            Process::Nemesis,
-            OpType::Info,
-            Body::Fault(Box::new(done)),
-            None,
-        );
-    }
-
-    /// What a power loss of `node` cuts: the last few records of each
-    /// replica (unflushed), which it fetches again from the new leaders
-    /// after its restart.
-    fn power_loss_cut(&self, node: NodeId) -> Vec<NodeCut> {
-        let cuts = self
-            .logs
-            .iter()
-            .map(|log| {
-                let before = log.log_end_offset();
-                let after = (before - 3).max(0);
-                ReplicaCut {
-                    replica: log.partition.to_string(),
-                    log_end_offset_before: before,
-                    log_end_offset_after: after,
-                    bytes_removed: (before - after) as u64 * 15,
-                    segments_deleted: Vec::new(),
-                }
-            })
-            .collect();
-        vec![NodeCut {
-            node,
-            cuts: Some(cuts),
-            cut: None,
-        }]
-    }
-
-    /// With `node` down: the controller moves off it, each partition it led
-    /// moves to the next broker with its leader epoch up by one, and every
-    /// ISR shrinks to the brokers still up.
-    fn elect_without(&mut self, node: NodeId) {
-        let up: Vec<NodeId> = self
-            .brokers
-            .iter()
-            .copied()
-            .filter(|&b| b != node)
-            .collect();
-        if self.controller == node {
-            self.controller = up[0];
-            self.controller_epoch += 1;
-            self.revision += 1;
-            self.timeline.controllers.push(ControllerChange {
-                revision: self.revision,
-                broker_id: Some(self.controller.broker_id()),
-                epoch: Some(self.controller_epoch),
-            });
-        }
-        for q in 0..self.logs.len() {
-            let log = &mut self.logs[q];
-            if log.leader == node {
-                let next = self.brokers[(self.brokers.iter().position(|&b| b == node).unwrap()
-                    + 1)
-                    % self.brokers.len()];
-                log.leader = next;
-                log.leader_epoch += 1;
-            }
-            log.isr = up.clone();
-            self.publish(q, &up);
-        }
-    }
-
-    /// Records `node`'s restart on the nemesis process; every ISR grows back
-    /// to all the brokers.
-    fn restart(&mut self, node: NodeId) {
-        let restart = |done| FaultOp {
-            verb: Verb::Restart,
-            aim: Aim::Target {
-                target: Target::Node(node),
-                id: None,
-                on_heal: None,
-            },
-            done,
-        };
-        self.push(
-            Process::Nemesis,
-            OpType::Invoke,
-            Body::Fault(Box::new(restart(None))),
-            None,
-        );
-        self.push(
-            Process::Nemesis,
-            OpType::Info,
-            Body::Fault(Box::new(restart(Some(Done {
-                nodes: vec![node],
-                healed: None,
-                blocked: None,
-                cut: None,
-                etcd_revision: None,
-                started_time_ms: None,
-                exited: None,
-            })))),
-            None,
-        );
-        let everyone = self.brokers.clone();
-        for q in 0..self.logs.len() {
-            self.logs[q].isr = everyone.clone();
-            self.publish(q, &everyone);
-        }
-    }
-
     fn finish(mut self) -> RunData {
         if self.spec.drop_acked_value {
             self.drop_one_acked_value();
@@ -877,104 +719,5 @@ impl<'a> Generator<'a> {
                 batch.records_count -= (before - batch.records.len()) as i32;
             }
         }
-    }
-}
-
-impl Generator<'_> {
-    /// Transactor `t` begins a transaction (transactions.rs): its sends are
-    /// appended, its poll reads; the invoke's body.
-    fn txn_invoke(&mut self, t: usize) -> Body {
-        let (serial, intent) = self.transactors.begin();
-        let partitions = u64::from(self.spec.partitions);
-        let first = self.rng.below(partitions) as usize;
-        let second =
-            (first + 1 + self.rng.below(partitions.max(2) - 1) as usize) % partitions as usize;
-        let read = self.rng.below(partitions) as usize;
-        let producer_id = self.transactors.members[t].producer_id;
-        let mut ops = Vec::new();
-        let mut written = Vec::new();
-        for p in [first, second] {
-            let value = self.next_value;
-            self.next_value += 1;
-            let offset =
-                self.append_batch(p, &[value], BatchKind::Transactional { producer_id })[0];
-            self.transactors
-                .wrote(p, offset, serial, !written.contains(&p));
-            if !written.contains(&p) {
-                written.push(p);
-            }
-            ops.push(MicroOp::Send(TxnSend {
-                partition: self.logs[p].partition.clone(),
-                value,
-                offset: Some(Some(offset)),
-            }));
-        }
-        let from = self.transactors.members[t].positions[read] as usize;
-        let (records, end) = self.read_committed(read, from, transactions::TXN_POLL_RECORDS_MAX);
-        self.transactors.members[t].positions[read] = end as u64;
-        ops.push(MicroOp::Poll(TxnPoll {
-            partition: self.logs[read].partition.clone(),
-            records: Some(records),
-        }));
-        let done = Txn {
-            transactional_id: format!("txn-{t}"),
-            intent,
-            ops,
-            node: Some(self.brokers[0]),
-            group: None,
-            offsets: Default::default(),
-            producer: Some(TxnProducer {
-                id: producer_id,
-                epoch: 0,
-            }),
-            commit_ns: None,
-        };
-        let invoke = transactions::invoke_of(&done);
-        self.transactors.members[t].in_flight = Some((serial, written, done));
-        Body::Txn(invoke)
-    }
-
-    /// Transactor `t`'s transaction ends: a marker in each partition it
-    /// wrote; the completion's body.
-    fn txn_complete(&mut self, t: usize) -> Body {
-        let (serial, written, mut done) = self.transactors.members[t]
-            .in_flight
-            .take()
-            .expect("a transactor completes what it invoked");
-        let commit = done.intent == Intent::Commit;
-        let producer_id = self.transactors.members[t].producer_id;
-        // EndTxn goes out just before the answer (the completion's time is
-        // its index × 50 µs).
-        done.commit_ns = Some((self.history.len() as u64 * 50_000).saturating_sub(25_000));
-        for &p in &written {
-            self.append_batch(
-                p,
-                &[],
-                BatchKind::Marker {
-                    producer_id,
-                    commit,
-                },
-            );
-        }
-        self.transactors.ended(serial, &written, commit);
-        Body::Txn(done)
-    }
-
-    /// A read_committed read of partition `p` from offset `from`: at most
-    /// `max` records below the last stable offset, none of an aborted or
-    /// open transaction, no marker; the records and where it stopped.
-    fn read_committed(&self, p: usize, from: usize, max: usize) -> (Vec<PolledRecord>, usize) {
-        let log = &self.logs[p];
-        let stable = self.transactors.stable_offset(p, log.values.len());
-        let mut records = Vec::new();
-        let mut at = from;
-        while at < stable && records.len() < max {
-            let value = log.values[at];
-            if self.transactors.committed(p, at as i64, value) {
-                records.push(PolledRecord(at as i64, RecordValue::Number(value)));
-            }
-            at += 1;
-        }
-        (records, at.max(from))
     }
 }

@@ -39,7 +39,7 @@ pub struct PowerFile {
     pub settings: Vec<PowerSetting>,
 }
 
-/// `[quick]`: the few settings, seeds and the short duration CI runs so
+/// `[quick]`: the few settings, seeds and the duration CI runs so
 /// the table cannot rot.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
