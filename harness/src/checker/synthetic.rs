@@ -31,6 +31,7 @@ use super::RunData;
 mod faults;
 mod subscribers;
 mod transactions;
+mod txn_ops;
 
 use subscribers::NO_VALUE;
 
