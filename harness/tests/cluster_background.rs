@@ -176,3 +176,31 @@ fn cluster_background_ack_await_that_cannot_be_met_ends_the_run_unknown() {
     assert!(failed > 0);
     assert!(dir.join("results.json").exists());
 }
+
+#[test]
+fn cluster_background_of_subscribers_only_polls_and_commits_what_the_steps_wrote() {
+    let store = tempfile::tempdir().unwrap();
+    let output = run_quietly(
+        &schedule("background_subscribers_only.toml"),
+        store.path(),
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    let dir = latest(store.path());
+    let ops = read_history(dir.join("history.jsonl")).expect("a valid history");
+    assert_every_op_completed(&ops);
+    // Nobody but the steps' client sent; both subscribers committed.
+    let senders: BTreeSet<u64> = ops
+        .iter()
+        .filter(|op| op.kind == OpType::Ok && op.send().is_some())
+        .filter_map(client)
+        .collect();
+    assert_eq!(senders.len(), 1, "{senders:?}");
+    let committers: BTreeSet<u64> = ops
+        .iter()
+        .filter(|op| op.kind == OpType::Ok && op.f() == "commit")
+        .filter_map(client)
+        .collect();
+    assert_eq!(committers.len(), 2, "{committers:?}");
+    assert_eq!(read_results(&dir)["verdict"], "valid");
+}

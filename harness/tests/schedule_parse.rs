@@ -324,6 +324,12 @@ fn background_workload_mistakes_are_named_with_their_line() {
     let (line, what, _) = invalid(&format!("{BASE}\n[workload.background]\ninterval_ms = 5\n"));
     assert_eq!(line, Some(9));
     assert_eq!(what, Invalid::EmptyBackground);
+    // Subscribers alone, or transactional producers alone, are a background:
+    // a group that polls what scripted steps produce, or writers of their own.
+    for only in ["subscribers = 2", "transactional = 1"] {
+        let s = parse(&format!("{BASE}\n[workload.background]\n{only}\n")).unwrap();
+        assert!(s.workload.background.is_some(), "{only}");
+    }
     // A misspelt key is a syntax error at its line.
     let (line, key, _) = syntax(&format!("{BASE}\n[workload.background]\nproducer = 1\n"));
     assert_eq!((line, key.as_deref()), (10, Some("producer")));

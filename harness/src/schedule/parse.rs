@@ -99,7 +99,10 @@ pub enum Invalid {
     UnknownFailpoint { failpoint: String, node: String },
     #[error("step {step}: {why}")]
     BadStep { step: usize, why: String },
-    #[error("[workload.background] needs at least one producer or consumer, and a topic to use")]
+    #[error(
+        "[workload.background] needs at least one producer, consumer, subscriber or \
+         transactional producer, and a topic to use"
+    )]
     EmptyBackground,
     /// Kafka's producer refuses `enable.idempotence` with acks other than
     /// all: an acks=1 write the leader loses in a failover would leave the
@@ -291,7 +294,7 @@ fn workload(s: &ScheduleTable, src: &str, declared: &Declared) -> Result<(), Fai
         for p in &b.partitions {
             declared.partition(p, line)?;
         }
-        if b.producers + b.consumers == 0 {
+        if b.producers + b.consumers + b.subscribers + b.transactional == 0 {
             return Err((line, Invalid::EmptyBackground));
         }
         if s.cluster.topics.is_empty() {
