@@ -148,11 +148,11 @@ case "$cmd" in
     target/debug/epochal gate --system tansu suites/systems --runtime docker \
       --store target/ci-store/tansu-docker --junit target/ci-store/junit-tansu-docker.xml
     # The power table's quick mode (docs/power.md): one era setting and the
-    # fixed settings, two seeds each, 60 s, two at once as the full table's
-    # measurements ran; fails when the era setting's bug goes undetected by
-    # both seeds or the fixed settings go invalid.
+    # fixed settings, two seeds each, 60 s, two at once (ci/power.sh); fails
+    # when the era setting's bug goes undetected by both seeds or the fixed
+    # settings go invalid.
     phase "power --quick"
-    EPOCHAL_STORE=target/ci-store EPOCHAL_POWER_JOBS=2 bash ci/power.sh --quick
+    EPOCHAL_STORE=target/ci-store bash ci/power.sh --quick
     # The benchmarks at small sizes on the debug build, so they cannot rot
     # (figures not comparable; the nightly runs them at full size).
     phase "bench --quick"

@@ -30,7 +30,7 @@ impl Generator<'_> {
 
     /// Records the crash or power loss of `node`, aimed at the leader of
     /// `partition`, on the nemesis process.
-    pub(super) fn record_fault(&mut self, verb: Verb, node: NodeId, partition: PartitionRef) {
+    fn record_fault(&mut self, verb: Verb, node: NodeId, partition: PartitionRef) {
         let aim = Aim::Target {
             target: Target::LeaderOf(partition),
             id: None,
@@ -72,7 +72,7 @@ impl Generator<'_> {
     /// What a power loss of `node` cuts: the last few records of each
     /// replica (unflushed), which it fetches again from the new leaders
     /// after its restart.
-    pub(super) fn power_loss_cut(&self, node: NodeId) -> Vec<NodeCut> {
+    fn power_loss_cut(&self, node: NodeId) -> Vec<NodeCut> {
         let cuts = self
             .logs
             .iter()
@@ -98,7 +98,7 @@ impl Generator<'_> {
     /// With `node` down: the controller moves off it, each partition it led
     /// moves to the next broker with its leader epoch up by one, and every
     /// ISR shrinks to the brokers still up.
-    pub(super) fn elect_without(&mut self, node: NodeId) {
+    fn elect_without(&mut self, node: NodeId) {
         let up: Vec<NodeId> = self
             .brokers
             .iter()
@@ -131,7 +131,7 @@ impl Generator<'_> {
 
     /// Records `node`'s restart on the nemesis process; every ISR grows back
     /// to all the brokers.
-    pub(super) fn restart(&mut self, node: NodeId) {
+    fn restart(&mut self, node: NodeId) {
         let restart = |done| FaultOp {
             verb: Verb::Restart,
             aim: Aim::Target {
