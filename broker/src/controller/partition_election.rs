@@ -116,11 +116,33 @@ pub fn restarted(
     Some(next_epoch(current, leader, isr, controller_epoch))
 }
 
-/// The brokers a controller taking over must treat as restarted within their
-/// lease while no controller watched (say the restarted broker was the
-/// controller): for each partition, its leader — or, with broker epochs, any
-/// ISR member — whose registration was put again (version > 1) after the
-/// partition state naming it was written. Pairs of (partition, broker).
+/// The brokers a controller taking over must treat as restarted while no
+/// controller watched (say the restarted broker was the controller), as
+/// (partition, broker) pairs in the order their registrations were written —
+/// the order a watching controller would have handled them in.
+///
+/// With broker epochs (KIP-380), any ISR member whose registration was
+/// written after the partition state naming it: put again within its lease
+/// (a bounce) or created anew (its key gone with a clean stop's revoked lease
+/// or a lapsed one, then registered again). Either way it has a new broker
+/// epoch, and the ISR membership etcd holds belongs to the run before: a
+/// watching controller would have taken it out of the ISR when its key went
+/// (`reelect`) or when it was put again (`restarted`). Kafka's KRaft
+/// controller never misses it (a broker registers with the active controller,
+/// which fences a new incarnation and removes it from every ISR); a
+/// ZooKeeper-era controller taking over read the ISR as it stood.
+///
+/// Found by a campaign on the fixed settings
+/// (suites/found/lost-acks-unseen-stop): the controller b2 crashed and came
+/// back, stopped cleanly, had its log cut and came back again, all before its
+/// old session lapsed; taking over, it saw b1's bounce (a put-again key) but
+/// not its own return (a key created anew), took b1 out of t-2's ISR [1, 2],
+/// kept itself and led with the cut log, and b1 truncated acknowledged
+/// writes to it. Handled in registration order, b2 leaves first and b1, the
+/// ISR's last member, stays and leads with the writes.
+///
+/// Without broker epochs (KAFKA-1120's era), only a partition's leader whose
+/// key was put again counts, and `restarted` moves only its leadership.
 pub fn restarted_unseen(
     states: &BTreeMap<(String, i32), Versioned<PartitionStateRecord>>,
     brokers: &BTreeMap<i32, Versioned<BrokerRegistration>>,
@@ -134,15 +156,22 @@ pub fn restarted_unseen(
             vec![state.value.leader]
         };
         for broker in named {
-            let again = brokers
-                .get(&broker)
-                .is_some_and(|reg| reg.version > 1 && reg.mod_revision > state.mod_revision);
+            let Some(reg) = brokers.get(&broker) else {
+                continue;
+            };
+            let since = reg.mod_revision > state.mod_revision;
+            let again = since && (broker_epoch_fencing || reg.version > 1);
             if again {
-                restarted.push((key.clone(), broker));
+                restarted.push((reg.mod_revision, key.clone(), broker));
             }
         }
     }
+    // Stable: one broker's partitions keep their order.
+    restarted.sort_by_key(|(revision, ..)| *revision);
     restarted
+        .into_iter()
+        .map(|(_, key, broker)| (key, broker))
+        .collect()
 }
 
 /// The ISR when no member is live: Kafka drops members one at a time and never
@@ -245,6 +274,90 @@ mod tests {
         // The last ISR member returns: elected cleanly.
         let back = reelect(&offline, &[1, 2], &live(&[1, 2]), false, 1).unwrap();
         assert_eq!((back.leader, back.leader_epoch, back.isr), (1, 4, vec![1]));
+    }
+
+    fn versioned<T>(
+        value: T,
+        create_revision: i64,
+        mod_revision: i64,
+        version: i64,
+    ) -> Versioned<T> {
+        Versioned {
+            value,
+            create_revision,
+            mod_revision,
+            version,
+        }
+    }
+
+    fn registration(
+        id: i32,
+        create_revision: i64,
+        mod_revision: i64,
+        version: i64,
+    ) -> (i32, Versioned<BrokerRegistration>) {
+        let reg = BrokerRegistration {
+            id,
+            host: "127.0.0.1".into(),
+            port: 9092,
+            incarnation: mod_revision as u64,
+        };
+        (id, versioned(reg, create_revision, mod_revision, version))
+    }
+
+    /// suites/found/lost-acks-unseen-stop: t-2's state [1, 2] (led by b1)
+    /// written at revision 50; no controller watched while b2 stopped cleanly
+    /// (its key gone) and registered anew at 60, and b1 bounced (its key put
+    /// again) at 70.
+    fn unseen_returns() -> (
+        BTreeMap<(String, i32), Versioned<PartitionStateRecord>>,
+        BTreeMap<i32, Versioned<BrokerRegistration>>,
+    ) {
+        let states = BTreeMap::from([(
+            ("t".to_string(), 2),
+            versioned(state(1, 4, &[1, 2]), 10, 50, 5),
+        )]);
+        let brokers = BTreeMap::from([
+            registration(1, 40, 70, 2),
+            registration(2, 60, 60, 1),
+            registration(3, 30, 30, 1),
+        ]);
+        (states, brokers)
+    }
+
+    #[test]
+    fn a_takeover_counts_a_key_created_anew_as_a_restart_in_registration_order() {
+        let (states, brokers) = unseen_returns();
+        let key = ("t".to_string(), 2);
+        let found = restarted_unseen(&states, &brokers, true);
+        assert_eq!(
+            found,
+            vec![(key.clone(), 2), (key, 1)],
+            "b2 registered first"
+        );
+        // Applied in that order, b2 (whose log may be cut) leaves and b1,
+        // the last member, stays and leads: the writes it holds survive.
+        let live = live(&[1, 2, 3]);
+        let s = &states[&("t".to_string(), 2)].value;
+        let after_b2 = restarted(s, &[1, 2, 3], &live, 2, true, 3).unwrap();
+        assert_eq!((after_b2.leader, after_b2.isr.clone()), (1, vec![1]));
+        let after_b1 = restarted(&after_b2, &[1, 2, 3], &live, 1, true, 3).unwrap();
+        assert_eq!((after_b1.leader, after_b1.isr), (1, vec![1]));
+        // A registration older than the state is not a return.
+        let mut older = brokers.clone();
+        older.insert(2, registration(2, 45, 45, 1).1);
+        older.insert(1, registration(1, 40, 40, 1).1);
+        assert!(restarted_unseen(&states, &older, true).is_empty());
+    }
+
+    #[test]
+    fn without_broker_epochs_a_takeover_counts_only_a_leader_put_again() {
+        let (states, brokers) = unseen_returns();
+        assert_eq!(
+            restarted_unseen(&states, &brokers, false),
+            vec![(("t".to_string(), 2), 1)],
+            "b2's key created anew is not seen, as before KIP-380"
+        );
     }
 
     #[test]
