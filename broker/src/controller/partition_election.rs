@@ -141,8 +141,11 @@ pub fn restarted(
 /// writes to it. Handled in registration order, b2 leaves first and b1, the
 /// ISR's last member, stays and leads with the writes.
 ///
-/// Without broker epochs (KAFKA-1120's era), only a partition's leader whose
-/// key was put again counts, and `restarted` moves only its leadership.
+/// A key created anew counts only for a member of an ISR of several (the
+/// sole member of an ISR stays and leads again either way, as it did before:
+/// bumping its epoch here would change no decision). Without broker epochs
+/// (KAFKA-1120's era), only a partition's leader whose key was put again
+/// counts, and `restarted` moves only its leadership.
 pub fn restarted_unseen(
     states: &BTreeMap<(String, i32), Versioned<PartitionStateRecord>>,
     brokers: &BTreeMap<i32, Versioned<BrokerRegistration>>,
@@ -160,7 +163,13 @@ pub fn restarted_unseen(
                 continue;
             };
             let since = reg.mod_revision > state.mod_revision;
-            let again = since && (broker_epoch_fencing || reg.version > 1);
+            let put_again = reg.version > 1;
+            // A key created anew matters only where its broker would leave
+            // an ISR of several; a sole member (leader or not) is left as it
+            // was, as before: a watching controller would have kept it as the
+            // last member and elected it again on its return.
+            let created_anew = broker_epoch_fencing && !put_again && state.value.isr.len() > 1;
+            let again = since && (put_again || created_anew);
             if again {
                 restarted.push((reg.mod_revision, key.clone(), broker));
             }
@@ -348,6 +357,13 @@ mod tests {
         older.insert(2, registration(2, 45, 45, 1).1);
         older.insert(1, registration(1, 40, 40, 1).1);
         assert!(restarted_unseen(&states, &older, true).is_empty());
+        // The sole member of an ISR registered anew is left as it was.
+        let mut sole = states.clone();
+        sole.insert(
+            ("t".to_string(), 2),
+            versioned(state(2, 4, &[2]), 10, 50, 5),
+        );
+        assert!(restarted_unseen(&sole, &brokers, true).is_empty());
     }
 
     #[test]
