@@ -314,14 +314,14 @@ mod tests {
         (id, versioned(reg, create_revision, mod_revision, version))
     }
 
+    type States = BTreeMap<(String, i32), Versioned<PartitionStateRecord>>;
+    type Brokers = BTreeMap<i32, Versioned<BrokerRegistration>>;
+
     /// suites/found/lost-acks-unseen-stop: t-2's state [1, 2] (led by b1)
     /// written at revision 50; no controller watched while b2 stopped cleanly
     /// (its key gone) and registered anew at 60, and b1 bounced (its key put
     /// again) at 70.
-    fn unseen_returns() -> (
-        BTreeMap<(String, i32), Versioned<PartitionStateRecord>>,
-        BTreeMap<i32, Versioned<BrokerRegistration>>,
-    ) {
+    fn unseen_returns() -> (States, Brokers) {
         let states = BTreeMap::from([(
             ("t".to_string(), 2),
             versioned(state(1, 4, &[1, 2]), 10, 50, 5),
