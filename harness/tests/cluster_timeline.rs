@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use epochal::node::NodeId;
 use epochal::observe::timeline::{
-    ControllerChange, PartitionStateChange, Timeline, read_timeline, read_timeline_within,
+    ControllerChange, PartitionStateChange, Timeline, read_changes, read_timeline,
+    read_timeline_within,
 };
 use etcd_client::Client;
 
@@ -142,6 +143,33 @@ async fn cluster_timeline_reads_every_revision_of_state_and_controller_keys() {
         vec![s1, s3, s4]
     );
     assert!(timeline.unclean_elections().is_empty());
+
+    // The changes between two revisions, as an await reads what came and
+    // went between its looks: exactly those after the first and up to the
+    // second, and nothing when the second is not later.
+    let mut reader = Client::connect([etcd.endpoint.as_str()], None)
+        .await
+        .unwrap();
+    let between = read_changes(&mut reader, s2, s4).await.unwrap();
+    assert_eq!(
+        between.partition_states,
+        vec![
+            state(s3, "t", 0, (2, 1, 1), &[2]),
+            state(s4, "t", 0, (-1, 2, 2), &[2])
+        ]
+    );
+    assert_eq!(
+        between
+            .controllers
+            .iter()
+            .map(|c| c.revision)
+            .collect::<Vec<_>>(),
+        vec![deleted, c2]
+    );
+    assert_eq!(
+        read_changes(&mut reader, s4, s4).await.unwrap(),
+        Timeline::default()
+    );
 
     // A value that is not a partition state is an error naming key and
     // revision, never a timeline with a hole.

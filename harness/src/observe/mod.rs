@@ -82,9 +82,23 @@ impl Observer {
         timeout: Duration,
     ) -> Result<String, ObserveError> {
         let deadline = Instant::now() + timeout;
+        // ISR membership is also judged on every state etcd recorded since the
+        // await began, so a state that came and went between two looks counts
+        // (a replica out of the ISR for 40 ms while a controller takes over and
+        // its leader takes it back: a campaign's KIP-380 watch missed one).
+        let mut since = match condition {
+            Condition::InIsr { .. } => self.etcd_revision().await,
+            _ => None,
+        };
         loop {
             let seen = match self.check(runtime, condition).await {
                 Ok(Seen::Met(seen)) => return Ok(seen),
+                Ok(Seen::NotYet(seen)) if since.is_some() => {
+                    match self.met_since(condition, &mut since).await {
+                        Some(met) => return Ok(met),
+                        None => seen,
+                    }
+                }
                 Ok(Seen::NotYet(seen)) => seen,
                 // etcd answering slowly is no reason to give up before the deadline.
                 Err(ObserveError::Etcd(e)) => format!("etcd: {e}"),
@@ -100,6 +114,70 @@ impl Observer {
             }
             tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// etcd's current revision; `None` when the view does not come from
+    /// etcd or etcd does not answer.
+    async fn etcd_revision(&mut self) -> Option<i64> {
+        let ViewSource::Etcd(client) = &mut self.source else {
+            return None;
+        };
+        let head = client
+            .get(
+                "/epochal/",
+                Some(etcd_client::GetOptions::new().with_count_only()),
+            )
+            .await
+            .ok()?;
+        head.header().map(|h| h.revision())
+    }
+
+    /// Whether an ISR-membership `condition` held at a partition state etcd
+    /// recorded after revision `since` (moved on to the revision read now).
+    /// `None` when it did not, or the history could not be read (the next
+    /// look reads from the same revision).
+    async fn met_since(
+        &mut self,
+        condition: &Condition,
+        since: &mut Option<i64>,
+    ) -> Option<String> {
+        let Condition::InIsr {
+            node,
+            partition,
+            member,
+        } = condition
+        else {
+            return None;
+        };
+        let after = (*since)?;
+        let upto = self.etcd_revision().await?;
+        let ViewSource::Etcd(client) = &mut self.source else {
+            return None;
+        };
+        let changes = timeline::read_changes(client, after, upto).await.ok()?;
+        *since = Some(upto);
+        changes
+            .states_of(&partition.topic, partition.partition)
+            .into_iter()
+            .find(|state| {
+                state
+                    .isr
+                    .iter()
+                    .any(|&b| NodeId::from_broker_id(b) == Some(*node))
+                    == *member
+            })
+            .map(|state| {
+                let isr: Vec<NodeId> = state
+                    .isr
+                    .iter()
+                    .filter_map(|&b| NodeId::from_broker_id(b))
+                    .collect();
+                format!(
+                    "ISR of {partition} was {:?} at etcd revision {}",
+                    NodeId::ids(&isr),
+                    state.revision
+                )
+            })
     }
 
     /// One look.

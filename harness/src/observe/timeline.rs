@@ -145,29 +145,42 @@ async fn read_all(endpoint: &str, timeout: Duration) -> Result<Timeline, Error> 
         .header()
         .map(|header| header.revision())
         .ok_or_else(|| Error::WatchError("etcd's answer had no header".into()))?;
-    let mut timeline = Timeline::default();
     // Revision 1 is the empty store: nothing was ever written.
-    if current <= 1 {
+    read_changes(&mut client, 1, current).await
+}
+
+/// The changes of revisions `after + 1 ..= upto` (empty when `upto <= after`),
+/// with one watch over every key from `after + 1`: every revision is made by
+/// a write that changed at least one key, so an event at `upto` always comes
+/// and the read knows when it is complete. A compacted history is an error.
+pub async fn read_changes(client: &mut Client, after: i64, upto: i64) -> Result<Timeline, Error> {
+    let mut timeline = Timeline::default();
+    if upto <= after.max(1) {
         return Ok(timeline);
     }
     let mut stream = client
         .watch(
             "",
-            Some(WatchOptions::new().with_all_keys().with_start_revision(1)),
+            Some(
+                WatchOptions::new()
+                    .with_all_keys()
+                    .with_start_revision(after + 1),
+            ),
         )
         .await?;
     let mut watch_id = None;
-    let mut seen = 0;
-    while seen < current {
+    let mut seen = after;
+    while seen < upto {
         let Some(response) = stream.message().await? else {
             return Err(Error::WatchError(format!(
-                "etcd ended the watch at revision {seen}, before {current}"
+                "etcd ended the watch at revision {seen}, before {upto}"
             )));
         };
         watch_id.get_or_insert(response.watch_id());
         if response.canceled() || response.compact_revision() > 0 {
             return Err(Error::WatchError(format!(
-                "etcd cancelled the watch from revision 1 (compacted to {}): {}",
+                "etcd cancelled the watch from revision {} (compacted to {}): {}",
+                after + 1,
                 response.compact_revision(),
                 response.cancel_reason()
             )));
@@ -176,7 +189,7 @@ async fn read_all(endpoint: &str, timeout: Duration) -> Result<Timeline, Error> 
             let Some(kv) = event.kv() else { continue };
             let revision = kv.mod_revision();
             seen = seen.max(revision);
-            if revision > current {
+            if revision > upto {
                 continue;
             }
             let key = String::from_utf8_lossy(kv.key());
