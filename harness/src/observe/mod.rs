@@ -122,14 +122,7 @@ impl Observer {
         let ViewSource::Etcd(client) = &mut self.source else {
             return None;
         };
-        let head = client
-            .get(
-                "/epochal/",
-                Some(etcd_client::GetOptions::new().with_count_only()),
-            )
-            .await
-            .ok()?;
-        head.header().map(|h| h.revision())
+        timeline::current_revision(client).await.ok()
     }
 
     /// Whether an ISR-membership `condition` held at a partition state etcd

@@ -135,18 +135,22 @@ async fn read_all(endpoint: &str, timeout: Duration) -> Result<Timeline, Error> 
         .with_connect_timeout(timeout)
         .with_timeout(timeout);
     let mut client = Client::connect([endpoint], Some(options)).await?;
+    let current = current_revision(&mut client).await?;
+    // Revision 1 is the empty store: nothing was ever written.
+    read_changes(&mut client, 1, current).await
+}
+
+/// etcd's current revision, from a count-only read.
+pub async fn current_revision(client: &mut Client) -> Result<i64, Error> {
     let head = client
         .get(
             PREFIX,
             Some(etcd_client::GetOptions::new().with_count_only()),
         )
         .await?;
-    let current = head
-        .header()
+    head.header()
         .map(|header| header.revision())
-        .ok_or_else(|| Error::WatchError("etcd's answer had no header".into()))?;
-    // Revision 1 is the empty store: nothing was ever written.
-    read_changes(&mut client, 1, current).await
+        .ok_or_else(|| Error::WatchError("etcd's answer had no header".into()))
 }
 
 /// The changes of revisions `after + 1 ..= upto` (empty when `upto <= after`),
