@@ -2,8 +2,7 @@
 # epochal's one entry point for set-up, the main job and the tests.
 #
 #   bash ci/dev.sh demo   # the main job: `epochal gate suites/` on the process runtime
-#   bash ci/dev.sh test   # fmt, clippy, every test, the gate on docker, the power table's
-#                         # and the benches' quick modes
+#   bash ci/dev.sh test   # fmt, clippy, every test, the gate on docker, tansu's gates
 #
 # It installs what the build and the tests need when it is missing: Debian's
 # etcd-server (the coordinator under test clusters), protobuf-compiler (etcd-client's
@@ -147,16 +146,10 @@ case "$cmd" in
     phase "epochal gate --system tansu suites/systems --runtime docker"
     target/debug/epochal gate --system tansu suites/systems --runtime docker \
       --store target/ci-store/tansu-docker --junit target/ci-store/junit-tansu-docker.xml
-    # The power table's quick mode (docs/power.md): one era setting and the
-    # fixed settings, two seeds each, 60 s, two at once (ci/power.sh); fails
-    # when the era setting's bug goes undetected by both seeds or the fixed
-    # settings go invalid.
-    phase "power --quick"
-    EPOCHAL_STORE=target/ci-store bash ci/power.sh --quick
-    # The benchmarks at small sizes on the debug build, so they cannot rot
-    # (figures not comparable; the nightly runs them at full size).
-    phase "bench --quick"
-    bash ci/bench.sh --quick
+    # The power table (ci/power.sh) and the benchmarks (ci/bench.sh) run
+    # nightly at full size (ci/workflows/nightly.yml, jobs `power` and
+    # `bench`), not here: their quick modes took 6-8 of CI's 35 minutes for
+    # figures the debug build cannot compare (docs/benchmarks.md, "CI time").
     phase "done"
     ;;
   *)
