@@ -9,7 +9,7 @@
 #
 #   bash ci/power.sh           # the full table: every setting, seeds 1..10, 60 s each
 #                              # (about 90 minutes on 2 cores; the nightly's)
-#   bash ci/power.sh --quick   # CI: 2 settings x 2 seeds x 60 s, two at once (about
+#   bash ci/power.sh --quick   # by hand: 2 settings x 2 seeds x 60 s, two at once (about
 #                              # 2.5 minutes);
 #                              # fails unless the positive control is detected by
 #                              # at least one seed and the negative control by none
