@@ -58,10 +58,17 @@ pub enum Failpoint {
     /// whoever signalled it looks again, so a test can hold a runtime's stop
     /// path to that race (issue [stop-race]) on every stop instead of by luck.
     ShutdownExitsAtOnce,
+    /// The controller is electing a leader for a partition whose leader is
+    /// gone. `return` makes it take the first live replica in assignment
+    /// order, in the ISR or not, with unclean election off: a slip in the
+    /// election rule (the ISR filter forgotten) that no Kafka release had,
+    /// so a test can show that the harness names an election outside the
+    /// ISR instead of excusing the writes it loses.
+    ControllerElectionIgnoresIsr,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 9] = [
+    pub const ALL: [Failpoint; 10] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
@@ -71,6 +78,7 @@ impl Failpoint {
         Failpoint::FollowerTruncateToHw,
         Failpoint::FollowerFetcherDies,
         Failpoint::ShutdownExitsAtOnce,
+        Failpoint::ControllerElectionIgnoresIsr,
     ];
 
     pub fn name(self) -> &'static str {
@@ -84,6 +92,7 @@ impl Failpoint {
             Failpoint::FollowerTruncateToHw => "follower-truncate-to-hw",
             Failpoint::FollowerFetcherDies => "follower-fetcher-dies",
             Failpoint::ShutdownExitsAtOnce => "shutdown-exits-at-once",
+            Failpoint::ControllerElectionIgnoresIsr => "controller-election-ignores-isr",
         }
     }
 

@@ -192,6 +192,7 @@ impl RunDir {
                 completed: false,
                 unknown: Some("the run did not finish (no run.json)".into()),
                 stuck: Vec::new(),
+                unrecovered: None,
             })
     }
 
@@ -314,6 +315,25 @@ pub struct RunEnd {
     /// after the final heal (`[workload] liveness_ms`; run/liveness.rs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stuck: Vec<Stuck>,
+    /// The final quiesce's finding when the cluster made no progress toward
+    /// settling in the last half of its bound (run/quiesce.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrecovered: Option<Unrecovered>,
+}
+
+/// A cluster that did not recover after the final heal: what was still
+/// unsettled at the quiesce's bound — a partition without a leader or its
+/// full ISR, or its replicas' (HW, LEO) short of one another — unchanged for
+/// `unchanged_ms` of the `bound_ms`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unrecovered {
+    pub unsettled: String,
+    /// Each partition whose replicas' log ends differ then, every replica
+    /// with its (HW, LEO) and the leader named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<String>,
+    pub unchanged_ms: u64,
+    pub bound_ms: u64,
 }
 
 /// A partition the liveness window found taking no writes.

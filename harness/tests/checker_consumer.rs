@@ -343,6 +343,7 @@ fn offset_reused_after_failover(unclean: bool, acked_epoch: i64) -> CheckResult 
     let timeline = Timeline {
         partition_states: vec![state(5, 1, 1, first_isr), state(9, 2, 2, &[2])],
         controllers: vec![],
+        registrations: Vec::new(),
     };
     std::fs::write(
         run.dir.path().join("timeline.json"),

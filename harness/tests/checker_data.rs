@@ -169,6 +169,7 @@ fn write_timeline(run: &Path, states: Vec<PartitionStateChange>) {
     let timeline = Timeline {
         partition_states: states,
         controllers: vec![],
+        registrations: Vec::new(),
     };
     fs::write(
         run.join("timeline.json"),

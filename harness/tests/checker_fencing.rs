@@ -16,6 +16,7 @@ fn timeline() -> Timeline {
     Timeline {
         partition_states: vec![state(10, (1, 0), &[1, 2], 1), state(20, (2, 1), &[2], 2)],
         controllers: vec![],
+        registrations: Vec::new(),
     }
 }
 

@@ -55,6 +55,7 @@ fn timeline() -> Timeline {
     Timeline {
         partition_states: vec![state(10, (1, 0), &[1, 2], 1), state(14, (2, 1), &[2], 1)],
         controllers: vec![],
+        registrations: Vec::new(),
     }
 }
 

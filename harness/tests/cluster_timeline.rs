@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use epochal::node::NodeId;
 use epochal::observe::timeline::{
-    ControllerChange, PartitionStateChange, Timeline, read_changes, read_timeline,
-    read_timeline_within,
+    ControllerChange, PartitionStateChange, RegistrationChange, Timeline, read_changes,
+    read_timeline, read_timeline_within,
 };
 use etcd_client::Client;
 
@@ -60,7 +60,7 @@ async fn cluster_timeline_reads_every_revision_of_state_and_controller_keys() {
     };
     let c1 = put("/epochal/controller", r#"{"broker_id":1}"#).await;
     put("/epochal/controller_epoch", "1").await;
-    put("/epochal/brokers/ids/1", r#"{"id":1}"#).await;
+    let r1 = put("/epochal/brokers/ids/1", r#"{"id":1}"#).await;
     let s1 = put(
         &state_key("t", 0),
         r#"{"leader":1,"leader_epoch":0,"isr":[1,2],"controller_epoch":1}"#,
@@ -79,6 +79,14 @@ async fn cluster_timeline_reads_every_revision_of_state_and_controller_keys() {
     .await;
     let deleted = client
         .delete("/epochal/controller", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    // A registration gone (a clean stop, or a lapsed lease).
+    let r1_gone = client
+        .delete("/epochal/brokers/ids/1", None)
         .await
         .unwrap()
         .header()
@@ -132,8 +140,22 @@ async fn cluster_timeline_reads_every_revision_of_state_and_controller_keys() {
                     epoch: Some(2)
                 },
             ],
+            registrations: vec![
+                RegistrationChange {
+                    revision: r1,
+                    broker_id: 1,
+                    registered: true
+                },
+                RegistrationChange {
+                    revision: r1_gone,
+                    broker_id: 1,
+                    registered: false
+                },
+            ],
         }
     );
+    assert!(timeline.registered_throughout(1, r1, r1_gone - 1));
+    assert!(!timeline.registered_throughout(1, r1, r1_gone));
     assert_eq!(
         timeline
             .states_of("t", 0)

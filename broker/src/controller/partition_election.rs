@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::metadata_store::{BrokerRegistration, PartitionStateRecord, Versioned};
+use crate::failpoints::{self, Failpoint};
 
 /// Kafka's `LeaderAndIsr.NoLeader`.
 pub const NO_LEADER: i32 = -1;
@@ -34,6 +35,12 @@ pub fn reelect(
     let leader_live = current.leader != NO_LEADER && live.contains(&current.leader);
     let (leader, isr) = if leader_live {
         (current.leader, live_isr)
+    } else if let Some(&leader) = replicas.iter().find(|r| live.contains(r))
+        && !live_isr.contains(&leader)
+        && failpoints::hit_or_return(Failpoint::ControllerElectionIgnoresIsr)
+    {
+        // The slip the failpoint puts in: the ISR filter forgotten.
+        (leader, std::iter::once(leader).chain(live_isr).collect())
     } else if let Some(&leader) = replicas.iter().find(|r| live_isr.contains(r)) {
         (leader, live_isr)
     } else if let Some(&leader) = replicas.iter().find(|r| unclean && live.contains(r)) {

@@ -69,6 +69,8 @@ anomalies! {
         "an epoch file entry starts at an offset that is no batch's base offset";
     EpochFileUnreadable = "epoch-file-unreadable", "epoch-file", true,
         "a replica's leader-epoch-checkpoint cannot be read or parsed";
+    ElectionOutsideIsr = "election-outside-isr", "clean-election", true,
+        "etcd recorded a leader from outside the ISR while unclean election was off, or while an ISR member stayed registered: no excuse for what it lost";
     TwoLeadersInEtcd = "two-leaders-in-etcd", "one-leader-per-epoch", true,
         "etcd recorded two leaders for one partition and leader epoch";
     TwoLeadersApplied = "two-leaders-applied", "one-leader-per-epoch", true,
@@ -111,6 +113,8 @@ anomalies! {
         "an acks=all write got an offset at or below one acknowledged before it was sent";
     ResumeSkip = "resume-skip", "committed-offsets", true,
         "a subscribed consumer polled from past records its group never consumed (at-least-once: a member resumes at most at its group's last commit)";
+    NoRecovery = "no-recovery", "liveness", true,
+        "after the final heal, on a system that claims to recover, the cluster made no progress toward settling (a partition without a leader or its full ISR, or a replica short of its leader's log end) for the last half of the quiesce's bound";
     RestartFailed = "restart-failed", "liveness", true,
         "a broker started again on its own data after a crash or stop ended by itself before it served";
     AbortedRead = "aborted-read", "transactions", true,

@@ -546,6 +546,7 @@ mod tests {
                 State::of_t0(6, 3, 2, &[3]),
             ],
             controllers: vec![],
+            registrations: Vec::new(),
         };
         RunData {
             history,

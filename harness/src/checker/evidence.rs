@@ -21,11 +21,13 @@ use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
 pub use super::anomaly::Anomaly;
+pub use elections::{ElectionOutsideIsr, NoRecovery};
 pub use groups::{CommittedRegressed, ResumeSkip};
 pub use txn::{
     CycleEdge, DependencyKind, Fate, Hanging, TornTxn, TxnCycle, TxnRead, TxnRef, TxnWrite,
 };
 
+mod elections;
 mod groups;
 mod refs;
 mod txn;
@@ -142,6 +144,8 @@ details! {
     TornTxn(TornTxn) for TornTransaction | AbortedCommitted;
     TxnCycle(TxnCycle) for WriteCycle | ReadCycle;
     Hanging(Hanging) for HangingTransaction;
+    ElectionOutsideIsr(ElectionOutsideIsr) for ElectionOutsideIsr;
+    NoRecovery(NoRecovery) for NoRecovery;
 }
 
 impl Details {

@@ -88,8 +88,13 @@ impl<'a> Excuses<'a> {
                 list.sort_by_key(|s| s.revision);
             }
         }
+        let off = super::elections::unclean_election_off(run);
         let with_states = run.timeline.as_ref().map(|timeline| {
+            // Only an election that earned its excuse (elections.rs) grants it.
             for election in timeline.unclean_elections() {
+                if super::elections::unearned(timeline, &election, off.as_ref()).is_some() {
+                    continue;
+                }
                 let elected = election.elected;
                 if let Some(leader) = NodeId::from_broker_id(elected.leader) {
                     unclean
@@ -386,16 +391,19 @@ impl<'a> Excuses<'a> {
                 }
             }
         }
-        if let Some(faults) = lost_by_all(isr_at_ack, &lost) {
-            let kinds: BTreeSet<&str> = faults.iter().map(|&(_, _, verb)| words(verb)).collect();
-            let indices: BTreeSet<u64> = faults.iter().map(|&(_, index, _)| index).collect();
-            let kinds: Vec<&str> = kinds.into_iter().collect();
-            return Some(format!(
-                "{} of every ISR member (history indices {indices:?})",
-                kinds.join(" or ")
-            ));
+        // Whether every cut is placed in etcd's order, so that the ISR at
+        // the ack can be judged moment by moment like any later ISR: a
+        // member that lost the value and was back before the last member
+        // lost it may have fetched it again, and then the ISR never lost
+        // every copy. Without that order (a system etcd does not observe),
+        // every member having lost it at some point after the ack excuses.
+        let cut_count: usize = lost_cuts(faults, acked);
+        let states = self.states.get(&acked.partition);
+        let timed = cut_count == by_revision.len() && states.is_some();
+        if !timed && let Some(faults) = lost_by_all(isr_at_ack, &lost) {
+            return Some(every_member(&faults));
         }
-        let states = self.states.get(&acked.partition)?;
+        let states = states?;
         by_revision.sort_by_key(|&(revision, ..)| revision);
         let first = by_revision.first()?.0;
         // The state in force at the first fault's revision, and every later one.
@@ -419,6 +427,9 @@ impl<'a> Excuses<'a> {
                 if revision <= moment && back.is_none_or(|back| moment < back) {
                     lost_then.entry(node).or_insert((index, verb));
                 }
+            }
+            if let Some(faults) = lost_by_all(isr_at_ack, &lost_then) {
+                return Some(every_member(&faults));
             }
             let at = states.partition_point(|s| s.revision <= moment);
             let Some(state) = at.checked_sub(1).and_then(|at| states.get(at)) else {
@@ -449,6 +460,31 @@ impl<'a> Excuses<'a> {
         }
         None
     }
+}
+
+/// How many (fault, node) cuts among `faults` took the value.
+fn lost_cuts(faults: &[(u64, Verb, &Done)], acked: &AckedValue) -> usize {
+    faults
+        .iter()
+        .map(|&(_, _, done)| {
+            done.nodes
+                .iter()
+                .filter(|&&node| cuts_value(done, node, acked))
+                .count()
+        })
+        .sum()
+}
+
+/// The excuse of faults that took the value from every member of the ISR at
+/// the ack, as (node, history index, verb) per member.
+fn every_member(faults: &[(NodeId, u64, Verb)]) -> String {
+    let kinds: BTreeSet<&str> = faults.iter().map(|&(_, _, verb)| words(verb)).collect();
+    let indices: BTreeSet<u64> = faults.iter().map(|&(_, index, _)| index).collect();
+    let kinds: Vec<&str> = kinds.into_iter().collect();
+    format!(
+        "{} of every ISR member (history indices {indices:?})",
+        kinds.join(" or ")
+    )
 }
 
 /// The fault that cut the value from each node of `isr` — (node, history

@@ -320,6 +320,7 @@ mod tests {
                 controller_epoch: 1,
             }],
             controllers: vec![],
+            registrations: Vec::new(),
         });
         assert_eq!(checker().check_run(&run).unwrap().verdict, Verdict::Valid);
         assert_eq!(

@@ -280,6 +280,7 @@ mod tests {
             timeline: states.map(|partition_states| Timeline {
                 partition_states,
                 controllers: Vec::new(),
+                registrations: Vec::new(),
             }),
             ..RunData::default()
         }

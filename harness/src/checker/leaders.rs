@@ -387,6 +387,7 @@ mod tests {
                 state(5, 2, 1),
             ],
             controllers: vec![],
+            registrations: Vec::new(),
         };
         assert!(etcd_leaders(&clean).is_empty());
         let mut two = clean.clone();

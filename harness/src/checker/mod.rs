@@ -19,6 +19,7 @@ pub mod context;
 pub mod coverage;
 pub mod divergence;
 pub mod duplicates;
+pub mod elections;
 pub mod epoch_file;
 mod error;
 pub mod evidence;
@@ -97,6 +98,7 @@ pub fn all() -> Vec<Checker> {
         divergence::checker(),
         epoch_file::checker(),
         leaders::checker(),
+        elections::checker(),
         fencing::checker(),
         high_watermark::checker(),
         consumer::checker(),
@@ -363,6 +365,8 @@ mod tests {
             },
             claims: crate::system::Claims {
                 unclean_elections: false,
+                unclean_election_setting: None,
+                recovers: false,
             },
             final_read: Some(context::FinalReadState {
                 via: crate::node::NodeId::new(2),

@@ -17,6 +17,20 @@ pub struct Timeline {
     pub partition_states: Vec<PartitionStateChange>,
     /// Every write or deletion of the controller key.
     pub controllers: Vec<ControllerChange>,
+    /// Every write or deletion of a broker's registration key (absent from
+    /// timelines stored before registrations were read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub registrations: Vec<RegistrationChange>,
+}
+
+/// One change of `/epochal/brokers/ids/<id>`: a broker registered (a put: its
+/// start, or a restart inside its lease) or gone (deleted: a clean stop, or
+/// its lease lapsed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegistrationChange {
+    pub revision: i64,
+    pub broker_id: i32,
+    pub registered: bool,
 }
 
 /// One write of `/epochal/brokers/topics/<t>/partitions/<p>/state`.
@@ -48,6 +62,22 @@ impl Timeline {
             .iter()
             .filter(|state| state.topic == topic && state.partition == partition)
             .collect()
+    }
+
+    /// Whether `broker`'s registration key stood, unchanged, from revision
+    /// `from` through `to`: put at or before `from`, and neither deleted nor
+    /// put again up to `to`. A controller that elected while it stood so had
+    /// the broker as live all along, whenever it read.
+    pub fn registered_throughout(&self, broker: i32, from: i64, to: i64) -> bool {
+        let mut registered = false;
+        for change in self.registrations.iter().filter(|c| c.broker_id == broker) {
+            if change.revision <= from {
+                registered = change.registered;
+            } else if change.revision <= to {
+                return false;
+            }
+        }
+        registered
     }
 
     /// Every unclean leader election etcd recorded: a state whose leader (not
@@ -104,6 +134,7 @@ pub struct UncleanElection<'a> {
 const PREFIX: &str = "/epochal/";
 const CONTROLLER_KEY: &str = "/epochal/controller";
 const TOPICS_PREFIX: &str = "/epochal/brokers/topics/";
+const REGISTRATIONS_PREFIX: &str = "/epochal/brokers/ids/";
 
 /// How long [`read_timeline`] may take in all, connecting included.
 pub const READ_TIMELINE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -250,6 +281,15 @@ fn record(
             broker_id,
             epoch,
         });
+    } else if let Some(broker_id) = key
+        .strip_prefix(REGISTRATIONS_PREFIX)
+        .and_then(|id| id.parse().ok())
+    {
+        timeline.registrations.push(RegistrationChange {
+            revision,
+            broker_id,
+            registered: !deleted,
+        });
     } else if let Some((topic, partition)) = partition_state_key(key)
         && !deleted
     {
@@ -329,6 +369,7 @@ mod tests {
                 state(7, 1, 2, 0, &[2, 3]),
             ],
             controllers: vec![],
+            registrations: Vec::new(),
         };
         assert_eq!(
             timeline

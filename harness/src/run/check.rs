@@ -9,7 +9,7 @@ use crate::checker::{
     self, Anomaly, CheckResult, Coverage, Evidence, LoadError, Report, RunData, Verdict, evidence,
 };
 use crate::history::{OpType, Process};
-use crate::run_dir::{RunDir, RunEnd, Stuck};
+use crate::run_dir::{RunDir, RunEnd, Stuck, Unrecovered};
 
 use super::RunError;
 
@@ -29,6 +29,12 @@ pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
     report.coverage = Some(coverage);
     if !end.stuck.is_empty() {
         report.results.insert(0, stuck_partitions(&end.stuck));
+        report.verdict = Verdict::Invalid;
+    }
+    if let Some(unrecovered) = &end.unrecovered
+        && run.claims.recovers
+    {
+        report.results.insert(0, no_recovery(unrecovered));
         report.verdict = Verdict::Invalid;
     }
     if let Some(failed) = failed_restarts(run) {
@@ -108,6 +114,39 @@ fn stuck_partitions(stuck: &[Stuck]) -> CheckResult {
             stuck.len()
         ),
         evidence,
+    )
+}
+
+/// The final quiesce's finding on a system that claims to recover
+/// (`[claims] recovers`): after the final heal the cluster made no progress
+/// toward settling for the last half of the quiesce's bound, as a
+/// `no-recovery` anomaly. A system that does not claim it stays unknown.
+fn no_recovery(unrecovered: &Unrecovered) -> CheckResult {
+    let evidence = Evidence {
+        anomaly: Anomaly::NoRecovery,
+        summary: format!(
+            "after the final heal, unchanged for the last {} ms of the {} ms quiesce: {}{}",
+            unrecovered.unchanged_ms,
+            unrecovered.bound_ms,
+            unrecovered.unsettled,
+            if unrecovered.replicas.is_empty() {
+                String::new()
+            } else {
+                format!("; replicas apart: {}", unrecovered.replicas.join("; "))
+            }
+        ),
+        details: evidence::NoRecovery {
+            bound_ms: unrecovered.bound_ms,
+            replicas: unrecovered.replicas.clone(),
+            unchanged_ms: unrecovered.unchanged_ms,
+            unsettled: unrecovered.unsettled.clone(),
+        }
+        .into(),
+    };
+    CheckResult::invalid(
+        "liveness",
+        "the cluster did not recover after the final heal",
+        vec![evidence],
     )
 }
 
@@ -208,7 +247,39 @@ mod tests {
             completed: true,
             unknown: None,
             stuck: Vec::new(),
+            unrecovered: None,
         }
+    }
+
+    #[test]
+    fn a_cluster_that_did_not_recover_is_invalid_only_where_the_system_claims_recovery() {
+        let end = RunEnd {
+            completed: false,
+            unknown: Some("did not quiesce".into()),
+            unrecovered: Some(Unrecovered {
+                unsettled: "not ready: t-0 ISR [1] is not its replicas [1, 2]".into(),
+                replicas: vec!["t-0: b1 leader (HW 5, LEO 5), b2 (HW 0, LEO 0)".into()],
+                unchanged_ms: 30_000,
+                bound_ms: 60_000,
+            }),
+            ..completed()
+        };
+        let mut run = RunData::default();
+        assert_eq!(verdict(&run, &end).verdict, Verdict::Unknown);
+        run.claims.recovers = true;
+        let report = verdict(&run, &end);
+        assert_eq!(report.verdict, Verdict::Invalid);
+        let found = report
+            .results
+            .iter()
+            .find(|r| r.checker == "liveness")
+            .expect("a liveness result");
+        assert_eq!(found.evidence[0].anomaly, Anomaly::NoRecovery);
+        assert!(
+            found.evidence[0].summary.contains("b2 (HW 0, LEO 0)"),
+            "{}",
+            found.evidence[0].summary
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::observe::final_read::{FinalReadOptions, final_read_with};
-use crate::run_dir::{RunDir, RunEnd, Stuck};
+use crate::run_dir::{RunDir, RunEnd};
 use crate::runtime::Runtime;
 use crate::store::RunLog;
 use crate::system::FinalRead;
@@ -108,8 +108,9 @@ pub(super) fn write_end(
     log: &mut RunLog,
     dir: &RunDir,
     status: &RunStatus,
-    stuck: Vec<Stuck>,
+    liveness: super::quiesce::Liveness,
 ) -> Result<(), RunError> {
+    let super::quiesce::Liveness { stuck, unrecovered } = liveness;
     let end = match status {
         RunStatus::Completed => {
             log.line("completed");
@@ -117,6 +118,7 @@ pub(super) fn write_end(
                 completed: true,
                 unknown: None,
                 stuck,
+                unrecovered,
             }
         }
         RunStatus::Unknown(why) => {
@@ -125,6 +127,7 @@ pub(super) fn write_end(
                 completed: false,
                 unknown: Some(why.clone()),
                 stuck,
+                unrecovered,
             }
         }
     };

@@ -159,14 +159,14 @@ async fn drive<R: Runtime, D: Driver>(
     };
     let outcome = play(&mut live, &schedule, driver, &dir).await;
     let frozen = collect::collect(&mut live, &dir).await;
-    let (status, stuck) = match (outcome, frozen) {
+    let (status, liveness) = match (outcome, frozen) {
         (Err(e), _) | (Ok(_), Err(e)) => {
             live.log.line(format!("harness error: {e}"));
             return Err(e);
         }
         (Ok(ended), Ok(())) => ended,
     };
-    collect::write_end(&mut live.log, &dir, &status, stuck)?;
+    collect::write_end(&mut live.log, &dir, &status, liveness)?;
     // A campaign's realised steps replace what it started from.
     let schedule = dir.read_schedule().unwrap_or(schedule);
     drop(live);
@@ -186,13 +186,13 @@ async fn play<R: Runtime>(
     schedule: &Schedule,
     driver: impl Driver,
     dir: &RunDir,
-) -> Result<(RunStatus, Vec<crate::run_dir::Stuck>), RunError> {
+) -> Result<(RunStatus, quiesce::Liveness), RunError> {
     setup::setup(live, schedule).await?;
     let played = driver.play(live, schedule, dir).await?;
-    let (settled, stuck) = quiesce::final_heal(live, schedule).await?;
+    let (settled, liveness) = quiesce::final_heal(live, schedule).await?;
     let status = match played {
         RunStatus::Unknown(why) => RunStatus::Unknown(why),
         RunStatus::Completed => settled,
     };
-    Ok((status, stuck))
+    Ok((status, liveness))
 }

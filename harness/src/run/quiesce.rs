@@ -10,8 +10,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::observe::{await_ready_from, replica_offsets};
-use crate::run_dir::Stuck;
+use std::collections::BTreeSet;
+
+use crate::node::NodeId;
+use crate::observe::{ObserveError, replica_offsets};
+use crate::run_dir::{Stuck, Unrecovered};
 use crate::runtime::Runtime;
 use crate::schedule::{Fault, Schedule, Target};
 
@@ -32,10 +35,10 @@ const QUIESCE_POLL: Duration = Duration::from_millis(100);
 pub(super) async fn final_heal<R: Runtime>(
     live: &mut Live<R>,
     schedule: &Schedule,
-) -> Result<(RunStatus, Vec<Stuck>), RunError> {
+) -> Result<(RunStatus, Liveness), RunError> {
     let healed = heal(live).await?;
     if let RunStatus::Unknown(why) = healed {
-        return Ok((RunStatus::Unknown(why), Vec::new()));
+        return Ok((RunStatus::Unknown(why), Liveness::default()));
     }
     let stuck = match schedule.workload.liveness_ms {
         Some(ms) => liveness::probe(live, schedule, Duration::from_millis(ms)).await?,
@@ -45,12 +48,20 @@ pub(super) async fn final_heal<R: Runtime>(
         .workload
         .quiesce_timeout_ms
         .map_or(QUIESCE_TIMEOUT, Duration::from_millis);
-    let settled = quiesce(live, bound).await?;
+    let (settled, unrecovered) = quiesce(live, bound).await?;
     super::stable::await_stable(live, schedule).await?;
     if schedule.workload.final_read && settled == RunStatus::Completed {
         super::final_read::read_all(live, schedule).await?;
     }
-    Ok((settled, stuck))
+    Ok((settled, Liveness { stuck, unrecovered }))
+}
+
+/// What the final heal found of the cluster's liveness: partitions that took
+/// no write in the liveness window, and a quiesce that made no progress.
+#[derive(Debug, Default)]
+pub(super) struct Liveness {
+    pub stuck: Vec<Stuck>,
+    pub unrecovered: Option<Unrecovered>,
 }
 
 /// Removes every cut, resumes every paused node and starts every dead one,
@@ -78,46 +89,117 @@ async fn heal<R: Runtime>(live: &mut Live<R>) -> Result<RunStatus, RunError> {
 }
 
 /// Every partition led with a full ISR, and every replica's HW and LEO
-/// equal to the leader's, within `bound`.
-async fn quiesce<R: Runtime>(live: &mut Live<R>, bound: Duration) -> Result<RunStatus, RunError> {
+/// equal to the leader's, within `bound`. A cluster still unsettled at the
+/// bound is unknown; one whose unsettled state had not changed for the last
+/// half of the bound made no progress toward recovery, which is recorded
+/// ([`Unrecovered`]) for the verdict to judge against the system's claims.
+async fn quiesce<R: Runtime>(
+    live: &mut Live<R>,
+    bound: Duration,
+) -> Result<(RunStatus, Option<Unrecovered>), RunError> {
     let started = Instant::now();
     let deadline = started + bound;
     let source = live.observer.source();
-    if let Err(e) = await_ready_from(&source, live.runtime.nodes(), bound).await {
-        let why = format!("did not quiesce ([workload] quiesce_timeout_ms): {e}");
-        live.log.line(&why);
-        return Ok(RunStatus::Unknown(why));
-    }
-    // Replicas' offsets are compared where etcd names the replicas; a
-    // system seen through Metadata alone is quiet once every broker answers
-    // for every partition (its replicas, if any, are its own business).
-    if !source.is_etcd() {
-        live.log.line(format!(
-            "quiesced after {} ms (every broker answers Metadata)",
-            started.elapsed().as_millis()
-        ));
-        return Ok(RunStatus::Completed);
-    }
+    let nodes: BTreeSet<NodeId> = live.runtime.nodes().into_iter().collect();
+    // What was last unsettled, and since when.
+    let mut last: Option<(String, Instant)> = None;
     loop {
-        let unsettled = unsettled(live).await?;
-        match unsettled {
-            None => {
-                live.log.line(format!(
-                    "quiesced after {} ms",
-                    started.elapsed().as_millis()
-                ));
-                return Ok(RunStatus::Completed);
-            }
-            Some(why) if Instant::now() >= deadline => {
-                let why = format!(
-                    "did not quiesce within {bound:?} ([workload] quiesce_timeout_ms): {why}"
-                );
+        let unsettled = match source.read().await {
+            Ok(view) => match view.ready(&nodes) {
+                Err(missing) => Some(format!("not ready: {missing}")),
+                // Replicas' offsets are compared where etcd names the
+                // replicas; a system seen through Metadata alone is quiet
+                // once every broker answers for every partition (its
+                // replicas, if any, are its own business).
+                Ok(()) if !source.is_etcd() => {
+                    live.log.line(format!(
+                        "quiesced after {} ms (every broker answers Metadata)",
+                        started.elapsed().as_millis()
+                    ));
+                    return Ok((RunStatus::Completed, None));
+                }
+                Ok(()) => unsettled(live).await?,
+            },
+            Err(ObserveError::Etcd(e)) => {
+                let why = format!("did not quiesce ([workload] quiesce_timeout_ms): {e}");
                 live.log.line(&why);
-                return Ok(RunStatus::Unknown(why));
+                return Ok((RunStatus::Unknown(why), None));
             }
-            Some(_) => tokio::time::sleep(QUIESCE_POLL).await,
+            Err(e) => Some(e.to_string()),
+        };
+        let Some(why) = unsettled else {
+            live.log.line(format!(
+                "quiesced after {} ms",
+                started.elapsed().as_millis()
+            ));
+            return Ok((RunStatus::Completed, None));
+        };
+        let now = Instant::now();
+        let since = match &last {
+            Some((seen, since)) if *seen == why => *since,
+            _ => now,
+        };
+        if now >= deadline {
+            let unchanged = now - since;
+            let stalled = unchanged >= bound / 2;
+            let why = format!(
+                "did not quiesce within {bound:?} ([workload] quiesce_timeout_ms): {why}{}",
+                if stalled {
+                    format!(" (unchanged for the last {} ms)", unchanged.as_millis())
+                } else {
+                    " (still changing)".to_owned()
+                }
+            );
+            live.log.line(&why);
+            let unrecovered = if stalled {
+                Some(Unrecovered {
+                    unsettled: last.map_or(why.clone(), |(seen, _)| seen),
+                    replicas: replicas_behind(live).await?,
+                    unchanged_ms: unchanged.as_millis() as u64,
+                    bound_ms: bound.as_millis() as u64,
+                })
+            } else {
+                None
+            };
+            return Ok((RunStatus::Unknown(why), unrecovered));
+        }
+        last = Some((why, since));
+        tokio::time::sleep(QUIESCE_POLL).await;
+    }
+}
+
+/// Every replica of a partition whose replicas are not all at its leader's
+/// log end, as `t-0: b1 leader (HW 5, LEO 5), b2 (HW 0, LEO 0)` (a replica
+/// that did not answer, with why): the evidence of a cluster that did not
+/// recover.
+async fn replicas_behind<R: Runtime>(live: &mut Live<R>) -> Result<Vec<String>, RunError> {
+    let view = live.view().await?;
+    let mut behind = Vec::new();
+    for (partition, state) in &view.partitions {
+        let mut seen = Vec::new();
+        let mut ends = Vec::new();
+        for &r in &state.replicas {
+            let role = if Some(r) == state.leader {
+                " leader"
+            } else {
+                ""
+            };
+            match replica_offsets(&live.runtime, r, partition).await {
+                Ok((hw, leo)) => {
+                    ends.push(Some(leo));
+                    seen.push(format!("{r}{role} (HW {hw}, LEO {leo})"));
+                }
+                Err(why) => {
+                    ends.push(None);
+                    seen.push(format!("{r}{role} ({why})"));
+                }
+            }
+        }
+        if ends.windows(2).any(|w| w[0] != w[1]) {
+            behind.push(format!("{partition}: {}", seen.join(", ")));
         }
     }
+    Ok(behind)
 }
 
 /// The first partition whose replicas are not yet all at one (HW, LEO) with

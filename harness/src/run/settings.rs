@@ -8,12 +8,18 @@ use std::time::Duration;
 use crate::node::NodeId;
 use crate::run_dir::RunDir;
 use crate::runtime::ClusterConfig;
-use crate::schedule::{BROKER_SETTINGS, HARNESS_OWNED_SETTINGS, Schedule};
+use crate::schedule::{BROKER_SETTINGS, FAILPOINTS, HARNESS_OWNED_SETTINGS, Schedule};
+
+/// `--set failpoint.NAME=ACTIONS`: a failpoint armed on every node.
+pub const FAILPOINT_PREFIX: &str = "failpoint.";
 
 use super::{RunError, RunOptions};
 
 /// Applies `KEY=VALUE` broker settings to the whole cluster; a node's own value
-/// for the key is replaced too (the command line wins).
+/// for the key is replaced too (the command line wins). `failpoint.NAME=ACTIONS`
+/// arms the broker failpoint NAME on every node instead (replacing a node's
+/// own actions for it), so a gate setting can put a slip into the broker
+/// that a test shows the harness catches.
 pub fn apply_sets(schedule: &mut Schedule, sets: &[String]) -> Result<(), RunError> {
     for arg in sets {
         let bad = |why: String| RunError::BadSet {
@@ -24,6 +30,20 @@ pub fn apply_sets(schedule: &mut Schedule, sets: &[String]) -> Result<(), RunErr
             .split_once('=')
             .ok_or_else(|| bad("expected KEY=VALUE".into()))?;
         let key = key.trim();
+        if let Some(failpoint) = key.strip_prefix(FAILPOINT_PREFIX) {
+            if !FAILPOINTS.contains(&failpoint) {
+                return Err(bad(format!(
+                    "unknown broker failpoint {failpoint} (known: {})",
+                    FAILPOINTS.join(", ")
+                )));
+            }
+            for id in NodeId::all(schedule.cluster.brokers) {
+                let node = schedule.cluster.node.entry(id.to_string()).or_default();
+                node.failpoints
+                    .insert(failpoint.to_owned(), raw.trim().to_owned());
+            }
+            continue;
+        }
         if HARNESS_OWNED_SETTINGS.contains(&key) {
             return Err(bad(format!("{key} is set by the harness")));
         }
@@ -84,4 +104,34 @@ pub fn cluster_config(
         config.node_settings.insert(id, settings);
     }
     config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "[cluster]\nbrokers = 2\n\n[[cluster.topic]]\nname = \"t\"\npartitions = 1\nreplication_factor = 2\n\n[cluster.node.b1]\nfailpoints = { controller-election-ignores-isr = \"off\" }\n";
+
+    #[test]
+    fn a_failpoint_set_arms_it_on_every_node_and_an_unknown_one_is_refused() {
+        let mut schedule = Schedule::parse("s.toml", BASE).unwrap();
+        apply_sets(
+            &mut schedule,
+            &["failpoint.controller-election-ignores-isr=return".into()],
+        )
+        .unwrap();
+        for node in ["b1", "b2"] {
+            assert_eq!(
+                schedule.cluster.node[node].failpoints["controller-election-ignores-isr"], "return",
+                "{node}"
+            );
+        }
+        let err = apply_sets(&mut schedule, &["failpoint.no-such-point=return".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown broker failpoint no-such-point"),
+            "{err}"
+        );
+    }
 }

@@ -105,4 +105,5 @@ pub const FAILPOINTS: &[&str] = &[
     "follower-truncate-to-hw",
     "follower-fetcher-dies",
     "shutdown-exits-at-once",
+    "controller-election-ignores-isr",
 ];

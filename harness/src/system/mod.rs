@@ -281,7 +281,7 @@ pub struct ClientSpec {
 /// What a system says of itself that changes which of Kafka's excuses a
 /// checker may grant it. Only what the harness cannot observe belongs here,
 /// and each claim can only take an excuse away, never add one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Claims {
     /// Whether the system may elect a leader that lacks acknowledged writes
@@ -290,6 +290,20 @@ pub struct Claims {
     /// acks=all write is then never excused by an election the harness
     /// could not see.
     pub unclean_elections: bool,
+    /// The broker setting (a schedule's `[cluster.settings]` key) that turns
+    /// unclean election on, when the system has one: a run that does not set
+    /// it true on some node has unclean election off, and a leader elected
+    /// from outside the ISR there excuses nothing (it is itself an anomaly,
+    /// `election-outside-isr`). `None`: the harness cannot tell from the
+    /// schedule, and only the registrations etcd recorded judge an election.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unclean_election_setting: Option<String>,
+    /// Whether the system claims to recover after every fault is healed:
+    /// every partition led again with its full ISR, every replica caught up.
+    /// With it, a cluster that makes no progress toward that after the final
+    /// heal is `no-recovery` (invalid); without it, the run is unknown.
+    #[serde(default)]
+    pub recovers: bool,
 }
 
 impl Default for Claims {
@@ -297,6 +311,8 @@ impl Default for Claims {
     fn default() -> Self {
         Claims {
             unclean_elections: true,
+            unclean_election_setting: None,
+            recovers: false,
         }
     }
 }

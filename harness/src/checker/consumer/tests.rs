@@ -148,6 +148,7 @@ fn checker_consumer_a_read_after_the_loss_that_excuses_its_write_is_not_excused(
         timeline: Some(Timeline {
             partition_states: vec![state],
             controllers: vec![],
+            registrations: Vec::new(),
         }),
         ..RunData::default()
     };
@@ -193,6 +194,7 @@ fn checker_consumer_a_disk_fault_during_a_poll_may_follow_its_read() {
                 controller_epoch: 1,
             }],
             controllers: vec![],
+            registrations: Vec::new(),
         }),
         ..RunData::default()
     };
@@ -229,6 +231,7 @@ fn checker_consumer_a_read_that_a_later_disk_fault_took_from_the_isr_is_excused(
         timeline: Some(Timeline {
             partition_states: vec![state(1, isr)],
             controllers: vec![],
+            registrations: Vec::new(),
         }),
         ..RunData::default()
     };
@@ -295,6 +298,7 @@ fn checker_consumer_a_read_after_one_isr_member_lost_it_is_excused_once_the_isr_
         timeline: Some(Timeline {
             partition_states: vec![state(1, 2, 0, vec![2, 1]), state(7, 1, 1, later_isr)],
             controllers: vec![],
+            registrations: Vec::new(),
         }),
         ..RunData::default()
     };

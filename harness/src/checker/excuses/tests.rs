@@ -22,6 +22,7 @@ fn an_unclean_election_is_a_leader_outside_the_previous_isr_of_that_partition() 
             state(7, 2, 2, &[2, 3]),
         ],
         controllers: vec![],
+        registrations: Vec::new(),
     };
     let run = RunData {
         timeline: Some(timeline),
@@ -108,6 +109,7 @@ pub(super) fn judge(
         timeline: Some(Timeline {
             partition_states: states.to_vec(),
             controllers: vec![],
+            registrations: Vec::new(),
         }),
         history: faults,
         ..RunData::default()
@@ -293,6 +295,7 @@ fn a_restarted_replica_is_back_only_once_it_applied_a_decision_for_the_partition
             timeline: Some(Timeline {
                 partition_states: states.to_vec(),
                 controllers: vec![],
+                registrations: Vec::new(),
             }),
             history: vec![lost.clone(), back.clone()],
             state_changes: [(NodeId::new(1), changes)].into_iter().collect(),
@@ -312,4 +315,29 @@ fn a_restarted_replica_is_back_only_once_it_applied_a_decision_for_the_partition
         judge_with(vec![applied(500, 0)]),
         Judgement::Excused(_)
     ));
+}
+
+#[test]
+fn a_member_back_before_the_last_member_lost_the_value_leaves_the_isr_a_copy() {
+    // Acked under [1, 2]; etcd keeps naming [1, 2]. b1 loses power
+    // (revision 5) and restarts (revision 6, back from there: it may fetch
+    // the value again from b2); only then does b2 lose power (revision 7).
+    let states = [state(1, 1, 0, &[1, 2])];
+    let acked = acked_at_2_under(&[1, 2]);
+    let b1_lost = disk_fault(Verb::PowerLoss, 1, 5, 5, 0);
+    let b2_lost = disk_fault(Verb::PowerLoss, 2, 7, 7, 0);
+    // Each member lost it once, but never both at once: not excused.
+    assert_eq!(
+        judge(
+            &states,
+            vec![b1_lost.clone(), restart(1, 6, 6), b2_lost.clone()],
+            &acked
+        ),
+        Judgement::NotExcused
+    );
+    // With b1 still out when b2 lost it: every member, excused as before.
+    assert_eq!(
+        judge(&states, vec![b1_lost, b2_lost, restart(1, 8, 8)], &acked),
+        Judgement::Excused("power loss of every ISR member (history indices {5, 7})".into())
+    );
 }

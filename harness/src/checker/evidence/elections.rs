@@ -1,0 +1,40 @@
+//! The election rule's evidence (a leader elected from outside the ISR where
+//! nothing allowed it) and the liveness of a cluster after the final heal. Declared as evidence.rs's other details are (fields in
+//! name order).
+
+use serde::{Deserialize, Serialize};
+
+/// `election-outside-isr`: etcd recorded `leader` as leader of the partition
+/// in `leader_epoch` (at `revision`), though the state before it (at
+/// `previous_revision`) named the ISR `previous_isr`, without `leader`; and
+/// unclean election was off (`unclean_election_setting` named, not set true),
+/// or members of that ISR (`registered_isr_members`) were registered with
+/// etcd from the state before it through the election, so the controller
+/// had a clean choice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElectionOutsideIsr {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub partition: u32,
+    pub previous_isr: Vec<i32>,
+    pub previous_revision: i64,
+    pub registered_isr_members: Vec<i32>,
+    pub revision: i64,
+    pub topic: String,
+    /// The setting that turns unclean election on, when the run left it off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unclean_election_off: Option<String>,
+}
+
+/// `no-recovery`: what the final quiesce still found unsettled at its bound
+/// (`bound_ms`), unchanged for the last `unchanged_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoRecovery {
+    pub bound_ms: u64,
+    /// Each partition whose replicas' log ends differed, with every
+    /// replica's (HW, LEO).
+    #[serde(default)]
+    pub replicas: Vec<String>,
+    pub unchanged_ms: u64,
+    pub unsettled: String,
+}
