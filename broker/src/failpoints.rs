@@ -65,10 +65,15 @@ pub enum Failpoint {
     /// so a test can show that the harness names an election outside the
     /// ISR instead of excusing the writes it loses.
     ControllerElectionIgnoresIsr,
+    /// A leader is answering a consumer's fetch (read_uncommitted). `return`
+    /// makes it read to its log end instead of its high watermark: a slip in
+    /// the read path's bound that serves records no ISR has yet, so a test
+    /// can show that the harness names each such answer.
+    LeaderReadsPastHighWatermark,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 10] = [
+    pub const ALL: [Failpoint; 11] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
@@ -79,6 +84,7 @@ impl Failpoint {
         Failpoint::FollowerFetcherDies,
         Failpoint::ShutdownExitsAtOnce,
         Failpoint::ControllerElectionIgnoresIsr,
+        Failpoint::LeaderReadsPastHighWatermark,
     ];
 
     pub fn name(self) -> &'static str {
@@ -93,6 +99,7 @@ impl Failpoint {
             Failpoint::FollowerFetcherDies => "follower-fetcher-dies",
             Failpoint::ShutdownExitsAtOnce => "shutdown-exits-at-once",
             Failpoint::ControllerElectionIgnoresIsr => "controller-election-ignores-isr",
+            Failpoint::LeaderReadsPastHighWatermark => "leader-reads-past-high-watermark",
         }
     }
 

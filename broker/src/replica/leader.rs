@@ -351,6 +351,14 @@ impl ReplicaManager {
         let committed = committed && is_client(replica_id);
         let bound = match (is_client(replica_id), committed) {
             (false, _) => leo,
+            // The slip the failpoint puts in: a client read to the log end.
+            (true, false)
+                if crate::failpoints::hit_or_return(
+                    crate::failpoints::Failpoint::LeaderReadsPastHighWatermark,
+                ) =>
+            {
+                leo
+            }
             (true, false) => hw,
             (true, true) => lso,
         };

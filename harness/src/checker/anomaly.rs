@@ -83,6 +83,8 @@ anomalies! {
         "a broker applied a leader and leader epoch that etcd never recorded for the partition";
     ConsumedOffsetRegressed = "consumed-offset-regressed", "high-watermark", true,
         "a poll returned a record below the offset it fetched from";
+    ReadAboveHighWatermark = "read-above-high-watermark", "high-watermark", true,
+        "a fetch answer to a consumer held a record at or above the high watermark it reported: an uncommitted record served";
     HighWatermarkRegressed = "high-watermark-regressed", "high-watermark", true,
         "a leader's high watermark went backwards for consumers within one leader epoch";
     InconsistentOffsets = "inconsistent-offsets", "consumer", true,

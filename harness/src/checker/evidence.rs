@@ -21,13 +21,13 @@ use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
 pub use super::anomaly::Anomaly;
-pub use elections::{ElectionOutsideIsr, NoRecovery};
+pub use direct::{ElectionOutsideIsr, NoRecovery, ReadAboveWatermark};
 pub use groups::{CommittedRegressed, ResumeSkip};
 pub use txn::{
     CycleEdge, DependencyKind, Fate, Hanging, TornTxn, TxnCycle, TxnRead, TxnRef, TxnWrite,
 };
 
-mod elections;
+mod direct;
 mod groups;
 mod refs;
 mod txn;
@@ -146,6 +146,7 @@ details! {
     Hanging(Hanging) for HangingTransaction;
     ElectionOutsideIsr(ElectionOutsideIsr) for ElectionOutsideIsr;
     NoRecovery(NoRecovery) for NoRecovery;
+    ReadAboveWatermark(ReadAboveWatermark) for ReadAboveHighWatermark;
 }
 
 impl Details {

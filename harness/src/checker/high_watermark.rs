@@ -13,6 +13,11 @@
 //!   Every poll here names its from_offset, so a consumer that re-reads older
 //!   offsets asked to, and that is not an anomaly.
 //!
+//! - `read-above-high-watermark`: a fetch answer returned a record at or
+//!   above the high watermark it reported itself. A leader gives clients only
+//!   committed records, those below its high watermark; the client cuts a
+//!   poll there, and keeps what it cut as the evidence.
+//!
 //! Across a leader change the high watermark may go backwards in Kafka:
 //! KIP-207 describes a new leader whose high watermark lags the old one's
 //! until its followers catch up, and fixes only ListOffsets (which answers
@@ -24,7 +29,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::CheckOutcome;
-use super::evidence::{ConsumedRegressed, EarlierPoll, LaterPoll, WatermarkRegressed};
+use super::evidence::{
+    ConsumedRegressed, EarlierPoll, LaterPoll, ReadAboveWatermark, WatermarkRegressed,
+};
 use super::index::{OkPoll, RunIndex};
 use super::{Anomaly, CheckResult, Checker, Evidence, RunData};
 use crate::history::Process;
@@ -40,7 +47,8 @@ pub fn checker() -> Checker {
         guarantee: "The high watermark a partition's leader reports to consumers never decreases \
             while it stays leader in one leader epoch: a poll invoked after another completed on \
             the same leader sees a high watermark at least as high, whichever client made it. \
-            A poll never returns records below the offset it asked to fetch from.",
+            A poll never returns records below the offset it asked to fetch from. A fetch \
+            answer to a consumer holds no record at or above the high watermark it reports.",
         source: "Kafka documentation, Design 4.7 (the high watermark is the offset of the last \
             committed message; only committed messages are given to consumers) and the Fetch \
             API (records are returned from the fetch offset on); KIP-207 for where the high \
@@ -50,8 +58,9 @@ pub fn checker() -> Checker {
             served by different nodes, or by a node that led the partition in more than one \
             leader epoch per etcd's timeline. Without a timeline a same-node drop is unknown. \
             Polls whose intervals overlap are not ordered. ListOffsets answers and the high \
-            watermarks in replicas' checkpoints are not compared here. Records at or above the \
-            high watermark are not looked for (the client cuts a poll at it).",
+            watermarks in replicas' checkpoints are not compared here. A record above the high \
+            watermark is seen only in the answers the harness's own polls receive; the final \
+            read and real clients' fetches are not looked at.",
         needs: &[],
         check,
     }
@@ -82,6 +91,7 @@ fn check(index: &RunIndex) -> CheckOutcome {
     let polls = index.ok_polls();
     let mut evidence = Vec::new();
     records_below_from_offset(polls, &mut evidence);
+    records_above_high_watermark(polls, &mut evidence);
     let drops = watermark_drops(run, polls, &mut evidence);
     let unresolved = drops.unresolved;
     let result = CheckResult::fold(
@@ -108,6 +118,32 @@ fn check(index: &RunIndex) -> CheckOutcome {
         .with_count("polls", polls.len() as u64)
         .with_count("drops-across-leaders", drops.across_leaders)
         .with_count("drops-after-leader-change", drops.after_leader_change))
+}
+
+/// Evidence of each poll whose fetch answers held records at or above the
+/// high watermark they reported.
+fn records_above_high_watermark(polls: &[OkPoll], evidence: &mut Vec<Evidence>) {
+    for poll in polls.iter().filter(|p| !p.above_high_watermark.is_empty()) {
+        let offsets: Vec<i64> = poll.above_high_watermark.iter().map(|&(o, _)| o).collect();
+        let high_watermark = poll.above_high_watermark[0].1;
+        evidence.push(Evidence::new(
+            Anomaly::ReadAboveHighWatermark,
+            format!(
+                "poll at index {} of {} (served by {}) was answered with offsets {offsets:?} \
+                 at or above the high watermark {high_watermark} the answer reported",
+                poll.index,
+                poll.partition,
+                poll.node.map_or("?".to_owned(), |n| n.to_string())
+            ),
+            ReadAboveWatermark {
+                high_watermark,
+                index: poll.index,
+                node: poll.node,
+                offsets,
+                partition: poll.partition.clone(),
+            },
+        ));
+    }
 }
 
 /// Evidence of each poll that returned a record below the offset it asked
@@ -261,6 +297,7 @@ mod tests {
                 .collect(),
             high_watermark: hw,
             leader_epoch: None,
+            above_high_watermark: Vec::new(),
         };
         Poll {
             from_offset: from,
@@ -294,6 +331,33 @@ mod tests {
             op(2, 1, OpType::Invoke, invoke()),
             op(3, 1, OpType::Ok, ok(node, 0, &[], 3)),
         ]
+    }
+
+    #[test]
+    fn an_answer_holding_records_at_or_above_its_high_watermark_is_named() {
+        let mut served = ok(1, 0, &[(0, 1), (1, 2)], 2);
+        let history = |served: Poll| {
+            vec![
+                op(0, 0, OpType::Invoke, invoke()),
+                op(1, 0, OpType::Ok, served),
+            ]
+        };
+        let result = checker()
+            .check_run(&run(history(served.clone()), None))
+            .unwrap();
+        assert_eq!(result.verdict, Verdict::Valid, "{result:?}");
+        served.read.as_mut().unwrap().above_high_watermark = vec![(2, 2), (3, 2)];
+        let result = checker().check_run(&run(history(served), None)).unwrap();
+        assert_eq!(result.verdict, Verdict::Invalid, "{result:?}");
+        let e = &result.evidence[0];
+        assert_eq!(e.anomaly, Anomaly::ReadAboveHighWatermark);
+        let Details::ReadAboveWatermark(d) = &e.details else {
+            panic!("{:?}", e.details)
+        };
+        assert_eq!(
+            (d.offsets.clone(), d.high_watermark, d.index),
+            (vec![2, 3], 2, 1)
+        );
     }
 
     #[test]

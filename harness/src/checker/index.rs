@@ -116,6 +116,8 @@ pub(crate) struct OkPoll<'a> {
     pub node: Option<NodeId>,
     pub records: &'a [PolledRecord],
     pub high_watermark: i64,
+    /// Records an answer returned at or above its own high watermark.
+    pub above_high_watermark: &'a [(i64, i64)],
     /// The leader epoch etcd named just after the poll.
     pub leader_epoch: Option<i32>,
     /// Whether the consumer read committed data only (KIP-98): it skips
@@ -148,6 +150,7 @@ pub(crate) fn ok_polls(history: &[Op]) -> Vec<OkPoll<'_>> {
             node: poll.node,
             records: &read.records,
             high_watermark: read.high_watermark,
+            above_high_watermark: &read.above_high_watermark,
             leader_epoch: read.leader_epoch,
             read_committed: poll.read_committed(),
         });

@@ -462,6 +462,7 @@ impl<'a> Generator<'a> {
                     records,
                     high_watermark: log.log_end_offset(),
                     leader_epoch: Some(log.leader_epoch),
+                    above_high_watermark: Vec::new(),
                 });
                 self.positions[c][p] = end as u64;
                 self.push(process, OpType::Ok, Body::Poll(poll), None);

@@ -245,6 +245,12 @@ pub struct Read {
     pub high_watermark: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_epoch: Option<i32>,
+    /// Records a fetch answer returned at or above the high watermark the
+    /// same answer reported, as `[offset, high watermark]`: a leader gives
+    /// clients only what is below it. The client leaves them out of
+    /// `records`; they are kept here as the evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub above_high_watermark: Vec<(i64, i64)>,
 }
 
 impl Read {

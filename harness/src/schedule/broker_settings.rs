@@ -106,4 +106,5 @@ pub const FAILPOINTS: &[&str] = &[
     "follower-fetcher-dies",
     "shutdown-exits-at-once",
     "controller-election-ignores-isr",
+    "leader-reads-past-high-watermark",
 ];

@@ -301,6 +301,7 @@ async fn read(
         records: Vec::new(),
         high_watermark: -1,
         leader_epoch: None,
+        above_high_watermark: Vec::new(),
     };
     loop {
         let fetched = client
@@ -314,6 +315,15 @@ async fn read(
             .await?;
         if read.high_watermark < 0 {
             read.high_watermark = fetched.high_watermark;
+        }
+        if fetched.high_watermark >= 0 {
+            read.above_high_watermark.extend(
+                fetched
+                    .records
+                    .iter()
+                    .filter(|r| r.offset >= fetched.high_watermark)
+                    .map(|r| (r.offset, fetched.high_watermark)),
+            );
         }
         let Some(last) = fetched.records.last() else {
             return Ok(read);

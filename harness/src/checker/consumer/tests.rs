@@ -28,6 +28,7 @@ fn poll(index: u64, from: u64, records: &[(i64, i64)], hw: i64) -> [Op; 2] {
             .collect(),
         high_watermark: hw,
         leader_epoch: None,
+        above_high_watermark: Vec::new(),
     };
     let ok = Poll {
         read: Some(read),

@@ -40,6 +40,7 @@ impl LogView<'_> {
                 .collect(),
             high_watermark: self.values.len() as i64,
             leader_epoch: Some(self.leader_epoch),
+            above_high_watermark: Vec::new(),
         }
     }
 }

@@ -1,8 +1,12 @@
-//! The election rule's evidence (a leader elected from outside the ISR where
-//! nothing allowed it) and the liveness of a cluster after the final heal. Declared as evidence.rs's other details are (fields in
+//! Evidence of the direct checks: a leader elected from outside the ISR where
+//! nothing allowed it, a cluster that did not recover after the final heal,
+//! and a record served above the high watermark. Declared as evidence.rs's other details are (fields in
 //! name order).
 
 use serde::{Deserialize, Serialize};
+
+use crate::node::NodeId;
+use crate::topic_partition::PartitionRef;
 
 /// `election-outside-isr`: etcd recorded `leader` as leader of the partition
 /// in `leader_epoch` (at `revision`), though the state before it (at
@@ -37,4 +41,15 @@ pub struct NoRecovery {
     pub replicas: Vec<String>,
     pub unchanged_ms: u64,
     pub unsettled: String,
+}
+
+/// `read-above-high-watermark`: the poll at history `index`, served by
+/// `node`, whose answer held `offsets` at or above its `high_watermark`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadAboveWatermark {
+    pub high_watermark: i64,
+    pub index: u64,
+    pub node: Option<NodeId>,
+    pub offsets: Vec<i64>,
+    pub partition: PartitionRef,
 }
