@@ -165,6 +165,7 @@ impl Details {
             Details::LostWrite(d) => BTreeSet::from([d.history_index]),
             Details::OffsetChanged(d) => BTreeSet::from([d.history_index]),
             Details::ConsumedRegressed(d) => BTreeSet::from([d.index]),
+            Details::ReadAboveWatermark(d) => BTreeSet::from([d.index]),
             Details::WatermarkRegressed(d) => {
                 BTreeSet::from([d.earlier.index, d.later.index, d.later.invoke_index])
             }
@@ -231,6 +232,9 @@ impl Details {
                 .collect(),
             Details::ConsumedRegressed(d) => {
                 vec![(&d.partition, d.from_offset), (&d.partition, d.offset)]
+            }
+            Details::ReadAboveWatermark(d) => {
+                d.offsets.iter().map(|&o| (&d.partition, o)).collect()
             }
             Details::InconsistentOffsets(d) => vec![(&d.partition, d.offset)],
             Details::NonmonotonicPoll(d) => vec![(&d.partition, d.offset)],
