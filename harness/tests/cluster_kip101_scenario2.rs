@@ -58,7 +58,8 @@ impl Run {
     /// The scenario ran as written, the same way under every setting: both
     /// power losses, A's cutting nothing and B's cutting m2; m2 acked under
     /// ISR {b1}; b1 the only leader, elected cleanly each time, and m3 acked in
-    /// leader epoch 2, newer than m2's epoch 1.
+    /// leader epoch 3, newer than m2's epoch 1: b1, taking over as controller
+    /// on its return, moved its own leadership to a new epoch.
     fn check_scenario(&self) {
         // The final heal records none here: nothing is left cut, paused or down.
         self.assert_nemesis(&[
@@ -81,7 +82,7 @@ impl Run {
         assert_eq!(self.send_of(2).value()["isr"], json!([1]));
         assert_eq!(self.send_of(2).value()["leader_epoch"], json!(1));
         assert_eq!(self.send_of(3).value()["isr"], json!([1]));
-        assert_eq!(self.send_of(3).value()["leader_epoch"], json!(2));
+        assert_eq!(self.send_of(3).value()["leader_epoch"], json!(3));
 
         // etcd: b1 leads throughout; b2 leaves the ISR twice (its crash, its
         // power loss) and rejoins twice; every leader is in the ISR before it.
@@ -92,24 +93,25 @@ impl Run {
                 (1, 1, vec![1]),
                 (1, 1, vec![1, 2]),
                 (1, 2, vec![1]),
-                (1, 2, vec![1, 2]),
+                (1, 3, vec![1]),
+                (1, 3, vec![1, 2]),
             ]
         );
         // The restarted b1 (controller epoch 2: it won the controller again
-        // after its lease lapsed) was told it leads epoch 2 with ISR {b1}.
+        // after its lease lapsed) was told it leads epoch 3 with ISR {b1}.
         assert!(
             self.state_changes("b1")
                 .iter()
                 .any(|c| c.controller_epoch == 2
                     && c.leader == 1
-                    && c.leader_epoch == 2
+                    && c.leader_epoch == 3
                     && c.isr == vec![1]),
             "{:?}",
             self.state_changes("b1")
         );
-        // b2's last incarnation followed b1 in epoch 2.
+        // b2's last incarnation followed b1 in epoch 3.
         let last = self.state_changes("b2").pop().unwrap();
-        assert_eq!((last.leader, last.leader_epoch), (1, 2), "{last:?}");
+        assert_eq!((last.leader, last.leader_epoch), (1, 3), "{last:?}");
 
         // m2's loss is excused by b1's power loss, on every setting.
         let lost = self.checker("lost-write");
@@ -141,7 +143,7 @@ fn cluster_kip101_scenario2_high_watermark_truncation_leaves_the_replicas_diverg
     let run = run("high-watermark", 1);
     run.check_scenario();
 
-    // The divergence checker names offset 1: m3 (epoch 2) on b1, m2 (epoch 1)
+    // The divergence checker names offset 1: m3 (epoch 3) on b1, m2 (epoch 1)
     // on b2, both in the final ISR.
     let divergence = run.checker("divergence");
     assert_eq!(divergence["verdict"], "invalid", "{divergence}");
@@ -153,7 +155,7 @@ fn cluster_kip101_scenario2_high_watermark_truncation_leaves_the_replicas_diverg
     assert_eq!(
         evidence["details"]["holds"],
         json!({
-            "b1": {"epoch": 2, "control": false, "value": "3"},
+            "b1": {"epoch": 3, "control": false, "value": "3"},
             "b2": {"epoch": 1, "control": false, "value": "2"},
         })
     );
@@ -170,7 +172,7 @@ fn cluster_kip101_scenario2_high_watermark_truncation_leaves_the_replicas_diverg
         !run.broker_log("b2").contains("from=2 to=1"),
         "b2 truncated m2"
     );
-    assert_eq!(run.records_with_epochs("b1"), vec![(0, 0, 1), (1, 2, 3)]);
+    assert_eq!(run.records_with_epochs("b1"), vec![(0, 0, 1), (1, 3, 3)]);
     assert_eq!(run.records_with_epochs("b2"), vec![(0, 0, 1), (1, 1, 2)]);
 }
 
@@ -193,7 +195,7 @@ fn the_follower_truncates_the_divergent_record(truncation: &str) {
     for node in ["b1", "b2"] {
         assert_eq!(
             run.records_with_epochs(node),
-            vec![(0, 0, 1), (1, 2, 3)],
+            vec![(0, 0, 1), (1, 3, 3)],
             "{truncation}: {node}"
         );
     }

@@ -171,11 +171,17 @@ pub fn restarted_unseen(
             };
             let since = reg.mod_revision > state.mod_revision;
             let put_again = reg.version > 1;
-            // A key created anew matters only where its broker would leave
-            // an ISR of several; a sole member (leader or not) is left as it
-            // was, as before: a watching controller would have kept it as the
-            // last member and elected it again on its return.
-            let created_anew = broker_epoch_fencing && !put_again && state.value.isr.len() > 1;
+            // A key created anew matters where its broker would leave an ISR
+            // of several, and where it leads: a watching controller would
+            // have taken the partition offline when the key went and elected
+            // it again on its return, in a new epoch either way, so its new
+            // run never appends in the epoch its old run led (two runs
+            // writing one leader epoch, suites/found/current-seed-304-epoch-
+            // reused). A sole member that does not lead is left as it was:
+            // its return elects it in a new epoch as it is.
+            let created_anew = broker_epoch_fencing
+                && !put_again
+                && (state.value.isr.len() > 1 || state.value.leader == broker);
             let again = since && (put_again || created_anew);
             if again {
                 restarted.push((reg.mod_revision, key.clone(), broker));
@@ -364,12 +370,22 @@ mod tests {
         older.insert(2, registration(2, 45, 45, 1).1);
         older.insert(1, registration(1, 40, 40, 1).1);
         assert!(restarted_unseen(&states, &older, true).is_empty());
-        // The sole member of an ISR registered anew is left as it was.
+        // The sole member of an ISR registered anew that leads it stays
+        // leader in a new epoch; one that does not lead is left as it was.
         let mut sole = states.clone();
         sole.insert(
             ("t".to_string(), 2),
             versioned(state(2, 4, &[2]), 10, 50, 5),
         );
+        let key = ("t".to_string(), 2);
+        assert_eq!(
+            restarted_unseen(&sole, &brokers, true),
+            vec![(key.clone(), 2)]
+        );
+        let led = &sole[&key].value;
+        let next = restarted(led, &[1, 2, 3], &live, 2, true, 3).unwrap();
+        assert_eq!((next.leader, next.leader_epoch, next.isr), (2, 5, vec![2]));
+        sole.insert(key, versioned(state(-1, 4, &[2]), 10, 50, 5));
         assert!(restarted_unseen(&sole, &brokers, true).is_empty());
     }
 
