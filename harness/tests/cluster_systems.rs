@@ -71,6 +71,7 @@ fn cluster_tansu_runs_under_the_same_checkers_and_none_is_valid_over_what_it_can
         "divergence",
         "epoch-file",
         "one-leader-per-epoch",
+        "clean-election",
         "stale-controller-fenced",
     ] {
         let r = result(&results, checker);
