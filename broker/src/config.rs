@@ -27,7 +27,7 @@ pub use settings::{
     SettingKind, listing,
 };
 
-/// Which release's follower-truncation rule the broker follows (DESIGN.md's epoch table).
+/// Which release's follower-truncation rule the broker follows (broker/README.md, "Truncation settings").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Truncation {

@@ -7,7 +7,7 @@
 //!
 //! Beside the `fail` crate's own actions this adds `stop`: the broker raises
 //! SIGSTOP on itself, and the scenario resumes it with SIGCONT. Signals, crashes
-//! and partitions stay the primary faults (DESIGN.md); these only pin timing.
+//! and partitions stay the primary faults; these only pin timing.
 
 use std::fmt;
 

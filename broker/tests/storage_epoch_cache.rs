@@ -1,6 +1,6 @@
 //! The leader epoch cache against Kafka's `LeaderEpochFileCacheTest`, case by case
 //! with the same epochs and offsets (KAFKA-SEMANTICS.md §1.3), and the three
-//! OffsetsForLeaderEpoch answer rules (§1.4, DESIGN.md's epoch table).
+//! OffsetsForLeaderEpoch answer rules (KIP-101, KIP-279; broker/README.md, "Truncation settings").
 
 use epochal_broker::storage::checkpoint::read_epoch_checkpoint;
 use epochal_broker::storage::{

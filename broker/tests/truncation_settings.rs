@@ -3,7 +3,7 @@
 //! the leader's answer cross the wire codec at the version the setting uses, and
 //! the follower's final log end is read back with its leader-epoch checkpoint
 //! from disk. Each expectation is the release's documented behaviour
-//! (DESIGN.md's epoch table, KAFKA-SEMANTICS.md §1.4), flaws included.
+//! (broker/README.md, "Truncation settings"; KIP-101, KIP-279), flaws included.
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! The store: every run in its own directory, written in phases so whatever
-//! ends a run, what was recorded before stays on disk (DESIGN.md, "Store and
-//! report"):
+//! ends a run, what was recorded before stays on disk (docs/architecture.md,
+//! "The data path of one run"):
 //!
 //! ```text
 //! <store>/adhoc/<schedule name>/<UTC timestamp>-<n>/

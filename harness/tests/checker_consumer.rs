@@ -417,7 +417,7 @@ fn power_loss(run: &mut Run, node: &str, end_after: i64) {
 
 /// KIP-101 scenario 2's acks: value 2 acked at offset 1 under ISR {b1}, b1's
 /// power loss cuts offset 1, and value 3 is acked at offset 1 afterwards.
-/// DESIGN.md excuses losing 2, so 3 reusing its offset is no anomaly; without
+/// GUARANTEES.md's rule excuses losing 2, so 3 reusing its offset is no anomaly; without
 /// the power loss (or with one that did not reach offset 1) it is.
 #[test]
 fn consumer_an_acks_all_send_lost_to_a_whole_isr_power_loss_may_have_its_offset_reused() {

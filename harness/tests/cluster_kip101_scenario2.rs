@@ -6,8 +6,8 @@
 //! HW (which covers m2) and the replicas diverge at offset 1 with equal HWs and
 //! LEOs. Under the epoch-based settings A learns where m2's epoch ended on B,
 //! cuts m2 and fetches m3. m2 was acknowledged under ISR {b1} and cut by b1's
-//! power loss, so its loss is excused on every setting (DESIGN.md, "Lost write,
-//! precisely").
+//! power loss, so its loss is excused on every setting (GUARANTEES.md,
+//! "Excuses").
 
 mod common;
 

@@ -8,7 +8,7 @@
 //! any live replica when no ISR member is left); gone replicas leave the ISR, but
 //! the ISR is never emptied — its last member stays so that it can be elected
 //! cleanly when it returns; every change raises the leader epoch by exactly one
-//! (ZooKeeper-era Kafka sometimes raised it by two; see DESIGN.md).
+//! (ZooKeeper-era Kafka sometimes raised it by two).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,6 +1,6 @@
 //! What `--truncation` decides, in one place: when a new leader records its
 //! epoch, how the leader answers OffsetsForLeaderEpoch, and how a new follower
-//! cuts its log before it fetches (DESIGN.md's epoch table).
+//! cuts its log before it fetches (broker/README.md, "Truncation settings").
 //!
 //! Everything here is a pure function of the setting and a replica's epoch cache,
 //! log end and high watermark, so each release's rule can be pinned by unit tests

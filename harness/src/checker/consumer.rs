@@ -58,7 +58,7 @@ pub fn checker() -> Checker {
             poll ended is a seek, judged by the per-poll rules alone. A poll that ends before its high watermark, or returns nothing \
             though its from_offset is below it, is not a skip here. Sends with acks=1 or 0 \
             are not sources for inconsistent-offsets (Kafka lets an acks=1 write be lost and \
-            its offset reused), nor is an acks=all send whose loss DESIGN.md's rule excuses \
+            its offset reused), nor is an acks=all send whose loss GUARANTEES.md's lost-write rule excuses \
             (an unclean election, or disk faults — power loss, truncate-log — that cut its \
             offset from every member of its ISR at the ack or as it last stood, after the ack: \
             see lost-write), nor a read of a record that such a loss later removed (an unclean \

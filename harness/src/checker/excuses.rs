@@ -1,5 +1,5 @@
-//! What can excuse losing an acknowledged write (DESIGN.md, "Lost write,
-//! precisely"): an unclean election after the ack, or disk faults (power
+//! What can excuse losing an acknowledged write (GUARANTEES.md,
+//! "Excuses"): an unclean election after the ack, or disk faults (power
 //! loss, truncate-log) that took the value from every member of the ISR at
 //! the ack, or of the ISR etcd named at some later moment while the replicas
 //! that lost it had not come back. Judged per acknowledged value by the
@@ -132,7 +132,7 @@ impl<'a> Excuses<'a> {
         }
     }
 
-    /// Applies DESIGN.md's excuses to one acknowledged value.
+    /// Applies GUARANTEES.md's excuses to one acknowledged value.
     pub(crate) fn judge(&self, acked: &AckedValue) -> Judgement {
         // A system with no elections of its own (and so no timeline of
         // them): only a disk fault that cut the value from every replica the

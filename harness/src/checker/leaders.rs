@@ -37,7 +37,7 @@ pub fn checker() -> Checker {
             stamped by the leader on every batch (partitionLeaderEpoch); Kafka \
             documentation, Replication (\"each partition in Kafka has a single leader and \
             zero or more followers\"); \
-            epochal DESIGN.md (one leader per epoch).",
+            GUARANTEES.md (one leader per epoch).",
         not_checked: "Leaderless states (leader -1) are not leaders. Rule (b) reads only \
             applied LeaderAndIsr entries (UpdateMetadata and rejected entries are not \
             leadership). Rule (c) compares record values only (not keys, headers or \

@@ -1,4 +1,4 @@
-//! Lost acknowledged writes, by DESIGN.md's rule ("Lost write, precisely"): a
+//! Lost acknowledged writes, by GUARANTEES.md's lost-write rule ("Excuses"): a
 //! value acknowledged with acks=all while the ISR was S is lost illegitimately
 //! unless, after its acknowledgement, an unclean leader election happened or
 //! every member of S lost it in disk faults (power loss, truncate-log) — or
@@ -40,7 +40,7 @@ pub fn checker() -> Checker {
             lost, as long as there is at least one in sync replica alive\"; acks=all waits for the \
             full ISR; unclean.leader.election.enable trades this for availability); KIP-101 and \
             KIP-279 (leader-epoch truncation closes the ways a clean failover lost committed data); \
-            DESIGN.md \"Lost write, precisely\".",
+            GUARANTEES.md, \"Excuses\".",
         not_checked: "Writes that ended info or fail (they may or may not have happened). Whether a \
             disk fault is what actually removed the value (a power-loss or truncate-log op after \
             the ack naming every ISR member is an excuse; when the op records its cut, the cut \

@@ -25,7 +25,7 @@ pub fn checker() -> Checker {
         source: "Kafka documentation, Design §4.7 Replication (committed messages and the log's \
             offsets are the same on every in-sync replica); KIP-101 (truncation by leader epoch so \
             that replicas never diverge at a committed offset) and KIP-279 (the fix for fast \
-            leader changes); DESIGN.md \"Lost write, precisely\".",
+            leader changes); GUARANTEES.md, \"Excuses\".",
         not_checked: "Values not in the final log at all (lost-write reports them). acks=0 writes \
             (the broker names no offset). acks=1 moves are only counted. A value at its acked offset \
             and also elsewhere is a duplicate, not a move (see duplicates). Partitions with no final \

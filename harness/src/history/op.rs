@@ -183,7 +183,7 @@ pub struct Acked {
     #[serde(default)]
     pub offsets: Option<Vec<i64>>,
     /// The ISR etcd recorded just after the ack, as broker ids: the
-    /// replicas the lost-write rule holds to account (DESIGN.md).
+    /// replicas the lost-write rule holds to account (GUARANTEES.md, "Excuses").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isr: Option<Vec<u32>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,6 @@
 //! The broker's per-node settings and failpoint names a schedule may use. The one
 //! place the harness keeps this list. The harness cannot read it from the broker
-//! crate: it never depends on it (DESIGN.md). Instead
+//! crate: it never depends on it (docs/architecture.md, "The one hard rule"). Instead
 //! `tests/broker_settings_pinned.rs` runs the built `epochal-broker
 //! --list-settings` and fails when this list and the broker's disagree.
 

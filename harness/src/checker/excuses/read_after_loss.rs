@@ -1,6 +1,6 @@
 //! A read served after a disk fault had already taken the value from one
 //! member of the ISR, while another member still held it — and afterwards
-//! etcd named an ISR of only members that had lost it. DESIGN.md's rule
+//! etcd named an ISR of only members that had lost it. GUARANTEES.md's lost-write rule
 //! excuses such a loss (the ISR as it then stood held no copy), but
 //! [`Excuses::excuses_read`]'s main rule weighs only the faults after the
 //! read, so a poll invoked a moment after a power loss completed was
