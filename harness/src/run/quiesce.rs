@@ -176,30 +176,47 @@ async fn replicas_behind<R: Runtime>(live: &mut Live<R>) -> Result<Vec<String>, 
     let view = live.view().await?;
     let mut behind = Vec::new();
     for (partition, state) in &view.partitions {
-        let mut seen = Vec::new();
-        let mut ends = Vec::new();
-        for &r in &state.replicas {
-            let role = if Some(r) == state.leader {
-                " leader"
-            } else {
-                ""
-            };
-            match replica_offsets(&live.runtime, r, partition).await {
-                Ok((hw, leo)) => {
-                    ends.push(Some(leo));
-                    seen.push(format!("{r}{role} (HW {hw}, LEO {leo})"));
-                }
-                Err(why) => {
-                    ends.push(None);
-                    seen.push(format!("{r}{role} ({why})"));
-                }
-            }
-        }
+        let offsets = offsets_of(live, partition, &state.replicas).await;
+        let ends: Vec<Option<u64>> = offsets
+            .iter()
+            .map(|(_, o)| o.as_ref().ok().map(|&(_, leo)| leo))
+            .collect();
         if ends.windows(2).any(|w| w[0] != w[1]) {
+            let seen: Vec<String> = offsets
+                .iter()
+                .map(|(r, o)| {
+                    let role = if Some(*r) == state.leader {
+                        " leader"
+                    } else {
+                        ""
+                    };
+                    match o {
+                        Ok((hw, leo)) => format!("{r}{role} (HW {hw}, LEO {leo})"),
+                        Err(why) => format!("{r}{role} ({why})"),
+                    }
+                })
+                .collect();
             behind.push(format!("{partition}: {}", seen.join(", ")));
         }
     }
     Ok(behind)
+}
+
+/// Each replica's (HW, LEO) of `partition`, asked on its own port, or why
+/// it did not answer.
+async fn offsets_of<R: Runtime>(
+    live: &Live<R>,
+    partition: &crate::topic_partition::PartitionRef,
+    replicas: &[NodeId],
+) -> Vec<(NodeId, Result<(u64, u64), String>)> {
+    let mut offsets = Vec::with_capacity(replicas.len());
+    for &r in replicas {
+        let answer = replica_offsets(&live.runtime, r, partition)
+            .await
+            .map_err(|why| why.to_string());
+        offsets.push((r, answer));
+    }
+    offsets
 }
 
 /// The first partition whose replicas are not yet all at one (HW, LEO) with
@@ -208,8 +225,8 @@ async fn unsettled<R: Runtime>(live: &mut Live<R>) -> Result<Option<String>, Run
     let view = live.view().await?;
     for (partition, state) in &view.partitions {
         let mut seen = Vec::new();
-        for &r in &state.replicas {
-            match replica_offsets(&live.runtime, r, partition).await {
+        for (r, answer) in offsets_of(live, partition, &state.replicas).await {
+            match answer {
                 Ok(offsets) => seen.push(offsets),
                 Err(why) => return Ok(Some(format!("{partition} on {r}: {why}"))),
             }
