@@ -9,6 +9,7 @@
 #   bash ci/gate.sh process            # one runtime
 #   EPOCHAL_STORE=/tmp/store bash ci/gate.sh docker
 #   EPOCHAL_SHARD=2/4 bash ci/gate.sh  # the second of four slices of the cases
+#   EPOCHAL_SUITES="suites/slips.toml" bash ci/gate.sh docker  # some suites only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runtimes=("$@")
@@ -16,12 +17,14 @@ runtimes=("$@")
 store=${EPOCHAL_STORE:-store}
 jobs=${EPOCHAL_JOBS:-2}
 shard=${EPOCHAL_SHARD:-1/1}
+# Suite files or folders, split on spaces (default: every suite).
+read -r -a suites <<<"${EPOCHAL_SUITES:-suites/}"
 mkdir -p "$store"
 cargo build -q --workspace --bins
 failed=()
 for runtime in "${runtimes[@]}"; do
-  echo "== epochal gate suites/ --runtime $runtime --shard $shard"
-  if ! target/debug/epochal gate suites/ --runtime "$runtime" --jobs "$jobs" --shard "$shard" \
+  echo "== epochal gate ${suites[*]} --runtime $runtime --shard $shard"
+  if ! target/debug/epochal gate "${suites[@]}" --runtime "$runtime" --jobs "$jobs" --shard "$shard" \
       --store "$store/$runtime" --junit "$store/junit-$runtime.xml"; then
     failed+=("$runtime")
   fi
