@@ -70,10 +70,18 @@ pub enum Failpoint {
     /// the read path's bound that serves records no ISR has yet, so a test
     /// can show that the harness names each such answer.
     LeaderReadsPastHighWatermark,
+    /// A broker is checking a LeaderAndIsr partition's leader epoch against
+    /// the one it holds. `return` makes it apply the state whatever its
+    /// epoch: a slip in the replica manager's epoch rule (Kafka's
+    /// ReplicaManager.becomeLeaderOrFollower ignores a partition state whose
+    /// leader epoch is not above the one it holds) that no release shipped,
+    /// so a test can show that the harness names a leader epoch going back
+    /// on one broker when an old decision reaches it late.
+    LeaderAndIsrSkipsEpochCheck,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 11] = [
+    pub const ALL: [Failpoint; 12] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
@@ -85,6 +93,7 @@ impl Failpoint {
         Failpoint::ShutdownExitsAtOnce,
         Failpoint::ControllerElectionIgnoresIsr,
         Failpoint::LeaderReadsPastHighWatermark,
+        Failpoint::LeaderAndIsrSkipsEpochCheck,
     ];
 
     pub fn name(self) -> &'static str {
@@ -100,6 +109,7 @@ impl Failpoint {
             Failpoint::ShutdownExitsAtOnce => "shutdown-exits-at-once",
             Failpoint::ControllerElectionIgnoresIsr => "controller-election-ignores-isr",
             Failpoint::LeaderReadsPastHighWatermark => "leader-reads-past-high-watermark",
+            Failpoint::LeaderAndIsrSkipsEpochCheck => "leader-and-isr-skips-epoch-check",
         }
     }
 

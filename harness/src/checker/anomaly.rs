@@ -81,6 +81,10 @@ anomalies! {
         "a broker applied a decision of an older controller epoch after a newer one (KAFKA-532)";
     UncommittedDecisionApplied = "uncommitted-decision-applied", "stale-controller-fenced", true,
         "a broker applied a leader and leader epoch that etcd never recorded for the partition";
+    LeaderEpochRegressed = "leader-epoch-regressed", "stale-controller-fenced", true,
+        "a broker applied a LeaderAndIsr whose leader epoch is below one it applied before for the partition: a decision reached it late and was taken";
+    DecisionOutOfOrder = "decision-out-of-order", "stale-controller-fenced", true,
+        "a broker applied a partition state that etcd recorded only before one the broker had already applied";
     ConsumedOffsetRegressed = "consumed-offset-regressed", "high-watermark", true,
         "a poll returned a record below the offset it fetched from";
     ReadAboveHighWatermark = "read-above-high-watermark", "high-watermark", true,

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::{OpType, Process, RecordValue};
 use crate::node::NodeId;
+use crate::reader::state_change::StateChange;
 use crate::reader::{Finding, Payload};
 use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
@@ -125,7 +126,8 @@ details! {
     LeadersInEtcd(LeadersInEtcd) for TwoLeadersInEtcd;
     LeadersApplied(LeadersApplied) for TwoLeadersApplied;
     WritersInOneEpoch(WritersInOneEpoch) for TwoWritersInOneEpoch;
-    StaleEpochApplied(StaleEpochApplied) for StaleControllerEpochApplied;
+    StaleEpochApplied(StaleEpochApplied) for StaleControllerEpochApplied | LeaderEpochRegressed;
+    OutOfOrderApplied(OutOfOrderApplied) for DecisionOutOfOrder;
     UncommittedApplied(UncommittedApplied) for UncommittedDecisionApplied;
     ConsumedRegressed(ConsumedRegressed) for ConsumedOffsetRegressed;
     WatermarkRegressed(WatermarkRegressed) for HighWatermarkRegressed;
@@ -383,7 +385,26 @@ pub struct StateChangeEntry {
     pub topic: String,
 }
 
-/// `stale-controller-epoch-applied`: the first stale entry, the newer one
+impl StateChangeEntry {
+    /// Entry `index` of `node`'s state-change log, as evidence names it.
+    pub fn of(node: NodeId, index: usize, entry: &StateChange) -> Self {
+        StateChangeEntry {
+            controller_epoch: entry.controller_epoch,
+            controller_id: entry.controller_id,
+            entry: index,
+            isr: entry.isr.clone(),
+            leader: entry.leader,
+            leader_epoch: entry.leader_epoch,
+            node,
+            partition: entry.partition,
+            request: entry.request.clone(),
+            time_ms: entry.time_ms,
+            topic: entry.topic.clone(),
+        }
+    }
+}
+
+/// `stale-controller-epoch-applied` and `leader-epoch-regressed`: the first stale entry, the newer one
 /// applied before it, and how many such entries followed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StaleEpochApplied {
@@ -391,6 +412,16 @@ pub struct StaleEpochApplied {
     pub node: NodeId,
     pub stale: StateChangeEntry,
     pub stale_entries: usize,
+}
+
+/// `decision-out-of-order`: the entry, the revisions etcd recorded its state
+/// at, and the entry applied before it whose state etcd recorded later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutOfOrderApplied {
+    pub applied: StateChangeEntry,
+    pub etcd_revisions: Vec<i64>,
+    pub newer_applied_before: StateChangeEntry,
+    pub newer_etcd_revisions: Vec<i64>,
 }
 
 /// `uncommitted-decision-applied`: the entry, and what etcd did record for

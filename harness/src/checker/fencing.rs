@@ -6,6 +6,8 @@
 //! etcd's timeline of what controllers committed. A rejected entry is the fence
 //! working and is never evidence.
 
+mod order;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::CheckOutcome;
@@ -24,7 +26,10 @@ pub fn checker() -> Checker {
             LeaderAndIsr, UpdateMetadata or StopReplica carries a controller epoch lower than \
             one the same broker applied earlier in its state-change log; (2) every applied \
             LeaderAndIsr names a (leader, leader epoch) that etcd recorded for that \
-            partition — a decision no controller committed is what a stale controller sends.",
+            partition — a decision no controller committed is what a stale controller sends. \
+            Nor a stale decision of any controller: (3) a partition's leader epoch never goes \
+            back along one broker's applied LeaderAndIsr; (4) no broker applies a partition \
+            state (leader, epoch, ISR) that etcd recorded only before one it applied earlier.",
         source: "KAFKA-532 (Multiple controllers can co-exist during soft failures): the \
             controller epoch, StaleControllerEpochCode, and the broker's \
             `if (request.controllerEpoch < controllerEpoch)` rejection of LeaderAndIsr, \
@@ -42,7 +47,11 @@ pub fn checker() -> Checker {
             by rule 1. Rule 2 does not read UpdateMetadata or StopReplica. Decisions a \
             broker received but did not log (a crash mid-write) are not seen. Rule 1 needs \
             the state-change logs; rule 2 needs them and etcd's timeline — without the \
-            timeline, rule 2 is skipped and the verdict is at best unknown.",
+            timeline, rule 2 is skipped and the verdict is at best unknown. Rules 3 and 4 \
+            read applied LeaderAndIsr only (UpdateMetadata is a cache, not a role); rule 4 \
+            compares states within one leader epoch (rule 3 has the rest), counts a state \
+            etcd recorded twice as its latest recording, and skips states etcd never \
+            recorded (rule 2's); it needs etcd's timeline.",
         needs: &[Need::EtcdTimeline, Need::StateChangeLog],
         check,
     }
@@ -57,8 +66,10 @@ pub fn check(index: &RunIndex) -> CheckOutcome {
         ));
     }
     let mut evidence = stale_epochs_applied(&run.state_changes);
+    evidence.extend(order::leader_epochs_regressed(&run.state_changes));
     if let Some(timeline) = &run.timeline {
         evidence.extend(uncommitted_decisions_applied(&run.state_changes, timeline));
+        evidence.extend(order::decisions_out_of_order(&run.state_changes, timeline));
     }
     let applied = run
         .state_changes
@@ -96,22 +107,6 @@ pub fn check(index: &RunIndex) -> CheckOutcome {
     Ok(result
         .with_count("applied", applied)
         .with_count("rejected", rejected))
-}
-
-fn entry_of(node: NodeId, index: usize, entry: &StateChange) -> StateChangeEntry {
-    StateChangeEntry {
-        controller_epoch: entry.controller_epoch,
-        controller_id: entry.controller_id,
-        entry: index,
-        isr: entry.isr.clone(),
-        leader: entry.leader,
-        leader_epoch: entry.leader_epoch,
-        node,
-        partition: entry.partition,
-        request: entry.request.clone(),
-        time_ms: entry.time_ms,
-        topic: entry.topic.clone(),
-    }
 }
 
 /// Rule 1: along each broker's log, an applied entry whose controller epoch is
@@ -157,9 +152,9 @@ fn stale_epochs_applied(logs: &BTreeMap<NodeId, Vec<StateChange>>) -> Vec<Eviden
                     entry.controller_id
                 ),
                 details: StaleEpochApplied {
-                    newer_applied_before: entry_of(node, newer_index, newer),
+                    newer_applied_before: StateChangeEntry::of(node, newer_index, newer),
                     node,
-                    stale: entry_of(node, index, entry),
+                    stale: StateChangeEntry::of(node, index, entry),
                     stale_entries: count,
                 }
                 .into(),
@@ -239,7 +234,7 @@ fn uncommitted_decisions_applied(
                     }
                 ),
                 details: UncommittedApplied {
-                    applied: entry_of(node, index, entry),
+                    applied: StateChangeEntry::of(node, index, entry),
                     etcd_states_in_that_epoch: recorded,
                 }
                 .into(),

@@ -107,4 +107,5 @@ pub const FAILPOINTS: &[&str] = &[
     "shutdown-exits-at-once",
     "controller-election-ignores-isr",
     "leader-reads-past-high-watermark",
+    "leader-and-isr-skips-epoch-check",
 ];

@@ -12,7 +12,8 @@
 //! record). An anomaly a client op shows by itself (a poll that went
 //! backwards, a committed offset read low, a second ack out of order) is
 //! seen at the latest op it names. A broker's applied decision
-//! (`stale-controller-epoch-applied`, `two-leaders-applied`,
+//! (`stale-controller-epoch-applied`, `leader-epoch-regressed`,
+//! `decision-out-of-order`, `two-leaders-applied`,
 //! `uncommitted-decision-applied`) is placed at its state-change log time
 //! on the history's clock (`clock.json`: one machine, one wall clock).
 //! Damage no client observed is placed at its own latest named op (the
@@ -286,6 +287,7 @@ fn applied_ms(details: &Details) -> Option<u64> {
     match details {
         Details::StaleEpochApplied(d) => Some(d.stale.time_ms),
         Details::UncommittedApplied(d) => Some(d.applied.time_ms),
+        Details::OutOfOrderApplied(d) => Some(d.applied.time_ms),
         Details::LeadersApplied(d) => d
             .leaders
             .iter()
