@@ -9,23 +9,25 @@
 //! links this crate) checks its own list against. `declare.rs` is the macro
 //! that makes them; it names no setting.
 //!
-//! Flags win over the file; the file wins over defaults. The resolved config is
-//! serializable back to TOML so a launcher can log exactly what ran. Settings that
+//! Flags win over the file; the file wins over defaults (`resolve.rs`). The
+//! resolved config is serializable back to TOML so a launcher can log exactly
+//! what ran. This file holds what those files share, and names none of them:
+//! what a row of the table is ([`Setting`]), the values some settings choose
+//! between, and [`ConfigError`]. Settings that
 //! the replication protocol reads (truncation rule, fencing, unclean election,
 //! min ISR, fetch wait, lag time, checkpoint interval) are named after Kafka's.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 mod declare;
+mod resolve;
 mod settings;
 mod value;
 
-pub use settings::{
-    BrokerConfig, ConfigArgs, DEFAULT_MAX_REQUEST_BYTES, SETTINGS, Setting, SettingDefault,
-    SettingKind, listing,
-};
+pub use settings::{BrokerConfig, ConfigArgs, DEFAULT_MAX_REQUEST_BYTES, SETTINGS, listing};
 
 /// Which release's follower-truncation rule the broker follows (broker/README.md, "Truncation settings").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -126,37 +128,6 @@ pub enum ConfigError {
     Invalid { key: &'static str, reason: String },
 }
 
-impl ConfigArgs {
-    /// Read the TOML file (if any), lay the flags over it, and check and
-    /// default every setting.
-    pub fn resolve(self) -> Result<BrokerConfig, ConfigError> {
-        let file = match &self.config {
-            Some(path) => load_file(path)?,
-            None => ConfigArgs::default(),
-        };
-        self.over(file).validate()
-    }
-}
-
-impl BrokerConfig {
-    /// The resolved settings as a config file: logged at start so a run records
-    /// what it used, and readable back through `--config` to the same settings.
-    pub fn to_toml(&self) -> String {
-        toml::to_string(&self.to_args()).unwrap_or_else(|e| format!("# unprintable config: {e}"))
-    }
-}
-
-fn load_file(path: &Path) -> Result<ConfigArgs, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    toml::from_str(&text).map_err(|source| ConfigError::Parse {
-        path: path.to_path_buf(),
-        source: Box::new(source),
-    })
-}
-
 fn invalid(key: &'static str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
@@ -174,249 +145,101 @@ pub fn split_host_port(addr: &str) -> Option<(String, u16)> {
     Some((host.to_string(), port.parse().ok()?))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::{Parser, ValueEnum};
-    use settings::row;
+/// What a setting's value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingKind {
+    /// `true` or `false`.
+    Bool,
+    /// A whole number, at least `min`.
+    Count { min: u64 },
+    /// One of these names.
+    OneOf(&'static [&'static str]),
+    /// `HOST:PORT`.
+    Address,
+    /// A file or directory.
+    Path,
+    /// etcd endpoint URLs, comma-separated.
+    Endpoints,
+    /// `ID=HOST:PORT`, repeatable (a list in the file).
+    Peers,
+}
 
-    fn args(list: &[&str]) -> ConfigArgs {
-        let mut v = vec!["epochal-broker"];
-        v.extend_from_slice(list);
-        ConfigArgs::try_parse_from(v).unwrap()
-    }
+/// What a setting is when neither a flag nor the file sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingDefault {
+    /// The broker refuses to start without it.
+    Required,
+    /// Left unset; the help says what the broker does instead.
+    Unset,
+    Bool(bool),
+    Count(u64),
+    Text(&'static str),
+}
 
-    #[test]
-    fn flags_override_file_and_defaults_fill_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("b.toml");
-        std::fs::write(
-            &file,
-            "node_id = 3\ndata_dir = \"/tmp/x\"\netcd = \"http://a:1,http://b:2\"\nlease_ttl_s = 9\n\
-             truncation = \"kip-279\"\npeers = [\"2=127.0.0.1:7000\"]\n",
-        )
-        .unwrap();
-        let cfg = args(&[
-            "--config",
-            file.to_str().unwrap(),
-            "--lease-ttl-s",
-            "2",
-            "--truncation",
-            "kip-101",
-        ])
-        .resolve()
-        .unwrap();
-        assert_eq!(cfg.node_id, 3);
-        assert_eq!(cfg.lease_ttl_s, 2);
-        assert_eq!(cfg.etcd, vec!["http://a:1", "http://b:2"]);
-        assert_eq!(
-            cfg.peers.get(&2).map(String::as_str),
-            Some("127.0.0.1:7000")
-        );
-        assert_eq!(cfg.truncation, Truncation::Kip101);
-        assert!(cfg.controller_epoch_fencing);
-    }
+/// One row of the settings table (`settings.rs`): what `--list-settings`
+/// prints of a setting and the flag's help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The config-file key (snake_case), and the field of [`ConfigArgs`] and
+    /// [`BrokerConfig`].
+    pub name: &'static str,
+    /// The command-line flag.
+    pub flag: &'static str,
+    pub kind: SettingKind,
+    pub default: SettingDefault,
+    pub help: &'static str,
+}
 
-    #[test]
-    fn bool_settings_take_a_value_and_missing_required_keys_are_named() {
-        let cfg = resolve_with("--controller-epoch-fencing false --unclean-leader-election true")
-            .unwrap();
-        assert!(!cfg.controller_epoch_fencing);
-        assert!(cfg.unclean_leader_election);
-        let err = args(&["--node-id", "1"]).resolve().unwrap_err();
-        assert!(matches!(err, ConfigError::Missing("data_dir")), "{err}");
-    }
-
-    #[test]
-    fn the_printed_config_reads_back_to_the_same_settings() {
-        let cfg = args(&[
-            "--node-id",
-            "2",
-            "--data-dir",
-            "/d",
-            "--etcd",
-            "http://e:1,http://f:2",
-            "--peer",
-            "1=127.0.0.1:9001",
-            "--peer",
-            "3=127.0.0.1:9003",
-            "--truncation",
-            "high-watermark",
-        ])
-        .resolve()
-        .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("printed.toml");
-        std::fs::write(&file, cfg.to_toml()).unwrap();
-        let back = args(&["--config", file.to_str().unwrap()])
-            .resolve()
-            .unwrap();
-        assert_eq!(back, cfg, "printed:\n{}", cfg.to_toml());
-    }
-
-    #[test]
-    fn unknown_file_keys_and_zero_ttl_are_rejected() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("b.toml");
-        std::fs::write(&file, "node_id = 1\nbogus = 2\n").unwrap();
-        let err = args(&["--config", file.to_str().unwrap()])
-            .resolve()
-            .unwrap_err();
-        assert!(matches!(err, ConfigError::Parse { .. }), "{err}");
-        let err = resolve_with("--lease-ttl-s 0").unwrap_err();
-        assert!(
-            matches!(
-                err,
-                ConfigError::Invalid {
-                    key: "lease_ttl_s",
-                    ..
-                }
-            ),
-            "{err}"
-        );
-    }
-
-    /// The flag parser and the table name the same settings with the same
-    /// flags and help, so the table `--list-settings` prints is the one parsed.
-    #[test]
-    fn every_flag_is_a_row_of_the_settings_table_and_back() {
-        use clap::CommandFactory;
-        let command = ConfigArgs::command();
-        let flags: Vec<(String, String, String)> = command
-            .get_arguments()
-            .filter(|a| !["list_settings", "help", "version"].contains(&a.get_id().as_str()))
-            .map(|a| {
-                (
-                    a.get_id().to_string(),
-                    format!("--{}", a.get_long().unwrap()),
-                    a.get_help().map(|h| h.to_string()).unwrap_or_default(),
-                )
-            })
-            .collect();
-        let rows: Vec<(String, String, String)> = SETTINGS
-            .iter()
-            .map(|s| (s.name.into(), s.flag.into(), s.help.into()))
-            .collect();
-        assert_eq!(flags, rows);
-    }
-
-    /// Every row but the flag-only `config` is a key the file accepts and the
-    /// printed config carries; and the `truncation` names are the parser's.
-    #[test]
-    fn the_table_names_the_file_keys_and_the_truncation_values() {
-        let cfg = resolve_with("--advertised h:1 --peer 2=h:2 --flush-messages 1").unwrap();
-        let printed: toml::Table = toml::from_str(&cfg.to_toml()).unwrap();
-        let keys: Vec<&str> = printed.keys().map(String::as_str).collect();
-        let mut names: Vec<&str> = SETTINGS
-            .iter()
-            .map(|s| s.name)
-            .filter(|n| *n != "config")
-            .collect();
-        names.sort_unstable();
-        assert_eq!(keys, names);
-        assert_eq!(
-            row::truncation.kind,
-            SettingKind::OneOf(&["high-watermark", "kip-101", "kip-279", "current"])
-        );
-        for (row, parsed) in [
-            (row::truncation, parser_names::<Truncation>()),
-            (
-                row::producer_state_recovery,
-                parser_names::<ProducerStateRecovery>(),
-            ),
-            (
-                row::offsets_commit_acks,
-                parser_names::<OffsetsCommitAcks>(),
-            ),
-            (row::offsets_load, parser_names::<OffsetsLoad>()),
-        ] {
-            let SettingKind::OneOf(names) = row.kind else {
-                unreachable!("{} is not one-of", row.name)
-            };
-            assert_eq!(parsed, names);
+impl SettingKind {
+    /// The kind's name in `--list-settings`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SettingKind::Bool => "bool",
+            SettingKind::Count { .. } => "count",
+            SettingKind::OneOf(_) => "one-of",
+            SettingKind::Address => "address",
+            SettingKind::Path => "path",
+            SettingKind::Endpoints => "endpoints",
+            SettingKind::Peers => "peers",
         }
     }
+}
 
-    /// The names clap accepts for `E`'s values.
-    fn parser_names<E: ValueEnum>() -> Vec<String> {
-        E::value_variants()
-            .iter()
-            .map(|v| v.to_possible_value().unwrap().get_name().to_string())
-            .collect()
-    }
-
-    /// The three required settings, then `more` (flags and values split at
-    /// spaces), resolved.
-    fn resolve_with(more: &str) -> Result<BrokerConfig, ConfigError> {
-        let required = ["--node-id", "1", "--data-dir", "/d", "--etcd", "e"];
-        let more: Vec<&str> = more.split(' ').filter(|s| !s.is_empty()).collect();
-        args(&[&required[..], &more].concat()).resolve()
-    }
-
-    /// Of several bad values the error names one, always the same: the first
-    /// in the order the broker checked them before the table existed, which
-    /// is not the table's order (`settings::CHECKED_FIRST`).
-    #[test]
-    fn of_several_bad_settings_the_one_checked_first_is_named() {
-        for (bad, named) in [
-            (
-                "--flush-messages 0 --min-insync-replicas 0",
-                "min_insync_replicas",
-            ),
-            (
-                "--hw-checkpoint-interval-ms 0 --flush-messages 0",
-                "flush_messages",
-            ),
-            (
-                "--replica-lag-time-max-ms 0 --hw-checkpoint-interval-ms 0",
-                "hw_checkpoint_interval_ms",
-            ),
-            (
-                "--etcd-connect-timeout-ms 0 --replica-lag-time-max-ms 0",
-                "replica_lag_time_max_ms",
-            ),
-            ("--min-insync-replicas 0 --lease-ttl-s 0", "lease_ttl_s"),
-            ("--lease-ttl-s 0 --peer x", "peer"),
-        ] {
-            let err = resolve_with(bad).unwrap_err();
-            assert!(
-                matches!(&err, ConfigError::Invalid { key, .. } if *key == named),
-                "{bad}: {err}"
-            );
+impl Setting {
+    /// One line of `--list-settings`.
+    pub fn to_json(&self) -> Value {
+        let mut line = json!({
+            "setting": self.name,
+            "flag": self.flag,
+            "kind": self.kind.name(),
+            "required": self.default == SettingDefault::Required,
+            "default": match self.default {
+                SettingDefault::Required | SettingDefault::Unset => Value::Null,
+                SettingDefault::Bool(b) => json!(b),
+                SettingDefault::Count(n) => json!(n),
+                SettingDefault::Text(t) => json!(t),
+            },
+            "help": self.help,
+        });
+        match self.kind {
+            SettingKind::Count { min } => line["min"] = json!(min),
+            SettingKind::OneOf(names) => line["values"] = json!(names),
+            _ => {}
         }
+        line
     }
 
-    /// Unset settings take the table's defaults, and a value below a
-    /// table minimum is refused naming the setting.
-    #[test]
-    fn defaults_and_minimums_come_from_the_table() {
-        let cfg = resolve_with("").unwrap();
-        assert_eq!(cfg.lease_ttl_s, 6);
-        assert_eq!(cfg.flush_messages, u64::MAX);
-        assert_eq!(cfg.max_request_bytes, DEFAULT_MAX_REQUEST_BYTES);
-        assert_eq!(cfg.truncation, Truncation::Current);
-        assert_eq!(cfg.producer_state_recovery, ProducerStateRecovery::Current);
-        assert_eq!(cfg.listen, "127.0.0.1:9092");
-        assert!(cfg.controller_epoch_fencing && !cfg.unclean_leader_election);
-        for (flag, key) in [
-            ("--min-insync-replicas", "min_insync_replicas"),
-            ("--flush-messages", "flush_messages"),
-            ("--replica-lag-time-max-ms", "replica_lag_time_max_ms"),
-            ("--hw-checkpoint-interval-ms", "hw_checkpoint_interval_ms"),
-        ] {
-            let err = resolve_with(&format!("{flag} 0")).unwrap_err();
-            assert!(
-                matches!(&err, ConfigError::Invalid { key: k, reason } if *k == key && reason == "must be at least 1"),
-                "{err}"
-            );
-        }
-        // A negative id, checked before anything else is (a bad TTL too here).
-        let err = args(&["--node-id=-1", "--lease-ttl-s", "0", "--listen", "x"])
-            .resolve()
-            .unwrap_err();
-        assert!(
-            matches!(err, ConfigError::Invalid { key: "node_id", .. }),
-            "{err}"
-        );
+    /// The flag without its dashes, as clap names it.
+    pub fn long(&self) -> &'static str {
+        self.flag.strip_prefix("--").unwrap_or(self.flag)
+    }
+
+    /// The default, for a setting whose default is text (for the codecs,
+    /// `value.rs`).
+    fn default_text(&self) -> &'static str {
+        let SettingDefault::Text(default) = self.default else {
+            unreachable!("setting {} has no text default", self.name)
+        };
+        default
     }
 }

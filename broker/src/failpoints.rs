@@ -78,10 +78,16 @@ pub enum Failpoint {
     /// so a test can show that the harness names a leader epoch going back
     /// on one broker when an old decision reaches it late.
     LeaderAndIsrSkipsEpochCheck,
+    /// A leader is deciding whether an acks=all append is settled. `return`
+    /// makes the append itself settle it, whatever the high watermark: a
+    /// slip in the produce path's wait (acks=all answered as acks=1) that no
+    /// release shipped, so a test can show that the harness names each ack
+    /// an ISR member did not hold, with or without a fault that loses it.
+    LeaderAcksOnAppend,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 12] = [
+    pub const ALL: [Failpoint; 13] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
@@ -94,6 +100,7 @@ impl Failpoint {
         Failpoint::ControllerElectionIgnoresIsr,
         Failpoint::LeaderReadsPastHighWatermark,
         Failpoint::LeaderAndIsrSkipsEpochCheck,
+        Failpoint::LeaderAcksOnAppend,
     ];
 
     pub fn name(self) -> &'static str {
@@ -110,6 +117,7 @@ impl Failpoint {
             Failpoint::ControllerElectionIgnoresIsr => "controller-election-ignores-isr",
             Failpoint::LeaderReadsPastHighWatermark => "leader-reads-past-high-watermark",
             Failpoint::LeaderAndIsrSkipsEpochCheck => "leader-and-isr-skips-epoch-check",
+            Failpoint::LeaderAcksOnAppend => "leader-acks-on-append",
         }
     }
 

@@ -20,11 +20,11 @@ use std::sync::RwLock;
 use std::time::Duration;
 
 use etcd_client::{EventType, GetOptions, WatchOptions};
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::controller::metadata_store::{
-    KeyKind, MetadataStore, classify, topic_config_key, topic_configs_prefix,
+    KeyKind, MetadataStore, Overrides, TopicConfigRecord, classify, topic_config_key,
+    topic_configs_prefix,
 };
 
 /// A config's type, as DescribeConfigs v3+ names it (Kafka's `ConfigType`).
@@ -160,22 +160,6 @@ pub fn validate(name: &str, value: &str) -> Result<(), ConfigError> {
         }
     }
     Ok(())
-}
-
-/// A topic's overrides: config name → value, as stored.
-pub type Overrides = BTreeMap<String, String>;
-
-/// The etcd value of a topic's configs, ZooKeeper's `/config/topics/<t>`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopicConfigRecord {
-    pub version: i32,
-    pub config: Overrides,
-}
-
-impl TopicConfigRecord {
-    pub fn new(config: Overrides) -> Self {
-        TopicConfigRecord { version: 1, config }
-    }
 }
 
 /// The broker settings topic configs default to.

@@ -1,7 +1,7 @@
 //! epochal: the fault-injection conformance harness.
 //!
 //! The modules in layer order, lowest first; each names only modules before
-//! it (`tests/layers.rs` keeps this, and that no file depends on itself):
+//! it (`tests/layers/` keeps this, and that no file depends on itself):
 //! the vocabulary (`text_form`, `random`, `duration`; `node`, a broker, `b1`
 //! ⇄ id 1; `topic_partition`, `t-0`), `schedule` (TOML in, typed steps out)
 //! and `system` (a system under test as data: systems/*.toml),

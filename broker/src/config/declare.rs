@@ -128,13 +128,13 @@ macro_rules! broker_settings {
 
             /// Pass 2: every setting checked and defaulted by its codec. Of
             /// several bad values, the error names the one
-            /// [`check_rank`](crate::config::settings::check_rank) puts first.
+            /// [`check_rank`](crate::config::value::check_rank) puts first.
             pub(super) fn validate(self) -> Result<BrokerConfig, crate::config::ConfigError> {
                 use crate::config::value::{Codec, FirstFailure};
                 let mut failures = FirstFailure::default();
                 $(
                     let $field = failures.keep(
-                        crate::config::settings::check_rank(&row::$field),
+                        crate::config::value::check_rank(&row::$field, SETTINGS),
                         <$codec as Codec<$given, $value>>::resolve(&row::$field, self.$field),
                     );
                 )*

@@ -17,54 +17,14 @@ use serde_json::{Value, json};
 
 use super::declare::broker_settings;
 use super::value::{BindAddress, Choice, Count, Endpoints, HostPort, Peers, Required, Switch};
-use super::{OffsetsCommitAcks, OffsetsLoad, ProducerStateRecovery, Truncation};
+use super::{
+    OffsetsCommitAcks, OffsetsLoad, ProducerStateRecovery, Setting, SettingDefault, SettingKind,
+    Truncation,
+};
 use crate::failpoints::Failpoint;
 
 /// Kafka's default `socket.request.max.bytes`: a frame claiming more is refused.
 pub const DEFAULT_MAX_REQUEST_BYTES: u32 = 100 * 1024 * 1024;
-
-/// What a setting's value is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SettingKind {
-    /// `true` or `false`.
-    Bool,
-    /// A whole number, at least `min`.
-    Count { min: u64 },
-    /// One of these names.
-    OneOf(&'static [&'static str]),
-    /// `HOST:PORT`.
-    Address,
-    /// A file or directory.
-    Path,
-    /// etcd endpoint URLs, comma-separated.
-    Endpoints,
-    /// `ID=HOST:PORT`, repeatable (a list in the file).
-    Peers,
-}
-
-/// What a setting is when neither a flag nor the file sets it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SettingDefault {
-    /// The broker refuses to start without it.
-    Required,
-    /// Left unset; the help says what the broker does instead.
-    Unset,
-    Bool(bool),
-    Count(u64),
-    Text(&'static str),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Setting {
-    /// The config-file key (snake_case), and the field of [`ConfigArgs`] and
-    /// [`BrokerConfig`].
-    pub name: &'static str,
-    /// The command-line flag.
-    pub flag: &'static str,
-    pub kind: SettingKind,
-    pub default: SettingDefault,
-    pub help: &'static str,
-}
 
 broker_settings! {
     #[arg(value_name = "FILE")]
@@ -372,88 +332,6 @@ broker_settings! {
         default: SettingDefault::Count(1_800_000),
         help: "Longest session timeout a group member may ask for (Kafka's \
                group.max.session.timeout.ms)",
-    }
-}
-
-/// Where a setting is checked, for [`FirstFailure`](super::value::FirstFailure):
-/// of several bad values the broker names the one checked first. These were
-/// checked in this order before the table existed, so they keep it (what a
-/// launcher reads for a bad command line stays the same); any other setting is
-/// checked after them, in table order.
-const CHECKED_FIRST: &[&str] = &[
-    "node_id",
-    "listen",
-    "advertised",
-    "data_dir",
-    "etcd",
-    "peers",
-    "lease_ttl_s",
-    "min_insync_replicas",
-    "flush_messages",
-    "hw_checkpoint_interval_ms",
-    "replica_lag_time_max_ms",
-];
-
-/// `setting`'s place in the check order: its place in [`CHECKED_FIRST`],
-/// else after all of those, by its place in the table.
-pub(super) fn check_rank(setting: &Setting) -> usize {
-    let listed = CHECKED_FIRST.iter().position(|name| *name == setting.name);
-    listed.unwrap_or_else(|| {
-        let in_table = SETTINGS.iter().position(|s| s.name == setting.name);
-        CHECKED_FIRST.len() + in_table.expect("every setting is a row of the table")
-    })
-}
-
-impl SettingKind {
-    /// The kind's name in `--list-settings`.
-    pub fn name(self) -> &'static str {
-        match self {
-            SettingKind::Bool => "bool",
-            SettingKind::Count { .. } => "count",
-            SettingKind::OneOf(_) => "one-of",
-            SettingKind::Address => "address",
-            SettingKind::Path => "path",
-            SettingKind::Endpoints => "endpoints",
-            SettingKind::Peers => "peers",
-        }
-    }
-}
-
-impl Setting {
-    /// One line of `--list-settings`.
-    pub fn to_json(&self) -> Value {
-        let mut line = json!({
-            "setting": self.name,
-            "flag": self.flag,
-            "kind": self.kind.name(),
-            "required": self.default == SettingDefault::Required,
-            "default": match self.default {
-                SettingDefault::Required | SettingDefault::Unset => Value::Null,
-                SettingDefault::Bool(b) => json!(b),
-                SettingDefault::Count(n) => json!(n),
-                SettingDefault::Text(t) => json!(t),
-            },
-            "help": self.help,
-        });
-        match self.kind {
-            SettingKind::Count { min } => line["min"] = json!(min),
-            SettingKind::OneOf(names) => line["values"] = json!(names),
-            _ => {}
-        }
-        line
-    }
-
-    /// The flag without its dashes, as clap names it.
-    pub fn long(&self) -> &'static str {
-        self.flag.strip_prefix("--").unwrap_or(self.flag)
-    }
-
-    /// The default, for a setting whose default is text.
-    pub(super) fn default_text(&self) -> &'static str {
-        let SettingDefault::Text(default) = self.default else {
-            unreachable!("setting {} has no text default", self.name)
-        };
-        default
     }
 }
 

@@ -11,8 +11,7 @@ use std::net::SocketAddr;
 
 use clap::ValueEnum;
 
-use super::settings::{Setting, SettingDefault, SettingKind};
-use super::{ConfigError, invalid, split_host_port};
+use super::{ConfigError, Setting, SettingDefault, SettingKind, invalid, split_host_port};
 
 /// What a flag or the file gave for one setting: nothing, or a value (for a
 /// repeatable flag, values).
@@ -225,9 +224,39 @@ impl Codec<Vec<String>, PeerAddresses> for Peers {
     }
 }
 
+/// Where a setting is checked, for [`FirstFailure`]:
+/// of several bad values the broker names the one checked first. These were
+/// checked in this order before the table existed, so they keep it (what a
+/// launcher reads for a bad command line stays the same); any other setting is
+/// checked after them, in table order.
+const CHECKED_FIRST: &[&str] = &[
+    "node_id",
+    "listen",
+    "advertised",
+    "data_dir",
+    "etcd",
+    "peers",
+    "lease_ttl_s",
+    "min_insync_replicas",
+    "flush_messages",
+    "hw_checkpoint_interval_ms",
+    "replica_lag_time_max_ms",
+];
+
+/// `setting`'s place in the check order: its place in [`CHECKED_FIRST`],
+/// else after all of those, by its place in `table` (the settings table,
+/// `SETTINGS`).
+pub(super) fn check_rank(setting: &Setting, table: &[Setting]) -> usize {
+    let listed = CHECKED_FIRST.iter().position(|name| *name == setting.name);
+    listed.unwrap_or_else(|| {
+        let in_table = table.iter().position(|s| s.name == setting.name);
+        CHECKED_FIRST.len() + in_table.expect("every setting is a row of the table")
+    })
+}
+
 /// The error to report when several settings are bad: the one of lowest
 /// check rank, so one bad value is always named the same way whatever else
-/// is wrong (see [`super::settings::check_rank`]).
+/// is wrong (see [`check_rank`]).
 #[derive(Default)]
 pub(super) struct FirstFailure(Option<(usize, ConfigError)>);
 

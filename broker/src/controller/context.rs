@@ -4,8 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::metadata_store::{BrokerRegistration, PartitionStateRecord, TopicAssignment, Versioned};
-use crate::topic_config::{Overrides, UNCLEAN_LEADER_ELECTION};
+use super::metadata_store::{
+    BrokerRegistration, Overrides, PartitionStateRecord, TopicAssignment, Versioned,
+};
+use crate::topic_config::UNCLEAN_LEADER_ELECTION;
 
 /// A partition: (topic, partition index).
 pub(super) type PartitionKey = (String, i32);

@@ -15,8 +15,6 @@ use std::collections::BTreeMap;
 use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
 use serde::{Deserialize, Serialize};
 
-use crate::topic_config::TopicConfigRecord;
-
 mod topics;
 pub use topics::StoredTopic;
 
@@ -129,6 +127,22 @@ pub struct PartitionStateRecord {
     pub leader_epoch: i32,
     pub isr: Vec<i32>,
     pub controller_epoch: i32,
+}
+
+/// A topic's overrides: config name → value, as stored.
+pub type Overrides = BTreeMap<String, String>;
+
+/// The etcd value of a topic's configs, ZooKeeper's `/config/topics/<t>`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicConfigRecord {
+    pub version: i32,
+    pub config: Overrides,
+}
+
+impl TopicConfigRecord {
+    pub fn new(config: Overrides) -> Self {
+        TopicConfigRecord { version: 1, config }
+    }
 }
 
 /// The producer-id block key's value, as Kafka's `ProducerIdBlockZNode` writes

@@ -24,8 +24,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::channel::ControlRequest;
 use super::context::Deletion;
 use super::controller::{Controller, Resignation};
-use super::metadata_store::TopicAssignment;
-use crate::topic_config::TopicConfigRecord;
+use super::metadata_store::{TopicAssignment, TopicConfigRecord};
 
 /// The leader epoch StopReplica names for a partition being deleted
 /// (Kafka's `LeaderAndIsr.EpochDuringDelete`).

@@ -5,7 +5,6 @@
 use bytes::Bytes;
 
 use super::error::GroupError;
-use super::state::GroupState;
 
 /// One protocol a member offers, e.g. the consumer's assignor name and its
 /// subscription bytes. Order in a member's list is its preference.
@@ -155,4 +154,44 @@ pub struct GroupListing {
     pub group_id: String,
     pub protocol_type: String,
     pub state: GroupState,
+}
+
+/// A group's state, by the name DescribeGroups and ListGroups give it; what
+/// each state means and how a group moves between them is `state.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupState {
+    Empty,
+    PreparingRebalance,
+    CompletingRebalance,
+    Stable,
+    Dead,
+}
+
+impl GroupState {
+    pub const ALL: [GroupState; 5] = [
+        GroupState::Empty,
+        GroupState::PreparingRebalance,
+        GroupState::CompletingRebalance,
+        GroupState::Stable,
+        GroupState::Dead,
+    ];
+
+    /// The name DescribeGroups and ListGroups carry (Kafka's `GroupState.toString`).
+    pub fn kafka_name(self) -> &'static str {
+        match self {
+            GroupState::Empty => "Empty",
+            GroupState::PreparingRebalance => "PreparingRebalance",
+            GroupState::CompletingRebalance => "CompletingRebalance",
+            GroupState::Stable => "Stable",
+            GroupState::Dead => "Dead",
+        }
+    }
+
+    /// An entry of ListGroups v4+'s states filter (KIP-518); Kafka 3.x matches
+    /// it case-insensitively.
+    pub fn from_kafka_name(name: &str) -> Option<GroupState> {
+        GroupState::ALL
+            .into_iter()
+            .find(|s| s.kafka_name().eq_ignore_ascii_case(name))
+    }
 }

@@ -20,13 +20,13 @@ use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 use super::api::{
-    GroupDescription, GroupListing, HeartbeatParams, JoinOutcome, JoinParams, JoinRefusal,
-    LeaveParams, MemberLeft, SyncOutcome, SyncParams,
+    GroupDescription, GroupListing, GroupState, HeartbeatParams, JoinOutcome, JoinParams,
+    JoinRefusal, LeaveParams, MemberLeft, SyncOutcome, SyncParams,
 };
 use super::config::GroupConfig;
 use super::error::GroupError;
 use super::partition::partition_for;
-use super::state::{Group, GroupState, Step};
+use super::state::{Group, Step};
 
 /// How long past its promised deadline a parked request is still waited for.
 /// The timer task answers at the deadline; this only turns a bug into a

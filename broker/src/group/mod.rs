@@ -21,8 +21,8 @@
 //! `state.rs` (states, JoinGroup and the rebalance), `sync.rs` (SyncGroup),
 //! `sessions.rs` (heartbeats, leaves, commits, deadlines) and `member.rs`;
 //! `coordinator.rs` puts it behind a lock and runs its timers; `api.rs` holds
-//! the plain structs the handlers exchange with it; `error.rs` the one table
-//! from our errors to Kafka's codes.
+//! the plain types the handlers exchange with it (a group's state among
+//! them); `error.rs` the one table from our errors to Kafka's codes.
 
 mod api;
 mod config;
@@ -40,12 +40,11 @@ mod state_tests;
 mod tests;
 
 pub use api::{
-    GroupDescription, GroupListing, HeartbeatParams, JoinOutcome, JoinParams, JoinRefusal, Joined,
-    JoinedMember, LeaveParams, LeavingMember, MemberDescription, MemberLeft, Protocol, SyncOutcome,
-    SyncParams, Synced,
+    GroupDescription, GroupListing, GroupState, HeartbeatParams, JoinOutcome, JoinParams,
+    JoinRefusal, Joined, JoinedMember, LeaveParams, LeavingMember, MemberDescription, MemberLeft,
+    Protocol, SyncOutcome, SyncParams, Synced,
 };
 pub use config::GroupConfig;
 pub use coordinator::GroupCoordinator;
 pub use error::GroupError;
 pub use partition::{java_string_hash, partition_for};
-pub use state::GroupState;

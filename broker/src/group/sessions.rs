@@ -6,10 +6,10 @@
 
 use tokio::time::Instant;
 
-use super::api::{LeavingMember, MemberLeft};
+use super::api::{GroupState, LeavingMember, MemberLeft};
 use super::error::GroupError;
 use super::member::Member;
-use super::state::{Group, GroupState, RebalanceTimer};
+use super::state::{Group, RebalanceTimer};
 
 impl Group {
     pub(super) fn heartbeat(

@@ -22,50 +22,12 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::api::{
-    GroupDescription, GroupListing, JoinOutcome, JoinParams, JoinRefusal, Joined, JoinedMember,
-    MemberDescription, Protocol,
+    GroupDescription, GroupListing, GroupState, JoinOutcome, JoinParams, JoinRefusal, Joined,
+    JoinedMember, MemberDescription, Protocol,
 };
 use super::config::{GroupConfig, millis};
 use super::error::GroupError;
 use super::member::{Member, dedup_protocols, generate_member_id};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GroupState {
-    Empty,
-    PreparingRebalance,
-    CompletingRebalance,
-    Stable,
-    Dead,
-}
-
-impl GroupState {
-    pub const ALL: [GroupState; 5] = [
-        GroupState::Empty,
-        GroupState::PreparingRebalance,
-        GroupState::CompletingRebalance,
-        GroupState::Stable,
-        GroupState::Dead,
-    ];
-
-    /// The name DescribeGroups and ListGroups carry (Kafka's `GroupState.toString`).
-    pub fn kafka_name(self) -> &'static str {
-        match self {
-            GroupState::Empty => "Empty",
-            GroupState::PreparingRebalance => "PreparingRebalance",
-            GroupState::CompletingRebalance => "CompletingRebalance",
-            GroupState::Stable => "Stable",
-            GroupState::Dead => "Dead",
-        }
-    }
-
-    /// An entry of ListGroups v4+'s states filter (KIP-518); Kafka 3.x matches
-    /// it case-insensitively.
-    pub fn from_kafka_name(name: &str) -> Option<GroupState> {
-        GroupState::ALL
-            .into_iter()
-            .find(|s| s.kafka_name().eq_ignore_ascii_case(name))
-    }
-}
 
 /// A KIP-394 member id handed out with MEMBER_ID_REQUIRED, not yet used.
 pub(super) struct PendingMember {

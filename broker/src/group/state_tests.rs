@@ -11,11 +11,11 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::api::{
-    JoinOutcome, JoinParams, Joined, LeavingMember, Protocol, SyncOutcome, SyncParams,
+    GroupState, JoinOutcome, JoinParams, Joined, LeavingMember, Protocol, SyncOutcome, SyncParams,
 };
 use super::config::GroupConfig;
 use super::error::GroupError;
-use super::state::{Group, GroupState, Step};
+use super::state::{Group, Step};
 
 const SESSION_MS: i32 = 10_000;
 const REBALANCE_MS: i32 = 60_000;

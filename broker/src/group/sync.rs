@@ -9,9 +9,9 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::api::{SyncOutcome, SyncParams, Synced};
+use super::api::{GroupState, SyncOutcome, SyncParams, Synced};
 use super::error::GroupError;
-use super::state::{Group, GroupState, Step};
+use super::state::{Group, Step};
 
 impl Group {
     /// Kafka's `resetAndPropagateAssignmentError`.

@@ -237,6 +237,8 @@ fn truncate_logged(
 mod tests {
     use super::*;
     use crate::replica::leader_and_isr::Role;
+    use crate::replica::manager::DEBUGGING_REPLICA_ID;
+    use crate::replica::store::record_batch::Batches;
     use crate::replica::test_support::{batch, epochs, manager, manager_on, state, tp};
 
     #[test]
@@ -292,5 +294,105 @@ mod tests {
             a.read(&tp(), 0, 1 << 20, 2, 2).unwrap_err(),
             ResponseError::FencedLeaderEpoch
         );
+    }
+
+    #[test]
+    fn the_debugging_replica_id_reads_a_follower_up_to_its_hw_and_lists_its_leo() {
+        let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let a = manager(da.path(), 1);
+        let b = manager_on(2, db.path(), Truncation::Current);
+        let debug = DEBUGGING_REPLICA_ID;
+        // Follower B with a log but no role yet, then no log at all.
+        b.apply_leader_and_isr(vec![(tp(), state(2, 0, vec![2]))]);
+        b.append_as_leader(&tp(), batch(1), 1).unwrap();
+        let b = {
+            drop(b);
+            manager_on(2, db.path(), Truncation::Current)
+        };
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, debug, -1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower,
+            "a log without a role since the restart"
+        );
+        let other = TopicPartition {
+            topic: "other".into(),
+            partition: 0,
+        };
+        assert_eq!(
+            b.read(&other, 0, 1 << 20, debug, -1).unwrap_err(),
+            ResponseError::UnknownTopicOrPartition
+        );
+        assert_eq!(
+            b.list_offset(&other, -1, debug, false).unwrap_err(),
+            ResponseError::UnknownTopicOrPartition
+        );
+
+        // Leader A (lone ISR) holds [0, 5) in epoch 1, HW 5.
+        a.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1]))]);
+        a.append_as_leader(&tp(), batch(2), 1).unwrap();
+        a.append_as_leader(&tp(), batch(3), 1).unwrap();
+        // B follows A in epoch 1: truncates its stray record, fetches [0, 5),
+        // and is told HW 2 (as if the leader's HW were still there).
+        b.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1, 2]))]);
+        let mut progress = b.truncation_start(&tp(), 1).unwrap();
+        while let TruncationProgress::Ask(epoch) = progress {
+            let answer = a.end_offset_for_epoch(&tp(), 1, epoch).unwrap();
+            progress = b.apply_truncation_answer(&tp(), 1, answer).unwrap();
+        }
+        let offset = b.follower_fetch_offset(&tp(), 1).unwrap();
+        assert_eq!(offset, 0);
+        let read = a.read(&tp(), offset, 1 << 20, 2, 1).unwrap();
+        b.append_as_follower(&tp(), 1, read.records, 2).unwrap();
+        assert_eq!(b.offsets(&tp()), Some((5, 2)));
+
+        // A client is refused by the follower, the debugging id is served:
+        // records below B's HW only, with B's HW.
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, -1, -1).unwrap_err(),
+            ResponseError::NotLeaderOrFollower
+        );
+        assert_eq!(
+            b.list_offset(&tp(), -1, -1, false).unwrap_err(),
+            ResponseError::NotLeaderOrFollower
+        );
+        let r = b.read(&tp(), 0, 1 << 20, debug, -1).unwrap();
+        assert_eq!((r.high_watermark, r.log_end_offset), (2, 5));
+        let offsets: Vec<i64> = Batches::new(&r.records)
+            .map(|batch| batch.unwrap().header.last_offset())
+            .collect();
+        // (`batch` encodes every record as a batch of its own.)
+        assert_eq!(offsets, vec![0, 1], "only the batches below the HW");
+        assert!(
+            b.read(&tp(), 5, 1, debug, -1).unwrap().records.is_empty(),
+            "at the LEO: nothing, and no error"
+        );
+        assert_eq!(
+            b.list_offset(&tp(), -1, debug, false).unwrap(),
+            (5, 1),
+            "the LEO"
+        );
+        assert_eq!(b.list_offset(&tp(), -2, debug, false).unwrap(), (0, 1));
+        // The current leader epoch is still checked when given.
+        assert!(b.read(&tp(), 0, 1 << 20, debug, 1).is_ok());
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, debug, 0).unwrap_err(),
+            ResponseError::FencedLeaderEpoch
+        );
+        assert_eq!(
+            b.read(&tp(), 0, 1 << 20, debug, 2).unwrap_err(),
+            ResponseError::UnknownLeaderEpoch
+        );
+
+        // On the leader the debugging id is a client whose latest is the LEO,
+        // and it is not taken for a follower's position.
+        a.apply_leader_and_isr(vec![(tp(), state(1, 2, vec![1, 2]))]);
+        a.append_as_leader(&tp(), batch(1), 1).unwrap();
+        assert_eq!(a.offsets(&tp()), Some((6, 5)));
+        assert_eq!(a.list_offset(&tp(), -1, debug, false).unwrap(), (6, 2));
+        assert_eq!(a.list_offset(&tp(), -1, -1, false).unwrap(), (5, 2));
+        let r = a.read(&tp(), 5, 1 << 20, debug, -1).unwrap();
+        assert!(r.records.is_empty(), "nothing at or above the HW");
+        assert_eq!(r.high_watermark, 5);
+        assert_eq!(a.offsets(&tp()), Some((6, 5)), "the HW did not move");
     }
 }

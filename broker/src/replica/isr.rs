@@ -345,7 +345,8 @@ pub async fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replica::test_support::{manager, state, tp};
+    use crate::replica::leader::AckStatus;
+    use crate::replica::test_support::{batch, manager, state, tp};
 
     #[test]
     fn a_lost_isr_compare_and_swap_carries_on_only_in_the_same_epoch() {
@@ -422,5 +423,35 @@ mod tests {
         rm.isr_write_failed(&changes[0]);
         rm.read(&tp(), 4, 1 << 20, 2, 0).unwrap();
         assert_eq!(rm.high_watermark(&tp()), Some(4));
+    }
+
+    #[test]
+    fn acks_all_completes_as_committed_or_not_enough_replicas_after_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let rm = manager(dir.path(), 2);
+        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
+        let first = rm.append_as_leader(&tp(), batch(2), -1).unwrap();
+        assert_eq!(rm.ack_status(&tp(), &first), AckStatus::Pending);
+        rm.read(&tp(), 2, 1 << 20, 2, 0).unwrap();
+        assert_eq!(rm.ack_status(&tp(), &first), AckStatus::Committed);
+        // The ISR shrinks to the leader after the next append: the HW passes it,
+        // but with fewer in sync than min.insync.replicas.
+        let second = rm.append_as_leader(&tp(), batch(1), -1).unwrap();
+        let change = IsrChange {
+            tp: tp(),
+            leader_epoch: 0,
+            controller_epoch: 1,
+            expected_version: 1,
+            isr: vec![1],
+            joining: vec![],
+        };
+        rm.isr_written(&change, 2);
+        assert_eq!(
+            rm.ack_status(&tp(), &second),
+            AckStatus::NotEnoughReplicasAfterAppend
+        );
+        // Leadership moving away answers the waiter NOT_LEADER_OR_FOLLOWER.
+        rm.apply_leader_and_isr(vec![(tp(), state(2, 1, vec![2]))]);
+        assert_eq!(rm.ack_status(&tp(), &second), AckStatus::NotLeader);
     }
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
-use super::manager::{ReplicaManager, storage_error_code};
+use super::manager::{DEBUGGING_REPLICA_ID, ReplicaManager, storage_error_code};
 use super::partition::Partition;
 use super::store::partition_log::AppendOrigin;
 use super::store::record_batch::Batches;
@@ -25,17 +25,6 @@ use super::truncation;
 pub fn is_client(replica_id: i32) -> bool {
     replica_id < 0
 }
-
-/// Kafka's debugging consumer (`Request.DebuggingConsumerId`,
-/// `ListOffsetsRequest.DEBUGGING_REPLICA_ID`). Kafka's ReplicaManager
-/// (core/src/main/scala/kafka/server/ReplicaManager.scala) lets only this id
-/// read from a replica that is not the leader: it sets `fetchOnlyFromLeader`
-/// to false exactly when the replica id is the debugging one. Otherwise it is
-/// a client: a Fetch reads up to the high watermark of the replica asked and
-/// answers with that replica's own HW; a ListOffsets latest carries no
-/// isolation level (Kafka passes one only for replica id -1) and so answers
-/// that replica's log end offset.
-pub const DEBUGGING_REPLICA_ID: i32 = -2;
 
 /// What a read returned for one partition.
 #[derive(Debug, Clone)]
@@ -230,7 +219,10 @@ impl ReplicaManager {
             return AckStatus::Fenced;
         }
         let hw = inner.logs.get(tp).map_or(-1, |l| l.high_watermark());
-        if hw <= ticket.last_offset {
+        // The slip a test arms on purpose: the append alone settles it.
+        let appended =
+            crate::failpoints::hit_or_return(crate::failpoints::Failpoint::LeaderAcksOnAppend);
+        if hw <= ticket.last_offset && !appended {
             return AckStatus::Pending;
         }
         let isr = partition.state.as_ref().map_or(0, |s| s.isr.len()) as i32;
@@ -464,10 +456,7 @@ impl ReplicaManager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Truncation;
-    use crate::replica::follower::TruncationProgress;
-    use crate::replica::isr::IsrChange;
-    use crate::replica::test_support::{batch, manager, manager_on, state, tp};
+    use crate::replica::test_support::{batch, manager, state, tp};
 
     #[test]
     fn a_leader_appends_and_its_lone_isr_moves_the_high_watermark() {
@@ -547,135 +536,5 @@ mod tests {
         assert_eq!(rm.high_watermark(&tp()), Some(3));
         // The next fetch brings the follower the new HW.
         assert_eq!(rm.read(&tp(), 3, 1 << 20, 2, 0).unwrap().high_watermark, 3);
-    }
-
-    #[test]
-    fn acks_all_completes_as_committed_or_not_enough_replicas_after_append() {
-        let dir = tempfile::tempdir().unwrap();
-        let rm = manager(dir.path(), 2);
-        rm.apply_leader_and_isr(vec![(tp(), state(1, 0, vec![1, 2]))]);
-        let first = rm.append_as_leader(&tp(), batch(2), -1).unwrap();
-        assert_eq!(rm.ack_status(&tp(), &first), AckStatus::Pending);
-        rm.read(&tp(), 2, 1 << 20, 2, 0).unwrap();
-        assert_eq!(rm.ack_status(&tp(), &first), AckStatus::Committed);
-        // The ISR shrinks to the leader after the next append: the HW passes it,
-        // but with fewer in sync than min.insync.replicas.
-        let second = rm.append_as_leader(&tp(), batch(1), -1).unwrap();
-        let change = IsrChange {
-            tp: tp(),
-            leader_epoch: 0,
-            controller_epoch: 1,
-            expected_version: 1,
-            isr: vec![1],
-            joining: vec![],
-        };
-        rm.isr_written(&change, 2);
-        assert_eq!(
-            rm.ack_status(&tp(), &second),
-            AckStatus::NotEnoughReplicasAfterAppend
-        );
-        // Leadership moving away answers the waiter NOT_LEADER_OR_FOLLOWER.
-        rm.apply_leader_and_isr(vec![(tp(), state(2, 1, vec![2]))]);
-        assert_eq!(rm.ack_status(&tp(), &second), AckStatus::NotLeader);
-    }
-
-    #[test]
-    fn the_debugging_replica_id_reads_a_follower_up_to_its_hw_and_lists_its_leo() {
-        let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let a = manager(da.path(), 1);
-        let b = manager_on(2, db.path(), Truncation::Current);
-        let debug = DEBUGGING_REPLICA_ID;
-        // Follower B with a log but no role yet, then no log at all.
-        b.apply_leader_and_isr(vec![(tp(), state(2, 0, vec![2]))]);
-        b.append_as_leader(&tp(), batch(1), 1).unwrap();
-        let b = {
-            drop(b);
-            manager_on(2, db.path(), Truncation::Current)
-        };
-        assert_eq!(
-            b.read(&tp(), 0, 1 << 20, debug, -1).unwrap_err(),
-            ResponseError::NotLeaderOrFollower,
-            "a log without a role since the restart"
-        );
-        let other = TopicPartition {
-            topic: "other".into(),
-            partition: 0,
-        };
-        assert_eq!(
-            b.read(&other, 0, 1 << 20, debug, -1).unwrap_err(),
-            ResponseError::UnknownTopicOrPartition
-        );
-        assert_eq!(
-            b.list_offset(&other, -1, debug, false).unwrap_err(),
-            ResponseError::UnknownTopicOrPartition
-        );
-
-        // Leader A (lone ISR) holds [0, 5) in epoch 1, HW 5.
-        a.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1]))]);
-        a.append_as_leader(&tp(), batch(2), 1).unwrap();
-        a.append_as_leader(&tp(), batch(3), 1).unwrap();
-        // B follows A in epoch 1: truncates its stray record, fetches [0, 5),
-        // and is told HW 2 (as if the leader's HW were still there).
-        b.apply_leader_and_isr(vec![(tp(), state(1, 1, vec![1, 2]))]);
-        let mut progress = b.truncation_start(&tp(), 1).unwrap();
-        while let TruncationProgress::Ask(epoch) = progress {
-            let answer = a.end_offset_for_epoch(&tp(), 1, epoch).unwrap();
-            progress = b.apply_truncation_answer(&tp(), 1, answer).unwrap();
-        }
-        let offset = b.follower_fetch_offset(&tp(), 1).unwrap();
-        assert_eq!(offset, 0);
-        let read = a.read(&tp(), offset, 1 << 20, 2, 1).unwrap();
-        b.append_as_follower(&tp(), 1, read.records, 2).unwrap();
-        assert_eq!(b.offsets(&tp()), Some((5, 2)));
-
-        // A client is refused by the follower, the debugging id is served:
-        // records below B's HW only, with B's HW.
-        assert_eq!(
-            b.read(&tp(), 0, 1 << 20, -1, -1).unwrap_err(),
-            ResponseError::NotLeaderOrFollower
-        );
-        assert_eq!(
-            b.list_offset(&tp(), -1, -1, false).unwrap_err(),
-            ResponseError::NotLeaderOrFollower
-        );
-        let r = b.read(&tp(), 0, 1 << 20, debug, -1).unwrap();
-        assert_eq!((r.high_watermark, r.log_end_offset), (2, 5));
-        let offsets: Vec<i64> = Batches::new(&r.records)
-            .map(|batch| batch.unwrap().header.last_offset())
-            .collect();
-        // (`batch` encodes every record as a batch of its own.)
-        assert_eq!(offsets, vec![0, 1], "only the batches below the HW");
-        assert!(
-            b.read(&tp(), 5, 1, debug, -1).unwrap().records.is_empty(),
-            "at the LEO: nothing, and no error"
-        );
-        assert_eq!(
-            b.list_offset(&tp(), -1, debug, false).unwrap(),
-            (5, 1),
-            "the LEO"
-        );
-        assert_eq!(b.list_offset(&tp(), -2, debug, false).unwrap(), (0, 1));
-        // The current leader epoch is still checked when given.
-        assert!(b.read(&tp(), 0, 1 << 20, debug, 1).is_ok());
-        assert_eq!(
-            b.read(&tp(), 0, 1 << 20, debug, 0).unwrap_err(),
-            ResponseError::FencedLeaderEpoch
-        );
-        assert_eq!(
-            b.read(&tp(), 0, 1 << 20, debug, 2).unwrap_err(),
-            ResponseError::UnknownLeaderEpoch
-        );
-
-        // On the leader the debugging id is a client whose latest is the LEO,
-        // and it is not taken for a follower's position.
-        a.apply_leader_and_isr(vec![(tp(), state(1, 2, vec![1, 2]))]);
-        a.append_as_leader(&tp(), batch(1), 1).unwrap();
-        assert_eq!(a.offsets(&tp()), Some((6, 5)));
-        assert_eq!(a.list_offset(&tp(), -1, debug, false).unwrap(), (6, 2));
-        assert_eq!(a.list_offset(&tp(), -1, -1, false).unwrap(), (5, 2));
-        let r = a.read(&tp(), 5, 1 << 20, debug, -1).unwrap();
-        assert!(r.records.is_empty(), "nothing at or above the HW");
-        assert_eq!(r.high_watermark, 5);
-        assert_eq!(a.offsets(&tp()), Some((6, 5)), "the HW did not move");
     }
 }

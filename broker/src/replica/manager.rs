@@ -20,12 +20,22 @@ use std::time::Instant;
 use kafka_protocol::ResponseError;
 use tokio::sync::Notify;
 
-use super::leader::DEBUGGING_REPLICA_ID;
 use super::partition::Partition;
 use super::store::{LogManager, ProducerStateError, StorageError, TopicPartition};
 use crate::config::Truncation;
 use crate::controller::session::Session;
 use crate::topic_config::{BrokerDefaults, TopicConfigs};
+
+/// Kafka's debugging consumer (`Request.DebuggingConsumerId`,
+/// `ListOffsetsRequest.DEBUGGING_REPLICA_ID`). Kafka's ReplicaManager
+/// (core/src/main/scala/kafka/server/ReplicaManager.scala) lets only this id
+/// read from a replica that is not the leader: it sets `fetchOnlyFromLeader`
+/// to false exactly when the replica id is the debugging one. Otherwise it is
+/// a client: a Fetch reads up to the high watermark of the replica asked and
+/// answers with that replica's own HW; a ListOffsets latest carries no
+/// isolation level (Kafka passes one only for replica id -1) and so answers
+/// that replica's log end offset.
+pub const DEBUGGING_REPLICA_ID: i32 = -2;
 
 /// What the lock guards: the logs and the leadership state must change together.
 pub(super) struct Inner {

@@ -331,11 +331,11 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
     }
     match request {
         Request::ApiVersionsUnsupported => {
-            let mut resp = handlers::api_versions::response();
+            let mut resp = handlers::api_versions::response(SUPPORTED_APIS);
             resp.error_code = ResponseError::UnsupportedVersion.code();
             encode_response::<ApiVersionsResponse>(key, 0, cid, &resp)
         }
-        Request::ApiVersions(_) => respond!(handlers::api_versions::response()),
+        Request::ApiVersions(_) => respond!(handlers::api_versions::response(SUPPORTED_APIS)),
         Request::Metadata(req) => {
             respond!(handlers::metadata::handle(broker, req, version).await)
         }

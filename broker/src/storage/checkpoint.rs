@@ -9,16 +9,24 @@
 //! old or the new file, never a mix. A read rejects what Kafka's `CheckpointFile`
 //! rejects: a version other than 0, a malformed line, or a count that does not
 //! match; an empty file reads as no entries.
+//!
+//! The frame and what a read refuses are `checkpoint/frame.rs`; this file holds
+//! the two entry formats and the files: their names, the atomic write, the
+//! leader epoch cache's entry ([`EpochEntry`]) and the recovery points every
+//! log of a data dir shares ([`RecoveryPointFile`]).
+
+mod frame;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use super::{EpochEntry, StorageError, TopicPartition};
+pub use self::frame::{CHECKPOINT_VERSION, CheckpointError};
+use self::frame::{fields, parse, render};
+use super::{StorageError, TopicPartition};
 
-/// The only checkpoint version Kafka has defined.
-pub const CHECKPOINT_VERSION: i32 = 0;
 /// Per-partition file of leader epochs and their start offsets.
 pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 /// Data-dir file of high watermarks (Kafka's `ReplicaManager.HighWatermarkFilename`).
@@ -26,24 +34,50 @@ pub const HIGH_WATERMARK_CHECKPOINT: &str = "replication-offset-checkpoint";
 /// Data-dir file naming, per partition, the offset below which the log is fsynced.
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 
-/// A checkpoint file that exists but cannot be trusted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CheckpointError {
-    #[error("{path}: unsupported checkpoint version {version} (expected {CHECKPOINT_VERSION})")]
-    UnsupportedVersion { path: PathBuf, version: i32 },
-    /// `line` is 1-based, counting the version and count lines.
-    #[error("{path} line {line}: malformed line {text:?}")]
-    MalformedLine {
-        path: PathBuf,
-        line: usize,
-        text: String,
-    },
-    #[error("{path}: expected {expected} entries, found {found}")]
-    CountMismatch {
-        path: PathBuf,
-        expected: i64,
-        found: usize,
-    },
+/// One entry of the leader epoch cache, and one line of its
+/// `leader-epoch-checkpoint`: `epoch` began writing at `start_offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochEntry {
+    pub epoch: i32,
+    pub start_offset: i64,
+}
+
+/// The data dir's `recovery-point-offset-checkpoint`, shared by every log so a
+/// flush anywhere rewrites it at once.
+#[derive(Debug)]
+pub(crate) struct RecoveryPointFile {
+    path: PathBuf,
+    offsets: Mutex<BTreeMap<TopicPartition, i64>>,
+}
+
+impl RecoveryPointFile {
+    /// The file at `path`, with no entry yet (the log manager fills it in
+    /// once every log is open).
+    pub(super) fn new(path: PathBuf) -> Self {
+        RecoveryPointFile {
+            path,
+            offsets: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Sets one partition's recovery point and rewrites the file.
+    pub(crate) fn record(&self, tp: &TopicPartition, offset: i64) -> Result<(), StorageError> {
+        // A poisoned lock only means another thread panicked mid-update of a map
+        // of plain integers; the map is still usable.
+        let mut offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
+        offsets.insert(tp.clone(), offset);
+        write_offset_checkpoint(&self.path, &offsets)
+    }
+
+    /// Replaces every entry and rewrites the file.
+    pub(super) fn record_all(
+        &self,
+        all: BTreeMap<TopicPartition, i64>,
+    ) -> Result<(), StorageError> {
+        let mut offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
+        *offsets = all;
+        write_offset_checkpoint(&self.path, &offsets)
+    }
 }
 
 /// Writes `contents` to `path` atomically: temp file, fsync, rename, fsync the
@@ -68,16 +102,6 @@ pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
         .map_err(StorageError::io("fsync directory", dir))
 }
 
-/// Renders the version and count lines and one line per entry.
-fn render<T>(entries: impl ExactSizeIterator<Item = T>, line: impl Fn(T) -> String) -> String {
-    let mut out = format!("{CHECKPOINT_VERSION}\n{}\n", entries.len());
-    for entry in entries {
-        out.push_str(&line(entry));
-        out.push('\n');
-    }
-    out
-}
-
 pub fn render_epoch_checkpoint(entries: &[EpochEntry]) -> String {
     render(entries.iter(), |e| {
         format!("{} {}", e.epoch, e.start_offset)
@@ -88,82 +112,6 @@ pub fn render_offset_checkpoint(offsets: &BTreeMap<TopicPartition, i64>) -> Stri
     render(offsets.iter(), |(tp, offset)| {
         format!("{} {} {}", tp.topic, tp.partition, offset)
     })
-}
-
-/// Splits an entry line on single spaces or runs of whitespace, as Kafka's `\s+`
-/// does; a line with leading whitespace or too few/many fields is malformed.
-fn fields<const N: usize>(text: &str) -> Option<[&str; N]> {
-    if text.starts_with(char::is_whitespace) {
-        return None;
-    }
-    let mut parts = text.split_whitespace();
-    let mut out = [""; N];
-    for slot in &mut out {
-        *slot = parts.next()?;
-    }
-    parts.next().is_none().then_some(out)
-}
-
-/// Parses the frame and hands each entry line to `entry`. `path` is only for
-/// error messages.
-fn parse<T>(
-    path: &Path,
-    bytes: &[u8],
-    entry: impl Fn(&str) -> Option<T>,
-) -> Result<Vec<T>, CheckpointError> {
-    let malformed = |line: usize, text: &[u8]| CheckpointError::MalformedLine {
-        path: path.to_path_buf(),
-        line,
-        text: String::from_utf8_lossy(text).into_owned(),
-    };
-    // `lines` of a byte slice: split on '\n', drop a trailing '\r' as Java's
-    // readLine does, and ignore the final empty piece after a trailing newline.
-    let mut lines = bytes
-        .split(|b| *b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .collect::<Vec<_>>();
-    if bytes.ends_with(b"\n") || bytes.is_empty() {
-        lines.pop();
-    }
-    let mut lines = lines.into_iter();
-    let text = |n: usize, l: &[u8]| -> Result<String, CheckpointError> {
-        String::from_utf8(l.to_vec()).map_err(|_| malformed(n, l))
-    };
-
-    let Some((n, version_line)) = lines.next() else {
-        return Ok(Vec::new());
-    };
-    let version: i32 = text(n, version_line)?
-        .parse()
-        .map_err(|_| malformed(n, version_line))?;
-    if version != CHECKPOINT_VERSION {
-        return Err(CheckpointError::UnsupportedVersion {
-            path: path.to_path_buf(),
-            version,
-        });
-    }
-    // Kafka reads a file that stops after its version line as empty.
-    let Some((n, count_line)) = lines.next() else {
-        return Ok(Vec::new());
-    };
-    let expected: i64 = text(n, count_line)?
-        .parse()
-        .map_err(|_| malformed(n, count_line))?;
-    let mut entries = Vec::new();
-    for (n, line) in lines {
-        let parsed = entry(&text(n, line)?).ok_or_else(|| malformed(n, line))?;
-        entries.push(parsed);
-    }
-    if i64::try_from(entries.len()) != Ok(expected) {
-        return Err(CheckpointError::CountMismatch {
-            path: path.to_path_buf(),
-            expected,
-            found: entries.len(),
-        });
-    }
-    Ok(entries)
 }
 
 pub fn parse_epoch_checkpoint(

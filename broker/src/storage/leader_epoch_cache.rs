@@ -13,19 +13,12 @@
 use std::path::{Path, PathBuf};
 
 use super::StorageError;
-use super::checkpoint;
+use super::checkpoint::{self, EpochEntry};
 
 /// Kafka's `UNDEFINED_EPOCH`.
 pub const UNDEFINED_EPOCH: i32 = -1;
 /// Kafka's `UNDEFINED_EPOCH_OFFSET`.
 pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;
-
-/// One entry: `epoch` began writing at `start_offset`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EpochEntry {
-    pub epoch: i32,
-    pub start_offset: i64,
-}
 
 /// How a leader answers OffsetsForLeaderEpoch, release by release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,43 +11,17 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::checkpoint::{
-    self, HIGH_WATERMARK_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint,
-    write_offset_checkpoint,
+    self, HIGH_WATERMARK_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, RecoveryPointFile,
+    read_offset_checkpoint, write_offset_checkpoint,
 };
 use super::{LogConfig, PartitionLog, StorageError, TopicPartition};
 
 /// Kafka's clean-shutdown marker (`CleanShutdownFileHandler`).
 pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
-
-/// The data dir's `recovery-point-offset-checkpoint`, shared by every log so a
-/// flush anywhere rewrites it at once.
-#[derive(Debug)]
-pub(crate) struct RecoveryPointFile {
-    path: PathBuf,
-    offsets: Mutex<BTreeMap<TopicPartition, i64>>,
-}
-
-impl RecoveryPointFile {
-    /// Sets one partition's recovery point and rewrites the file.
-    pub(crate) fn record(&self, tp: &TopicPartition, offset: i64) -> Result<(), StorageError> {
-        // A poisoned lock only means another thread panicked mid-update of a map
-        // of plain integers; the map is still usable.
-        let mut offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
-        offsets.insert(tp.clone(), offset);
-        write_offset_checkpoint(&self.path, &offsets)
-    }
-
-    /// Replaces every entry and rewrites the file.
-    fn record_all(&self, all: BTreeMap<TopicPartition, i64>) -> Result<(), StorageError> {
-        let mut offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
-        *offsets = all;
-        write_offset_checkpoint(&self.path, &offsets)
-    }
-}
 
 /// Owns a data dir's partition logs. Dropping it without [`LogManager::shutdown`]
 /// is, to the next open, a crash: no marker, recovery points as last flushed.
@@ -71,10 +45,7 @@ impl LogManager {
         let high_watermarks = read_offset_checkpoint(&data_dir.join(HIGH_WATERMARK_CHECKPOINT))?;
         let recovery_points_path = data_dir.join(RECOVERY_POINT_CHECKPOINT);
         let stored_recovery_points = read_offset_checkpoint(&recovery_points_path)?;
-        let recovery_points = Arc::new(RecoveryPointFile {
-            path: recovery_points_path,
-            offsets: Mutex::new(BTreeMap::new()),
-        });
+        let recovery_points = Arc::new(RecoveryPointFile::new(recovery_points_path));
 
         let mut logs = BTreeMap::new();
         let entries = fs::read_dir(data_dir).map_err(StorageError::io("list", data_dir))?;
@@ -243,5 +214,16 @@ impl LogManager {
         self.checkpoint_recovery_points()?;
         let marker = self.data_dir.join(CLEAN_SHUTDOWN_MARKER);
         checkpoint::write_atomically(&marker, b"")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_manager_can_be_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<LogManager>();
     }
 }

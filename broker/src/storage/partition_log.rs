@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::checkpoint::LEADER_EPOCH_CHECKPOINT;
-use super::log_manager::RecoveryPointFile;
+use super::checkpoint::{LEADER_EPOCH_CHECKPOINT, RecoveryPointFile};
 use super::producer_state::{LeaderCheck, ProducerBatch, ProducerStateManager};
 use super::record_batch::{self, BatchError, BatchHeader, Batches, HEADER_SIZE};
 use super::recovery::{self, Truncation};

@@ -21,9 +21,12 @@
 //! sequence; and a batch equal in epoch, first and last sequence to one of the
 //! last five is a duplicate.
 
+mod error;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
+pub use self::error::ProducerStateError;
 use super::StorageError;
 use super::producer_snapshot::{self, SnapshotEntry};
 use super::record_batch::BatchHeader;
@@ -233,54 +236,6 @@ impl ProducerStateEntry {
         }
         entry
     }
-}
-
-/// Why a leader refuses a producer's batch. Each maps to the Kafka error the
-/// producer is answered with (see `replica::manager::storage_error_code`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProducerStateError {
-    /// INVALID_RECORD: an idempotent batch must carry a sequence (Kafka's
-    /// `LogValidator`: "Invalid sequence number … in record batch with producerId").
-    #[error("producer {producer_id}: invalid base sequence {base_sequence}")]
-    InvalidSequence {
-        producer_id: i64,
-        base_sequence: i32,
-    },
-    /// INVALID_PRODUCER_EPOCH: a newer epoch of this producer id has written
-    /// here, so this one is fenced (KIP-98; the error code Kafka ≥ 2.7 answers a
-    /// produce with, KIP-588).
-    #[error(
-        "producer {producer_id}: epoch {epoch} is older than the current epoch {current_epoch}"
-    )]
-    InvalidProducerEpoch {
-        producer_id: i64,
-        epoch: i16,
-        current_epoch: i16,
-    },
-    /// OUT_OF_ORDER_SEQUENCE_NUMBER: the batch does not continue the producer's
-    /// sequence (a gap, an old sequence no longer among the last five, or a new
-    /// epoch not starting at 0).
-    #[error(
-        "producer {producer_id} epoch {epoch}: sequence {first_sequence} does not follow \
-         {last_sequence} (current epoch {current_epoch})"
-    )]
-    OutOfOrderSequence {
-        producer_id: i64,
-        epoch: i16,
-        current_epoch: i16,
-        first_sequence: i32,
-        last_sequence: i32,
-    },
-    /// TRANSACTION_COORDINATOR_FENCED: a marker from an older transaction
-    /// coordinator than the one that wrote this producer's last marker.
-    #[error(
-        "producer {producer_id}: marker of coordinator epoch {coordinator_epoch}, older than {current}"
-    )]
-    CoordinatorFenced {
-        producer_id: i64,
-        coordinator_epoch: i32,
-        current: i32,
-    },
 }
 
 /// A transaction a marker ended on this partition.

@@ -3,7 +3,8 @@
 //! Serves Toxiproxy's HTTP API on `--listen` and prints `listening on HOST:PORT`
 //! as its first line on stdout once bound, so a launcher can pass port 0 and read
 //! the port back instead of racing for one. Logs go to stderr (`RUST_LOG`
-//! filters them). Runs until SIGINT or SIGTERM.
+//! filters them). Runs until SIGINT or SIGTERM. With `--record DIR` every
+//! Kafka request a proxy forwards is kept in DIR/<proxy name>.frames.
 
 use std::io::Write;
 
@@ -22,6 +23,11 @@ struct Args {
     /// Address for the HTTP API; port 0 picks a free one (printed on stdout).
     #[arg(long, default_value = "127.0.0.1:8474")]
     listen: String,
+    /// Record every Kafka request each proxy forwards upstream to
+    /// DIR/<proxy name>.frames (epochal's extension; see the format in
+    /// `proxy/link/record.rs`).
+    #[arg(long, value_name = "DIR")]
+    record: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -35,6 +41,10 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
 
+    if let Some(dir) = &args.record {
+        epochal_faults::proxy::record_requests(dir)
+            .with_context(|| format!("cannot record to {}", dir.display()))?;
+    }
     let server = ProxyServer::start(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;

@@ -19,37 +19,15 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::collection::{Collection, ProxySpec, ToxicSpec};
+use super::collection::{ApiError, Collection, ProxySpec, ToxicSpec};
 use super::toxics::{ToxicKind, ToxicParseError};
 use super::wire::{ApiErrorJson, Stream, VersionJson};
 
 /// The version `GET /version` reports.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "-epochal-proxy");
 
-/// Every way an API call fails, with Toxiproxy's message and status code.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ApiError {
-    #[error("bad request body: {0}")]
-    BadRequestBody(String),
-    #[error("missing required field: {0}")]
-    MissingField(String),
-    #[error("proxy not found")]
-    ProxyNotFound,
-    #[error("proxy already exists")]
-    ProxyAlreadyExists,
-    #[error("stream was invalid, can be either upstream or downstream")]
-    InvalidStream,
-    #[error("invalid toxic type")]
-    InvalidToxicType,
-    #[error("toxic already exists")]
-    ToxicAlreadyExists,
-    #[error("toxic not found")]
-    ToxicNotFound,
-    /// Binding or resolving a listen address failed (Toxiproxy answers 500).
-    #[error("{0}")]
-    Listen(String),
-}
-
+/// How the API answers each failure: Toxiproxy's status code, and its
+/// `{"error": ..., "status": ...}` body.
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {

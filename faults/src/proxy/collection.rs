@@ -17,11 +17,35 @@ use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 use tracing::info;
 
-use super::api::ApiError;
 use super::connection::Connections;
 use super::link::{Chain, ChainToxic};
 use super::toxics::ToxicKind;
 use super::wire::{ProxyJson, Stream, ToxicJson};
+
+/// Every way an API call fails, with Toxiproxy's message (the API gives each
+/// its status code, `api.rs`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ApiError {
+    #[error("bad request body: {0}")]
+    BadRequestBody(String),
+    #[error("missing required field: {0}")]
+    MissingField(String),
+    #[error("proxy not found")]
+    ProxyNotFound,
+    #[error("proxy already exists")]
+    ProxyAlreadyExists,
+    #[error("stream was invalid, can be either upstream or downstream")]
+    InvalidStream,
+    #[error("invalid toxic type")]
+    InvalidToxicType,
+    #[error("toxic already exists")]
+    ToxicAlreadyExists,
+    #[error("toxic not found")]
+    ToxicNotFound,
+    /// Binding or resolving a listen address failed (Toxiproxy answers 500).
+    #[error("{0}")]
+    Listen(String),
+}
 
 /// A proxy as a create, populate or update request leaves it.
 #[derive(Clone, Debug)]

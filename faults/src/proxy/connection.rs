@@ -92,7 +92,7 @@ impl Connections {
         orders: watch::Receiver<Order>,
     ) {
         info!(proxy = %self.proxy, connection = id, client = %peer, upstream = %self.upstream, "connection opened");
-        let outcome = self.proxy_bytes(client, orders).await;
+        let outcome = self.proxy_bytes(id, client, orders).await;
         info!(proxy = %self.proxy, connection = id, client = %peer, outcome = %outcome, "connection closed");
         self.live
             .lock()
@@ -102,6 +102,7 @@ impl Connections {
 
     async fn proxy_bytes(
         &self,
+        id: u64,
         mut client: TcpStream,
         mut orders: watch::Receiver<Order>,
     ) -> String {
@@ -129,6 +130,7 @@ impl Connections {
                 upstream_write,
                 self.chain.clone(),
                 Arc::clone(&duplicates),
+                link::record::Tap::new(&self.proxy, id),
             );
             let down = link::run(
                 Stream::Downstream,
@@ -136,6 +138,7 @@ impl Connections {
                 client_write,
                 self.chain.clone(),
                 duplicates,
+                None,
             );
             tokio::select! {
                 ended = async { tokio::try_join!(up, down) } => ended.err(),

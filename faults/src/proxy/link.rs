@@ -19,10 +19,12 @@
 //! frame before its first byte goes out; otherwise it passes whole chunks as
 //! before, giving the rest of a chunk back to be cut the moment that changes.
 
+mod chain;
 mod chain_watch;
 mod direct;
 mod duplicates;
 mod frames;
+pub(crate) mod record;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,82 +35,35 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep, sleep_until};
 
+use self::chain::Item;
+pub(crate) use self::chain::{Chain, ChainToxic, LinkEnd};
 use self::chain_watch::ChainWatch;
 use self::direct::Direct;
 pub(crate) use self::duplicates::Duplicates;
 use self::frames::{Frames, Head, Segment};
 use super::toxics::{Bandwidth, KafkaRequests, Latency, OnHeal, RequestAction, Slicer, ToxicKind};
-use super::wire::{Stream, ToxicJson};
+use super::wire::Stream;
 use super::{HELD_CHUNKS_MAX, READ_CHUNK_BYTES};
-
-/// A toxic installed on a proxy, as every link of that proxy sees it. `id` names
-/// this toxic for its whole life; `revision` changes on every update, so each
-/// connection draws its toxicity again, as Toxiproxy does when a toxic changes.
-#[derive(Clone, Debug)]
-pub(crate) struct ChainToxic {
-    pub id: u64,
-    pub revision: u64,
-    pub name: String,
-    pub stream: Stream,
-    pub toxicity: f32,
-    pub kind: ToxicKind,
-}
-
-impl ChainToxic {
-    pub fn json(&self) -> ToxicJson {
-        ToxicJson {
-            name: self.name.clone(),
-            kind: self.kind.type_name().to_owned(),
-            stream: self.stream,
-            toxicity: self.toxicity,
-            attributes: self.kind.attributes(),
-        }
-    }
-}
-
-/// The proxy's toxics in the order they were added, both streams together.
-pub(crate) type Chain = Arc<Vec<ChainToxic>>;
-
-/// Why a link ended its connection early.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum LinkEnd {
-    /// Close both sockets normally (a FIN, or a RST if unread bytes remain).
-    Close(String),
-    /// Reset both sockets (zero linger), dropping whatever is in flight.
-    Reset(String),
-}
-
-/// What the reader (or the direct copy, once) hands the sender.
-enum Item {
-    Data {
-        bytes: Bytes,
-        read_at: Instant,
-    },
-    /// The source closed its side.
-    End,
-    /// The source failed (typically reset by its peer); passed on in order, so a
-    /// reset does not overtake held bytes or cross a partition.
-    Failed(String),
-}
 
 /// The largest request a `duplicate` copies; a bigger one passes once.
 const DUPLICATE_BYTES_MAX: u32 = 16 * 1024 * 1024;
 
 /// Runs the link until the source's end has been passed on (`Ok`) or the link
 /// decides the whole connection must end (`Err`). `duplicates` is shared with
-/// the connection's other link.
+/// the connection's other link; `tap` records what the link writes.
 pub(crate) async fn run<R, W>(
     stream: Stream,
     mut source: R,
     mut destination: W,
     chain: watch::Receiver<Chain>,
     duplicates: Arc<Duplicates>,
+    tap: Option<record::Tap>,
 ) -> Result<(), LinkEnd>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut watch = ChainWatch::new(chain);
+    let mut watch = ChainWatch::new(chain, tap);
     let mut frames = Frames::default();
     let copied = direct::copy(
         stream,

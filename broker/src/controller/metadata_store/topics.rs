@@ -5,10 +5,9 @@
 use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp, TxnOpResponse};
 
 use super::{
-    MetadataStore, StoreError, TopicAssignment, Versioned, controller_key, decode, encode,
-    topic_config_key, topic_deletion_key, topic_key, versioned,
+    MetadataStore, Overrides, StoreError, TopicAssignment, TopicConfigRecord, Versioned,
+    controller_key, decode, encode, topic_config_key, topic_deletion_key, topic_key, versioned,
 };
-use crate::topic_config::{Overrides, TopicConfigRecord};
 
 /// A topic as etcd holds it: its assignment and config overrides.
 #[derive(Clone, Debug)]

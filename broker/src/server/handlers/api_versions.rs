@@ -1,13 +1,14 @@
-//! ApiVersions: advertises exactly the APIs and versions dispatch implements.
+//! ApiVersions: advertises exactly the APIs and versions dispatch implements
+//! (dispatch passes its table in, so a handler never names dispatch).
 
-use kafka_protocol::messages::ApiVersionsResponse;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
-use crate::server::dispatch::SUPPORTED_APIS;
-
-pub fn response() -> ApiVersionsResponse {
+/// The answer advertising `supported`: each API with its lowest and highest
+/// version (dispatch's `SUPPORTED_APIS`).
+pub fn response(supported: &[(ApiKey, i16, i16)]) -> ApiVersionsResponse {
     ApiVersionsResponse::default().with_api_keys(
-        SUPPORTED_APIS
+        supported
             .iter()
             .map(|(key, min, max)| {
                 ApiVersion::default()

@@ -24,9 +24,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::controller::metadata_store::StoredTopic;
+use crate::controller::metadata_store::{Overrides, StoredTopic};
 use crate::server::context::Broker;
-use crate::topic_config::{self, ConfigError, ConfigType, Described, Overrides};
+use crate::topic_config::{self, ConfigError, ConfigType, Described};
 
 /// Kafka's `ConfigResource.Type`.
 const TOPIC: i8 = 2;

@@ -19,10 +19,10 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::controller::metadata_store::TopicAssignment;
+use crate::controller::metadata_store::{Overrides, TopicAssignment};
 use crate::server::context::Broker;
 use crate::storage::validate_topic_name;
-use crate::topic_config::{self, Overrides};
+use crate::topic_config;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 

@@ -4,7 +4,7 @@
 //! Kafka's debugging replica id -2, which reads any replica holding the log —
 //! follower too — up to that replica's own HW (Kafka's ReplicaManager turns
 //! off `fetchOnlyFromLeader` for `DebuggingConsumerId` alone; see
-//! `replica::leader::DEBUGGING_REPLICA_ID`). Wait up to `max_wait_ms` until
+//! `replica::manager::DEBUGGING_REPLICA_ID`). Wait up to `max_wait_ms` until
 //! `min_bytes` are available. The current leader epoch (KIP-320) is checked:
 //! older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
 //! The first partition with data returns at least one whole batch even when it

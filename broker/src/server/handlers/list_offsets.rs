@@ -4,7 +4,7 @@
 //! leader answers, except for Kafka's debugging replica id -2
 //! (`DEBUGGING_REPLICA_ID`): any replica holding the log answers it, latest
 //! being that replica's log end offset, since Kafka applies an isolation level
-//! to replica id -1 only (`replica::leader::DEBUGGING_REPLICA_ID`).
+//! to replica id -1 only (`replica::manager::DEBUGGING_REPLICA_ID`).
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,

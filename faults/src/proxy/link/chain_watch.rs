@@ -18,7 +18,9 @@ use std::task::{Context, Poll};
 use tokio::io::AsyncWrite;
 use tokio::sync::watch;
 
-use super::{Chain, Stream};
+use super::chain::Chain;
+use super::record::{self, Tap};
+use crate::proxy::wire::Stream;
 
 pub(super) struct ChainWatch {
     /// The chain as this link last acted on it: its version is what every
@@ -31,14 +33,18 @@ pub(super) struct ChainWatch {
     /// False once the proxy dropped its chain (it is being deleted): no change
     /// can come, and the connection is closed from outside.
     open: bool,
+    /// What was written, recorded (`epochal-proxy --record`), on the
+    /// upstream stream only.
+    tap: Option<Tap>,
 }
 
 impl ChainWatch {
-    pub fn new(chain: watch::Receiver<Chain>) -> Self {
+    pub fn new(chain: watch::Receiver<Chain>, tap: Option<Tap>) -> Self {
         ChainWatch {
             wake: chain.clone(),
             seen: chain,
             open: true,
+            tap,
         }
     }
 
@@ -73,6 +79,7 @@ impl ChainWatch {
         destination: &mut W,
         bytes: &[u8],
     ) -> io::Result<Option<usize>> {
+        let before_ns = self.tap.as_ref().map(|_| record::now_ns());
         let written = self
             .guarded(destination, |destination, cx| {
                 destination.poll_write(cx, bytes)
@@ -80,7 +87,12 @@ impl ChainWatch {
             .await?;
         match written {
             Some(0) => Err(io::ErrorKind::WriteZero.into()),
-            written => Ok(written),
+            written => {
+                if let (Some(tap), Some(n), Some(before_ns)) = (&mut self.tap, written, before_ns) {
+                    tap.written(&bytes[..n], before_ns);
+                }
+                Ok(written)
+            }
         }
     }
 

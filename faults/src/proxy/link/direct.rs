@@ -22,10 +22,11 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
+use super::chain::{Item, LinkEnd};
 use super::chain_watch::ChainWatch;
 use super::duplicates::Duplicates;
 use super::frames::Frames;
-use super::{Item, LinkEnd, Stream};
+use crate::proxy::wire::Stream;
 
 /// The most the direct copy reads at once. Loopback segments carry up to
 /// 64 KiB, and a full receive queue holds many: a bigger read empties it in

@@ -34,30 +34,3 @@ impl Bandwidth {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::proxy::ToxicKind;
-
-    /// Found by `ci/fuzz.sh` (proxy_toxic): a rate above u64::MAX / 100,
-    /// which the API accepts, overflowed `rate * 100` — a panic in the link
-    /// (overflow checks on) or a wrapped, tiny piece size (off).
-    #[test]
-    fn fuzz_the_largest_rate_paces_without_overflow() {
-        let body: serde_json::Value = serde_json::from_slice(
-            br#"{"type":"bandwidth","attributes":{"rate":18446744073709551615}}"#,
-        )
-        .unwrap();
-        let ToxicKind::Bandwidth(bandwidth) =
-            ToxicKind::from_attributes("bandwidth", &body["attributes"]).unwrap()
-        else {
-            panic!("a bandwidth");
-        };
-        assert_eq!(bandwidth.piece_bytes_max(), usize::MAX);
-        assert_eq!(bandwidth.transmit_time(64 * 1024), Duration::ZERO);
-        let slow = Bandwidth { rate: 1 };
-        assert_eq!(slow.piece_bytes_max(), 100);
-        assert_eq!(slow.transmit_time(1000), Duration::from_secs(1));
-    }
-}

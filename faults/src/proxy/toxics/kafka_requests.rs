@@ -60,32 +60,3 @@ impl KafkaRequests {
         Duration::from_millis(self.delay_ms)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::proxy::ToxicKind;
-    use serde_json::json;
-
-    #[test]
-    fn attributes_round_trip_and_default_to_hold() {
-        let kind = ToxicKind::from_attributes(
-            "kafka_requests",
-            &json!({"api_key": 0, "action": "delay", "delay_ms": 200}),
-        )
-        .unwrap();
-        assert_eq!(
-            kind.attributes(),
-            json!({"api_key": 0, "action": "delay", "delay_ms": 200})
-        );
-        let ToxicKind::KafkaRequests(held) =
-            ToxicKind::from_attributes("kafka_requests", &json!({"api_key": 26})).unwrap()
-        else {
-            panic!("a kafka_requests toxic");
-        };
-        assert_eq!(held.action, RequestAction::Hold);
-        assert!(held.matches(26) && !held.matches(0) && !held.matches(-26));
-        assert!(ToxicKind::from_attributes("kafka_requests", &json!({"action": "lose"})).is_err());
-        assert!(ToxicKind::from_attributes("kafka_requests", &json!({"api_key": -1})).is_err());
-    }
-}

@@ -138,6 +138,8 @@ impl ToxicKind {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use serde_json::json;
 
@@ -186,5 +188,106 @@ mod tests {
             })
         );
         assert_eq!(kind.attributes(), json!({"on_heal": "resume"}));
+    }
+
+    #[test]
+    fn kafka_requests_attributes_round_trip_and_default_to_hold() {
+        let kind = ToxicKind::from_attributes(
+            "kafka_requests",
+            &json!({"api_key": 0, "action": "delay", "delay_ms": 200}),
+        )
+        .unwrap();
+        assert_eq!(
+            kind.attributes(),
+            json!({"api_key": 0, "action": "delay", "delay_ms": 200})
+        );
+        let ToxicKind::KafkaRequests(held) =
+            ToxicKind::from_attributes("kafka_requests", &json!({"api_key": 26})).unwrap()
+        else {
+            panic!("a kafka_requests toxic");
+        };
+        assert_eq!(held.action, RequestAction::Hold);
+        assert!(held.matches(26) && !held.matches(0) && !held.matches(-26));
+        assert!(ToxicKind::from_attributes("kafka_requests", &json!({"action": "lose"})).is_err());
+        assert!(ToxicKind::from_attributes("kafka_requests", &json!({"api_key": -1})).is_err());
+    }
+
+    // What `ci/fuzz.sh` (proxy_toxic) found: attributes the API accepts, posted
+    // as `body` (`POST /proxies/p/toxics`) and parsed as the API parses them,
+    // that overflowed a toxic's arithmetic.
+
+    /// The toxic posted as `body`.
+    fn posted(body: &[u8]) -> ToxicKind {
+        let body: serde_json::Value = serde_json::from_slice(body).unwrap();
+        ToxicKind::from_attributes(body["type"].as_str().unwrap(), &body["attributes"]).unwrap()
+    }
+
+    /// A rate above u64::MAX / 100 overflowed `rate * 100` — a panic in the
+    /// link (overflow checks on) or a wrapped, tiny piece size (off).
+    #[test]
+    fn fuzz_the_largest_rate_paces_without_overflow() {
+        let ToxicKind::Bandwidth(bandwidth) =
+            posted(br#"{"type":"bandwidth","attributes":{"rate":18446744073709551615}}"#)
+        else {
+            panic!("a bandwidth");
+        };
+        assert_eq!(bandwidth.piece_bytes_max(), usize::MAX);
+        assert_eq!(bandwidth.transmit_time(64 * 1024), Duration::ZERO);
+        let slow = Bandwidth { rate: 1 };
+        assert_eq!(slow.piece_bytes_max(), 100);
+        assert_eq!(slow.transmit_time(1000), Duration::from_secs(1));
+    }
+
+    /// `latency as i64 + offset` overflowed when a draw of the jitter pushed a
+    /// large latency past i64::MAX; and a latency above i64::MAX turned
+    /// negative, i.e. no delay.
+    #[test]
+    fn fuzz_the_largest_latencies_delay_without_overflow() {
+        let latency = |body: &[u8]| {
+            let ToxicKind::Latency(latency) = posted(body) else {
+                panic!("a latency");
+            };
+            latency
+        };
+        let half = latency(
+            br#"{"type":"latency","attributes":{"latency":9223372036854775807,"jitter":9223372036854775807}}"#,
+        );
+        for _ in 0..64 {
+            let _ = half.sample_delay();
+        }
+        let max = latency(br#"{"type":"latency","attributes":{"latency":18446744073709551615}}"#);
+        assert_eq!(max.sample_delay(), Duration::from_millis(u64::MAX));
+        let plain = Latency {
+            latency: 100,
+            jitter: 10,
+        };
+        for _ in 0..64 {
+            let delay = plain.sample_delay().as_millis();
+            assert!((90..=110).contains(&delay), "{delay}");
+        }
+    }
+
+    /// With `average_size` 0 (absent, as here, where the fuzzer misspelt it)
+    /// an empty chunk was cut into one piece of 0 bytes, against "each at
+    /// least one byte".
+    #[test]
+    fn fuzz_an_empty_chunk_is_no_pieces() {
+        let body = br#"{"type":"slicer","attributes":{"average_size_size":64,"size_variation":8,"delay":10}}"#;
+        let ToxicKind::Slicer(slicer) = posted(body) else {
+            panic!("a slicer");
+        };
+        assert_eq!(slicer.cut(0), Vec::<usize>::new());
+        assert_eq!(slicer.cut(5), vec![5]);
+    }
+
+    /// `average_size + size_variation` overflowed for sizes the API accepts.
+    #[test]
+    fn fuzz_the_largest_sizes_cut_without_overflow() {
+        let body = br#"{"type":"slicer","attributes":{"average_size":18446744073709551615,"size_variation":18446744073709551615,"delay":18446744073709551615}}"#;
+        let ToxicKind::Slicer(slicer) = posted(body) else {
+            panic!("a slicer");
+        };
+        assert_eq!(slicer.cut(64 * 1024), vec![64 * 1024]);
+        assert_eq!(slicer.gap(), Duration::from_micros(u64::MAX));
     }
 }

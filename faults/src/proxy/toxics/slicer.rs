@@ -49,38 +49,6 @@ impl Slicer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proxy::ToxicKind;
-
-    /// The attributes of a toxic posted as `body` (`POST /proxies/p/toxics`).
-    fn posted(body: &[u8]) -> ToxicKind {
-        let body: serde_json::Value = serde_json::from_slice(body).unwrap();
-        ToxicKind::from_attributes(body["type"].as_str().unwrap(), &body["attributes"]).unwrap()
-    }
-
-    /// Found by `ci/fuzz.sh` (proxy_toxic): with `average_size` 0 (absent, as
-    /// here, where the fuzzer misspelt it) an empty chunk was cut into one
-    /// piece of 0 bytes, against "each at least one byte".
-    #[test]
-    fn fuzz_an_empty_chunk_is_no_pieces() {
-        let body = br#"{"type":"slicer","attributes":{"average_size_size":64,"size_variation":8,"delay":10}}"#;
-        let ToxicKind::Slicer(slicer) = posted(body) else {
-            panic!("a slicer");
-        };
-        assert_eq!(slicer.cut(0), Vec::<usize>::new());
-        assert_eq!(slicer.cut(5), vec![5]);
-    }
-
-    /// Found by `ci/fuzz.sh` (proxy_toxic): `average_size + size_variation`
-    /// overflowed for sizes the API accepts.
-    #[test]
-    fn fuzz_the_largest_sizes_cut_without_overflow() {
-        let body = br#"{"type":"slicer","attributes":{"average_size":18446744073709551615,"size_variation":18446744073709551615,"delay":18446744073709551615}}"#;
-        let ToxicKind::Slicer(slicer) = posted(body) else {
-            panic!("a slicer");
-        };
-        assert_eq!(slicer.cut(64 * 1024), vec![64 * 1024]);
-        assert_eq!(slicer.gap(), Duration::from_micros(u64::MAX));
-    }
 
     #[test]
     fn pieces_cover_the_chunk_within_the_size_band() {

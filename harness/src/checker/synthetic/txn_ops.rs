@@ -2,7 +2,7 @@
 //! keeps their state): a transaction's invoke appends its data batches and
 //! reads, its completion appends the markers; reads of committed data stop
 //! at the last stable offset. Kept apart from transactions.rs so neither
-//! file imports the other's parent (harness/tests/layers.rs).
+//! file imports the other's parent (harness/tests/layers/).
 
 use super::transactions::{TXN_POLL_RECORDS_MAX, invoke_of};
 use super::{BatchKind, Generator};

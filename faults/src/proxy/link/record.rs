@@ -1,0 +1,301 @@
+//! Recording what a proxy forwards: with `epochal-proxy --record DIR`, every
+//! Kafka request a proxy writes to its upstream is appended to
+//! `DIR/<proxy name>.frames`, stamped with the wall-clock time taken just
+//! before the write that completed it (so no broker can have seen the whole
+//! request before that moment). The harness reads the files after the run:
+//! a follower's Fetch requests say what it held and when, which no broker log
+//! says (`harness/src/reader/frames.rs`).
+//!
+//! Off the forwarding path: a link hands each whole frame (a `Bytes` it
+//! already owns, or one copy of it) to a bounded channel and goes on; one
+//! thread per proxy writes them out. When the writer falls behind and the
+//! channel is full, the frame is dropped, never waited for, and counted; the
+//! writer puts a gap record (how many frames were dropped) before the next
+//! frame it writes, so a reader knows the file is not whole there. Responses
+//! are not recorded.
+//!
+//! File format, big-endian: the magic `EPFRAMES1\n`, then records of
+//! `time_ns: u64` (since the Unix epoch), `connection: u64` (the proxy's id
+//! for the connection), `kind: u8` (0 a request; 2 a gap), `len: u32`, and
+//! `len` bytes of the frame after its size prefix (for a gap: `len` is the
+//! number of frames dropped and no bytes follow). A record cut short by the
+//! proxy's end is the file's end.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::BytesMut;
+
+use super::frames::FRAME_BYTES_MAX;
+
+pub const MAGIC: &[u8] = b"EPFRAMES1\n";
+pub const KIND_REQUEST: u8 = 0;
+pub const KIND_GAP: u8 = 2;
+
+/// Frames one proxy's writer may be behind by before frames are dropped.
+const QUEUE_FRAMES: usize = 16 * 1024;
+
+/// Where recordings go, when the proxy was started with `--record`.
+static DIR: OnceLock<PathBuf> = OnceLock::new();
+/// One writer per proxy name, made at its first connection.
+static WRITERS: OnceLock<Mutex<HashMap<String, Writer>>> = OnceLock::new();
+
+/// Turns recording on for every proxy of this process; the directory is
+/// made if missing.
+pub fn enable(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let _ = DIR.set(dir.to_owned());
+    Ok(())
+}
+
+#[derive(Clone)]
+struct Writer {
+    queue: SyncSender<(u64, u64, bytes::Bytes)>,
+    dropped: Arc<AtomicU64>,
+}
+
+fn writer(proxy: &str) -> Option<Writer> {
+    let dir = DIR.get()?;
+    let mut writers = WRITERS
+        .get_or_init(Default::default)
+        .lock()
+        .expect("recorders poisoned");
+    if let Some(writer) = writers.get(proxy) {
+        return Some(writer.clone());
+    }
+    let path = dir.join(format!("{proxy}.frames"));
+    // The magic goes out before the writer starts, so a file that exists
+    // is a recording.
+    let file = match File::create(&path).and_then(|mut file| file.write_all(MAGIC).map(|()| file)) {
+        Ok(file) => file,
+        Err(error) => {
+            tracing::error!(%error, path = %path.display(), "cannot record: the proxy forwards unrecorded");
+            return None;
+        }
+    };
+    let (queue, frames) = sync_channel(QUEUE_FRAMES);
+    let dropped = Arc::new(AtomicU64::new(0));
+    let writer = Writer {
+        queue,
+        dropped: Arc::clone(&dropped),
+    };
+    std::thread::Builder::new()
+        .name(format!("record-{proxy}"))
+        .spawn(move || write_all(file, &path, &frames, &dropped))
+        .ok()?;
+    writers.insert(proxy.to_owned(), writer.clone());
+    Some(writer)
+}
+
+fn write_all(
+    file: File,
+    path: &Path,
+    frames: &Receiver<(u64, u64, bytes::Bytes)>,
+    dropped: &AtomicU64,
+) {
+    let mut out = BufWriter::new(file);
+    let result = (|| -> std::io::Result<()> {
+        while let Ok(first) = frames.recv() {
+            let mut next = Some(first);
+            while let Some((time_ns, connection, frame)) = next {
+                let gap = dropped.swap(0, Ordering::Relaxed);
+                if gap > 0 {
+                    write_record(
+                        &mut out,
+                        time_ns,
+                        connection,
+                        KIND_GAP,
+                        u32::try_from(gap).unwrap_or(u32::MAX),
+                        &[],
+                    )?;
+                }
+                write_record(
+                    &mut out,
+                    time_ns,
+                    connection,
+                    KIND_REQUEST,
+                    frame.len() as u32,
+                    &frame,
+                )?;
+                next = frames.try_recv().ok();
+            }
+            // Idle: what is recorded so far reaches the file, so a proxy
+            // killed outright loses at most what it was writing.
+            out.flush()?;
+        }
+        Ok(())
+    })();
+    if let Err(error) = result {
+        tracing::error!(%error, path = %path.display(), "recording stopped");
+    }
+}
+
+fn write_record(
+    out: &mut impl Write,
+    time_ns: u64,
+    connection: u64,
+    kind: u8,
+    len: u32,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    out.write_all(&time_ns.to_be_bytes())?;
+    out.write_all(&connection.to_be_bytes())?;
+    out.write_all(&[kind])?;
+    out.write_all(&len.to_be_bytes())?;
+    out.write_all(bytes)
+}
+
+/// One upstream stream's recorder: it follows the Kafka framing of the
+/// bytes written and hands each whole request to its proxy's writer.
+pub(crate) struct Tap {
+    writer: Writer,
+    connection: u64,
+    /// The size prefix as it arrives.
+    head: [u8; 4],
+    have: usize,
+    /// The frame being gathered, and how many bytes it still lacks.
+    body: BytesMut,
+    left: usize,
+    /// The stream did not look like Kafka's: nothing more is recorded.
+    lost: bool,
+}
+
+impl Tap {
+    /// A tap for `connection` of `proxy`, when recording is on.
+    pub(crate) fn new(proxy: &str, connection: u64) -> Option<Tap> {
+        Some(Tap {
+            writer: writer(proxy)?,
+            connection,
+            head: [0; 4],
+            have: 0,
+            body: BytesMut::new(),
+            left: 0,
+            lost: false,
+        })
+    }
+
+    /// Follows `bytes`, just written to the upstream by a write that began
+    /// at `before_ns`.
+    pub(crate) fn written(&mut self, mut bytes: &[u8], before_ns: u64) {
+        while !bytes.is_empty() && !self.lost {
+            if self.left == 0 {
+                let n = (4 - self.have).min(bytes.len());
+                self.head[self.have..self.have + n].copy_from_slice(&bytes[..n]);
+                self.have += n;
+                bytes = &bytes[n..];
+                if self.have < 4 {
+                    return;
+                }
+                self.have = 0;
+                let size = i32::from_be_bytes(self.head);
+                // Shorter than a request header's fixed part, or larger than
+                // any Kafka frame: not Kafka (etcd's HTTP/2, say).
+                if size < 8 || size as u32 > FRAME_BYTES_MAX {
+                    self.lost = true;
+                    return;
+                }
+                self.left = size as usize;
+                self.body = BytesMut::with_capacity(self.left);
+                continue;
+            }
+            let n = self.left.min(bytes.len());
+            self.body.extend_from_slice(&bytes[..n]);
+            self.left -= n;
+            bytes = &bytes[n..];
+            if self.left == 0 {
+                let frame = std::mem::take(&mut self.body).freeze();
+                match self
+                    .writer
+                    .queue
+                    .try_send((before_ns, self.connection, frame))
+                {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        self.writer.dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // The writer stopped (its file failed): nothing to do.
+                    Err(TrySendError::Disconnected(_)) => self.lost = true,
+                }
+            }
+        }
+    }
+}
+
+/// Nanoseconds since the Unix epoch, now.
+pub(crate) fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(body: &[u8]) -> Vec<u8> {
+        let mut out = (body.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn records(path: &Path) -> Vec<(u8, u32, Vec<u8>)> {
+        let data = std::fs::read(path).unwrap();
+        assert!(data.starts_with(MAGIC));
+        let mut at = MAGIC.len();
+        let mut out = Vec::new();
+        while at + 21 <= data.len() {
+            let kind = data[at + 16];
+            let len = u32::from_be_bytes(data[at + 17..at + 21].try_into().unwrap());
+            at += 21;
+            let bytes = if kind == KIND_GAP {
+                Vec::new()
+            } else {
+                data[at..at + len as usize].to_vec()
+            };
+            at += bytes.len();
+            out.push((kind, len, bytes));
+        }
+        out
+    }
+
+    #[test]
+    fn a_tap_records_whole_requests_split_anyhow_and_stops_on_a_stream_that_is_not_kafka() {
+        let dir = tempfile::tempdir().unwrap();
+        enable(dir.path()).unwrap();
+        let mut tap = Tap::new("b1-b2", 7).unwrap();
+        let first = frame(b"\x00\x01\x00\x0cabcdefgh");
+        let second = frame(b"\x00\x00\x00\x03zzzz");
+        let mut stream = first.clone();
+        stream.extend_from_slice(&second);
+        // Written one byte, then three, then the rest: frames are whole.
+        tap.written(&stream[..1], 1);
+        tap.written(&stream[1..4], 2);
+        tap.written(&stream[4..], 3);
+        // Then bytes no Kafka frame starts with.
+        tap.written(b"PRI * HTTP/2.0", 4);
+        tap.written(&frame(b"\x00\x01\x00\x0cafter-lost"), 5);
+        drop(tap);
+        let path = dir.path().join("b1-b2.frames");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let got = records(&path);
+            if got.len() >= 2 {
+                assert_eq!(got.len(), 2, "{got:?}");
+                assert_eq!(got[0].2, first[4..].to_vec());
+                assert_eq!(got[1].2, second[4..].to_vec());
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nothing recorded: {got:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
