@@ -273,6 +273,12 @@ impl NodeLayout {
         self.nodes.join("proxy.log")
     }
 
+    /// What the proxy recorded of the Kafka requests it forwarded, one file
+    /// per link (`epochal-proxy --record`): `<proxy name>.frames`.
+    pub fn proxy_frames(&self) -> PathBuf {
+        self.nodes.join("proxy-frames")
+    }
+
     /// A directory every broker of the run shares (`{shared_dir}` in a
     /// system's command line): storage a system keeps in one place for all
     /// its brokers, e.g. an SQLite database.

@@ -85,6 +85,8 @@ anomalies! {
         "a broker applied a LeaderAndIsr whose leader epoch is below one it applied before for the partition: a decision reached it late and was taken";
     DecisionOutOfOrder = "decision-out-of-order", "stale-controller-fenced", true,
         "a broker applied a partition state that etcd recorded only before one the broker had already applied";
+    AckBeforeIsrHeld = "ack-before-isr-held", "isr-acks", true,
+        "an acks=all write was acknowledged though a member of the ISR etcd named just after had not fetched past its offset: the leader counted on a replica that did not hold it";
     ConsumedOffsetRegressed = "consumed-offset-regressed", "high-watermark", true,
         "a poll returned a record below the offset it fetched from";
     ReadAboveHighWatermark = "read-above-high-watermark", "high-watermark", true,

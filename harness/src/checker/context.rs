@@ -8,6 +8,7 @@ use crate::history::{Op, read_history};
 use crate::node::NodeId;
 use crate::observe::final_read::{FINAL_READ_JSON, FinalRead};
 use crate::observe::timeline::Timeline;
+use crate::reader::frames::{Fetches, read_fetches};
 use crate::reader::state_change::{StateChange, read_state_changes};
 use crate::reader::{DataDirState, ReplicaState, read_data_dir};
 use crate::run_dir::RunDir;
@@ -37,6 +38,12 @@ pub struct RunData {
     /// The final read over the protocol (`final-read/`), for systems whose
     /// replicas' files cannot be read.
     pub final_read: Option<FinalReadState>,
+    /// The replicas' Fetch requests the proxy recorded on the brokers'
+    /// links (`nodes/proxy-frames/`); `None` when the run recorded none.
+    pub fetches: Option<Fetches>,
+    /// The wall-clock ms at which the history's clock read zero
+    /// (`clock.json`), to put the recordings' wall-clock times on it.
+    pub history_opened_unix_ms: Option<u64>,
 }
 
 /// The final read as the reader saw its segments, and the broker it went
@@ -60,6 +67,8 @@ impl Default for RunData {
             sees: Sees::ALL,
             claims: Claims::default(),
             final_read: None,
+            fetches: None,
+            history_opened_unix_ms: None,
         }
     }
 }
@@ -82,6 +91,8 @@ pub enum LoadError {
     System(#[from] crate::system::SystemError),
     #[error("{}: {error}", path.display())]
     FinalRead { path: PathBuf, error: String },
+    #[error(transparent)]
+    Frames(#[from] crate::reader::frames::FramesError),
 }
 
 impl FinalReadState {
@@ -147,8 +158,11 @@ impl RunData {
         } else {
             None
         };
+        let fetches = read_fetches(&RunDir::node_layout(&dir.nodes()).proxy_frames())?;
         Ok(RunData {
             dir: dir.path().to_owned(),
+            fetches,
+            history_opened_unix_ms: dir.read_clock(),
             schedule,
             history,
             replicas,

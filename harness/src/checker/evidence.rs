@@ -22,7 +22,7 @@ use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
 pub use super::anomaly::Anomaly;
-pub use direct::{ElectionOutsideIsr, NoRecovery, ReadAboveWatermark};
+pub use direct::{AckBeforeIsrHeld, ElectionOutsideIsr, NoRecovery, ReadAboveWatermark};
 pub use groups::{CommittedRegressed, ResumeSkip};
 pub use txn::{
     CycleEdge, DependencyKind, Fate, Hanging, TornTxn, TxnCycle, TxnRead, TxnRef, TxnWrite,
@@ -150,6 +150,7 @@ details! {
     ElectionOutsideIsr(ElectionOutsideIsr) for ElectionOutsideIsr;
     NoRecovery(NoRecovery) for NoRecovery;
     ReadAboveWatermark(ReadAboveWatermark) for ReadAboveHighWatermark;
+    AckBeforeIsrHeld(AckBeforeIsrHeld) for AckBeforeIsrHeld;
 }
 
 impl Details {

@@ -29,6 +29,7 @@ pub(crate) mod final_log;
 pub mod hanging;
 pub mod high_watermark;
 pub mod index;
+pub mod isr_acks;
 pub mod leaders;
 pub mod lost_write;
 pub mod offset_changed;
@@ -100,6 +101,7 @@ pub fn all() -> Vec<Checker> {
         leaders::checker(),
         elections::checker(),
         fencing::checker(),
+        isr_acks::checker(),
         high_watermark::checker(),
         consumer::checker(),
         duplicates::checker(),

@@ -19,6 +19,7 @@ use crate::history::{
 };
 use crate::node::NodeId;
 use crate::observe::timeline::{ControllerChange, PartitionStateChange, Timeline};
+use crate::reader::frames::Fetches;
 use crate::reader::state_change::StateChange;
 use crate::reader::{
     Batch, Codec, DataDirState, EpochEntry, OffsetEntry, Payload, Record, ReplicaState, Segment,
@@ -253,6 +254,9 @@ struct Generator<'a> {
     revision: i64,
     timeline: Timeline,
     state_changes: BTreeMap<NodeId, Vec<StateChange>>,
+    /// The followers' fetches a proxy would have recorded: each ISR member
+    /// fetching past a write before it is acknowledged.
+    fetches: Fetches,
 }
 
 impl<'a> Generator<'a> {
@@ -321,6 +325,7 @@ impl<'a> Generator<'a> {
             revision: 1,
             timeline: Timeline::default(),
             state_changes: brokers.iter().map(|&b| (b, Vec::new())).collect(),
+            fetches: Fetches::default(),
             brokers,
         };
         g.revision += 1;
@@ -433,6 +438,15 @@ impl<'a> Generator<'a> {
                 }
                 let offsets = self.append(p, &send.values);
                 let log = &self.logs[p];
+                // The ack's time, on the history's clock opened at 0.
+                let now = self.history.len() as u64 * 50_000;
+                for member in log.isr.iter().filter(|&&m| Some(m) != send.node) {
+                    self.fetches
+                        .by_replica
+                        .entry((member.broker_id(), log.partition.topic.clone(), p as i32))
+                        .or_default()
+                        .push((now, offsets.last().map_or(0, |o| o + 1)));
+                }
                 send.acked = Some(Acked {
                     offsets: Some(offsets),
                     isr: Some(log.isr.iter().map(|n| n.id()).collect()),
@@ -699,6 +713,8 @@ impl<'a> Generator<'a> {
             replicas,
             state_changes: self.state_changes,
             timeline: Some(self.timeline),
+            fetches: Some(self.fetches),
+            history_opened_unix_ms: Some(0),
             ..RunData::default()
         }
     }

@@ -21,6 +21,7 @@ pub mod checkpoint;
 pub mod compact;
 pub mod dump;
 pub mod finding;
+pub mod frames;
 pub mod offsets_topic;
 pub mod payload;
 pub mod producer_snapshot;

@@ -458,6 +458,8 @@ async fn start_proxy(plan: &ClusterPlan) -> Result<(Guarded, String), RuntimeErr
     let log = plan.layout().proxy_log();
     let mut command = Command::new(plan.config.proxy_bin());
     command.args(["--listen", "127.0.0.1:0"]);
+    // The followers' fetches it forwards are evidence (checker::acks).
+    command.arg("--record").arg(plan.layout().proxy_frames());
     let mut proxy = Guarded::spawn(command, "epochal-proxy".into(), log.clone(), Stdio::piped())?;
     let stdout = proxy.child.stdout.take().expect("piped");
     let (sender, receiver) = tokio::sync::oneshot::channel();

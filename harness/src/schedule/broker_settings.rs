@@ -108,4 +108,5 @@ pub const FAILPOINTS: &[&str] = &[
     "controller-election-ignores-isr",
     "leader-reads-past-high-watermark",
     "leader-and-isr-skips-epoch-check",
+    "leader-acks-on-append",
 ];

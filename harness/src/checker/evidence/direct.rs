@@ -53,3 +53,20 @@ pub struct ReadAboveWatermark {
     pub offsets: Vec<i64>,
     pub partition: PartitionRef,
 }
+
+/// `ack-before-isr-held`: the acks=all send (history `history_index`) whose
+/// last value `leader` acknowledged at `offset`, the ISR etcd named in the
+/// read after, and the member that had not fetched past the offset: the
+/// offset of its last fetch before the op completed, and how long after it
+/// first fetched past (`None`: never, in the recordings).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AckBeforeIsrHeld {
+    pub first_past_ms_after: Option<u64>,
+    pub history_index: u64,
+    pub isr: Vec<u32>,
+    pub last_fetch_offset_before: Option<i64>,
+    pub leader: u32,
+    pub member: u32,
+    pub offset: i64,
+    pub partition: PartitionRef,
+}

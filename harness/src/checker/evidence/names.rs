@@ -17,6 +17,7 @@ impl Details {
             Details::OffsetChanged(d) => BTreeSet::from([d.history_index]),
             Details::ConsumedRegressed(d) => BTreeSet::from([d.index]),
             Details::ReadAboveWatermark(d) => BTreeSet::from([d.index]),
+            Details::AckBeforeIsrHeld(d) => BTreeSet::from([d.history_index]),
             Details::WatermarkRegressed(d) => {
                 BTreeSet::from([d.earlier.index, d.later.index, d.later.invoke_index])
             }
@@ -87,6 +88,7 @@ impl Details {
             Details::ReadAboveWatermark(d) => {
                 d.offsets.iter().map(|&o| (&d.partition, o)).collect()
             }
+            Details::AckBeforeIsrHeld(d) => vec![(&d.partition, d.offset)],
             Details::InconsistentOffsets(d) => vec![(&d.partition, d.offset)],
             Details::NonmonotonicPoll(d) => vec![(&d.partition, d.offset)],
             Details::PollSkip(d) => vec![(&d.partition, d.from_offset), (&d.partition, d.offset)],

@@ -263,18 +263,29 @@ impl DockerRuntime {
                 upstream,
             ));
         }
+        // The followers' fetches it forwards are evidence (checker::isr_acks):
+        // recorded into the run directory through a bind mount, as the
+        // store's owner, like the brokers' data.
+        let frames = self.cluster.plan.layout().proxy_frames();
+        std::fs::create_dir_all(&frames)
+            .map_err(RuntimeError::io("making the proxy's recording dir"))?;
         let container = self
             .containers()
             .create(Spec {
                 name: format!("epochal-{}-proxy", self.run_id),
                 alias: "proxy",
                 image,
-                cmd: vec!["--listen".into(), format!("0.0.0.0:{PROXY_API_PORT}")],
+                cmd: vec![
+                    "--listen".into(),
+                    format!("0.0.0.0:{PROXY_API_PORT}"),
+                    "--record".into(),
+                    "/frames".into(),
+                ],
                 env: Vec::new(),
-                binds: Vec::new(),
+                binds: vec![format!("{}:/frames", absolute(&frames)?.display())],
                 publish,
                 log: self.cluster.plan.layout().proxy_log(),
-                user: None,
+                user: Some(self.store_owner()?),
                 tmpfs: Vec::new(),
                 working_dir: None,
             })
@@ -292,15 +303,18 @@ impl DockerRuntime {
         Ok(())
     }
 
+    /// `uid:gid` of the run directory's owner: containers that write into
+    /// it through a bind mount run as them, so whoever ran the harness owns
+    /// (and can remove) what they wrote.
+    fn store_owner(&self) -> Result<String, RuntimeError> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(&self.cluster.plan.config.run_dir)
+            .map_err(RuntimeError::io("reading the run dir"))?;
+        Ok(format!("{}:{}", meta.uid(), meta.gid()))
+    }
+
     async fn create_brokers(&mut self, image: &str) -> Result<(), RuntimeError> {
-        // Brokers write as the owner of the run's store, so whoever ran the
-        // harness owns (and can remove) what they wrote through the bind mount.
-        let owner = {
-            use std::os::unix::fs::MetadataExt;
-            let meta = std::fs::metadata(&self.cluster.plan.config.run_dir)
-                .map_err(RuntimeError::io("reading the run dir"))?;
-            format!("{}:{}", meta.uid(), meta.gid())
-        };
+        let owner = self.store_owner()?;
         for broker in self.cluster.plan.brokers() {
             let i = broker.node;
             let config = broker.prepare()?;
