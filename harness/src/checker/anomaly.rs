@@ -83,6 +83,8 @@ anomalies! {
         "a broker applied a leader and leader epoch that etcd never recorded for the partition";
     LeaderEpochRegressed = "leader-epoch-regressed", "stale-controller-fenced", true,
         "a broker applied a LeaderAndIsr whose leader epoch is below one it applied before for the partition: a decision reached it late and was taken";
+    EtcdLeaderEpochRegressed = "etcd-leader-epoch-regressed", "stale-controller-fenced", true,
+        "etcd recorded a partition state whose leader epoch is below one it recorded for the partition before";
     DecisionOutOfOrder = "decision-out-of-order", "stale-controller-fenced", true,
         "a broker applied a partition state that etcd recorded only before one the broker had already applied";
     AckBeforeIsrHeld = "ack-before-isr-held", "isr-acks", true,

@@ -128,6 +128,7 @@ details! {
     WritersInOneEpoch(WritersInOneEpoch) for TwoWritersInOneEpoch;
     StaleEpochApplied(StaleEpochApplied) for StaleControllerEpochApplied | LeaderEpochRegressed;
     OutOfOrderApplied(OutOfOrderApplied) for DecisionOutOfOrder;
+    EtcdEpochRegressed(EtcdEpochRegressed) for EtcdLeaderEpochRegressed;
     UncommittedApplied(UncommittedApplied) for UncommittedDecisionApplied;
     ConsumedRegressed(ConsumedRegressed) for ConsumedOffsetRegressed;
     WatermarkRegressed(WatermarkRegressed) for HighWatermarkRegressed;
@@ -423,6 +424,18 @@ pub struct OutOfOrderApplied {
     pub etcd_revisions: Vec<i64>,
     pub newer_applied_before: StateChangeEntry,
     pub newer_etcd_revisions: Vec<i64>,
+}
+
+/// `etcd-leader-epoch-regressed`: the first state etcd recorded below a
+/// leader epoch it had recorded before, that newer state, and how many such
+/// states the partition has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EtcdEpochRegressed {
+    pub newer_recorded_before: EtcdState,
+    pub partition: u32,
+    pub regressed: EtcdState,
+    pub states: usize,
+    pub topic: String,
 }
 
 /// `uncommitted-decision-applied`: the entry, and what etcd did record for

@@ -29,7 +29,9 @@ pub fn checker() -> Checker {
             partition — a decision no controller committed is what a stale controller sends. \
             Nor a stale decision of any controller: (3) a partition's leader epoch never goes \
             back along one broker's applied LeaderAndIsr; (4) no broker applies a partition \
-            state (leader, epoch, ISR) that etcd recorded only before one it applied earlier.",
+            state (leader, epoch, ISR) that etcd recorded only before one it applied earlier; \
+            (5) etcd never records a partition state whose leader epoch is below one it \
+            recorded for the partition before.",
         source: "KAFKA-532 (Multiple controllers can co-exist during soft failures): the \
             controller epoch, StaleControllerEpochCode, and the broker's \
             `if (request.controllerEpoch < controllerEpoch)` rejection of LeaderAndIsr, \
@@ -51,7 +53,9 @@ pub fn checker() -> Checker {
             read applied LeaderAndIsr only (UpdateMetadata is a cache, not a role); rule 4 \
             compares states within one leader epoch (rule 3 has the rest), counts a state \
             etcd recorded twice as its latest recording, and skips states etcd never \
-            recorded (rule 2's); it needs etcd's timeline.",
+            recorded (rule 2's); it needs etcd's timeline. Rule 5 leaves out states of \
+            leader epoch 0 (a topic created again starts there, and deletions are not in \
+            the timeline).",
         needs: &[Need::EtcdTimeline, Need::StateChangeLog],
         check,
     }
@@ -70,6 +74,7 @@ pub fn check(index: &RunIndex) -> CheckOutcome {
     if let Some(timeline) = &run.timeline {
         evidence.extend(uncommitted_decisions_applied(&run.state_changes, timeline));
         evidence.extend(order::decisions_out_of_order(&run.state_changes, timeline));
+        evidence.extend(order::etcd_epochs_regressed(timeline));
     }
     let applied = run
         .state_changes

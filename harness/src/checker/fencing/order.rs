@@ -10,9 +10,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::checker::evidence::{OutOfOrderApplied, StaleEpochApplied, StateChangeEntry};
+use crate::checker::evidence::{
+    EtcdEpochRegressed, EtcdState, OutOfOrderApplied, StaleEpochApplied, StateChangeEntry,
+};
 use crate::checker::{Anomaly, Evidence};
 use crate::node::NodeId;
+use crate::observe::timeline::PartitionStateChange;
 use crate::observe::timeline::Timeline;
 use crate::reader::state_change::StateChange;
 
@@ -184,6 +187,64 @@ fn out_of_order(
     }
 }
 
+/// Rule 5: etcd records a partition state whose leader epoch is below one it
+/// recorded for the partition before: a leader or controller wrote with an
+/// epoch it had been told was over. One evidence per partition, naming the
+/// first such state and the newer one before it. A state of epoch 0 is left
+/// out: it is what a topic deleted and created again starts with, and the
+/// timeline does not record deletions.
+pub(super) fn etcd_epochs_regressed(timeline: &Timeline) -> Vec<Evidence> {
+    let mut newest: BTreeMap<(&str, u32), &PartitionStateChange> = BTreeMap::new();
+    let mut found: BTreeMap<(&str, u32), (&PartitionStateChange, &PartitionStateChange, usize)> =
+        BTreeMap::new();
+    for state in &timeline.partition_states {
+        let key = (state.topic.as_str(), state.partition);
+        match newest.get(&key) {
+            Some(newer) if state.leader_epoch < newer.leader_epoch && state.leader_epoch > 0 => {
+                found
+                    .entry(key)
+                    .and_modify(|(_, _, count)| *count += 1)
+                    .or_insert((state, newer, 1));
+            }
+            Some(newer) if state.leader_epoch < newer.leader_epoch => {}
+            _ => {
+                newest.insert(key, state);
+            }
+        }
+    }
+    let etcd = |s: &PartitionStateChange| EtcdState {
+        controller_epoch: s.controller_epoch,
+        isr: s.isr.clone(),
+        leader: s.leader,
+        leader_epoch: s.leader_epoch,
+        revision: s.revision,
+    };
+    found
+        .into_values()
+        .map(|(state, newer, count)| Evidence {
+            anomaly: Anomaly::EtcdLeaderEpochRegressed,
+            summary: format!(
+                "etcd recorded {}-{} at leader epoch {} (leader {}, ISR {:?}) after leader \
+                 epoch {} ({count} such states)",
+                state.topic,
+                state.partition,
+                state.leader_epoch,
+                state.leader,
+                state.isr,
+                newer.leader_epoch,
+            ),
+            details: EtcdEpochRegressed {
+                newer_recorded_before: etcd(newer),
+                partition: state.partition,
+                regressed: etcd(state),
+                states: count,
+                topic: state.topic.clone(),
+            }
+            .into(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +346,28 @@ mod tests {
         assert_eq!(json["applied"]["entry"], 1);
         assert_eq!(json["etcd_revisions"], serde_json::json!([10]));
         assert_eq!(json["newer_etcd_revisions"], serde_json::json!([12]));
+    }
+
+    #[test]
+    fn etcd_recording_a_lower_leader_epoch_for_a_partition_is_named_once_unless_it_is_a_new_topic_s_0()
+     {
+        let mut timeline = Timeline {
+            partition_states: vec![
+                state(10, 1, &[1, 2]),
+                state(12, 2, &[1]),
+                state(14, 0, &[1]),
+            ],
+            controllers: vec![],
+            registrations: Vec::new(),
+        };
+        assert!(etcd_epochs_regressed(&timeline).is_empty());
+        timeline.partition_states.push(state(16, 1, &[1, 2]));
+        timeline.partition_states.push(state(18, 1, &[1]));
+        let evidence = etcd_epochs_regressed(&timeline);
+        assert_eq!(evidence.len(), 1, "{evidence:?}");
+        let json = evidence[0].details.json();
+        assert_eq!(json["regressed"]["revision"], 16);
+        assert_eq!(json["newer_recorded_before"]["revision"], 12);
+        assert_eq!(json["states"], 2);
     }
 }
