@@ -55,6 +55,8 @@ fn every_script_a_workflow_calls_exists() {
     assert!(workflow("nightly.yml").contains("bash ci/bench.sh"));
     assert!(workflow("nightly.yml").contains("EPOCHAL_BENCH_PREVIOUS"));
     assert!(workflow("nightly.yml").contains("bash ci/power.sh"));
+    // The mutation score, a slice a night.
+    assert!(workflow("nightly.yml").contains("bash ci/mutants.sh"));
     let dev = std::fs::read_to_string(root().join("ci/dev.sh")).unwrap();
     assert!(!dev.contains("bash ci/bench.sh --quick"), "{dev}");
 }
