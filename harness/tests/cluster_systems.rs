@@ -73,6 +73,7 @@ fn cluster_tansu_runs_under_the_same_checkers_and_none_is_valid_over_what_it_can
         "one-leader-per-epoch",
         "clean-election",
         "stale-controller-fenced",
+        "isr-acks",
     ] {
         let r = result(&results, checker);
         assert_eq!(r["verdict"], "not-applicable", "{r:#}");
