@@ -416,6 +416,24 @@ pub struct StaleEpochApplied {
     pub stale_entries: usize,
 }
 
+impl StaleEpochApplied {
+    /// `node`'s stale entry, the newer one applied before it (each with its
+    /// index in the log), and how many such entries there are.
+    pub fn of(
+        node: NodeId,
+        (index, stale): (usize, &StateChange),
+        (newer_index, newer): (usize, &StateChange),
+        stale_entries: usize,
+    ) -> Self {
+        StaleEpochApplied {
+            newer_applied_before: StateChangeEntry::of(node, newer_index, newer),
+            node,
+            stale: StateChangeEntry::of(node, index, stale),
+            stale_entries,
+        }
+    }
+}
+
 /// `decision-out-of-order`: the entry, the revisions etcd recorded its state
 /// at, and the entry applied before it whose state etcd recorded later.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -156,13 +156,8 @@ fn stale_epochs_applied(logs: &BTreeMap<NodeId, Vec<StateChange>>) -> Vec<Eviden
                     entry.leader_epoch,
                     entry.controller_id
                 ),
-                details: StaleEpochApplied {
-                    newer_applied_before: StateChangeEntry::of(node, newer_index, newer),
-                    node,
-                    stale: StateChangeEntry::of(node, index, entry),
-                    stale_entries: count,
-                }
-                .into(),
+                details: StaleEpochApplied::of(node, (index, entry), (newer_index, newer), count)
+                    .into(),
             });
         }
     }

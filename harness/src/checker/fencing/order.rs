@@ -84,13 +84,8 @@ pub(super) fn leader_epochs_regressed(logs: &BTreeMap<NodeId, Vec<StateChange>>)
                     entry.controller_epoch,
                     newer.leader_epoch,
                 ),
-                details: StaleEpochApplied {
-                    newer_applied_before: StateChangeEntry::of(node, newer_index, newer),
-                    node,
-                    stale: StateChangeEntry::of(node, index, entry),
-                    stale_entries: count,
-                }
-                .into(),
+                details: StaleEpochApplied::of(node, (index, entry), (newer_index, newer), count)
+                    .into(),
             });
         }
     }
