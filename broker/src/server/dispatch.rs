@@ -17,10 +17,10 @@ use kafka_protocol::messages::{
     DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest,
-    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
-    StopReplicaRequest, SyncGroupRequest, TxnOffsetCommitRequest, UpdateMetadataRequest,
-    WriteTxnMarkersRequest,
+    LeaderAndIsrResponse, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
+    MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
+    ProduceRequest, RequestHeader, ResponseHeader, StopReplicaRequest, SyncGroupRequest,
+    TxnOffsetCommitRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
@@ -356,26 +356,7 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         Request::OffsetForLeaderEpoch(req) => {
             respond!(handlers::offsets_for_leader_epoch::handle(broker, req))
         }
-        Request::LeaderAndIsr(req) => {
-            let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
-            // A new topic's configs before its first append (topic_config.rs).
-            let topics: Vec<String> = req
-                .topic_states
-                .iter()
-                .map(|t| t.topic_name.to_string())
-                .chain(
-                    req.ungrouped_partition_states
-                        .iter()
-                        .map(|p| p.topic_name.to_string()),
-                )
-                .collect();
-            broker
-                .replicas
-                .topic_configs()
-                .ensure_read(&broker.store, topics)
-                .await;
-            respond!(handlers::leader_and_isr::handle(broker, req, refused))
-        }
+        Request::LeaderAndIsr(req) => respond!(leader_and_isr(broker, req).await),
         Request::UpdateMetadata(req) => {
             let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
             respond!(handlers::update_metadata::handle(broker, req, refused))
@@ -439,6 +420,29 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             respond!(resp)
         }
     }
+}
+
+/// LeaderAndIsr: the broker-epoch check, then the configs of every topic it
+/// names read before any partition of it is applied (a new topic's configs
+/// before its first append, topic_config.rs), then the request itself.
+async fn leader_and_isr(broker: &Broker, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse {
+    let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
+    let topics: Vec<String> = req
+        .topic_states
+        .iter()
+        .map(|t| t.topic_name.to_string())
+        .chain(
+            req.ungrouped_partition_states
+                .iter()
+                .map(|p| p.topic_name.to_string()),
+        )
+        .collect();
+    broker
+        .replicas
+        .topic_configs()
+        .ensure_read(&broker.store, topics)
+        .await;
+    handlers::leader_and_isr::handle(broker, req, refused)
 }
 
 /// KIP-380's broker-epoch check on a control request (Kafka 2.2,

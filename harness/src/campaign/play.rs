@@ -30,6 +30,7 @@ use crate::run::{Driver, Live, RunError, RunStatus, faults, start_background, st
 use crate::run_dir::RunDir;
 use crate::runtime::Runtime;
 use crate::schedule::{Condition, Fault, PartitionRef, Schedule, Step};
+use crate::workload::background::Workers;
 use crate::workload::producer::delivery_timeout;
 use crate::workload::txn::txn_bound;
 
@@ -76,6 +77,42 @@ impl Driver for Plan {
     }
 }
 
+/// The gap between two faults: `more` writes acknowledged, or `bound`
+/// passed first; the step that replays it.
+async fn await_gap(workers: &mut Workers, more: u64, bound: Duration) -> Step {
+    let gap_started = Instant::now();
+    let gap = match workers.await_acknowledged(more, bound).await {
+        Ok(n) => Condition::Acknowledged { more: n },
+        Err(_) => Condition::Elapsed {
+            ms: gap_started.elapsed().as_millis() as u64,
+        },
+    };
+    Step::Await {
+        timeout_ms: matches!(gap, Condition::Acknowledged { .. }).then_some(REPLAY_AWAIT_MS),
+        condition: gap,
+    }
+}
+
+/// Waits until a hold of requests in force has lasted `until` (never past
+/// the campaign's end), written into the realised schedule as the time it
+/// waited. Once waited out, a hold has lasted long enough: nothing to keep.
+async fn wait_out_hold(until: Instant, plan: &Plan, started: Instant, realised: &mut Schedule) {
+    let until = match plan.stop {
+        StopAfter::Duration(d) => until.min(started + d),
+        StopAfter::Faults(_) => until,
+    };
+    let rest = until.saturating_duration_since(Instant::now());
+    if !rest.is_zero() {
+        tokio::time::sleep(rest).await;
+        realised.steps.push(Step::Await {
+            timeout_ms: None,
+            condition: Condition::Elapsed {
+                ms: rest.as_millis() as u64,
+            },
+        });
+    }
+}
+
 async fn play<R: Runtime>(
     live: &mut Live<R>,
     schedule: &Schedule,
@@ -117,35 +154,12 @@ async fn play<R: Runtime>(
             bound /= 4;
         }
         if more > 0 {
-            let gap_started = Instant::now();
-            let gap = match workers.await_acknowledged(more, bound).await {
-                Ok(n) => Condition::Acknowledged { more: n },
-                Err(_) => Condition::Elapsed {
-                    ms: gap_started.elapsed().as_millis() as u64,
-                },
-            };
-            realised.steps.push(Step::Await {
-                timeout_ms: matches!(gap, Condition::Acknowledged { .. })
-                    .then_some(REPLAY_AWAIT_MS),
-                condition: gap,
-            });
+            realised
+                .steps
+                .push(await_gap(&mut workers, more, bound).await);
         }
-        // Once waited out, a hold has lasted long enough: nothing to keep.
         if let Some(until) = held_until.take() {
-            let until = match plan.stop {
-                StopAfter::Duration(d) => until.min(started + d),
-                StopAfter::Faults(_) => until,
-            };
-            let rest = until.saturating_duration_since(Instant::now());
-            if !rest.is_zero() {
-                tokio::time::sleep(rest).await;
-                realised.steps.push(Step::Await {
-                    timeout_ms: None,
-                    condition: Condition::Elapsed {
-                        ms: rest.as_millis() as u64,
-                    },
-                });
-            }
+            wait_out_hold(until, plan, started, &mut realised).await;
         }
         if done(fired) {
             break;
@@ -337,17 +351,7 @@ impl Sequencer<'_> {
                     break;
                 }
                 Move::Wait(ms) => {
-                    let mut within = Duration::from_millis(ms);
-                    if let Some(end) = self.end {
-                        within = within.min(end.saturating_duration_since(Instant::now()));
-                    }
-                    tokio::time::sleep(within).await;
-                    self.realised.steps.push(Step::Await {
-                        condition: Condition::Elapsed {
-                            ms: within.as_millis() as u64,
-                        },
-                        timeout_ms: None,
-                    });
+                    self.wait(ms).await;
                     continue;
                 }
                 Move::Hit(..) | Move::Stall => {
@@ -397,6 +401,22 @@ impl Sequencer<'_> {
             }
         }
         Ok(fired)
+    }
+
+    /// Lets `ms` pass (never past the campaign's end), written into the
+    /// realised schedule as the time it waited.
+    async fn wait(&mut self, ms: u64) {
+        let mut within = Duration::from_millis(ms);
+        if let Some(end) = self.end {
+            within = within.min(end.saturating_duration_since(Instant::now()));
+        }
+        tokio::time::sleep(within).await;
+        self.realised.steps.push(Step::Await {
+            condition: Condition::Elapsed {
+                ms: within.as_millis() as u64,
+            },
+            timeout_ms: None,
+        });
     }
 
     /// Awaits `condition` for up to `ms` (never past the campaign's end) and

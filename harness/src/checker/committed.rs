@@ -91,7 +91,51 @@ struct ReadSpan {
     deposed: Option<(NodeId, NodeId)>,
 }
 
-fn check(run: &RunIndex) -> CheckOutcome {
+/// Spans of one kind by (group, partition).
+type ByGroup<T> = BTreeMap<(String, PartitionRef), Vec<T>>;
+
+/// A read of `key`'s committed offset below the acknowledged commit of
+/// `floor_offset` (history `acked_index`): allowed when a deposed
+/// coordinator answered it (`stale-committed-read`), else a regression.
+fn read_below(
+    (group, partition): &(String, PartitionRef),
+    read: &ReadSpan,
+    floor_offset: i64,
+    acked_index: u64,
+) -> Evidence {
+    let (anomaly, by) = match read.deposed {
+        Some((node, leader)) => (
+            Anomaly::StaleCommittedRead,
+            format!(
+                " from {node}, a deposed coordinator (etcd named {leader} leader of the group's \
+                 offsets partition just after)"
+            ),
+        ),
+        None => (Anomaly::CommittedOffsetRegressed, String::new()),
+    };
+    Evidence {
+        anomaly,
+        summary: format!(
+            "group {group}'s committed offset of {partition} read {} (history index {}){by} after \
+             a commit of {floor_offset} was acknowledged (history index {acked_index})",
+            read.offset, read.index
+        ),
+        details: CommittedRegressed {
+            acked_index,
+            acked_offset: floor_offset,
+            group: group.clone(),
+            partition: partition.clone(),
+            read_index: read.index,
+            read_offset: read.offset,
+        }
+        .into(),
+    }
+}
+
+/// Every commit (plain, or a transaction's that committed or may have) and
+/// every read of a committed offset, by (group, partition), each with the
+/// time its op began.
+fn spans(run: &RunIndex) -> (ByGroup<CommitSpan>, ByGroup<ReadSpan>) {
     let mut commits: BTreeMap<(String, PartitionRef), Vec<CommitSpan>> = BTreeMap::new();
     let mut reads: BTreeMap<(String, PartitionRef), Vec<ReadSpan>> = BTreeMap::new();
     // Each process's invoke waits for its completion (one op at a time).
@@ -165,6 +209,11 @@ fn check(run: &RunIndex) -> CheckOutcome {
                 });
         }
     }
+    (commits, reads)
+}
+
+fn check(run: &RunIndex) -> CheckOutcome {
+    let (commits, mut reads) = spans(run);
     let mut evidence = Vec::new();
     let (mut regressed, mut excused, mut stale, mut checked) = (0u64, 0u64, 0u64, 0u64);
     // A lost commit is held to the rule for lost writes: built only when a
@@ -225,7 +274,7 @@ fn check(run: &RunIndex) -> CheckOutcome {
             if last_sent.get(&read.offset).is_some_and(|&ns| ns > acked_ns) {
                 continue;
             }
-            let (group, partition) = key;
+            let group = &key.0;
             if offsets_partitions > 0 {
                 let excuses = excuses.get_or_insert_with(|| Excuses::of(run.run));
                 let log = offsets_partition_of(group, offsets_partitions);
@@ -234,41 +283,14 @@ fn check(run: &RunIndex) -> CheckOutcome {
                     continue;
                 }
             }
-            let (anomaly, by) = match read.deposed {
-                Some((node, leader)) => {
-                    stale += 1;
-                    (
-                        Anomaly::StaleCommittedRead,
-                        format!(
-                            " from {node}, a deposed coordinator (etcd named {leader} leader of \
-                             the group's offsets partition just after)"
-                        ),
-                    )
-                }
-                None => {
-                    regressed += 1;
-                    (Anomaly::CommittedOffsetRegressed, String::new())
-                }
-            };
+            let found = read_below(key, read, floor_offset, acked_index);
+            if found.anomaly == Anomaly::StaleCommittedRead {
+                stale += 1;
+            } else {
+                regressed += 1;
+            }
             if evidence.len() < EVIDENCE_MAX {
-                evidence.push(Evidence {
-                    anomaly,
-                    summary: format!(
-                        "group {group}'s committed offset of {partition} read {} (history index \
-                         {}){by} after a commit of {floor_offset} was acknowledged (history index \
-                         {acked_index})",
-                        read.offset, read.index
-                    ),
-                    details: CommittedRegressed {
-                        acked_index,
-                        acked_offset: floor_offset,
-                        group: group.clone(),
-                        partition: partition.clone(),
-                        read_index: read.index,
-                        read_offset: read.offset,
-                    }
-                    .into(),
-                });
+                evidence.push(found);
             }
         }
     }
@@ -284,15 +306,7 @@ fn check(run: &RunIndex) -> CheckOutcome {
                 "{checked} read(s) of committed offsets, none below an acknowledged commit but \
                  from a deposed coordinator ({stale}); {group_polls} subscribed poll(s), none \
                  past a record its group had not seen{}",
-                if txns.txn_offsets == 0 {
-                    String::new()
-                } else {
-                    format!(
-                        "; {} offset(s) sent to transactions, none only by aborted ones read ({}) \
-                         or final ({})",
-                        txns.txn_offsets, txns.reads, txns.finals
-                    )
-                }
+                txn_offsets::valid_part(&txns)
             ),
         );
         result.evidence = evidence;
@@ -312,14 +326,7 @@ fn check(run: &RunIndex) -> CheckOutcome {
             evidence,
         )
     };
-    let result = if txns.txn_offsets == 0 {
-        result
-    } else {
-        result
-            .with_count("txn-offsets", txns.txn_offsets)
-            .with_count("aborted-offsets-read", txns.aborted_reads)
-            .with_count("aborted-offsets-final", txns.aborted_finals)
-    };
+    let result = txn_offsets::with_counts(result, &txns);
     Ok(result
         .with_count("reads", checked)
         .with_count(

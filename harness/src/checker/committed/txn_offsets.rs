@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::super::evidence::{TornTxn, TxnRead, TxnWrite};
 use super::super::index::{EVIDENCE_MAX, RunIndex};
 use super::super::txns::TxnOp;
-use super::super::{Anomaly, Evidence};
+use super::super::{Anomaly, CheckResult, Evidence};
 use crate::history::{Body, OpType};
 use crate::reader::offsets_topic::offset_commits;
 use crate::reader::txn::TxnOutcome;
@@ -43,16 +43,36 @@ pub(super) struct Counted {
     pub aborted_finals: u64,
 }
 
-/// Judges every read and every final committed offset of a group whose
-/// offsets a transaction sent; evidence (at most [`EVIDENCE_MAX`]) to
-/// `evidence`.
-pub(super) fn check(run: &RunIndex, evidence: &mut Vec<Evidence>) -> Counted {
-    let mut counted = Counted::default();
-    let view = run.txns();
-    // Offsets only never-committed transactions sent: the first such.
+/// What a valid verdict's message says of transactions' offsets (nothing
+/// when no transaction sent any).
+pub(super) fn valid_part(txns: &Counted) -> String {
+    if txns.txn_offsets == 0 {
+        return String::new();
+    }
+    format!(
+        "; {} offset(s) sent to transactions, none only by aborted ones read ({}) or final ({})",
+        txns.txn_offsets, txns.reads, txns.finals
+    )
+}
+
+/// `result` with the counts of transactions' offsets, when there were any.
+pub(super) fn with_counts(result: CheckResult, txns: &Counted) -> CheckResult {
+    if txns.txn_offsets == 0 {
+        return result;
+    }
+    result
+        .with_count("txn-offsets", txns.txn_offsets)
+        .with_count("aborted-offsets-read", txns.aborted_reads)
+        .with_count("aborted-offsets-final", txns.aborted_finals)
+}
+
+/// The offsets only never-committed transactions sent (no committed or
+/// undecided transaction, no plain commit that may have landed sent them),
+/// each with the first such transaction; every transaction's offsets counted.
+fn never_committed<'a>(run: &'a RunIndex, counted: &mut Counted) -> BTreeMap<Key, &'a TxnOp<'a>> {
     let mut never: BTreeMap<Key, &TxnOp> = BTreeMap::new();
     let mut may: BTreeSet<Key> = BTreeSet::new();
-    for t in &view.txns {
+    for t in &run.txns().txns {
         let Some(group) = &t.txn.group else { continue };
         for (partition, &offset) in &t.txn.offsets {
             counted.txn_offsets += 1;
@@ -72,6 +92,16 @@ pub(super) fn check(run: &RunIndex, evidence: &mut Vec<Evidence>) -> Counted {
         }
     }
     never.retain(|key, _| !may.contains(key));
+    never
+}
+
+/// Judges every read and every final committed offset of a group whose
+/// offsets a transaction sent; evidence (at most [`EVIDENCE_MAX`]) to
+/// `evidence`.
+pub(super) fn check(run: &RunIndex, evidence: &mut Vec<Evidence>) -> Counted {
+    let mut counted = Counted::default();
+    let view = run.txns();
+    let never = never_committed(run, &mut counted);
     let groups: BTreeSet<&String> = view
         .txns
         .iter()
