@@ -355,6 +355,16 @@ impl Controller {
                         version: kv.version(),
                     },
                 );
+                if restarted {
+                    // Requests queued for the broker's earlier run (a takeover
+                    // sends every registered broker its state, the dead one
+                    // too, and a failed send is retried) must not reach the new
+                    // run ahead of the election below: the registration kept
+                    // its create revision, so KIP-380's broker epoch cannot
+                    // refuse them. Kafka's controller removes a failed broker's
+                    // channel before a started one is added again.
+                    self.channel.remove_broker(id);
+                }
                 self.connect(id);
                 let changed = if restarted {
                     self.reelect_restarted(id).await?
