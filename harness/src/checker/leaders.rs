@@ -362,19 +362,7 @@ mod tests {
     }
 
     fn applied(leader: i32, epoch: i32) -> StateChange {
-        StateChange {
-            time_ms: 1,
-            request: "LeaderAndIsr".into(),
-            controller_id: 1,
-            controller_epoch: 1,
-            topic: "t".into(),
-            partition: 0,
-            leader,
-            leader_epoch: epoch,
-            isr: vec![1, 2],
-            outcome: "applied".into(),
-            reason: None,
-        }
+        StateChange::of_t0(leader, epoch, &[1, 2])
     }
 
     #[test]

@@ -34,6 +34,27 @@ impl StateChange {
     }
 }
 
+#[cfg(test)]
+impl StateChange {
+    /// An applied LeaderAndIsr for `t-0` from controller 1 (epoch 1), for
+    /// tests.
+    pub fn of_t0(leader: i32, leader_epoch: i32, isr: &[i32]) -> Self {
+        StateChange {
+            time_ms: 1,
+            request: "LeaderAndIsr".into(),
+            controller_id: 1,
+            controller_epoch: 1,
+            topic: "t".into(),
+            partition: 0,
+            leader,
+            leader_epoch,
+            isr: isr.to_vec(),
+            outcome: "applied".into(),
+            reason: None,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StateChangeError {
     #[error("{}: {source}", path.display())]

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use std::collections::BTreeSet;
 
 use crate::node::NodeId;
+use crate::observe::replica::ReplicaOffsetsError;
 use crate::observe::{ObserveError, replica_offsets};
 use crate::run_dir::{Stuck, Unrecovered};
 use crate::runtime::Runtime;
@@ -208,12 +209,10 @@ async fn offsets_of<R: Runtime>(
     live: &Live<R>,
     partition: &crate::topic_partition::PartitionRef,
     replicas: &[NodeId],
-) -> Vec<(NodeId, Result<(u64, u64), String>)> {
+) -> Vec<(NodeId, Result<(u64, u64), ReplicaOffsetsError>)> {
     let mut offsets = Vec::with_capacity(replicas.len());
     for &r in replicas {
-        let answer = replica_offsets(&live.runtime, r, partition)
-            .await
-            .map_err(|why| why.to_string());
+        let answer = replica_offsets(&live.runtime, r, partition).await;
         offsets.push((r, answer));
     }
     offsets

@@ -246,31 +246,11 @@ mod tests {
     use crate::observe::timeline::PartitionStateChange;
 
     fn applied(epoch: i32, isr: &[i32]) -> StateChange {
-        StateChange {
-            time_ms: 1,
-            request: "LeaderAndIsr".into(),
-            controller_id: 1,
-            controller_epoch: 1,
-            topic: "t".into(),
-            partition: 0,
-            leader: 1,
-            leader_epoch: epoch,
-            isr: isr.to_vec(),
-            outcome: "applied".into(),
-            reason: None,
-        }
+        StateChange::of_t0(1, epoch, isr)
     }
 
     fn state(revision: i64, epoch: i32, isr: &[i32]) -> PartitionStateChange {
-        PartitionStateChange {
-            revision,
-            topic: "t".into(),
-            partition: 0,
-            leader: 1,
-            leader_epoch: epoch,
-            isr: isr.to_vec(),
-            controller_epoch: 1,
-        }
+        PartitionStateChange::of_t0(revision, 1, epoch, isr)
     }
 
     #[test]
