@@ -208,17 +208,22 @@ pub fn read_fetches(dir: &Path) -> Result<Option<Fetches>, FramesError> {
         .collect();
     paths.sort();
     for path in paths {
-        let link = replica_fetches(&read_recording(&path)?);
-        fetches.links += 1;
-        fetches.unreadable += link.unreadable;
-        // The dialler: `b2` of `b2-b1` (a client link's is `client`).
-        let dialler = path
+        // The dialler: `b2` of `b2-b1`. Only brokers fetch as replicas, so a
+        // client link's recording (`client-b1`, every produce's payload) is
+        // not read.
+        let Some(dialler) = path
             .file_stem()
             .and_then(|s| s.to_str())
             .and_then(|s| s.split('-').next())
-            .and_then(|s| s.parse::<NodeId>().ok());
-        if let (Some(node), false) = (dialler, link.gaps_ns.is_empty()) {
-            fetches.gapped.insert(node.broker_id());
+            .and_then(|s| s.parse::<NodeId>().ok())
+        else {
+            continue;
+        };
+        let link = replica_fetches(&read_recording(&path)?);
+        fetches.links += 1;
+        fetches.unreadable += link.unreadable;
+        if !link.gaps_ns.is_empty() {
+            fetches.gapped.insert(dialler.broker_id());
         }
         for f in link.fetches {
             fetches
