@@ -67,10 +67,11 @@ impl ControllerContext {
             .map_or(default, |v| v.trim().eq_ignore_ascii_case("true"))
     }
 
-    /// The broker epoch (KIP-380) a control request to `broker` names: its
-    /// registration's create revision, -1 for a broker not registered.
+    /// The broker epoch (KIP-380) a control request to `broker` names: the
+    /// revision of its registration's latest put (one per run, see
+    /// `MetadataStore::register_broker`), -1 for a broker not registered.
     pub(super) fn broker_epoch(&self, broker: i32) -> i64 {
-        self.brokers.get(&broker).map_or(-1, |b| b.create_revision)
+        self.brokers.get(&broker).map_or(-1, |b| b.mod_revision)
     }
 
     pub(super) fn replicas(&self, topic: &str, partition: i32) -> &[i32] {

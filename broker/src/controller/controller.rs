@@ -342,7 +342,7 @@ impl Controller {
                 }
                 tracing::info!(
                     broker = id,
-                    broker_epoch = kv.create_revision(),
+                    broker_epoch = kv.mod_revision(),
                     restarted,
                     "broker registered"
                 );
@@ -359,10 +359,12 @@ impl Controller {
                     // Requests queued for the broker's earlier run (a takeover
                     // sends every registered broker its state, the dead one
                     // too, and a failed send is retried) must not reach the new
-                    // run ahead of the election below: the registration kept
-                    // its create revision, so KIP-380's broker epoch cannot
-                    // refuse them. Kafka's controller removes a failed broker's
-                    // channel before a started one is added again.
+                    // run ahead of the election below. They name the earlier
+                    // run's broker epoch, which the new run refuses (KIP-380);
+                    // one already on its way when the new run registered is
+                    // refused that way, and the rest are dropped here, as
+                    // Kafka's controller removes a failed broker's channel
+                    // before a started one is added again.
                     self.channel.remove_broker(id);
                 }
                 self.connect(id);

@@ -3,7 +3,8 @@
 //!
 //! The rules this file enforces are the ones classic Kafka relied on ZooKeeper
 //! for: registration keys live under the broker's lease (ephemeral znodes) and
-//! their create revision is the broker epoch (as CZXID was); the controller key is
+//! the revision of each run's put is the broker epoch (as the CZXID of the znode
+//! each run created was); the controller key is
 //! won by create-if-absent under the winner's lease; the controller epoch is
 //! bumped by a transaction that also checks the winner still holds the controller
 //! key; partition state changes only by compare-and-swap on the key's revision
@@ -309,17 +310,21 @@ impl MetadataStore {
         }
     }
 
-    /// Broker `id`'s epoch as etcd holds it now (its registration key's create
-    /// revision), `None` when it is not registered.
+    /// Broker `id`'s epoch as etcd holds it now (the revision of its
+    /// registration's latest put, see `register_broker`), `None` when it is
+    /// not registered.
     pub async fn broker_epoch(&self, id: i32) -> Result<Option<i64>, StoreError> {
         let resp = self.client.clone().get(broker_key(id), None).await?;
-        Ok(resp.kvs().first().map(|kv| kv.create_revision()))
+        Ok(resp.kvs().first().map(|kv| kv.mod_revision()))
     }
 
     /// Register (or take over) this broker's key under `lease`; returns the broker
-    /// epoch, the key's create revision. A put on an existing key keeps its create
+    /// epoch, the revision of this put. A put on an existing key keeps its create
     /// revision, which is how a broker restarted within its old lease keeps its
-    /// session in the controller's eyes (KAFKA-1120).
+    /// session in the eyes of a controller that compares create revisions
+    /// (KAFKA-1120); the broker epoch still changes with every run, as Kafka's
+    /// (KIP-380: the czxid of the znode each run creates), so a control request
+    /// queued for the earlier run names an epoch the new run refuses.
     pub async fn register_broker(
         &self,
         reg: &BrokerRegistration,
@@ -339,7 +344,7 @@ impl MetadataStore {
             if let TxnOpResponse::Get(get) = op
                 && let Some(kv) = get.kvs().first()
             {
-                return Ok(kv.create_revision());
+                return Ok(kv.mod_revision());
             }
         }
         Err(StoreError::Malformed {

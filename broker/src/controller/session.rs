@@ -28,7 +28,7 @@ const REOPEN_BACKOFF: Duration = Duration::from_millis(500);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
     pub id: i64,
-    /// The registration key's create revision (the broker epoch).
+    /// The revision of this run's registration put (the broker epoch).
     pub broker_epoch: i64,
 }
 

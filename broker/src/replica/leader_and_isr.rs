@@ -40,8 +40,8 @@ pub struct Decision {
     pub reason: Option<String>,
 }
 
-/// Whether a control request addressed to registration `requested` (its
-/// create revision) names a newer registration than `ours`, the one this
+/// Whether a control request addressed to registration `requested` (the
+/// revision of its put) names a newer registration than `ours`, the one this
 /// broker's session has switched to. -1 (unknown) is never ahead.
 fn registration_ahead(ours: i64, requested: i64) -> bool {
     requested > ours
@@ -71,8 +71,8 @@ impl ReplicaManager {
     /// UpdateMetadata) goes through before anything else, the controller-epoch
     /// check included (KIP-380: Kafka checks it in `KafkaApis` before the
     /// replica manager sees the request). `broker_epoch` is the registration
-    /// the controller addressed (its create revision as the controller saw it;
-    /// -1 when unknown). The dispatcher decides what to refuse (see
+    /// the controller addressed (the revision of its put as the controller saw
+    /// it; -1 when unknown). The dispatcher decides what to refuse (see
     /// `server::dispatch`).
     ///
     /// A newer one than the session's is usually this broker's own: it

@@ -85,6 +85,26 @@ impl Cluster {
         )
     }
 
+    /// Like [`Cluster::start_meshed`], broker `id` also getting the flags
+    /// `extra_for(id)` (a lease of its own, say).
+    pub fn start_meshed_with(
+        n: i32,
+        extra: &[&str],
+        extra_for: impl Fn(i32) -> Vec<String>,
+    ) -> Cluster {
+        let etcd = Etcd::start();
+        let endpoint = etcd.endpoint.clone();
+        Cluster::start_full(
+            n,
+            extra,
+            etcd,
+            |_| endpoint.clone(),
+            true,
+            extra_for,
+            |_| Vec::new(),
+        )
+    }
+
     fn start_full(
         n: i32,
         extra: &[&str],
