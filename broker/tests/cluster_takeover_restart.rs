@@ -30,11 +30,13 @@ fn cluster_takeover_restart_a_retried_request_never_reaches_a_brokers_new_run() 
     // Brokers 1 and 2 on a short lease, so broker 1's death hands the
     // controller to broker 2 quickly; broker 3 on a long one, so its
     // registration outlives its death and the takeover.
-    let mut cluster = Cluster::start_meshed_with(
-        3,
-        &["--replica-fetch-wait-max-ms", "100"],
-        |id| vec!["--lease-ttl-s".into(), if id == 3 { "30" } else { "2" }.into()],
-    );
+    let mut cluster =
+        Cluster::start_meshed_with(3, &["--replica-fetch-wait-max-ms", "100"], |id| {
+            vec![
+                "--lease-ttl-s".into(),
+                if id == 3 { "30" } else { "2" }.into(),
+            ]
+        });
     let mut client = cluster.client(1);
     assert_eq!(client.create_topic("t", 3, 1), 0);
     // A partition broker 3 leads alone (replication factor 1: ISR [3]).
@@ -86,9 +88,9 @@ fn cluster_takeover_restart_a_retried_request_never_reaches_a_brokers_new_run() 
             let log = cluster.broker(2).log();
             let epoch = cluster.etcd.get(&controller_epoch_key())?;
             (epoch != controller_epoch
-                && log
-                    .lines()
-                    .any(|l| l.contains("control request failed; retrying") && l.contains("broker_id=3")))
+                && log.lines().any(|l| {
+                    l.contains("control request failed; retrying") && l.contains("broker_id=3")
+                }))
             .then_some(())
         },
         || cluster.logs(),
