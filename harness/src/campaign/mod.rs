@@ -27,6 +27,8 @@
 //! The command lines that start campaigns and shrinks are cli/campaign.rs and
 //! cli/shrink.rs; this module is the campaign itself, below them.
 
+pub mod coverage;
+pub mod explore;
 pub mod pick;
 mod play;
 pub mod power;
@@ -183,6 +185,9 @@ pub struct Plan {
     /// losing acknowledged writes, a broker bug since fixed
     /// (suites/found/current-sequences-seed-40).
     pub sequences: bool,
+    /// Guided or not, and the coverage map it is measured against
+    /// (coverage.rs, explore.rs).
+    pub guide: explore::Guide,
 }
 
 /// Why `system` cannot take fault `kind` (a campaign on it leaves the kind
@@ -315,6 +320,7 @@ impl Plan {
             max_faulted,
             sequence_weight,
             sequences: true,
+            guide: explore::Guide::default(),
         }
     }
 
@@ -323,6 +329,29 @@ impl Plan {
     pub fn without_sequences(self) -> Plan {
         Plan {
             sequences: false,
+            ..self
+        }
+    }
+
+    /// This plan guided toward state-fault pairs not reached yet, measured
+    /// against `prior` (campaign/explore.rs).
+    pub fn guided(self, prior: explore::SharedCoverage) -> Plan {
+        Plan {
+            guide: explore::Guide {
+                guided: true,
+                prior,
+            },
+            ..self
+        }
+    }
+
+    /// This plan's coverage measured against `prior`, without guidance.
+    pub fn measured_against(self, prior: explore::SharedCoverage) -> Plan {
+        Plan {
+            guide: explore::Guide {
+                guided: false,
+                prior,
+            },
             ..self
         }
     }

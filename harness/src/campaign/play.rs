@@ -20,7 +20,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::pick::{self, State};
+use super::coverage::COVERAGE_FILE;
+use super::explore::{Explorer, Picked};
+use super::pick::State;
 use super::sequence::{self, Move, Roles, Sequence};
 use super::{Plan, StopAfter};
 use crate::node::NodeId;
@@ -28,8 +30,9 @@ use crate::observe::ObserveError;
 use crate::random::SplitMix64;
 use crate::run::{Driver, Live, RunError, RunStatus, faults, start_background, stop_background};
 use crate::run_dir::RunDir;
-use crate::runtime::Runtime;
+use crate::runtime::{Link, Runtime};
 use crate::schedule::{Condition, Fault, PartitionRef, Schedule, Step};
+use crate::system::ServiceKind;
 use crate::workload::background::Workers;
 use crate::workload::producer::delivery_timeout;
 use crate::workload::txn::txn_bound;
@@ -93,6 +96,32 @@ async fn await_gap(workers: &mut Workers, more: u64, bound: Duration) -> Step {
     }
 }
 
+/// The gap before the next pick, never past the campaign's end; `None` when
+/// the draw is no gap at all. A whole cluster (nothing paused, dead or cut)
+/// has nothing left to interleave with, so its gap is a quarter of the drawn
+/// one: more interleavings per minute where waiting teaches nothing.
+async fn gap(
+    workers: &mut Workers,
+    random: &mut SplitMix64,
+    plan: &Plan,
+    started: Instant,
+    whole: bool,
+) -> Option<Step> {
+    let mut bound = plan.gap_max;
+    if let StopAfter::Duration(d) = plan.stop {
+        bound = bound.min(d.saturating_sub(started.elapsed()));
+    }
+    let mut more = random.between(plan.gap_acks.0, plan.gap_acks.1);
+    if whole {
+        more = more.div_ceil(4);
+        bound /= 4;
+    }
+    if more == 0 {
+        return None;
+    }
+    Some(await_gap(workers, more, bound).await)
+}
+
 /// Waits until a hold of requests in force has lasted `until` (never past
 /// the campaign's end), written into the realised schedule as the time it
 /// waited. Once waited out, a hold has lasted long enough: nothing to keep.
@@ -128,6 +157,7 @@ async fn play<R: Runtime>(
     let started = Instant::now();
     let mut fired = 0u32;
     let mut progress = Progress::new();
+    let mut explorer = Explorer::new(plan, started);
     // A hold of requests in force stays until then ([`hold_floor`]).
     let hold_for = hold_floor(
         Duration::from_millis(schedule.workload.request_timeout_ms),
@@ -139,24 +169,9 @@ async fn play<R: Runtime>(
         StopAfter::Faults(n) => fired >= n,
     };
     while !done(fired) {
-        // The gap, never past the campaign's end. A whole cluster (nothing
-        // paused, dead or cut) has nothing left to interleave with, so its
-        // gap is a quarter of the drawn one: more interleavings per minute
-        // where waiting teaches nothing.
         let whole = look(live, &partitions)?.is_whole();
-        let mut bound = plan.gap_max;
-        if let StopAfter::Duration(d) = plan.stop {
-            bound = bound.min(d.saturating_sub(started.elapsed()));
-        }
-        let mut more = random.between(plan.gap_acks.0, plan.gap_acks.1);
-        if whole {
-            more = more.div_ceil(4);
-            bound /= 4;
-        }
-        if more > 0 {
-            realised
-                .steps
-                .push(await_gap(&mut workers, more, bound).await);
+        if let Some(step) = gap(&mut workers, &mut random, plan, started, whole).await {
+            realised.steps.push(step);
         }
         if let Some(until) = held_until.take() {
             wait_out_hold(until, plan, started, &mut realised).await;
@@ -167,37 +182,45 @@ async fn play<R: Runtime>(
         let view = live.view().await?;
         let nodes = live.nodes();
         let state = look(live, &partitions)?;
-        let Some(choice) = pick::choose(&mut random, plan, &state) else {
-            continue;
-        };
-        if let pick::Choice::Sequence(sequence) = choice {
-            let (end, faults_left) = match plan.stop {
-                StopAfter::Duration(d) => (Some(started + d), None),
-                StopAfter::Faults(n) => (None, Some(n.saturating_sub(fired))),
-            };
-            let mut play = Sequencer {
-                plan,
-                random: &mut random,
-                realised: &mut realised,
-                dir,
-                end,
-                faults_left,
-            };
-            for _ in play.run(live, &sequence).await? {
-                fired += 1;
-                progress.show(plan, fired, workers.acknowledged(), started.elapsed());
-            }
-            live.log.line(format!(
-                "campaign: {fired} faults fired, {} writes acknowledged, {:.1} s",
-                workers.acknowledged(),
-                started.elapsed().as_secs_f64()
-            ));
-            continue;
-        }
         let nemesis = &mut live.nemesis;
-        let Some(fault) = pick::realise(&mut random, &choice, &state, |target| {
+        let picked = explorer.pick(&mut random, plan, &state, &view, |target| {
             nemesis.resolve(target, &view, &nodes).ok()
-        }) else {
+        });
+        let (choice, fault, pairs) = match picked {
+            None => continue,
+            Some(Picked::Sequence(sequence)) => {
+                let (end, faults_left) = match plan.stop {
+                    StopAfter::Duration(d) => (Some(started + d), None),
+                    StopAfter::Faults(n) => (None, Some(n.saturating_sub(fired))),
+                };
+                let mut play = Sequencer {
+                    plan,
+                    random: &mut random,
+                    realised: &mut realised,
+                    dir,
+                    end,
+                    faults_left,
+                };
+                let sequence_fired = play.run(live, &sequence).await?;
+                explorer.sequence_fired(&sequence_fired, &view.brokers);
+                for _ in sequence_fired {
+                    fired += 1;
+                    progress.show(plan, fired, workers.acknowledged(), started.elapsed());
+                }
+                live.log.line(format!(
+                    "campaign: {fired} faults fired, {} writes acknowledged, {:.1} s",
+                    workers.acknowledged(),
+                    started.elapsed().as_secs_f64()
+                ));
+                continue;
+            }
+            Some(Picked::Fault {
+                choice,
+                fault,
+                pairs,
+            }) => (choice, fault, pairs),
+        };
+        let Some(fault) = fault else {
             live.log
                 .line(format!("campaign: {choice:?} names nobody now; skipped"));
             continue;
@@ -209,6 +232,7 @@ async fn play<R: Runtime>(
                 if let Fault::HoldRequests(_) = &fault {
                     held_until = Some(Instant::now() + hold_for);
                 }
+                explorer.fired(&fault, &pairs, &view.brokers);
                 realised.steps.push(Step::Fault(fault));
                 dir.write_schedule(&realised)?;
                 let line = format!(
@@ -234,6 +258,14 @@ async fn play<R: Runtime>(
     }
     dir.write_schedule(&realised)?;
     stop_background(live, workers).await?;
+    let (coverage, new) = explorer.finish();
+    let path = dir.path().join(COVERAGE_FILE);
+    std::fs::write(&path, coverage.to_json())
+        .map_err(|source| crate::store::StoreError { path, source })?;
+    live.log.line(format!(
+        "campaign: {} state-fault pairs reached ({new} not in the prior), {COVERAGE_FILE}",
+        coverage.pairs.len()
+    ));
     live.log.line(format!(
         "campaign: stopped after {fired} faults in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -250,8 +282,22 @@ fn look<R: Runtime>(live: &Live<R>, partitions: &[PartitionRef]) -> Result<State
         down: BTreeSet::new(),
         paused: BTreeSet::new(),
         cut: !live.nemesis.partitions_healed(),
+        etcd_cut: BTreeSet::new(),
+        peer_cut: BTreeSet::new(),
         partitions: partitions.to_vec(),
     };
+    for link in live.nemesis.cut_links() {
+        match link {
+            Link::BrokerToService(n, ServiceKind::Etcd) => {
+                state.etcd_cut.insert(n);
+            }
+            Link::BrokerToBroker { from, to } => {
+                state.peer_cut.insert(from);
+                state.peer_cut.insert(to);
+            }
+            _ => {}
+        }
+    }
     for &n in &nodes {
         if !live.runtime.is_running(n) {
             state.down.insert(n);

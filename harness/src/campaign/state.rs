@@ -18,6 +18,10 @@ pub struct State {
     pub paused: BTreeSet<NodeId>,
     /// A network cut is in force.
     pub cut: bool,
+    /// Nodes whose link to etcd is cut (alone, or with the rest: isolate).
+    pub etcd_cut: BTreeSet<NodeId>,
+    /// Nodes with a link to or from another broker cut.
+    pub peer_cut: BTreeSet<NodeId>,
     pub partitions: Vec<PartitionRef>,
 }
 

@@ -12,6 +12,8 @@ use clap::Args;
 use super::drive::finish_run;
 use super::exit::{EXIT_HARNESS_ERROR, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID};
 use super::run_settings::RunSettings;
+use crate::campaign::coverage::Coverage;
+use crate::campaign::explore::SharedCoverage;
 use crate::campaign::{CampaignOptions, Kind, KindError, Plan, StopAfter};
 use crate::checker::Anomaly;
 use crate::duration::parse_duration;
@@ -84,6 +86,16 @@ pub struct CampaignArgs {
     /// one fault per pick, as campaigns ran before them.
     #[arg(long)]
     pub no_sequences: bool,
+    /// Guide the nemesis toward state-fault pairs not reached yet
+    /// (campaign/coverage.rs): each pick draws a few candidates from the
+    /// seed's mix and fires the one reaching the most new pairs.
+    #[arg(long)]
+    pub guided: bool,
+    /// A coverage map: read first (its pairs count as reached), and written
+    /// back with every seed's pairs added when the campaign ends. Each run
+    /// also writes its own pairs to `coverage.json` in its directory.
+    #[arg(long, value_name = "FILE")]
+    pub coverage: Option<std::path::PathBuf>,
     /// Bound on one client request (`[workload] request_timeout_ms`,
     /// default 10000): shorter makes a held or delayed request time out,
     /// and its transaction abort, within one gap between faults.
@@ -185,13 +197,33 @@ pub fn campaign(args: &CampaignArgs, out: &mut impl Write) -> u8 {
         .filter(|(k, _)| args.shard.holds(*k))
         .map(|(_, seed)| seed)
         .collect();
+    let prior = match args.coverage.as_deref().map(Coverage::load).transpose() {
+        Ok(map) => SharedCoverage::new(map.unwrap_or_default()),
+        Err(e) => {
+            eprintln!("epochal: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let mut outcomes = Vec::new();
     for seed in seeds {
-        let outcome = one_seed(args, seed, out);
+        let outcome = one_seed(args, seed, &prior, out);
         if outcome.code == EXIT_USAGE {
             return EXIT_USAGE;
         }
         outcomes.push(outcome);
+    }
+    if let Some(path) = &args.coverage {
+        let map = prior.snapshot();
+        if let Err(e) = map.save(path) {
+            eprintln!("epochal: {e}");
+            return EXIT_HARNESS_ERROR;
+        }
+        let _ = writeln!(
+            out,
+            "coverage: {} state-fault pairs in {}",
+            map.pairs.len(),
+            path.display()
+        );
     }
     if outcomes.len() > 1 {
         let _ = writeln!(out, "\ncampaign seeds:");
@@ -226,7 +258,12 @@ pub fn campaign(args: &CampaignArgs, out: &mut impl Write) -> u8 {
         .unwrap_or(EXIT_VALID)
 }
 
-fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
+fn one_seed(
+    args: &CampaignArgs,
+    seed: u64,
+    prior: &SharedCoverage,
+    out: &mut impl Write,
+) -> Outcome {
     let stop = match (args.duration, args.faults) {
         (Some(d), _) => StopAfter::Duration(d),
         (None, Some(n)) => StopAfter::Faults(n),
@@ -293,6 +330,11 @@ fn one_seed(args: &CampaignArgs, seed: u64, out: &mut impl Write) -> Outcome {
         plan.without_sequences()
     } else {
         plan
+    };
+    let plan = if args.guided {
+        plan.guided(prior.clone())
+    } else {
+        plan.measured_against(prior.clone())
     };
     let _ = write!(out, "{}", crate::campaign::describe(&plan, &schedule));
     let _ = out.flush();

@@ -11,6 +11,8 @@ use clap::Args;
 
 use super::exit::{EXIT_HARNESS_ERROR, EXIT_INVALID, EXIT_USAGE, EXIT_VALID};
 use super::run_settings::RunSettings;
+use crate::campaign::coverage::{Coverage, CoverageError};
+use crate::campaign::explore::{Guide, SharedCoverage};
 use crate::campaign::power::{self, PowerFile, PowerOptions, PowerSetting, SeedOutcome};
 use crate::checker::Verdict;
 use crate::duration::parse_duration;
@@ -57,6 +59,15 @@ pub struct PowerArgs {
     /// (`campaign --no-sequences`; docs/power.md).
     #[arg(long)]
     pub no_sequences: bool,
+    /// Guide every campaign toward state-fault pairs not reached yet
+    /// (`campaign --guided`), each seed measured against the pairs the
+    /// seeds before it reached.
+    #[arg(long)]
+    pub guided: bool,
+    /// A coverage map read first and written back with every run's pairs
+    /// added (`campaign --coverage`).
+    #[arg(long, value_name = "FILE")]
+    pub coverage: Option<PathBuf>,
     #[command(flatten)]
     pub settings: RunSettings,
 }
@@ -86,12 +97,7 @@ pub fn power(args: &PowerArgs, out: &mut impl Write) -> u8 {
         args.settings.store.join("power").display()
     );
     for s in &options.settings {
-        let _ = writeln!(
-            out,
-            "  {:<18} {}",
-            s.name,
-            s.command(options.seeds[0], options.duration)
-        );
+        let _ = writeln!(out, "  {:<18} {}", s.name, options.command(s));
     }
     let _ = out.flush();
     let Some(runtime) = super::drive::current_thread_runtime() else {
@@ -111,6 +117,10 @@ pub fn power(args: &PowerArgs, out: &mut impl Write) -> u8 {
             let _ = out.flush();
         }))
     };
+    if let Err(e) = save_coverage(args, &options, out) {
+        eprintln!("epochal: {e}");
+        return EXIT_HARNESS_ERROR;
+    }
     let previous = args.history.as_ref().and_then(|h| {
         let text = std::fs::read_to_string(h).ok()?;
         power::table::previous(&text, table.quick, table.duration_s)
@@ -164,6 +174,26 @@ pub fn power(args: &PowerArgs, out: &mut impl Write) -> u8 {
     code
 }
 
+/// Writes the coverage map every run added its pairs to, when asked.
+fn save_coverage(
+    args: &PowerArgs,
+    options: &PowerOptions,
+    out: &mut impl Write,
+) -> Result<(), CoverageError> {
+    let Some(path) = &args.coverage else {
+        return Ok(());
+    };
+    let map = options.guide.prior.snapshot();
+    map.save(path)?;
+    let _ = writeln!(
+        out,
+        "coverage: {} state-fault pairs in {}",
+        map.pairs.len(),
+        path.display()
+    );
+    Ok(())
+}
+
 /// Why the flags and the file do not make a power table.
 #[derive(Debug, thiserror::Error)]
 enum PowerArgsError {
@@ -173,6 +203,8 @@ enum PowerArgsError {
     NoJobs,
     #[error(transparent)]
     File(#[from] power::PowerFileError),
+    #[error(transparent)]
+    Coverage(#[from] CoverageError),
     #[error("{file}: no setting {name:?} (there are: {known})")]
     NoSuchSetting {
         file: String,
@@ -235,6 +267,13 @@ fn options(args: &PowerArgs) -> Result<PowerOptions, PowerArgsError> {
         jobs: args.jobs,
         quick: args.quick,
         sequences: !args.no_sequences,
+        guide: Guide {
+            guided: args.guided,
+            prior: SharedCoverage::new(match &args.coverage {
+                Some(path) => Coverage::load(path)?,
+                None => Coverage::default(),
+            }),
+        },
         run,
     })
 }
@@ -262,10 +301,13 @@ fn line(setting: &PowerSetting, o: &SeedOutcome) -> String {
         (None, None) => "error".into(),
     };
     format!(
-        "  {} seed {}: {verdict}; {} faults, {:.0} s{}",
+        "  {} seed {}: {verdict}; {} faults{}, {:.0} s{}",
         setting.name,
         o.seed,
         o.faults,
+        o.pairs
+            .map(|n| format!(", {n} state-fault pairs"))
+            .unwrap_or_default(),
         o.wall_s,
         o.run_dir
             .as_ref()

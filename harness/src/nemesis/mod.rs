@@ -20,6 +20,7 @@ use crate::schedule::{Fault, OnHeal, Requests, Sender, Target, TruncateLog};
 use epochal_faults::proxy::toxics::RequestAction;
 use partition::{PartitionSpec, Partitions};
 use requests::{RequestFaults, RequestsError};
+use std::collections::BTreeSet;
 
 #[derive(Debug, thiserror::Error)]
 pub enum NemesisError {
@@ -105,6 +106,11 @@ impl Nemesis {
     /// No cut and no request fault in force: what `heal` ends.
     pub fn partitions_healed(&self) -> bool {
         self.partitions.is_healed() && self.requests.is_empty()
+    }
+
+    /// The links a cut is in force on now (each once, whichever streams).
+    pub fn cut_links(&self) -> BTreeSet<Link> {
+        self.partitions.cut().map(|(link, _)| *link).collect()
     }
 
     /// Resolves a target against `view` to the nodes it names now.

@@ -39,7 +39,24 @@ pub struct PowerOptions {
     /// Targeted fault sequences in every setting's mix, the negative
     /// control's too (off: `power --no-sequences`).
     pub sequences: bool,
+    /// Guided or not; every run measured against, and merged into, its prior.
+    pub guide: super::explore::Guide,
     pub run: RunOptions,
+}
+
+impl PowerOptions {
+    /// The `epochal campaign` command line of `setting`'s first seed, with
+    /// the table's own flags (no sequences, guided).
+    pub fn command(&self, setting: &PowerSetting) -> String {
+        let mut command = setting.command(self.seeds[0], self.duration);
+        if !self.sequences {
+            command += " --no-sequences";
+        }
+        if self.guide.guided {
+            command += " --guided";
+        }
+        command
+    }
 }
 
 /// Runs every setting's seeds (at most `jobs` at once), then builds the
@@ -66,11 +83,13 @@ pub async fn run_power(
             ]);
             let duration = options.duration;
             let sequences = options.sequences;
+            let guide = options.guide.clone();
             handles.push((
                 row,
                 local.spawn_local(async move {
                     let _permit = permits.acquire_owned().await.expect("never closed");
-                    let outcome = one_seed(&setting, seed, duration, sequences, &run_options).await;
+                    let outcome =
+                        one_seed(&setting, seed, duration, (sequences, guide), &run_options).await;
                     (setting, outcome)
                 }),
             ));
@@ -91,7 +110,7 @@ pub async fn run_power(
         .iter()
         .zip(outcomes)
         .map(|(s, seeds)| {
-            let command = s.command(options.seeds[0], options.duration);
+            let command = options.command(s);
             Row::new(s.clone(), command, seeds)
         })
         .collect();
@@ -104,7 +123,7 @@ async fn one_seed(
     setting: &PowerSetting,
     seed: u64,
     duration: Duration,
-    sequences: bool,
+    (sequences, guide): (bool, super::explore::Guide),
     options: &RunOptions,
 ) -> SeedOutcome {
     let started = Instant::now();
@@ -117,6 +136,7 @@ async fn one_seed(
         faults: 0,
         run_dir: None,
         wall_s: started.elapsed().as_secs_f64(),
+        pairs: None,
     };
     let campaign = setting.options(seed, duration);
     let explicit = !setting.campaign.kinds.is_empty();
@@ -135,6 +155,7 @@ async fn one_seed(
     } else {
         plan.without_sequences()
     };
+    let plan = super::Plan { guide, ..plan };
     let name = format!("seed-{seed}");
     let source = format!("power {} seed {seed}", setting.name);
     match run::execute(options, schedule, &name, &source, plan).await {
@@ -155,6 +176,7 @@ async fn one_seed(
                     .count(),
                 run_dir: Some(report.dir.path().to_owned()),
                 wall_s: started.elapsed().as_secs_f64(),
+                pairs: pairs_reached(report.dir.path()),
             }
         }
         Err(e) => failed(e.to_string()),
@@ -177,11 +199,7 @@ pub fn remeasure(options: &PowerOptions) -> PowerTable {
                 .iter()
                 .map(|&seed| stored_seed(&options.run.store, setting, seed, options.duration))
                 .collect();
-            Row::new(
-                setting.clone(),
-                setting.command(options.seeds[0], options.duration),
-                seeds,
-            )
+            Row::new(setting.clone(), options.command(setting), seeds)
         })
         .collect();
     table(options, rows, started)
@@ -214,6 +232,7 @@ fn stored_seed(
         faults: 0,
         run_dir: None,
         wall_s: 0.0,
+        pairs: None,
     };
     let Some(path) = latest else {
         return missing(format!("no checked run under {}", parent.display()));
@@ -248,9 +267,17 @@ fn stored_seed(
         anomalies: forbidden_kinds(&report),
         detection: detect(&dir, &report, duration.as_secs_f64()),
         faults,
+        pairs: pairs_reached(&path),
         run_dir: Some(path),
         wall_s,
     }
+}
+
+/// How many state-fault pairs the campaign in `dir` reached, from its
+/// `coverage.json` (none for a run from before coverage was kept).
+fn pairs_reached(dir: &std::path::Path) -> Option<usize> {
+    let map = super::coverage::Coverage::load(&dir.join(super::coverage::COVERAGE_FILE)).ok()?;
+    (!map.pairs.is_empty()).then_some(map.pairs.len())
 }
 
 /// The table of `rows`, with when and where it was made.

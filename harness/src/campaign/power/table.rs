@@ -32,6 +32,9 @@ pub struct SeedOutcome {
     pub run_dir: Option<PathBuf>,
     /// Wall time of the whole run: set-up, faults, heal, checks.
     pub wall_s: f64,
+    /// State-fault pairs the campaign reached (its `coverage.json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<usize>,
 }
 
 /// One setting's row.

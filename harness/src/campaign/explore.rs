@@ -1,0 +1,254 @@
+//! The nemesis's pick with coverage (coverage.rs) in view: every single
+//! fault a campaign fires is recorded with the pairs it reached, and a
+//! guided campaign (`--guided`) draws [`CANDIDATES`] picks from the seed's
+//! mix and fires the one reaching the most pairs that neither this run nor
+//! the prior (earlier seeds' map) holds; the first drawn wins ties, so with
+//! nothing new in reach a guided pick is the unguided one. Targeted
+//! sequences (sequence.rs) are taken as drawn and not recorded pair by pair.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::Plan;
+use super::coverage::{Bounces, CANDIDATES, Coverage, Observed};
+use super::pick::{self, Choice, State};
+use super::sequence::Sequence;
+use crate::node::NodeId;
+use crate::observe::ClusterView;
+use crate::random::SplitMix64;
+use crate::schedule::{Fault, Target};
+
+/// A coverage map shared by the campaigns of one `epochal power` or
+/// `campaign --seeds` (each merges its own into it when it ends), saved to
+/// `--coverage FILE` by the command.
+#[derive(Debug, Clone, Default)]
+pub struct SharedCoverage(pub Arc<Mutex<Coverage>>);
+
+impl SharedCoverage {
+    pub fn new(coverage: Coverage) -> Self {
+        SharedCoverage(Arc::new(Mutex::new(coverage)))
+    }
+
+    pub fn snapshot(&self) -> Coverage {
+        self.0
+            .lock()
+            .expect("never poisoned: no panic holds it")
+            .clone()
+    }
+}
+
+impl PartialEq for SharedCoverage {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.snapshot() == other.snapshot()
+    }
+}
+
+/// How a plan explores: guided or not, and the prior it is measured against.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Guide {
+    pub guided: bool,
+    pub prior: SharedCoverage,
+}
+
+/// What the pick came to.
+pub(super) enum Picked {
+    Sequence(Sequence),
+    /// A single fault or undo; `fault` is `None` when its role names nobody
+    /// now. `pairs` are what it reaches.
+    Fault {
+        choice: Choice,
+        fault: Option<Fault>,
+        pairs: Vec<String>,
+    },
+}
+
+/// One run's exploration: its own coverage and the bounces it caused.
+pub(super) struct Explorer {
+    guided: bool,
+    prior: SharedCoverage,
+    run: Coverage,
+    bounces: Bounces,
+    started: Instant,
+}
+
+impl Explorer {
+    pub fn new(plan: &Plan, started: Instant) -> Self {
+        Explorer {
+            guided: plan.guide.guided,
+            prior: plan.guide.prior.clone(),
+            run: Coverage::default(),
+            bounces: Bounces::default(),
+            started,
+        }
+    }
+
+    /// The next pick, as pick::choose and pick::realise make it, guided
+    /// toward pairs not reached yet when the plan says so.
+    pub fn pick(
+        &mut self,
+        random: &mut SplitMix64,
+        plan: &Plan,
+        state: &State,
+        view: &ClusterView,
+        mut resolve: impl FnMut(&Target) -> Option<Vec<NodeId>>,
+    ) -> Option<Picked> {
+        let bounced = self.bounces.recent();
+        let observed = Observed {
+            state,
+            view,
+            bounced: &bounced,
+        };
+        let choice = pick::choose(random, plan, state)?;
+        if let Choice::Sequence(sequence) = choice {
+            return Some(Picked::Sequence(sequence));
+        }
+        let fault = pick::realise(random, &choice, state, &mut resolve);
+        let pairs = fault
+            .as_ref()
+            .map(|f| observed.pairs(f))
+            .unwrap_or_default();
+        let mut best = (choice, fault, pairs);
+        if self.guided {
+            let prior = self.prior.snapshot();
+            let mut most = self.run.novelty(&prior, &best.2);
+            for _ in 1..CANDIDATES {
+                let Some(choice) = pick::choose(random, plan, state) else {
+                    break;
+                };
+                if matches!(choice, Choice::Sequence(_)) {
+                    continue;
+                }
+                let Some(fault) = pick::realise(random, &choice, state, &mut resolve) else {
+                    continue;
+                };
+                let pairs = observed.pairs(&fault);
+                let novelty = self.run.novelty(&prior, &pairs);
+                if novelty > most {
+                    most = novelty;
+                    best = (choice, Some(fault), pairs);
+                }
+            }
+        }
+        let (choice, fault, pairs) = best;
+        Some(Picked::Fault {
+            choice,
+            fault,
+            pairs,
+        })
+    }
+
+    /// A fault fired: its pairs reached, and a restart of a node etcd still
+    /// held registered (`registered`, from the view before it) noted.
+    pub fn fired(&mut self, fault: &Fault, pairs: &[String], registered: &BTreeSet<NodeId>) {
+        self.run.record(pairs, self.started.elapsed());
+        self.bounces.fired(fault, registered);
+    }
+
+    /// A sequence's faults fired: only its restarts are noted.
+    pub fn sequence_fired(&mut self, faults: &[Fault], registered: &BTreeSet<NodeId>) {
+        for fault in faults {
+            self.bounces.fired(fault, registered);
+        }
+    }
+
+    /// The run's coverage, merged into the shared prior; with how many of
+    /// its pairs the prior lacked before.
+    pub fn finish(self) -> (Coverage, usize) {
+        let mut prior = self.prior.0.lock().expect("never poisoned");
+        let new = self
+            .run
+            .pairs
+            .keys()
+            .filter(|p| !prior.pairs.contains_key(*p))
+            .count();
+        prior.merge(&self.run);
+        (self.run, new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::campaign::{Kind, StopAfter};
+    use crate::observe::etcd::PartitionView;
+    use crate::schedule::PartitionRef;
+
+    fn cluster() -> (State, ClusterView) {
+        let p = PartitionRef::new("t", 0);
+        let state = State {
+            nodes: NodeId::all(3).collect(),
+            partitions: vec![p.clone()],
+            ..State::default()
+        };
+        let mut view = ClusterView {
+            controller: Some(NodeId::new(1)),
+            brokers: NodeId::all(3).collect(),
+            ..ClusterView::default()
+        };
+        view.partitions.insert(
+            p,
+            PartitionView {
+                replicas: NodeId::all(3).collect(),
+                leader: Some(NodeId::new(2)),
+                isr: NodeId::all(3).collect(),
+                leader_epoch: 0,
+                controller_epoch: 1,
+            },
+        );
+        (state, view)
+    }
+
+    fn pairs_of(picked: Option<Picked>) -> Vec<String> {
+        match picked {
+            Some(Picked::Fault { pairs, .. }) => pairs,
+            _ => panic!("a single fault was expected"),
+        }
+    }
+
+    /// Unguided, a pick is the mix's draw exactly (pick::choose, then
+    /// pick::realise), so every seed's campaign draws what it drew before
+    /// coverage was kept. Guided, the first candidate's pairs already
+    /// reached send the pick to another candidate's new pairs.
+    #[test]
+    fn guidance_leaves_the_unguided_draw_alone_and_moves_a_known_pick() {
+        let (state, view) = cluster();
+        let resolve = |t: &Target| match t {
+            Target::Node(n) => Some(vec![*n]),
+            Target::Controller => Some(vec![NodeId::new(1)]),
+            _ => Some(vec![NodeId::new(2)]),
+        };
+        let mut moved = 0;
+        for seed in 1..=20 {
+            let plan = Plan::derive(seed, StopAfter::Faults(10), 3, Kind::ALL).without_sequences();
+            let mut random = plan.picker();
+            let choice = pick::choose(&mut random, &plan, &state).unwrap();
+            let expected = pick::realise(&mut random, &choice, &state, resolve);
+            let mut random = plan.picker();
+            let mut explorer = Explorer::new(&plan, Instant::now());
+            match explorer.pick(&mut random, &plan, &state, &view, resolve) {
+                Some(Picked::Fault { fault, .. }) => assert_eq!(fault, expected, "seed {seed}"),
+                _ => panic!("seed {seed}: a single fault was expected"),
+            }
+
+            let mut random = plan.picker();
+            let first = pairs_of(explorer.pick(&mut random, &plan, &state, &view, resolve));
+            let mut known = Coverage::default();
+            known.record(&first, Duration::ZERO);
+            let guided = plan.clone().guided(SharedCoverage::new(known.clone()));
+            let mut random = guided.picker();
+            let mut explorer = Explorer::new(&guided, Instant::now());
+            let picked = pairs_of(explorer.pick(&mut random, &guided, &state, &view, resolve));
+            if picked != first {
+                assert!(
+                    Coverage::default().novelty(&known, &picked) > 0,
+                    "seed {seed}: moved to nothing new"
+                );
+                moved += 1;
+            }
+        }
+        assert!(moved >= 10, "guidance moved only {moved} of 20 known picks");
+    }
+}
