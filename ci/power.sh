@@ -8,7 +8,7 @@
 # line each row is printed beside (a weakened nemesis shows as a drop).
 #
 #   bash ci/power.sh           # the full table: every setting, seeds 1..10, 60 s each
-#                              # (about 90 minutes on 2 cores; the nightly's)
+#                              # (about 100 minutes on 2 cores: 90 campaigns of about 67 s; the nightly's)
 #   bash ci/power.sh --quick   # by hand: 2 settings x 2 seeds x 60 s, two at once (about
 #                              # 2.5 minutes);
 #                              # fails unless the positive control is detected by
