@@ -33,6 +33,9 @@ impl PartitionRef {
 /// Kafka's internal topic of committed offsets ([groups]).
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
+/// Kafka's internal topic of transactional ids' states (KIP-98).
+pub const TXN_STATE_TOPIC: &str = "__transaction_state";
+
 /// The offsets partition of `group` among `partitions`: Kafka's
 /// `GroupMetadataManager.partitionFor`, `Utils.abs(groupId.hashCode) %
 /// offsets.topic.num.partitions`, with Java's `String.hashCode` over UTF-16

@@ -9,189 +9,37 @@
 //! application must have read back every record it had acknowledged. Once on
 //! each runtime (the Docker one needs Docker, and fails saying so without
 //! it); bad `epochal fault`s (no session, an unknown verb, a node not in the
-//! cluster) are refused with a clear error and a non-zero exit. Needs `etcd`,
+//! cluster) are refused with a clear error and a non-zero exit. The faults
+//! are counted once: `epochal fault`'s numbers, the closing summary, the
+//! history and `schedule.toml` agree, a refused fault in none of the counts.
+//! The brokers' lease is the broker's default unless `--lease` says, and
+//! `up` says which. Needs `etcd`,
 //! the workspace's binaries and EPOCHAL_PYTHON with confluent-kafka
 //! (`ci/dev.sh` makes it).
 
+mod cluster_up_common;
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cluster_up_common::{
+    CHECK_WITHIN, Lines, Up, assert_refused, await_some, broker_default_lease, broker_leases,
+    descendants, describer, faults_on_disk, fired, poll, verdict_code,
+};
 use common::docker::{Cleanup, assert_nothing_left, require_docker, run_id};
 use common::groups;
 use common::scenario::{epochal, interrupt, read_results, show};
 use epochal::history::{Body, OpType, read_history};
 use serde_json::Value;
 
-/// Bound on the cluster coming up (the Docker runtime may build images first).
-const UP_WITHIN: Duration = Duration::from_secs(300);
 /// Bound on the application taking more writes after a fault.
 const PROGRESS_WITHIN: Duration = Duration::from_secs(90);
 /// Writes the application must get acknowledged between two faults.
 const PROGRESS_ACKS: u64 = 20;
 /// Bound on the application's finish: its last deliveries and reads.
 const APP_FINISH_S: u64 = 60;
-/// Bound on `up` healing, checking and exiting after SIGINT.
-const CHECK_WITHIN: Duration = Duration::from_secs(240);
-
-/// Lines a child printed, collected by a thread as they come.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<String>>>);
-
-impl Lines {
-    fn follow(pipe: impl std::io::Read + Send + 'static) -> Lines {
-        let lines = Lines::default();
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                sink.0.lock().unwrap().push(line);
-            }
-        });
-        lines
-    }
-
-    fn all(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-
-    /// The rest of the first line that starts with `prefix`, once printed.
-    fn after(&self, prefix: &str) -> Option<String> {
-        self.all()
-            .iter()
-            .find_map(|l| l.strip_prefix(prefix).map(str::to_owned))
-    }
-
-    /// The last JSON line.
-    fn last_json(&self) -> Option<Value> {
-        self.all()
-            .iter()
-            .rev()
-            .find_map(|l| serde_json::from_str(l).ok())
-    }
-}
-
-/// Polls `what` until it gives a value, failing after `within` with
-/// `describe`'s words.
-fn poll<T>(
-    within: Duration,
-    describe: &dyn Fn() -> String,
-    mut what: impl FnMut() -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(found) = what() {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not within {within:?}: {}",
-            describe()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// As [`poll`], failing at once if `child` exits first.
-fn await_some<T>(
-    within: Duration,
-    child: &mut Child,
-    describe: &dyn Fn() -> String,
-    mut what: impl FnMut() -> Option<T>,
-) -> T {
-    poll(within, describe, || {
-        if let Some(found) = what() {
-            return Some(found);
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("exited early ({status}): {}", describe());
-        }
-        None
-    })
-}
-
-/// A running `epochal up`, what it printed, and where its stderr goes.
-struct Up {
-    child: Child,
-    stdout: Lines,
-    stderr: PathBuf,
-    run: PathBuf,
-    bootstrap: String,
-}
-
-impl Up {
-    fn start(store: &Path, extra: &[&str]) -> Up {
-        let stderr = store.join("up.stderr");
-        let mut child = epochal()
-            .arg("up")
-            .args(["--brokers", "3", "--topic", "t:1:3"])
-            .args(["--set", "min_insync_replicas=2", "--quiet", "--store"])
-            .arg(store)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        let stdout = Lines::follow(child.stdout.take().unwrap());
-        let describe = describer(&stdout, &stderr);
-        let (bootstrap, run) = await_some(UP_WITHIN, &mut child, &describe, || {
-            Some((
-                stdout.after("bootstrap servers: ")?,
-                stdout.after("run directory: ")?,
-            ))
-        });
-        Up {
-            child,
-            stdout,
-            stderr,
-            run: PathBuf::from(run),
-            bootstrap,
-        }
-    }
-
-    fn show(&self) -> String {
-        show_up(&self.stdout, &self.stderr)
-    }
-}
-
-/// A test that fails with `up` still running must not leave it (nor its
-/// cluster) behind: SIGTERM ends its session, SIGINT then takes the kill
-/// path at once (two signals, so neither is lost to the other), bounded;
-/// SIGKILL if even that hangs.
-impl Drop for Up {
-    fn drop(&mut self) {
-        use nix::sys::signal::{Signal, kill};
-        if self.child.try_wait().ok().flatten().is_some() {
-            return;
-        }
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = kill(pid, Signal::SIGTERM);
-        let _ = kill(pid, Signal::SIGINT);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// [`show_up`] for later, when `up` is no longer at hand.
-fn describer(stdout: &Lines, stderr: &Path) -> impl Fn() -> String + use<> {
-    let (stdout, stderr) = (stdout.clone(), stderr.to_owned());
-    move || show_up(&stdout, &stderr)
-}
-
-fn show_up(stdout: &Lines, stderr: &Path) -> String {
-    format!(
-        "--- up's stdout\n{}\n--- up's stderr\n{}",
-        stdout.all().join("\n"),
-        std::fs::read_to_string(stderr).unwrap_or_default()
-    )
-}
 
 /// The application, started against `bootstrap`.
 struct App {
@@ -267,70 +115,6 @@ impl Drop for App {
     }
 }
 
-/// `epochal fault RUN VERB TARGET...`, waited for.
-fn fault(run: &Path, verb: &str, target: &str) -> Output {
-    epochal()
-        .arg("fault")
-        .arg(run)
-        .arg(verb)
-        .args(target.split(' ').filter(|w| !w.is_empty()))
-        .output()
-        .unwrap()
-}
-
-/// Asserts `epochal fault DIR VERB TARGET` exits `code` saying `needle`.
-fn assert_refused(dir: &Path, (verb, target): (&str, &str), code: i32, needle: &str) {
-    let output = fault(dir, verb, target);
-    assert_eq!(output.status.code(), Some(code), "{}", show(&output));
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains(needle),
-        "{needle:?}: {}",
-        show(&output)
-    );
-}
-
-/// Fires a fault that must fire; the node it resolved to.
-fn fired(up: &Up, verb: &str, target: &str) -> String {
-    let output = fault(&up.run, verb, target);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}\n{}",
-        show(&output),
-        up.show()
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    let (asked, node) = stdout
-        .split_once(" -> ")
-        .unwrap_or_else(|| panic!("{stdout}"));
-    assert_eq!(asked, format!("{verb} {target}"));
-    assert!(node.starts_with('b') && !node.contains(','), "{stdout}");
-    println!("{stdout}");
-    node.to_owned()
-}
-
-/// Every process below `pid` now, from /proc.
-fn descendants(pid: u32) -> Vec<i32> {
-    let mut found = Vec::new();
-    let mut next = vec![pid];
-    while let Some(p) = next.pop() {
-        for c in common::children(p) {
-            found.push(c);
-            next.push(c as u32);
-        }
-    }
-    found
-}
-
-/// The exit code `epochal` gives a verdict (cli/mod.rs's table).
-fn verdict_code(verdict: &Value) -> i32 {
-    match verdict.as_str() {
-        Some("valid") => 0,
-        Some("invalid") => 1,
-        _ => 2,
-    }
-}
-
 /// The whole session on one runtime (`extra` flags), `up` having at least
 /// `children` processes below it; `after_up` is given the run directory
 /// once it is up (for the runtime's own checks of what is left).
@@ -346,6 +130,13 @@ fn session(store: &Path, extra: &[&str], children: usize, after_up: impl FnOnce(
     );
     assert_eq!(up.bootstrap.split(',').count(), 3, "{}", up.show());
     assert!(up.run.join("control.sock").exists(), "{}", up.show());
+    // Without --lease, the broker's own default, said and given.
+    let lease = broker_default_lease();
+    assert_eq!(up.lease(), lease, "{}", up.show());
+    if children > 0 {
+        let leases = broker_leases(up.child.id());
+        assert_eq!(leases, vec![lease.to_string(); 3], "{}", up.show());
+    }
 
     // Bad faults are refused while the session goes on.
     let verb = "unknown fault verb \"frobnicate\"";
@@ -354,14 +145,17 @@ fn session(store: &Path, extra: &[&str], children: usize, after_up: impl FnOnce(
 
     let mut app = App::start(&up.bootstrap);
     app.await_progress("the start");
-    let paused = fired(&up, "pause", "leader of t-0");
+    let paused = fired(&up, 1, "pause", "leader of t-0");
     app.await_progress("the pause");
-    fired(&up, "resume", &paused);
+    fired(&up, 2, "resume", &paused);
     app.await_progress("the resume");
-    let crashed = fired(&up, "crash", "leader of t-0");
+    let crashed = fired(&up, 3, "crash", "leader of t-0");
     app.await_progress("the crash");
-    fired(&up, "restart", &crashed);
+    fired(&up, 4, "restart", &crashed);
     app.await_progress("the restart");
+    // Refused by the cluster's state: in the history, not counted.
+    let running = format!("cannot restart: {crashed} is running");
+    assert_refused(&up.run, ("restart", &crashed), 2, &running);
     let (last, status) = app.finish();
     println!("application: {last}");
     assert!(status.success(), "the application: {last}");
@@ -398,6 +192,20 @@ fn session(store: &Path, extra: &[&str], children: usize, after_up: impl FnOnce(
     }
     let printed = up.stdout.all().join("\n");
     assert!(printed.contains("verdict: valid"), "{}", up.show());
+    // One fault count: the summary's, the history's, schedule.toml's.
+    for line in [
+        "faults: 4 fired: pause 1, resume 1, crash 1, restart 1",
+        "  refused by the cluster's state, not counted: 1 (restart 1)",
+        "  the final heal, not counted: nothing to heal",
+        "coverage, of the harness's own workload only",
+        "  harness writes acknowledged during faults: 0",
+    ] {
+        assert!(printed.contains(line), "{line:?}: {}", up.show());
+    }
+    let (steps, fine, refused) = faults_on_disk(&up.run);
+    assert_eq!(steps, 4);
+    assert_eq!(fine, ["pause", "resume", "crash", "restart"]);
+    assert_eq!(refused, ["restart"]);
 
     // The history holds the faults as fired, each resolved.
     let ops = read_history(up.run.join("history.jsonl")).expect("a valid history");
@@ -455,7 +263,10 @@ fn cluster_docker_up_drives_an_application_through_a_pause_and_a_crash() {
 #[test]
 fn cluster_up_process_ends_on_sigterm_checked_with_no_fault() {
     let store = tempfile::tempdir().unwrap();
-    let mut up = Up::start(store.path(), &[]);
+    // The lease asked for, said and given.
+    let mut up = Up::start(store.path(), &["--lease", "2"]);
+    assert_eq!(up.lease(), 2, "{}", up.show());
+    assert_eq!(broker_leases(up.child.id()), ["2", "2", "2"]);
     let pids = descendants(up.child.id());
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(up.child.id() as i32),
@@ -554,4 +365,14 @@ fn up_with_a_cluster_that_cannot_be_is_a_usage_error_and_starts_nothing() {
         4,
         "no live `epochal up` session",
     );
+}
+
+#[test]
+fn up_help_states_the_lease_and_that_it_is_the_brokers_default() {
+    let output = epochal().args(["up", "--help"]).output().unwrap();
+    assert!(output.status.success(), "{}", show(&output));
+    let help = String::from_utf8_lossy(&output.stdout);
+    let default = format!("the broker's default, {} s", broker_default_lease());
+    assert!(help.contains(&default), "{default:?}: {help}");
+    assert!(help.contains("--lease <SECONDS>"), "{help}");
 }

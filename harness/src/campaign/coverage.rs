@@ -20,6 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -288,6 +289,38 @@ impl Coverage {
             .map(|minute| firsts.iter().filter(|&&ms| ms < minute * 60_000).count())
             .collect()
     }
+}
+
+/// A coverage map shared by the campaigns of one `epochal power` or
+/// `campaign --seeds` (each merges its own into it when it ends), saved to
+/// `--coverage FILE` by the command.
+#[derive(Debug, Clone, Default)]
+pub struct SharedCoverage(pub Arc<Mutex<Coverage>>);
+
+impl SharedCoverage {
+    pub fn new(coverage: Coverage) -> Self {
+        SharedCoverage(Arc::new(Mutex::new(coverage)))
+    }
+
+    pub fn snapshot(&self) -> Coverage {
+        self.0
+            .lock()
+            .expect("never poisoned: no panic holds it")
+            .clone()
+    }
+}
+
+impl PartialEq for SharedCoverage {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.snapshot() == other.snapshot()
+    }
+}
+
+/// How a plan explores: guided or not, and the prior it is measured against.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Guide {
+    pub guided: bool,
+    pub prior: SharedCoverage,
 }
 
 /// A node restarted while etcd still held its registration (inside its

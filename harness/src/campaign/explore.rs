@@ -7,49 +7,16 @@
 //! sequences (sequence.rs) are taken as drawn and not recorded pair by pair.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::Plan;
-use super::coverage::{Bounces, CANDIDATES, Coverage, Observed};
+use super::coverage::{Bounces, CANDIDATES, Coverage, Observed, SharedCoverage};
 use super::pick::{self, Choice, State};
 use super::sequence::Sequence;
 use crate::node::NodeId;
 use crate::observe::ClusterView;
 use crate::random::SplitMix64;
 use crate::schedule::{Fault, Target};
-
-/// A coverage map shared by the campaigns of one `epochal power` or
-/// `campaign --seeds` (each merges its own into it when it ends), saved to
-/// `--coverage FILE` by the command.
-#[derive(Debug, Clone, Default)]
-pub struct SharedCoverage(pub Arc<Mutex<Coverage>>);
-
-impl SharedCoverage {
-    pub fn new(coverage: Coverage) -> Self {
-        SharedCoverage(Arc::new(Mutex::new(coverage)))
-    }
-
-    pub fn snapshot(&self) -> Coverage {
-        self.0
-            .lock()
-            .expect("never poisoned: no panic holds it")
-            .clone()
-    }
-}
-
-impl PartialEq for SharedCoverage {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.snapshot() == other.snapshot()
-    }
-}
-
-/// How a plan explores: guided or not, and the prior it is measured against.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Guide {
-    pub guided: bool,
-    pub prior: SharedCoverage,
-}
 
 /// What the pick came to.
 pub(super) enum Picked {

@@ -187,7 +187,7 @@ pub struct Plan {
     pub sequences: bool,
     /// Guided or not, and the coverage map it is measured against
     /// (coverage.rs, explore.rs).
-    pub guide: explore::Guide,
+    pub guide: coverage::Guide,
 }
 
 /// Why `system` cannot take fault `kind` (a campaign on it leaves the kind
@@ -320,7 +320,7 @@ impl Plan {
             max_faulted,
             sequence_weight,
             sequences: true,
-            guide: explore::Guide::default(),
+            guide: coverage::Guide::default(),
         }
     }
 
@@ -335,9 +335,9 @@ impl Plan {
 
     /// This plan guided toward state-fault pairs not reached yet, measured
     /// against `prior` (campaign/explore.rs).
-    pub fn guided(self, prior: explore::SharedCoverage) -> Plan {
+    pub fn guided(self, prior: coverage::SharedCoverage) -> Plan {
         Plan {
-            guide: explore::Guide {
+            guide: coverage::Guide {
                 guided: true,
                 prior,
             },
@@ -346,9 +346,9 @@ impl Plan {
     }
 
     /// This plan's coverage measured against `prior`, without guidance.
-    pub fn measured_against(self, prior: explore::SharedCoverage) -> Plan {
+    pub fn measured_against(self, prior: coverage::SharedCoverage) -> Plan {
         Plan {
-            guide: explore::Guide {
+            guide: coverage::Guide {
                 guided: false,
                 prior,
             },

@@ -13,7 +13,7 @@ use super::drive::finish_run;
 use super::exit::{EXIT_HARNESS_ERROR, EXIT_INVALID, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID};
 use super::run_settings::RunSettings;
 use crate::campaign::coverage::Coverage;
-use crate::campaign::explore::SharedCoverage;
+use crate::campaign::coverage::SharedCoverage;
 use crate::campaign::{CampaignOptions, Kind, KindError, Plan, StopAfter};
 use crate::checker::Anomaly;
 use crate::duration::parse_duration;

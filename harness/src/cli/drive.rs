@@ -11,6 +11,18 @@ pub(super) fn finish_run(
     run: impl std::future::Future<Output = Result<crate::run::RunReport, crate::run::RunError>>,
     out: &mut impl Write,
 ) -> (u8, Option<crate::run::RunReport>) {
+    finish_run_with(run, out, |report, out| {
+        crate::run::write_summary(report, out)
+            .and_then(|()| crate::run::write_report(&report.report, out))
+    })
+}
+
+/// As [`finish_run`], with `summary` telling the run's end instead.
+pub(super) fn finish_run_with<W: Write>(
+    run: impl std::future::Future<Output = Result<crate::run::RunReport, crate::run::RunError>>,
+    out: &mut W,
+    summary: impl FnOnce(&crate::run::RunReport, &mut W) -> std::io::Result<()>,
+) -> (u8, Option<crate::run::RunReport>) {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -24,9 +36,7 @@ pub(super) fn finish_run(
     };
     match runtime.block_on(run) {
         Ok(report) => {
-            if let Err(e) = crate::run::write_summary(&report, out)
-                .and_then(|()| crate::run::write_report(&report.report, out))
-            {
+            if let Err(e) = summary(&report, out) {
                 eprintln!("epochal: writing the summary: {e}");
             }
             (exit_code(report.report.verdict), Some(report))

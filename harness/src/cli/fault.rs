@@ -15,19 +15,25 @@ use crate::session::control::{Answer, Request, ask, find_session};
 #[command(after_help = "\
 Examples (targets resolve when the fault fires, as in a schedule):
 
-  epochal fault store pause leader of t-0        -> pause leader of t-0 -> b2
-  epochal fault store resume b2
+  epochal fault store pause leader of t-0        -> fault 1: pause leader of t-0 -> b2
+  epochal fault store resume b2                  -> fault 2: resume b2 -> b2
   epochal fault store crash controller
   epochal fault store restart b2
   epochal fault store isolate b3
   epochal fault store one-way '{ from = \"b2\", to = \"b1\" }'
+  epochal fault store pause coordinator of group orders
+  epochal fault store pause coordinator of transactional id orders-tx-1
   epochal fault store heal
 
-The coordinator of a group is the leader of its partition of \
-__consumer_offsets (`leader of __consumer_offsets-1`).
+Each fault that fires is numbered: the session's count, which the closing \
+summary, the history and schedule.toml share. A group's coordinator is the \
+leader of its partition of __consumer_offsets, a transactional id's of its \
+partition of __transaction_state (Kafka's partitionFor: abs(Java hashCode) % \
+partitions); those topics exist once a client first asked for a coordinator.
 
 Exit codes: 0 fired; 2 the cluster's state refused it now (its target \
-resolves to no node, the node is not running), recorded in the history; 3 \
+resolves to no node, the node is not running, the internal topic does not \
+exist yet), recorded in the history and not counted as a fault; 3 \
 not a fault of this cluster (an unknown verb, node or topic); 4 no live \
 session, no answer in time, or the harness could not fire it (the session \
 then ends as a run does on a harness error).")]
@@ -43,7 +49,8 @@ pub struct FaultArgs {
     pub verb: String,
     /// The target as a schedule writes it, words joined by spaces: `b2`,
     /// `controller`, `leader of t-0`, `a follower of t-0`, `random
-    /// minority`, `b1,b3`; or an inline TOML table (one-way, truncate-log, a
+    /// minority`, `b1,b3`, `coordinator of group G`, `coordinator of
+    /// transactional id T`; or an inline TOML table (one-way, truncate-log, a
     /// named cut, the request faults' `{ from, to, api }`). `heal` alone
     /// takes none.
     pub target: Vec<String>,
@@ -53,8 +60,8 @@ pub struct FaultArgs {
     pub answer_timeout_s: u64,
 }
 
-/// `epochal fault`: prints what the fault resolved to, or why it did not
-/// fire; the exit code as `after_help` says.
+/// `epochal fault`: prints the fault's number and what it resolved to, or
+/// why it did not fire; the exit code as `after_help` says.
 pub fn fault(args: &FaultArgs, out: &mut impl Write) -> u8 {
     let request = match Request::from_words(&args.verb, &args.target) {
         Ok(request) => request,

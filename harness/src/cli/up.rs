@@ -7,19 +7,32 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::drive::finish_run;
+use super::drive::finish_run_with;
 use super::exit::EXIT_USAGE;
 use super::run_settings::RunSettings;
+use crate::node::NodeId;
 use crate::schedule::{Cluster, Schedule, Topic, Workload};
-use crate::session::{Ready, Session};
+use crate::session::summary::write_closing;
+use crate::session::{Ready, Session, tally_of};
+use crate::system::{SettingsMode, System};
+
+/// The brokers' etcd lease `up` gives them unless told otherwise: the
+/// reference broker's own default (`lease_ttl_s`, 6 s:
+/// broker/src/config/settings.rs; tests/cluster_up.rs holds the two equal,
+/// and the help's 6 s too). `epochal run` and the suites use 2 s to fail
+/// over faster.
+pub const UP_LEASE_TTL_S: u32 = 6;
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Prints the bootstrap servers an application must use (each broker's client \
-proxy, so `node-from-clients` cuts the application off too) and the run \
-directory, then waits. From another terminal:
+proxy, so `node-from-clients` cuts the application off too), the run \
+directory and the brokers' lease, then waits. The lease is the broker's \
+default, 6 s, unless --lease (or the schedule's lease_ttl_s) says otherwise: \
+a paused, crashed or cut-off broker stays registered, and keeps leading, until \
+it lapses. From another terminal:
 
-  epochal fault STORE_OR_RUN pause leader of t-0    -> pause leader of t-0 -> b2
+  epochal fault STORE_OR_RUN pause leader of t-0    -> fault 1: pause leader of t-0 -> b2
   epochal fault STORE_OR_RUN resume b2              (by name: the leader may have moved)
 
 Ctrl-C (SIGINT) or SIGTERM ends the session as a run ends: every fault healed, \
@@ -28,7 +41,10 @@ results.json and report.html written. The exit code is the verdict's (0 valid, \
 1 invalid, 2 unknown); 3 a bad schedule or flag, 4 a harness error (a node \
 that will not start). A second Ctrl-C during the check kills everything at \
 once and exits 130 (143 for SIGTERM), as a Ctrl-C before the cluster is up \
-does. docs/up.md has more.")]
+does. The closing summary counts the faults fired (refused ones and the final \
+heal's apart), shows the first 10 items of each list and 32 characters of a \
+value, and counts the harness's own workload only in its coverage; \
+results.json keeps everything. docs/up.md has more.")]
 pub struct UpArgs {
     /// A schedule whose `[cluster]` and `[workload]` to start (its steps are
     /// not played: faults come from `epochal fault`). Without one, the
@@ -42,6 +58,12 @@ pub struct UpArgs {
     /// brokers, at most 3; without any --topic, topic `t` so).
     #[arg(long = "topic", value_name = "TOPIC", conflicts_with = "schedule")]
     pub topics: Vec<String>,
+    /// The brokers' etcd lease in whole seconds (the `lease_ttl_s` setting):
+    /// how long a paused, crashed or cut-off broker stays registered, and
+    /// keeps its leaderships, before the controller moves them. Default: the
+    /// schedule's lease_ttl_s, else the broker's default, 6.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub lease: Option<u32>,
     #[command(flatten)]
     pub settings: RunSettings,
 }
@@ -135,19 +157,126 @@ pub fn up(args: &UpArgs) -> u8 {
     }
     let mut options = args.settings.options(std::path::Path::new(&source));
     options.name = Some(name.clone());
+    let lease = crate::run::apply_sets(&mut schedule, &options.sets)
+        .map_err(|e| e.to_string())
+        .and_then(|()| set_lease(&mut schedule, args.lease, &options.system));
+    let lease = match lease {
+        Ok(lease) => lease,
+        Err(e) => {
+            eprintln!("epochal: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    // Applied above, into the schedule the run keeps in schedule.toml.
+    options.sets.clear();
     let runtime = args.settings.runtime;
     let brokers = schedule.cluster.brokers;
-    let session = Session::new(move |ready: &Ready| announce(ready, brokers, runtime));
-    let run = async move {
-        crate::run::apply_sets(&mut schedule, &options.sets)?;
-        crate::run::execute(&options, schedule, &name, &source, session).await
+    let system = options.system.name.clone();
+    let session = Session::new(move |ready: &Ready| {
+        announce(
+            ready,
+            brokers,
+            runtime,
+            &lease_line(lease.as_ref(), &system),
+        );
+    });
+    let tally = session.tally();
+    let run = async move { crate::run::execute(&options, schedule, &name, &source, session).await };
+    let closing = |report: &crate::run::RunReport, out: &mut std::io::Stdout| {
+        write_closing(report, tally_of(&tally), out)
     };
-    finish_run(run, &mut std::io::stdout()).0
+    finish_run_with(run, &mut std::io::stdout(), closing).0
+}
+
+/// Each node's lease in seconds.
+type Leases = Vec<(NodeId, u32)>;
+
+/// Gives the brokers their lease: `flag`, else the schedule's `lease_ttl_s`
+/// (a `--set` included), else [`UP_LEASE_TTL_S`]; written into the schedule,
+/// so `schedule.toml` and `epochal replay` keep it. Each node's lease, or
+/// `None` for a system that takes no broker settings (and no --lease).
+fn set_lease(
+    schedule: &mut Schedule,
+    flag: Option<u32>,
+    system: &System,
+) -> Result<Option<Leases>, String> {
+    const KEY: &str = "lease_ttl_s";
+    if system.node.settings == SettingsMode::None {
+        return match flag {
+            Some(_) => Err(format!(
+                "--lease: the {} system takes no broker settings, so no lease of epochal's",
+                system.name
+            )),
+            None => Ok(None),
+        };
+    }
+    let cluster = &mut schedule.cluster;
+    if let Some(seconds) = flag {
+        cluster
+            .settings
+            .insert(KEY.into(), i64::from(seconds).into());
+        for node in cluster.node.values_mut() {
+            node.settings.remove(KEY);
+        }
+    }
+    cluster
+        .settings
+        .entry(KEY.to_owned())
+        .or_insert_with(|| i64::from(UP_LEASE_TTL_S).into());
+    let seconds = |settings: &std::collections::BTreeMap<String, toml::Value>| {
+        let value = settings.get(KEY)?.as_integer()?;
+        u32::try_from(value).ok()
+    };
+    let default = seconds(&cluster.settings).unwrap_or(UP_LEASE_TTL_S);
+    let leases = NodeId::all(cluster.brokers)
+        .map(|id| {
+            let own = cluster.node.get(&id.to_string());
+            (
+                id,
+                own.and_then(|n| seconds(&n.settings)).unwrap_or(default),
+            )
+        })
+        .collect();
+    Ok(Some(leases))
+}
+
+/// `lease: 6 s (...)`: the lease every node has, and any node's own.
+fn lease_line(leases: Option<&Leases>, system: &str) -> String {
+    let Some(leases) = leases.filter(|l| !l.is_empty()) else {
+        return format!("lease: none of epochal's (the {system} system takes no broker settings)");
+    };
+    let mut counts = std::collections::BTreeMap::<u32, usize>::new();
+    for (_, seconds) in leases {
+        *counts.entry(*seconds).or_default() += 1;
+    }
+    let most = counts
+        .iter()
+        .max_by_key(|(seconds, n)| (**n, std::cmp::Reverse(**seconds)))
+        .map_or(UP_LEASE_TTL_S, |(seconds, _)| *seconds);
+    let own: Vec<String> = leases
+        .iter()
+        .filter(|(_, s)| *s != most)
+        .map(|(node, s)| format!("{node}: {s} s"))
+        .collect();
+    let own = if own.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", own.join(", "))
+    };
+    let whose = if most == UP_LEASE_TTL_S {
+        "the broker's default"
+    } else {
+        "not the broker's default, 6 s"
+    };
+    format!(
+        "lease: {most} s{own}, {whose} (--lease): a paused, dead or cut-off broker leads \
+         until it lapses"
+    )
 }
 
 /// The lines a person (or a test) reads to point an application at the
 /// cluster, flushed at once.
-fn announce(ready: &Ready, brokers: u32, runtime: crate::runtime::RuntimeKind) {
+fn announce(ready: &Ready, brokers: u32, runtime: crate::runtime::RuntimeKind, lease: &str) {
     use clap::ValueEnum;
     let runtime = runtime
         .to_possible_value()
@@ -159,9 +288,66 @@ fn announce(ready: &Ready, brokers: u32, runtime: crate::runtime::RuntimeKind) {
         "epochal up: {brokers} brokers on the {runtime} runtime\n\
          bootstrap servers: {}\n\
          run directory: {run}\n\
+         {lease}\n\
          faults: epochal fault {run} VERB TARGET   (e.g. pause leader of t-0)\n\
          Ctrl-C ends the session: every fault healed, the run checked",
         ready.bootstrap
     );
     let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(text: &str) -> Schedule {
+        Schedule::parse("s.toml", text).unwrap()
+    }
+
+    const CLUSTER: &str = "[cluster]\nbrokers = 3\n";
+
+    #[test]
+    fn the_lease_is_the_brokers_default_unless_asked_and_is_stated() {
+        let reference = System::reference();
+        let mut plain = schedule(CLUSTER);
+        let leases = set_lease(&mut plain, None, &reference).unwrap();
+        assert_eq!(plain.cluster.settings["lease_ttl_s"].as_integer(), Some(6));
+        let line = lease_line(leases.as_ref(), "epochal");
+        assert!(
+            line.starts_with("lease: 6 s, the broker's default (--lease)"),
+            "{line}"
+        );
+
+        let mut flagged = schedule(CLUSTER);
+        let leases = set_lease(&mut flagged, Some(2), &reference).unwrap();
+        assert_eq!(
+            flagged.cluster.settings["lease_ttl_s"].as_integer(),
+            Some(2)
+        );
+        let line = lease_line(leases.as_ref(), "epochal");
+        assert!(
+            line.starts_with("lease: 2 s, not the broker's default, 6 s"),
+            "{line}"
+        );
+
+        // The schedule's own lease stands, a node's too, unless --lease.
+        let own = "[cluster]\nbrokers = 3\n[cluster.settings]\nlease_ttl_s = 4\n\
+                   [cluster.node.b2.settings]\nlease_ttl_s = 3\n";
+        let mut kept = schedule(own);
+        let leases = set_lease(&mut kept, None, &reference).unwrap();
+        let line = lease_line(leases.as_ref(), "epochal");
+        assert!(
+            line.starts_with("lease: 4 s (b2: 3 s), not the broker's"),
+            "{line}"
+        );
+        let mut over = schedule(own);
+        let leases = set_lease(&mut over, Some(5), &reference).unwrap();
+        assert!(lease_line(leases.as_ref(), "epochal").starts_with("lease: 5 s, "));
+
+        let tansu = System::named("tansu").unwrap();
+        let e = set_lease(&mut schedule(CLUSTER), Some(2), &tansu).unwrap_err();
+        assert!(e.contains("tansu system takes no broker settings"), "{e}");
+        let none = set_lease(&mut schedule(CLUSTER), None, &tansu).unwrap();
+        assert!(lease_line(none.as_ref(), "tansu").starts_with("lease: none of epochal's"));
+    }
 }

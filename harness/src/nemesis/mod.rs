@@ -17,6 +17,7 @@ use crate::random::SplitMix64;
 use crate::runtime::Link;
 use crate::runtime::{NodeId, Runtime, RuntimeError};
 use crate::schedule::{Fault, OnHeal, Requests, Sender, Target, TruncateLog};
+use crate::topic_partition::{OFFSETS_TOPIC, PartitionRef, TXN_STATE_TOPIC, offsets_partition_of};
 use epochal_faults::proxy::toxics::RequestAction;
 use partition::{PartitionSpec, Partitions};
 use requests::{RequestFaults, RequestsError};
@@ -86,6 +87,52 @@ impl NemesisError {
     }
 }
 
+/// The partition whose leader coordinates a coordinator target: the key's
+/// partition of the internal topic, by Kafka's rule —
+/// `GroupMetadataManager.partitionFor` for a group and
+/// `TransactionStateManager.partitionFor` for a transactional id, both
+/// `Utils.abs(key.hashCode) % partitions` with Java's `String.hashCode`, as
+/// the reference broker computes it (broker/src/group/partition.rs, which
+/// broker/src/transactions/coordinator.rs calls for transactional ids).
+/// The partition count is the topic's as etcd records it: the setting the
+/// brokers created it with (`offsets_topic_num_partitions`,
+/// `transaction_state_num_partitions`, Kafka's `offsets.topic.num.partitions`
+/// and `transaction.state.log.num.partitions`), which Kafka never changes
+/// once the topic exists.
+fn coordinator_partition(target: &Target, view: &ClusterView) -> Result<PartitionRef, String> {
+    let (topic, key) = match target {
+        Target::CoordinatorOfGroup(group) => (OFFSETS_TOPIC, group),
+        Target::CoordinatorOfTxn(id) => (TXN_STATE_TOPIC, id),
+        other => unreachable!("{other} names no coordinator"),
+    };
+    if let Some(why) = not_created(view, topic) {
+        return Err(why);
+    }
+    let partitions = view.partitions.keys().filter(|p| p.topic == topic).count();
+    let partitions = u32::try_from(partitions).unwrap_or(u32::MAX);
+    // The offsets topic's rule is the transaction-state topic's too.
+    let partition = offsets_partition_of(key, partitions).partition;
+    Ok(PartitionRef::new(topic, partition))
+}
+
+/// Why a role in Kafka's internal `topic` resolves to nobody when etcd
+/// records no partition of it: the brokers have not created it yet (they
+/// do at the first FindCoordinator that needs it). `None` for other topics.
+fn not_created(view: &ClusterView, topic: &str) -> Option<String> {
+    if view.partitions.keys().any(|p| p.topic == topic) {
+        return None;
+    }
+    let needed = match topic {
+        OFFSETS_TOPIC => "a group",
+        TXN_STATE_TOPIC => "a transactional id",
+        _ => return None,
+    };
+    Some(format!(
+        "{topic} does not exist yet: the brokers create it at the first FindCoordinator \
+         for {needed} (a client's first use of one)"
+    ))
+}
+
 /// The nemesis's state across steps: partitions in force and a seeded random
 /// source for `random minority`, so a schedule resolves the same way each run.
 pub struct Nemesis {
@@ -134,10 +181,22 @@ impl Nemesis {
             Target::Leader => Err(unresolved(
                 "`leader` is for client operations; a fault names `leader of t-0`".into(),
             )),
-            Target::LeaderOf(p) => view
-                .leader_of(p)
-                .map(|l| vec![l])
-                .ok_or_else(|| unresolved(format!("etcd records no leader of {p}"))),
+            Target::LeaderOf(p) => {
+                if let Some(why) = not_created(view, &p.topic) {
+                    return Err(unresolved(why));
+                }
+                view.leader_of(p)
+                    .map(|l| vec![l])
+                    .ok_or_else(|| unresolved(format!("etcd records no leader of {p}")))
+            }
+            Target::CoordinatorOfGroup(key) | Target::CoordinatorOfTxn(key) => {
+                let p = coordinator_partition(target, view).map_err(unresolved)?;
+                view.leader_of(&p).map(|l| vec![l]).ok_or_else(|| {
+                    unresolved(format!(
+                        "etcd records no leader of {p}, {key:?}'s partition"
+                    ))
+                })
+            }
             Target::AFollowerOf(p) => {
                 let state = view
                     .partition(p)
@@ -546,5 +605,73 @@ fn running<R: Runtime>(runtime: &R, node: NodeId, verb: &'static str) -> Result<
         Ok(())
     } else {
         Err(Refusal::NotRunning { verb, node }.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::PartitionView;
+
+    /// A view where partition `n` of each internal topic is led by b(n+1).
+    fn view(internal: &[&str]) -> ClusterView {
+        let mut view = ClusterView::default();
+        for topic in internal {
+            for n in 0..3 {
+                let p = PartitionView {
+                    leader: Some(NodeId::new(n + 1)),
+                    ..PartitionView::default()
+                };
+                view.partitions.insert(PartitionRef::new(*topic, n), p);
+            }
+        }
+        view
+    }
+
+    fn resolve(target: &str, view: &ClusterView) -> Result<Vec<NodeId>, NemesisError> {
+        let nodes = NodeId::all(3).collect::<Vec<_>>();
+        Nemesis::new(1).resolve(&target.parse().unwrap(), view, &nodes)
+    }
+
+    #[test]
+    fn a_coordinator_is_the_leader_of_its_keys_partition_by_javas_hash() {
+        let both = view(&[OFFSETS_TOPIC, TXN_STATE_TOPIC]);
+        // Java's "my-group".hashCode() is -1906497762: abs % 3 = 0, led by b1
+        // (broker/src/group/partition.rs pins the hash); "a" is 97: 97 % 3 = 1.
+        let group = resolve("coordinator of group my-group", &both).unwrap();
+        assert_eq!(group, [NodeId::new(1)]);
+        let txn = resolve("coordinator of transactional id a", &both).unwrap();
+        assert_eq!(txn, [NodeId::new(2)]);
+        let named = resolve("leader of __transaction_state-2", &both).unwrap();
+        assert_eq!(named, [NodeId::new(3)]);
+    }
+
+    #[test]
+    fn an_internal_topic_not_created_yet_is_said_so() {
+        let offsets_only = view(&[OFFSETS_TOPIC]);
+        for target in [
+            "coordinator of transactional id a",
+            "leader of __transaction_state-0",
+        ] {
+            let e = resolve(target, &offsets_only).unwrap_err();
+            assert!(e.is_cluster_state(), "{e}");
+            let e = e.to_string();
+            assert!(
+                e.contains("__transaction_state does not exist yet")
+                    && e.contains("FindCoordinator for a transactional id"),
+                "{e}"
+            );
+        }
+        let e = resolve("coordinator of group g", &ClusterView::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("__consumer_offsets does not exist yet"),
+            "{e}"
+        );
+        let e = resolve("leader of t-0", &offsets_only).unwrap_err();
+        assert!(
+            e.to_string().contains("etcd records no leader of t-0"),
+            "{e}"
+        );
     }
 }

@@ -62,10 +62,13 @@ impl ScheduleError {
     }
 }
 
-use crate::topic_partition::OFFSETS_TOPIC;
+use crate::topic_partition::{OFFSETS_TOPIC, TXN_STATE_TOPIC};
 /// Its partitions when the schedule does not set `offsets_topic_num_partitions`:
 /// the reference broker's default (Kafka's is 50; a test cluster needs few).
 const OFFSETS_TOPIC_PARTITIONS: u32 = 3;
+/// The transaction-state topic's, when the schedule does not set
+/// `transaction_state_num_partitions`: the reference broker's default too.
+const TXN_STATE_TOPIC_PARTITIONS: u32 = 3;
 
 /// A well-formed schedule that does not fit its own cluster.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -221,17 +224,34 @@ impl<'a> Declared<'a> {
                 )));
             }
         }
-        // Kafka's internal offsets topic ([groups]) may be named too (`leader
-        // of __consumer_offsets-0`: a group's coordinator), with the
-        // partitions the cluster's settings give it.
-        let offsets_partitions = s
-            .cluster
-            .settings
-            .get("offsets_topic_num_partitions")
-            .and_then(toml::Value::as_integer)
-            .and_then(|n| u32::try_from(n).ok())
-            .unwrap_or(OFFSETS_TOPIC_PARTITIONS);
-        topics.entry(OFFSETS_TOPIC).or_insert(offsets_partitions);
+        // Kafka's internal topics may be named too (`leader of
+        // __consumer_offsets-0`: a group's coordinator; `leader of
+        // __transaction_state-1`: a transactional id's), with the partitions
+        // the cluster's settings give them. The brokers create them at the
+        // first FindCoordinator; a fault at one before that resolves to
+        // nobody, and says so (nemesis/).
+        let internal = [
+            (
+                OFFSETS_TOPIC,
+                "offsets_topic_num_partitions",
+                OFFSETS_TOPIC_PARTITIONS,
+            ),
+            (
+                TXN_STATE_TOPIC,
+                "transaction_state_num_partitions",
+                TXN_STATE_TOPIC_PARTITIONS,
+            ),
+        ];
+        for (topic, setting, default) in internal {
+            let partitions = s
+                .cluster
+                .settings
+                .get(setting)
+                .and_then(toml::Value::as_integer)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(default);
+            topics.entry(topic).or_insert(partitions);
+        }
         Ok(Declared { brokers, topics })
     }
 

@@ -1,6 +1,7 @@
 //! Whom a fault or a client op is aimed at, as a schedule writes it (`b2`,
 //! `controller`, `leader of t-0`, `a follower of t-0`, `random minority`,
-//! `b1,b3`): parsed here, resolved to nodes only when the op fires (the
+//! `b1,b3`, `coordinator of group g`, `coordinator of transactional id t`):
+//! parsed here, resolved to nodes only when the op fires (the
 //! nemesis, the workload). It names nothing else of the schedule, so every
 //! other piece of it can name a target.
 
@@ -25,6 +26,12 @@ pub enum Target {
     /// Several named nodes at once, `b1,b3`: what `random minority` resolved
     /// to, written so in a campaign's realised schedule.
     Nodes(Vec<NodeId>),
+    /// `coordinator of group G`: the leader of G's partition of
+    /// `__consumer_offsets` (Kafka's `GroupMetadataManager.partitionFor`).
+    CoordinatorOfGroup(String),
+    /// `coordinator of transactional id T`: the leader of T's partition of
+    /// `__transaction_state` (Kafka's `TransactionStateManager.partitionFor`).
+    CoordinatorOfTxn(String),
 }
 
 crate::text_form::text_form!(Target);
@@ -39,7 +46,7 @@ pub enum TargetError {
     #[error(transparent)]
     Node(#[from] NodeIdError),
     #[error(
-        "{text:?} is not a target (b2, controller, leader, leader of t-0, a follower of t-0, random minority, b1,b3)"
+        "{text:?} is not a target (b2, controller, leader, leader of t-0, a follower of t-0, random minority, b1,b3, coordinator of group g, coordinator of transactional id t)"
     )]
     NotATarget { text: String },
 }
@@ -54,6 +61,13 @@ impl std::str::FromStr for Target {
             ["random", "minority"] => Target::RandomMinority,
             ["leader", "of", p] => Target::LeaderOf(p.parse()?),
             ["a", "follower", "of", p] => Target::AFollowerOf(p.parse()?),
+            // A group or transactional id is the rest of the words, as one.
+            ["coordinator", "of", "group", id @ ..] if !id.is_empty() => {
+                Target::CoordinatorOfGroup(id.join(" "))
+            }
+            ["coordinator", "of", "transactional", "id", id @ ..] if !id.is_empty() => {
+                Target::CoordinatorOfTxn(id.join(" "))
+            }
             [node] if NodeId::is_name(node) => Target::Node(node.parse()?),
             [nodes] if nodes.contains(',') => {
                 let mut named = nodes
@@ -82,6 +96,34 @@ impl fmt::Display for Target {
                 let names: Vec<String> = nodes.iter().map(NodeId::to_string).collect();
                 f.write_str(&names.join(","))
             }
+            Target::CoordinatorOfGroup(group) => write!(f, "coordinator of group {group}"),
+            Target::CoordinatorOfTxn(id) => write!(f, "coordinator of transactional id {id}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coordinators_are_named_by_group_or_transactional_id_and_read_back() {
+        let group: Target = "coordinator of group orders-g".parse().unwrap();
+        assert_eq!(group, Target::CoordinatorOfGroup("orders-g".into()));
+        let txn: Target = "coordinator  of transactional id tx 1".parse().unwrap();
+        assert_eq!(txn, Target::CoordinatorOfTxn("tx 1".into()));
+        for target in [group, txn] {
+            assert_eq!(target.to_string().parse::<Target>().unwrap(), target);
+        }
+        for bad in [
+            "coordinator of group",
+            "coordinator of transactional id",
+            "coordinator",
+        ] {
+            assert!(
+                matches!(bad.parse::<Target>(), Err(TargetError::NotATarget { .. })),
+                "{bad}"
+            );
         }
     }
 }

@@ -132,12 +132,19 @@ fn shown(e: &ScheduleError) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "answer", rename_all = "kebab-case")]
 pub enum Answer {
-    /// It fired: what its target resolved to and what it did, as the
-    /// history's nemesis op records it.
-    Fired { fault: String, done: Done },
+    /// It fired: the session's fault `number` (1 for its first: the one
+    /// count session/summary.rs defines), what its target resolved to and
+    /// what it did, as the history's nemesis op records it.
+    Fired {
+        fault: String,
+        done: Done,
+        #[serde(default)]
+        number: usize,
+    },
     /// The cluster's state refused it now (its target names nobody, the
     /// node is not running, the cut is not in force); recorded in the
-    /// history as a fault that failed, and the session goes on.
+    /// history as a fault that failed, not counted as one, and the session
+    /// goes on.
     Refused { fault: String, why: String },
     /// Not a fault of this cluster (an unknown node or topic, a malformed
     /// target); nothing was fired.
@@ -150,14 +157,18 @@ pub enum Answer {
 impl fmt::Display for Answer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Answer::Fired { fault, done } => {
+            Answer::Fired {
+                fault,
+                done,
+                number,
+            } => {
                 let nodes: Vec<String> = done.nodes.iter().map(ToString::to_string).collect();
                 let nodes = if nodes.is_empty() {
                     "done".to_owned()
                 } else {
                     nodes.join(",")
                 };
-                write!(f, "{fault} -> {nodes}")?;
+                write!(f, "fault {number}: {fault} -> {nodes}")?;
                 if let Some(blocked) = &done.blocked {
                     write!(f, " (cut: {})", blocked.join(" "))?;
                 }
@@ -173,7 +184,9 @@ impl fmt::Display for Answer {
                 }
                 Ok(())
             }
-            Answer::Refused { fault, why } => write!(f, "{fault}: refused: {why}"),
+            Answer::Refused { fault, why } => {
+                write!(f, "{fault}: refused, not counted as a fault: {why}")
+            }
             Answer::Invalid { why } => write!(f, "not a fault of this cluster: {why}"),
             Answer::Failed { fault, why } => write!(f, "{fault}: harness error: {why}"),
         }
@@ -325,6 +338,22 @@ mod tests {
         parse_fault(&schedule, &one_way).unwrap();
         let heal = Request::from_words("heal", &[]).unwrap();
         assert_eq!(parse_fault(&schedule, &heal).unwrap(), Fault::Heal);
+        // Kafka's internal topics and the coordinators they hold.
+        for target in [
+            "leader of __transaction_state-1",
+            "leader of __consumer_offsets-0",
+            "coordinator of group orders",
+            "coordinator of transactional id tx-1",
+        ] {
+            parse_fault(&schedule, &request("pause", target)).unwrap();
+        }
+        let e = parse_fault(
+            &schedule,
+            &request("pause", "leader of __transaction_state-3"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown partition __transaction_state-3"), "{e}");
         let e = parse_fault(&schedule, &request("crash", "b7"))
             .unwrap_err()
             .to_string();

@@ -8,11 +8,17 @@
 //! an ordinary step: recorded on the nemesis process, written into
 //! `schedule.toml` once it fired. The signal ends phase 3; the final heal,
 //! the quiesce, the final read of the replicas and the checkers follow as
-//! for any run. It never plays the schedule's own steps.
+//! for any run. It never plays the schedule's own steps. Its [`Tally`] of
+//! faults fired and refused lets `epochal up` tell the end of the run in a
+//! bounded closing summary (summary.rs, replicas.rs, shown.rs).
 
 pub mod control;
+mod replicas;
+mod shown;
+pub mod summary;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -41,16 +47,45 @@ pub struct Ready {
     pub control: PathBuf,
 }
 
+/// The faults a session fired and those the cluster refused, as it goes:
+/// `epochal up` reads it once the run is checked, to split the history's
+/// nemesis ops into the session's and the final heal's (summary.rs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Faults fired: the steps of `schedule.toml`, numbered from 1 in
+    /// `epochal fault`'s answers.
+    pub fired: usize,
+    /// Faults the cluster's state refused: in the history with their error,
+    /// not counted as faults.
+    pub refused: usize,
+}
+
 /// Phase 3 of `epochal up`; `announce` is told where the cluster is reached
 /// once the session takes faults.
 pub struct Session<F> {
     announce: F,
+    tally: Arc<Mutex<Tally>>,
 }
 
 impl<F: FnOnce(&Ready)> Session<F> {
     pub fn new(announce: F) -> Self {
-        Session { announce }
+        Session {
+            announce,
+            tally: Arc::default(),
+        }
     }
+
+    /// The session's tally, kept up to date as faults fire.
+    pub fn tally(&self) -> Arc<Mutex<Tally>> {
+        Arc::clone(&self.tally)
+    }
+}
+
+/// The tally now (a poisoned lock still holds whole counts).
+pub fn tally_of(tally: &Mutex<Tally>) -> Tally {
+    *tally
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl<F: FnOnce(&Ready)> Driver for Session<F> {
@@ -94,15 +129,16 @@ impl<F: FnOnce(&Ready)> Driver for Session<F> {
             tokio::select! {
                 signalled = signal.signalled() => {
                     let signalled = signalled.map_err(|e| control("awaiting SIGINT for", e))?;
+                    let Tally { fired, refused } = tally_of(&self.tally);
                     live.log.line(format!(
-                        "up: signal {signalled}: session over after {} faults; healing and checking",
-                        realised.steps.len()
+                        "up: signal {signalled}: session over after {fired} faults \
+                         ({refused} refused, not counted); healing and checking"
                     ));
                     break;
                 }
                 accepted = socket.listener.accept() => {
                     let (stream, _) = accepted.map_err(|e| control("accepting on", e))?;
-                    serve(live, &mut realised, dir, stream).await?;
+                    serve(live, (&mut realised, &self.tally), dir, stream).await?;
                 }
             }
         }
@@ -145,7 +181,7 @@ impl Drop for Socket {
 /// A fault the harness could not fire is answered, then ends the session.
 async fn serve<R: Runtime>(
     live: &mut Live<R>,
-    realised: &mut Schedule,
+    fired: (&mut Schedule, &Mutex<Tally>),
     dir: &RunDir,
     stream: UnixStream,
 ) -> Result<(), RunError> {
@@ -160,7 +196,7 @@ async fn serve<R: Runtime>(
         return Ok(());
     }
     let (answer, ended) = match serde_json::from_str::<Request>(&line) {
-        Ok(request) => answer(live, realised, dir, &request).await?,
+        Ok(request) => answer(live, fired, dir, &request).await?,
         Err(e) => (
             Answer::Invalid {
                 why: format!("not a request: {e}"),
@@ -176,10 +212,11 @@ async fn serve<R: Runtime>(
 }
 
 /// Fires `request` at the cluster: its answer, and the error that ends the
-/// session if the harness failed.
+/// session if the harness failed. `realised` takes a fault that fired as its
+/// next step, and `tally` counts it (or its refusal).
 async fn answer<R: Runtime>(
     live: &mut Live<R>,
-    realised: &mut Schedule,
+    (realised, tally): (&mut Schedule, &Mutex<Tally>),
     dir: &RunDir,
     request: &Request,
 ) -> Result<(Answer, Option<RunError>), RunError> {
@@ -192,19 +229,34 @@ async fn answer<R: Runtime>(
     };
     let number = realised.steps.len() + 1;
     let name = request.to_string();
+    let counted = |update: &dyn Fn(&mut Tally)| {
+        update(
+            &mut tally
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+    };
     Ok(match fire(live, number, &fault).await {
         Ok(Fired::Done(done)) => {
             realised.steps.push(Step::Fault(fault));
             dir.write_schedule(realised)?;
-            (Answer::Fired { fault: name, done }, None)
+            counted(&|t| t.fired = number);
+            live.log.line(format!("up: fault {number}: {name}"));
+            let fired = Answer::Fired {
+                fault: name,
+                done,
+                number,
+            };
+            (fired, None)
         }
-        Ok(Fired::Refused(e)) => (
-            Answer::Refused {
+        Ok(Fired::Refused(e)) => {
+            counted(&|t| t.refused += 1);
+            let refused = Answer::Refused {
                 fault: name,
                 why: e.to_string(),
-            },
-            None,
-        ),
+            };
+            (refused, None)
+        }
         Err(e) => (
             Answer::Failed {
                 fault: name,

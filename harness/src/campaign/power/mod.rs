@@ -40,7 +40,7 @@ pub struct PowerOptions {
     /// control's too (off: `power --no-sequences`).
     pub sequences: bool,
     /// Guided or not; every run measured against, and merged into, its prior.
-    pub guide: super::explore::Guide,
+    pub guide: super::coverage::Guide,
     pub run: RunOptions,
 }
 
@@ -123,7 +123,7 @@ async fn one_seed(
     setting: &PowerSetting,
     seed: u64,
     duration: Duration,
-    (sequences, guide): (bool, super::explore::Guide),
+    (sequences, guide): (bool, super::coverage::Guide),
     options: &RunOptions,
 ) -> SeedOutcome {
     let started = Instant::now();
