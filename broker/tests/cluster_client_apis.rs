@@ -22,6 +22,7 @@ use kafka_protocol::messages::{
     ApiVersionsRequest, BrokerId, CreateTopicsRequest, FetchRequest, LeaderAndIsrRequest,
     ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
 };
+use tempfile::TempDir;
 
 fn list_offset(c: &mut KafkaClient, name: &str, timestamp: i64) -> (i16, i64) {
     let req = ListOffsetsRequest::default()
@@ -40,10 +41,8 @@ fn list_offset(c: &mut KafkaClient, name: &str, timestamp: i64) -> (i16, i64) {
     (p.error_code, p.offset)
 }
 
-#[test]
-fn cluster_client_apis_answer_as_kafka_does() {
-    let etcd = Etcd::start();
-    let dir = tempfile::tempdir().unwrap();
+/// One broker, node 7, configured through a TOML file rather than flags.
+fn start_configured_broker(etcd: &Etcd, dir: &TempDir) -> BrokerProcess {
     let data = dir.path().join("b7");
     let config = dir.path().join("broker.toml");
     std::fs::write(
@@ -55,9 +54,11 @@ fn cluster_client_apis_answer_as_kafka_does() {
         ),
     )
     .unwrap();
-    let broker = BrokerProcess::start_with_args(7, &data, &["--config", config.to_str().unwrap()]);
-    let mut c = KafkaClient::connect(&broker.addr).unwrap();
+    BrokerProcess::start_with_args(7, &data, &["--config", config.to_str().unwrap()])
+}
 
+/// ApiVersions advertises exactly the implemented table.
+fn assert_api_versions_advertised(c: &mut KafkaClient) {
     let versions = c.send(&ApiVersionsRequest::default(), 3).unwrap();
     let mut advertised: Vec<(i16, i16, i16)> = versions
         .api_keys
@@ -110,7 +111,11 @@ fn cluster_client_apis_answer_as_kafka_does() {
             (60, 0, 1),
         ]
     );
+}
 
+/// CreateTopics validates names, replication factors and partition counts,
+/// and `validate_only` creates nothing.
+fn assert_create_topics_validates(c: &mut KafkaClient) {
     assert_eq!(c.create_topic("apis", 1, 1), 0);
     assert_eq!(c.create_topic("apis", 1, 1), 36, "TOPIC_ALREADY_EXISTS");
     assert_eq!(
@@ -154,17 +159,23 @@ fn cluster_client_apis_answer_as_kafka_does() {
         meta.topics[1].error_code, 3,
         "validate_only created nothing"
     );
-    // An unknown topic whose name Kafka's Topic.validate refuses is
-    // INVALID_TOPIC_EXCEPTION (17), as KafkaApis.getTopicMetadata answers it;
-    // a legal unknown name stays UNKNOWN_TOPIC_OR_PARTITION (3).
+}
+
+/// An unknown topic whose name Kafka's Topic.validate refuses is
+/// INVALID_TOPIC_EXCEPTION (17), as KafkaApis.getTopicMetadata answers it; a
+/// legal unknown name stays UNKNOWN_TOPIC_OR_PARTITION (3).
+fn assert_metadata_refuses_illegal_names(c: &mut KafkaClient) {
     let long = "x".repeat(250);
     let meta = c.metadata(Some(&["a/b", "..", &long, "not-yet"]));
     let codes: Vec<i16> = meta.topics.iter().map(|t| t.error_code).collect();
     assert_eq!(codes, [17, 17, 17, 3]);
-    // Letting the broker create them (auto_create_topics_enable's default):
-    // a legal name is created and answered LEADER_NOT_AVAILABLE (5) until its
-    // leader is elected, as KafkaApis.createTopic answers; an illegal one
-    // stays INVALID_TOPIC_EXCEPTION.
+}
+
+/// Letting the broker create them (auto_create_topics_enable's default): a
+/// legal name is created and answered LEADER_NOT_AVAILABLE (5) until its
+/// leader is elected, as KafkaApis.createTopic answers; an illegal one stays
+/// INVALID_TOPIC_EXCEPTION.
+fn assert_metadata_creates_legal_names(c: &mut KafkaClient) {
     let meta = c.metadata_creating(&["a/b", "made-by-metadata"]);
     let codes: Vec<i16> = meta.topics.iter().map(|t| t.error_code).collect();
     assert_eq!(codes, [17, 5]);
@@ -175,28 +186,35 @@ fn cluster_client_apis_answer_as_kafka_does() {
             .then_some(t.partitions.len())
     });
     assert_eq!(made, 1, "num_partitions' default");
+}
 
+/// Produce with acks=all, ListOffsets earliest and latest around it, and a
+/// Fetch past the log end.
+fn assert_produce_and_list_offsets(c: &mut KafkaClient) {
     assert_eq!(
         c.produce("nope", 0, batch(&[b"x"]), 1).unwrap().0,
         3,
         "UNKNOWN_TOPIC_OR_PARTITION"
     );
-    assert_eq!(list_offset(&mut c, "apis", -2), (0, 0));
-    assert_eq!(list_offset(&mut c, "apis", -1), (0, 0));
+    assert_eq!(list_offset(c, "apis", -2), (0, 0));
+    assert_eq!(list_offset(c, "apis", -1), (0, 0));
     assert_eq!(
         c.produce("apis", 0, batch(&[b"a", b"b"]), -1).unwrap(),
         (0, 0),
         "acks=all"
     );
-    assert_eq!(list_offset(&mut c, "apis", -1), (0, 2));
-    assert_eq!(list_offset(&mut c, "apis", -2), (0, 0));
+    assert_eq!(list_offset(c, "apis", -1), (0, 2));
+    assert_eq!(list_offset(c, "apis", -2), (0, 0));
     assert_eq!(
         c.fetch("apis", 0, 5, 0).unwrap().0,
         1,
         "OFFSET_OUT_OF_RANGE"
     );
+}
 
-    // Fetch at the log end waits max_wait_ms when nothing arrives...
+/// Fetch at the log end waits max_wait_ms when nothing arrives, and returns
+/// as soon as another client's produce lands.
+fn assert_fetch_long_polls(c: &mut KafkaClient, broker_addr: &str) {
     let started = Instant::now();
     let (err, hw, recs) = c.fetch("apis", 0, 2, 300).unwrap();
     assert_eq!((err, hw, recs.len()), (0, 2, 0));
@@ -206,7 +224,7 @@ fn cluster_client_apis_answer_as_kafka_does() {
         started.elapsed()
     );
     // ...and returns as soon as another client's produce lands.
-    let addr = broker.addr.clone();
+    let addr = broker_addr.to_owned();
     let producer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
         let mut p = KafkaClient::connect(&addr).unwrap();
@@ -222,9 +240,9 @@ fn cluster_client_apis_answer_as_kafka_does() {
         waited < Duration::from_secs(5),
         "long poll woke after {waited:?}"
     );
+}
 
-    // Every advertised version of every client API answers with a response
-    // that decodes at that version (the connection stays open throughout).
+fn assert_every_produce_version_answers(c: &mut KafkaClient) {
     for v in 3..=9 {
         let req = ProduceRequest::default()
             .with_acks(1)
@@ -246,6 +264,9 @@ fn cluster_client_apis_answer_as_kafka_does() {
             "Produce v{v}"
         );
     }
+}
+
+fn assert_every_fetch_version_answers(c: &mut KafkaClient) {
     for v in 4..=12 {
         let req = FetchRequest::default()
             .with_replica_id(BrokerId(-1))
@@ -272,6 +293,9 @@ fn cluster_client_apis_answer_as_kafka_does() {
             "Fetch v{v} returned records"
         );
     }
+}
+
+fn assert_every_list_offsets_version_answers(c: &mut KafkaClient) {
     for v in 1..=7 {
         let req = ListOffsetsRequest::default()
             .with_replica_id(BrokerId(-1))
@@ -292,8 +316,11 @@ fn cluster_client_apis_answer_as_kafka_does() {
             "ListOffsets v{v}"
         );
     }
-    // OffsetsForLeaderEpoch (followers ask it; any client may): the only epoch
-    // is the latest, so its end is the log end.
+}
+
+/// OffsetsForLeaderEpoch (followers ask it; any client may): the only epoch
+/// is the latest, so its end is the log end.
+fn assert_every_offset_for_leader_epoch_version_answers(c: &mut KafkaClient) {
     for v in 0..=4 {
         let req = OffsetForLeaderEpochRequest::default()
             .with_replica_id(BrokerId(-2))
@@ -314,6 +341,9 @@ fn cluster_client_apis_answer_as_kafka_does() {
         assert_eq!(p.error_code, 0, "OffsetForLeaderEpoch v{v}");
         assert!(p.end_offset > 0, "OffsetForLeaderEpoch v{v}: {p:?}");
     }
+}
+
+fn assert_every_metadata_version_answers(c: &mut KafkaClient) {
     for v in 0..=12 {
         let req = MetadataRequest::default().with_topics(if v == 0 { Some(vec![]) } else { None });
         let resp = c
@@ -326,12 +356,18 @@ fn cluster_client_apis_answer_as_kafka_does() {
             "Metadata v{v}"
         );
     }
+}
+
+fn assert_every_api_versions_version_answers(c: &mut KafkaClient) {
     for v in 0..=3 {
         let resp = c
             .send(&ApiVersionsRequest::default(), v)
             .unwrap_or_else(|e| panic!("ApiVersions v{v}: {e}"));
         assert_eq!(resp.error_code, 0, "ApiVersions v{v}");
     }
+}
+
+fn assert_every_create_topics_version_answers(c: &mut KafkaClient) {
     for v in 0..=7 {
         let req = CreateTopicsRequest::default()
             .with_topics(vec![
@@ -346,6 +382,9 @@ fn cluster_client_apis_answer_as_kafka_does() {
             .unwrap_or_else(|e| panic!("CreateTopics v{v}: {e}"));
         assert_eq!(resp.topics[0].error_code, 0, "CreateTopics v{v}");
     }
+}
+
+fn assert_every_leader_and_isr_version_answers(c: &mut KafkaClient) {
     for v in 0..=4 {
         let req = LeaderAndIsrRequest::default()
             .with_controller_id(BrokerId(7))
@@ -355,4 +394,30 @@ fn cluster_client_apis_answer_as_kafka_does() {
             .unwrap_or_else(|e| panic!("LeaderAndIsr v{v}: {e}"));
         assert_eq!(resp.error_code, 0, "LeaderAndIsr v{v}");
     }
+}
+
+#[test]
+fn cluster_client_apis_answer_as_kafka_does() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_configured_broker(&etcd, &dir);
+    let mut c = KafkaClient::connect(&broker.addr).unwrap();
+
+    assert_api_versions_advertised(&mut c);
+    assert_create_topics_validates(&mut c);
+    assert_metadata_refuses_illegal_names(&mut c);
+    assert_metadata_creates_legal_names(&mut c);
+    assert_produce_and_list_offsets(&mut c);
+    assert_fetch_long_polls(&mut c, &broker.addr);
+
+    // Every advertised version of every client API answers with a response
+    // that decodes at that version (the connection stays open throughout).
+    assert_every_produce_version_answers(&mut c);
+    assert_every_fetch_version_answers(&mut c);
+    assert_every_list_offsets_version_answers(&mut c);
+    assert_every_offset_for_leader_epoch_version_answers(&mut c);
+    assert_every_metadata_version_answers(&mut c);
+    assert_every_api_versions_version_answers(&mut c);
+    assert_every_create_topics_version_answers(&mut c);
+    assert_every_leader_and_isr_version_answers(&mut c);
 }

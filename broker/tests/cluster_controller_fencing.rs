@@ -373,22 +373,11 @@ fn cluster_controller_fencing_on_brokers_refuse_a_resumed_controllers_requests_a
     );
 }
 
-/// The acceptance sequence of issue 6 where the brokers, not etcd, stop the
-/// resumed controller. Placement: t-0 on [1, 2], t-1 on [2, 3] (leader 2,
-/// follower 3). Controller 1 stops at `controller-before-broker-loss` holding
-/// "broker 3 lost"; broker 3 restarts and registers again; controller 1's lease
-/// expires and a new controller (epoch 2) takes over. It rewrites t-0 (its leader,
-/// broker 1, is gone) but has no reason to touch t-1 (leader 2, ISR [2, 3], all
-/// live), whose stored controller epoch stays 1 — while every broker hears epoch 2
-/// in its full-state LeaderAndIsr and UpdateMetadata. Resumed, controller 1
-/// handles its stale event: the per-path rule (1 ≤ 1) lets it drop broker 3 from
-/// t-1's ISR in etcd, and its LeaderAndIsr at controller epoch 1 reaches broker
-/// 2, which answers STALE_CONTROLLER_EPOCH. Controller 1 resigns and no broker
-/// applies its decision.
-#[test]
-fn cluster_controller_fencing_on_a_controller_resumed_before_handling_a_broker_loss_gets_stale_from_brokers()
- {
-    let mut cluster = Cluster::start_with_env(
+/// Placement: t-0 on [1, 2], t-1 on [2, 3]. Controller 1 (lease 8 s, the
+/// others 2 s) stops once at `controller-before-broker-loss`; controller-epoch
+/// fencing is on, broker-epoch fencing off.
+fn start_cluster_stopping_controller_1_on_a_broker_loss() -> Cluster {
+    Cluster::start_with_env(
         3,
         &[
             "--flush-messages",
@@ -424,15 +413,12 @@ fn cluster_controller_fencing_on_a_controller_resumed_before_handling_a_broker_l
                 vec![]
             }
         },
-    );
-    assert_eq!(cluster.client(1).create_topic("t", 2, 2), 0);
-    cluster.await_state("t-0 fully in sync", TIMEOUT, "t", 0, |s| {
-        s.leader == 1 && s.isr.len() == 2
-    });
-    cluster.await_state("t-1 fully in sync", TIMEOUT, "t", 1, |s| {
-        s.leader == 2 && s.isr == vec![2, 3]
-    });
+    )
+}
 
+/// Broker 3 is killed: controller 1 stops holding "broker 3 lost", and broker
+/// 3 restarts and registers again before controller 1's lease expires.
+fn stop_controller_1_holding_broker_3s_loss(cluster: &mut Cluster) {
     cluster.broker_mut(3).kill9();
     common::await_some_or(
         "controller 1 to stop at controller-before-broker-loss",
@@ -446,17 +432,19 @@ fn cluster_controller_fencing_on_a_controller_resumed_before_handling_a_broker_l
         Some("1"),
         "broker 3 must be back before controller 1's lease expires"
     );
+}
 
-    // The new controller rewrites t-0 only; t-1 keeps controller epoch 1.
+/// The new controller rewrites t-0 only; t-1 keeps controller epoch 1, while
+/// broker 2 has heard controller epoch 2 (its takeover's full state).
+fn await_a_takeover_that_leaves_t1_alone(cluster: &Cluster) {
     cluster.await_state("the new controller's t-0 leader", TIMEOUT, "t", 0, |s| {
         s.controller_epoch == 2 && s.leader == 2
     });
-    // Broker 2 has heard controller epoch 2 (its takeover's full state).
     common::await_some_or(
         "broker 2 to apply controller epoch 2",
         TIMEOUT,
         || {
-            state_changes(&cluster, 2)
+            state_changes(cluster, 2)
                 .iter()
                 .any(|c| c["controller_epoch"] == 2 && c["outcome"] == "applied")
                 .then_some(())
@@ -469,19 +457,11 @@ fn cluster_controller_fencing_on_a_controller_resumed_before_handling_a_broker_l
         (2, vec![2, 3], 1),
         "the new controller must not have rewritten t-1"
     );
+}
 
-    let resumed_ms = now_ms();
-    cluster.broker(1).signal(Signal::SIGCONT);
-
-    // Its stale decision passes the per-path rule in etcd: broker 3 out of t-1's ISR.
-    cluster.await_state(
-        "controller 1's stale t-1 decision in etcd",
-        TIMEOUT,
-        "t",
-        1,
-        |s| s.controller_epoch == 1 && s.leader == 2 && s.isr == vec![2],
-    );
-    // Broker 2 answers its LeaderAndIsr with STALE_CONTROLLER_EPOCH, and it resigns.
+/// Broker 2 answers the resumed controller's LeaderAndIsr with
+/// STALE_CONTROLLER_EPOCH, and it resigns; returns its resignation line.
+fn await_resignation_on_broker_2s_answer(cluster: &Cluster) -> String {
     common::await_some_or(
         "controller 1 to resign and hear STALE_CONTROLLER_EPOCH from broker 2",
         TIMEOUT,
@@ -498,11 +478,71 @@ fn cluster_controller_fencing_on_a_controller_resumed_before_handling_a_broker_l
         || cluster.logs(),
     );
     let log = cluster.broker(1).log();
-    let resigned = log
-        .lines()
+    log.lines()
         .find(|l| l.contains("resigned as controller") && l.contains("epoch=1"))
         .unwrap_or_default()
-        .to_string();
+        .to_string()
+}
+
+/// Broker 2 rejected controller epoch 1's LeaderAndIsr, and its decision is in
+/// no broker's log as applied: no LeaderAndIsr of epoch 1 after the resume;
+/// only its own broker (never told of epoch 2: the new controller counts it
+/// gone) takes its UpdateMetadata, as in Kafka.
+fn assert_the_brokers_refused_the_stale_decision(cluster: &Cluster, resumed_ms: u64) {
+    let rejected = from_old_controller(cluster, resumed_ms, "rejected");
+    assert!(
+        rejected.iter().any(|(id, l)| *id == 2
+            && l.contains("\"LeaderAndIsr\"")
+            && l.contains("STALE_CONTROLLER_EPOCH")),
+        "{rejected:?}"
+    );
+    let applied = from_old_controller(cluster, resumed_ms, "applied");
+    assert!(
+        applied
+            .iter()
+            .all(|(id, l)| *id == 1 && l.contains("\"UpdateMetadata\"")),
+        "{applied:?}"
+    );
+}
+
+/// The acceptance sequence of issue 6 where the brokers, not etcd, stop the
+/// resumed controller. Placement: t-0 on [1, 2], t-1 on [2, 3] (leader 2,
+/// follower 3). Controller 1 stops at `controller-before-broker-loss` holding
+/// "broker 3 lost"; broker 3 restarts and registers again; controller 1's lease
+/// expires and a new controller (epoch 2) takes over. It rewrites t-0 (its leader,
+/// broker 1, is gone) but has no reason to touch t-1 (leader 2, ISR [2, 3], all
+/// live), whose stored controller epoch stays 1 — while every broker hears epoch 2
+/// in its full-state LeaderAndIsr and UpdateMetadata. Resumed, controller 1
+/// handles its stale event: the per-path rule (1 ≤ 1) lets it drop broker 3 from
+/// t-1's ISR in etcd, and its LeaderAndIsr at controller epoch 1 reaches broker
+/// 2, which answers STALE_CONTROLLER_EPOCH. Controller 1 resigns and no broker
+/// applies its decision.
+#[test]
+fn cluster_controller_fencing_on_a_controller_resumed_before_handling_a_broker_loss_gets_stale_from_brokers()
+ {
+    let mut cluster = start_cluster_stopping_controller_1_on_a_broker_loss();
+    assert_eq!(cluster.client(1).create_topic("t", 2, 2), 0);
+    cluster.await_state("t-0 fully in sync", TIMEOUT, "t", 0, |s| {
+        s.leader == 1 && s.isr.len() == 2
+    });
+    cluster.await_state("t-1 fully in sync", TIMEOUT, "t", 1, |s| {
+        s.leader == 2 && s.isr == vec![2, 3]
+    });
+    stop_controller_1_holding_broker_3s_loss(&mut cluster);
+    await_a_takeover_that_leaves_t1_alone(&cluster);
+
+    let resumed_ms = now_ms();
+    cluster.broker(1).signal(Signal::SIGCONT);
+
+    // Its stale decision passes the per-path rule in etcd: broker 3 out of t-1's ISR.
+    cluster.await_state(
+        "controller 1's stale t-1 decision in etcd",
+        TIMEOUT,
+        "t",
+        1,
+        |s| s.controller_epoch == 1 && s.leader == 2 && s.isr == vec![2],
+    );
+    let resigned = await_resignation_on_broker_2s_answer(&cluster);
     // Which check it met first: the brokers' answer, or its own session, which
     // lapsed while it was stopped and is looked at right after the event —
     // still lapsed, or already replaced by a new lease (the session's own
@@ -514,23 +554,7 @@ fn cluster_controller_fencing_on_a_controller_resumed_before_handling_a_broker_l
             || resigned.contains("own etcd lease replaced"),
         "{resigned}"
     );
-    let rejected = from_old_controller(&cluster, resumed_ms, "rejected");
-    assert!(
-        rejected.iter().any(|(id, l)| *id == 2
-            && l.contains("\"LeaderAndIsr\"")
-            && l.contains("STALE_CONTROLLER_EPOCH")),
-        "{rejected:?}"
-    );
-    // Its decision is in no broker's log as applied: no LeaderAndIsr of epoch 1
-    // after the resume; only its own broker (never told of epoch 2: the new
-    // controller counts it gone) takes its UpdateMetadata, as in Kafka.
-    let applied = from_old_controller(&cluster, resumed_ms, "applied");
-    assert!(
-        applied
-            .iter()
-            .all(|(id, l)| *id == 1 && l.contains("\"UpdateMetadata\"")),
-        "{applied:?}"
-    );
+    assert_the_brokers_refused_the_stale_decision(&cluster, resumed_ms);
     // Broker 2 still leads t-1 and acknowledges.
     assert_eq!(
         cluster

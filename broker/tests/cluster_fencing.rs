@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use common::cluster::Cluster;
 use common::etcd::Etcd;
 use common::forwarder::Forwarder;
-use common::kafka_client::batch;
+use common::kafka_client::{KafkaClient, batch};
+use epochal_broker::controller::metadata_store::PartitionStateRecord;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const TTL: Duration = Duration::from_secs(2);
@@ -29,14 +30,17 @@ struct Sent {
     error_code: i16,
 }
 
-#[test]
-fn cluster_fencing_a_leader_cut_from_etcd_stops_acknowledging_within_its_ttl() {
-    let etcd = Etcd::start();
+/// One forwarder to etcd a broker, so the test can cut one broker off it.
+fn forwarders_to(etcd: &Etcd) -> BTreeMap<i32, Forwarder> {
     let upstream = etcd.endpoint.trim_start_matches("http://").to_string();
-    let to_etcd: BTreeMap<i32, Forwarder> = (1..=3)
+    (1..=3)
         .map(|id| (id, Forwarder::start(&upstream)))
-        .collect();
-    let cluster = Cluster::start_with(
+        .collect()
+}
+
+/// Three brokers with a 2 s lease, each reaching etcd through its forwarder.
+fn start_cluster(etcd: Etcd, to_etcd: &BTreeMap<i32, Forwarder>) -> Cluster {
+    Cluster::start_with(
         3,
         &[
             "--lease-ttl-s",
@@ -48,37 +52,35 @@ fn cluster_fencing_a_leader_cut_from_etcd_stops_acknowledging_within_its_ttl() {
         ],
         etcd,
         |id| format!("http://{}", to_etcd[&id].addr),
-    );
-    assert_eq!(cluster.client(1).create_topic("x", 1, 3), 0);
-    let before = cluster.await_state("a full ISR", TIMEOUT, "x", 0, |s| {
-        s.leader > 0 && s.isr.len() == 3
-    });
-    let old = before.leader;
-    let mut producer = cluster.client(old);
-    let mut log: Vec<Sent> = Vec::new();
-    let mut send = |producer: &mut common::kafka_client::KafkaClient, value: String| {
-        let sent = Instant::now();
-        let (error_code, _) = producer
-            .produce("x", 0, batch(&[value.as_bytes()]), -1)
-            .unwrap();
-        log.push(Sent {
-            value,
-            sent,
-            done: Instant::now(),
-            error_code,
-        });
-    };
-    for i in 0..20 {
-        send(&mut producer, format!("before-{i}"));
-    }
+    )
+}
 
-    to_etcd[&old].cut();
-    let cut_at = Instant::now();
-    // Keep writing to the old leader until a new leader is elected and the old
-    // one has had well past its TTL to fence itself.
+/// One acks=all write of `value`, logged with when it was sent and answered.
+fn send(producer: &mut KafkaClient, log: &mut Vec<Sent>, value: String) {
+    let sent = Instant::now();
+    let (error_code, _) = producer
+        .produce("x", 0, batch(&[value.as_bytes()]), -1)
+        .unwrap();
+    log.push(Sent {
+        value,
+        sent,
+        done: Instant::now(),
+        error_code,
+    });
+}
+
+/// Keeps writing to the old leader until a new leader is elected and the old
+/// one has had well past its TTL to fence itself; returns the new state.
+fn write_until_a_new_leader(
+    cluster: &Cluster,
+    producer: &mut KafkaClient,
+    log: &mut Vec<Sent>,
+    old: i32,
+    cut_at: Instant,
+) -> PartitionStateRecord {
     let mut i = 0;
-    let after = loop {
-        send(&mut producer, format!("during-{i}"));
+    loop {
+        send(producer, log, format!("during-{i}"));
         i += 1;
         if let Some(s) = cluster
             .state("x", 0)
@@ -94,14 +96,20 @@ fn cluster_fencing_a_leader_cut_from_etcd_stops_acknowledging_within_its_ttl() {
         );
         // Pace the workload; the loop's exit is the state above, not time.
         std::thread::sleep(Duration::from_millis(5));
-    };
-    assert_eq!(after.leader_epoch, before.leader_epoch + 1, "{after:?}");
+    }
+}
 
-    // The fencing point is at most one TTL after the cut (the last renewal etcd
-    // confirmed was sent before it). Nothing sent after it may be
-    // acknowledged, and no acknowledgement may be decided after it; the client
-    // reads an acknowledgement a little later than the broker decides it.
-    let fence_bound = cut_at + TTL;
+/// The fencing point is at most one TTL after the cut (the last renewal etcd
+/// confirmed was sent before it). Nothing sent after it may be acknowledged,
+/// and no acknowledgement may be decided after it; the client reads an
+/// acknowledgement a little later than the broker decides it.
+fn assert_the_old_leader_fenced(
+    cluster: &Cluster,
+    log: &[Sent],
+    old: i32,
+    cut_at: Instant,
+    fence_bound: Instant,
+) {
     let late_acks: Vec<&Sent> = log
         .iter()
         .filter(|s| {
@@ -134,10 +142,16 @@ fn cluster_fencing_a_leader_cut_from_etcd_stops_acknowledging_within_its_ttl() {
         cluster.broker(old).log().contains("fenced"),
         "the old leader noticed it is fenced"
     );
+}
 
-    // The new leader takes writes; the data is what the old leader acknowledged,
-    // and nothing it was sent after fencing.
-    let mut new_leader = cluster.client(after.leader);
+/// The new leader takes writes; the data is what the old leader acknowledged,
+/// and nothing it was sent after fencing.
+fn assert_the_new_leader_holds_what_was_acknowledged(
+    cluster: &Cluster,
+    new_leader: &mut KafkaClient,
+    log: &[Sent],
+    fence_bound: Instant,
+) {
     let (err, _) = common::await_some_or(
         "the new leader to take an acks=all write",
         TIMEOUT,
@@ -165,6 +179,33 @@ fn cluster_fencing_a_leader_cut_from_etcd_stops_acknowledging_within_its_ttl() {
             s.value
         );
     }
+}
+
+#[test]
+fn cluster_fencing_a_leader_cut_from_etcd_stops_acknowledging_within_its_ttl() {
+    let etcd = Etcd::start();
+    let to_etcd = forwarders_to(&etcd);
+    let cluster = start_cluster(etcd, &to_etcd);
+    assert_eq!(cluster.client(1).create_topic("x", 1, 3), 0);
+    let before = cluster.await_state("a full ISR", TIMEOUT, "x", 0, |s| {
+        s.leader > 0 && s.isr.len() == 3
+    });
+    let old = before.leader;
+    let mut producer = cluster.client(old);
+    let mut log: Vec<Sent> = Vec::new();
+    for i in 0..20 {
+        send(&mut producer, &mut log, format!("before-{i}"));
+    }
+
+    to_etcd[&old].cut();
+    let cut_at = Instant::now();
+    let after = write_until_a_new_leader(&cluster, &mut producer, &mut log, old, cut_at);
+    assert_eq!(after.leader_epoch, before.leader_epoch + 1, "{after:?}");
+
+    let fence_bound = cut_at + TTL;
+    assert_the_old_leader_fenced(&cluster, &log, old, cut_at, fence_bound);
+    let mut new_leader = cluster.client(after.leader);
+    assert_the_new_leader_holds_what_was_acknowledged(&cluster, &mut new_leader, &log, fence_bound);
 
     // Healed: the old leader registers again, follows and converges.
     to_etcd[&old].heal();

@@ -43,26 +43,38 @@ fn kcat(args: &[&str], stdin: &[u8], timeout: Duration) -> Output {
     out
 }
 
-#[test]
-fn cluster_kcat_lists_produces_and_consumes_1000_messages() {
-    let etcd = Etcd::start();
-    let dir = tempfile::tempdir().unwrap();
-    let broker = BrokerProcess::start(
-        1,
-        &etcd.endpoint,
-        &dir.path().join("b1"),
-        &["--lease-ttl-s", "2"],
-    );
-    let topic = "kcat-round-trip";
-    let mut client = KafkaClient::connect(&broker.addr).unwrap();
-    assert_eq!(
-        client.create_topic(topic, 1, 1),
-        0,
-        "CreateTopics; broker log:\n{}",
-        broker.log()
-    );
+/// `-C -e -q` from the beginning of partition 0 of `topic`, within 60 s.
+fn kcat_consume(addr: &str, topic: &str) -> Output {
+    kcat(
+        &[
+            "-C",
+            "-b",
+            addr,
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+        ],
+        b"",
+        Duration::from_secs(60),
+    )
+}
 
-    // -L: the broker and the topic (all topics listed), as JSON.
+/// kcat's stdout, a message a line.
+fn lines(out: Output) -> Vec<String> {
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// -L: the broker and the topic (all topics listed), as JSON.
+fn assert_kcat_lists_the_topic(broker: &BrokerProcess, topic: &str) {
     let out = kcat(
         &["-L", "-J", "-b", &broker.addr],
         b"",
@@ -85,8 +97,11 @@ fn cluster_kcat_lists_produces_and_consumes_1000_messages() {
         listed[0]["partitions"][0]["isrs"],
         serde_json::json!([{"id": 1}])
     );
+}
 
-    // -P: 1000 messages, acks=all (librdkafka's default), one per line.
+/// -P: 1000 messages, acks=all (librdkafka's default), one per line; returns
+/// them and how long kcat took.
+fn kcat_produces_1000(broker: &BrokerProcess, topic: &str) -> (Vec<String>, Duration) {
     let messages: Vec<String> = (0..1000).map(|i| format!("message-{i:04}")).collect();
     let input = messages.join("\n") + "\n";
     let started = Instant::now();
@@ -101,26 +116,13 @@ fn cluster_kcat_lists_produces_and_consumes_1000_messages() {
         "kcat -P failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    (messages, produce_time)
+}
 
-    // -C -e: exactly those 1000, in order.
+/// -C -e: exactly those 1000, in order; returns how long kcat took.
+fn kcat_consumes_them(broker: &BrokerProcess, topic: &str, messages: &[String]) -> Duration {
     let started = Instant::now();
-    let out = kcat(
-        &[
-            "-C",
-            "-b",
-            &broker.addr,
-            "-t",
-            topic,
-            "-p",
-            "0",
-            "-o",
-            "beginning",
-            "-e",
-            "-q",
-        ],
-        b"",
-        Duration::from_secs(60),
-    );
+    let out = kcat_consume(&broker.addr, topic);
     let consume_time = started.elapsed();
     assert!(
         out.status.success(),
@@ -128,67 +130,72 @@ fn cluster_kcat_lists_produces_and_consumes_1000_messages() {
         String::from_utf8_lossy(&out.stderr),
         broker.log()
     );
-    let got: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let got = lines(out);
     assert_eq!(got.len(), 1000, "consumed {} messages", got.len());
     assert_eq!(got, messages);
+    consume_time
+}
+
+/// Compressed batches are stored as sent and read back by the client: 100
+/// messages with `codec` to a topic of their own, read back in order.
+fn assert_codec_round_trips(broker: &BrokerProcess, client: &mut KafkaClient, codec: &str) {
+    let topic = format!("kcat-{codec}");
+    assert_eq!(client.create_topic(&topic, 1, 1), 0);
+    let messages: Vec<String> = (0..100).map(|i| format!("{codec}-{i:03}")).collect();
+    let input = messages.join("\n") + "\n";
+    let out = kcat(
+        &[
+            "-P",
+            "-b",
+            &broker.addr,
+            "-t",
+            &topic,
+            "-p",
+            "0",
+            "-z",
+            codec,
+        ],
+        input.as_bytes(),
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "kcat -P -z {codec}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = kcat_consume(&broker.addr, &topic);
+    assert!(
+        out.status.success(),
+        "kcat -C ({codec}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lines(out), messages, "{codec}");
+}
+
+#[test]
+fn cluster_kcat_lists_produces_and_consumes_1000_messages() {
+    let etcd = Etcd::start();
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerProcess::start(
+        1,
+        &etcd.endpoint,
+        &dir.path().join("b1"),
+        &["--lease-ttl-s", "2"],
+    );
+    let topic = "kcat-round-trip";
+    let mut client = KafkaClient::connect(&broker.addr).unwrap();
+    assert_eq!(
+        client.create_topic(topic, 1, 1),
+        0,
+        "CreateTopics; broker log:\n{}",
+        broker.log()
+    );
+
+    assert_kcat_lists_the_topic(&broker, topic);
+    let (messages, produce_time) = kcat_produces_1000(&broker, topic);
+    let consume_time = kcat_consumes_them(&broker, topic, &messages);
     eprintln!("kcat 1000 messages: produce {produce_time:?}, consume {consume_time:?}");
-    // Compressed batches are stored as sent and read back by the client.
     for codec in ["gzip", "snappy", "lz4", "zstd"] {
-        let topic = format!("kcat-{codec}");
-        assert_eq!(client.create_topic(&topic, 1, 1), 0);
-        let messages: Vec<String> = (0..100).map(|i| format!("{codec}-{i:03}")).collect();
-        let input = messages.join("\n") + "\n";
-        let out = kcat(
-            &[
-                "-P",
-                "-b",
-                &broker.addr,
-                "-t",
-                &topic,
-                "-p",
-                "0",
-                "-z",
-                codec,
-            ],
-            input.as_bytes(),
-            Duration::from_secs(60),
-        );
-        assert!(
-            out.status.success(),
-            "kcat -P -z {codec}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = kcat(
-            &[
-                "-C",
-                "-b",
-                &broker.addr,
-                "-t",
-                &topic,
-                "-p",
-                "0",
-                "-o",
-                "beginning",
-                "-e",
-                "-q",
-            ],
-            b"",
-            Duration::from_secs(60),
-        );
-        assert!(
-            out.status.success(),
-            "kcat -C ({codec}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let got: Vec<String> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(str::to_string)
-            .collect();
-        assert_eq!(got, messages, "{codec}");
+        assert_codec_round_trips(&broker, &mut client, codec);
     }
 }

@@ -38,7 +38,10 @@ use serde_json::{Value, json};
 // In a folder of its own, so cargo does not take it for a bench of its own.
 #[path = "proxy/cut.rs"]
 mod cut;
-use cut::measure_cuts;
+use cut::{Cuts, measure_cuts};
+#[path = "proxy/report.rs"]
+mod report;
+use report::{Summary, figures, print_cuts, print_figures, report_json, write_json};
 
 const ECHO_BYTES_FULL: usize = 64 << 20;
 const ECHO_BYTES_QUICK: usize = 8 << 20;
@@ -492,23 +495,45 @@ fn mark(met: bool) -> &'static str {
     if met { "met" } else { "MISSED" }
 }
 
-fn run(args: &Args) -> Result<(), String> {
-    let (echo_bytes, round_trips, cuts) = if args.quick {
-        (ECHO_BYTES_QUICK, ROUND_TRIPS_QUICK, CUTS_QUICK)
-    } else {
-        (ECHO_BYTES_FULL, ROUND_TRIPS_FULL, CUTS_FULL)
-    };
-    let bin = proxy_bin()?;
-    let log = std::env::temp_dir().join(format!("epochal-proxy-bench-{}.log", std::process::id()));
-    let proxy = ProxyProcess::start(&bin, log)?;
-    let api = Api::new(&proxy.api)?;
-    let version = api.call("reading the version", api.client.version())?;
+/// How much each measurement does: the full goals' run, or `--quick`'s.
+struct Sizes {
+    echo_bytes: usize,
+    round_trips: usize,
+    cuts: usize,
+}
+
+impl Sizes {
+    fn of(args: &Args) -> Sizes {
+        let (echo_bytes, round_trips, cuts) = if args.quick {
+            (ECHO_BYTES_QUICK, ROUND_TRIPS_QUICK, CUTS_QUICK)
+        } else {
+            (ECHO_BYTES_FULL, ROUND_TRIPS_FULL, CUTS_FULL)
+        };
+        Sizes {
+            echo_bytes,
+            round_trips,
+            cuts,
+        }
+    }
+}
+
+fn mode(args: &Args) -> &'static str {
+    if args.quick { "quick" } else { "full" }
+}
+
+/// The first line: what is measured, and with which proxy.
+fn print_plan(args: &Args, sizes: &Sizes, bin: &Path, version: &str, proxy: &ProxyProcess) {
+    let Sizes {
+        echo_bytes,
+        round_trips,
+        cuts,
+    } = sizes;
     println!(
         "proxy bench: {} mode; {} MiB echoed, best of {} each way; {round_trips} 1-byte round \
          trips each way ({ROUND_TRIPS_WARMUP} warmup); {cuts} cuts of a {MESSAGE_BYTES}-byte \
          message every ~{MESSAGE_INTERVAL:?}, quiet after {CUT_SETTLE:?}; {} {version} (API on \
          {}, log {}){}",
-        if args.quick { "quick" } else { "full" },
+        mode(args),
         echo_bytes >> 20,
         args.reps,
         bin.display(),
@@ -520,147 +545,76 @@ fn run(args: &Args) -> Result<(), String> {
             ""
         },
     );
+}
+
+/// `--rtt-only`: the round trips alone, on one line.
+fn run_rtt_only(echo: SocketAddr, echo_link: SocketAddr, round_trips: usize) -> Result<(), String> {
+    let mut rtt = measure_rtt(echo, echo_link, round_trips)?;
+    let direct_p50 = percentile(&mut rtt.direct_us, 0.50);
+    let proxy_p50 = percentile(&mut rtt.proxy_us, 0.50);
+    println!(
+        "rtt p50: direct {}, proxy {}, added +{}",
+        us(direct_p50),
+        us(proxy_p50),
+        us(proxy_p50 - direct_p50)
+    );
+    Ok(())
+}
+
+/// Every measurement's samples, taken while the proxy runs.
+struct Measured {
+    throughput: Throughput,
+    rtt: Rtt,
+    cut: Cuts,
+}
+
+fn measure(
+    api: &Api,
+    echo: SocketAddr,
+    echo_link: SocketAddr,
+    sizes: &Sizes,
+    reps: usize,
+) -> Result<Measured, String> {
+    eprintln!("measuring echo throughput ...");
+    let throughput = measure_throughput(echo, echo_link, sizes.echo_bytes, reps)?;
+    eprintln!("measuring 1-byte round trips ...");
+    let rtt = measure_rtt(echo, echo_link, sizes.round_trips)?;
+    eprintln!("measuring cuts ...");
+    let cut = measure_cuts(api, sizes.cuts)?;
+    Ok(Measured {
+        throughput,
+        rtt,
+        cut,
+    })
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let sizes = Sizes::of(args);
+    let bin = proxy_bin()?;
+    let log = std::env::temp_dir().join(format!("epochal-proxy-bench-{}.log", std::process::id()));
+    let proxy = ProxyProcess::start(&bin, log)?;
+    let api = Api::new(&proxy.api)?;
+    let version = api.call("reading the version", api.client.version())?;
+    print_plan(args, &sizes, &bin, &version, &proxy);
 
     let echo = echo_server()?;
     let echo_link = api.link("bench-echo", echo)?;
     if args.rtt_only {
-        let mut rtt = measure_rtt(echo, echo_link, round_trips)?;
-        let direct_p50 = percentile(&mut rtt.direct_us, 0.50);
-        let proxy_p50 = percentile(&mut rtt.proxy_us, 0.50);
-        println!(
-            "rtt p50: direct {}, proxy {}, added +{}",
-            us(direct_p50),
-            us(proxy_p50),
-            us(proxy_p50 - direct_p50)
-        );
-        return Ok(());
+        return run_rtt_only(echo, echo_link, sizes.round_trips);
     }
-    eprintln!("measuring echo throughput ...");
-    let throughput = measure_throughput(echo, echo_link, echo_bytes, args.reps)?;
-    eprintln!("measuring 1-byte round trips ...");
-    let mut rtt = measure_rtt(echo, echo_link, round_trips)?;
-    eprintln!("measuring cuts ...");
-    let mut cut = measure_cuts(&api, cuts)?;
+    let mut measured = measure(&api, echo, echo_link, &sizes, args.reps)?;
     drop(proxy);
 
-    let direct_mb_s = Throughput::best(&throughput.direct_mb_s);
-    let proxy_mb_s = Throughput::best(&throughput.proxy_mb_s);
-    let ratio = proxy_mb_s / direct_mb_s;
-    let direct_p50 = percentile(&mut rtt.direct_us, 0.50);
-    let direct_p99 = percentile(&mut rtt.direct_us, 0.99);
-    let proxy_p50 = percentile(&mut rtt.proxy_us, 0.50);
-    let proxy_p99 = percentile(&mut rtt.proxy_us, 0.99);
-    let added_p50 = proxy_p50 - direct_p50;
-    let cut_p50 = percentile(&mut cut.effect_ms, 0.50);
-    let cut_p99 = percentile(&mut cut.effect_ms, 0.99);
-    let call_p50 = percentile(&mut cut.call_ms, 0.50);
-    let call_p99 = percentile(&mut cut.call_ms, 0.99);
-    let transit_p50 = percentile(&mut cut.transit_us, 0.50) / 1e3;
-    let transit_p99 = percentile(&mut cut.transit_us, 0.99) / 1e3;
-
-    println!();
-    println!(
-        "cuts: took effect p50 {} / p99 {} after the call returned ({} over the {CUT_TIMEOUT:?} \
-         bound); the call took p50 {} / p99 {}; {} messages, none lost",
-        ms(cut_p50),
-        ms(cut_p99),
-        cut.timed_out,
-        ms(call_p50),
-        ms(call_p99),
-        cut.messages,
-    );
-
-    let figures = [
-        (
-            format!(
-                "proxy echo throughput ({} MiB), proxy/direct",
-                echo_bytes >> 20
-            ),
-            format!("{ratio:.2}× ({proxy_mb_s:.0} MB/s)"),
-            format!("{direct_mb_s:.0} MB/s direct"),
-            format!("≥ {GOAL_THROUGHPUT_RATIO_MIN}×"),
-            Some(ratio >= GOAL_THROUGHPUT_RATIO_MIN),
-        ),
-        (
-            "proxy added RTT p50, 1-byte echo".to_owned(),
-            format!(
-                "+{} (p50 {}, p99 {})",
-                us(added_p50),
-                us(proxy_p50),
-                us(proxy_p99)
-            ),
-            format!("p50 {}, p99 {} direct", us(direct_p50), us(direct_p99)),
-            format!("≤ +{GOAL_ADDED_RTT_P50_US_MAX} µs"),
-            Some(added_p50 <= GOAL_ADDED_RTT_P50_US_MAX),
-        ),
-        (
-            format!("partition takes effect p99 ({cuts} cuts)"),
-            format!("{} (p50 {})", ms(cut_p99), ms(cut_p50)),
-            format!(
-                "transit p50 {}, p99 {} flowing",
-                ms(transit_p50),
-                ms(transit_p99)
-            ),
-            format!("≤ {GOAL_CUT_P99_MS_MAX} ms"),
-            Some(cut_p99 <= GOAL_CUT_P99_MS_MAX),
-        ),
-    ];
-    println!();
-    println!("| figure | measured | baseline | goal | |");
-    println!("|---|---|---|---|---|");
-    for (figure, measured, baseline, goal, met) in &figures {
-        println!(
-            "| {figure} | {measured} | {baseline} | {goal} | {} |",
-            met.map_or("—", mark)
-        );
-    }
+    let summary = Summary::of(&mut measured);
+    print_cuts(&summary, &measured.cut);
+    let figures = figures(&summary, &sizes);
+    print_figures(&figures);
 
     if let Some(path) = &args.json {
-        let json = json!({
-            "bench": "proxy",
-            "mode": if args.quick { "quick" } else { "full" },
-            "figures": figures.iter().map(|(figure, measured, baseline, goal, met)| json!({
-                "figure": figure, "measured": measured, "baseline": baseline, "goal": goal,
-                "met": met,
-            })).collect::<Vec<_>>(),
-            "proxy_bin": bin.display().to_string(),
-            "proxy_version": version,
-            "throughput": {
-                "echo_bytes": echo_bytes, "reps": args.reps,
-                "direct_mb_s": throughput.direct_mb_s, "proxy_mb_s": throughput.proxy_mb_s,
-                "direct_best_mb_s": direct_mb_s, "proxy_best_mb_s": proxy_mb_s, "ratio": ratio,
-            },
-            "rtt": {
-                "round_trips": rtt.proxy_us.len(), "warmup": ROUND_TRIPS_WARMUP,
-                "direct_p50_us": direct_p50, "direct_p99_us": direct_p99,
-                "proxy_p50_us": proxy_p50, "proxy_p99_us": proxy_p99, "added_p50_us": added_p50,
-            },
-            "partition": {
-                "cuts": cut.effect_ms.len(), "effect_ms": cut.effect_ms,
-                "effect_p50_ms": cut_p50, "effect_p99_ms": cut_p99,
-                "timed_out": cut.timed_out, "timeout_ms": CUT_TIMEOUT.as_millis() as u64,
-                "settle_ms": CUT_SETTLE.as_millis() as u64,
-                "call_p50_ms": call_p50, "call_p99_ms": call_p99,
-                "transit_p50_ms": transit_p50, "transit_p99_ms": transit_p99,
-                "message_bytes": MESSAGE_BYTES,
-                "message_interval_us": MESSAGE_INTERVAL.as_micros() as u64,
-                "messages": cut.messages,
-            },
-        });
+        let json = report_json(args, &sizes, &bin, &version, &figures, &measured, &summary);
         write_json(path, &json)?;
         println!();
         println!("written: {path}");
     }
     Ok(())
-}
-
-fn write_json(path: &str, json: &Value) -> Result<(), String> {
-    if let Some(dir) = Path::new(path).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let text = serde_json::to_string_pretty(json).expect("JSON serializes") + "\n";
-    std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))
 }

@@ -296,44 +296,56 @@ fn mark(met: bool) -> &'static str {
     if met { "met" } else { "MISSED" }
 }
 
-/// Parent: every size in its own process, then the tables and the JSON.
-fn report(args: &Args) {
-    let sizes: &[usize] = if args.quick {
-        &SIZES_QUICK
-    } else {
-        &SIZES_FULL
-    };
-    let timeout = Duration::from_secs(args.timeout_s);
+/// One size's measurement: its ops, and its row or why there is none.
+type Row = (usize, Result<Value, String>);
+/// One growth between sizes: ops before and after, the check's and the
+/// work's ratio, and whether the smaller run's data outgrew the cache.
+type Growth = (usize, usize, f64, f64, bool);
+/// One row of the figures table: figure, measured, goal, whether it is met.
+type Figure = (String, String, String, Option<bool>);
+
+fn mode(args: &Args) -> &'static str {
+    if args.quick { "quick" } else { "full" }
+}
+
+fn print_plan(args: &Args, sizes: &[usize]) {
     println!(
         "checkers on synthetic runs: {} mode, sizes {sizes:?}, best of {} checks (more for \
          smaller sizes), each size in {PROCESSES} fresh processes (the fastest kept), {} s bound \
          a process",
-        if args.quick { "quick" } else { "full" },
+        mode(args),
         args.reps,
         args.timeout_s
     );
-    let rows: Vec<(usize, Result<Value, String>)> = sizes
+}
+
+/// Every size, each in its own processes.
+fn measure_sizes(sizes: &[usize], reps: usize, timeout: Duration) -> Vec<Row> {
+    sizes
         .iter()
         .map(|&ops| {
             eprintln!("measuring {ops} ops ...");
             (
                 ops,
-                measure_fastest(ops, reps_for(ops, args.reps), timeout, false),
+                measure_fastest(ops, reps_for(ops, reps), timeout, false),
             )
         })
-        .collect();
+        .collect()
+}
 
+/// The sizes' table; returns the growth from each size to the next that
+/// has 10× its ops.
+fn print_sizes(rows: &[Row], cache: Option<u64>) -> Vec<Growth> {
     println!();
     println!(
         "| ops | records/replica | generate | check | checkers' work | peak RSS (run's data) | growth, check / work (vs ops/10) |"
     );
     println!("|---|---|---|---|---|---|---|");
-    let cache = last_level_cache_bytes();
     let mut growths = Vec::new();
     // The previous size: its ops, check time, work and whether its data
     // outgrew the cache.
     let mut previous: Option<(usize, f64, f64, bool)> = None;
-    for (ops, row) in &rows {
+    for (ops, row) in rows {
         match row {
             Ok(m) => {
                 let check_s = m["check_s"].as_f64().unwrap_or(f64::NAN);
@@ -364,20 +376,17 @@ fn report(args: &Args) {
             }
         }
     }
+    growths
+}
 
-    let txn_ops = if args.quick {
-        TXN_OPS_QUICK
-    } else {
-        TXN_OPS_FULL
-    };
-    eprintln!("measuring {txn_ops} ops with transactions ...");
-    let txn_row = measure_fastest(txn_ops, reps_for(txn_ops, args.reps), timeout, true);
+/// The transactional case's table, with its transaction checkers alone.
+fn print_transactional(txn_ops: usize, txn_row: &Result<Value, String>) {
     println!();
     println!(
         "| transactional run: ops | transactions | generate | check | checkers' work | peak RSS |"
     );
     println!("|---|---|---|---|---|---|");
-    match &txn_row {
+    match txn_row {
         Ok(m) => println!(
             "| {txn_ops} | {} | {} | {} | {} | {} |",
             m["transactions"],
@@ -388,25 +397,28 @@ fn report(args: &Args) {
         ),
         Err(why) => println!("| {txn_ops} | — | — | {why} | — | — |"),
     }
-    if let Ok(m) = &txn_row {
+    if let Ok(m) = txn_row {
         for name in ["transactions", "txn-cycles", "hanging-transactions"] {
             if let Some(s) = m["checkers_s"][name].as_f64() {
                 println!("| {name} alone | | | {} | | |", secs(s));
             }
         }
     }
+}
 
+/// Each checker's best time alone, a column a size.
+fn print_checkers(rows: &[Row]) {
     let names: Vec<&str> = checker::all().iter().map(|c| c.name).collect();
     println!();
     print!("| checker |");
-    for (ops, _) in &rows {
+    for (ops, _) in rows {
         print!(" {ops} ops |");
     }
     println!();
     println!("|---|{}", "---|".repeat(rows.len()));
     for name in &names {
         print!("| {name} |");
-        for (_, row) in &rows {
+        for (_, row) in rows {
             match row
                 .as_ref()
                 .ok()
@@ -418,8 +430,10 @@ fn report(args: &Args) {
         }
         println!();
     }
+}
 
-    let mut figures = Vec::new();
+/// The 1 M-op goals: time and peak RSS, or why they were not measured.
+fn goal_figures(rows: &[Row], figures: &mut Vec<Figure>) {
     let at_goal = rows
         .iter()
         .find(|(ops, _)| *ops == GOAL_OPS)
@@ -456,8 +470,12 @@ fn report(args: &Args) {
             None,
         )),
     }
+}
+
+/// The transactional goal, judged only in a full run.
+fn transactional_figure(txn_ops: usize, txn_row: &Result<Value, String>, quick: bool) -> Figure {
     let txn_figure = format!("checkers, {txn_ops} ops with transactions: time");
-    figures.push(match (&txn_row, args.quick) {
+    match (txn_row, quick) {
         (Ok(m), quick) => {
             let check_s = m["check_s"].as_f64().unwrap_or(f64::NAN);
             (
@@ -473,11 +491,15 @@ fn report(args: &Args) {
             format!("≤ {GOAL_TXN_CHECK_S_MAX} s at 1 M ops"),
             (!quick).then_some(false),
         ),
-    });
+    }
+}
+
+/// The growth goal, judged only past the last-level cache.
+fn growth_figures(growths: &[Growth], cache: Option<u64>, figures: &mut Vec<Figure>) {
     let cache_named = cache.map_or("the last-level cache (size unknown)".to_owned(), |c| {
         format!("the {} last-level cache", mib(c))
     });
-    for (before, after, ratio, work, judged) in &growths {
+    for (before, after, ratio, work, judged) in growths {
         figures.push(if *judged {
             (
                 format!("checkers, growth {before} → {after} ops"),
@@ -497,39 +519,83 @@ fn report(args: &Args) {
             )
         });
     }
+}
+
+fn print_figures(figures: &[Figure]) {
     println!();
     println!("| figure | measured | goal | |");
     println!("|---|---|---|---|");
-    for (figure, measured, goal, met) in &figures {
+    for (figure, measured, goal, met) in figures {
         println!(
             "| {figure} | {measured} | {goal} | {} |",
             met.map_or("—", mark)
         );
     }
+}
+
+/// `--json PATH`: every row and every figure.
+fn write_json(
+    path: &str,
+    args: &Args,
+    rows: &[Row],
+    (txn_ops, txn_row): (usize, &Result<Value, String>),
+    figures: &[Figure],
+) {
+    let json = json!({
+        "bench": "checkers",
+        "mode": mode(args),
+        "reps": args.reps,
+        "sizes": rows.iter().map(|(ops, row)| match row {
+            Ok(m) => m.clone(),
+            Err(why) => json!({"ops": ops, "error": why}),
+        }).collect::<Vec<_>>(),
+        "transactions": match txn_row {
+            Ok(m) => m.clone(),
+            Err(why) => json!({"ops": txn_ops, "error": why}),
+        },
+        "figures": figures.iter().map(|(figure, measured, goal, met)| json!({
+            "figure": figure, "measured": measured, "goal": goal, "met": met,
+        })).collect::<Vec<_>>(),
+    });
+    if let Some(dir) = std::path::Path::new(path).parent() {
+        std::fs::create_dir_all(dir).expect("the JSON's directory can be made");
+    }
+    std::fs::write(path, serde_json::to_string_pretty(&json).unwrap() + "\n")
+        .expect("the JSON can be written");
+    println!();
+    println!("written: {path}");
+}
+
+/// Parent: every size in its own process, then the tables and the JSON.
+fn report(args: &Args) {
+    let sizes: &[usize] = if args.quick {
+        &SIZES_QUICK
+    } else {
+        &SIZES_FULL
+    };
+    let timeout = Duration::from_secs(args.timeout_s);
+    print_plan(args, sizes);
+    let rows = measure_sizes(sizes, args.reps, timeout);
+    let cache = last_level_cache_bytes();
+    let growths = print_sizes(&rows, cache);
+
+    let txn_ops = if args.quick {
+        TXN_OPS_QUICK
+    } else {
+        TXN_OPS_FULL
+    };
+    eprintln!("measuring {txn_ops} ops with transactions ...");
+    let txn_row = measure_fastest(txn_ops, reps_for(txn_ops, args.reps), timeout, true);
+    print_transactional(txn_ops, &txn_row);
+    print_checkers(&rows);
+
+    let mut figures = Vec::new();
+    goal_figures(&rows, &mut figures);
+    figures.push(transactional_figure(txn_ops, &txn_row, args.quick));
+    growth_figures(&growths, cache, &mut figures);
+    print_figures(&figures);
 
     if let Some(path) = &args.json {
-        let json = json!({
-            "bench": "checkers",
-            "mode": if args.quick { "quick" } else { "full" },
-            "reps": args.reps,
-            "sizes": rows.iter().map(|(ops, row)| match row {
-                Ok(m) => m.clone(),
-                Err(why) => json!({"ops": ops, "error": why}),
-            }).collect::<Vec<_>>(),
-            "transactions": match &txn_row {
-                Ok(m) => m.clone(),
-                Err(why) => json!({"ops": txn_ops, "error": why}),
-            },
-            "figures": figures.iter().map(|(figure, measured, goal, met)| json!({
-                "figure": figure, "measured": measured, "goal": goal, "met": met,
-            })).collect::<Vec<_>>(),
-        });
-        if let Some(dir) = std::path::Path::new(path).parent() {
-            std::fs::create_dir_all(dir).expect("the JSON's directory can be made");
-        }
-        std::fs::write(path, serde_json::to_string_pretty(&json).unwrap() + "\n")
-            .expect("the JSON can be written");
-        println!();
-        println!("written: {path}");
+        write_json(path, args, &rows, (txn_ops, &txn_row), &figures);
     }
 }

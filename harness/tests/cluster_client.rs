@@ -155,21 +155,16 @@ fn values(prefix: &str, n: usize) -> Vec<ProduceRecord> {
         .collect()
 }
 
-#[tokio::test]
-async fn cluster_client_produces_fetches_and_lists_offsets_on_a_real_broker() {
-    let etcd = start_etcd().await;
-    let broker = start_broker(&etcd).await;
-    let mut c = KafkaClient::connect(&broker.addr, "epochal-test", CALL)
-        .await
-        .unwrap_or_else(|e| panic!("connect: {e}; log:\n{}", broker.log()));
-
-    await_metadata(&mut c, "broker 1 is controller", |md| md.controller_id == 1).await;
+/// Broker 1 becomes controller and creates `t` (1 partition, RF 1), refuses
+/// it a second time, and leads it alone.
+async fn create_t_led_by_broker_1(c: &mut KafkaClient) {
+    await_metadata(c, "broker 1 is controller", |md| md.controller_id == 1).await;
     c.create_topic("t", 1, 1, 10_000, CALL)
         .await
         .expect("create t");
     let again = c.create_topic("t", 1, 1, 10_000, CALL).await.unwrap_err();
     assert_eq!(again.code(), Some(36), "TOPIC_ALREADY_EXISTS, got {again}");
-    await_metadata(&mut c, "t-0 led by 1", |md| {
+    await_metadata(c, "t-0 led by 1", |md| {
         md.partition("t", 0).is_some_and(|p| p.leader == 1)
     })
     .await;
@@ -177,21 +172,11 @@ async fn cluster_client_produces_fetches_and_lists_offsets_on_a_real_broker() {
     assert_eq!(md.brokers.len(), 1);
     assert_eq!(md.brokers[0].node_id, 1);
     assert_eq!(md.partition("t", 0).unwrap().isr, vec![1]);
+}
 
-    assert_eq!(
-        c.list_offset("t", 0, OffsetSpec::Earliest, CALL)
-            .await
-            .unwrap(),
-        0
-    );
-    assert_eq!(
-        c.list_offset("t", 0, OffsetSpec::Latest, CALL)
-            .await
-            .unwrap(),
-        0
-    );
-
-    // Every codec, acks=all and acks=1, several batches in one request.
+/// Every codec, acks=all and acks=1, several batches in one request; returns
+/// every record with the offset it was given.
+async fn produce_every_codec_and_acks(c: &mut KafkaClient) -> Vec<(i64, ProduceRecord)> {
     let mut expected: Vec<(i64, ProduceRecord)> = Vec::new();
     for compression in Compression::ALL {
         for acks in [-1, 1] {
@@ -212,17 +197,13 @@ async fn cluster_client_produces_fetches_and_lists_offsets_on_a_real_broker() {
             }
         }
     }
-    let end = expected.len() as i64;
-    assert_eq!(
-        c.list_offset("t", 0, OffsetSpec::Latest, CALL)
-            .await
-            .unwrap(),
-        end
-    );
+    expected
+}
 
-    // On disk (through the harness's own reader): 7 records cut 3 + 3 + 1 per
-    // request, each batch in the asked codec, non-idempotent (no producer id,
-    // base sequence -1), as a Java producer without idempotence writes them.
+/// On disk (through the harness's own reader): 7 records cut 3 + 3 + 1 per
+/// request, each batch in the asked codec, non-idempotent (no producer id,
+/// base sequence -1), as a Java producer without idempotence writes them.
+fn assert_batches_on_disk(broker: &Broker) {
     let state = epochal::reader::read_data_dir(&broker.dir.path().join("data")).unwrap();
     let replica = state.replica("t", 0).expect("t-0 on disk");
     let batches: Vec<_> = replica.batches().collect();
@@ -243,9 +224,15 @@ async fn cluster_client_produces_fetches_and_lists_offsets_on_a_real_broker() {
         assert!(b.intact, "{b:?}");
         assert_eq!((b.producer_id, b.base_sequence), (-1, -1), "{b:?}");
     }
+}
 
-    // Read everything back from offset 0, and from the middle of a
-    // compressed batch (which the broker returns whole).
+/// Read everything back from offset 0, and from the middle of a compressed
+/// batch (which the broker returns whole).
+async fn assert_fetches_everything_back(
+    c: &mut KafkaClient,
+    expected: &[(i64, ProduceRecord)],
+    end: i64,
+) {
     for start in [0, 4] {
         let mut got = Vec::new();
         let mut offset = start;
@@ -270,8 +257,10 @@ async fn cluster_client_produces_fetches_and_lists_offsets_on_a_real_broker() {
             assert_eq!(r.value.as_ref(), Some(&want.value));
         }
     }
+}
 
-    // acks=0 gets no answer, yet the record lands.
+/// acks=0 gets no answer, yet the record lands (the log end moves past `end`).
+async fn assert_acks0_lands(c: &mut KafkaClient, end: i64) {
     let produced = c
         .produce(
             "t",
@@ -299,6 +288,41 @@ async fn cluster_client_produces_fetches_and_lists_offsets_on_a_real_broker() {
         );
         tokio::time::sleep(POLL).await;
     }
+}
+
+#[tokio::test]
+async fn cluster_client_produces_fetches_and_lists_offsets_on_a_real_broker() {
+    let etcd = start_etcd().await;
+    let broker = start_broker(&etcd).await;
+    let mut c = KafkaClient::connect(&broker.addr, "epochal-test", CALL)
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}; log:\n{}", broker.log()));
+    create_t_led_by_broker_1(&mut c).await;
+
+    assert_eq!(
+        c.list_offset("t", 0, OffsetSpec::Earliest, CALL)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        c.list_offset("t", 0, OffsetSpec::Latest, CALL)
+            .await
+            .unwrap(),
+        0
+    );
+
+    let expected = produce_every_codec_and_acks(&mut c).await;
+    let end = expected.len() as i64;
+    assert_eq!(
+        c.list_offset("t", 0, OffsetSpec::Latest, CALL)
+            .await
+            .unwrap(),
+        end
+    );
+    assert_batches_on_disk(&broker);
+    assert_fetches_everything_back(&mut c, &expected, end).await;
+    assert_acks0_lands(&mut c, end).await;
 
     // A broker error is a typed code, and the connection stays usable.
     let err = c

@@ -20,9 +20,10 @@ use bytes::Bytes;
 use common::bin_dir;
 use epochal::kafka_client::{ClientError, KafkaClient, ProduceOptions, ProduceRecord};
 use epochal::node::NodeId;
+use epochal::observe::ClusterView;
 use epochal::observe::final_read::{
-    FINAL_READ_JSON, FinalRead, FinalReadError, FinalReadOptions, PartitionReadCause, final_read,
-    final_read_with,
+    FINAL_READ_JSON, FinalRead, FinalReadError, FinalReadOptions, PartitionRead,
+    PartitionReadCause, final_read, final_read_with,
 };
 use epochal::reader::{CompactRecord, DataDirState, read_data_dir};
 use epochal::runtime::{ClusterConfig, ProcessRuntime, Runtime};
@@ -77,24 +78,12 @@ fn read_back(dir: &Path, read: &FinalRead) -> DataDirState {
     state
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cluster_final_read_matches_the_replicas() {
-    let run = tempfile::tempdir().unwrap();
-    let mut runtime = ProcessRuntime::start(ClusterConfig::new(3, bin_dir(), run.path()))
-        .await
-        .unwrap();
-    common::ready(&runtime, READY).await;
-    let b1 = runtime.client_address(NodeId::new(1)).unwrap();
-    let mut admin = KafkaClient::connect(&b1, "epochal-test", CALL)
-        .await
-        .unwrap();
-    admin
-        .create_topic("t", PARTITIONS as i32, 3, 10_000, CALL)
-        .await
-        .unwrap();
-    let view = common::ready(&runtime, READY).await;
-
-    // Every record acked by all three replicas, 7 to a batch.
+/// Every record acked by all three replicas, 7 to a batch, through each
+/// partition's leader; returns the leaders.
+async fn produce_to_every_partition(
+    runtime: &ProcessRuntime,
+    view: &ClusterView,
+) -> BTreeMap<u32, NodeId> {
     let options = ProduceOptions {
         acks: -1,
         records_per_batch: 7,
@@ -119,14 +108,12 @@ async fn cluster_final_read_matches_the_replicas() {
             assert_eq!(produced.base_offset, (produce * RECORDS_PER_PRODUCE) as i64);
         }
     }
-    let produced = (PRODUCES_PER_PARTITION * RECORDS_PER_PRODUCE) as i64;
+    leaders
+}
 
-    // As advertised (the client proxies), then each broker at its own port.
-    let advertised_dir = run.path().join("final-read-advertised");
-    let advertised = final_read(&b1, &advertised_dir, CALL, FINAL_READ_TOTAL)
-        .await
-        .unwrap();
-    let rewrite: BTreeMap<String, String> = runtime
+/// Each broker's advertised (client proxy) address to its own port.
+fn to_own_ports(runtime: &ProcessRuntime) -> BTreeMap<String, String> {
+    runtime
         .nodes()
         .into_iter()
         .map(|node| {
@@ -135,27 +122,31 @@ async fn cluster_final_read_matches_the_replicas() {
                 runtime.direct_address(node).unwrap().to_owned(),
             )
         })
-        .collect();
-    let direct_dir = run.path().join("final-read-direct");
-    let options = |rewrite: &BTreeMap<String, String>| FinalReadOptions {
+        .collect()
+}
+
+fn options(rewrite: &BTreeMap<String, String>) -> FinalReadOptions {
+    FinalReadOptions {
         rewrite: rewrite.clone(),
         ..FinalReadOptions::new(CALL, FINAL_READ_TOTAL)
-    };
-    let direct = final_read_with(&b1, &direct_dir, &options(&rewrite))
-        .await
-        .unwrap();
+    }
+}
 
-    // t-0's leader dialled where nothing listens: t-0 fails, naming itself
-    // and the address, and t-1 is still read whole and written.
-    let dead = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().to_string()
-    };
-    let cut_off = BTreeMap::from([(runtime.client_address(leaders[&0]).unwrap(), dead.clone())]);
-    let failing_dir = run.path().join("final-read-failing");
-    let failed = final_read_with(&b1, &failing_dir, &options(&cut_off)).await;
-    runtime.freeze().await.unwrap();
+/// An address nothing listens at: a port the kernel handed out and took back.
+fn dead_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
 
+/// t-0's leader dialled where nothing listens (`dead`): t-0 fails, naming
+/// itself and the address, and t-1 is still read whole and written, as the
+/// direct read wrote it.
+fn assert_only_the_cut_off_partition_fails(
+    failed: Result<FinalRead, FinalReadError>,
+    dead: &str,
+    failing_dir: &Path,
+    direct_dir: &Path,
+) {
     let Err(FinalReadError::Incomplete {
         read: partly,
         failures,
@@ -176,66 +167,147 @@ async fn cluster_final_read_matches_the_replicas() {
     );
     let message = failures[0].to_string();
     assert!(
-        message.contains("t-0") && message.contains(&dead),
+        message.contains("t-0") && message.contains(dead),
         "{message}"
     );
     assert!(partly.partitions[0].error.is_some(), "{partly:#?}");
     assert_eq!(partly.partitions[1].error, None);
-    let state = read_back(&failing_dir, &partly);
+    let state = read_back(failing_dir, &partly);
     assert!(state.replica("t", 0).is_none(), "{state:#?}");
     assert_eq!(
         log_of(&state, 1, i64::MAX),
-        log_of(&read_data_dir(&direct_dir).unwrap(), 1, i64::MAX)
+        log_of(&read_data_dir(direct_dir).unwrap(), 1, i64::MAX)
     );
+}
 
+/// What a complete final read is checked against: the cluster it read, each
+/// partition's leader, where it bootstrapped, and the records produced to
+/// each partition.
+struct Expected<'a> {
+    runtime: &'a ProcessRuntime,
+    leaders: &'a BTreeMap<u32, NodeId>,
+    bootstrap: &'a str,
+    produced: i64,
+}
+
+/// A complete final read, written to `dir`, dialling each leader's
+/// advertised address through `dialled`: every partition, each exactly its
+/// leader's replica.
+fn assert_read_matches_the_leaders(
+    expected: &Expected,
+    read: &FinalRead,
+    dir: &Path,
+    dialled: &BTreeMap<String, String>,
+) {
+    assert_eq!(read.bootstrap, expected.bootstrap);
+    let state = read_back(dir, read);
+    assert_eq!(read.partitions.len(), PARTITIONS as usize, "{read:#?}");
+    for (partition, summary) in (0..PARTITIONS).zip(&read.partitions) {
+        assert_partition_matches_its_leader(expected, &state, partition, summary, dialled);
+    }
+}
+
+/// One partition of a complete final read, `state` read back from what it
+/// wrote: its summary, then its records and batches against the leader's
+/// replica.
+fn assert_partition_matches_its_leader(
+    expected: &Expected,
+    state: &DataDirState,
+    partition: u32,
+    summary: &PartitionRead,
+    dialled: &BTreeMap<String, String>,
+) {
+    let produced = expected.produced;
+    let leader = expected.leaders[&partition];
+    let advertised_address = expected.runtime.client_address(leader).unwrap();
+    let expected_broker = dialled
+        .get(&advertised_address)
+        .unwrap_or(&advertised_address);
+    assert_eq!(
+        (summary.topic.as_str(), summary.partition, summary.leader),
+        ("t", partition as i32, leader.broker_id()),
+    );
+    assert_eq!(&summary.broker, expected_broker, "{summary:#?}");
+    assert_eq!(
+        (summary.earliest, summary.latest, summary.records),
+        (Some(0), Some(produced), produced as u64),
+        "{summary:#?}"
+    );
+    assert_eq!(summary.error, None);
+    assert_eq!(
+        summary.segment.as_deref(),
+        Some(Path::new(&format!(
+            "t-{partition}/00000000000000000000.log"
+        )))
+    );
+    // More than two Fetches' worth: the read went on where one ended.
+    assert!(summary.bytes > 2 * (1 << 20), "{summary:#?}");
+
+    let replicas = read_data_dir(&expected.runtime.data_dir(leader).unwrap()).unwrap();
+    let (leader_records, leader_batches) = log_of(&replicas, partition, produced);
+    let (read_records, read_batches) = log_of(state, partition, i64::MAX);
+    assert_eq!(read_records.len() as i64, produced);
+    assert_eq!(
+        read_records, leader_records,
+        "t-{partition}: the final read differs from {leader}'s replica"
+    );
+    assert_eq!(read_batches, leader_batches);
+    assert_eq!(summary.batches, read_batches.len() as u64);
+    assert_eq!(
+        state.replica("t", partition as i32).unwrap().high_watermark,
+        Some(produced)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_final_read_matches_the_replicas() {
+    let run = tempfile::tempdir().unwrap();
+    let mut runtime = ProcessRuntime::start(ClusterConfig::new(3, bin_dir(), run.path()))
+        .await
+        .unwrap();
+    common::ready(&runtime, READY).await;
+    let b1 = runtime.client_address(NodeId::new(1)).unwrap();
+    let mut admin = KafkaClient::connect(&b1, "epochal-test", CALL)
+        .await
+        .unwrap();
+    admin
+        .create_topic("t", PARTITIONS as i32, 3, 10_000, CALL)
+        .await
+        .unwrap();
+    let view = common::ready(&runtime, READY).await;
+    let leaders = produce_to_every_partition(&runtime, &view).await;
+    let produced = (PRODUCES_PER_PARTITION * RECORDS_PER_PRODUCE) as i64;
+
+    // As advertised (the client proxies), then each broker at its own port.
+    let advertised_dir = run.path().join("final-read-advertised");
+    let advertised = final_read(&b1, &advertised_dir, CALL, FINAL_READ_TOTAL)
+        .await
+        .unwrap();
+    let rewrite = to_own_ports(&runtime);
+    let direct_dir = run.path().join("final-read-direct");
+    let direct = final_read_with(&b1, &direct_dir, &options(&rewrite))
+        .await
+        .unwrap();
+
+    // t-0's leader dialled where nothing listens.
+    let dead = dead_address();
+    let cut_off = BTreeMap::from([(runtime.client_address(leaders[&0]).unwrap(), dead.clone())]);
+    let failing_dir = run.path().join("final-read-failing");
+    let failed = final_read_with(&b1, &failing_dir, &options(&cut_off)).await;
+    runtime.freeze().await.unwrap();
+    assert_only_the_cut_off_partition_fails(failed, &dead, &failing_dir, &direct_dir);
+
+    let expected = Expected {
+        runtime: &runtime,
+        leaders: &leaders,
+        bootstrap: &b1,
+        produced,
+    };
     let as_advertised = BTreeMap::new();
     for (read, dir, dialled) in [
         (&advertised, &advertised_dir, &as_advertised),
         (&direct, &direct_dir, &rewrite),
     ] {
-        assert_eq!(read.bootstrap, b1);
-        let state = read_back(dir, read);
-        assert_eq!(read.partitions.len(), PARTITIONS as usize, "{read:#?}");
-        for (partition, summary) in (0..PARTITIONS).zip(&read.partitions) {
-            let leader = leaders[&partition];
-            let advertised_address = runtime.client_address(leader).unwrap();
-            let expected_broker = dialled
-                .get(&advertised_address)
-                .unwrap_or(&advertised_address);
-            assert_eq!(
-                (summary.topic.as_str(), summary.partition, summary.leader),
-                ("t", partition as i32, leader.broker_id()),
-            );
-            assert_eq!(&summary.broker, expected_broker, "{summary:#?}");
-            assert_eq!(
-                (summary.earliest, summary.latest, summary.records),
-                (Some(0), Some(produced), produced as u64),
-                "{summary:#?}"
-            );
-            assert_eq!(summary.error, None);
-            assert_eq!(
-                summary.segment.as_deref(),
-                Some(Path::new(&format!(
-                    "t-{partition}/00000000000000000000.log"
-                )))
-            );
-            // More than two Fetches' worth: the read went on where one ended.
-            assert!(summary.bytes > 2 * (1 << 20), "{summary:#?}");
-
-            let replicas = read_data_dir(&runtime.data_dir(leader).unwrap()).unwrap();
-            let (leader_records, leader_batches) = log_of(&replicas, partition, produced);
-            let (read_records, read_batches) = log_of(&state, partition, i64::MAX);
-            assert_eq!(read_records.len() as i64, produced);
-            assert_eq!(
-                read_records, leader_records,
-                "t-{partition}: the final read differs from {leader}'s replica"
-            );
-            assert_eq!(read_batches, leader_batches);
-            assert_eq!(summary.batches, read_batches.len() as u64);
-            assert_eq!(
-                state.replica("t", partition as i32).unwrap().high_watermark,
-                Some(produced)
-            );
-        }
+        assert_read_matches_the_leaders(&expected, read, dir, dialled);
     }
 }

@@ -37,85 +37,120 @@ fn state(
     }
 }
 
-#[tokio::test]
-async fn cluster_timeline_reads_every_revision_of_state_and_controller_keys() {
-    let etcd = start_etcd().await;
-    let mut client = Client::connect([etcd.endpoint.as_str()], None)
+/// Writes `key`; returns the revision of the write.
+async fn put(client: &mut Client, key: &str, value: &str) -> i64 {
+    client
+        .put(key, value, None)
         .await
-        .unwrap();
-    // A fresh etcd: nothing written yet.
-    assert_eq!(
-        read_timeline(&etcd.endpoint).await.unwrap(),
-        Timeline::default()
-    );
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision()
+}
 
-    let mut put = async |key: &str, value: &str| -> i64 {
-        client
-            .put(key, value, None)
-            .await
-            .unwrap()
-            .header()
-            .unwrap()
-            .revision()
-    };
-    let c1 = put("/epochal/controller", r#"{"broker_id":1}"#).await;
-    put("/epochal/controller_epoch", "1").await;
-    let r1 = put("/epochal/brokers/ids/1", r#"{"id":1}"#).await;
+/// Deletes `key`; returns the revision of the delete.
+async fn delete(client: &mut Client, key: &str) -> i64 {
+    client
+        .delete(key, None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision()
+}
+
+/// The revisions of what [`write_history`] wrote: controllers (`c`),
+/// registrations (`r`), partition states (`s`).
+struct Written {
+    c1: i64,
+    r1: i64,
+    s1: i64,
+    s2: i64,
+    s3: i64,
+    deleted: i64,
+    r1_gone: i64,
+    c2: i64,
+    s4: i64,
+}
+
+/// Two controllers with the key deleted between them, a registration come
+/// and gone, four partition states of two partitions, and keys the timeline
+/// ignores among them, the newest outside /epochal/.
+async fn write_history(client: &mut Client) -> Written {
+    let c1 = put(client, "/epochal/controller", r#"{"broker_id":1}"#).await;
+    put(client, "/epochal/controller_epoch", "1").await;
+    let r1 = put(client, "/epochal/brokers/ids/1", r#"{"id":1}"#).await;
     let s1 = put(
+        client,
         &state_key("t", 0),
         r#"{"leader":1,"leader_epoch":0,"isr":[1,2],"controller_epoch":1}"#,
     )
     .await;
     let s2 = put(
+        client,
         &state_key("a-b", 3),
         r#"{"leader":2,"leader_epoch":0,"isr":[2],"controller_epoch":1,"extra":7}"#,
     )
     .await;
-    put("/epochal/brokers/topics/t", r#"{"partitions":{"0":[1,2]}}"#).await;
+    put(
+        client,
+        "/epochal/brokers/topics/t",
+        r#"{"partitions":{"0":[1,2]}}"#,
+    )
+    .await;
     let s3 = put(
+        client,
         &state_key("t", 0),
         r#"{"leader":2,"leader_epoch":1,"isr":[2],"controller_epoch":1}"#,
     )
     .await;
-    let deleted = client
-        .delete("/epochal/controller", None)
-        .await
-        .unwrap()
-        .header()
-        .unwrap()
-        .revision();
+    let deleted = delete(client, "/epochal/controller").await;
     // A registration gone (a clean stop, or a lapsed lease).
-    let r1_gone = client
-        .delete("/epochal/brokers/ids/1", None)
-        .await
-        .unwrap()
-        .header()
-        .unwrap()
-        .revision();
-    let mut put = async |key: &str, value: &str| -> i64 {
-        client
-            .put(key, value, None)
-            .await
-            .unwrap()
-            .header()
-            .unwrap()
-            .revision()
-    };
-    let c2 = put("/epochal/controller", r#"{"broker_id":2,"epoch":2}"#).await;
+    let r1_gone = delete(client, "/epochal/brokers/ids/1").await;
+    let c2 = put(
+        client,
+        "/epochal/controller",
+        r#"{"broker_id":2,"epoch":2}"#,
+    )
+    .await;
     let s4 = put(
+        client,
         &state_key("t", 0),
         r#"{"leader":-1,"leader_epoch":2,"isr":[2],"controller_epoch":2}"#,
     )
     .await;
     // The newest revision is outside /epochal/: the read must still end.
-    let last = put("/elsewhere", "x").await;
+    let last = put(client, "/elsewhere", "x").await;
     assert!(c1 < s1 && s1 < s2 && s2 < s3 && s3 < deleted && deleted < c2 && c2 < s4 && s4 < last);
+    Written {
+        c1,
+        r1,
+        s1,
+        s2,
+        s3,
+        deleted,
+        r1_gone,
+        c2,
+        s4,
+    }
+}
 
-    let started = Instant::now();
-    let timeline = read_timeline(&etcd.endpoint).await.unwrap();
-    assert!(started.elapsed() < Duration::from_secs(10));
+/// Every write of a partition-state, controller or registration key, with
+/// its exact revision and value, in order; and what the timeline derives.
+fn assert_timeline_holds_every_write(timeline: &Timeline, w: &Written) {
+    let Written {
+        c1,
+        r1,
+        s1,
+        s2,
+        s3,
+        deleted,
+        r1_gone,
+        c2,
+        s4,
+    } = *w;
     assert_eq!(
-        timeline,
+        *timeline,
         Timeline {
             partition_states: vec![
                 state(s1, "t", 0, (1, 0, 1), &[1, 2]),
@@ -165,19 +200,18 @@ async fn cluster_timeline_reads_every_revision_of_state_and_controller_keys() {
         vec![s1, s3, s4]
     );
     assert!(timeline.unclean_elections().is_empty());
+}
 
-    // The changes between two revisions, as an await reads what came and
-    // went between its looks: exactly those after the first and up to the
-    // second, and nothing when the second is not later.
-    let mut reader = Client::connect([etcd.endpoint.as_str()], None)
-        .await
-        .unwrap();
-    let between = read_changes(&mut reader, s2, s4).await.unwrap();
+/// The changes between two revisions, as an await reads what came and went
+/// between its looks: exactly those after the first and up to the second,
+/// and nothing when the second is not later.
+async fn assert_changes_between_two_revisions(reader: &mut Client, w: &Written) {
+    let between = read_changes(reader, w.s2, w.s4).await.unwrap();
     assert_eq!(
         between.partition_states,
         vec![
-            state(s3, "t", 0, (2, 1, 1), &[2]),
-            state(s4, "t", 0, (-1, 2, 2), &[2])
+            state(w.s3, "t", 0, (2, 1, 1), &[2]),
+            state(w.s4, "t", 0, (-1, 2, 2), &[2])
         ]
     );
     assert_eq!(
@@ -186,21 +220,48 @@ async fn cluster_timeline_reads_every_revision_of_state_and_controller_keys() {
             .iter()
             .map(|c| c.revision)
             .collect::<Vec<_>>(),
-        vec![deleted, c2]
+        vec![w.deleted, w.c2]
     );
     assert_eq!(
-        read_changes(&mut reader, s4, s4).await.unwrap(),
+        read_changes(reader, w.s4, w.s4).await.unwrap(),
         Timeline::default()
     );
+}
 
-    // A value that is not a partition state is an error naming key and
-    // revision, never a timeline with a hole.
-    let bad = put(&state_key("t", 1), "not json").await;
-    let error = read_timeline(&etcd.endpoint).await.unwrap_err().to_string();
+/// A value that is not a partition state is an error naming key and
+/// revision, never a timeline with a hole.
+async fn assert_a_bad_state_is_an_error(client: &mut Client, endpoint: &str) {
+    let bad = put(client, &state_key("t", 1), "not json").await;
+    let error = read_timeline(endpoint).await.unwrap_err().to_string();
     assert!(
         error.contains(&state_key("t", 1)) && error.contains(&format!("revision {bad}")),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn cluster_timeline_reads_every_revision_of_state_and_controller_keys() {
+    let etcd = start_etcd().await;
+    let mut client = Client::connect([etcd.endpoint.as_str()], None)
+        .await
+        .unwrap();
+    // A fresh etcd: nothing written yet.
+    assert_eq!(
+        read_timeline(&etcd.endpoint).await.unwrap(),
+        Timeline::default()
+    );
+    let written = write_history(&mut client).await;
+
+    let started = Instant::now();
+    let timeline = read_timeline(&etcd.endpoint).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_timeline_holds_every_write(&timeline, &written);
+
+    let mut reader = Client::connect([etcd.endpoint.as_str()], None)
+        .await
+        .unwrap();
+    assert_changes_between_two_revisions(&mut reader, &written).await;
+    assert_a_bad_state_is_an_error(&mut client, &etcd.endpoint).await;
 }
 
 #[tokio::test]

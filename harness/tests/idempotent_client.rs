@@ -29,7 +29,7 @@ use kafka_protocol::messages::{
     ProducerId, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
-use kafka_protocol::records::RecordBatchDecoder;
+use kafka_protocol::records::{RecordBatchDecoder, RecordSet};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -131,111 +131,141 @@ async fn serve(mut stream: TcpStream, id: i64, init: bool, state: Arc<Mutex<Stat
         );
         let header = RequestHeader::decode(&mut body, key.request_header_version(version)).unwrap();
         let answer = match key {
-            ApiKey::ApiVersions => {
-                let mut keys = vec![
-                    (ApiKey::ApiVersions, 0, 3),
-                    (ApiKey::Metadata, 0, 12),
-                    (ApiKey::Produce, 3, 9),
-                    (ApiKey::Fetch, 4, 12),
-                    (ApiKey::ListOffsets, 1, 7),
-                    (ApiKey::CreateTopics, 0, 4),
-                ];
-                if init {
-                    keys.push((ApiKey::InitProducerId, 0, 4));
-                }
-                let api_keys = keys
-                    .into_iter()
-                    .map(|(k, min, max)| {
-                        ApiVersion::default()
-                            .with_api_key(k as i16)
-                            .with_min_version(min)
-                            .with_max_version(max)
-                    })
-                    .collect();
-                encode(
-                    &ApiVersionsResponse::default().with_api_keys(api_keys),
-                    version,
-                )
-            }
-            ApiKey::InitProducerId => {
-                let n = {
-                    let mut state = state.lock().unwrap();
-                    state.inits += 1;
-                    state.inits
-                };
-                let resp = InitProducerIdResponse::default()
-                    .with_producer_id(ProducerId(id * 1000 + n))
-                    .with_producer_epoch(0);
-                encode(&resp, version)
-            }
-            ApiKey::Produce => {
-                let req = ProduceRequest::decode(&mut body, version).unwrap();
-                let topic = &req.topic_data[0];
-                let partition = &topic.partition_data[0];
-                let mut records = partition.records.clone().unwrap();
-                let sets = RecordBatchDecoder::decode_all(&mut records).unwrap();
-                let (on, base_offset) = {
-                    let mut state = state.lock().unwrap();
-                    state.requests += 1;
-                    for set in &sets {
-                        let first = &set.records[0];
-                        state.batches.push(Seen {
-                            producer_id: first.producer_id,
-                            producer_epoch: first.producer_epoch,
-                            base_sequence: first.sequence,
-                            values: set
-                                .records
-                                .iter()
-                                .map(|r| String::from_utf8_lossy(r.value.as_ref().unwrap()).into())
-                                .collect(),
-                        });
-                    }
-                    let otherwise = state.otherwise.unwrap_or(OnProduce::Answer(0));
-                    let on = state.script.pop_front().unwrap_or(otherwise);
-                    let base_offset = state.log_end;
-                    if matches!(on, OnProduce::Answer(0)) {
-                        state.log_end += sets.iter().map(|s| s.records.len() as i64).sum::<i64>();
-                    }
-                    (on, base_offset)
-                };
-                let (code, offset) = match on {
-                    OnProduce::Answer(0) => (0, base_offset),
-                    OnProduce::Answer(code) => (code, -1),
-                    OnProduce::Duplicate => (46, -1),
-                    OnProduce::Drop => return,
-                    OnProduce::Silent => {
-                        let mut rest = Vec::new();
-                        let _ = stream.read_to_end(&mut rest).await;
-                        return;
-                    }
-                };
-                let resp = ProduceResponse::default().with_responses(vec![
-                    TopicProduceResponse::default()
-                        .with_name(topic.name.clone())
-                        .with_partition_responses(vec![
-                            PartitionProduceResponse::default()
-                                .with_index(partition.index)
-                                .with_error_code(code)
-                                .with_base_offset(offset),
-                        ]),
-                ]);
-                encode(&resp, version)
-            }
+            ApiKey::ApiVersions => api_versions(init, version),
+            ApiKey::InitProducerId => init_producer_id(id, &state, version),
+            ApiKey::Produce => match produce(&mut stream, &mut body, version, &state).await {
+                Some(answer) => answer,
+                None => return,
+            },
             other => panic!("the fake does not answer {other:?}"),
         };
-        let mut frame = BytesMut::new();
-        frame.put_i32(0);
-        ResponseHeader::default()
-            .with_correlation_id(header.correlation_id)
-            .encode(&mut frame, key.response_header_version(version))
-            .unwrap();
-        frame.extend_from_slice(&answer);
-        let size = (frame.len() - 4) as i32;
-        frame[..4].copy_from_slice(&size.to_be_bytes());
+        let frame = response_frame(header.correlation_id, key, version, &answer);
         if stream.write_all(&frame).await.is_err() {
             return;
         }
     }
+}
+
+/// The APIs the fake offers, InitProducerId only when `init`.
+fn api_versions(init: bool, version: i16) -> Bytes {
+    let mut keys = vec![
+        (ApiKey::ApiVersions, 0, 3),
+        (ApiKey::Metadata, 0, 12),
+        (ApiKey::Produce, 3, 9),
+        (ApiKey::Fetch, 4, 12),
+        (ApiKey::ListOffsets, 1, 7),
+        (ApiKey::CreateTopics, 0, 4),
+    ];
+    if init {
+        keys.push((ApiKey::InitProducerId, 0, 4));
+    }
+    let api_keys = keys
+        .into_iter()
+        .map(|(k, min, max)| {
+            ApiVersion::default()
+                .with_api_key(k as i16)
+                .with_min_version(min)
+                .with_max_version(max)
+        })
+        .collect();
+    encode(
+        &ApiVersionsResponse::default().with_api_keys(api_keys),
+        version,
+    )
+}
+
+/// The fake's next producer id (see [`Fake::producer_id`]), epoch 0.
+fn init_producer_id(id: i64, state: &Mutex<State>, version: i16) -> Bytes {
+    let n = {
+        let mut state = state.lock().unwrap();
+        state.inits += 1;
+        state.inits
+    };
+    let resp = InitProducerIdResponse::default()
+        .with_producer_id(ProducerId(id * 1000 + n))
+        .with_producer_epoch(0);
+    encode(&resp, version)
+}
+
+/// Records the request's batches and answers as the script says; `None` when
+/// the connection is to end unanswered (`Drop` at once, `Silent` once the
+/// client closes it).
+async fn produce(
+    stream: &mut TcpStream,
+    body: &mut Bytes,
+    version: i16,
+    state: &Mutex<State>,
+) -> Option<Bytes> {
+    let req = ProduceRequest::decode(body, version).unwrap();
+    let topic = &req.topic_data[0];
+    let partition = &topic.partition_data[0];
+    let mut records = partition.records.clone().unwrap();
+    let sets = RecordBatchDecoder::decode_all(&mut records).unwrap();
+    let (on, base_offset) = take_produce(state, &sets);
+    let (code, offset) = match on {
+        OnProduce::Answer(0) => (0, base_offset),
+        OnProduce::Answer(code) => (code, -1),
+        OnProduce::Duplicate => (46, -1),
+        OnProduce::Drop => return None,
+        OnProduce::Silent => {
+            let mut rest = Vec::new();
+            let _ = stream.read_to_end(&mut rest).await;
+            return None;
+        }
+    };
+    let resp = ProduceResponse::default().with_responses(vec![
+        TopicProduceResponse::default()
+            .with_name(topic.name.clone())
+            .with_partition_responses(vec![
+                PartitionProduceResponse::default()
+                    .with_index(partition.index)
+                    .with_error_code(code)
+                    .with_base_offset(offset),
+            ]),
+    ]);
+    Some(encode(&resp, version))
+}
+
+/// Counts one produce request and keeps its batches; returns what the script
+/// does with it and the log end it found (which an `Answer(0)` moves past
+/// its records).
+fn take_produce(state: &Mutex<State>, sets: &[RecordSet]) -> (OnProduce, i64) {
+    let mut state = state.lock().unwrap();
+    state.requests += 1;
+    for set in sets {
+        let first = &set.records[0];
+        state.batches.push(Seen {
+            producer_id: first.producer_id,
+            producer_epoch: first.producer_epoch,
+            base_sequence: first.sequence,
+            values: set
+                .records
+                .iter()
+                .map(|r| String::from_utf8_lossy(r.value.as_ref().unwrap()).into())
+                .collect(),
+        });
+    }
+    let otherwise = state.otherwise.unwrap_or(OnProduce::Answer(0));
+    let on = state.script.pop_front().unwrap_or(otherwise);
+    let base_offset = state.log_end;
+    if matches!(on, OnProduce::Answer(0)) {
+        state.log_end += sets.iter().map(|s| s.records.len() as i64).sum::<i64>();
+    }
+    (on, base_offset)
+}
+
+/// A response frame: size, header for `correlation_id`, then `answer`.
+fn response_frame(correlation_id: i32, key: ApiKey, version: i16, answer: &[u8]) -> BytesMut {
+    let mut frame = BytesMut::new();
+    frame.put_i32(0);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut frame, key.response_header_version(version))
+        .unwrap();
+    frame.extend_from_slice(answer);
+    let size = (frame.len() - 4) as i32;
+    frame[..4].copy_from_slice(&size.to_be_bytes());
+    frame
 }
 
 fn encode(body: &impl Encodable, version: i16) -> Bytes {

@@ -13,13 +13,13 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use epochal::reader::{self, Codec, Payload, read_data_dir};
+use epochal::reader::{self, Batch, Codec, Payload, Record, ReplicaState, Segment, read_data_dir};
 
 mod common;
 use common::files_under;
 use common::segments::{
-    BASE_TIMESTAMP_MS, SpecCodec, SpecDataDir, SpecRecord, SpecReplica, SpecSegment, batch,
-    encode_batch, records, text, write_fixture,
+    BASE_TIMESTAMP_MS, SpecBatch, SpecCodec, SpecDataDir, SpecRecord, SpecReplica, SpecSegment,
+    batch, encode_batch, records, text, write_fixture,
 };
 
 /// `t-0`: three segments, four epochs, every codec, multi-record batches, a
@@ -179,126 +179,160 @@ fn assert_reads_as_written(spec: &SpecDataDir, root: &Path) {
     );
 
     for (replica, spec_replica) in state.replicas.iter().zip(specs) {
-        let dir = PathBuf::from(format!("{}-{}", spec_replica.topic, spec_replica.partition));
-        assert_eq!(replica.dir, dir);
-        assert_eq!(
-            replica
-                .leader_epochs
-                .as_ref()
-                .unwrap()
-                .iter()
-                .map(|e| (e.epoch, e.start_offset))
-                .collect::<Vec<_>>(),
-            spec_replica.epochs
-        );
-        let find = |entries: &[(&str, i32, i64)]| {
-            entries
-                .iter()
-                .find(|(t, p, _)| *t == spec_replica.topic && *p == spec_replica.partition)
-                .map(|(_, _, offset)| *offset)
-        };
-        assert_eq!(replica.high_watermark, find(&spec.high_watermarks));
-        assert_eq!(replica.recovery_point, find(&spec.recovery_points));
-        let last_offset = spec_replica
-            .segments
-            .iter()
-            .flat_map(|s| &s.batches)
-            .flat_map(|b| &b.records)
-            .map(|r| r.offset)
-            .max()
-            .unwrap();
-        assert_eq!(replica.log_end_offset, last_offset + 1);
-
-        assert_eq!(replica.segments.len(), spec_replica.segments.len());
-        for (segment, spec_segment) in replica.segments.iter().zip(&spec_replica.segments) {
-            let file = dir.join(format!("{:020}.log", spec_segment.base_offset));
-            assert_eq!(segment.file, file);
-            assert_eq!(segment.base_offset, spec_segment.base_offset);
-            assert_eq!(segment.batches.len(), spec_segment.batches.len());
-            let mut position = 0;
-            for (batch, spec_batch) in segment.batches.iter().zip(&spec_segment.batches) {
-                let what = format!("{} batch at {}", file.display(), batch.position);
-                assert_eq!(*batch.file, *file, "{what}");
-                assert_eq!(batch.position, position, "{what}");
-                assert_eq!(
-                    batch.size_bytes,
-                    encode_batch(spec_batch).len() as u64,
-                    "{what}"
-                );
-                position += batch.size_bytes;
-                assert!(batch.crc_valid && batch.intact, "{what}");
-                assert_eq!(batch.magic, 2, "{what}");
-                assert_eq!(batch.codec, codec_of(spec_batch.codec), "{what}");
-                assert_eq!(batch.partition_leader_epoch, spec_batch.epoch, "{what}");
-                assert_eq!(batch.base_offset, spec_batch.records[0].offset, "{what}");
-                assert_eq!(
-                    batch.last_offset,
-                    spec_batch.records.last().unwrap().offset,
-                    "{what}"
-                );
-                assert_eq!(
-                    batch.records_count as usize,
-                    spec_batch.records.len(),
-                    "{what}"
-                );
-                let (producer_id, producer_epoch, base_sequence) = match spec_batch.producer {
-                    Some((id, epoch)) => (id, epoch, 0),
-                    None => (-1, -1, -1),
-                };
-                assert_eq!(
-                    (batch.producer_id, batch.producer_epoch, batch.base_sequence),
-                    (producer_id, producer_epoch, base_sequence),
-                    "{what}"
-                );
-                assert_eq!(
-                    batch.max_timestamp,
-                    BASE_TIMESTAMP_MS + batch.last_offset,
-                    "{what}"
-                );
-                assert!(!batch.is_control() && !batch.is_transactional(), "{what}");
-                for (record, spec_record) in batch.records.iter().zip(&spec_batch.records) {
-                    assert_eq!(record.offset, spec_record.offset, "{what}");
-                    assert_eq!(record.timestamp, BASE_TIMESTAMP_MS + spec_record.offset);
-                    assert_eq!(record.key, payload(&spec_record.key), "{what}");
-                    assert_eq!(record.value, payload(&spec_record.value), "{what}");
-                    let headers: Vec<_> = record
-                        .headers
-                        .iter()
-                        .map(|h| (h.key.clone(), h.value.clone()))
-                        .collect();
-                    let spec_headers: Vec<_> = spec_record
-                        .headers
-                        .iter()
-                        .map(|(k, v)| (Payload::from(*k), payload(v)))
-                        .collect();
-                    assert_eq!(headers, spec_headers, "{what}");
-                }
-            }
-            assert_eq!(segment.size_bytes, position);
-        }
-
-        // The compact form is the same records as (offset, epoch, value).
-        let compact = replica.compact();
-        let expected: Vec<(i64, i32, Option<Payload>)> = spec_replica
-            .segments
-            .iter()
-            .flat_map(|s| &s.batches)
-            .flat_map(|b| {
-                b.records
-                    .iter()
-                    .map(move |r| (r.offset, b.epoch, payload(&r.value)))
-            })
-            .collect();
-        assert_eq!(
-            compact
-                .records
-                .iter()
-                .cloned()
-                .map(Into::into)
-                .collect::<Vec<(i64, i32, Option<Payload>)>>(),
-            expected
-        );
+        assert_replica_reads_as_written(spec, replica, spec_replica);
     }
+}
+
+/// One replica: its directory, epochs, checkpointed offsets, log end, every
+/// segment, and its compact form.
+fn assert_replica_reads_as_written(
+    spec: &SpecDataDir,
+    replica: &ReplicaState,
+    spec_replica: &SpecReplica,
+) {
+    let dir = PathBuf::from(format!("{}-{}", spec_replica.topic, spec_replica.partition));
+    assert_eq!(replica.dir, dir);
+    assert_eq!(
+        replica
+            .leader_epochs
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect::<Vec<_>>(),
+        spec_replica.epochs
+    );
+    let find = |entries: &[(&str, i32, i64)]| {
+        entries
+            .iter()
+            .find(|(t, p, _)| *t == spec_replica.topic && *p == spec_replica.partition)
+            .map(|(_, _, offset)| *offset)
+    };
+    assert_eq!(replica.high_watermark, find(&spec.high_watermarks));
+    assert_eq!(replica.recovery_point, find(&spec.recovery_points));
+    let last_offset = spec_replica
+        .segments
+        .iter()
+        .flat_map(|s| &s.batches)
+        .flat_map(|b| &b.records)
+        .map(|r| r.offset)
+        .max()
+        .unwrap();
+    assert_eq!(replica.log_end_offset, last_offset + 1);
+
+    assert_eq!(replica.segments.len(), spec_replica.segments.len());
+    for (segment, spec_segment) in replica.segments.iter().zip(&spec_replica.segments) {
+        assert_segment_reads_as_written(&dir, segment, spec_segment);
+    }
+    assert_compact_form_is_the_records(replica, spec_replica);
+}
+
+/// One segment: its file, base offset, and its batches back to back.
+fn assert_segment_reads_as_written(dir: &Path, segment: &Segment, spec_segment: &SpecSegment) {
+    let file = dir.join(format!("{:020}.log", spec_segment.base_offset));
+    assert_eq!(segment.file, file);
+    assert_eq!(segment.base_offset, spec_segment.base_offset);
+    assert_eq!(segment.batches.len(), spec_segment.batches.len());
+    let mut position = 0;
+    for (batch, spec_batch) in segment.batches.iter().zip(&spec_segment.batches) {
+        assert_batch_reads_as_written(&file, position, batch, spec_batch);
+        position += batch.size_bytes;
+    }
+    assert_eq!(segment.size_bytes, position);
+}
+
+/// One batch, which the spec puts at `position` of `file`: its header and
+/// every record.
+fn assert_batch_reads_as_written(
+    file: &Path,
+    position: u64,
+    batch: &Batch,
+    spec_batch: &SpecBatch,
+) {
+    let what = format!("{} batch at {}", file.display(), batch.position);
+    assert_eq!(*batch.file, *file, "{what}");
+    assert_eq!(batch.position, position, "{what}");
+    assert_eq!(
+        batch.size_bytes,
+        encode_batch(spec_batch).len() as u64,
+        "{what}"
+    );
+    assert!(batch.crc_valid && batch.intact, "{what}");
+    assert_eq!(batch.magic, 2, "{what}");
+    assert_eq!(batch.codec, codec_of(spec_batch.codec), "{what}");
+    assert_eq!(batch.partition_leader_epoch, spec_batch.epoch, "{what}");
+    assert_eq!(batch.base_offset, spec_batch.records[0].offset, "{what}");
+    assert_eq!(
+        batch.last_offset,
+        spec_batch.records.last().unwrap().offset,
+        "{what}"
+    );
+    assert_eq!(
+        batch.records_count as usize,
+        spec_batch.records.len(),
+        "{what}"
+    );
+    let (producer_id, producer_epoch, base_sequence) = match spec_batch.producer {
+        Some((id, epoch)) => (id, epoch, 0),
+        None => (-1, -1, -1),
+    };
+    assert_eq!(
+        (batch.producer_id, batch.producer_epoch, batch.base_sequence),
+        (producer_id, producer_epoch, base_sequence),
+        "{what}"
+    );
+    assert_eq!(
+        batch.max_timestamp,
+        BASE_TIMESTAMP_MS + batch.last_offset,
+        "{what}"
+    );
+    assert!(!batch.is_control() && !batch.is_transactional(), "{what}");
+    for (record, spec_record) in batch.records.iter().zip(&spec_batch.records) {
+        assert_record_reads_as_written(record, spec_record, &what);
+    }
+}
+
+/// One record: offset, timestamp, key, value and headers.
+fn assert_record_reads_as_written(record: &Record, spec_record: &SpecRecord, what: &str) {
+    assert_eq!(record.offset, spec_record.offset, "{what}");
+    assert_eq!(record.timestamp, BASE_TIMESTAMP_MS + spec_record.offset);
+    assert_eq!(record.key, payload(&spec_record.key), "{what}");
+    assert_eq!(record.value, payload(&spec_record.value), "{what}");
+    let headers: Vec<_> = record
+        .headers
+        .iter()
+        .map(|h| (h.key.clone(), h.value.clone()))
+        .collect();
+    let spec_headers: Vec<_> = spec_record
+        .headers
+        .iter()
+        .map(|(k, v)| (Payload::from(*k), payload(v)))
+        .collect();
+    assert_eq!(headers, spec_headers, "{what}");
+}
+
+/// The compact form is the same records as (offset, epoch, value).
+fn assert_compact_form_is_the_records(replica: &ReplicaState, spec_replica: &SpecReplica) {
+    let compact = replica.compact();
+    let expected: Vec<(i64, i32, Option<Payload>)> = spec_replica
+        .segments
+        .iter()
+        .flat_map(|s| &s.batches)
+        .flat_map(|b| {
+            b.records
+                .iter()
+                .map(move |r| (r.offset, b.epoch, payload(&r.value)))
+        })
+        .collect();
+    assert_eq!(
+        compact
+            .records
+            .iter()
+            .cloned()
+            .map(Into::into)
+            .collect::<Vec<(i64, i32, Option<Payload>)>>(),
+        expected
+    );
 }
 
 #[test]

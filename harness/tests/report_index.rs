@@ -63,10 +63,10 @@ fn read_index(store: &Path) -> String {
     std::fs::read_to_string(store.join(INDEX_FILE)).unwrap()
 }
 
-#[test]
-fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = tmp.path();
+/// Runs in every layout the store holds — the gate's, ad-hoc, campaigns' —
+/// with every kind of results; returns the high-watermark run and the
+/// unchecked one.
+fn fake_runs(store: &Path) -> (PathBuf, PathBuf) {
     let hw = fake_run(
         store,
         "bugs/kip-101-scenario-1/truncation-high-watermark/20261130T130501Z-0",
@@ -99,8 +99,13 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
         Some(&verdict("valid")),
         false,
     );
-    // What is not a run of the store: `latest` (its run would show twice), a
-    // dot-directory, a history under a run's `nodes/`, a group with no run.
+    (hw, unchecked)
+}
+
+/// What is not a run of the store: `latest` (its run would show twice), a
+/// dot-directory, a history under a run's (`hw`'s) `nodes/`, a group with no
+/// run, a file.
+fn fake_non_runs(store: &Path, hw: &Path) {
     std::os::unix::fs::symlink("adhoc/my-schedule/20261201T090000Z-1", store.join("latest"))
         .unwrap();
     fake_run(
@@ -110,19 +115,18 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
         false,
     );
     fake_run(
-        &hw,
+        hw,
         "nodes/b1/20261203T000000Z-0",
         Some(&verdict("valid")),
         false,
     );
     std::fs::create_dir_all(store.join("adhoc/never-ran")).unwrap();
     std::fs::write(store.join("junit.xml"), "<testsuites/>").unwrap();
+}
 
-    let written = write_store_index(store).unwrap();
-    assert_eq!(written, store.join("index.html"));
-    let text = read_index(store);
-    let page = html::assert_parses(&text);
-    let rows = rows(&page);
+/// Every run, newest first (the same second's later `-<n>` first), with its
+/// time, suite, scenario, setting, verdict and what its link opens.
+fn assert_rows_newest_first(rows: &[(Vec<String>, String)]) {
     let cells: Vec<Vec<&str>> = rows
         .iter()
         .map(|(cells, _)| cells.iter().map(String::as_str).collect())
@@ -192,8 +196,11 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
             ],
         ]
     );
-    // Each link leads where it says: the report when there is one, else the
-    // directory (with its slash, so its own relative links work).
+}
+
+/// Each link leads where it says: the report when there is one, else the
+/// directory (with its slash, so its own relative links work).
+fn assert_links_lead_to_the_runs(store: &Path, rows: &[(Vec<String>, String)], unchecked: &Path) {
     let hrefs: Vec<&str> = rows.iter().map(|(_, href)| href.as_str()).collect();
     assert_eq!(hrefs[0], "adhoc/my-schedule/20261201T090000Z-1/");
     assert_eq!(target(store, hrefs[0]), unchecked);
@@ -216,8 +223,11 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
             "{href}: relative, so the index opens from a file too"
         );
     }
-    // The verdict is coloured: its cell carries the verdict's class, and the
-    // page's style gives that class a colour.
+}
+
+/// The verdict is coloured: its cell carries the verdict's class, and the
+/// page's style gives that class a colour.
+fn assert_verdicts_coloured(page: &html::Page) {
     let verdict_cells: Vec<String> = html::elements(&page.document, "td")
         .iter()
         .filter_map(|td| html::attr(td, "class"))
@@ -232,13 +242,34 @@ fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_
     );
     let style = html::text(&html::elements(&page.document, "style")[0]);
     assert!(style.contains(".verdict.invalid{color:"), "{style}");
-    // Self-contained: nothing fetched.
+}
+
+/// Self-contained: nothing fetched.
+fn assert_self_contained(page: &html::Page) {
     for tag in ["script", "link", "img", "iframe"] {
         assert!(
             html::elements(&page.document, tag).is_empty(),
             "a <{tag}> in the index"
         );
     }
+}
+
+#[test]
+fn index_lists_every_run_newest_first_with_its_verdict_and_a_link_that_leads_to_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path();
+    let (hw, unchecked) = fake_runs(store);
+    fake_non_runs(store, &hw);
+
+    let written = write_store_index(store).unwrap();
+    assert_eq!(written, store.join("index.html"));
+    let text = read_index(store);
+    let page = html::assert_parses(&text);
+    let rows = rows(&page);
+    assert_rows_newest_first(&rows);
+    assert_links_lead_to_the_runs(store, &rows, &unchecked);
+    assert_verdicts_coloured(&page);
+    assert_self_contained(&page);
 }
 
 /// A gate's run: its results with coverage, and what the gate expected.

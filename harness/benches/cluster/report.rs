@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{
     Args, GOAL_PAUSE_P99_MS_MAX, GOAL_READY_RATIO_MAX, GOAL_RF_RATIO_MIN, GOAL_SENDS_PER_S_MIN,
-    GOAL_SENDS_SHARE_MIN, Measured,
+    GOAL_SENDS_SHARE_MIN, Kcat, Measured, Pause, Ready,
 };
 
 /// One row of the figures table.
@@ -62,15 +62,19 @@ fn failed(figure: &str, goal: &str, why: &str) -> Figure {
     }
 }
 
-/// Prints every table and writes the JSON; true if a figure could not be
-/// measured.
-pub fn report(args: &Args, m: &Measured) -> bool {
-    let mut figures = Vec::new();
-    let mut raw = serde_json::Map::new();
+/// What the sections gather: the figures, in order, and the raw numbers the
+/// JSON carries beside them.
+#[derive(Default)]
+struct Gathered {
+    figures: Vec<Figure>,
+    raw: serde_json::Map<String, Value>,
+}
 
-    // 1. Cluster ready.
+/// Figure 1: how long the cluster takes to be ready, against etcd alone,
+/// and the phases of its start.
+fn cluster_ready(ready: &Result<Ready, String>, out: &mut Gathered) {
     let goal = format!("≤ {GOAL_READY_RATIO_MAX}× etcd alone");
-    match &m.ready {
+    match ready {
         Ok(ready) => {
             println!();
             println!("| start | etcd alone | cluster ready |");
@@ -80,42 +84,16 @@ pub fn report(args: &Args, m: &Measured) -> bool {
             }
             let (etcd, cluster) = (median(&ready.etcd_s), median(&ready.cluster_s));
             let ratio = cluster / etcd;
-            figures.push(Figure {
+            out.figures.push(Figure {
                 figure: "cluster ready (etcd, 3 brokers, 12 link proxies, topic led)".into(),
                 measured: format!("{} median ({ratio:.1}×)", secs(cluster)),
                 baseline: format!("etcd alone {} median", secs(etcd)),
                 goal: goal.clone(),
                 met: Some(ratio <= GOAL_READY_RATIO_MAX),
             });
-            // Phases by name, in the first start's order, median over starts.
-            let names: Vec<&String> = ready.phases[0].iter().map(|(n, _)| n).collect();
-            let phases: Vec<(String, f64)> = names
-                .iter()
-                .map(|name| {
-                    let values: Vec<f64> = ready
-                        .phases
-                        .iter()
-                        .filter_map(|p| p.iter().find(|(n, _)| n == *name).map(|(_, s)| *s))
-                        .collect();
-                    ((*name).clone(), median(&values))
-                })
-                .collect();
-            let total: f64 = phases.iter().map(|(_, s)| s).sum();
-            println!();
-            println!(
-                "| cluster start, phase (median of {} starts) | time | share |",
-                ready.phases.len()
-            );
-            println!("|---|---|---|");
-            for (name, s) in &phases {
-                println!(
-                    "| {name} | {:.1} ms | {:.0} % |",
-                    s * 1e3,
-                    s / total * 100.0
-                );
-            }
-            println!("| sum of the medians | {:.1} ms | |", total * 1e3);
-            raw.insert(
+            let phases = phase_medians(ready);
+            print_phases(ready, &phases);
+            out.raw.insert(
                 "ready".into(),
                 json!({"etcd_alone_s": ready.etcd_s, "cluster_s": ready.cluster_s,
                        "etcd_alone_median_s": etcd, "cluster_median_s": cluster, "ratio": ratio,
@@ -123,12 +101,48 @@ pub fn report(args: &Args, m: &Measured) -> bool {
                        "phases_s": ready.phases.iter().map(|p| p.iter().map(|(n, s)| json!({"phase": n, "s": s})).collect::<Vec<_>>()).collect::<Vec<_>>()}),
             );
         }
-        Err(why) => figures.push(failed("cluster ready", &goal, why)),
+        Err(why) => out.figures.push(failed("cluster ready", &goal, why)),
     }
+}
 
-    // 2. Pause takes effect.
+/// Phases by name, in the first start's order, median over starts.
+fn phase_medians(ready: &Ready) -> Vec<(String, f64)> {
+    let names: Vec<&String> = ready.phases[0].iter().map(|(n, _)| n).collect();
+    names
+        .iter()
+        .map(|name| {
+            let values: Vec<f64> = ready
+                .phases
+                .iter()
+                .filter_map(|p| p.iter().find(|(n, _)| n == *name).map(|(_, s)| *s))
+                .collect();
+            ((*name).clone(), median(&values))
+        })
+        .collect()
+}
+
+fn print_phases(ready: &Ready, phases: &[(String, f64)]) {
+    let total: f64 = phases.iter().map(|(_, s)| s).sum();
+    println!();
+    println!(
+        "| cluster start, phase (median of {} starts) | time | share |",
+        ready.phases.len()
+    );
+    println!("|---|---|---|");
+    for (name, s) in phases {
+        println!(
+            "| {name} | {:.1} ms | {:.0} % |",
+            s * 1e3,
+            s / total * 100.0
+        );
+    }
+    println!("| sum of the medians | {:.1} ms | |", total * 1e3);
+}
+
+/// Figure 2: how soon a paused broker is stopped, against an idle process.
+fn pause_takes_effect(pause: &Result<Pause, String>, out: &mut Gathered) {
     let goal = format!("p99 ≤ {GOAL_PAUSE_P99_MS_MAX} ms");
-    match &m.pause {
+    match pause {
         Ok(pause) => {
             println!();
             println!("| SIGSTOP until /proc reads T | samples | p50 | p99 | max |");
@@ -154,7 +168,7 @@ pub fn report(args: &Args, m: &Measured) -> bool {
                 );
             }
             let p99 = percentile(&pause.broker_ms, 0.99);
-            figures.push(Figure {
+            out.figures.push(Figure {
                 figure: "pause takes effect (SIGSTOP → state T)".into(),
                 measured: format!(
                     "p50 {:.3} ms, p99 {p99:.3} ms",
@@ -168,15 +182,17 @@ pub fn report(args: &Args, m: &Measured) -> bool {
                 goal: goal.clone(),
                 met: Some(p99 <= GOAL_PAUSE_P99_MS_MAX),
             });
-            raw.insert(
+            out.raw.insert(
                 "pause_ms".into(),
                 json!({"broker": pause.broker_ms, "idle": pause.idle_ms, "pause_node": pause.pause_node_ms}),
             );
         }
-        Err(why) => figures.push(failed("pause takes effect", &goal, why)),
+        Err(why) => out.figures.push(failed("pause takes effect", &goal, why)),
     }
+}
 
-    // kcat's runs: figure 3's baseline and figure 4.
+/// kcat's runs: figure 3's baseline and figure 4.
+fn kcat_runs(m: &Measured, out: &mut Gathered) {
     println!();
     println!("| kcat -P (librdkafka defaults) | records | delivered | time | records/s | MiB/s |");
     println!("|---|---|---|---|---|---|");
@@ -212,9 +228,11 @@ pub fn report(args: &Args, m: &Measured) -> bool {
             }
         }
     }
-    raw.insert("kcat".into(), Value::Object(kcat_raw));
+    out.raw.insert("kcat".into(), Value::Object(kcat_raw));
+}
 
-    // 3. Background workload.
+/// Figure 3: the background workload's acks=all sends, against kcat's rate.
+fn background_workload(m: &Measured, out: &mut Gathered) {
     println!();
     println!(
         "| epochal run, background producers (interval 1 ms) | sends ok | fail | info | load window | ok sends/s | exit | wall |"
@@ -247,14 +265,14 @@ pub fn report(args: &Args, m: &Measured) -> bool {
                 // Two figures: the rate the acceptance asks for, and the
                 // share of kcat's pipelined, batched rate (one op at a time
                 // per client process cannot approach it; reported as is).
-                figures.push(Figure {
+                out.figures.push(Figure {
                     figure: figure.clone(),
                     measured: format!("{:.0}/s", b.sends_ok_per_s),
                     baseline: baseline.clone(),
                     goal: format!("≥ {GOAL_SENDS_PER_S_MIN:.0}/s"),
                     met: Some(b.sends_ok_per_s >= GOAL_SENDS_PER_S_MIN),
                 });
-                figures.push(Figure {
+                out.figures.push(Figure {
                     figure: format!("{figure}: share of kcat"),
                     measured: format!("{share:.3}×"),
                     baseline,
@@ -265,33 +283,38 @@ pub fn report(args: &Args, m: &Measured) -> bool {
             (Err(why), _) => {
                 println!("| {producers} | — | — | — | — | {why} | — | — |");
                 background_raw.push(json!({"producers": producers, "error": why}));
-                figures.push(failed(&figure, &goal, why));
+                out.figures.push(failed(&figure, &goal, why));
             }
         }
     }
-    raw.insert("background".into(), Value::Array(background_raw));
+    out.raw
+        .insert("background".into(), Value::Array(background_raw));
+}
 
-    // 4. RF 3 acks=all versus RF 1 acks=1.
+/// Figure 4: RF 3 acks=all versus RF 1 acks=1.
+fn replication_cost(kcat_rf3: &Result<Kcat, String>, kcat_rf1: &Result<Kcat, String>) -> Figure {
     let goal = format!("≥ {GOAL_RF_RATIO_MIN}×");
     let figure = "1 KiB throughput, acks=all RF 3 / acks=1 RF 1 (kcat)";
-    match (&m.kcat_rf3, &m.kcat_rf1) {
+    match (kcat_rf3, kcat_rf1) {
         (Ok(rf3), Ok(rf1)) => {
             let ratio = rf3.per_s() / rf1.per_s();
-            figures.push(Figure {
+            Figure {
                 figure: figure.into(),
                 measured: format!("{:.1} MiB/s ({ratio:.2}×)", rf3.mib_per_s()),
                 baseline: format!("acks=1 RF 1 {:.1} MiB/s", rf1.mib_per_s()),
                 goal,
                 met: Some(ratio >= GOAL_RF_RATIO_MIN),
-            });
+            }
         }
-        (Err(why), _) | (_, Err(why)) => figures.push(failed(figure, &goal, why)),
+        (Err(why), _) | (_, Err(why)) => failed(figure, &goal, why),
     }
+}
 
+fn print_figures(figures: &[Figure]) {
     println!();
     println!("| figure | measured | baseline | goal | |");
     println!("|---|---|---|---|---|");
-    for f in &figures {
+    for f in figures {
         println!(
             "| {} | {} | {} | {} | {} |",
             f.figure,
@@ -301,35 +324,52 @@ pub fn report(args: &Args, m: &Measured) -> bool {
             f.met.map_or("—", mark)
         );
     }
+}
 
+/// `--json PATH`: the figures, then the raw numbers.
+fn write_json(path: &str, args: &Args, figures: &[Figure], raw: serde_json::Map<String, Value>) {
+    let mut json = serde_json::Map::new();
+    json.insert("bench".into(), json!("cluster"));
+    json.insert(
+        "mode".into(),
+        json!(if args.quick { "quick" } else { "full" }),
+    );
+    json.insert(
+        "figures".into(),
+        figures
+            .iter()
+            .map(|f| {
+                json!({"figure": f.figure, "measured": f.measured, "baseline": f.baseline,
+                       "goal": f.goal, "met": f.met})
+            })
+            .collect(),
+    );
+    json.extend(raw);
+    if let Some(dir) = std::path::Path::new(path).parent() {
+        std::fs::create_dir_all(dir).expect("the JSON's directory can be made");
+    }
+    std::fs::write(
+        path,
+        serde_json::to_string_pretty(&Value::Object(json)).unwrap() + "\n",
+    )
+    .expect("the JSON can be written");
+    println!();
+    println!("written: {path}");
+}
+
+/// Prints every table and writes the JSON; true if a figure could not be
+/// measured.
+pub fn report(args: &Args, m: &Measured) -> bool {
+    let mut out = Gathered::default();
+    cluster_ready(&m.ready, &mut out);
+    pause_takes_effect(&m.pause, &mut out);
+    kcat_runs(m, &mut out);
+    background_workload(m, &mut out);
+    out.figures.push(replication_cost(&m.kcat_rf3, &m.kcat_rf1));
+    let Gathered { figures, raw } = out;
+    print_figures(&figures);
     if let Some(path) = &args.json {
-        let mut json = serde_json::Map::new();
-        json.insert("bench".into(), json!("cluster"));
-        json.insert(
-            "mode".into(),
-            json!(if args.quick { "quick" } else { "full" }),
-        );
-        json.insert(
-            "figures".into(),
-            figures
-                .iter()
-                .map(|f| {
-                    json!({"figure": f.figure, "measured": f.measured, "baseline": f.baseline,
-                           "goal": f.goal, "met": f.met})
-                })
-                .collect(),
-        );
-        json.extend(raw);
-        if let Some(dir) = std::path::Path::new(path).parent() {
-            std::fs::create_dir_all(dir).expect("the JSON's directory can be made");
-        }
-        std::fs::write(
-            path,
-            serde_json::to_string_pretty(&Value::Object(json)).unwrap() + "\n",
-        )
-        .expect("the JSON can be written");
-        println!();
-        println!("written: {path}");
+        write_json(path, args, &figures, raw);
     }
     figures.iter().any(|f| f.met.is_none())
 }
