@@ -193,6 +193,8 @@ pub async fn run(
         min_insync_replicas: config.min_insync_replicas,
         unclean_leader_election: config.unclean_leader_election,
         segment_bytes: config.segment_bytes,
+        flush_messages: config.flush_messages,
+        flush_interval_ms: config.flush_interval_ms,
     }));
     let replicas = Arc::new(
         ReplicaManager::new(

@@ -5,15 +5,22 @@
 //! broker in a cache a watch keeps current (Kafka's brokers watched
 //! `/config/changes` for the same purpose).
 //!
-//! What each config does here:
+//! Every topic config Kafka 3.x documents is taken (`defs.rs`). What each
+//! does here:
 //! - `min.insync.replicas`: the leader's acks=all check, per topic;
 //! - `unclean.leader.election.enable`: the controller's election, per topic;
 //! - `segment.bytes`: the size at which the topic's segments roll;
-//! - `retention.ms`, `retention.bytes`, `cleanup.policy`: stored and
-//!   described; the log never deletes or compacts. Kafka promises neither
-//!   by a time (retention only allows a segment to go, some time after it
-//!   rolled; compaction keeps at least each key's last value), so a log that
-//!   keeps everything keeps both promises.
+//! - `max.message.bytes`: the largest batch a produce appends
+//!   (MESSAGE_TOO_LARGE);
+//! - `cleanup.policy`: with `compact`, a produced record without a key is
+//!   INVALID_RECORD (Kafka's `LogValidator`); the log itself never deletes
+//!   or compacts. Kafka promises neither by a time (retention only allows a
+//!   segment to go, some time after it rolled; compaction keeps at least
+//!   each key's last value), so a log that keeps everything keeps both
+//!   promises;
+//! - the rest (retention, compaction tuning, roll by time, flush, format,
+//!   timestamps, throttling): stored and described, not acted on (the
+//!   broker's README lists each with what the broker does instead).
 
 use std::collections::BTreeMap;
 use std::sync::RwLock;
@@ -27,140 +34,12 @@ use crate::controller::metadata_store::{
     topic_configs_prefix,
 };
 
-/// A config's type, as DescribeConfigs v3+ names it (Kafka's `ConfigType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfigType {
-    Boolean = 1,
-    Int = 3,
-    Long = 5,
-    List = 7,
-}
-
-/// One topic config this broker knows: its name, type, the least value it
-/// takes (numbers), the broker setting that is its default (Kafka's
-/// synonym), and Kafka's own default.
-#[derive(Debug, PartialEq, Eq)]
-pub struct TopicConfigDef {
-    pub name: &'static str,
-    pub kind: ConfigType,
-    pub min: i64,
-    pub broker_synonym: &'static str,
-    pub kafka_default: &'static str,
-}
-
-pub const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
-pub const UNCLEAN_LEADER_ELECTION: &str = "unclean.leader.election.enable";
-pub const SEGMENT_BYTES: &str = "segment.bytes";
-
-/// Every topic config this broker takes, in Kafka's names. Minimums as
-/// Kafka's `LogConfig`: a segment holds at least one record's overhead (14
-/// bytes); -1 means "no limit" for retention.
-pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
-    TopicConfigDef {
-        name: "cleanup.policy",
-        kind: ConfigType::List,
-        min: 0,
-        broker_synonym: "log.cleanup.policy",
-        kafka_default: "delete",
-    },
-    TopicConfigDef {
-        name: MIN_INSYNC_REPLICAS,
-        kind: ConfigType::Int,
-        min: 1,
-        broker_synonym: "min.insync.replicas",
-        kafka_default: "1",
-    },
-    TopicConfigDef {
-        name: "retention.bytes",
-        kind: ConfigType::Long,
-        min: i64::MIN,
-        broker_synonym: "log.retention.bytes",
-        kafka_default: "-1",
-    },
-    TopicConfigDef {
-        name: "retention.ms",
-        kind: ConfigType::Long,
-        min: -1,
-        broker_synonym: "log.retention.ms",
-        kafka_default: "604800000",
-    },
-    TopicConfigDef {
-        name: SEGMENT_BYTES,
-        kind: ConfigType::Int,
-        min: 14,
-        broker_synonym: "log.segment.bytes",
-        kafka_default: "1073741824",
-    },
-    TopicConfigDef {
-        name: UNCLEAN_LEADER_ELECTION,
-        kind: ConfigType::Boolean,
-        min: 0,
-        broker_synonym: "unclean.leader.election.enable",
-        kafka_default: "false",
-    },
-];
-
-/// Why a config was refused: INVALID_CONFIG with this message, as Kafka
-/// words it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("Unknown topic config name: {0}")]
-    Unknown(String),
-    #[error("Invalid value {value} for configuration {name}: {why}")]
-    Invalid {
-        name: String,
-        value: String,
-        why: &'static str,
-    },
-    #[error("Null value not supported for topic configs: {0}")]
-    Null(String),
-}
-
-pub fn definition(name: &str) -> Option<&'static TopicConfigDef> {
-    TOPIC_CONFIGS.iter().find(|d| d.name == name)
-}
-
-/// Checks one override as Kafka's `LogConfig.validate` would.
-pub fn validate(name: &str, value: &str) -> Result<(), ConfigError> {
-    let def = definition(name).ok_or_else(|| ConfigError::Unknown(name.to_owned()))?;
-    let invalid = |why| ConfigError::Invalid {
-        name: name.to_owned(),
-        value: value.to_owned(),
-        why,
-    };
-    match def.kind {
-        ConfigType::Boolean => {
-            if !value.eq_ignore_ascii_case("true") && !value.eq_ignore_ascii_case("false") {
-                return Err(invalid("Expected value to be either true or false"));
-            }
-        }
-        ConfigType::Int | ConfigType::Long => {
-            let n: i64 = value.trim().parse().map_err(|_| {
-                invalid(if def.kind == ConfigType::Int {
-                    "Not a number of type INT"
-                } else {
-                    "Not a number of type LONG"
-                })
-            })?;
-            if def.kind == ConfigType::Int && i32::try_from(n).is_err() {
-                return Err(invalid("Not a number of type INT"));
-            }
-            if n < def.min {
-                return Err(invalid("Value is below the least this config takes"));
-            }
-        }
-        ConfigType::List => {
-            let ok = value
-                .split(',')
-                .map(str::trim)
-                .all(|p| p == "delete" || p == "compact");
-            if !ok {
-                return Err(invalid("String must be one of: compact, delete"));
-            }
-        }
-    }
-    Ok(())
-}
+mod defs;
+pub use defs::{
+    CLEANUP_POLICY, ConfigError, ConfigType, FLUSH_MESSAGES, FLUSH_MS, MAX_MESSAGE_BYTES,
+    MIN_INSYNC_REPLICAS, SEGMENT_BYTES, TOPIC_CONFIGS, TopicConfigDef, UNCLEAN_LEADER_ELECTION,
+    Values, definition, validate,
+};
 
 /// The broker settings topic configs default to.
 #[derive(Clone, Copy, Debug)]
@@ -168,6 +47,10 @@ pub struct BrokerDefaults {
     pub min_insync_replicas: i32,
     pub unclean_leader_election: bool,
     pub segment_bytes: u64,
+    /// `--flush-messages` (`u64::MAX`: never, by count).
+    pub flush_messages: u64,
+    /// `--flush-interval-ms` (0: never, by time).
+    pub flush_interval_ms: u64,
 }
 
 /// What DescribeConfigs says of one config of a topic.
@@ -214,17 +97,45 @@ impl TopicConfigs {
             .unwrap_or(self.defaults.min_insync_replicas)
     }
 
+    /// `cleanup.policy` holds `compact`: the topic takes only keyed records
+    /// (Kafka's `LogConfig.compact`; the broker's `log.cleanup.policy` is
+    /// Kafka's default, `delete`).
+    pub fn compacted(&self, topic: &str) -> bool {
+        self.read(topic, CLEANUP_POLICY, |v| {
+            Some(v.split(',').any(|p| p.trim() == "compact"))
+        })
+        .unwrap_or(false)
+    }
+
+    /// `max.message.bytes`: the largest batch a produce may append. This
+    /// broker has no `message.max.bytes` setting, so the default is Kafka's.
+    pub fn max_message_bytes(&self, topic: &str) -> usize {
+        const KAFKA_DEFAULT: usize = 1_048_588;
+        self.read(topic, MAX_MESSAGE_BYTES, |v| v.parse().ok())
+            .unwrap_or(KAFKA_DEFAULT)
+    }
+
     pub fn segment_bytes(&self, topic: &str) -> u64 {
         self.read(topic, SEGMENT_BYTES, |v| v.parse().ok())
             .unwrap_or(self.defaults.segment_bytes)
     }
 
-    /// The broker default of `def`, as text.
+    /// The broker default of `def`, as text. "Never" is `Long.MAX_VALUE`
+    /// in Kafka's flush settings.
     fn default_of(&self, def: &TopicConfigDef) -> String {
+        let never_if = |n: u64, never: u64| {
+            if n == never {
+                i64::MAX.to_string()
+            } else {
+                n.to_string()
+            }
+        };
         match def.name {
             MIN_INSYNC_REPLICAS => self.defaults.min_insync_replicas.to_string(),
             UNCLEAN_LEADER_ELECTION => self.defaults.unclean_leader_election.to_string(),
             SEGMENT_BYTES => self.defaults.segment_bytes.to_string(),
+            FLUSH_MESSAGES => never_if(self.defaults.flush_messages, u64::MAX),
+            FLUSH_MS => never_if(self.defaults.flush_interval_ms, 0),
             _ => def.kafka_default.to_owned(),
         }
     }
@@ -413,12 +324,78 @@ mod tests {
         );
     }
 
+    /// The topic configs Kafka documents are taken (checked as Kafka's
+    /// `LogConfig` checks them) and described with Kafka's defaults, not
+    /// refused as unknown, whether the broker acts on them or not.
+    #[test]
+    fn the_topic_configs_kafka_documents_are_taken_and_described() {
+        for (name, value) in [
+            ("compression.type", "lz4"),
+            ("compression.type", "producer"),
+            ("message.format.version", "2.8"),
+            ("message.format.version", "0.10.2-IV0"),
+            ("max.message.bytes", "1000"),
+            ("retention.ms", "86400000"),
+            ("segment.bytes", "1048576"),
+            ("min.insync.replicas", "2"),
+            ("segment.ms", "3600000"),
+            ("flush.messages", "1"),
+            ("message.timestamp.type", "LogAppendTime"),
+            ("min.cleanable.dirty.ratio", "0.25"),
+            ("delete.retention.ms", "0"),
+            ("preallocate", "true"),
+            ("leader.replication.throttled.replicas", "0:1,1:2"),
+            ("follower.replication.throttled.replicas", "*"),
+        ] {
+            assert_eq!(validate(name, value), Ok(()), "{name}={value}");
+        }
+        for (name, value) in [
+            ("compression.type", "brotli"),
+            ("message.timestamp.type", "Now"),
+            ("min.cleanable.dirty.ratio", "1.5"),
+            ("max.message.bytes", "-1"),
+            ("message.format.version", "latest"),
+            ("leader.replication.throttled.replicas", "0-1"),
+        ] {
+            assert!(validate(name, value).is_err(), "{name}={value}");
+        }
+        let configs = TopicConfigs::new(BrokerDefaults {
+            min_insync_replicas: 1,
+            unclean_leader_election: false,
+            segment_bytes: 1 << 30,
+            flush_messages: u64::MAX,
+            flush_interval_ms: 0,
+        });
+        let described = configs.describe(&Overrides::new());
+        let value = |name: &str| {
+            described
+                .iter()
+                .find(|d| d.def.name == name)
+                .map(|d| d.value.clone())
+        };
+        assert_eq!(value("max.message.bytes").as_deref(), Some("1048588"));
+        assert_eq!(value("compression.type").as_deref(), Some("producer"));
+        assert_eq!(
+            value("message.timestamp.type").as_deref(),
+            Some("CreateTime")
+        );
+        assert_eq!(configs.max_message_bytes("t"), 1_048_588);
+        configs.set_at(
+            "t",
+            1,
+            Some([("max.message.bytes".into(), "100".into())].into()),
+        );
+        assert_eq!(configs.max_message_bytes("t"), 100);
+    }
+
     #[test]
     fn an_override_wins_over_the_broker_default_and_goes_with_its_topic() {
         let configs = TopicConfigs::new(BrokerDefaults {
             min_insync_replicas: 1,
             unclean_leader_election: false,
             segment_bytes: 1 << 20,
+            flush_messages: u64::MAX,
+            flush_interval_ms: 0,
         });
         assert_eq!(configs.min_insync_replicas("t"), 1);
         configs.set_at(

@@ -17,7 +17,7 @@ use kafka_protocol::ResponseError;
 use super::manager::{DEBUGGING_REPLICA_ID, ReplicaManager, storage_error_code};
 use super::partition::Partition;
 use super::store::partition_log::AppendOrigin;
-use super::store::record_batch::Batches;
+use super::store::record_batch::{Batches, RecordRules};
 use super::store::{EpochEndOffset, LogAppendInfo, PartitionLog, TopicPartition};
 use super::truncation;
 
@@ -177,8 +177,12 @@ impl ReplicaManager {
             .get_or_create(tp)
             .map_err(|e| storage_error_code(&e))?;
         log.set_segment_bytes(self.configs.segment_bytes(&tp.topic));
+        let rules = RecordRules {
+            key_required: self.configs.compacted(&tp.topic),
+            max_batch_bytes: self.configs.max_message_bytes(&tp.topic),
+        };
         let info: LogAppendInfo = log
-            .append_as_leader_from(records, state.leader_epoch, origin)
+            .append_as_leader_from(records, state.leader_epoch, origin, &rules)
             .map_err(|e| {
                 tracing::warn!(%e, topic = %tp.topic, partition = tp.partition, "append rejected");
                 storage_error_code(&e)

@@ -21,6 +21,7 @@ use kafka_protocol::ResponseError;
 use tokio::sync::Notify;
 
 use super::partition::Partition;
+use super::store::record_batch::RuleViolation;
 use super::store::{LogManager, ProducerStateError, StorageError, TopicPartition};
 use crate::config::Truncation;
 use crate::controller::session::Session;
@@ -79,6 +80,8 @@ impl ReplicaManager {
                 min_insync_replicas,
                 unclean_leader_election: false,
                 segment_bytes: logs.config().segment_bytes,
+                flush_messages: logs.config().flush_messages,
+                flush_interval_ms: logs.config().flush_interval_ms,
             })),
             truncation,
             session,
@@ -264,6 +267,10 @@ pub(super) fn storage_error_code(e: &StorageError) -> ResponseError {
         StorageError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
         StorageError::InvalidTopicPartition { .. } => ResponseError::InvalidTopicException,
         StorageError::ControlBatchProduced { .. } => ResponseError::InvalidRecord,
+        StorageError::RecordsRefused { source, .. } => match source {
+            RuleViolation::TooLarge { .. } => ResponseError::MessageTooLarge,
+            RuleViolation::KeyMissing { .. } => ResponseError::InvalidRecord,
+        },
         StorageError::ProducerState { source, .. } => match source {
             ProducerStateError::InvalidSequence { .. } => ResponseError::InvalidRecord,
             ProducerStateError::InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,

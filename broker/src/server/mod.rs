@@ -8,3 +8,5 @@ pub mod handlers;
 pub mod listener;
 pub mod metadata_cache;
 pub mod producer_id_manager;
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -301,6 +301,16 @@ pub enum StorageError {
         #[source]
         source: ProducerStateError,
     },
+    /// A leader append of sound batches that the topic's configs refuse
+    /// (`record_batch::RecordRules`: MESSAGE_TOO_LARGE or INVALID_RECORD);
+    /// nothing of that append was written.
+    #[error("{topic_partition}: batch at byte {position} of the appended records: {source}")]
+    RecordsRefused {
+        topic_partition: TopicPartition,
+        position: usize,
+        #[source]
+        source: record_batch::RuleViolation,
+    },
 }
 
 impl StorageError {

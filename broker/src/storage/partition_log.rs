@@ -21,7 +21,9 @@ use bytes::Bytes;
 
 use super::checkpoint::{LEADER_EPOCH_CHECKPOINT, RecoveryPointFile};
 use super::producer_state::{LeaderCheck, ProducerBatch, ProducerStateManager};
-use super::record_batch::{self, BatchError, BatchHeader, Batches, HEADER_SIZE};
+use super::record_batch::{
+    self, BatchError, BatchHeader, Batches, HEADER_SIZE, ProducedError, RecordRules,
+};
 use super::recovery::{self, Truncation};
 use super::segment::{BatchPosition, Segment};
 use super::{LeaderEpochCache, LogConfig, ProducerStateRecovery, StorageError, TopicPartition};
@@ -208,17 +210,20 @@ impl PartitionLog {
         records: Bytes,
         leader_epoch: i32,
     ) -> Result<LogAppendInfo, StorageError> {
-        self.append_as_leader_from(records, leader_epoch, AppendOrigin::Client)
+        let rules = RecordRules::default();
+        self.append_as_leader_from(records, leader_epoch, AppendOrigin::Client, &rules)
     }
 
-    /// [`Self::append_as_leader`] of batches from `origin`: a coordinator's
-    /// own batches have their producer epoch checked, not their sequences
-    /// ([`ProducerStateManager::check_coordinator_append`]).
+    /// [`Self::append_as_leader`] of batches from `origin`, under the
+    /// topic's `rules` (a batch they refuse is `RecordsRefused`): a
+    /// coordinator's own batches have their producer epoch checked, not
+    /// their sequences ([`ProducerStateManager::check_coordinator_append`]).
     pub fn append_as_leader_from(
         &mut self,
         records: Bytes,
         leader_epoch: i32,
         origin: AppendOrigin,
+        rules: &RecordRules,
     ) -> Result<LogAppendInfo, StorageError> {
         if leader_epoch < 0 {
             return Err(StorageError::InvalidEpochEntry {
@@ -226,7 +231,16 @@ impl PartitionLog {
                 start_offset: self.log_end_offset,
             });
         }
-        let headers = record_batch::validate_produced(&records).map_err(corrupt)?;
+        let headers = record_batch::validate_produced_under(&records, rules).map_err(
+            |(position, e)| match e {
+                ProducedError::Corrupt(source) => corrupt((position, source)),
+                ProducedError::Refused(source) => StorageError::RecordsRefused {
+                    topic_partition: self.topic_partition.clone(),
+                    position,
+                    source,
+                },
+            },
+        )?;
         if headers.is_empty() {
             return Ok(self.empty_append());
         }

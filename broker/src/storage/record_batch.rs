@@ -5,7 +5,9 @@
 //! partitionLeaderEpoch, which lie before it, can be rewritten without touching
 //! the checksum. This module owns the byte layout and never allocates per batch on
 //! the hot path. Produced records are checked by walking them with own code
-//! ([`check_records`]: Kafka's format, null header values included); decoding
+//! ([`check_records`], `framing.rs`: Kafka's format, every field at its
+//! documented width, null header values included), and against the topic's
+//! configs (`produced.rs`: [`RecordRules`]); decoding
 //! them into records is left to `kafka-protocol` ([`decode_records`]) and done
 //! only for the broker's own internal records.
 //!
@@ -26,6 +28,13 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, RecordSet,
     TimestampType,
 };
+
+mod framing;
+mod produced;
+pub use framing::{
+    RecordField, RecordFramingError, RecordsSeen, check_record_framing, walk_records,
+};
+pub use produced::{ProducedError, RecordRules, RuleViolation, validate_produced_under};
 
 /// baseOffset + batchLength: the bytes of a batch not counted by batchLength.
 pub const LOG_OVERHEAD: usize = 12;
@@ -67,56 +76,6 @@ pub enum BatchError {
     /// The header is sound but the records inside do not decode.
     #[error("records do not decode: {reason}")]
     Undecodable { reason: String },
-}
-
-/// Why a record payload is not exactly its count of well-framed v2 records
-/// ([`check_record_framing`]). Found before the decoder allocates anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum RecordFramingError {
-    #[error("truncated varint")]
-    TruncatedVarint,
-    #[error("varint longer than 5 bytes")]
-    VarintTooLong,
-    #[error("negative {field} length {len}")]
-    NegativeLength { field: RecordField, len: i32 },
-    #[error("{field} of {len} bytes overruns its record")]
-    Overrun { field: RecordField, len: usize },
-    /// More headers than the record's remaining bytes could hold (each takes
-    /// at least two).
-    #[error("record {record}: {headers} headers cannot fit")]
-    Headers { record: usize, headers: i32 },
-    #[error("record {record}: {bytes} bytes after its headers")]
-    TrailingInRecord { record: usize, bytes: usize },
-    #[error("{bytes} bytes after the last record")]
-    TrailingAfterRecords { bytes: usize },
-    /// A v2 batch's records carry offset deltas 0, 1, 2, … in order.
-    #[error("record {record} has offset delta {delta}, expected {record}")]
-    OffsetDelta { record: usize, delta: i32 },
-}
-
-/// The length-prefixed part of a record that [`RecordFramingError`] names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordField {
-    /// The whole record, by its index in the batch.
-    Record(usize),
-    Attributes,
-    Key,
-    Value,
-    HeaderKey,
-    HeaderValue,
-}
-
-impl std::fmt::Display for RecordField {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecordField::Record(i) => write!(f, "record {i}"),
-            RecordField::Attributes => f.write_str("attributes"),
-            RecordField::Key => f.write_str("key"),
-            RecordField::Value => f.write_str("value"),
-            RecordField::HeaderKey => f.write_str("header key"),
-            RecordField::HeaderValue => f.write_str("header value"),
-        }
-    }
 }
 
 /// Why a snappy payload is refused before (or while) it is decompressed.
@@ -313,16 +272,17 @@ pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
 }
 
 /// The records payload of a batch with codec `compression`, decompressed,
-/// after `check` passed it: each codec's output is checked before it is
-/// used, and a snappy block's declared length before it is allocated.
+/// after the records walk passed it ([`walk_records`]), and what the walk
+/// saw: each codec's output is checked before it is used, and a snappy
+/// block's declared length before it is allocated.
 fn decompressed(
     payload: &mut Bytes,
     compression: Compression,
     count: usize,
-) -> anyhow::Result<Bytes> {
-    let checked = |payload: &mut Bytes| -> anyhow::Result<Bytes> {
-        check_record_framing(payload, count)?;
-        Ok(payload.clone())
+) -> anyhow::Result<(Bytes, RecordsSeen)> {
+    let checked = |payload: &mut Bytes| -> anyhow::Result<(Bytes, RecordsSeen)> {
+        let seen = walk_records(payload, count)?;
+        Ok((payload.clone(), seen))
     };
     match compression {
         Compression::None => checked(payload),
@@ -347,8 +307,9 @@ fn decompressed(
 /// [`validate`]. Own code rather than kafka-protocol's decoder, which refuses a
 /// null header value (length -1) that Kafka's record format allows and real
 /// clients send ([clients]); nothing is decoded into records, and nothing
-/// allocated but a compressed payload's output.
-pub fn check_records(batch: &Bytes, header: &BatchHeader) -> Result<(), BatchError> {
+/// allocated but a compressed payload's output. Says what the walk saw that
+/// a topic's configs may refuse ([`RecordRules`]).
+pub fn check_records(batch: &Bytes, header: &BatchHeader) -> Result<RecordsSeen, BatchError> {
     let count = header.record_count as usize;
     let compression = match header.compression_id() {
         0 => Compression::None,
@@ -364,7 +325,7 @@ pub fn check_records(batch: &Bytes, header: &BatchHeader) -> Result<(), BatchErr
     };
     let mut payload = batch.slice(HEADER_SIZE..);
     decompressed(&mut payload, compression, count)
-        .map(drop)
+        .map(|(_, seen)| seen)
         .map_err(|e| BatchError::Undecodable {
             reason: format!("{e:#}"),
         })
@@ -391,7 +352,7 @@ pub fn decode_records(batch: Bytes, header: &BatchHeader) -> Result<RecordSet, B
             .map_err(|e| undecodable(e.to_string()))?;
     }
     let decompress = |compressed: &mut Bytes, compression: Compression| -> anyhow::Result<Bytes> {
-        decompressed(compressed, compression, count)
+        decompressed(compressed, compression, count).map(|(records, _)| records)
     };
     let mut buf = batch;
     let set = RecordBatchDecoder::decode_with_custom_compression(&mut buf, Some(decompress))
@@ -422,85 +383,6 @@ pub fn validate_produced(
         headers.push((batch.position, batch.header));
     }
     Ok(headers)
-}
-
-/// Reads a zigzag varint (at most 5 bytes) as Kafka encodes record fields.
-fn read_varint(buf: &mut &[u8]) -> Result<i32, RecordFramingError> {
-    let mut raw: u32 = 0;
-    for i in 0..5 {
-        let Some((&byte, rest)) = buf.split_first() else {
-            return Err(RecordFramingError::TruncatedVarint);
-        };
-        *buf = rest;
-        raw |= u32::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Ok((raw >> 1) as i32 ^ -((raw & 1) as i32));
-        }
-    }
-    Err(RecordFramingError::VarintTooLong)
-}
-
-/// Takes `len` bytes off the front of `buf` if there are that many.
-fn skip<'a>(
-    buf: &mut &'a [u8],
-    len: i32,
-    field: RecordField,
-) -> Result<&'a [u8], RecordFramingError> {
-    let len =
-        usize::try_from(len).map_err(|_| RecordFramingError::NegativeLength { field, len })?;
-    if len > buf.len() {
-        return Err(RecordFramingError::Overrun { field, len });
-    }
-    let (taken, rest) = buf.split_at(len);
-    *buf = rest;
-    Ok(taken)
-}
-
-/// Checks, without allocating, that `payload` is exactly `count` well-framed v2
-/// records: every length fits inside its record and every record inside the
-/// payload.
-pub fn check_record_framing(mut payload: &[u8], count: usize) -> Result<(), RecordFramingError> {
-    for i in 0..count {
-        let len = read_varint(&mut payload)?;
-        let mut record = skip(&mut payload, len, RecordField::Record(i))?;
-        skip(&mut record, 1, RecordField::Attributes)?;
-        read_varint(&mut record)?; // timestamp delta
-        let delta = read_varint(&mut record)?;
-        if usize::try_from(delta) != Ok(i) {
-            return Err(RecordFramingError::OffsetDelta { record: i, delta });
-        }
-        for field in [RecordField::Key, RecordField::Value] {
-            let len = read_varint(&mut record)?;
-            if len != -1 {
-                skip(&mut record, len, field)?;
-            }
-        }
-        let headers = read_varint(&mut record)?;
-        // Each header takes at least two bytes (two length varints).
-        if headers < 0 || headers as usize > record.len() / 2 {
-            return Err(RecordFramingError::Headers { record: i, headers });
-        }
-        for _ in 0..headers {
-            let key_len = read_varint(&mut record)?;
-            skip(&mut record, key_len, RecordField::HeaderKey)?;
-            let value_len = read_varint(&mut record)?;
-            if value_len != -1 {
-                skip(&mut record, value_len, RecordField::HeaderValue)?;
-            }
-        }
-        if !record.is_empty() {
-            return Err(RecordFramingError::TrailingInRecord {
-                record: i,
-                bytes: record.len(),
-            });
-        }
-    }
-    if !payload.is_empty() {
-        return Err(RecordFramingError::TrailingAfterRecords {
-            bytes: payload.len(),
-        });
-    }
-    Ok(())
 }
 
 /// The stream format of snappy-java (xerial), which Kafka's Java producer
@@ -667,6 +549,10 @@ impl<'a> Iterator for Batches<'a> {
     }
 }
 
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+pub(crate) mod test_writer;
 #[cfg(test)]
 #[path = "record_batch_tests.rs"]
 mod tests;

@@ -51,6 +51,37 @@ fn batch(values: &[&str]) -> Vec<u8> {
     encoded(values, Compression::None).to_vec()
 }
 
+/// Every codec the broker reads.
+const CODECS: [Compression; 5] = [
+    Compression::None,
+    Compression::Gzip,
+    Compression::Snappy,
+    Compression::Lz4,
+    Compression::Zstd,
+];
+
+/// Records stamped far apart share a batch: each record's timestamp delta is
+/// a varlong (Kafka's protocol guide, "Record", KIP-98's message format v2),
+/// which a client writes in up to 10 bytes — here 6 (a record stamped 1 ms
+/// after the epoch beside one stamped now, as librdkafka's tests produce)
+/// and 10 (the whole `i64` range in one batch). Read as a 5-byte varint, the
+/// check refused such a valid batch as CORRUPT_MESSAGE.
+#[test]
+fn a_timestamp_delta_wider_than_a_varint_is_taken_in_every_codec() {
+    let records = [
+        test_writer::TestRecord::keyed(1, "k", "a"),
+        test_writer::TestRecord::keyed(1_700_000_000_000, "k", "b"),
+        test_writer::TestRecord::keyed(i64::MIN, "k", "c"),
+        test_writer::TestRecord::keyed(i64::MAX, "k", "d"),
+    ];
+    for compression in CODECS {
+        let batch = test_writer::write_batch(&records, compression);
+        let taken = validate_produced(&batch);
+        assert!(taken.is_ok(), "{compression:?}: {taken:?}");
+        assert_eq!(test_writer::read_batch(&batch).1, records);
+    }
+}
+
 /// A record whose header value is null (length -1) and whose key is null,
 /// as librdkafka sends them: Kafka's format allows both, and the leader
 /// takes the batch in every codec ([clients]; kafka-protocol 0.15.1's

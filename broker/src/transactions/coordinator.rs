@@ -130,7 +130,7 @@ impl TxnCoordinator {
 
     /// The read of `partition` in `leader_epoch` is done: serve `ids`, if
     /// this broker still leads it in that epoch. Says whether it does.
-    pub(super) fn finish(
+    pub(crate) fn finish(
         &self,
         partition: i32,
         leader_epoch: i32,

@@ -47,7 +47,8 @@ const VERIFY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The error a transactional batch for `tp` is refused with, if it is: the
 /// coordinator of `transactional_id` must have `tp` in the ongoing
-/// transaction of `producer_id` at `producer_epoch`. A coordinator that
+/// transaction of `producer_id` at `producer_epoch`; an older epoch is
+/// INVALID_PRODUCER_EPOCH ([`produce_answer`]). A coordinator that
 /// cannot be asked — none elected, loading, unreachable — is
 /// NOT_ENOUGH_REPLICAS, a retriable error every producer knows, as Kafka's
 /// `AddPartitionsToTxnManager` answers for older clients.
@@ -59,29 +60,39 @@ pub async fn verify_partition(
     tp: &TopicPartition,
 ) -> Result<(), ResponseError> {
     let partition = (tp.topic.clone(), tp.partition);
-    match broker.transactions.lookup(transactional_id) {
-        Ok(coordinating) => {
-            return state::verify(
-                coordinating.current.as_ref(),
-                producer_id,
-                producer_epoch,
-                &partition,
-            )
-            .map_err(|e| e.code());
-        }
-        Err(ResponseError::CoordinatorLoadInProgress) => {
-            return Err(ResponseError::NotEnoughReplicas);
-        }
-        Err(_) => {}
-    }
-    let asked = ask_coordinator(broker, transactional_id, producer_id, producer_epoch, tp).await;
-    match asked {
+    let verdict = match broker.transactions.lookup(transactional_id) {
+        Ok(coordinating) => Ok(state::verify(
+            coordinating.current.as_ref(),
+            producer_id,
+            producer_epoch,
+            &partition,
+        )
+        .err()
+        .map(state::TxnError::code)),
+        Err(e @ ResponseError::CoordinatorLoadInProgress) => Ok(Some(e)),
+        Err(_) => ask_coordinator(broker, transactional_id, producer_id, producer_epoch, tp).await,
+    };
+    produce_answer(verdict, transactional_id, tp)
+}
+
+/// What a produce is answered given the coordinator's verdict on its
+/// partition: the error it answered, if any, or why it could not be asked.
+fn produce_answer(
+    verdict: Result<Option<ResponseError>, AskError>,
+    transactional_id: &str,
+    tp: &TopicPartition,
+) -> Result<(), ResponseError> {
+    match verdict {
         Ok(None) => Ok(()),
+        // A produce has always answered a fenced epoch INVALID_PRODUCER_EPOCH,
+        // and clients take only that as fatal there (librdkafka among them):
+        // Kafka's `AddPartitionsToTxnManager` turns the coordinator's
+        // PRODUCER_FENCED into it for produce (KAFKA-14402, KIP-890 part 1).
+        Ok(Some(ResponseError::ProducerFenced | ResponseError::InvalidProducerEpoch)) => {
+            Err(ResponseError::InvalidProducerEpoch)
+        }
         Ok(Some(
-            e @ (ResponseError::InvalidTxnState
-            | ResponseError::ProducerFenced
-            | ResponseError::InvalidProducerEpoch
-            | ResponseError::InvalidProducerIdMapping),
+            e @ (ResponseError::InvalidTxnState | ResponseError::InvalidProducerIdMapping),
         )) => Err(e),
         Ok(Some(other)) => {
             tracing::info!(
@@ -219,4 +230,43 @@ pub fn answer_verify_only(
         })
         .collect();
     AddPartitionsToTxnResponse::default().with_results_by_transaction(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp() -> TopicPartition {
+        TopicPartition::new("t", 0)
+    }
+
+    /// A fenced producer's produce is INVALID_PRODUCER_EPOCH, the error a
+    /// produce answers for a fenced epoch (librdkafka takes only it as fatal
+    /// there): Kafka's `AddPartitionsToTxnManager` turns the coordinator's
+    /// PRODUCER_FENCED into it for produce (KAFKA-14402, KIP-890), whether
+    /// the coordinator is this broker or another.
+    #[test]
+    fn a_fenced_producer_s_produce_is_invalid_producer_epoch() {
+        assert_eq!(
+            produce_answer(Ok(Some(ResponseError::ProducerFenced)), "tx", &tp()),
+            Err(ResponseError::InvalidProducerEpoch)
+        );
+        assert_eq!(
+            produce_answer(Ok(Some(ResponseError::InvalidProducerEpoch)), "tx", &tp()),
+            Err(ResponseError::InvalidProducerEpoch)
+        );
+        assert_eq!(
+            produce_answer(Ok(Some(ResponseError::InvalidTxnState)), "tx", &tp()),
+            Err(ResponseError::InvalidTxnState)
+        );
+        assert_eq!(
+            produce_answer(
+                Ok(Some(ResponseError::CoordinatorLoadInProgress)),
+                "tx",
+                &tp()
+            ),
+            Err(ResponseError::NotEnoughReplicas)
+        );
+        assert_eq!(produce_answer(Ok(None), "tx", &tp()), Ok(()));
+    }
 }

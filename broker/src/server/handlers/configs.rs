@@ -99,18 +99,14 @@ fn describe_entry(d: &Described, synonyms: bool, version: i16) -> DescribeConfig
         if d.overridden {
             list.push((d.def.name, d.value.clone(), DYNAMIC_TOPIC_CONFIG));
         }
-        if d.broker_set {
-            list.push((
-                d.def.broker_synonym,
-                d.broker_default.clone(),
-                STATIC_BROKER_CONFIG,
-            ));
+        // A config with no broker setting behind it (Kafka's throttled
+        // replica lists) has no synonym but its own override.
+        if let Some(synonym) = d.def.broker_synonym {
+            if d.broker_set {
+                list.push((synonym, d.broker_default.clone(), STATIC_BROKER_CONFIG));
+            }
+            list.push((synonym, d.def.kafka_default.into(), DEFAULT_CONFIG));
         }
-        list.push((
-            d.def.broker_synonym,
-            d.def.kafka_default.into(),
-            DEFAULT_CONFIG,
-        ));
         entry.synonyms = list
             .into_iter()
             .map(|(name, value, source)| {

@@ -3,8 +3,10 @@
 //! replicas hold them as `offsets_commit_acks` asks (Kafka's
 //! `offsets.commit.required.acks`, -1 by default: every in-sync replica).
 //!
-//! Before the append: a group this broker does not coordinate (or is still
-//! loading) is NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS), and a commit
+//! Before the append: a partition the cluster does not have is
+//! UNKNOWN_TOPIC_OR_PARTITION and left out ([`KnownPartitions`]); a group
+//! this broker does not coordinate (or is still loading) is
+//! NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS), and a commit
 //! from a member of an older generation, an unknown member or a group that is
 //! rebalancing is refused as Kafka's `validateOffsetCommit` refuses it; a
 //! commit with generation -1 and no member id (a consumer that assigns its
@@ -26,6 +28,7 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use crate::offsets::{self, CommittedOffset, GroupOffsets};
 use crate::replica::leader::AckStatus;
 use crate::server::context::Broker;
+use crate::server::metadata_cache::ClusterView;
 
 /// Kafka's `offsets.commit.timeout.ms`.
 const COMMIT_TIMEOUT: Duration = Duration::from_millis(5000);
@@ -38,31 +41,43 @@ pub async fn handle(
     version: i16,
 ) -> OffsetCommitResponse {
     let group = req.group_id.0.to_string();
-    let refused = broker.offsets.standing(&group).error().or_else(|| {
-        broker
-            .groups
-            .validate_commit(
-                &group,
-                &req.member_id,
-                req.group_instance_id.as_deref(),
-                // v0 has no generation: a simple consumer's commit.
-                if version >= 1 {
-                    req.generation_id_or_member_epoch
-                } else {
-                    -1
-                },
-            )
-            .err()
-            .map(|e| e.response_error())
+    let known = KnownPartitions::now(broker);
+    let named = req.topics.iter().flat_map(|t| {
+        t.partitions
+            .iter()
+            .map(move |p| (t.name.0.as_str(), p.partition_index))
     });
-    let code = match refused {
-        Some(e) => e.code(),
-        None => commit(broker, &group, &req, version).await,
+    let code = if !known.any(named) {
+        // Nothing to commit: Kafka answers without asking the coordinator.
+        0
+    } else {
+        let refused = broker.offsets.standing(&group).error().or_else(|| {
+            broker
+                .groups
+                .validate_commit(
+                    &group,
+                    &req.member_id,
+                    req.group_instance_id.as_deref(),
+                    // v0 has no generation: a simple consumer's commit.
+                    if version >= 1 {
+                        req.generation_id_or_member_epoch
+                    } else {
+                        -1
+                    },
+                )
+                .err()
+                .map(|e| e.response_error())
+        });
+        match refused {
+            Some(e) => e.code(),
+            None => commit(broker, &group, &req, version, &known).await,
+        }
     };
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
+            let name = t.name.0.to_string();
             OffsetCommitResponseTopic::default()
                 .with_name(t.name)
                 .with_partitions(
@@ -71,7 +86,7 @@ pub async fn handle(
                         .map(|p| {
                             OffsetCommitResponsePartition::default()
                                 .with_partition_index(p.partition_index)
-                                .with_error_code(code)
+                                .with_error_code(known.code_for(&name, p.partition_index, code))
                         })
                         .collect(),
                 )
@@ -80,9 +95,52 @@ pub async fn handle(
     OffsetCommitResponse::default().with_topics(topics)
 }
 
+/// The partitions the cluster has, as this broker's metadata cache last
+/// heard from the controller. Kafka's `KafkaApis` answers a commit
+/// (OffsetCommit and TxnOffsetCommit alike) for a partition its metadata
+/// cache does not hold — a topic that does not exist, or an index past the
+/// topic's partition count — UNKNOWN_TOPIC_OR_PARTITION, and commits the
+/// others (`metadataCache.contains(topicPartition)` in Kafka 2.x;
+/// `getPartitionInfo` per partition in 3.x).
+pub(super) struct KnownPartitions(ClusterView);
+
+impl KnownPartitions {
+    pub(super) fn now(broker: &Broker) -> Self {
+        KnownPartitions(broker.metadata.snapshot())
+    }
+
+    pub(super) fn has(&self, topic: &str, partition: i32) -> bool {
+        self.0
+            .topics
+            .get(topic)
+            .is_some_and(|ps| ps.contains_key(&partition))
+    }
+
+    /// Whether any of `partitions` is known.
+    pub(super) fn any<'a>(&self, mut partitions: impl Iterator<Item = (&'a str, i32)>) -> bool {
+        partitions.any(|(topic, partition)| self.has(topic, partition))
+    }
+
+    /// What a partition is answered: UNKNOWN_TOPIC_OR_PARTITION when the
+    /// cluster does not have it, else the commit's `code`.
+    pub(super) fn code_for(&self, topic: &str, partition: i32, code: i16) -> i16 {
+        if self.has(topic, partition) {
+            code
+        } else {
+            ResponseError::UnknownTopicOrPartition.code()
+        }
+    }
+}
+
 /// Appends the commit and awaits its acknowledgement; the error code every
-/// partition of the request is answered with (0: committed).
-async fn commit(broker: &Broker, group: &str, req: &OffsetCommitRequest, version: i16) -> i16 {
+/// known partition of the request is answered with (0: committed).
+async fn commit(
+    broker: &Broker,
+    group: &str,
+    req: &OffsetCommitRequest,
+    version: i16,
+    known: &KnownPartitions,
+) -> i16 {
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
@@ -90,6 +148,7 @@ async fn commit(broker: &Broker, group: &str, req: &OffsetCommitRequest, version
         .topics
         .iter()
         .flat_map(|t| t.partitions.iter().map(move |p| (t, p)))
+        .filter(|(t, p)| known.has(t.name.0.as_str(), p.partition_index))
         .map(|(t, p)| {
             let leader_epoch = if version >= 6 {
                 p.committed_leader_epoch
@@ -202,5 +261,105 @@ fn append_error(e: ResponseError) -> ResponseError {
         | ResponseError::RecordListTooLarge
         | ResponseError::InvalidFetchSize => ResponseError::InvalidCommitOffsetSize,
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+
+    use super::*;
+    use crate::server::test_support::TestBroker;
+
+    /// A commit of offset 5 for each partition named, from a consumer that
+    /// assigns its partitions itself (generation -1, no member id).
+    fn request(group: &str, topics: &[(&str, &[i32])]) -> OffsetCommitRequest {
+        OffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(
+                topics
+                    .iter()
+                    .map(|(name, partitions)| {
+                        OffsetCommitRequestTopic::default()
+                            .with_name(TopicName(StrBytes::from_string((*name).to_owned())))
+                            .with_partitions(
+                                partitions
+                                    .iter()
+                                    .map(|p| {
+                                        OffsetCommitRequestPartition::default()
+                                            .with_partition_index(*p)
+                                            .with_committed_offset(5)
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            )
+    }
+
+    fn codes(resp: &OffsetCommitResponse) -> Vec<(String, i32, i16)> {
+        resp.topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(move |p| (t.name.0.to_string(), p.partition_index, p.error_code))
+            })
+            .collect()
+    }
+
+    /// Kafka's `KafkaApis.handleOffsetCommitRequest` answers a partition its
+    /// metadata cache does not hold — a topic that does not exist, or a
+    /// partition index past the topic's count — UNKNOWN_TOPIC_OR_PARTITION,
+    /// and commits the others; with none of them known, the group is not
+    /// even looked at.
+    #[tokio::test]
+    async fn a_commit_for_a_partition_the_cluster_does_not_have_is_unknown_topic_or_partition() {
+        const UNKNOWN: i16 = 3;
+        let test = TestBroker::leading(&[("t", 2)]).await;
+        test.coordinate("g");
+        let resp = handle(
+            &test.broker,
+            request("g", &[("t", &[0, 1, 2]), ("nope", &[0])]),
+            8,
+        )
+        .await;
+        assert_eq!(
+            codes(&resp),
+            [
+                ("t".to_owned(), 0, 0),
+                ("t".to_owned(), 1, 0),
+                ("t".to_owned(), 2, UNKNOWN),
+                ("nope".to_owned(), 0, UNKNOWN),
+            ]
+        );
+        let committed = test.broker.offsets.fetch("g", None).unwrap();
+        assert_eq!(
+            committed.keys().cloned().collect::<Vec<_>>(),
+            [("t".to_owned(), 0), ("t".to_owned(), 1)],
+            "only the known partitions are committed"
+        );
+
+        // A group this broker does not coordinate: unknown partitions are
+        // still UNKNOWN_TOPIC_OR_PARTITION, the known one NOT_COORDINATOR.
+        assert_eq!(
+            test.broker.offsets.standing("elsewhere"),
+            offsets::Standing::NotCoordinator
+        );
+        let resp = handle(&test.broker, request("elsewhere", &[("t", &[0, 9])]), 8).await;
+        assert_eq!(
+            codes(&resp),
+            [
+                ("t".to_owned(), 0, ResponseError::NotCoordinator.code()),
+                ("t".to_owned(), 9, UNKNOWN)
+            ]
+        );
+        let resp = handle(&test.broker, request("elsewhere", &[("nope", &[0])]), 8).await;
+        assert_eq!(codes(&resp), [("nope".to_owned(), 0, UNKNOWN)]);
     }
 }

@@ -8,11 +8,15 @@
 //! NOT_ENOUGH_REPLICAS_AFTER_APPEND when it shrank below it by the time the HW
 //! passed the batch. A leader that loses leadership while waiting answers
 //! NOT_LEADER_OR_FOLLOWER; one that fences itself answers REQUEST_TIMED_OUT. A batch that fails its CRC is CORRUPT_MESSAGE and nothing of that
-//! partition's data is appended. An idempotent producer's retry of a batch the
+//! partition's data is appended; so is a batch the topic's configs refuse —
+//! larger than `max.message.bytes` (MESSAGE_TOO_LARGE), or holding a record
+//! without a key for a compacted topic (INVALID_RECORD; `storage::record_batch`
+//! `RecordRules`). An idempotent producer's retry of a batch the
 //! log holds is answered with the original base offset (and, for acks=all,
 //! once the original batch is committed); a fenced epoch or a sequence out of
 //! order is INVALID_PRODUCER_EPOCH or OUT_OF_ORDER_SEQUENCE_NUMBER (KIP-98; the
-//! rules are in `storage/producer_state.rs`).
+//! rules are in `storage/producer_state.rs`), and so is a transactional
+//! producer its coordinator has fenced (`transactions::verify`).
 
 use std::time::Duration;
 
@@ -183,3 +187,7 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
     }
     ProduceOutcome::Respond(ProduceResponse::default().with_responses(responses))
 }
+
+#[cfg(test)]
+#[path = "produce_tests.rs"]
+mod tests;
