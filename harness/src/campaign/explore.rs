@@ -1,9 +1,10 @@
 //! The nemesis's pick with coverage (coverage.rs) in view: every single
 //! fault a campaign fires is recorded with the pairs it reached, and a
-//! guided campaign (`--guided`) draws [`CANDIDATES`] picks from the seed's
-//! mix and fires the one reaching the most pairs that neither this run nor
-//! the prior (earlier seeds' map) holds; the first drawn wins ties, so with
-//! nothing new in reach a guided pick is the unguided one. Targeted
+//! guided campaign (`--guided`) draws [`CANDIDATES`] picks, alternately
+//! from the seed's mix and from the same kinds weighed alike ([`flat`]),
+//! and fires the one reaching the most pairs that neither this run nor the
+//! prior (earlier seeds' map) holds; the first drawn (the seed's) wins
+//! ties, so with nothing new in reach a guided pick is the unguided one. Targeted
 //! sequences (sequence.rs) are taken as drawn and not recorded pair by pair.
 
 use std::collections::BTreeSet;
@@ -28,6 +29,18 @@ pub(super) enum Picked {
         fault: Option<Fault>,
         pairs: Vec<String>,
     },
+}
+
+/// The seed's mix with every kind it allows weighed alike: where every
+/// other candidate of a guided pick comes from, so a kind the seed weighs
+/// lightly or leaves out is still fired when it reaches something new (the
+/// seed's own mix still gives the first candidate, which wins ties).
+fn flat(plan: &Plan) -> Plan {
+    let mut flat = plan.clone();
+    for weight in flat.weights.values_mut() {
+        *weight = 3;
+    }
+    flat
 }
 
 /// One run's exploration: its own coverage and the bounces it caused.
@@ -79,8 +92,10 @@ impl Explorer {
         if self.guided {
             let prior = self.prior.snapshot();
             let mut most = self.run.novelty(&prior, &best.2);
-            for _ in 1..CANDIDATES {
-                let Some(choice) = pick::choose(random, plan, state) else {
+            let flat = flat(plan);
+            for k in 1..CANDIDATES {
+                let mix = if k % 2 == 1 { &flat } else { plan };
+                let Some(choice) = pick::choose(random, mix, state) else {
                     break;
                 };
                 if matches!(choice, Choice::Sequence(_)) {
