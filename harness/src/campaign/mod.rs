@@ -25,7 +25,8 @@
 //! must take a write again.
 //!
 //! The command lines that start campaigns and shrinks are cli/campaign.rs and
-//! cli/shrink.rs; this module is the campaign itself, below them.
+//! cli/shrink.rs, which only parse flags and print; this module is the
+//! campaign itself, its shrink included (shrink/), below them.
 
 pub mod coverage;
 pub mod explore;
@@ -34,8 +35,6 @@ mod play;
 pub mod power;
 pub mod sequence;
 pub mod shrink;
-pub mod shrink_search;
-pub mod shrink_timing;
 mod state;
 
 use std::collections::BTreeMap;

@@ -33,7 +33,6 @@ mod run;
 mod run_settings;
 mod serve;
 mod shrink;
-mod shrink_trials;
 mod up;
 
 use clap::{Parser, Subcommand};

@@ -9,9 +9,9 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::campaign::shrink::Unit;
-use crate::campaign::shrink_search::{Ask, Judge};
-use crate::campaign::shrink_timing::Realised;
+use super::Unit;
+use super::search::{Ask, Judge};
+use super::timing::Realised;
 use crate::checker::{Anomaly, Verdict};
 use crate::run::{RunOptions, Steps};
 use crate::schedule::Schedule;
@@ -38,7 +38,7 @@ impl Trials {
     /// `None` when no async runtime could be had (said on stderr).
     pub fn new(
         run_dir: &Path,
-        settings: &super::run_settings::RunSettings,
+        base: &RunOptions,
         anomaly: Anomaly,
         tries: u32,
         jobs: usize,
@@ -62,7 +62,8 @@ impl Trials {
                     .map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "run".into())
         );
-        let mut options = settings.options(Path::new(&name));
+        let mut options = base.clone();
+        options.schedule = Path::new(&name).to_path_buf();
         options.group = Some(vec!["shrink".into(), name.clone()]);
         options.echo = false;
         Some(Trials {
@@ -177,7 +178,7 @@ impl UnitJudge<'_> {
     pub fn candidate(&self, kept: &[usize]) -> Schedule {
         match self.realised {
             Some(realised) => realised.candidate(self.schedule, self.units, kept),
-            None => crate::campaign::shrink::candidate(self.schedule, self.units, kept),
+            None => super::candidate(self.schedule, self.units, kept),
         }
     }
 }

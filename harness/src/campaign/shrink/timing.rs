@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use super::shrink::Unit;
+use super::Unit;
 use crate::history::{Body, Op, OpType, Process, Verb};
 use crate::schedule::{Condition, Schedule, Step};
 
@@ -186,7 +186,7 @@ impl Realised {
         (annotated, realised)
     }
 
-    /// The schedule with only `kept` units (super::shrink::candidate), where
+    /// The schedule with only `kept` units (super::candidate), where
     /// each run of removed faults between two kept ones becomes the time it
     /// took: `N ms pass` from the earlier kept fault's completion to the last
     /// removed one's, before the later kept fault's own gap.
@@ -363,7 +363,7 @@ fault = { restart = "b1" }
                 "restart"
             ]
         );
-        let units = super::super::shrink::units(&annotated).unwrap();
+        let units = super::super::units(&annotated).unwrap();
         assert_eq!(units.len(), 2);
         // Only the crash and its restart: the pause..resume stretch (from the
         // crash's completion at 180 ms to the resume's at 730 ms) is kept as

@@ -5,17 +5,25 @@
 //! The schedule is cut into *units*: a fault together with its undo (pause b1
 //! … resume b1, crash b2 … restart b2, a cut … heal), each with the gap that
 //! preceded it, so that no candidate resumes a node it never paused. The
-//! search over them (shrink_search.rs) first cuts to the window of units
+//! search over them (search.rs) first cuts to the window of units
 //! the anomaly's evidence leaves, then runs ddmin (Zeller and Hildebrandt,
 //! "Simplifying and Isolating Failure-Inducing Input", TSE 2002) over it;
 //! the realised timing of what is kept comes from the failing run's history
-//! (shrink_timing.rs). A candidate *fails* when a run of it is invalid with the same anomaly kind
+//! (timing.rs). A candidate *fails* when a run of it is invalid with the same anomaly kind
 //! on the same settings; since a replay of a random interleaving is not
 //! always exact, each candidate gets up to `tries` runs and counts as failing
 //! at its first failure. What remains is run `confirm` more times, and how
 //! often it failed is written with it. When the faults are cut down, lighter
-//! loads are tried too ([`LIGHTER_LOADS`]). The command line that runs the
-//! candidates is cli/shrink.rs.
+//! loads are tried too ([`LIGHTER_LOADS`]). The passes in order are
+//! passes.rs, the candidates' runs trials.rs; the command line (cli/shrink.rs)
+//! only parses its flags and prints the outcome.
+
+mod passes;
+pub mod search;
+pub mod timing;
+mod trials;
+
+pub use passes::{Options, Outcome, Refused, run};
 
 use crate::schedule::{Fault, Requests, Schedule, Step};
 
