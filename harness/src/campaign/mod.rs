@@ -28,7 +28,6 @@
 //! cli/shrink.rs, which only parse flags and print; this module is the
 //! campaign itself, its shrink included (shrink/), below them.
 
-pub mod coverage;
 pub mod explore;
 pub mod pick;
 mod play;
@@ -186,7 +185,7 @@ pub struct Plan {
     pub sequences: bool,
     /// Guided or not, and the coverage map it is measured against
     /// (coverage.rs, explore.rs).
-    pub guide: coverage::Guide,
+    pub guide: explore::pairs::Guide,
 }
 
 /// Why `system` cannot take fault `kind` (a campaign on it leaves the kind
@@ -319,7 +318,7 @@ impl Plan {
             max_faulted,
             sequence_weight,
             sequences: true,
-            guide: coverage::Guide::default(),
+            guide: explore::pairs::Guide::default(),
         }
     }
 
@@ -334,9 +333,9 @@ impl Plan {
 
     /// This plan guided toward state-fault pairs not reached yet, measured
     /// against `prior` (campaign/explore.rs).
-    pub fn guided(self, prior: coverage::SharedCoverage) -> Plan {
+    pub fn guided(self, prior: explore::pairs::SharedCoverage) -> Plan {
         Plan {
-            guide: coverage::Guide {
+            guide: explore::pairs::Guide {
                 guided: true,
                 prior,
             },
@@ -345,9 +344,9 @@ impl Plan {
     }
 
     /// This plan's coverage measured against `prior`, without guidance.
-    pub fn measured_against(self, prior: coverage::SharedCoverage) -> Plan {
+    pub fn measured_against(self, prior: explore::pairs::SharedCoverage) -> Plan {
         Plan {
-            guide: coverage::Guide {
+            guide: explore::pairs::Guide {
                 guided: false,
                 prior,
             },

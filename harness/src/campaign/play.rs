@@ -20,7 +20,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::coverage::COVERAGE_FILE;
+use super::explore::pairs::COVERAGE_FILE;
 use super::explore::{Explorer, Picked};
 use super::pick::State;
 use super::sequence::{self, Move, Roles, Sequence};

@@ -193,7 +193,7 @@ fn spans(run: &RunIndex) -> (ByGroup<CommitSpan>, ByGroup<ReadSpan>) {
             .get(t.invoke_index as usize)
             .filter(|op| op.index == t.invoke_index)
             .map_or(0, |op| op.time_ns);
-        let acked = (t.fate == crate::checker::txns::Fate::Committed)
+        let acked = (t.fate == crate::checker::txn_index::Fate::Committed)
             .then_some(t.completed)
             .flatten()
             .map(|(index, ns)| (ns, index));

@@ -33,7 +33,7 @@ pub struct RunIndex<'a> {
     acked: OnceLock<AckedSends<'a>>,
     final_logs: OnceLock<BTreeMap<PartitionRef, Result<IndexedLog<'a>, NoFinalLog>>>,
     polls: OnceLock<Vec<OkPoll<'a>>>,
-    txns: OnceLock<super::txns::TxnView<'a>>,
+    txns: OnceLock<super::txn_index::TxnView<'a>>,
 }
 
 impl<'a> RunIndex<'a> {
@@ -48,10 +48,10 @@ impl<'a> RunIndex<'a> {
     }
 
     /// The run's transactions, their reads and the final logs' outcomes
-    /// (txns.rs), built the first time a transaction checker asks.
-    pub(crate) fn txns(&self) -> &super::txns::TxnView<'a> {
+    /// (txn_index.rs), built the first time a transaction checker asks.
+    pub(crate) fn txns(&self) -> &super::txn_index::TxnView<'a> {
         self.txns.get_or_init(|| {
-            super::txns::TxnView::of(self.run, |partition| {
+            super::txn_index::TxnView::of(self.run, |partition| {
                 self.final_log(partition)
                     .map(|indexed| indexed.log.replica)
                     .map_err(Clone::clone)

@@ -38,7 +38,7 @@ pub mod send_order;
 pub mod synthetic;
 pub mod transactions;
 pub mod txn_cycles;
-pub(crate) mod txns;
+pub(crate) mod txn_index;
 pub mod unseen;
 mod verdict;
 
@@ -67,7 +67,7 @@ type OpTest = fn(&crate::history::Op) -> bool;
 
 /// The transaction checkers ([transactions]): listed only for a run with
 /// transactions — a `txn` op, a read_committed poll, or a transactional
-/// batch in its logs (`txns::in_run`) — so every earlier run reports as it
+/// batch in its logs (`txn_index::in_run`) — so every earlier run reports as it
 /// did.
 const LISTED_WITH_TRANSACTIONS: &[&str] = &[transactions::NAME, txn_cycles::NAME, hanging::NAME];
 
@@ -86,7 +86,7 @@ pub fn for_run(run: &RunData) -> Vec<Checker> {
         })
         .filter(|c| {
             !LISTED_WITH_TRANSACTIONS.contains(&c.name)
-                || *with_transactions.get_or_init(|| txns::in_run(run))
+                || *with_transactions.get_or_init(|| txn_index::in_run(run))
         })
         .collect()
 }

@@ -23,14 +23,14 @@
 //!   is another.
 //!
 //! The transactions, their reads and the final logs' outcomes are the run
-//! index's (txns.rs), shared with the cycle and hanging checkers.
+//! index's (txn_index.rs), shared with the cycle and hanging checkers.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::evidence::{TornTxn, TxnRead, TxnWrite};
 use super::excuses::Excuses;
 use super::index::{EVIDENCE_MAX, RunIndex};
-use super::txns::{Fate, LoggedValue, TxnView};
+use super::txn_index::{Fate, LoggedValue, TxnView};
 use super::{Anomaly, CheckOutcome, CheckResult, Checker, Evidence};
 use crate::history::TxnSend;
 use crate::reader::txn::TxnOutcome;

@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::evidence::{CycleEdge, DependencyKind, TxnCycle};
 use super::index::{EVIDENCE_MAX, RunIndex};
-use super::txns::{Fate, TxnView};
+use super::txn_index::{Fate, TxnView};
 use super::{Anomaly, CheckOutcome, CheckResult, Checker, Evidence};
 use crate::reader::txn::TxnOutcome;
 use crate::topic_partition::PartitionRef;
@@ -79,7 +79,7 @@ struct Graph<'a> {
 impl<'a> Graph<'a> {
     fn of(view: &'a TxnView) -> Graph<'a> {
         // A transaction is committed by its answer, or (info) by its log.
-        let logged_committed = |t: &super::txns::TxnOp| {
+        let logged_committed = |t: &super::txn_index::TxnOp| {
             t.txn.sends().any(|s| {
                 view.pid(&s.partition)
                     .and_then(|pid| view.logged(pid, s.value).ok().flatten())

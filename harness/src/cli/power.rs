@@ -11,7 +11,7 @@ use clap::Args;
 
 use super::exit::{EXIT_HARNESS_ERROR, EXIT_INVALID, EXIT_USAGE, EXIT_VALID};
 use super::run_settings::RunSettings;
-use crate::campaign::coverage::{Coverage, CoverageError, Guide, SharedCoverage};
+use crate::campaign::explore::pairs::{Coverage, CoverageError, Guide, SharedCoverage};
 use crate::campaign::power::{self, PowerFile, PowerOptions, PowerSetting, SeedOutcome};
 use crate::checker::Verdict;
 use crate::duration::parse_duration;

@@ -32,7 +32,7 @@ mod check;
 mod collect;
 mod driver;
 mod error;
-mod final_read;
+mod final_polls;
 mod live;
 mod liveness;
 mod members;

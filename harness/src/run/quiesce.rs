@@ -5,7 +5,7 @@
 //! waits, bounded, for a quiet cluster: every partition led with its full
 //! ISR, and every replica's high watermark and log end offset equal to the
 //! leader's; then, with `[workload] final_read`, every partition is read
-//! from its beginning (final_read.rs). A cluster that will not settle makes the run unknown, naming the
+//! from its beginning (final_polls.rs). A cluster that will not settle makes the run unknown, naming the
 //! partition and the offsets last seen.
 
 use std::time::{Duration, Instant};
@@ -52,7 +52,7 @@ pub(super) async fn final_heal<R: Runtime>(
     let (settled, unrecovered) = quiesce(live, bound).await?;
     super::stable::await_stable(live, schedule).await?;
     if schedule.workload.final_read && settled == RunStatus::Completed {
-        super::final_read::read_all(live, schedule).await?;
+        super::final_polls::read_all(live, schedule).await?;
     }
     Ok((settled, Liveness { stuck, unrecovered }))
 }

@@ -40,7 +40,7 @@ pub struct PowerOptions {
     /// control's too (off: `power --no-sequences`).
     pub sequences: bool,
     /// Guided or not; every run measured against, and merged into, its prior.
-    pub guide: super::coverage::Guide,
+    pub guide: super::explore::pairs::Guide,
     pub run: RunOptions,
 }
 
@@ -123,7 +123,7 @@ async fn one_seed(
     setting: &PowerSetting,
     seed: u64,
     duration: Duration,
-    (sequences, guide): (bool, super::coverage::Guide),
+    (sequences, guide): (bool, super::explore::pairs::Guide),
     options: &RunOptions,
 ) -> SeedOutcome {
     let started = Instant::now();
@@ -276,7 +276,9 @@ fn stored_seed(
 /// How many state-fault pairs the campaign in `dir` reached, from its
 /// `coverage.json` (none for a run from before coverage was kept).
 fn pairs_reached(dir: &std::path::Path) -> Option<usize> {
-    let map = super::coverage::Coverage::load(&dir.join(super::coverage::COVERAGE_FILE)).ok()?;
+    let map =
+        super::explore::pairs::Coverage::load(&dir.join(super::explore::pairs::COVERAGE_FILE))
+            .ok()?;
     (!map.pairs.is_empty()).then_some(map.pairs.len())
 }
 

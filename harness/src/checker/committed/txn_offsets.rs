@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::super::evidence::{TornTxn, TxnRead, TxnWrite};
 use super::super::index::{EVIDENCE_MAX, RunIndex};
-use super::super::txns::TxnOp;
+use super::super::txn_index::TxnOp;
 use super::super::{Anomaly, CheckResult, Evidence};
 use crate::history::{Body, OpType};
 use crate::reader::offsets_topic::offset_commits;

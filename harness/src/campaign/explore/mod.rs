@@ -1,4 +1,4 @@
-//! The nemesis's pick with coverage (coverage.rs) in view: every single
+//! The nemesis's pick with coverage (pairs.rs) in view: every single
 //! fault a campaign fires is recorded with the pairs it reached, and a
 //! guided campaign (`--guided`) draws [`CANDIDATES`] picks, alternately
 //! from the seed's mix and from the same kinds weighed alike ([`flat`]),
@@ -7,17 +7,19 @@
 //! ties, so with nothing new in reach a guided pick is the unguided one. Targeted
 //! sequences (sequence.rs) are taken as drawn and not recorded pair by pair.
 
+pub mod pairs;
+
 use std::collections::BTreeSet;
 use std::time::Instant;
 
 use super::Plan;
-use super::coverage::{Bounces, CANDIDATES, Coverage, Observed, SharedCoverage};
 use super::pick::{self, Choice, State};
 use super::sequence::Sequence;
 use crate::node::NodeId;
 use crate::observe::ClusterView;
 use crate::random::SplitMix64;
 use crate::schedule::{Fault, Target};
+use pairs::{Bounces, CANDIDATES, Coverage, Observed, SharedCoverage};
 
 /// What the pick came to.
 pub(super) enum Picked {

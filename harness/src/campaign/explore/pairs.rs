@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::state::State;
+use crate::campaign::state::State;
 use crate::history::Verb;
 use crate::node::NodeId;
 use crate::observe::ClusterView;
