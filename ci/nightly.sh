@@ -20,6 +20,14 @@ if [[ $shard == 1/* ]]; then
   # Every fuzz target, five minutes each (ci/fuzz.sh; nightly Rust).
   bash ci/fuzz.sh 300 || status=1
 fi
+if [[ $shard == 1/* ]]; then
+  # noida (systems/noida.toml), a single-node system whose gate holds two
+  # positive controls of its own bugs (docs/findings/noida-*.md): installed
+  # once per machine by ci/tools.sh, two scenarios at once (about 40 s).
+  { bash ci/tools.sh noida &&
+    target/debug/epochal gate --system noida suites/systems --jobs 2 \
+      --store "${EPOCHAL_STORE:-store}/noida"; } || status=1
+fi
 bash ci/campaigns.sh "$shard" || status=1
 if [[ $shard == 1/1 ]]; then
   bash ci/power.sh || status=1

@@ -7,9 +7,10 @@
 //!
 //! The rules keep a campaign meaningful rather than merely destructive: at
 //! most the plan's `max_faulted` nodes are paused or dead at once and never
-//! every node; one network cut or request fault at a time (the nemesis heals
-//! all cuts and request faults at once); an undo only for what is undone-able now, and a restart only with
-//! no cut in force (a broker cannot start cut off from etcd).
+//! every node of several (a one-node cluster's node may be); one network cut
+//! or request fault at a time (the nemesis heals all cuts and request faults
+//! at once); an undo only for what is undone-able now, and a restart only
+//! with no cut in force (a broker cannot start cut off from etcd).
 
 use std::collections::BTreeSet;
 
@@ -53,7 +54,11 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
     for (&kind, &weight) in &plan.weights {
         let fits = match kind {
             _ if weight == 0 => false,
-            k if k.is_process() => state.faulted() < plan.max_faulted && up.len() > 1,
+            // Never every node of several; a single-node system's node
+            // (systems' max_brokers = 1) is the only one it can fault.
+            k if k.is_process() => {
+                state.faulted() < plan.max_faulted && (up.len() > 1 || state.nodes.len() == 1)
+            }
             Kind::TruncateLog => !state.down.is_empty() && !state.partitions.is_empty(),
             Kind::MajorityMinority => !state.cut && state.nodes.len() >= 3,
             Kind::OneWay => !state.cut && state.nodes.len() >= 2,

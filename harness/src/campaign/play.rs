@@ -26,7 +26,7 @@ use super::pick::State;
 use super::sequence::{self, Move, Roles, Sequence};
 use super::{Plan, StopAfter};
 use crate::node::NodeId;
-use crate::observe::ObserveError;
+use crate::observe::{ClusterView, ObserveError};
 use crate::random::SplitMix64;
 use crate::run::{Driver, Live, RunError, RunStatus, faults, start_background, stop_background};
 use crate::run_dir::RunDir;
@@ -179,7 +179,7 @@ async fn play<R: Runtime>(
         if done(fired) {
             break;
         }
-        let view = live.view().await?;
+        let view = view_or_empty(live).await?;
         let nodes = live.nodes();
         let state = look(live, &partitions)?;
         let nemesis = &mut live.nemesis;
@@ -271,6 +271,17 @@ async fn play<R: Runtime>(
         started.elapsed().as_secs_f64()
     ));
     Ok(RunStatus::Completed)
+}
+
+/// The cluster's view, or an empty one when no broker answers Metadata (a
+/// single-node system's node is down or paused): a fault at a role then
+/// resolves to nothing, while a restart or resume names its node.
+async fn view_or_empty<R: Runtime>(live: &mut Live<R>) -> Result<ClusterView, RunError> {
+    match live.observer.view().await {
+        Ok(view) => Ok(view),
+        Err(ObserveError::NoMetadata(_)) => Ok(ClusterView::default()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The cluster as the nemesis sees it: who is dead or paused (from the

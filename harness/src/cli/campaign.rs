@@ -39,8 +39,10 @@ pub struct CampaignArgs {
     /// Stop picking faults after this many have fired.
     #[arg(long)]
     pub faults: Option<u32>,
-    #[arg(long, default_value_t = 3)]
-    pub brokers: u32,
+    /// Default 3, or fewer when the system's file says it runs fewer
+    /// (`max_brokers`).
+    #[arg(long)]
+    pub brokers: Option<u32>,
     /// Partitions of the campaign's topic `t`.
     #[arg(long, default_value_t = 3)]
     pub partitions: u32,
@@ -127,6 +129,14 @@ pub struct CampaignArgs {
     pub settings: RunSettings,
 }
 
+impl CampaignArgs {
+    /// `--brokers`, else 3 or the system's `max_brokers` if fewer.
+    pub fn brokers(&self) -> u32 {
+        let most = self.settings.system.node.max_brokers.unwrap_or(u32::MAX);
+        self.brokers.unwrap_or(3.min(most))
+    }
+}
+
 /// A `--seeds` that is not `LOW..HIGH` with LOW <= HIGH.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{text:?} is not a seed range like 1..20")]
@@ -181,7 +191,7 @@ struct Outcome {
 /// `epochal campaign`. Exit codes as for `run`, merged over the seeds: a
 /// harness error or usage error first, then invalid over unknown over valid.
 pub fn campaign(args: &CampaignArgs, out: &mut impl Write) -> u8 {
-    if args.brokers == 0 || args.partitions == 0 || args.producers == 0 {
+    if args.brokers() == 0 || args.partitions == 0 || args.producers == 0 {
         eprintln!("epochal: a campaign needs at least one broker, partition and producer");
         return EXIT_USAGE;
     }
@@ -269,7 +279,7 @@ fn one_seed(
         (None, None) => StopAfter::Duration(Duration::from_secs(60)),
     };
     let mut options = CampaignOptions::new(seed, stop);
-    options.brokers = args.brokers;
+    options.brokers = args.brokers();
     options.partitions = args.partitions;
     options.producers = args.producers;
     options.consumers = args.consumers;
@@ -324,7 +334,7 @@ fn one_seed(
         eprintln!("epochal: {e}");
         return failed(EXIT_USAGE);
     }
-    let plan = Plan::derive(seed, stop, args.brokers, &options.kinds);
+    let plan = Plan::derive(seed, stop, args.brokers(), &options.kinds);
     let plan = if args.no_sequences {
         plan.without_sequences()
     } else {

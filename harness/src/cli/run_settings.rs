@@ -23,7 +23,7 @@ pub struct RunSettings {
     /// The etcd binary.
     #[arg(long, default_value = "etcd")]
     pub etcd: PathBuf,
-    /// The system under test: a built-in system's name (`epochal`, `tansu`)
+    /// The system under test: a built-in system's name (`epochal`, `tansu`, `noida`)
     /// or a system file's path (systems/README.md).
     #[arg(long, default_value = crate::system::REFERENCE, value_parser = parse_system)]
     pub system: System,

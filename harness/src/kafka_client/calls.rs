@@ -484,6 +484,12 @@ pub(super) fn encode_batches_as(
     let (producer_id, producer_epoch) = stamp.map_or((-1, -1), |s| {
         (s.producer.producer_id, s.producer.producer_epoch)
     });
+    // CreateTime is the wall clock, as a Kafka producer stamps it: a record
+    // stamped 0 (1970) is past every topic's retention.ms, and a broker that
+    // enforces time retention may delete it once its segment rolls.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     let mut out = BytesMut::new();
     for (n, chunk) in records.chunks(per_batch).enumerate() {
         let base_sequence = match stamp {
@@ -512,7 +518,7 @@ pub(super) fn encode_batches_as(
                 // i32 inside the batch, as the decoder reads them back; the
                 // wire carries the base sequence alone).
                 sequence: base_sequence.wrapping_add(i as i32),
-                timestamp: 0,
+                timestamp: now_ms,
                 key: r.key.clone(),
                 value: Some(r.value.clone()),
                 headers: IndexMap::new(),

@@ -47,7 +47,9 @@ pub struct MetadataSource {
     /// Each look waits for its slowest broker, and a paused one never
     /// answers (its port still accepts), so it would cost every look the
     /// whole timeout: a broker that missed the last look gets
-    /// [`SUSPECT_TIMEOUT`] until it answers again.
+    /// [`SUSPECT_TIMEOUT`] until it answers again, unless every broker
+    /// missed it (one node, just resumed, may take longer to answer, and
+    /// no other can answer for it).
     pub suspects: Arc<Mutex<BTreeSet<NodeId>>>,
 }
 
@@ -89,7 +91,10 @@ impl MetadataSource {
     }
 
     pub async fn read(&self) -> Result<ClusterView, ObserveError> {
-        let suspects = self.suspects().clone();
+        let mut suspects = self.suspects().clone();
+        if self.brokers.iter().all(|(node, _)| suspects.contains(node)) {
+            suspects.clear();
+        }
         let asks = self.brokers.iter().map(|(node, address)| {
             let timeout = match suspects.contains(node) {
                 true => SUSPECT_TIMEOUT,

@@ -101,6 +101,14 @@ impl ClusterConfig {
         if self.brokers == 0 {
             missing.push("brokers: at least one".into());
         }
+        if let Some(most) = self.system.node.max_brokers
+            && self.brokers > most
+        {
+            missing.push(format!(
+                "brokers: {} runs at most {most} (its system file's max_brokers), not {}",
+                self.system.name, self.brokers
+            ));
+        }
         if self.system.node.settings == SettingsMode::None
             && let Some((node, _)) = self.node_settings.iter().find(|(_, s)| !s.is_empty())
         {
@@ -438,6 +446,9 @@ impl BrokerPlan {
         Some(match name {
             "node" => self.node.id().to_string(),
             "listen" => at.listen.clone(),
+            // For a program that takes its address as two flags.
+            "listen_host" => at.listen.rsplit_once(':')?.0.to_owned(),
+            "listen_port" => at.listen.rsplit_once(':')?.1.to_owned(),
             "advertised" => at.advertised.clone(),
             "data_dir" => at.data_dir.clone(),
             "shared_dir" => at.shared_dir.clone(),

@@ -25,6 +25,7 @@ use crate::toml_span::TomlErrorAt;
 const BUILT_IN: &[(&str, &str)] = &[
     ("epochal", include_str!("../../../systems/epochal.toml")),
     ("tansu", include_str!("../../../systems/tansu.toml")),
+    ("noida", include_str!("../../../systems/noida.toml")),
 ];
 
 /// The system a run uses when none is named: the reference broker.
@@ -76,10 +77,16 @@ pub struct NodeSpec {
     /// The working directory the broker starts in (default: the harness's).
     #[serde(default)]
     pub cwd: Option<Template>,
+    /// The most brokers one run may start (a single-node system: 1). A
+    /// schedule asking more is refused before anything starts, and a
+    /// campaign that names no `--brokers` runs no more than this.
+    #[serde(default)]
+    pub max_brokers: Option<u32>,
 }
 
 /// Where a broker's program comes from: in the file, a table with one of
-/// `workspace`, `tool` (with `version` and `install`) or `path`.
+/// `workspace`, `tool` (with `version` and `install`, and for a Python
+/// package `installer = "pip"` and `executable`) or `path`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "ProgramTable")]
 pub enum Program {
@@ -91,8 +98,13 @@ pub enum Program {
         name: String,
         version: String,
         /// The command `ci/tools.sh` runs to install it (with `--root`
-        /// added), shown when it is missing.
+        /// added for cargo, inside a fresh venv for pip), shown when it is
+        /// missing.
         install: String,
+        /// For a Python package (`installer = "pip"`): the file inside the
+        /// venv's site-packages that is the program, which `ci/tools.sh`
+        /// links as `bin/<name>`. `None`: cargo's `bin/<name>`.
+        executable: Option<String>,
     },
     /// A path, or a name looked up on `PATH`.
     Path(PathBuf),
@@ -105,7 +117,21 @@ struct ProgramTable {
     tool: Option<String>,
     version: Option<String>,
     install: Option<String>,
+    #[serde(default)]
+    installer: Installer,
+    executable: Option<String>,
     path: Option<PathBuf>,
+}
+
+/// What installs a tool (`ci/tools.sh` reads the same key).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Installer {
+    /// `cargo install … --force --root <root>`.
+    #[default]
+    Cargo,
+    /// `pip install …` in a venv at the root; `executable` names the file.
+    Pip,
 }
 
 /// A `program` table that names no one program.
@@ -113,6 +139,10 @@ struct ProgramTable {
 pub enum ProgramError {
     #[error("program: tool {name} needs a version and an install command")]
     ToolIncomplete { name: String },
+    #[error(
+        "program: tool {name}: installer = \"pip\" needs executable (its file in site-packages), and only pip takes one"
+    )]
+    Executable { name: String },
     #[error(
         "program: give one of workspace = \"..\", tool = \"..\" (with version and install) or path = \"..\""
     )]
@@ -139,21 +169,27 @@ impl TryFrom<ProgramTable> for Program {
     type Error = ProgramError;
 
     fn try_from(t: ProgramTable) -> Result<Program, ProgramError> {
+        let tool_keys = t.version.is_some()
+            || t.install.is_some()
+            || t.executable.is_some()
+            || t.installer != Installer::Cargo;
         match (t.workspace, t.tool, t.path) {
-            (Some(name), None, None) if t.version.is_none() && t.install.is_none() => {
-                Ok(Program::Workspace(name))
-            }
+            (Some(name), None, None) if !tool_keys => Ok(Program::Workspace(name)),
             (None, Some(name), None) => match (t.version, t.install) {
-                (Some(version), Some(install)) => Ok(Program::Tool {
-                    name,
-                    version,
-                    install,
-                }),
+                (Some(version), Some(install)) => {
+                    if (t.installer == Installer::Pip) != t.executable.is_some() {
+                        return Err(ProgramError::Executable { name });
+                    }
+                    Ok(Program::Tool {
+                        name,
+                        version,
+                        install,
+                        executable: t.executable,
+                    })
+                }
                 _ => Err(ProgramError::ToolIncomplete { name }),
             },
-            (None, None, Some(path)) if t.version.is_none() && t.install.is_none() => {
-                Ok(Program::Path(path))
-            }
+            (None, None, Some(path)) if !tool_keys => Ok(Program::Path(path)),
             _ => Err(ProgramError::NotOne),
         }
     }
@@ -344,6 +380,8 @@ impl Sees {
 pub const ARGS_NAMES: &[&str] = &[
     "node",
     "listen",
+    "listen_host",
+    "listen_port",
     "advertised",
     "data_dir",
     "shared_dir",
@@ -549,6 +587,7 @@ impl Program {
                 name,
                 version,
                 install,
+                ..
             } => {
                 let path = tools_dir().join(format!("{name}-{version}/bin/{name}"));
                 match path.is_file() {
@@ -636,7 +675,7 @@ mod tests {
         let err = System::named("kafka").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "no system named \"kafka\" (built in: epochal, tansu; or give a system file's path)"
+            "no system named \"kafka\" (built in: epochal, tansu, noida; or give a system file's path)"
         );
     }
 }
