@@ -670,6 +670,33 @@ mod tests {
         );
     }
 
+    /// noida is installed by pip and runs one node; a pip tool must name its
+    /// executable, and only a pip tool may.
+    #[test]
+    fn a_pip_tool_names_its_executable_and_a_single_node_system_says_so() {
+        let noida = System::named("noida").unwrap();
+        assert_eq!(noida.node.max_brokers, Some(1));
+        assert!(matches!(
+            &noida.node.program,
+            Program::Tool {
+                executable: Some(_),
+                ..
+            }
+        ));
+        let without = noida
+            .text
+            .replace(", executable = \"noida_db/noida-db\"", "");
+        assert_ne!(without, noida.text);
+        let err = System::parse(Path::new("mine.toml"), &without).unwrap_err();
+        assert!(err.to_string().contains("needs executable"), "{err}");
+        let cargo_with = System::named("tansu").unwrap().text.replace(
+            "install = \"cargo install",
+            "executable = \"x\", install = \"cargo install",
+        );
+        let err = System::parse(Path::new("mine.toml"), &cargo_with).unwrap_err();
+        assert!(err.to_string().contains("only pip takes one"), "{err}");
+    }
+
     #[test]
     fn an_unknown_name_lists_the_built_in_systems() {
         let err = System::named("kafka").unwrap_err();
