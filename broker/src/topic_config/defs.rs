@@ -289,13 +289,16 @@ fn is_format_version(value: &str) -> bool {
     };
     let numbers: Vec<&str> = release.split('.').collect();
     let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let major_ok = numbers
-        .first()
-        .is_some_and(|m| matches!(*m, "0" | "1" | "2" | "3"));
-    (2..=3).contains(&numbers.len())
-        && numbers.iter().all(|n| all_digits(n))
-        && major_ok
-        && step.is_none_or(all_digits)
+    // Kafka names a release by its first three segments when it begins
+    // `0.` and by its first two otherwise, and ignores any after them
+    // (`ApiVersion.apply` in 2.x, `MetadataVersion.fromVersionString` in
+    // 3.x): `0.10.0.0` is `0.10.0`, `2.8.1` is `2.8`.
+    let least = match numbers.first() {
+        Some(&"0") => 3,
+        Some(&("1" | "2" | "3")) => 2,
+        _ => return false,
+    };
+    numbers.len() >= least && numbers.iter().all(|n| all_digits(n)) && step.is_none_or(all_digits)
 }
 
 /// Why `value` is not one `values` takes, if it is not.
@@ -368,5 +371,29 @@ pub fn validate(name: &str, value: &str) -> Result<(), ConfigError> {
             value: value.to_owned(),
             why,
         }),
+    }
+}
+
+#[cfg(test)]
+mod format_version_tests {
+    use super::is_format_version;
+
+    /// librdkafka's test 0092 sets `0.10.0.0`, as Kafka's own docs spell
+    /// old releases; Kafka reads it as `0.10.0`.
+    #[test]
+    fn a_release_takes_as_many_segments_as_kafka_reads_and_ignores_the_rest() {
+        for ok in [
+            "0.10.0.0",
+            "0.10.2-IV0",
+            "0.11.0",
+            "2.8",
+            "2.8.1",
+            "3.0-IV1",
+        ] {
+            assert!(is_format_version(ok), "{ok}");
+        }
+        for bad in ["0.10", "2", "4.0", "2.x", "", "2.8-IVx"] {
+            assert!(!is_format_version(bad), "{bad}");
+        }
     }
 }
