@@ -158,7 +158,7 @@ pub fn up(args: &UpArgs) -> u8 {
     let mut options = args.settings.options(std::path::Path::new(&source));
     options.name = Some(name.clone());
     let lease = crate::run::apply_sets(&mut schedule, &options.sets)
-        .map_err(|e| e.to_string())
+        .map_err(LeaseError::from)
         .and_then(|()| set_lease(&mut schedule, args.lease, &options.system));
     let lease = match lease {
         Ok(lease) => lease,
@@ -191,6 +191,16 @@ pub fn up(args: &UpArgs) -> u8 {
 /// Each node's lease in seconds.
 type Leases = Vec<(NodeId, u32)>;
 
+/// Why the brokers get no lease: a `--set` that does not apply, or a
+/// `--lease` for a system that takes no broker settings.
+#[derive(Debug, thiserror::Error)]
+enum LeaseError {
+    #[error(transparent)]
+    Set(#[from] crate::run::RunError),
+    #[error("--lease: the {system} system takes no broker settings, so no lease of epochal's")]
+    NoSettings { system: String },
+}
+
 /// Gives the brokers their lease: `flag`, else the schedule's `lease_ttl_s`
 /// (a `--set` included), else [`UP_LEASE_TTL_S`]; written into the schedule,
 /// so `schedule.toml` and `epochal replay` keep it. Each node's lease, or
@@ -199,14 +209,13 @@ fn set_lease(
     schedule: &mut Schedule,
     flag: Option<u32>,
     system: &System,
-) -> Result<Option<Leases>, String> {
+) -> Result<Option<Leases>, LeaseError> {
     const KEY: &str = "lease_ttl_s";
     if system.node.settings == SettingsMode::None {
         return match flag {
-            Some(_) => Err(format!(
-                "--lease: the {} system takes no broker settings, so no lease of epochal's",
-                system.name
-            )),
+            Some(_) => Err(LeaseError::NoSettings {
+                system: system.name.clone(),
+            }),
             None => Ok(None),
         };
     }
@@ -345,7 +354,9 @@ mod tests {
         assert!(lease_line(leases.as_ref(), "epochal").starts_with("lease: 5 s, "));
 
         let tansu = System::named("tansu").unwrap();
-        let e = set_lease(&mut schedule(CLUSTER), Some(2), &tansu).unwrap_err();
+        let e = set_lease(&mut schedule(CLUSTER), Some(2), &tansu)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("tansu system takes no broker settings"), "{e}");
         let none = set_lease(&mut schedule(CLUSTER), None, &tansu).unwrap();
         assert!(lease_line(none.as_ref(), "tansu").starts_with("lease: none of epochal's"));

@@ -99,14 +99,14 @@ impl NemesisError {
 /// `transaction_state_num_partitions`, Kafka's `offsets.topic.num.partitions`
 /// and `transaction.state.log.num.partitions`), which Kafka never changes
 /// once the topic exists.
-fn coordinator_partition(target: &Target, view: &ClusterView) -> Result<PartitionRef, String> {
+fn coordinator_partition(target: &Target, view: &ClusterView) -> Result<PartitionRef, NotCreated> {
     let (topic, key) = match target {
         Target::CoordinatorOfGroup(group) => (OFFSETS_TOPIC, group),
         Target::CoordinatorOfTxn(id) => (TXN_STATE_TOPIC, id),
         other => unreachable!("{other} names no coordinator"),
     };
-    if let Some(why) = not_created(view, topic) {
-        return Err(why);
+    if let Some(missing) = not_created(view, topic) {
+        return Err(missing);
     }
     let partitions = view.partitions.keys().filter(|p| p.topic == topic).count();
     let partitions = u32::try_from(partitions).unwrap_or(u32::MAX);
@@ -115,22 +115,31 @@ fn coordinator_partition(target: &Target, view: &ClusterView) -> Result<Partitio
     Ok(PartitionRef::new(topic, partition))
 }
 
-/// Why a role in Kafka's internal `topic` resolves to nobody when etcd
-/// records no partition of it: the brokers have not created it yet (they
-/// do at the first FindCoordinator that needs it). `None` for other topics.
-fn not_created(view: &ClusterView, topic: &str) -> Option<String> {
+/// A role in one of Kafka's internal topics that etcd records no partition
+/// of: the brokers have not created it yet (they do at the first
+/// FindCoordinator that needs it).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{topic} does not exist yet: the brokers create it at the first FindCoordinator \
+     for {needed} (a client's first use of one)"
+)]
+struct NotCreated {
+    topic: &'static str,
+    needed: &'static str,
+}
+
+/// [`NotCreated`] when `topic` is an internal topic etcd records no
+/// partition of; `None` for other topics.
+fn not_created(view: &ClusterView, topic: &str) -> Option<NotCreated> {
     if view.partitions.keys().any(|p| p.topic == topic) {
         return None;
     }
-    let needed = match topic {
-        OFFSETS_TOPIC => "a group",
-        TXN_STATE_TOPIC => "a transactional id",
+    let (topic, needed) = match topic {
+        OFFSETS_TOPIC => (OFFSETS_TOPIC, "a group"),
+        TXN_STATE_TOPIC => (TXN_STATE_TOPIC, "a transactional id"),
         _ => return None,
     };
-    Some(format!(
-        "{topic} does not exist yet: the brokers create it at the first FindCoordinator \
-         for {needed} (a client's first use of one)"
-    ))
+    Some(NotCreated { topic, needed })
 }
 
 /// The nemesis's state across steps: partitions in force and a seeded random
@@ -182,15 +191,16 @@ impl Nemesis {
                 "`leader` is for client operations; a fault names `leader of t-0`".into(),
             )),
             Target::LeaderOf(p) => {
-                if let Some(why) = not_created(view, &p.topic) {
-                    return Err(unresolved(why));
+                if let Some(missing) = not_created(view, &p.topic) {
+                    return Err(unresolved(missing.to_string()));
                 }
                 view.leader_of(p)
                     .map(|l| vec![l])
                     .ok_or_else(|| unresolved(format!("etcd records no leader of {p}")))
             }
             Target::CoordinatorOfGroup(key) | Target::CoordinatorOfTxn(key) => {
-                let p = coordinator_partition(target, view).map_err(unresolved)?;
+                let p =
+                    coordinator_partition(target, view).map_err(|e| unresolved(e.to_string()))?;
                 view.leader_of(&p).map(|l| vec![l]).ok_or_else(|| {
                     unresolved(format!(
                         "etcd records no leader of {p}, {key:?}'s partition"
