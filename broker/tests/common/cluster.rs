@@ -72,17 +72,7 @@ impl Cluster {
     /// Like [`Cluster::start`], with every broker-to-broker connection (fetches,
     /// controller requests) going through a forwarder per target broker.
     pub fn start_meshed(n: i32, extra: &[&str]) -> Cluster {
-        let etcd = Etcd::start();
-        let endpoint = etcd.endpoint.clone();
-        Cluster::start_full(
-            n,
-            extra,
-            etcd,
-            |_| endpoint.clone(),
-            true,
-            |_| Vec::new(),
-            |_| Vec::new(),
-        )
+        Cluster::start_meshed_with(n, extra, |_| Vec::new())
     }
 
     /// Like [`Cluster::start_meshed`], broker `id` also getting the flags
