@@ -92,7 +92,11 @@ impl Explorer {
             .unwrap_or_default();
         let mut best = (choice, fault, pairs);
         if self.guided {
-            let prior = self.prior.snapshot();
+            let prior = self
+                .prior
+                .0
+                .lock()
+                .expect("never poisoned: no panic holds it");
             let mut most = self.run.novelty(&prior, &best.2);
             let flat = flat(plan);
             for k in 1..CANDIDATES {
