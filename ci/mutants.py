@@ -90,7 +90,6 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="at most this many survivors (0: all)")
     args = ap.parse_args()
 
-    root = Path(__file__).resolve().parent.parent
     outcomes = json.loads(args.outcomes.read_text())
     every = json.loads(args.list.read_text())
     by_name = {mutant_name(m): m for m in every}
@@ -119,8 +118,17 @@ def main() -> int:
     tree = args.tree
     bin_dir = args.out / "bin"
     bin_dir.mkdir(exist_ok=True)
-    shutil.copy2(root / "target/debug/epochal-proxy", bin_dir / "epochal-proxy")
     target = Path(os.environ.get("CARGO_TARGET_DIR", args.out / "target"))
+    # The harness and the proxy come from the worktree before any mutant is
+    # applied (HEAD), built once: every campaign of the stage judges with the
+    # same harness, whatever happens in the checkout meanwhile.
+    env = dict(os.environ, CARGO_TARGET_DIR=str(target))
+    if run(["cargo", "build", "-q", "--manifest-path", str(tree / "Cargo.toml"),
+            "-p", "epochal", "-p", "epochal-faults", "--bins"], env=env) != 0:
+        print(f"cannot build the harness and proxy in {tree}", file=sys.stderr)
+        return 1
+    for binary in ("epochal", "epochal-proxy"):
+        shutil.copy2(target / "debug" / binary, bin_dir / binary)
     seeds = [s for s in args.seeds.split(",") if s]
 
     for i, m in enumerate(survivors, 1):
@@ -141,7 +149,7 @@ def main() -> int:
                 workload = WORKLOADS.get(module_of(m["file"]), DEFAULT_WORKLOAD)
                 for seed in seeds:
                     store = args.out / "store" / f"{i:04d}"
-                    code = run([str(root / "target/debug/epochal"), "campaign", "--seed", seed,
+                    code = run([str(bin_dir / "epochal"), "campaign", "--seed", seed,
                                 "--duration", args.duration, "--store", str(store), *FIXED,
                                 *workload],
                                env=dict(os.environ, EPOCHAL_BIN_DIR=str(bin_dir)),

@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${EPOCHAL_MUTANTS_OUT:-target/mutants}
-shard=${EPOCHAL_MUTANTS_SHARD:-1/1}
+shard=${EPOCHAL_MUTANTS_SHARD:-0/1}
 seeds=${EPOCHAL_MUTANTS_SEEDS:-1,2}
 duration=${EPOCHAL_MUTANTS_DURATION:-60s}
 files=("$@")
@@ -28,7 +28,6 @@ if [[ ${#files[@]} -eq 0 ]]; then
     broker/src/transactions broker/src/offsets broker/src/group)
 fi
 command -v cargo-mutants >/dev/null 2>&1 || cargo install --locked cargo-mutants
-cargo build -q --workspace --bins
 mkdir -p "$out"
 # The mutants are made in a git worktree of HEAD, in place (cargo-mutants'
 # --in-place), never in this checkout; its builds share one target dir, so
@@ -36,6 +35,9 @@ mkdir -p "$out"
 tree=$out/tree
 [[ -d $tree ]] || git worktree add --detach "$tree" HEAD >/dev/null
 export CARGO_TARGET_DIR=$PWD/$out/target
+# No debug info: a mutant's build is mostly linking, and nothing here is
+# debugged.
+export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0}
 file_args=()
 for f in "${files[@]}"; do
   if [[ -d $f ]]; then file_args+=(--file "$f/**/*.rs"); else file_args+=(--file "$f"); fi
@@ -45,7 +47,7 @@ cargo mutants --dir "$tree" --list --json -p epochal-broker "${file_args[@]}" >"
 # Exit 2 (mutants missed) and 3 (timeouts) are results here, not failures.
 status=0
 cargo mutants --dir "$tree" --in-place -p epochal-broker "${file_args[@]}" --shard "$shard" \
-  --output "$out" --no-shuffle -- --lib || status=$?
+  --sharding round-robin --output "$out" --no-shuffle -- --lib || status=$?
 if [[ $status -ne 0 && $status -ne 2 && $status -ne 3 ]]; then
   echo "cargo mutants failed (exit $status)" >&2
   exit "$status"

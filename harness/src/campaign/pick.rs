@@ -10,7 +10,8 @@
 //! every node of several (a one-node cluster's node may be); one network cut
 //! or request fault at a time (the nemesis heals all cuts and request faults
 //! at once); an undo only for what is undone-able now, and a restart only
-//! with no cut in force (a broker cannot start cut off from etcd).
+//! of a node whose link to etcd is not cut (a broker cannot start cut off
+//! from etcd).
 
 use std::collections::BTreeSet;
 
@@ -73,8 +74,12 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
     }
     // A broker cannot start while cut off from etcd (nor could Kafka's
     // without ZooKeeper: it gives up after zookeeper.connection.timeout.ms),
-    // so dead nodes come back only once every cut is healed.
-    if !state.down.is_empty() && !state.cut {
+    // so a dead node comes back only while its own link to etcd flows; a
+    // cut elsewhere (between other brokers, or this one from its peers or
+    // clients) does not keep it down, as a Kafka broker starts through a
+    // partition that leaves it ZooKeeper.
+    let restartable = state.restartable();
+    if !restartable.is_empty() {
         options.push((Option_::Restart, plan.recover_weight));
     }
     if state.cut {
@@ -107,7 +112,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
     };
     Some(match picked {
         Option_::Resume => Choice::Resume(pick_of(random, &state.paused)),
-        Option_::Restart => Choice::Restart(pick_of(random, &state.down)),
+        Option_::Restart => Choice::Restart(pick_of(random, &restartable)),
         Option_::Heal => Choice::Heal,
         Option_::Sequence => Choice::Sequence(sequence::draw(random, plan, &state.partitions)?),
         Option_::Kind(Kind::MajorityMinority) => {
@@ -311,8 +316,17 @@ mod tests {
             Fault::Restart(t) | Fault::Start(t) => {
                 state.down.remove(&node(t));
             }
-            Fault::Heal => state.cut = false,
+            Fault::Heal => {
+                state.cut = false;
+                state.etcd_cut.clear();
+            }
             Fault::TruncateLog(t) => assert!(state.down.contains(&node(&t.node))),
+            // The cuts that leave their nodes without etcd, as the
+            // nemesis's partitions do (nemesis/partition.rs).
+            Fault::NodeFromEtcd(c) | Fault::Isolate(c) | Fault::MajorityMinority(c) => {
+                state.cut = true;
+                state.etcd_cut.insert(node(&c.target));
+            }
             _ => state.cut = true,
         }
     }
@@ -328,6 +342,9 @@ mod tests {
 
     #[test]
     fn the_nemesis_never_breaks_more_than_the_plan_allows_and_only_undoes_what_is_broken() {
+        // Restarts while a cut elsewhere is in force: the rule allows them,
+        // and the seeds below draw some.
+        let mut restarted_in_cut = 0;
         for seed in 1..=40 {
             let plan = plan(seed);
             let mut random = plan.picker();
@@ -345,9 +362,10 @@ mod tests {
                     Fault::Resume(Target::Node(n)) => assert!(state.paused.contains(n)),
                     Fault::Restart(Target::Node(n)) => {
                         assert!(
-                            state.down.contains(n) && !state.cut,
+                            state.down.contains(n) && !state.etcd_cut.contains(n),
                             "seed {seed}: {fault:?}"
-                        )
+                        );
+                        restarted_in_cut += usize::from(state.cut);
                     }
                     Fault::Heal => assert!(state.cut),
                     Fault::Pause(Target::Node(n))
@@ -369,6 +387,36 @@ mod tests {
                 );
                 assert!(!state.up().is_empty(), "seed {seed}: every node out");
             }
+        }
+        assert!(restarted_in_cut > 0, "no restart during a cut in 40 seeds");
+    }
+
+    /// A dead node comes back during a cut that leaves its own link to etcd
+    /// alone, and never while its link to etcd is cut.
+    #[test]
+    fn a_restart_waits_only_for_the_nodes_own_link_to_etcd() {
+        let plan = plan(1);
+        let mut random = plan.picker();
+        let mut state = state();
+        state.down.insert(NodeId::new(2));
+        state.cut = true;
+        state.etcd_cut.insert(NodeId::new(3));
+        let restarts = (0..200)
+            .filter_map(|_| choose(&mut random, &plan, &state))
+            .filter(|c| matches!(c, Choice::Restart(_)))
+            .inspect(|c| assert_eq!(*c, Choice::Restart(NodeId::new(2))))
+            .count();
+        assert!(
+            restarts > 0,
+            "b2 was never restarted while b3 was cut from etcd"
+        );
+        state.etcd_cut.insert(NodeId::new(2));
+        for _ in 0..200 {
+            let choice = choose(&mut random, &plan, &state);
+            assert!(
+                !matches!(choice, Some(Choice::Restart(_))),
+                "b2 restarted while cut from etcd: {choice:?}"
+            );
         }
     }
 

@@ -40,6 +40,12 @@ impl State {
         self.down.len() + self.paused.len()
     }
 
+    /// The dead nodes that can start now: those whose link to etcd is not
+    /// cut. With no cut in force, every dead node.
+    pub fn restartable(&self) -> BTreeSet<NodeId> {
+        self.down.difference(&self.etcd_cut).copied().collect()
+    }
+
     /// Nothing paused, dead or cut.
     pub fn is_whole(&self) -> bool {
         self.faulted() == 0 && !self.cut
