@@ -332,11 +332,13 @@ impl Plan {
     }
 
     /// This plan guided toward state-fault pairs not reached yet, measured
-    /// against `prior` (campaign/explore.rs).
-    pub fn guided(self, prior: explore::pairs::SharedCoverage) -> Plan {
+    /// against `prior` (campaign/explore/); with `lookahead`, ties broken by
+    /// how rare the states a pick has led to are (explore/ahead.rs).
+    pub fn guided(self, prior: explore::pairs::SharedCoverage, lookahead: bool) -> Plan {
         Plan {
             guide: explore::pairs::Guide {
                 guided: true,
+                lookahead,
                 prior,
             },
             ..self
@@ -348,6 +350,7 @@ impl Plan {
         Plan {
             guide: explore::pairs::Guide {
                 guided: false,
+                lookahead: false,
                 prior,
             },
             ..self

@@ -88,10 +88,15 @@ pub struct CampaignArgs {
     #[arg(long)]
     pub no_sequences: bool,
     /// Guide the nemesis toward state-fault pairs not reached yet
-    /// (campaign/coverage.rs): each pick draws a few candidates from the
+    /// (campaign/explore/): each pick draws a few candidates from the
     /// seed's mix and fires the one reaching the most new pairs.
     #[arg(long)]
     pub guided: bool,
+    /// With `--guided`: between candidates reaching as many new pairs, fire
+    /// the one whose pairs have led to the states seen least
+    /// (campaign/explore/ahead.rs).
+    #[arg(long, requires = "guided")]
+    pub lookahead: bool,
     /// A coverage map: read first (its pairs count as reached), and written
     /// back with every seed's pairs added when the campaign ends. Each run
     /// also writes its own pairs to `coverage.json` in its directory.
@@ -341,7 +346,7 @@ fn one_seed(
         plan
     };
     let plan = if args.guided {
-        plan.guided(prior.clone())
+        plan.guided(prior.clone(), args.lookahead)
     } else {
         plan.measured_against(prior.clone())
     };

@@ -63,6 +63,9 @@ pub struct PowerArgs {
     /// seeds before it reached.
     #[arg(long)]
     pub guided: bool,
+    /// With `--guided`, ties broken by rarity ahead (`campaign --lookahead`).
+    #[arg(long, requires = "guided")]
+    pub lookahead: bool,
     /// A coverage map read first and written back with every run's pairs
     /// added (`campaign --coverage`).
     #[arg(long, value_name = "FILE")]
@@ -268,6 +271,7 @@ fn options(args: &PowerArgs) -> Result<PowerOptions, PowerArgsError> {
         sequences: !args.no_sequences,
         guide: Guide {
             guided: args.guided,
+            lookahead: args.lookahead,
             prior: SharedCoverage::new(match &args.coverage {
                 Some(path) => Coverage::load(path)?,
                 None => Coverage::default(),

@@ -7,9 +7,10 @@
 //! ties, so with nothing new in reach a guided pick is the unguided one. Targeted
 //! sequences (sequence.rs) are taken as drawn and not recorded pair by pair.
 
+pub mod ahead;
 pub mod pairs;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use super::Plan;
@@ -18,7 +19,7 @@ use super::sequence::Sequence;
 use crate::node::NodeId;
 use crate::observe::ClusterView;
 use crate::random::SplitMix64;
-use crate::schedule::{Fault, Target};
+use crate::schedule::{Fault, PartitionRef, Target};
 use pairs::{Bounces, CANDIDATES, Coverage, Observed, SharedCoverage};
 
 /// What the pick came to.
@@ -48,20 +49,29 @@ fn flat(plan: &Plan) -> Plan {
 /// One run's exploration: its own coverage and the bounces it caused.
 pub(super) struct Explorer {
     guided: bool,
+    /// Ties in novelty broken by rarity ahead (ahead.rs).
+    lookahead: bool,
     prior: SharedCoverage,
     run: Coverage,
     bounces: Bounces,
     started: Instant,
+    /// The pairs, by partition, of the single fault last picked, and of the
+    /// last one fired (whose outcome the next pick notes).
+    picked: Vec<(PartitionRef, String)>,
+    fired: Vec<(PartitionRef, String)>,
 }
 
 impl Explorer {
     pub fn new(plan: &Plan, started: Instant) -> Self {
         Explorer {
             guided: plan.guide.guided,
+            lookahead: plan.guide.lookahead,
             prior: plan.guide.prior.clone(),
             run: Coverage::default(),
             bounces: Bounces::default(),
             started,
+            picked: Vec::new(),
+            fired: Vec::new(),
         }
     }
 
@@ -81,6 +91,7 @@ impl Explorer {
             view,
             bounced: &bounced,
         };
+        self.note(&observed);
         let choice = pick::choose(random, plan, state)?;
         if let Choice::Sequence(sequence) = choice {
             return Some(Picked::Sequence(sequence));
@@ -88,7 +99,7 @@ impl Explorer {
         let fault = pick::realise(random, &choice, state, &mut resolve);
         let pairs = fault
             .as_ref()
-            .map(|f| observed.pairs(f))
+            .map(|f| observed.pairs_at(f))
             .unwrap_or_default();
         let mut best = (choice, fault, pairs);
         if self.guided {
@@ -97,7 +108,16 @@ impl Explorer {
                 .0
                 .lock()
                 .expect("never poisoned: no panic holds it");
-            let mut most = self.run.novelty(&prior, &best.2);
+            let score = |pairs: &[(PartitionRef, String)]| {
+                let names: Vec<String> = pairs.iter().map(|(_, pair)| pair.clone()).collect();
+                let ahead = if self.lookahead {
+                    ahead::ahead(&self.run, &prior, pairs)
+                } else {
+                    0.0
+                };
+                (self.run.novelty(&prior, &names), ahead)
+            };
+            let mut most = score(&best.2);
             let flat = flat(plan);
             for k in 1..CANDIDATES {
                 let mix = if k % 2 == 1 { &flat } else { plan };
@@ -110,20 +130,37 @@ impl Explorer {
                 let Some(fault) = pick::realise(random, &choice, state, &mut resolve) else {
                     continue;
                 };
-                let pairs = observed.pairs(&fault);
-                let novelty = self.run.novelty(&prior, &pairs);
-                if novelty > most {
-                    most = novelty;
+                let pairs = observed.pairs_at(&fault);
+                let this = score(&pairs);
+                // Novelty first; rarity ahead only between equals. The
+                // first drawn keeps a tie.
+                if this.0 > most.0 || (this.0 == most.0 && this.1 > most.1 + 1e-9) {
+                    most = this;
                     best = (choice, Some(fault), pairs);
                 }
             }
         }
         let (choice, fault, pairs) = best;
+        self.picked = pairs.clone();
         Some(Picked::Fault {
             choice,
             fault,
-            pairs,
+            pairs: pairs.into_iter().map(|(_, pair)| pair).collect(),
         })
+    }
+
+    /// Before a pick: the shapes every partition is in now, and what the
+    /// fault fired last led to.
+    fn note(&mut self, observed: &Observed) {
+        let shapes: BTreeMap<PartitionRef, String> = observed
+            .shapes()
+            .into_iter()
+            .map(|(p, _, shape)| (p, shape))
+            .collect();
+        let fired = std::mem::take(&mut self.fired);
+        self.run.followed(&fired, &shapes);
+        self.run.saw(&shapes);
+        self.picked.clear();
     }
 
     /// A fault fired: its pairs reached, and a restart of a node etcd still
@@ -131,10 +168,12 @@ impl Explorer {
     pub fn fired(&mut self, fault: &Fault, pairs: &[String], registered: &BTreeSet<NodeId>) {
         self.run.record(pairs, self.started.elapsed());
         self.bounces.fired(fault, registered);
+        self.fired = std::mem::take(&mut self.picked);
     }
 
     /// A sequence's faults fired: only its restarts are noted.
     pub fn sequence_fired(&mut self, faults: &[Fault], registered: &BTreeSet<NodeId>) {
+        self.fired.clear();
         for fault in faults {
             self.bounces.fired(fault, registered);
         }
@@ -225,7 +264,9 @@ mod tests {
             let first = pairs_of(explorer.pick(&mut random, &plan, &state, &view, resolve));
             let mut known = Coverage::default();
             known.record(&first, Duration::ZERO);
-            let guided = plan.clone().guided(SharedCoverage::new(known.clone()));
+            let guided = plan
+                .clone()
+                .guided(SharedCoverage::new(known.clone()), false);
             let mut random = guided.picker();
             let mut explorer = Explorer::new(&guided, Instant::now());
             let picked = pairs_of(explorer.pick(&mut random, &guided, &state, &view, resolve));
@@ -238,5 +279,63 @@ mod tests {
             }
         }
         assert!(moved >= 10, "guidance moved only {moved} of 20 known picks");
+    }
+
+    /// With every pair in reach already known, look-ahead fires the pair
+    /// that once led to a seldom seen state more often than guidance by
+    /// novelty alone, which then keeps the seed's own draw.
+    #[test]
+    fn lookahead_prefers_the_pair_that_led_somewhere_rare() {
+        let (state, view) = cluster();
+        let resolve = |t: &Target| match t {
+            Target::Node(n) => Some(vec![*n]),
+            _ => Some(vec![NodeId::new(2)]),
+        };
+        let plan = |seed| Plan::derive(seed, StopAfter::Faults(10), 3, Kind::ALL);
+        // Every pair a first pick reaches here, over many seeds, known.
+        let mut known = Coverage::default();
+        for seed in 1..=200 {
+            let plan = plan(seed).without_sequences();
+            let mut random = plan.picker();
+            for _ in 0..4 {
+                let mut explorer = Explorer::new(&plan, Instant::now());
+                let picked = pairs_of(explorer.pick(&mut random, &plan, &state, &view, resolve));
+                known.record(&picked, Duration::ZERO);
+            }
+        }
+        let rare = known
+            .pairs
+            .keys()
+            .find(|p| p.starts_with("pause "))
+            .cloned();
+        let rare = rare.expect("a pause is in reach");
+        let p = PartitionRef::new("t", 0);
+        let shape = |s: &str| BTreeMap::from([(p.clone(), s.to_owned())]);
+        for _ in 0..50 {
+            known.saw(&shape("common"));
+        }
+        known.saw(&shape("rare"));
+        for pair in known.pairs.keys().cloned().collect::<Vec<_>>() {
+            let to = if pair == rare { "rare" } else { "common" };
+            known.followed(&[(p.clone(), pair)], &shape(to));
+        }
+        let fired = |lookahead| {
+            (1..=40)
+                .filter(|&seed| {
+                    let plan = plan(seed)
+                        .without_sequences()
+                        .guided(SharedCoverage::new(known.clone()), lookahead);
+                    let mut random = plan.picker();
+                    let mut explorer = Explorer::new(&plan, Instant::now());
+                    pairs_of(explorer.pick(&mut random, &plan, &state, &view, resolve))
+                        .contains(&rare)
+                })
+                .count()
+        };
+        let (with, without) = (fired(true), fired(false));
+        assert!(
+            with > without,
+            "{rare}: {with} with look-ahead, {without} without"
+        );
     }
 }

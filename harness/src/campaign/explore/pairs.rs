@@ -29,7 +29,7 @@ use crate::campaign::state::State;
 use crate::history::Verb;
 use crate::node::NodeId;
 use crate::observe::ClusterView;
-use crate::schedule::{Fault, Target};
+use crate::schedule::{Fault, PartitionRef, Target};
 
 /// How long after a restart inside its lease an ISR member counts as
 /// bounced: past it, the controller has long seen the registration put again.
@@ -71,7 +71,7 @@ pub struct Observed<'a> {
 impl Observed<'_> {
     /// Each partition's abstract state, as one line:
     /// `leader=up isr=shrunk out=catching-up bounced=no controller=up`.
-    pub fn shapes(&self) -> Vec<(NodeShape, String)> {
+    pub fn shapes(&self) -> Vec<(PartitionRef, NodeShape, String)> {
         let controller = match self.view.controller {
             None => "none",
             Some(c) if node_is(self.state, c) == "up" => "up",
@@ -108,6 +108,7 @@ impl Observed<'_> {
                 if bounced { "yes" } else { "no" }
             );
             shapes.push((
+                p.clone(),
                 NodeShape {
                     leader: view.leader,
                     isr: view.isr.clone(),
@@ -122,11 +123,19 @@ impl Observed<'_> {
     /// The pairs a fault reaches: one per partition, the partition's shape
     /// with the fault's verb and its node's role there.
     pub fn pairs(&self, fault: &Fault) -> Vec<String> {
+        self.pairs_at(fault)
+            .into_iter()
+            .map(|(_, pair)| pair)
+            .collect()
+    }
+
+    /// [`Observed::pairs`], each with its partition.
+    pub fn pairs_at(&self, fault: &Fault) -> Vec<(PartitionRef, String)> {
         let verb = Verb::of(fault).name();
         let nodes = touched(fault);
         self.shapes()
             .into_iter()
-            .map(|(roles, shape)| {
+            .map(|(p, roles, shape)| {
                 let role = match nodes.as_slice() {
                     [] => "-".to_string(),
                     nodes => {
@@ -136,7 +145,7 @@ impl Observed<'_> {
                         named.join("+")
                     }
                 };
-                format!("{verb} {role} | {shape}")
+                (p, format!("{verb} {role} | {shape}"))
             })
             .collect()
     }
@@ -200,6 +209,13 @@ pub struct Reached {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
     pub pairs: BTreeMap<String, Reached>,
+    /// How often each partition shape was seen before a pick (ahead.rs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shapes: BTreeMap<String, u64>,
+    /// Per pair, the shapes its partition was seen in at the next pick, and
+    /// how often (ahead.rs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub next: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 /// Why a coverage map could not be read or written.
@@ -266,6 +282,15 @@ impl Coverage {
         for (pair, reached) in &other.pairs {
             self.pairs.entry(pair.clone()).or_default().count += reached.count;
         }
+        for (shape, seen) in &other.shapes {
+            *self.shapes.entry(shape.clone()).or_default() += seen;
+        }
+        for (pair, after) in &other.next {
+            let mine = self.next.entry(pair.clone()).or_default();
+            for (shape, seen) in after {
+                *mine.entry(shape.clone()).or_default() += seen;
+            }
+        }
     }
 
     /// How many of `pairs` neither this map nor `prior` holds.
@@ -320,6 +345,9 @@ impl PartialEq for SharedCoverage {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Guide {
     pub guided: bool,
+    /// Ties in novelty broken by how rare the shapes a pick has led to are
+    /// (ahead.rs; `--lookahead`).
+    pub lookahead: bool,
     pub prior: SharedCoverage,
 }
 

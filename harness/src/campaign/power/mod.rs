@@ -55,6 +55,9 @@ impl PowerOptions {
         if self.guide.guided {
             command += " --guided";
         }
+        if self.guide.lookahead {
+            command += " --lookahead";
+        }
         command
     }
 }
