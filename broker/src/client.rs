@@ -6,10 +6,15 @@
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+use kafka_protocol::messages::{RequestHeader, ResponseHeader, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// A topic's name as the protocol's messages carry it.
+pub fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_string()))
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {

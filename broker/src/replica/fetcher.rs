@@ -25,16 +25,15 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::{
-    BrokerId, FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, TopicName,
+    BrokerId, FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest,
 };
-use kafka_protocol::protocol::StrBytes;
 use tokio::task::JoinHandle;
 
 use super::follower::{StorageOrRole, TruncationProgress};
 use super::manager::ReplicaManager;
 use super::store::{EpochEndOffset, TopicPartition};
 use super::truncation::{self, MAX_TRUNCATION_ROUNDS, OutOfRangeReset};
-use crate::client::{ClientError, Connection};
+use crate::client::{ClientError, Connection, topic_name};
 use crate::failpoints::{self, Failpoint};
 
 /// Fetch v12: the last version before topic ids; carries the current leader
@@ -200,10 +199,6 @@ async fn run(replicas: Arc<ReplicaManager>, fetch_wait: Duration, target: FetchT
         }
         tokio::time::sleep(BACKOFF).await;
     }
-}
-
-fn topic_name(name: &str) -> TopicName {
-    TopicName(StrBytes::from_string(name.to_string()))
 }
 
 /// KIP-279's follower loop: ask about our latest epoch, cut, and ask again

@@ -16,7 +16,7 @@ use crate::replica::manager::ReplicaManager;
 use crate::server::metadata_cache::MetadataCache;
 use crate::server::producer_id_manager::ProducerIdManager;
 use crate::state_change_log::StateChangeLog;
-use crate::transactions::TxnCoordinator;
+use crate::transactions::{TxnCoordinator, TxnHost};
 
 pub struct Broker {
     pub config: BrokerConfig,
@@ -44,6 +44,26 @@ pub struct Broker {
     /// The transaction-state partitions this broker leads, as their
     /// transaction coordinator.
     pub transactions: Arc<TxnCoordinator>,
+}
+
+/// The transaction coordinator's work is given these parts, not the whole
+/// broker (transactions/host.rs).
+impl TxnHost for Broker {
+    fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+    fn coordinator(&self) -> &TxnCoordinator {
+        &self.transactions
+    }
+    fn replicas(&self) -> &ReplicaManager {
+        &self.replicas
+    }
+    fn metadata(&self) -> &MetadataCache {
+        &self.metadata
+    }
+    fn producer_ids(&self) -> &ProducerIdManager {
+        &self.producer_ids
+    }
 }
 
 impl Broker {

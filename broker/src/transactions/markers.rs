@@ -23,12 +23,13 @@ use kafka_protocol::messages::{ProducerId, WriteTxnMarkersRequest};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 
+use super::TxnHost;
 use super::coordinator::MarkerJob;
 use super::state::{self, TxnMetadata};
 use super::transition;
 use crate::client::Connection;
-use crate::server::context::Broker;
-use crate::server::handlers::topic_name;
+use crate::client::topic_name;
+use crate::server::metadata_cache::MetadataCache;
 
 /// How long one WriteTxnMarkers round trip (connect included) may take:
 /// longer than a leader holds a marker waiting for its ISR
@@ -46,8 +47,8 @@ const WRITE_TXN_MARKERS_VERSION: i16 = 1;
 
 /// Runs until `stop`: each prepared transaction handed over is completed by
 /// a task of its own, and timed-out transactions are aborted.
-pub async fn run(
-    broker: Arc<Broker>,
+pub async fn run<B: TxnHost>(
+    broker: Arc<B>,
     mut jobs: UnboundedReceiver<MarkerJob>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -60,7 +61,7 @@ pub async fn run(
                 }
                 None => return,
             },
-            _ = scan.tick() => abort_timed_out(&broker).await,
+            _ = scan.tick() => abort_timed_out(&*broker).await,
             _ = stop.changed() => return,
         }
     }
@@ -69,10 +70,10 @@ pub async fn run(
 /// Aborts every loaded ongoing transaction past its timeout: PrepareAbort
 /// under a bumped epoch (fencing the producer that let it lapse), then its
 /// markers (Kafka's `abortTimedOutTransactions`).
-async fn abort_timed_out(broker: &Broker) {
+async fn abort_timed_out(broker: &impl TxnHost) {
     let now = transition::now_ms();
-    let fence = broker.config.transaction_timeout_fences_producer;
-    for (id, _, m) in broker.transactions.loaded() {
+    let fence = broker.config().transaction_timeout_fences_producer;
+    for (id, _, m) in broker.coordinator().loaded() {
         if state::timed_out(&m, now).is_none() {
             continue;
         }
@@ -95,7 +96,7 @@ async fn abort_timed_out(broker: &Broker) {
                     producer_id = prepared.producer_id,
                     "transaction timed out; aborting"
                 );
-                broker.transactions.send_markers(MarkerJob {
+                broker.coordinator().send_markers(MarkerJob {
                     transactional_id: id,
                     coordinator_epoch: leader_epoch,
                     prepared,
@@ -117,9 +118,9 @@ fn same_transaction(a: &TxnMetadata, b: &TxnMetadata) -> bool {
 
 /// Whether this broker still coordinates `job`'s id in its epoch with the
 /// transaction still prepared.
-fn still_prepared(broker: &Broker, job: &MarkerJob) -> bool {
+fn still_prepared(broker: &impl TxnHost, job: &MarkerJob) -> bool {
     broker
-        .transactions
+        .coordinator()
         .lookup(&job.transactional_id)
         .is_ok_and(|c| {
             c.leader_epoch == job.coordinator_epoch
@@ -131,19 +132,19 @@ fn still_prepared(broker: &Broker, job: &MarkerJob) -> bool {
 
 /// Sends `job`'s markers until every partition holds one, then writes the
 /// Complete state.
-async fn complete(broker: Arc<Broker>, job: MarkerJob) {
+async fn complete<B: TxnHost>(broker: Arc<B>, job: MarkerJob) {
     let mut pending: BTreeSet<(String, i32)> = job.prepared.partitions.clone();
     while !pending.is_empty() {
-        if !still_prepared(&broker, &job) {
+        if !still_prepared(&*broker, &job) {
             tracing::info!(
                 transactional_id = job.transactional_id,
                 "markers abandoned: no longer this coordinator's to complete"
             );
             return;
         }
-        let by_leader = leaders(&broker, &mut pending);
+        let by_leader = leaders(broker.metadata(), &mut pending);
         for (leader, partitions) in by_leader {
-            match send(&broker, leader, &job, &partitions).await {
+            match send(&*broker, leader, &job, &partitions).await {
                 Ok(done) => done.iter().for_each(|tp| {
                     pending.remove(tp);
                 }),
@@ -164,7 +165,7 @@ async fn complete(broker: Arc<Broker>, job: MarkerJob) {
         }
     }
     let prepared = job.prepared.clone();
-    let written = transition::write(&broker, &job.transactional_id, |current, _| {
+    let written = transition::write(&*broker, &job.transactional_id, |current, _| {
         let next = current
             .filter(|c| same_transaction(c, &prepared))
             .and_then(|c| state::complete(c, transition::now_ms()));
@@ -198,10 +199,10 @@ async fn complete(broker: Arc<Broker>, job: MarkerJob) {
 /// partition's share of the transaction was later ended by an abort marker,
 /// a torn transaction, on the fixed settings.)
 fn leaders(
-    broker: &Broker,
+    metadata: &MetadataCache,
     pending: &mut BTreeSet<(String, i32)>,
 ) -> BTreeMap<i32, Vec<(String, i32)>> {
-    let view = broker.metadata.snapshot();
+    let view = metadata.snapshot();
     let filled = view.controller_id >= 0;
     let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
     pending.retain(|(topic, partition)| {
@@ -236,15 +237,15 @@ enum MarkerError {
 
 /// Sends `partitions`' markers to `leader`; the partitions that hold theirs.
 async fn send(
-    broker: &Broker,
+    broker: &impl TxnHost,
     leader: i32,
     job: &MarkerJob,
     partitions: &[(String, i32)],
 ) -> Result<Vec<(String, i32)>, MarkerError> {
-    let addr = match broker.config.peers.get(&leader) {
+    let addr = match broker.config().peers.get(&leader) {
         Some(addr) => addr.clone(),
         None => {
-            let view = broker.metadata.snapshot();
+            let view = broker.metadata().snapshot();
             let endpoint = view
                 .brokers
                 .get(&leader)
@@ -271,7 +272,7 @@ async fn send(
                 })
                 .collect(),
         );
-    let client_id = format!("txn-coordinator-{}", broker.config.node_id);
+    let client_id = format!("txn-coordinator-{}", broker.config().node_id);
     let mut conn = Connection::connect(&addr, &client_id, MARKER_REQUEST_TIMEOUT).await?;
     let resp = conn
         .send(
@@ -298,64 +299,16 @@ async fn send(
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-    use crate::config::ConfigArgs;
-    use crate::controller::metadata_store::MetadataStore;
-    use crate::replica::manager::ReplicaManager;
     use crate::server::metadata_cache::{ClusterView, PartitionMetadata};
-    use crate::state_change_log::StateChangeLog;
-    use crate::storage::{LogConfig, LogManager};
-
-    /// A broker of its own data directory whose etcd client is never dialled
-    /// (as the fuzz target's): only its metadata cache is used.
-    fn broker(dir: &std::path::Path, runtime: &tokio::runtime::Runtime) -> Broker {
-        let config = ConfigArgs::parse_from([
-            "epochal-broker",
-            "--node-id",
-            "1",
-            "--data-dir",
-            dir.to_str().unwrap(),
-            "--etcd",
-            "http://127.0.0.1:9",
-        ])
-        .resolve()
-        .unwrap();
-        let logs = LogManager::open(dir, LogConfig::default()).unwrap();
-        let replicas = Arc::new(ReplicaManager::new(
-            config.node_id,
-            config.min_insync_replicas,
-            config.truncation,
-            logs,
-            None,
-        ));
-        let _inside = runtime.enter();
-        let store = runtime
-            .block_on(MetadataStore::connect(&config.etcd))
-            .unwrap();
-        let state_changes = StateChangeLog::open(dir).unwrap();
-        Broker::new(
-            config,
-            replicas,
-            store,
-            state_changes,
-            ("127.0.0.1".into(), 9092),
-        )
-    }
 
     #[test]
     fn markers_wait_for_a_metadata_cache_no_controller_filled_and_drop_only_a_topic_it_lacks() {
-        let dir = tempfile::tempdir().unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        let broker = broker(dir.path(), &runtime);
+        let metadata = MetadataCache::new();
         let mut pending: BTreeSet<(String, i32)> = [("t".to_owned(), 1)].into();
 
         // Just started (or just took over): nothing is known, nothing is gone.
-        assert!(leaders(&broker, &mut pending).is_empty());
+        assert!(leaders(&metadata, &mut pending).is_empty());
         assert_eq!(pending.len(), 1, "dropped from an empty cache");
 
         // A controller's view with t-1 led by 2: the marker goes to 2.
@@ -373,16 +326,16 @@ mod tests {
                 offline_replicas: Vec::new(),
             },
         );
-        broker.metadata.replace(view);
-        let by_leader = leaders(&broker, &mut pending);
+        metadata.replace(view);
+        let by_leader = leaders(&metadata, &mut pending);
         assert_eq!(by_leader.get(&2), Some(&vec![("t".to_owned(), 1)]));
 
         // A controller's view without t: the topic was deleted.
-        broker.metadata.replace(ClusterView {
+        metadata.replace(ClusterView {
             controller_id: 2,
             ..Default::default()
         });
-        assert!(leaders(&broker, &mut pending).is_empty());
+        assert!(leaders(&metadata, &mut pending).is_empty());
         assert!(
             pending.is_empty(),
             "kept for a topic the controller deleted"

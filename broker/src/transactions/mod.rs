@@ -9,6 +9,7 @@
 //! `storage::txn` and `replica::txn`.
 
 pub mod coordinator;
+pub mod host;
 pub mod load;
 pub mod log_record;
 pub mod markers;
@@ -17,3 +18,4 @@ pub mod transition;
 pub mod verify;
 
 pub use coordinator::{TXN_STATE_TOPIC, TxnCoordinator};
+pub use host::TxnHost;

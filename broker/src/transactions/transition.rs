@@ -10,11 +10,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_protocol::ResponseError;
 
+use super::TxnHost;
 use super::coordinator::Coordinating;
 use super::log_record;
 use super::state::{TxnError, TxnMetadata};
 use crate::replica::store::TopicPartition;
-use crate::server::context::Broker;
 use crate::storage::record_batch;
 
 /// How long a state's append waits for the in-sync replicas (Kafka waits
@@ -70,11 +70,11 @@ pub type Decision<T> = Result<(Option<TxnMetadata>, T), TxnError>;
 /// state and a source of fresh producer ids), writes it and applies it once
 /// acknowledged.
 pub async fn write<T>(
-    broker: &Broker,
+    broker: &impl TxnHost,
     transactional_id: &str,
     mut decide: impl FnMut(Option<&TxnMetadata>, &mut dyn FnMut() -> i64) -> Decision<T>,
 ) -> Result<Written<T>, TransitionError> {
-    let coordinator = &broker.transactions;
+    let coordinator = &broker.coordinator();
     let _writing = coordinator.writing.lock().await;
     let Coordinating {
         partition,
@@ -101,7 +101,7 @@ pub async fn write<T>(
 /// it again with that id — the state functions are pure, so only the run
 /// that is kept spends an id.
 async fn with_fresh_id<R>(
-    broker: &Broker,
+    broker: &impl TxnHost,
     mut decide: impl FnMut(&mut dyn FnMut() -> i64) -> R,
 ) -> Result<R, TransitionError> {
     let mut asked = false;
@@ -113,7 +113,7 @@ async fn with_fresh_id<R>(
         return Ok(first);
     }
     drop(first);
-    match broker.producer_ids.generate().await {
+    match broker.producer_ids().generate().await {
         Ok(id) => Ok(decide(&mut || id)),
         Err(e) => {
             tracing::warn!(%e, "no producer id for a transactional id: could not claim a block");
@@ -126,7 +126,7 @@ async fn with_fresh_id<R>(
 
 /// Appends `m` as `transactional_id`'s state and awaits the ISR.
 async fn append(
-    broker: &Broker,
+    broker: &impl TxnHost,
     tp: &TopicPartition,
     transactional_id: &str,
     m: &TxnMetadata,
@@ -140,12 +140,12 @@ async fn append(
     );
     let failed = |e| TransitionError::Coordinator(append_error(e));
     let ticket = broker
-        .replicas
+        .replicas()
         .append_as_leader(tp, batch, -1)
         .map_err(failed)?;
     let deadline = tokio::time::Instant::now() + APPEND_TIMEOUT;
     let status = broker
-        .replicas
+        .replicas()
         .await_ack(tp, &ticket, deadline, ACK_RECHECK)
         .await;
     match status.and_then(|s| s.code()) {

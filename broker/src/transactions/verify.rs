@@ -33,11 +33,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::TxnHost;
 use super::state;
 use crate::client::Connection;
+use crate::client::topic_name;
 use crate::replica::store::TopicPartition;
-use crate::server::context::Broker;
-use crate::server::handlers::topic_name;
 
 /// The version a leader asks in: v4 is the first with `verify_only`.
 const VERIFY_VERSION: i16 = 4;
@@ -53,14 +53,14 @@ const VERIFY_TIMEOUT: Duration = Duration::from_secs(5);
 /// NOT_ENOUGH_REPLICAS, a retriable error every producer knows, as Kafka's
 /// `AddPartitionsToTxnManager` answers for older clients.
 pub async fn verify_partition(
-    broker: &Broker,
+    broker: &impl TxnHost,
     transactional_id: &str,
     producer_id: i64,
     producer_epoch: i16,
     tp: &TopicPartition,
 ) -> Result<(), ResponseError> {
     let partition = (tp.topic.clone(), tp.partition);
-    let verdict = match broker.transactions.lookup(transactional_id) {
+    let verdict = match broker.coordinator().lookup(transactional_id) {
         Ok(coordinating) => Ok(state::verify(
             coordinating.current.as_ref(),
             producer_id,
@@ -121,14 +121,14 @@ enum AskError {
 /// Sends the verify-only AddPartitionsToTxn to the id's coordinator; the
 /// error it answered for `tp`, if any.
 async fn ask_coordinator(
-    broker: &Broker,
+    broker: &impl TxnHost,
     transactional_id: &str,
     producer_id: i64,
     producer_epoch: i16,
     tp: &TopicPartition,
 ) -> Result<Option<ResponseError>, AskError> {
-    let state_tp = broker.transactions.partition_of(transactional_id);
-    let view = broker.metadata.snapshot();
+    let state_tp = broker.coordinator().partition_of(transactional_id);
+    let view = broker.metadata().snapshot();
     let leader = view
         .topics
         .get(&state_tp.topic)
@@ -136,7 +136,7 @@ async fn ask_coordinator(
         .map(|p| p.leader)
         .filter(|l| *l >= 0)
         .ok_or(AskError::NoCoordinator)?;
-    let addr = match broker.config.peers.get(&leader) {
+    let addr = match broker.config().peers.get(&leader) {
         Some(addr) => addr.clone(),
         None => {
             let endpoint = view.brokers.get(&leader).ok_or(AskError::NoCoordinator)?;
@@ -157,7 +157,7 @@ async fn ask_coordinator(
                     .with_partitions(vec![tp.partition]),
             ]),
     ]);
-    let client_id = format!("txn-verifier-{}", broker.config.node_id);
+    let client_id = format!("txn-verifier-{}", broker.config().node_id);
     let mut conn = Connection::connect(&addr, &client_id, VERIFY_TIMEOUT).await?;
     let resp = conn.send(&request, VERIFY_VERSION).await?;
     if let Some(e) = ResponseError::try_from_code(resp.error_code) {
@@ -181,7 +181,7 @@ async fn ask_coordinator(
 /// `verify_only`. A v4 add that is not verify-only is a broker batching
 /// clients' adds, which no broker here does: refused INVALID_REQUEST.
 pub fn answer_verify_only(
-    broker: &Broker,
+    broker: &impl TxnHost,
     req: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
     let results = req
@@ -193,7 +193,7 @@ pub fn answer_verify_only(
                 if !txn.verify_only {
                     return ResponseError::InvalidRequest.code();
                 }
-                let coordinating = match broker.transactions.lookup(&id) {
+                let coordinating = match broker.coordinator().lookup(&id) {
                     Ok(c) => c,
                     Err(e) => return e.code(),
                 };

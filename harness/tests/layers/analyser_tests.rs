@@ -135,6 +135,34 @@ fn analyser_reports_a_back_edge_between_layers_and_unplaced_modules() {
     );
 }
 
+/// A module below a top-level one may be a layer of its own, lower than its
+/// parent: a file belongs to the longest entry its path starts with.
+#[test]
+fn analyser_places_a_module_below_its_parent_in_a_lower_layer() {
+    let graph = harness_like(&[
+        ("lib.rs", "pub mod ctl; pub mod mid;"),
+        (
+            "ctl/mod.rs",
+            "pub mod store; pub fn run() { crate::mid::m() }",
+        ),
+        ("ctl/store.rs", "pub fn put() {}"),
+        ("mid.rs", "pub fn m() { crate::ctl::store::put() }"),
+    ]);
+    let layers: &[&[&str]] = &[&["ctl::store"], &["mid"], &["ctl"]];
+    assert!(layer_violations(&graph, layers).is_empty());
+    // The store naming its parent goes up.
+    let graph = harness_like(&[
+        ("lib.rs", "pub mod ctl; pub mod mid;"),
+        ("ctl/mod.rs", "pub mod store; pub fn run() {}"),
+        ("ctl/store.rs", "pub fn put() { super::run() }"),
+        ("mid.rs", ""),
+    ]);
+    assert_eq!(
+        layer_violations(&graph, layers),
+        ["ctl/store.rs (ctl::store, layer 1) names ctl/mod.rs (ctl, layer 3): super::run"]
+    );
+}
+
 /// A tree shaped like the broker's: a binary at `main.rs` and one under
 /// `bin/` naming the library by the crate's name, a test file a `#[path]`
 /// attaches below the file that declares it, a `mod.rs` folder and a file

@@ -327,36 +327,48 @@ fn describe_cycle(graph: &Graph, next: &[Vec<usize>], component: &[usize]) -> St
 
 /// Every edge that goes up or sideways between layers, and every top-level
 /// module the list does not place (or places but does not exist).
+///
+/// A layer's entry is a top-level module (`replica`) or a module below one
+/// (`controller::metadata_store`): a file belongs to the longest entry its
+/// module path starts with, so a module can sit lower than the rest of its
+/// parent when nothing in it names the parent.
 pub fn layer_violations(graph: &Graph, layers: &[&[&str]]) -> Vec<String> {
-    let layer_of = |module: &str| layers.iter().position(|l| l.contains(&module));
-    let top = |file: usize| graph.modules[file].first().cloned();
+    let layer_of = |unit: &str| layers.iter().position(|l| l.contains(&unit));
+    let unit = |file: usize| -> Option<String> {
+        let path = &graph.modules[file];
+        (1..=path.len())
+            .rev()
+            .map(|k| path[..k].join("::"))
+            .find(|unit| layer_of(unit).is_some())
+            .or_else(|| path.first().cloned())
+    };
     let mut found = Vec::new();
-    let tops: BTreeSet<String> = (0..graph.files.len()).filter_map(top).collect();
-    for module in &tops {
+    let units: BTreeSet<String> = (0..graph.files.len()).filter_map(unit).collect();
+    for module in &units {
         if layer_of(module).is_none() {
             found.push(format!("`{module}` is in no layer: place it in LAYERS"));
         }
     }
     for module in layers.iter().flat_map(|l| l.iter()) {
-        if !tops.contains(*module) {
+        if !units.contains(*module) {
             found.push(format!(
                 "LAYERS names `{module}`, which is no module of src/"
             ));
         }
     }
     for (&(a, b), why) in &graph.edges {
-        let (Some(ta), Some(tb)) = (top(a), top(b)) else {
+        let (Some(ua), Some(ub)) = (unit(a), unit(b)) else {
             continue;
         };
-        if ta == tb {
+        if ua == ub {
             continue;
         }
-        if let (Some(la), Some(lb)) = (layer_of(&ta), layer_of(&tb))
+        if let (Some(la), Some(lb)) = (layer_of(&ua), layer_of(&ub))
             && la <= lb
         {
             let why: Vec<&str> = why.iter().map(String::as_str).collect();
             found.push(format!(
-                "{} ({ta}, layer {}) names {} ({tb}, layer {}): {}",
+                "{} ({ua}, layer {}) names {} ({ub}, layer {}): {}",
                 graph.files[a],
                 la + 1,
                 graph.files[b],

@@ -4,10 +4,12 @@
 //!
 //! 1. in every crate (harness, broker, faults) it has no cycle: no file
 //!    depends, through any chain, on itself;
-//! 2. in the harness, each top-level module names only modules of layers
-//!    below its own ([`LAYERS`], lowest first; modules that share a layer are
-//!    peers and name neither each other). The broker and faults have no layer
-//!    order yet, only the first rule.
+//! 2. in each crate, each module names only modules of layers below its own
+//!    ([`LAYERS`], [`BROKER_LAYERS`], [`FAULTS_LAYERS`], lowest first;
+//!    modules that share a layer are peers and name neither each other). An
+//!    entry is a top-level module or one below it that sits lower than its
+//!    parent (the broker's `controller::metadata_store`, which everything
+//!    that talks to etcd uses).
 //!
 //! What counts as naming a module: a `use` declaration, and a path in code
 //! that starts at `crate::`, `super::`, `self::`, a child module, or a name a
@@ -83,6 +85,41 @@ const LAYERS: &[&[&str]] = &[
     // The binary's edge.
     &["cli"],
     &["main"],
+];
+
+/// The broker's layers, lowest first, as [`LAYERS`] (an entry may be a
+/// module below a top-level one: tests/layers/graph.rs,
+/// `layer_violations`).
+const BROKER_LAYERS: &[&[&str]] = &[
+    // What names nothing of the broker: failpoints, the allocator, the
+    // client connection the broker dials its peers with.
+    &["failpoints", "huge_alloc", "client"],
+    &["config"],
+    // etcd: the metadata store, and the broker's lease session over it.
+    &["controller::metadata_store"],
+    &["controller::session"],
+    // Topic configs (kept in etcd) and the state-change log.
+    &["topic_config", "state_change_log"],
+    // Replica files on disk; group membership.
+    &["storage", "group"],
+    &["controller"],
+    &["replica"],
+    &["offsets"],
+    // What the controller told this broker, and its producer ids.
+    &["server::metadata_cache", "server::producer_id_manager"],
+    &["transactions"],
+    &["server"],
+    &["broker"],
+    &["main"],
+];
+
+/// The faults crate's layers, lowest first: process signals and the proxy
+/// name nothing of the crate; the Toxiproxy-compatible client speaks the
+/// proxy's API types; the binary serves the proxy.
+const FAULTS_LAYERS: &[&[&str]] = &[
+    &["signal", "proxy"],
+    &["toxiproxy_client"],
+    &["bin/epochal-proxy"],
 ];
 
 /// Every `.rs` file under `dir`, relative to it, sorted.
@@ -176,5 +213,47 @@ fn the_faults_crate_has_no_file_level_import_cycle() {
         cycles.is_empty(),
         "file-level import cycles in faults/src:\n  {}",
         cycles.join("\n  ")
+    );
+}
+
+#[test]
+fn each_broker_module_names_only_layers_below_its_own() {
+    let graph = analyse(&crate_src("broker"), "epochal_broker");
+    let violations = layer_violations(&graph, BROKER_LAYERS);
+    assert!(
+        violations.is_empty(),
+        "broker/src breaks its layer order (tests/layers/main.rs, BROKER_LAYERS):\n  {}",
+        violations.join("\n  ")
+    );
+}
+
+/// The broker's rule on its real tree, with one back-edge added: the
+/// storage layer naming the request layer's shared state. The test above
+/// passing means the tree has no such edge, not that none is seen.
+#[test]
+fn a_back_edge_added_to_the_broker_is_named() {
+    let mut tree = crate_src("broker");
+    let (_, storage) = tree
+        .iter_mut()
+        .find(|(file, _)| file == "storage/mod.rs")
+        .expect("broker/src/storage/mod.rs");
+    storage.push_str("\nuse crate::server::context::Broker;\n");
+    let violations = layer_violations(&analyse(&tree, "epochal_broker"), BROKER_LAYERS);
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.starts_with("storage/mod.rs (storage, layer 6) names server/context.rs")),
+        "the added edge was not named: {violations:?}"
+    );
+}
+
+#[test]
+fn each_faults_module_names_only_layers_below_its_own() {
+    let graph = analyse(&crate_src("faults"), "epochal_faults");
+    let violations = layer_violations(&graph, FAULTS_LAYERS);
+    assert!(
+        violations.is_empty(),
+        "faults/src breaks its layer order (tests/layers/main.rs, FAULTS_LAYERS):\n  {}",
+        violations.join("\n  ")
     );
 }

@@ -24,9 +24,4 @@ pub mod txn_offset_commit;
 pub mod update_metadata;
 pub mod write_txn_markers;
 
-use kafka_protocol::messages::TopicName;
-use kafka_protocol::protocol::StrBytes;
-
-pub(crate) fn topic_name(name: &str) -> TopicName {
-    TopicName(StrBytes::from_string(name.to_string()))
-}
+pub(crate) use crate::client::topic_name;
