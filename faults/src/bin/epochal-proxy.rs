@@ -4,7 +4,8 @@
 //! as its first line on stdout once bound, so a launcher can pass port 0 and read
 //! the port back instead of racing for one. Logs go to stderr (`RUST_LOG`
 //! filters them). Runs until SIGINT or SIGTERM. With `--record DIR` every
-//! Kafka request a proxy forwards is kept in DIR/<proxy name>.frames.
+//! Kafka request a proxy forwards is kept in DIR/<proxy name>.frames, and on
+//! the clients' proxies (`client-*`) every response too.
 
 use std::io::Write;
 
@@ -23,7 +24,8 @@ struct Args {
     /// Address for the HTTP API; port 0 picks a free one (printed on stdout).
     #[arg(long, default_value = "127.0.0.1:8474")]
     listen: String,
-    /// Record every Kafka request each proxy forwards upstream to
+    /// Record every Kafka request each proxy forwards upstream, and on the
+    /// clients' proxies (`client-*`) every response, to
     /// DIR/<proxy name>.frames (epochal's extension; see the format in
     /// `proxy/link/record.rs`).
     #[arg(long, value_name = "DIR")]

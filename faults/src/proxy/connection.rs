@@ -92,7 +92,7 @@ impl Connections {
         orders: watch::Receiver<Order>,
     ) {
         info!(proxy = %self.proxy, connection = id, client = %peer, upstream = %self.upstream, "connection opened");
-        let outcome = self.proxy_bytes(id, client, orders).await;
+        let outcome = self.proxy_bytes(client, orders).await;
         info!(proxy = %self.proxy, connection = id, client = %peer, outcome = %outcome, "connection closed");
         self.live
             .lock()
@@ -102,7 +102,6 @@ impl Connections {
 
     async fn proxy_bytes(
         &self,
-        id: u64,
         mut client: TcpStream,
         mut orders: watch::Receiver<Order>,
     ) -> String {
@@ -124,13 +123,14 @@ impl Connections {
             let duplicates = Arc::new(Duplicates::default());
             let (client_read, client_write) = client.split();
             let (upstream_read, upstream_write) = upstream.split();
+            let (requests, responses) = link::record::Tap::pair(&self.proxy);
             let up = link::run(
                 Stream::Upstream,
                 client_read,
                 upstream_write,
                 self.chain.clone(),
                 Arc::clone(&duplicates),
-                link::record::Tap::new(&self.proxy, id),
+                requests,
             );
             let down = link::run(
                 Stream::Downstream,
@@ -138,7 +138,7 @@ impl Connections {
                 client_write,
                 self.chain.clone(),
                 duplicates,
-                None,
+                responses,
             );
             tokio::select! {
                 ended = async { tokio::try_join!(up, down) } => ended.err(),

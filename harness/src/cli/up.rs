@@ -43,8 +43,11 @@ that will not start). A second Ctrl-C during the check kills everything at \
 once and exits 130 (143 for SIGTERM), as a Ctrl-C before the cluster is up \
 does. The closing summary counts the faults fired (refused ones and the final \
 heal's apart), shows the first 10 items of each list and 32 characters of a \
-value, and counts the harness's own workload only in its coverage; \
-results.json keeps everything. docs/up.md has more.")]
+value; results.json keeps everything. Your application's requests and \
+responses, recorded by the client proxies, are merged into the history at \
+Ctrl-C: its Produce requests as sends, its Fetch requests as polls, judged by \
+the checkers and counted in the summary and the coverage. docs/up.md has \
+more.")]
 pub struct UpArgs {
     /// A schedule whose `[cluster]` and `[workload]` to start (its steps are
     /// not played: faults come from `epochal fault`). Without one, the
@@ -181,9 +184,14 @@ pub fn up(args: &UpArgs) -> u8 {
         );
     });
     let tally = session.tally();
+    let app = session.app_tally();
     let run = async move { crate::run::execute(&options, schedule, &name, &source, session).await };
     let closing = |report: &crate::run::RunReport, out: &mut std::io::Stdout| {
-        write_closing(report, tally_of(&tally), out)
+        let app = app
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        write_closing(report, tally_of(&tally), &app, out)
     };
     finish_run_with(run, &mut std::io::stdout(), closing).0
 }

@@ -41,6 +41,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use serde_json::Value;
+
 /// Why an op cannot follow the ones before it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShapeError {
@@ -280,6 +282,59 @@ impl HistoryWriter {
     pub fn invoke(&mut self, process: Process, body: Body) -> Result<Op, WriteError> {
         self.append(process, OpType::Invoke, body, None)
     }
+
+    /// Puts `lines` — whole history lines as JSON objects, each with its own
+    /// `time_ns` on this history's clock and no `index` of its own — among
+    /// the ops written so far by time (an op written so far goes first on a
+    /// tie), numbers every op anew in that order and rewrites the file. For
+    /// ops learnt after they happened (an application's, from the proxies'
+    /// recordings). The merged history is checked whole first: if any op
+    /// would break its shape, nothing changes. Returns the ops written.
+    pub fn merge(&mut self, mut lines: Vec<Value>) -> Result<u64, WriteError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| WriteError::Io { path, source }
+        };
+        let written = std::fs::read_to_string(&self.path).map_err(io(&self.path))?;
+        let mut old = Vec::new();
+        for line in written.lines() {
+            old.push(serde_json::from_str::<Value>(line).map_err(|e| io(&self.path)(e.into()))?);
+        }
+        let time = |line: &Value| line["time_ns"].as_u64().unwrap_or(0);
+        lines.sort_by_key(time);
+        let mut merged = Vec::with_capacity(old.len() + lines.len());
+        let mut new = lines.into_iter().peekable();
+        for line in old {
+            while new.peek().is_some_and(|n| time(n) < time(&line)) {
+                merged.extend(new.next());
+            }
+            merged.push(line);
+        }
+        merged.extend(new);
+        let mut validator = Validator::new();
+        let mut text = Vec::new();
+        for (index, line) in merged.iter_mut().enumerate() {
+            line["index"] = Value::from(index as u64);
+            let op: Op = serde_json::from_value(line.clone())
+                .map_err(|e| io(&self.path)(std::io::Error::other(e)))?;
+            validator.check(&op).map_err(|source| WriteError::Shape {
+                path: self.path.clone(),
+                source,
+            })?;
+            serde_json::to_writer(&mut text, line).expect("a JSON value always serializes");
+            text.push(b'\n');
+        }
+        let merging = self.path.with_extension("jsonl.merging");
+        std::fs::write(&merging, &text).map_err(io(&merging))?;
+        std::fs::rename(&merging, &self.path).map_err(io(&self.path))?;
+        self.file = OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map_err(io(&self.path))?;
+        self.next_index = merged.len() as u64;
+        self.validator = validator;
+        Ok(self.next_index)
+    }
 }
 
 /// One history written by several tasks (the scripted steps and the
@@ -312,6 +367,17 @@ impl SharedHistory {
 
     pub fn invoke(&self, process: Process, body: Body) -> Result<Op, WriteError> {
         self.writer().invoke(process, body)
+    }
+
+    /// [`HistoryWriter::merge`], under the lock: no op is written meanwhile.
+    pub fn merge(&self, lines: Vec<Value>) -> Result<u64, WriteError> {
+        self.writer().merge(lines)
+    }
+
+    /// When the history's clock read zero, on the wall clock (ms since the
+    /// Unix epoch).
+    pub fn opened_unix_ms(&self) -> u64 {
+        self.writer().opened_unix_ms()
     }
 
     /// The history's clock now (ns since it was opened: each op's

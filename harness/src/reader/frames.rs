@@ -1,9 +1,11 @@
-//! What the proxy recorded of the Kafka requests it forwarded
-//! (`epochal-proxy --record`; the format is `faults/src/proxy/link/record.rs`'s),
-//! read back with the harness's own reader, and the one kind of request the
-//! checkers read from it so far: a replica's Fetch, which says which offset
-//! of each partition the replica held when it sent it (every offset below
-//! its fetch offset).
+//! What the proxy recorded of the Kafka requests it forwarded, and on client
+//! links of the responses too (`epochal-proxy --record`; the format is
+//! `faults/src/proxy/link/record.rs`'s), read back with the harness's own
+//! reader, and the one kind of request the checkers read from it here: a
+//! replica's Fetch, which says which offset of each partition the replica
+//! held when it sent it (every offset below its fetch offset). A client
+//! link's requests and responses are an application's history
+//! (`crate::app`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,14 +19,23 @@ use crate::node::NodeId;
 
 pub const MAGIC: &[u8] = b"EPFRAMES1\n";
 const KIND_REQUEST: u8 = 0;
+const KIND_RESPONSE: u8 = 1;
 const KIND_GAP: u8 = 2;
 /// time (8), connection (8), kind (1), length (4).
 const RECORD_HEAD: usize = 21;
 
-/// One recorded request (its frame after the size prefix), or a gap.
+/// One recorded request or response (its frame after the size prefix), or
+/// a gap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recorded {
     Request {
+        time_ns: u64,
+        connection: u64,
+        frame: Bytes,
+    },
+    /// A response the proxy wrote back to the client (client links only):
+    /// its correlation id names the connection's request it answers.
+    Response {
         time_ns: u64,
         connection: u64,
         frame: Bytes,
@@ -74,13 +85,22 @@ pub fn read_recording(path: &Path) -> Result<Vec<Recorded>, FramesError> {
             continue;
         }
         let end = at + len as usize;
-        if kind != KIND_REQUEST || end > data.len() {
+        if end > data.len() {
             break;
         }
-        out.push(Recorded::Request {
-            time_ns,
-            connection,
-            frame: data.slice(at..end),
+        let frame = data.slice(at..end);
+        out.push(match kind {
+            KIND_REQUEST => Recorded::Request {
+                time_ns,
+                connection,
+                frame,
+            },
+            KIND_RESPONSE => Recorded::Response {
+                time_ns,
+                connection,
+                frame,
+            },
+            _ => break,
         });
         at = end;
     }
@@ -122,6 +142,7 @@ pub fn replica_fetches(recorded: &[Recorded]) -> LinkFetches {
                 continue;
             }
             Recorded::Request { time_ns, frame, .. } => (*time_ns, frame),
+            Recorded::Response { .. } => continue,
         };
         if frame.len() < 4 || i16::from_be_bytes([frame[0], frame[1]]) != ApiKey::Fetch as i16 {
             continue;
@@ -301,6 +322,8 @@ mod tests {
             (KIND_REQUEST, 100, &follower),
             (KIND_REQUEST, 150, &consumer),
             (KIND_REQUEST, 170, b"\x00\x01\x00\x0cnot a fetch body"),
+            // A client link's response: read, and no replica's fetch.
+            (KIND_RESPONSE, 180, b"\x00\x00\x00\x03answer"),
         ]);
         // A gap of 3 frames, then a record cut short by the proxy's end.
         data.extend_from_slice(&recording(&[(KIND_GAP, 200, b"")])[MAGIC.len()..]);
@@ -309,7 +332,12 @@ mod tests {
         data.extend_from_slice(&recording(&[(KIND_REQUEST, 300, &follower)])[MAGIC.len()..][..30]);
         std::fs::write(&path, &data).unwrap();
         let recorded = read_recording(&path).unwrap();
-        assert_eq!(recorded.len(), 4, "{recorded:?}");
+        assert_eq!(recorded.len(), 5, "{recorded:?}");
+        assert!(
+            matches!(&recorded[3], Recorded::Response { time_ns: 180, connection: 1, frame }
+                if frame.as_ref() == b"\x00\x00\x00\x03answer"),
+            "{recorded:?}"
+        );
         let fetches = replica_fetches(&recorded);
         assert_eq!(
             fetches.fetches,

@@ -17,6 +17,7 @@
 //! index (`<base>.txnindex`) is read and held to the log's transaction
 //! markers ([`txn`]): read_committed consumers are served from it.
 
+pub mod app_frames;
 pub mod checkpoint;
 pub mod compact;
 pub mod dump;

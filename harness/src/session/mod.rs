@@ -11,8 +11,19 @@
 //! for any run. It never plays the schedule's own steps. Its [`Tally`] of
 //! faults fired and refused lets `epochal up` tell the end of the run in a
 //! bounded closing summary (summary.rs, replicas.rs, shown.rs).
+//!
+//! The application's own requests reach the history too (app.rs, record.rs):
+//! while the session runs it samples etcd's view, and once the signal came
+//! it reads what the client proxies recorded up to then and merges the
+//! application's ops among the run's by their time, before the final heal —
+//! so the checkers rule on them like on any client's, and its [`AppTally`]
+//! counts them for the summary.
 
+pub mod app;
+mod app_groups;
+mod app_op;
 pub mod control;
+mod record;
 mod replicas;
 mod shown;
 pub mod summary;
@@ -30,6 +41,7 @@ use crate::run::{
 use crate::run_dir::RunDir;
 use crate::runtime::{Runtime, reaper};
 use crate::schedule::{Schedule, Step};
+use app::AppTally;
 use control::{Answer, Request, parse_fault};
 
 /// Bound on reading one request once a client connected.
@@ -65,6 +77,7 @@ pub struct Tally {
 pub struct Session<F> {
     announce: F,
     tally: Arc<Mutex<Tally>>,
+    app: Arc<Mutex<AppTally>>,
 }
 
 impl<F: FnOnce(&Ready)> Session<F> {
@@ -72,12 +85,18 @@ impl<F: FnOnce(&Ready)> Session<F> {
         Session {
             announce,
             tally: Arc::default(),
+            app: Arc::default(),
         }
     }
 
     /// The session's tally, kept up to date as faults fire.
     pub fn tally(&self) -> Arc<Mutex<Tally>> {
         Arc::clone(&self.tally)
+    }
+
+    /// What the application did, once the session merged its ops.
+    pub fn app_tally(&self) -> Arc<Mutex<AppTally>> {
+        Arc::clone(&self.app)
     }
 }
 
@@ -103,6 +122,7 @@ impl<F: FnOnce(&Ready)> Driver for Session<F> {
         };
         let mut signal = reaper::defer().map_err(|e| control("awaiting SIGINT for", e))?;
         let background = start_background(live, schedule);
+        let sampler = record::Sampler::start(live);
         let ready = Ready {
             bootstrap: live
                 .clients
@@ -147,6 +167,11 @@ impl<F: FnOnce(&Ready)> Driver for Session<F> {
         if let Some(workers) = background {
             stop_background(live, workers).await?;
         }
+        let app = record::merge_app(live, dir, sampler).await;
+        *self
+            .app
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = app;
         Ok(RunStatus::Completed)
     }
 }

@@ -1,8 +1,9 @@
 //! What `epochal up` prints once Ctrl-C ended its session and the run is
-//! checked: how it ended, the faults, the harness's own client ops, the
-//! replicas (replicas.rs), the checkers' results and the coverage, then the
-//! verdict — every list bounded (shown.rs), so an application that wrote
-//! gigabytes gets a screenful, and `results.json` keeps it all.
+//! checked: how it ended, the faults, the client ops (the harness's own and
+//! the application's, app.rs), the replicas (replicas.rs), the checkers'
+//! results and the coverage, then the verdict — every list bounded
+//! (shown.rs), so an application that wrote gigabytes gets a screenful, and
+//! `results.json` keeps it all.
 //!
 //! **The fault count.** A fault is one `epochal fault` that fired: one step
 //! of `schedule.toml`, one nemesis op of `history.jsonl` completed without an
@@ -19,6 +20,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::Tally;
+use super::app::AppTally;
 use super::shown;
 use crate::checker::{Coverage, Report};
 use crate::history::{Op, OpType, Process, Verb};
@@ -112,10 +114,12 @@ fn add(counts: &mut Vec<(Verb, usize)>, verb: Verb) {
     }
 }
 
-/// Writes the closing summary of a session whose faults `tally` counted.
+/// Writes the closing summary of a session whose faults `tally` counted and
+/// whose application did what `app` counts.
 pub fn write_closing(
     report: &RunReport,
     tally: Tally,
+    app: &AppTally,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
     writeln!(out, "run: {}", report.dir.path().display())?;
@@ -129,7 +133,7 @@ pub fn write_closing(
             for line in count.lines() {
                 writeln!(out, "{line}")?;
             }
-            write_clients(&ops, out)?;
+            write_clients(&ops, app, out)?;
             count.fired()
         }
         Err(e) => {
@@ -142,8 +146,10 @@ pub fn write_closing(
     write_checks(&report.report, fired, out)
 }
 
-/// The harness's own client ops in the history, per function and outcome.
-fn write_clients(ops: &[Op], out: &mut impl Write) -> std::io::Result<()> {
+/// The client ops in the history, per function and outcome: the harness's
+/// own, then the application's (its processes are the ones `app` counted,
+/// the last numbers the session took before the final read's).
+fn write_clients(ops: &[Op], app: &AppTally, out: &mut impl Write) -> std::io::Result<()> {
     let mut counts: BTreeMap<(&str, String), usize> = BTreeMap::new();
     for op in ops.iter().filter(|op| op.kind != OpType::Invoke) {
         if let Process::Client(_) = op.process {
@@ -151,27 +157,74 @@ fn write_clients(ops: &[Op], out: &mut impl Write) -> std::io::Result<()> {
             *counts.entry((op.f(), kind)).or_default() += 1;
         }
     }
+    // The application's ops are among the client ops: the harness's own are
+    // what is left.
+    for ((f, kind), n) in &app.ops {
+        if let Some(count) = counts.get_mut(&(f.as_str(), kind.clone())) {
+            *count = count.saturating_sub(*n);
+        }
+    }
+    counts.retain(|_, n| *n > 0);
+    writeln!(out, "history: {} ops", ops.len())?;
     if counts.is_empty() {
+        writeln!(out, "  the harness's own client ops: none")?;
+    } else {
+        writeln!(out, "  the harness's own client ops:")?;
+        for ((f, kind), n) in counts {
+            writeln!(out, "    {f:<22} {kind:<5} {n}")?;
+        }
+    }
+    write_app(app, out)
+}
+
+/// The application's ops, from the client proxies' recordings.
+fn write_app(app: &AppTally, out: &mut impl Write) -> std::io::Result<()> {
+    if app.links == 0 {
         return writeln!(
             out,
-            "history: {} ops: no client op of the harness's own (your application's requests \
-             are not in the history)",
-            ops.len()
+            "  your application's ops: none (no client link was recorded)"
         );
     }
+    let clients: Vec<String> = app.clients.iter().map(|c| shown::escaped(c)).collect();
     writeln!(
         out,
-        "history: {} ops; the harness's own client ops (your application's are not in it):",
-        ops.len()
+        "  your application's ops, from the client proxies ({} connections; clients {}):",
+        app.connections,
+        if clients.is_empty() {
+            "unnamed".to_owned()
+        } else {
+            shown::listed(&clients, ", ")
+        }
     )?;
-    for ((f, kind), n) in counts {
-        writeln!(out, "  {f:<24} {kind:<5} {n}")?;
+    for ((f, kind), n) in &app.ops {
+        writeln!(out, "    {f:<22} {kind:<5} {n}")?;
+    }
+    if app.ops.is_empty() {
+        writeln!(out, "    none: no Produce, and no Fetch that read anything")?;
+    }
+    if app.unjudged_sends > 0 {
+        writeln!(
+            out,
+            "    sends of values that are not decimal numbers, counted but judged by no \
+             checker: {}",
+            app.unjudged_sends
+        )?;
+    }
+    if app.undecodable > 0 || app.dropped > 0 {
+        writeln!(
+            out,
+            "    frames not decoded: {}; dropped by the recorders: {}",
+            app.undecodable, app.dropped
+        )?;
+        for named in app.undecodable_named.iter().take(shown::LIST_SHOWN) {
+            writeln!(out, "      - {}", shown::line(named))?;
+        }
     }
     Ok(())
 }
 
 /// The checkers' results, each with its first pieces of evidence; the
-/// coverage of the harness's own workload; the verdict.
+/// coverage of every client op in the history; the verdict.
 pub fn write_checks(report: &Report, fired: usize, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "checks:")?;
     for result in &report.results {
@@ -195,8 +248,8 @@ pub fn write_checks(report: &Report, fired: usize, out: &mut impl Write) -> std:
     if let Some(coverage) = &report.coverage {
         writeln!(
             out,
-            "coverage, of the harness's own workload only (your application's requests are \
-             not in the history, so none of them is counted here):"
+            "coverage, of every client op in the history (the harness's workload's and your \
+             application's):"
         )?;
         for line in coverage_lines(coverage, fired) {
             writeln!(out, "  {line}")?;
@@ -216,12 +269,12 @@ pub fn coverage_lines(coverage: &Coverage, fired: usize) -> Vec<String> {
         None => format!("faults that took something away (not undos): 0 of the {fired} fired"),
         Some((fewest, median)) => format!(
             "faults that took something away (not undos): {breaking} of the {fired} fired; \
-             harness client ops each overlapped: fewest {fewest}, median {median}; \
-             {idle} overlapped no harness op"
+             client ops each overlapped: fewest {fewest}, median {median}; \
+             {idle} overlapped no client op"
         ),
     }];
     lines.push(format!(
-        "harness writes acknowledged during faults: {}",
+        "writes acknowledged during faults: {}",
         coverage.acked_during_faults
     ));
     lines.push(match &coverage.timeline {
@@ -243,7 +296,7 @@ pub fn coverage_lines(coverage: &Coverage, fired: usize) -> Vec<String> {
             .map(|p| shown::escaped(&p.to_string()))
             .collect();
         lines.push(format!(
-            "partitions no harness write reached during a fault: {}",
+            "partitions no write reached during a fault: {}",
             shown::listed(&names, ", ")
         ));
     }
@@ -375,11 +428,11 @@ mod tests {
         assert!(out.len() < 4000, "{} bytes: {out}", out.len());
         // The coverage says whose ops it counts.
         assert!(
-            out.contains("coverage, of the harness's own workload only"),
+            out.contains("coverage, of every client op in the history"),
             "{out}"
         );
         assert!(
-            out.contains("  harness writes acknowledged during faults: 0\n"),
+            out.contains("  writes acknowledged during faults: 0\n"),
             "{out}"
         );
         let none = "  faults that took something away (not undos): 0 of the 7 fired\n";

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use epochal::history::{OpType, Process, read_history};
 use serde_json::Value;
 
+use crate::common::groups;
 use crate::common::scenario::{epochal, show};
 
 /// Bound on the cluster coming up (the Docker runtime may build images first).
@@ -109,13 +110,21 @@ impl Up {
     /// `epochal up` of 3 brokers and topic t (1 partition, 3 replicas) into
     /// `store`, with `extra` flags; returns once it printed where to connect.
     pub fn start(store: &Path, extra: &[&str]) -> Up {
+        let mut args = vec!["--brokers", "3", "--topic", "t:1:3"];
+        args.extend(["--set", "min_insync_replicas=2"]);
+        args.extend(extra);
+        Up::start_with(store, &args)
+    }
+
+    /// `epochal up` with `args` alone (a schedule's path, `--set`s), quiet
+    /// and storing in `store`.
+    pub fn start_with<S: AsRef<std::ffi::OsStr>>(store: &Path, args: &[S]) -> Up {
         let stderr = store.join("up.stderr");
         let mut child = epochal()
             .arg("up")
-            .args(["--brokers", "3", "--topic", "t:1:3"])
-            .args(["--set", "min_insync_replicas=2", "--quiet", "--store"])
+            .args(args)
+            .args(["--quiet", "--store"])
             .arg(store)
-            .args(extra)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
@@ -301,4 +310,23 @@ pub fn faults_on_disk(run: &Path) -> (usize, Vec<String>, Vec<String>) {
         }
     }
     (schedule.steps.len(), fine, refused)
+}
+
+/// A Python client of tests/clients/ (`script`) with `args`, its stdin and
+/// stdout piped to the test, and its stdout followed line by line.
+pub fn start_client(script: &str, args: &[&str]) -> (Child, Lines) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients")
+        .join(script);
+    let python = groups::python();
+    let mut child = std::process::Command::new(&python)
+        .arg(&script)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e} (set EPOCHAL_PYTHON)"));
+    let stdout = Lines::follow(child.stdout.take().unwrap());
+    (child, stdout)
 }

@@ -33,8 +33,9 @@ pub(super) struct ChainWatch {
     /// False once the proxy dropped its chain (it is being deleted): no change
     /// can come, and the connection is closed from outside.
     open: bool,
-    /// What was written, recorded (`epochal-proxy --record`), on the
-    /// upstream stream only.
+    /// What was written, recorded (`epochal-proxy --record`): requests on
+    /// the upstream stream, and on a client link responses on the
+    /// downstream one.
     tap: Option<Tap>,
 }
 

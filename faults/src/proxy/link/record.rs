@@ -2,24 +2,33 @@
 //! Kafka request a proxy writes to its upstream is appended to
 //! `DIR/<proxy name>.frames`, stamped with the wall-clock time taken just
 //! before the write that completed it (so no broker can have seen the whole
-//! request before that moment). The harness reads the files after the run:
-//! a follower's Fetch requests say what it held and when, which no broker log
-//! says (`harness/src/reader/frames.rs`).
+//! request before that moment). On a client link (a proxy whose name starts
+//! with `client-`: the harness names the proxy in front of broker i's client
+//! port `client-b<i>`) every response the proxy writes back to the client is
+//! recorded too, in the same file and under the same connection id, stamped
+//! the same way (no client can have read the whole response before then). The
+//! harness reads the files after the run: a follower's Fetch requests say
+//! what it held and when, which no broker log says
+//! (`harness/src/reader/frames.rs`), and a client link's requests and
+//! responses are an application's history (`harness/src/app/`). Responses
+//! carry no API key: a reader pairs each with its connection's request of the
+//! same correlation id, which the broker answers in order.
 //!
 //! Off the forwarding path: a link hands each whole frame (a `Bytes` it
 //! already owns, or one copy of it) to a bounded channel and goes on; one
 //! thread per proxy writes them out. When the writer falls behind and the
-//! channel is full, the frame is dropped, never waited for, and counted; the
-//! writer puts a gap record (how many frames were dropped) before the next
-//! frame it writes, so a reader knows the file is not whole there. Responses
-//! are not recorded.
+//! channel is full, the frame — request or response — is dropped, never
+//! waited for, and counted; the writer puts a gap record (how many frames
+//! were dropped) before the next frame it writes, so a reader knows the file
+//! is not whole there: a response may then have no request, or a request no
+//! response. A link never stalls for its recorder.
 //!
 //! File format, big-endian: the magic `EPFRAMES1\n`, then records of
-//! `time_ns: u64` (since the Unix epoch), `connection: u64` (the proxy's id
-//! for the connection), `kind: u8` (0 a request; 2 a gap), `len: u32`, and
-//! `len` bytes of the frame after its size prefix (for a gap: `len` is the
-//! number of frames dropped and no bytes follow). A record cut short by the
-//! proxy's end is the file's end.
+//! `time_ns: u64` (since the Unix epoch), `connection: u64` (the
+//! recording's id for the connection, from 1, unique in the file), `kind: u8` (0 a request; 1 a response; 2 a gap),
+//! `len: u32`, and `len` bytes of the frame after its size prefix (for a gap:
+//! `len` is the number of frames dropped and no bytes follow). A record cut
+//! short by the proxy's end is the file's end.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -36,7 +45,11 @@ use super::frames::FRAME_BYTES_MAX;
 
 pub const MAGIC: &[u8] = b"EPFRAMES1\n";
 pub const KIND_REQUEST: u8 = 0;
+pub const KIND_RESPONSE: u8 = 1;
 pub const KIND_GAP: u8 = 2;
+
+/// The proxies whose responses are recorded too: the clients' links.
+const CLIENT_PROXY_PREFIX: &str = "client-";
 
 /// Frames one proxy's writer may be behind by before frames are dropped.
 const QUEUE_FRAMES: usize = 16 * 1024;
@@ -54,10 +67,15 @@ pub fn enable(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// One frame for the writer: `(time_ns, connection, kind, bytes)`.
+type Frame = (u64, u64, u8, bytes::Bytes);
+
 #[derive(Clone)]
 struct Writer {
-    queue: SyncSender<(u64, u64, bytes::Bytes)>,
+    queue: SyncSender<Frame>,
     dropped: Arc<AtomicU64>,
+    /// The connections recorded so far: each gets the next number.
+    connections: Arc<AtomicU64>,
 }
 
 fn writer(proxy: &str) -> Option<Writer> {
@@ -84,6 +102,7 @@ fn writer(proxy: &str) -> Option<Writer> {
     let writer = Writer {
         queue,
         dropped: Arc::clone(&dropped),
+        connections: Arc::new(AtomicU64::new(0)),
     };
     std::thread::Builder::new()
         .name(format!("record-{proxy}"))
@@ -93,17 +112,12 @@ fn writer(proxy: &str) -> Option<Writer> {
     Some(writer)
 }
 
-fn write_all(
-    file: File,
-    path: &Path,
-    frames: &Receiver<(u64, u64, bytes::Bytes)>,
-    dropped: &AtomicU64,
-) {
+fn write_all(file: File, path: &Path, frames: &Receiver<Frame>, dropped: &AtomicU64) {
     let mut out = BufWriter::new(file);
     let result = (|| -> std::io::Result<()> {
         while let Ok(first) = frames.recv() {
             let mut next = Some(first);
-            while let Some((time_ns, connection, frame)) = next {
+            while let Some((time_ns, connection, kind, frame)) = next {
                 let gap = dropped.swap(0, Ordering::Relaxed);
                 if gap > 0 {
                     write_record(
@@ -119,7 +133,7 @@ fn write_all(
                     &mut out,
                     time_ns,
                     connection,
-                    KIND_REQUEST,
+                    kind,
                     frame.len() as u32,
                     &frame,
                 )?;
@@ -151,11 +165,14 @@ fn write_record(
     out.write_all(bytes)
 }
 
-/// One upstream stream's recorder: it follows the Kafka framing of the
-/// bytes written and hands each whole request to its proxy's writer.
+/// One stream's recorder: it follows the Kafka framing of the bytes
+/// written and hands each whole frame to its proxy's writer.
 pub(crate) struct Tap {
     writer: Writer,
     connection: u64,
+    /// [`KIND_REQUEST`] on the upstream stream, [`KIND_RESPONSE`] on a
+    /// client link's downstream one.
+    kind: u8,
     /// The size prefix as it arrives.
     head: [u8; 4],
     have: usize,
@@ -167,17 +184,34 @@ pub(crate) struct Tap {
 }
 
 impl Tap {
-    /// A tap for `connection` of `proxy`, when recording is on.
-    pub(crate) fn new(proxy: &str, connection: u64) -> Option<Tap> {
-        Some(Tap {
-            writer: writer(proxy)?,
+    /// The taps of one new connection of `proxy`, when recording is on:
+    /// its requests, and on a client link its responses, both under one
+    /// connection id of the recording's own. (The proxy numbers its
+    /// connections anew each time it is enabled; the recording's ids stay
+    /// unique in its file, so a reader never pairs a response with another
+    /// connection's request.)
+    pub(crate) fn pair(proxy: &str) -> (Option<Tap>, Option<Tap>) {
+        let Some(writer) = writer(proxy) else {
+            return (None, None);
+        };
+        let connection = writer.connections.fetch_add(1, Ordering::Relaxed) + 1;
+        let responses = proxy
+            .starts_with(CLIENT_PROXY_PREFIX)
+            .then(|| Tap::of(writer.clone(), connection, KIND_RESPONSE));
+        (Some(Tap::of(writer, connection, KIND_REQUEST)), responses)
+    }
+
+    fn of(writer: Writer, connection: u64, kind: u8) -> Tap {
+        Tap {
+            writer,
             connection,
+            kind,
             head: [0; 4],
             have: 0,
             body: BytesMut::new(),
             left: 0,
             lost: false,
-        })
+        }
     }
 
     /// Follows `bytes`, just written to the upstream by a write that began
@@ -194,9 +228,12 @@ impl Tap {
                 }
                 self.have = 0;
                 let size = i32::from_be_bytes(self.head);
-                // Shorter than a request header's fixed part, or larger than
-                // any Kafka frame: not Kafka (etcd's HTTP/2, say).
-                if size < 8 || size as u32 > FRAME_BYTES_MAX {
+                // Shorter than a header's fixed part (a request's api key,
+                // version and correlation id; a response's correlation id),
+                // or larger than any Kafka frame: not Kafka (etcd's HTTP/2,
+                // say).
+                let least = if self.kind == KIND_RESPONSE { 4 } else { 8 };
+                if size < least || size as u32 > FRAME_BYTES_MAX {
                     self.lost = true;
                     return;
                 }
@@ -213,7 +250,7 @@ impl Tap {
                 match self
                     .writer
                     .queue
-                    .try_send((before_ns, self.connection, frame))
+                    .try_send((before_ns, self.connection, self.kind, frame))
                 {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
@@ -264,11 +301,57 @@ mod tests {
         out
     }
 
+    /// The one recording directory of this test process (recording is
+    /// turned on once per process).
+    fn recording_dir() -> &'static Path {
+        static DIR_KEPT: OnceLock<tempfile::TempDir> = OnceLock::new();
+        let dir = DIR_KEPT.get_or_init(|| tempfile::tempdir().unwrap()).path();
+        enable(dir).unwrap();
+        dir
+    }
+
+    /// The records of `path` once it holds `count`, within a deadline.
+    fn await_records(path: &Path, count: usize) -> Vec<(u8, u32, Vec<u8>)> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let got = if path.exists() {
+                records(path)
+            } else {
+                Vec::new()
+            };
+            if got.len() >= count {
+                return got;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not {count} records: {got:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_client_link_records_responses_beside_requests_and_other_links_do_not() {
+        let dir = recording_dir();
+        assert!(Tap::pair("b1-b2").1.is_none());
+        let (requests, responses) = Tap::pair("client-b3");
+        let (mut requests, mut responses) = (requests.unwrap(), responses.unwrap());
+        let request = frame(b"\x00\x00\x00\x09\x00\x00\x00\x05body");
+        // A response is its correlation id and a body, which may be empty.
+        let response = frame(b"\x00\x00\x00\x05");
+        requests.written(&request, 10);
+        responses.written(&response[..2], 20);
+        responses.written(&response[2..], 21);
+        let got = await_records(&dir.join("client-b3.frames"), 2);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0], (KIND_REQUEST, 12, request[4..].to_vec()));
+        assert_eq!(got[1], (KIND_RESPONSE, 4, response[4..].to_vec()));
+    }
+
     #[test]
     fn a_tap_records_whole_requests_split_anyhow_and_stops_on_a_stream_that_is_not_kafka() {
-        let dir = tempfile::tempdir().unwrap();
-        enable(dir.path()).unwrap();
-        let mut tap = Tap::new("b1-b2", 7).unwrap();
+        let dir = recording_dir();
+        let mut tap = Tap::pair("b1-b2").0.unwrap();
         let first = frame(b"\x00\x01\x00\x0cabcdefgh");
         let second = frame(b"\x00\x00\x00\x03zzzz");
         let mut stream = first.clone();
@@ -281,21 +364,9 @@ mod tests {
         tap.written(b"PRI * HTTP/2.0", 4);
         tap.written(&frame(b"\x00\x01\x00\x0cafter-lost"), 5);
         drop(tap);
-        let path = dir.path().join("b1-b2.frames");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            let got = records(&path);
-            if got.len() >= 2 {
-                assert_eq!(got.len(), 2, "{got:?}");
-                assert_eq!(got[0].2, first[4..].to_vec());
-                assert_eq!(got[1].2, second[4..].to_vec());
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "nothing recorded: {got:?}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        let got = await_records(&dir.join("b1-b2.frames"), 2);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].2, first[4..].to_vec());
+        assert_eq!(got[1].2, second[4..].to_vec());
     }
 }

@@ -1,0 +1,342 @@
+//! An application's traffic, read back from the client links' recordings
+//! (`client-b<i>.frames`: `epochal-proxy --record` keeps every request a
+//! client link forwards and every response it writes back, the format in
+//! `faults/src/proxy/link/record.rs`). Each response is paired with its
+//! connection's request of the same correlation id — a response carries no
+//! API key, so the decoder remembers each request's key and version per
+//! connection — and the pairs of the APIs an application's history is made
+//! of are decoded with the `kafka-protocol` crate into [`Exchange`]s:
+//! Produce ([`produce`]), Fetch ([`fetch`]), OffsetCommit and OffsetFetch
+//! ([`groups`]). Other APIs (Metadata,
+//! ApiVersions, FindCoordinator, ...) pair and pass. A frame of those APIs
+//! that does not decode is counted and named (api key, version, proxy,
+//! connection), never fatal; so is a response that answers no recorded
+//! request (the proxy dropped frames there: a gap) and a request whose
+//! version this decoder does not read.
+//!
+//! Times are the proxy's wall clock, in ns since the Unix epoch: a request
+//! no later than it reached the broker whole, a response no later than the
+//! client could have read it whole.
+
+pub mod fetch;
+pub mod groups;
+pub mod produce;
+mod wire;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestHeader};
+use kafka_protocol::protocol::{Decodable, HeaderVersion};
+
+use super::frames::{FramesError, Recorded, read_recording};
+
+pub use fetch::{Fetch, FetchAnswer, FetchedPartition, FetchedRecord};
+pub use groups::{OffsetCommit, OffsetFetch};
+pub use produce::{Produce, ProducedPartition};
+
+/// The prefix of a client link's proxy name (`client-b2`).
+pub const CLIENT_PROXY_PREFIX: &str = "client-";
+
+/// One request an application sent through a client link, with its answer
+/// when the recording has one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    /// The proxy it went through (`client-b2`).
+    pub proxy: String,
+    /// The proxy's id for the connection.
+    pub connection: u64,
+    /// The request header's client id.
+    pub client_id: Option<String>,
+    pub correlation_id: i32,
+    /// When the proxy wrote the request on (wall clock, ns).
+    pub request_ns: u64,
+    /// When it wrote the answer back; `None`: no answer was recorded (the
+    /// connection ended first, the recording did, or acks=0 asked none).
+    pub response_ns: Option<u64>,
+    pub call: Call,
+}
+
+/// What the request asked and, once answered, what the answer said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Produce(Produce),
+    Fetch(Fetch),
+    OffsetCommit(OffsetCommit),
+    OffsetFetch(OffsetFetch),
+}
+
+/// A frame the decoder could not read, named.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Undecodable {
+    pub proxy: String,
+    pub connection: u64,
+    /// `None`: a response that answers no recorded request.
+    pub api_key: Option<i16>,
+    pub api_version: Option<i16>,
+    pub why: String,
+}
+
+impl std::fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let api = match (self.api_key, self.api_version) {
+            (Some(key), Some(version)) => {
+                let name = ApiKey::try_from(key).map_or("unknown".to_owned(), |k| format!("{k:?}"));
+                format!("{name} (key {key}) v{version}")
+            }
+            _ => "a response".to_owned(),
+        };
+        write!(
+            f,
+            "{api} on {} connection {}: {}",
+            self.proxy, self.connection, self.why
+        )
+    }
+}
+
+/// Everything the client links' recordings say of the application.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AppFrames {
+    /// Every decoded exchange, in the order of its request's time.
+    pub exchanges: Vec<Exchange>,
+    /// Frames not decoded, at most [`UNDECODABLE_KEPT`] of them named.
+    pub undecodable: Vec<Undecodable>,
+    /// How many frames were not decoded (named or not).
+    pub undecodable_count: u64,
+    /// Frames the proxies dropped (gaps), summed.
+    pub dropped: u64,
+    /// The recordings read.
+    pub links: Vec<PathBuf>,
+}
+
+/// The named undecodable frames kept; the rest are counted.
+pub const UNDECODABLE_KEPT: usize = 100;
+
+impl AppFrames {
+    fn undecodable(&mut self, frame: Undecodable) {
+        self.undecodable_count += 1;
+        if self.undecodable.len() < UNDECODABLE_KEPT {
+            self.undecodable.push(frame);
+        }
+    }
+}
+
+/// Every client link's recording in `dir` (`client-*.frames`), up to
+/// `until_ns` (wall clock: later records are left out, and a request
+/// answered later stays unanswered). No directory: nothing.
+pub fn read_app_frames(dir: &Path, until_ns: u64) -> Result<AppFrames, FramesError> {
+    let mut out = AppFrames::default();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(source) => {
+            return Err(FramesError::Io {
+                path: dir.to_owned(),
+                source,
+            });
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "frames"))
+        .filter(|p| {
+            p.file_stem()
+                .and_then(|s| s.to_str())
+                .is_some_and(|s| s.starts_with(CLIENT_PROXY_PREFIX))
+        })
+        .collect();
+    paths.sort();
+    for path in paths {
+        let proxy = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let recorded = read_recording(&path)?;
+        decode_link(&proxy, &recorded, until_ns, &mut out);
+        out.links.push(path);
+    }
+    out.exchanges.sort_by_key(|e| e.request_ns);
+    Ok(out)
+}
+
+/// A request waiting for its answer.
+struct Pending {
+    api_key: i16,
+    api_version: i16,
+    /// The decoded exchange, for the APIs the history holds.
+    exchange: Option<Exchange>,
+}
+
+/// Decodes one link's records into `out`.
+pub fn decode_link(proxy: &str, recorded: &[Recorded], until_ns: u64, out: &mut AppFrames) {
+    // Per connection: correlation id → the request it names.
+    let mut pending: HashMap<u64, BTreeMap<i32, Pending>> = HashMap::new();
+    for record in recorded {
+        match record {
+            Recorded::Gap { time_ns, frames } if *time_ns <= until_ns => {
+                out.dropped += u64::from(*frames);
+            }
+            Recorded::Gap { .. } => {}
+            Recorded::Request {
+                time_ns,
+                connection,
+                frame,
+            } if *time_ns <= until_ns => {
+                let named = |why: String, key, version| Undecodable {
+                    proxy: proxy.to_owned(),
+                    connection: *connection,
+                    api_key: key,
+                    api_version: version,
+                    why,
+                };
+                match request(proxy, *connection, *time_ns, frame.clone()) {
+                    Ok((correlation_id, request)) => {
+                        pending
+                            .entry(*connection)
+                            .or_default()
+                            .insert(correlation_id, request);
+                    }
+                    Err((why, key, version)) => out.undecodable(named(why, key, version)),
+                }
+            }
+            Recorded::Response {
+                time_ns,
+                connection,
+                frame,
+            } if *time_ns <= until_ns => {
+                let Some(correlation_id) = frame
+                    .get(..4)
+                    .map(|b| i32::from_be_bytes(b.try_into().expect("4 bytes")))
+                else {
+                    continue;
+                };
+                let waiting = pending
+                    .get_mut(connection)
+                    .and_then(|p| p.remove(&correlation_id));
+                let Some(waiting) = waiting else {
+                    out.undecodable(Undecodable {
+                        proxy: proxy.to_owned(),
+                        connection: *connection,
+                        api_key: None,
+                        api_version: None,
+                        why: format!("correlation id {correlation_id} answers no recorded request"),
+                    });
+                    continue;
+                };
+                let Some(mut exchange) = waiting.exchange else {
+                    continue;
+                };
+                exchange.response_ns = Some(*time_ns);
+                match answer(&mut exchange.call, waiting.api_version, frame.clone()) {
+                    Ok(()) => out.exchanges.push(exchange),
+                    Err(why) => {
+                        // Its answer is unknown: the request stays, unanswered.
+                        exchange.response_ns = None;
+                        out.exchanges.push(exchange);
+                        out.undecodable(Undecodable {
+                            proxy: proxy.to_owned(),
+                            connection: *connection,
+                            api_key: Some(waiting.api_key),
+                            api_version: Some(waiting.api_version),
+                            why: format!("response: {why}"),
+                        });
+                    }
+                }
+            }
+            Recorded::Request { .. } | Recorded::Response { .. } => {}
+        }
+    }
+    // Never answered in the recording: each stays, its outcome unknown,
+    // except an acks=0 produce, which asks no answer.
+    for requests in pending.into_values() {
+        out.exchanges
+            .extend(requests.into_values().filter_map(|p| p.exchange));
+    }
+}
+
+/// Why a request does not decode: the words, its api key and version.
+type RequestError = (String, Option<i16>, Option<i16>);
+
+/// The request in `frame`: its correlation id and what to remember of it.
+fn request(
+    proxy: &str,
+    connection: u64,
+    time_ns: u64,
+    mut frame: Bytes,
+) -> Result<(i32, Pending), RequestError> {
+    let (Some(key), Some(version)) = (
+        frame.get(..2).map(|b| i16::from_be_bytes([b[0], b[1]])),
+        frame.get(2..4).map(|b| i16::from_be_bytes([b[0], b[1]])),
+    ) else {
+        return Err(("shorter than a request header".to_owned(), None, None));
+    };
+    let fail = |why: String| (why, Some(key), Some(version));
+    let correlation_id = frame
+        .get(4..8)
+        .map(|b| i32::from_be_bytes(b.try_into().expect("4 bytes")))
+        .ok_or_else(|| fail("shorter than a request header".to_owned()))?;
+    let api = ApiKey::try_from(key).ok();
+    let mut pending = Pending {
+        api_key: key,
+        api_version: version,
+        exchange: None,
+    };
+    let (Some(api), true) = (api, correlation_id >= 0) else {
+        // Not an API at all (or the proxy's own duplicate, under a negative
+        // correlation id, whose answer the client never saw).
+        return Ok((correlation_id, pending));
+    };
+    let header_version = match api {
+        ApiKey::Produce => kafka_protocol::messages::ProduceRequest::header_version(version),
+        ApiKey::Fetch => kafka_protocol::messages::FetchRequest::header_version(version),
+        ApiKey::OffsetCommit => {
+            kafka_protocol::messages::OffsetCommitRequest::header_version(version)
+        }
+        ApiKey::OffsetFetch => {
+            kafka_protocol::messages::OffsetFetchRequest::header_version(version)
+        }
+        // Not an API of the history.
+        _ => return Ok((correlation_id, pending)),
+    };
+    let header = RequestHeader::decode(&mut frame, header_version)
+        .map_err(|e| fail(format!("request header: {e:#}")))?;
+    let call = match api {
+        ApiKey::Produce => Call::Produce(produce::request(frame, version).map_err(fail)?),
+        ApiKey::OffsetCommit => {
+            Call::OffsetCommit(groups::commit_request(frame, version).map_err(fail)?)
+        }
+        ApiKey::OffsetFetch => {
+            Call::OffsetFetch(groups::fetch_request(frame, version).map_err(fail)?)
+        }
+        _ => match fetch::request(frame, version).map_err(fail)? {
+            Some(fetch) => Call::Fetch(fetch),
+            // A replica's fetch on a client link is no application's.
+            None => return Ok((correlation_id, pending)),
+        },
+    };
+    pending.exchange = Some(Exchange {
+        proxy: proxy.to_owned(),
+        connection,
+        client_id: header.client_id.map(|c| c.to_string()),
+        correlation_id,
+        request_ns: time_ns,
+        response_ns: None,
+        call,
+    });
+    Ok((correlation_id, pending))
+}
+
+/// Reads `frame`, the answer to `call` at `version`, into it.
+fn answer(call: &mut Call, version: i16, frame: Bytes) -> Result<(), String> {
+    match call {
+        Call::Produce(produce) => produce::answer(produce, version, frame),
+        Call::Fetch(fetch) => fetch::answer(fetch, version, frame),
+        Call::OffsetCommit(commit) => groups::commit_answer(commit, version, frame),
+        Call::OffsetFetch(fetch) => groups::fetch_answer(fetch, version, frame),
+    }
+}
+
+#[cfg(test)]
+mod tests;

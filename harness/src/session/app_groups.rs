@@ -1,0 +1,135 @@
+//! The application's consumer-group offsets as history ops (app.rs has the
+//! rest): each partition of an OffsetCommit is a `commit` of the group's
+//! offset — `ok` when its answer had no error, `fail` when the error proves
+//! nothing was committed, else `info` (so is a commit never answered) — and
+//! each partition an OffsetFetch answered is a `committed` read of it. The
+//! committed-offsets rule then holds the group's coordinators to the
+//! application's own commits.
+
+use serde_json::{Value, json};
+
+use super::app_op::{AppOp, node_of, origin};
+use crate::history::{Body, Commit, Committed, OpType};
+use crate::reader::app_frames::{Exchange, OffsetCommit, OffsetFetch};
+use crate::topic_partition::PartitionRef;
+
+/// The errors an OffsetCommit answers without having committed anything:
+/// the request was refused before the coordinator wrote (Kafka's
+/// `OffsetCommit` handling: the group's coordinator, generation and member
+/// checks, the topic and size checks come first).
+const COMMIT_REFUSED: &[i16] = &[
+    3,  // UNKNOWN_TOPIC_OR_PARTITION
+    12, // OFFSET_METADATA_TOO_LARGE
+    14, // COORDINATOR_LOAD_IN_PROGRESS
+    15, // COORDINATOR_NOT_AVAILABLE
+    16, // NOT_COORDINATOR
+    22, // ILLEGAL_GENERATION
+    24, // INVALID_GROUP_ID
+    25, // UNKNOWN_MEMBER_ID
+    27, // REBALANCE_IN_PROGRESS
+    28, // INVALID_COMMIT_OFFSET_SIZE
+    29, // TOPIC_AUTHORIZATION_FAILED
+    30, // GROUP_AUTHORIZATION_FAILED
+    82, // FENCED_INSTANCE_ID
+];
+
+/// Each partition of an OffsetCommit as a `commit`.
+pub(super) fn commit_ops(
+    exchange: &Exchange,
+    commit: &OffsetCommit,
+    (invoke_ns, complete_ns): (u64, Option<u64>),
+    until_ns: u64,
+) -> Vec<AppOp> {
+    commit
+        .partitions
+        .iter()
+        .map(|(topic, partition, offset, answer)| {
+            let mut app = origin(exchange);
+            let body = Body::Commit(Commit {
+                group: commit.group.clone(),
+                partition: PartitionRef::new(topic, *partition as u32),
+                offset: *offset,
+                node: node_of(&exchange.proxy),
+                generation: (commit.generation >= 0).then_some(commit.generation),
+                member: (!commit.member.is_empty()).then(|| commit.member.clone()),
+            });
+            let (kind, at, error) = match (answer, complete_ns) {
+                (Some(0), Some(at)) => (OpType::Ok, at, None),
+                (Some(code), Some(at)) => {
+                    app.insert("error_code".into(), json!(code));
+                    let kind = if COMMIT_REFUSED.contains(code) {
+                        OpType::Fail
+                    } else {
+                        OpType::Info
+                    };
+                    (kind, at, Some(format!("the broker answered error {code}")))
+                }
+                _ => (
+                    OpType::Info,
+                    until_ns.max(invoke_ns),
+                    Some("no answer recorded".to_owned()),
+                ),
+            };
+            AppOp {
+                invoke_ns,
+                complete_ns: at,
+                connection: (exchange.proxy.clone(), exchange.connection),
+                kind,
+                body,
+                asked: None,
+                error,
+                app: Value::Object(app),
+            }
+        })
+        .collect()
+}
+
+/// Each partition an OffsetFetch answered as a `committed` read: `ok` with
+/// the offset it answered, `fail` on an error (a read changes nothing).
+pub(super) fn committed_ops(
+    exchange: &Exchange,
+    fetch: &OffsetFetch,
+    (invoke_ns, complete_ns): (u64, u64),
+) -> Vec<AppOp> {
+    fetch
+        .answered
+        .iter()
+        .map(|(group, topic, partition, offset, code)| {
+            let mut app = origin(exchange);
+            let code = if fetch.error_code == 0 {
+                *code
+            } else {
+                fetch.error_code
+            };
+            let asked = Committed {
+                group: group.clone(),
+                partition: PartitionRef::new(topic, *partition as u32),
+                node: node_of(&exchange.proxy),
+                offset: None,
+                leader: None,
+                stable: fetch.require_stable,
+            };
+            let (kind, body, error) = if code == 0 {
+                let answered = Committed {
+                    offset: Some(*offset),
+                    ..asked.clone()
+                };
+                (OpType::Ok, Body::Committed(answered), None)
+            } else {
+                app.insert("error_code".into(), json!(code));
+                let error = Some(format!("the broker answered error {code}"));
+                (OpType::Fail, Body::Committed(asked.clone()), error)
+            };
+            AppOp {
+                invoke_ns,
+                complete_ns,
+                connection: (exchange.proxy.clone(), exchange.connection),
+                kind,
+                body,
+                asked: Some(Body::Committed(asked)),
+                error,
+                app: Value::Object(app),
+            }
+        })
+        .collect()
+}
