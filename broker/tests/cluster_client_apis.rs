@@ -1,16 +1,19 @@
 //! The client APIs one broker answers, end to end against a real etcd: the
 //! broker is configured through a TOML file; ApiVersions advertises exactly the
 //! implemented table; CreateTopics validates; Produce with acks=all; ListOffsets
-//! earliest and latest; Fetch long-polls until data arrives or max wait passes;
+//! earliest, latest and by timestamp; Fetch long-polls until data arrives or max wait passes;
 //! and every advertised version of every API answers in a decodable form.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
+use bytes::{Bytes, BytesMut};
+
 use common::broker_process::BrokerProcess;
 use common::etcd::Etcd;
 use common::kafka_client::{KafkaClient, batch, topic};
+use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -21,6 +24,9 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{
     ApiVersionsRequest, BrokerId, CreateTopicsRequest, FetchRequest, LeaderAndIsrRequest,
     ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use tempfile::TempDir;
 
@@ -76,7 +82,7 @@ fn assert_api_versions_advertised(c: &mut KafkaClient) {
             (4, 0, 4),
             // StopReplica, for topic deletion ([clients]).
             (5, 3, 4),
-            (6, 5, 6),
+            (6, 5, 7),
             // The group APIs: FindCoordinator … ListGroups ([groups]).
             (8, 0, 8),
             (9, 0, 8),
@@ -210,6 +216,69 @@ fn assert_produce_and_list_offsets(c: &mut KafkaClient) {
         1,
         "OFFSET_OUT_OF_RANGE"
     );
+}
+
+/// (error code, offset, timestamp) of a v7 ListOffsets of `name`-0.
+fn list_offset_v7(c: &mut KafkaClient, name: &str, timestamp: i64) -> (i16, i64, i64) {
+    let req = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(topic(name))
+                .with_partitions(vec![
+                    ListOffsetsPartition::default()
+                        .with_partition_index(0)
+                        .with_timestamp(timestamp),
+                ]),
+        ]);
+    let resp = c.send(&req, 7).unwrap();
+    let p = &resp.topics[0].partitions[0];
+    (p.error_code, p.offset, p.timestamp)
+}
+
+/// One uncompressed batch whose records carry these timestamps.
+fn timed_batch(timestamps: &[i64]) -> Bytes {
+    let records: Vec<Record> = timestamps
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Record {
+            transactional: false,
+            control: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: -1,
+            timestamp: *t,
+            key: None,
+            value: Some(Bytes::from_static(b"v")),
+            headers: IndexMap::new(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+    buf.freeze()
+}
+
+/// ListOffsets by timestamp, as offsetsForTimes asks it (KIP-79), and the
+/// largest timestamp (-3, KIP-734).
+fn assert_list_offsets_by_timestamp(c: &mut KafkaClient) {
+    assert_eq!(c.create_topic("times", 1, 1), 0);
+    assert_eq!(list_offset_v7(c, "times", 0), (0, -1, -1), "an empty log");
+    let sent = [timed_batch(&[1000, 3000, 2000]), timed_batch(&[4000])];
+    for b in sent {
+        assert_eq!(c.produce("times", 0, b, -1).unwrap().0, 0);
+    }
+    assert_eq!(list_offset_v7(c, "times", 500), (0, 0, 1000));
+    assert_eq!(list_offset_v7(c, "times", 1500), (0, 1, 3000));
+    assert_eq!(list_offset_v7(c, "times", 3500), (0, 3, 4000));
+    assert_eq!(list_offset_v7(c, "times", 4001), (0, -1, -1));
+    assert_eq!(list_offset_v7(c, "times", -3), (0, 3, 4000));
 }
 
 /// Fetch at the log end waits max_wait_ms when nothing arrives, and returns
@@ -408,6 +477,7 @@ fn cluster_client_apis_answer_as_kafka_does() {
     assert_metadata_refuses_illegal_names(&mut c);
     assert_metadata_creates_legal_names(&mut c);
     assert_produce_and_list_offsets(&mut c);
+    assert_list_offsets_by_timestamp(&mut c);
     assert_fetch_long_polls(&mut c, &broker.addr);
 
     // Every advertised version of every client API answers with a response

@@ -19,8 +19,9 @@ use crate::client::{ClientError, Connection};
 /// LeaderAndIsr v4: flexible, grouped by topic, carries the broker epoch; the
 /// last version without topic ids, which this broker does not assign.
 pub const LEADER_AND_ISR_VERSION: i16 = 4;
-/// UpdateMetadata v6: flexible, grouped by topic, without topic ids.
-pub const UPDATE_METADATA_VERSION: i16 = 6;
+/// UpdateMetadata v7: flexible, grouped by topic, with each topic's id
+/// (KIP-516).
+pub const UPDATE_METADATA_VERSION: i16 = 7;
 /// StopReplica v3: each partition with its delete flag (KIP-570).
 pub const STOP_REPLICA_VERSION: i16 = 3;
 

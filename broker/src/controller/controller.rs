@@ -41,7 +41,7 @@ use tokio::sync::{mpsc, watch};
 use super::channel::{ControlReply, ControlRequest, ControlResponse, ControllerChannel};
 use super::metadata_store::{
     BrokerRegistration, ControllerFence, KeyKind, MetadataStore, PartitionStateRecord, ROOT,
-    StoreError, Versioned, classify,
+    StoreError, Versioned, classify, wire_topic_id,
 };
 use super::partition_election;
 use super::session::Session;
@@ -717,6 +717,9 @@ impl Controller {
             .map(|(t, ps)| {
                 UpdateMetadataTopicState::default()
                     .with_topic_name(TopicName(StrBytes::from_string(t.to_string())))
+                    .with_topic_id(wire_topic_id(
+                        self.ctx.topics.get(t).and_then(|a| a.topic_id.as_deref()),
+                    ))
                     .with_partition_states(ps)
             })
             .collect();

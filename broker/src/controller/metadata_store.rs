@@ -17,7 +17,7 @@ use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp
 use serde::{Deserialize, Serialize};
 
 mod topics;
-pub use topics::StoredTopic;
+pub use topics::{StoredTopic, new_topic_id};
 
 /// Every key lives under this root.
 pub const ROOT: &str = "/epochal";
@@ -115,10 +115,23 @@ pub struct ControllerRecord {
 }
 
 /// A topic's replica assignment (ZooKeeper's `/brokers/topics/<t>`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicAssignment {
     /// Partition → replicas, preferred leader first.
     pub partitions: BTreeMap<i32, Vec<i32>>,
+    /// The topic's id (KIP-516), a random UUID given at creation
+    /// ([`MetadataStore::create_topic`]) and kept with the assignment, as
+    /// Kafka keeps `topic_id` in the znode; in its hyphenated form. A topic
+    /// stored without one is announced with the zero UUID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic_id: Option<String>,
+}
+
+/// A topic id as the wire carries it: kafka-protocol's `Uuid` (`T` at every
+/// caller, left generic so this crate needs no `uuid` dependency of its
+/// own), parsed from its stored form; the zero UUID when there is none.
+pub fn wire_topic_id<T: std::str::FromStr + Default>(id: Option<&str>) -> T {
+    id.and_then(|id| id.parse().ok()).unwrap_or_default()
 }
 
 /// `{leader, leader_epoch, isr, controller_epoch}`, ZooKeeper's LeaderAndIsr znode.
@@ -235,6 +248,9 @@ pub enum StoreError {
     /// producerIds").
     #[error("producer ids exhausted: the last block ended at {last_block_end}")]
     ProducerIdsExhausted { last_block_end: i64 },
+    /// The kernel's random source could not be read (a new topic id).
+    #[error("reading /dev/urandom: {0}")]
+    Random(String),
 }
 
 /// What a controller's write is fenced by, when fencing is on.

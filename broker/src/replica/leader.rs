@@ -17,6 +17,7 @@ use kafka_protocol::ResponseError;
 use super::manager::{DEBUGGING_REPLICA_ID, ReplicaManager, storage_error_code};
 use super::partition::Partition;
 use super::store::partition_log::AppendOrigin;
+use super::store::partition_log::TimestampAndOffset;
 use super::store::record_batch::{Batches, RecordRules};
 use super::store::{EpochEndOffset, LogAppendInfo, PartitionLog, TopicPartition};
 use super::truncation;
@@ -89,6 +90,18 @@ impl AppendTicket {
             leadership: partition.leadership,
         }
     }
+}
+
+/// ListOffsets' timestamp for the record with the largest timestamp (KIP-734).
+pub const MAX_TIMESTAMP: i64 = -3;
+
+/// How much one partition's read may return: at most `max_bytes` of whole
+/// batches, except that with `min_one_batch` the first batch comes whole
+/// whatever its size (Kafka's `minOneMessage`, KIP-74).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadBudget {
+    pub max_bytes: usize,
+    pub min_one_batch: bool,
 }
 
 /// The prefix of `buf` holding only whole batches whose last offset is below `end`.
@@ -331,6 +344,32 @@ impl ReplicaManager {
         current_leader_epoch: i32,
         committed: bool,
     ) -> Result<ReadResult, ResponseError> {
+        let budget = ReadBudget {
+            max_bytes,
+            min_one_batch: true,
+        };
+        self.read_within(
+            tp,
+            offset,
+            budget,
+            replica_id,
+            current_leader_epoch,
+            committed,
+        )
+    }
+
+    /// [`Self::read_isolated`] within `budget`: Fetch reads its first
+    /// non-empty partition with `min_one_batch` and the rest without
+    /// (KIP-74, Kafka's `ReplicaManager.readFromLocalLog`).
+    pub fn read_within(
+        &self,
+        tp: &TopicPartition,
+        offset: i64,
+        budget: ReadBudget,
+        replica_id: i32,
+        current_leader_epoch: i32,
+        committed: bool,
+    ) -> Result<ReadResult, ResponseError> {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let partition = self.readable(&inner.partitions, &inner.logs, tp, replica_id)?;
@@ -362,7 +401,7 @@ impl ReplicaManager {
             Bytes::new()
         } else {
             let raw = log
-                .read(offset, max_bytes)
+                .read_batches(offset, budget.max_bytes, budget.min_one_batch)
                 .map_err(|e| storage_error_code(&e))?;
             batches_below(raw, bound)
         };
@@ -429,9 +468,47 @@ impl ReplicaManager {
                 Ok((latest, epoch))
             }
             -1 => Ok((log.log_end_offset(), epoch)),
-            // Lookup by timestamp needs a time index, which this broker does not keep.
+            // By timestamp: `offset_for_timestamp`.
             _ => Err(ResponseError::InvalidRequest),
         }
+    }
+
+    /// ListOffsets by timestamp: for `timestamp` ≥ 0 the first record whose
+    /// timestamp is at or after it, for -3 (KIP-734) the record with the
+    /// largest timestamp; other negatives are INVALID_REQUEST. As Kafka's
+    /// `Partition.fetchOffsetForTimestamp`, a record at or past what the
+    /// asker may read (the HW for a client, the last stable offset for a
+    /// read_committed one, the log end for a replica or the debugging id)
+    /// is no answer: `None`, which ListOffsets sends as offset and
+    /// timestamp -1.
+    pub fn offset_for_timestamp(
+        &self,
+        tp: &TopicPartition,
+        timestamp: i64,
+        replica_id: i32,
+        committed: bool,
+    ) -> Result<Option<TimestampAndOffset>, ResponseError> {
+        let inner = self.lock();
+        self.readable(&inner.partitions, &inner.logs, tp, replica_id)?;
+        let log = inner
+            .logs
+            .get(tp)
+            .ok_or(ResponseError::NotLeaderOrFollower)?;
+        let found = match timestamp {
+            MAX_TIMESTAMP => log.max_timestamp_record(),
+            t if t >= 0 => log.offset_for_timestamp(t),
+            _ => return Err(ResponseError::InvalidRequest),
+        }
+        .map_err(|e| storage_error_code(&e))?;
+        let fetchable = match (
+            is_client(replica_id) && replica_id != DEBUGGING_REPLICA_ID,
+            committed,
+        ) {
+            (false, _) => log.log_end_offset(),
+            (true, false) => log.high_watermark(),
+            (true, true) => log.last_stable_offset(),
+        };
+        Ok(found.filter(|f| f.offset < fetchable))
     }
 
     /// OffsetsForLeaderEpoch as leader: the end offset of `epoch` by the

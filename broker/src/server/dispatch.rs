@@ -48,7 +48,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     // the asker's current leader epoch, v3+ names the replica.
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
     // v5+ groups partitions by topic and lists broker endpoints.
-    (ApiKey::UpdateMetadata, 5, 6),
+    (ApiKey::UpdateMetadata, 5, 7),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 0, 7),
     // Idempotent and transactional producers (KIP-98). v2+ is flexible

@@ -28,7 +28,10 @@ use super::recovery::{self, Truncation};
 use super::segment::{BatchPosition, Segment};
 use super::{LeaderEpochCache, LogConfig, ProducerStateRecovery, StorageError, TopicPartition};
 
+mod time_index;
 mod txns;
+
+pub use time_index::TimestampAndOffset;
 
 /// What a follower's append or a replay tells the producer state, in log
 /// order: a producer's data batch, or a transaction marker.
@@ -305,6 +308,7 @@ impl PartitionLog {
                 position: *position as u64,
                 size_bytes: size as u32,
                 leader_epoch,
+                max_timestamp: header.max_timestamp,
             });
             record_count = record_count.saturating_add(header.record_count as u32);
             next_offset = last_offset + 1;
@@ -400,6 +404,7 @@ impl PartitionLog {
                 position: batch.position as u64,
                 size_bytes: header.size_bytes() as u32,
                 leader_epoch: epoch,
+                max_timestamp: header.max_timestamp,
             });
             if header.is_control() {
                 let marker = Self::marker_of(&records, batch.position, &header)?;
@@ -503,6 +508,20 @@ impl PartitionLog {
     /// `max_bytes`. The first batch is returned whatever its size so a consumer
     /// can always make progress (KIP-74). At the LEO the result is empty.
     pub fn read(&self, start_offset: i64, max_bytes: usize) -> Result<Bytes, StorageError> {
+        self.read_batches(start_offset, max_bytes, true)
+    }
+
+    /// [`Self::read`], with the first batch returned over `max_bytes` only
+    /// when `min_one_batch` (Kafka's `minOneMessage` in `Log.read`, KIP-74);
+    /// without it a first batch larger than `max_bytes` reads as nothing.
+    /// Kafka would hand back the first `max_bytes` of it, a partial batch the
+    /// client throws away; whole batches or none come to the same for it.
+    pub fn read_batches(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<Bytes, StorageError> {
         if start_offset < self.log_start_offset() || start_offset > self.log_end_offset {
             return Err(StorageError::OffsetOutOfRange {
                 topic_partition: self.topic_partition.clone(),
@@ -522,6 +541,9 @@ impl PartitionLog {
                 continue;
             };
             let mut len = head.size_bytes as usize;
+            if len > max_bytes && !min_one_batch {
+                return Ok(Bytes::new());
+            }
             for batch in &batches[first + 1..] {
                 if len + batch.size_bytes as usize > max_bytes {
                     break;

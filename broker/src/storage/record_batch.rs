@@ -32,7 +32,8 @@ use kafka_protocol::records::{
 mod framing;
 mod produced;
 pub use framing::{
-    RecordField, RecordFramingError, RecordsSeen, check_record_framing, walk_records,
+    RecordField, RecordFramingError, RecordsSeen, check_record_framing, timestamp_deltas,
+    walk_records,
 };
 pub use produced::{ProducedError, RecordRules, RuleViolation, validate_produced_under};
 
@@ -311,7 +312,16 @@ fn decompressed(
 /// a topic's configs may refuse ([`RecordRules`]).
 pub fn check_records(batch: &Bytes, header: &BatchHeader) -> Result<RecordsSeen, BatchError> {
     let count = header.record_count as usize;
-    let compression = match header.compression_id() {
+    let mut payload = batch.slice(HEADER_SIZE..);
+    decompressed(&mut payload, compression_of(header)?, count)
+        .map(|(_, seen)| seen)
+        .map_err(|e| BatchError::Undecodable {
+            reason: format!("{e:#}"),
+        })
+}
+
+fn compression_of(header: &BatchHeader) -> Result<Compression, BatchError> {
+    Ok(match header.compression_id() {
         0 => Compression::None,
         1 => Compression::Gzip,
         2 => Compression::Snappy,
@@ -322,13 +332,30 @@ pub fn check_records(batch: &Bytes, header: &BatchHeader) -> Result<RecordsSeen,
                 reason: format!("unknown compression codec {other}"),
             });
         }
-    };
+    })
+}
+
+/// The timestampType bit of a batch's attributes: set, LogAppendTime.
+const LOG_APPEND_TIME: i16 = 0x08;
+
+/// Each record's timestamp in a stored batch, in offset order: the base
+/// timestamp plus the record's delta (wrapping, as Java's `long` addition),
+/// or the batch's max timestamp for each under LogAppendTime, as Kafka's
+/// `DefaultRecordBatch` iterator gives them.
+pub fn record_timestamps(batch: &Bytes, header: &BatchHeader) -> Result<Vec<i64>, BatchError> {
+    let count = header.record_count.max(0) as usize;
+    if header.attributes & LOG_APPEND_TIME != 0 {
+        return Ok(vec![header.max_timestamp; count]);
+    }
+    let undecodable = |reason: String| BatchError::Undecodable { reason };
     let mut payload = batch.slice(HEADER_SIZE..);
-    decompressed(&mut payload, compression, count)
-        .map(|(_, seen)| seen)
-        .map_err(|e| BatchError::Undecodable {
-            reason: format!("{e:#}"),
-        })
+    let (records, _) = decompressed(&mut payload, compression_of(header)?, count)
+        .map_err(|e| undecodable(format!("{e:#}")))?;
+    let deltas = timestamp_deltas(&records, count).map_err(|e| undecodable(e.to_string()))?;
+    Ok(deltas
+        .into_iter()
+        .map(|d| header.base_timestamp.wrapping_add(d))
+        .collect())
 }
 
 /// Decodes one batch's records with `kafka-protocol`'s decoder, for the

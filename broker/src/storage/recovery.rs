@@ -145,6 +145,7 @@ fn check_batch_at(
         position,
         size_bytes: size as u32,
         leader_epoch: header.partition_leader_epoch,
+        max_timestamp: header.max_timestamp,
     }))
 }
 

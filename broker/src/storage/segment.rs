@@ -24,6 +24,10 @@ pub struct BatchPosition {
     pub position: u64,
     pub size_bytes: u32,
     pub leader_epoch: i32,
+    /// The batch header's max timestamp: with the offsets, the time index
+    /// ListOffsets searches by timestamp (Kafka keeps a sparse `.timeindex`
+    /// file per segment; this broker keeps every batch's, in memory).
+    pub max_timestamp: i64,
 }
 
 #[derive(Debug)]

@@ -36,7 +36,13 @@ impl MetadataStore {
         configs: &Overrides,
     ) -> Result<bool, StoreError> {
         let key = topic_key(topic);
-        let mut puts = vec![TxnOp::put(key.clone(), encode(assignment), None)];
+        // Every creation gets a new id, so a topic deleted and made again
+        // is told apart from the one before (KIP-516).
+        let assignment = TopicAssignment {
+            topic_id: Some(new_topic_id()?),
+            ..assignment.clone()
+        };
+        let mut puts = vec![TxnOp::put(key.clone(), encode(&assignment), None)];
         if !configs.is_empty() {
             let record = TopicConfigRecord::new(configs.clone());
             puts.push(TxnOp::put(topic_config_key(topic), encode(&record), None));
@@ -177,5 +183,43 @@ impl MetadataStore {
             )])
             .and_then(vec![TxnOp::put(key, encode(assignment), None)]);
         Ok(self.client.clone().txn(txn).await?.succeeded())
+    }
+}
+
+/// A random (version 4, RFC 4122) UUID from the kernel's random source, in
+/// its hyphenated lowercase form (the form kafka-protocol's `Uuid` prints
+/// and parses). Kafka's `Uuid.randomUuid` is the same kind of id.
+pub fn new_topic_id() -> Result<String, StoreError> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| StoreError::Random(e.to_string()))?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_topic_id;
+
+    #[test]
+    fn topic_ids_are_fresh_version_4_uuids() {
+        let (a, b) = (new_topic_id().unwrap(), new_topic_id().unwrap());
+        assert_ne!(a, b);
+        let groups: Vec<usize> = a.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12]);
+        assert_eq!(&a[14..15], "4", "version 4: {a}");
+        assert!("89ab".contains(&a[19..20]), "RFC 4122 variant: {a}");
+        assert_eq!(a, a.to_lowercase());
     }
 }

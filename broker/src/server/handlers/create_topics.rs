@@ -19,7 +19,7 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::controller::metadata_store::{Overrides, TopicAssignment};
+use crate::controller::metadata_store::{Overrides, TopicAssignment, wire_topic_id};
 use crate::server::context::Broker;
 use crate::storage::validate_topic_name;
 use crate::topic_config;
@@ -113,7 +113,10 @@ fn plan(
                 "partitions must be numbered 0..n".into(),
             ));
         }
-        return Ok(TopicAssignment { partitions });
+        return Ok(TopicAssignment {
+            partitions,
+            ..TopicAssignment::default()
+        });
     }
     // -1 means the broker's num.partitions and default.replication.factor (KIP-464).
     let partitions = if topic.num_partitions == -1 {
@@ -161,6 +164,7 @@ fn sized(partitions: i32, rf: i32, live: &[i32]) -> Result<TopicAssignment, Fail
     }
     Ok(TopicAssignment {
         partitions: assign_replicas(live, partitions, rf as usize),
+        ..TopicAssignment::default()
     })
 }
 
@@ -274,9 +278,13 @@ pub async fn handle(
             }
         });
     }
-    // Wait for leaders, bounded by the request's timeout.
+    // Wait for leaders, bounded by the request's timeout; v7 answers the
+    // new topic's id (KIP-516), which the same announcement carried.
     for (index, name, partitions) in created {
-        if !wait_for_leaders(broker, &name, partitions, deadline).await {
+        if wait_for_leaders(broker, &name, partitions, deadline).await {
+            let id = broker.metadata.topic_id(&name);
+            results[index].topic_id = wire_topic_id(id.as_deref());
+        } else {
             results[index].error_code = ResponseError::RequestTimedOut.code();
         }
     }

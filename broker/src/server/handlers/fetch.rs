@@ -7,8 +7,10 @@
 //! `replica::manager::DEBUGGING_REPLICA_ID`). Wait up to `max_wait_ms` until
 //! `min_bytes` are available. The current leader epoch (KIP-320) is checked:
 //! older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
-//! The first partition with data returns at least one whole batch even when it
-//! exceeds the byte limits (KIP-74), so a large batch never stalls a consumer.
+//! `max_bytes` caps the whole answer and `partition_max_bytes` each
+//! partition, except that the first partition with data returns its first
+//! batch whole even when it exceeds them (KIP-74), so a large batch never
+//! stalls a consumer (`partition_budget`).
 //! Fetch sessions (KIP-227) are not kept: every response is sessionless (id 0).
 //! A read_committed client (isolation_level 1, KIP-98) reads up to the last
 //! stable offset and is told the aborted transactions there.
@@ -23,6 +25,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 /// Fetch's isolation_level for read_committed (KIP-98).
 const READ_COMMITTED: i8 = 1;
 
+use crate::replica::leader::ReadBudget;
 use crate::replica::store::TopicPartition;
 use crate::server::context::Broker;
 
@@ -88,23 +91,18 @@ fn read_once(broker: &Broker, req: &FetchRequest, replica_id: i32) -> (FetchResp
                 partition: p.partition,
             };
             let base = PartitionData::default().with_partition_index(p.partition);
-            let remaining = max_bytes.saturating_sub(total);
-            if total > 0 && remaining == 0 {
+            let budget = partition_budget(max_bytes, total, p.partition_max_bytes);
+            if budget.max_bytes == 0 && !budget.min_one_batch {
                 parts.push(
                     base.with_high_watermark(broker.replicas.high_watermark(&tp).unwrap_or(-1))
                         .with_records(Some(Default::default())),
                 );
                 continue;
             }
-            let limit = (p.partition_max_bytes.max(0) as usize).min(if total == 0 {
-                usize::MAX
-            } else {
-                remaining
-            });
-            match broker.replicas.read_isolated(
+            match broker.replicas.read_within(
                 &tp,
                 p.fetch_offset,
-                limit,
+                budget,
                 replica_id,
                 p.current_leader_epoch,
                 req.isolation_level == READ_COMMITTED,
@@ -150,3 +148,24 @@ fn read_once(broker: &Broker, req: &FetchRequest, replica_id: i32) -> (FetchResp
         any_error,
     )
 }
+
+/// What one partition of a Fetch may read once `total` bytes of the answer
+/// are taken, as Kafka's `ReplicaManager.readFromLocalLog` (KIP-74): each
+/// partition gets `min(partition_max_bytes, max_bytes - total)`, and only
+/// while nothing has been read yet may a first batch larger than that come
+/// whole (`minOneMessage`), so a consumer never sticks on a large batch yet
+/// an answer is never larger than `max_bytes` unless it is that one batch
+/// (librdkafka drops the connection over an answer above its
+/// `receive.message.max.bytes`).
+/// Fetch v3+ limits are soft this way; v0-v2 had hard limits, which this
+/// broker does not serve (v4+).
+fn partition_budget(max_bytes: usize, total: usize, partition_max_bytes: i32) -> ReadBudget {
+    ReadBudget {
+        max_bytes: (partition_max_bytes.max(0) as usize).min(max_bytes.saturating_sub(total)),
+        min_one_batch: total == 0,
+    }
+}
+
+#[cfg(test)]
+#[path = "fetch_tests.rs"]
+mod tests;

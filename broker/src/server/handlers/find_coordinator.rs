@@ -199,6 +199,7 @@ async fn create_internal_topic(
     }
     let assignment = TopicAssignment {
         partitions: assign_replicas(&live, topic.partitions(broker) as i32, rf),
+        ..TopicAssignment::default()
     };
     match broker.store.create_topic(name, &assignment).await {
         Ok(true) => {

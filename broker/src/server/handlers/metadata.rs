@@ -23,6 +23,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::create_topics::auto_create;
 use super::find_coordinator::is_internal;
 use super::topic_name;
+use crate::controller::metadata_store::wire_topic_id;
 use crate::server::context::Broker;
 use crate::server::metadata_cache::ClusterView;
 use crate::storage::validate_topic_name;
@@ -118,6 +119,8 @@ pub async fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> Meta
                 .with_error_code(unknown[&name].code()),
             Some(parts) => MetadataResponseTopic::default()
                 .with_name(Some(topic_name(&name)))
+                // v10+ (KIP-516): the id the controller announced.
+                .with_topic_id(wire_topic_id(view.topic_ids.get(&name).map(String::as_str)))
                 // The coordinators' topics, as Kafka flags them (v1+).
                 .with_is_internal(is_internal(&name))
                 .with_partitions(

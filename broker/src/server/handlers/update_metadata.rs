@@ -45,6 +45,9 @@ pub fn handle(
     }
     for t in req.topic_states.iter() {
         let topic = t.topic_name.0.to_string();
+        if !t.topic_id.is_nil() {
+            view.topic_ids.insert(topic.clone(), t.topic_id.to_string());
+        }
         let parts: &mut BTreeMap<i32, PartitionMetadata> =
             view.topics.entry(topic.clone()).or_default();
         for p in &t.partition_states {

@@ -54,6 +54,7 @@ impl PartitionLog {
             position: 0,
             size_bytes: bytes.len() as u32,
             leader_epoch,
+            max_timestamp: now_ms,
         };
         self.epoch_cache.assign(leader_epoch, offset)?;
         self.write(&bytes, vec![position], offset + 1)?;

@@ -185,6 +185,22 @@ pub fn walk_records(mut payload: &[u8], count: usize) -> Result<RecordsSeen, Rec
     Ok(seen)
 }
 
+/// Each of `count` records' timestamp delta, in order: a record's length,
+/// its attributes byte, then the delta (a varlong). Only what a lookup by
+/// timestamp needs; the framing was checked when the batch was appended.
+pub fn timestamp_deltas(mut payload: &[u8], count: usize) -> Result<Vec<i64>, RecordFramingError> {
+    // Every record takes at least a byte, so `count` is no allocation risk
+    // beyond the payload's size.
+    let mut deltas = Vec::with_capacity(count.min(payload.len()));
+    for i in 0..count {
+        let len = read_varint(&mut payload)?;
+        let mut record = skip(&mut payload, len, RecordField::Record(i))?;
+        skip(&mut record, 1, RecordField::Attributes)?;
+        deltas.push(read_varlong(&mut record)?);
+    }
+    Ok(deltas)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,6 +148,9 @@ fn append_and_read_back(sent: Bytes, records: &[TestRecord]) -> Result<(), TestC
     let (header, read) = test_writer::read_batch(&stored);
     prop_assert_eq!((header.base_offset, header.partition_leader_epoch), (1, 4));
     prop_assert_eq!(read, records);
+    // The lookup by timestamp reads each record's timestamp back too.
+    let times: Vec<i64> = records.iter().map(|r| r.timestamp).collect();
+    prop_assert_eq!(super::record_timestamps(&stored, &header), Ok(times));
     Ok(())
 }
 
