@@ -39,9 +39,6 @@ pub fn controller_epoch_key() -> String {
 pub fn topic_key(topic: &str) -> String {
     format!("{ROOT}/brokers/topics/{topic}")
 }
-pub fn topics_prefix() -> String {
-    format!("{ROOT}/brokers/topics/")
-}
 pub fn partition_state_key(topic: &str, partition: i32) -> String {
     format!("{ROOT}/brokers/topics/{topic}/partitions/{partition}/state")
 }
