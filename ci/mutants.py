@@ -26,16 +26,20 @@ import sys
 import time
 from pathlib import Path
 
-# Which campaign workload meets the code of each broker module: the default
-# mix (producers, consumers, every fault kind) for the replication path;
-# committing groups for group/ and offsets/; transactional producers for
-# transactions/.
+# Which campaign workloads meet the code of each broker module, one per seed
+# in turn: the default mix (producers, consumers, every fault kind) for the
+# replication path; committing groups for group/ and offsets/; transactional
+# producers for transactions/. The controller also creates the internal
+# topics groups and transactions need (a mutant that never creates one went
+# unseen under the default mix alone), so its second seed commits.
+COMMITS = ["--commits", "--subscribers", "2"]
 WORKLOADS = {
-    "group": ["--commits", "--subscribers", "2"],
-    "offsets": ["--commits", "--subscribers", "2"],
-    "transactions": ["--transactional", "2"],
+    "group": [COMMITS],
+    "offsets": [COMMITS],
+    "transactions": [["--transactional", "2"]],
+    "controller": [[], COMMITS],
 }
-DEFAULT_WORKLOAD: list[str] = []
+DEFAULT_WORKLOADS: list[list[str]] = [[]]
 # The fixed settings every campaign runs on: a mutant is judged where the
 # broker is meant to be correct.
 FIXED = ["--set", "truncation=current", "--set", "controller_epoch_fencing=true"]
@@ -146,15 +150,16 @@ def main() -> int:
             else:
                 shutil.copy2(target / "debug/epochal-broker", bin_dir / "epochal-broker")
                 runs = []
-                workload = WORKLOADS.get(module_of(m["file"]), DEFAULT_WORKLOAD)
-                for seed in seeds:
+                workloads = WORKLOADS.get(module_of(m["file"]), DEFAULT_WORKLOADS)
+                for k, seed in enumerate(seeds):
+                    workload = workloads[k % len(workloads)]
                     store = args.out / "store" / f"{i:04d}"
                     code = run([str(bin_dir / "epochal"), "campaign", "--seed", seed,
                                 "--duration", args.duration, "--store", str(store), *FIXED,
                                 *workload],
                                env=dict(os.environ, EPOCHAL_BIN_DIR=str(bin_dir)),
                                timeout=900)
-                    runs.append({"seed": seed, "exit": code})
+                    runs.append({"seed": seed, "workload": workload, "exit": code})
                     # Exit 1: a forbidden anomaly. Exit 4: a broker that would
                     # not start or serve, which the harness names too.
                     if code in (1, 4):
