@@ -12,7 +12,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kafka_protocol::protocol::Decodable;
 use kafka_protocol::records::RecordSet;
 
-use super::wire::{decode_response, whole_batches};
+use super::wire::{DecodeError, decode_response, whole_batches};
 
 /// One Fetch request of a consumer, and once answered what it read.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,15 +49,15 @@ pub struct FetchedRecord {
 
 /// The request's body in `frame` (its header read) at `version`; `None` for
 /// a replica's fetch, which is no application's.
-pub fn request(mut frame: Bytes, version: i16) -> Result<Option<Fetch>, String> {
-    let request = FetchRequest::decode(&mut frame, version).map_err(|e| format!("{e:#}"))?;
+pub fn request(mut frame: Bytes, version: i16) -> Result<Option<Fetch>, DecodeError> {
+    let request = FetchRequest::decode(&mut frame, version).map_err(DecodeError::Body)?;
     if request.replica_id.0.max(request.replica_state.replica_id.0) >= 0 {
         return Ok(None);
     }
     let mut partitions = Vec::new();
     for topic in &request.topics {
         if topic.topic.0.is_empty() {
-            return Err("names its topics by id (Fetch v13 on), not read".to_owned());
+            return Err(DecodeError::TopicIds);
         }
         for p in &topic.partitions {
             partitions.push(FetchedPartition {
@@ -75,7 +75,7 @@ pub fn request(mut frame: Bytes, version: i16) -> Result<Option<Fetch>, String> 
 }
 
 /// Reads the answer in `frame` into `fetch`.
-pub fn answer(fetch: &mut Fetch, version: i16, frame: Bytes) -> Result<(), String> {
+pub fn answer(fetch: &mut Fetch, version: i16, frame: Bytes) -> Result<(), DecodeError> {
     let response: FetchResponse = decode_response(frame, version)?;
     let committed_only = fetch.isolation_level == 1;
     for topic in &response.responses {

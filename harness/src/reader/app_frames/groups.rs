@@ -8,7 +8,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::Decodable;
 
-use super::wire::decode_response;
+use super::wire::{DecodeError, decode_response};
 
 /// One OffsetCommit request, and once answered each partition's error.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,8 +34,8 @@ pub struct OffsetFetch {
     pub error_code: i16,
 }
 
-pub fn commit_request(mut frame: Bytes, version: i16) -> Result<OffsetCommit, String> {
-    let request = OffsetCommitRequest::decode(&mut frame, version).map_err(|e| format!("{e:#}"))?;
+pub fn commit_request(mut frame: Bytes, version: i16) -> Result<OffsetCommit, DecodeError> {
+    let request = OffsetCommitRequest::decode(&mut frame, version).map_err(DecodeError::Body)?;
     Ok(OffsetCommit {
         group: request.group_id.0.to_string(),
         generation: request.generation_id_or_member_epoch,
@@ -57,7 +57,11 @@ pub fn commit_request(mut frame: Bytes, version: i16) -> Result<OffsetCommit, St
     })
 }
 
-pub fn commit_answer(commit: &mut OffsetCommit, version: i16, frame: Bytes) -> Result<(), String> {
+pub fn commit_answer(
+    commit: &mut OffsetCommit,
+    version: i16,
+    frame: Bytes,
+) -> Result<(), DecodeError> {
     let response: OffsetCommitResponse = decode_response(frame, version)?;
     for topic in &response.topics {
         for answered in &topic.partitions {
@@ -71,8 +75,8 @@ pub fn commit_answer(commit: &mut OffsetCommit, version: i16, frame: Bytes) -> R
     Ok(())
 }
 
-pub fn fetch_request(mut frame: Bytes, version: i16) -> Result<OffsetFetch, String> {
-    let request = OffsetFetchRequest::decode(&mut frame, version).map_err(|e| format!("{e:#}"))?;
+pub fn fetch_request(mut frame: Bytes, version: i16) -> Result<OffsetFetch, DecodeError> {
+    let request = OffsetFetchRequest::decode(&mut frame, version).map_err(DecodeError::Body)?;
     let groups = if request.groups.is_empty() {
         vec![request.group_id.0.to_string()]
     } else {
@@ -90,7 +94,11 @@ pub fn fetch_request(mut frame: Bytes, version: i16) -> Result<OffsetFetch, Stri
     })
 }
 
-pub fn fetch_answer(fetch: &mut OffsetFetch, version: i16, frame: Bytes) -> Result<(), String> {
+pub fn fetch_answer(
+    fetch: &mut OffsetFetch,
+    version: i16,
+    frame: Bytes,
+) -> Result<(), DecodeError> {
     let response: OffsetFetchResponse = decode_response(frame, version)?;
     fetch.error_code = response.error_code;
     if let Some(group) = fetch.groups.first().filter(|_| response.groups.is_empty()) {

@@ -31,6 +31,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, HeaderVersion};
 
 use super::frames::{FramesError, Recorded, read_recording};
+use wire::DecodeError;
 
 pub use fetch::{Fetch, FetchAnswer, FetchedPartition, FetchedRecord};
 pub use groups::{OffsetCommit, OffsetFetch};
@@ -303,14 +304,16 @@ fn request(
     let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|e| fail(format!("request header: {e:#}")))?;
     let call = match api {
-        ApiKey::Produce => Call::Produce(produce::request(frame, version).map_err(fail)?),
-        ApiKey::OffsetCommit => {
-            Call::OffsetCommit(groups::commit_request(frame, version).map_err(fail)?)
+        ApiKey::Produce => {
+            Call::Produce(produce::request(frame, version).map_err(|e| fail(e.to_string()))?)
         }
-        ApiKey::OffsetFetch => {
-            Call::OffsetFetch(groups::fetch_request(frame, version).map_err(fail)?)
-        }
-        _ => match fetch::request(frame, version).map_err(fail)? {
+        ApiKey::OffsetCommit => Call::OffsetCommit(
+            groups::commit_request(frame, version).map_err(|e| fail(e.to_string()))?,
+        ),
+        ApiKey::OffsetFetch => Call::OffsetFetch(
+            groups::fetch_request(frame, version).map_err(|e| fail(e.to_string()))?,
+        ),
+        _ => match fetch::request(frame, version).map_err(|e| fail(e.to_string()))? {
             Some(fetch) => Call::Fetch(fetch),
             // A replica's fetch on a client link is no application's.
             None => return Ok((correlation_id, pending)),
@@ -329,7 +332,7 @@ fn request(
 }
 
 /// Reads `frame`, the answer to `call` at `version`, into it.
-fn answer(call: &mut Call, version: i16, frame: Bytes) -> Result<(), String> {
+fn answer(call: &mut Call, version: i16, frame: Bytes) -> Result<(), DecodeError> {
     match call {
         Call::Produce(produce) => produce::answer(produce, version, frame),
         Call::Fetch(fetch) => fetch::answer(fetch, version, frame),

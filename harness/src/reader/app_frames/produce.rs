@@ -6,7 +6,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::Decodable;
 
-use super::wire::{decode_response, whole_batches};
+use super::wire::{DecodeError, decode_response, whole_batches};
 
 /// One Produce request, and once answered what each partition's answer said.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,8 +36,8 @@ pub struct ProducedPartition {
 }
 
 /// The request's body in `frame` (its header read) at `version`.
-pub fn request(mut frame: Bytes, version: i16) -> Result<Produce, String> {
-    let request = ProduceRequest::decode(&mut frame, version).map_err(|e| format!("{e:#}"))?;
+pub fn request(mut frame: Bytes, version: i16) -> Result<Produce, DecodeError> {
+    let request = ProduceRequest::decode(&mut frame, version).map_err(DecodeError::Body)?;
     let mut partitions = Vec::new();
     for topic in &request.topic_data {
         for data in &topic.partition_data {
@@ -67,7 +67,7 @@ pub fn request(mut frame: Bytes, version: i16) -> Result<Produce, String> {
 }
 
 /// Reads the answer in `frame` into `produce`.
-pub fn answer(produce: &mut Produce, version: i16, frame: Bytes) -> Result<(), String> {
+pub fn answer(produce: &mut Produce, version: i16, frame: Bytes) -> Result<(), DecodeError> {
     let response: ProduceResponse = decode_response(frame, version)?;
     for topic in &response.responses {
         for answered in &topic.partition_responses {
