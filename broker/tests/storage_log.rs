@@ -87,6 +87,34 @@ fn leader_appends_assign_offsets_from_the_leo_and_record_each_epochs_start() {
     assert_eq!(log.log_end_offset(), 7);
 }
 
+/// A Produce or a fetched answer that carries no batch appends nothing: no
+/// offset taken, the log end unchanged, and the answer names the log end as
+/// the offset the next record would get (`last_offset` one below it).
+#[test]
+fn an_append_of_no_batch_takes_no_offset_and_names_the_log_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut logs = LogManager::open(dir.path(), config(1 << 20)).unwrap();
+    let log = logs.get_or_create(&tp()).unwrap();
+    fill(log, &[0]);
+    let as_leader = log.append_as_leader(Bytes::new(), 0).unwrap();
+    let as_follower = log.append_as_follower(Bytes::new()).unwrap();
+    for info in [as_leader, as_follower] {
+        assert_eq!(
+            (
+                info.first_offset,
+                info.last_offset,
+                info.record_count,
+                info.batch_count,
+                info.duplicate
+            ),
+            (2, 1, 0, 0, false)
+        );
+    }
+    assert_eq!(log.log_end_offset(), 2);
+    log.append_as_leader(batch2(1), 0).unwrap();
+    assert_eq!(offsets_in(log.read(0, 1 << 20).unwrap()), [0, 1, 2, 3]);
+}
+
 #[test]
 fn corrupt_produce_data_is_refused_whole() {
     let dir = tempfile::tempdir().unwrap();

@@ -100,6 +100,7 @@ fn main() {
                 completed: true,
                 unknown: None,
                 stuck: Vec::new(),
+                stuck_groups: Vec::new(),
                 unrecovered: None,
             };
             (synthetic_run(&SyntheticSpec::with_ops(ops)), end, None)

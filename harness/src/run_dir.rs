@@ -192,6 +192,7 @@ impl RunDir {
                 completed: false,
                 unknown: Some("the run did not finish (no run.json)".into()),
                 stuck: Vec::new(),
+                stuck_groups: Vec::new(),
                 unrecovered: None,
             })
     }
@@ -321,6 +322,10 @@ pub struct RunEnd {
     /// after the final heal (`[workload] liveness_ms`; run/liveness.rs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stuck: Vec<Stuck>,
+    /// Groups whose coordinator took no commit within the liveness window
+    /// (run/liveness.rs; runs whose workload uses groups).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stuck_groups: Vec<StuckGroup>,
     /// The final quiesce's finding when the cluster made no progress toward
     /// settling in the last half of its bound (run/quiesce.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -346,6 +351,18 @@ pub struct Unrecovered {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stuck {
     pub partition: crate::topic_partition::PartitionRef,
+    pub window_ms: u64,
+    /// The last attempt's error, if any attempt was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// A consumer group the liveness window found its coordinator serving no
+/// commit for: no coordinator named, or none that took a commit and answered
+/// it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StuckGroup {
+    pub group: String,
     pub window_ms: u64,
     /// The last attempt's error, if any attempt was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -249,6 +249,36 @@ fn cluster_campaign_liveness_names_each_partition_that_takes_no_write() {
 }
 
 #[test]
+fn cluster_liveness_names_a_group_whose_coordinator_never_takes_a_commit() {
+    let schedule: PathBuf =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schedules/liveness_group_refused.toml");
+    let store = tempfile::tempdir().unwrap();
+    let output = common::scenario::run_quietly(&schedule, store.path(), &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", show(&output));
+    let results = read_results(&latest(store.path()));
+    assert_eq!(results["verdict"], "invalid");
+    let liveness = results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["checker"] == "liveness")
+        .unwrap_or_else(|| panic!("no liveness result: {results}"));
+    let evidence = liveness["evidence"].as_array().unwrap();
+    assert_eq!(evidence.len(), 1, "{liveness}");
+    assert_eq!(evidence[0]["anomaly"], "stuck-group");
+    assert_eq!(evidence[0]["details"]["group"], "epochal-liveness");
+    let last = evidence[0]["details"]["last_error"].as_str().unwrap();
+    assert!(last.contains("CoordinatorNotAvailable"), "{last}");
+    // The same cluster with enough brokers for the offsets topic is valid:
+    // the probe's group forms and takes its commit.
+    let healthy = tempfile::tempdir().unwrap();
+    let set = ["--set", "offsets_topic_replication_factor=3"];
+    let output = common::scenario::run_quietly(&schedule, healthy.path(), &set);
+    assert_eq!(output.status.code(), Some(0), "{}", show(&output));
+    assert_eq!(read_results(&latest(healthy.path()))["verdict"], "valid");
+}
+
+#[test]
 fn cluster_docker_campaign_runs_a_fixed_seed_valid_and_leaves_nothing() {
     use common::docker::{Cleanup, assert_nothing_left, require_docker, run_id};
     require_docker();

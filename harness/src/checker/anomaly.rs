@@ -113,6 +113,8 @@ anomalies! {
         "a value only idempotent producers sent is at more offsets than it was sent (KIP-98)";
     StuckPartition = "stuck-partition", "liveness", true,
         "a partition acknowledged no write within the liveness window after the final heal";
+    StuckGroup = "stuck-group", "liveness", true,
+        "a consumer group's coordinator took no offset commit, answered back by an offset fetch, within the liveness window after the final heal";
     CommittedOffsetRegressed = "committed-offset-regressed", "committed-offsets", true,
         "a read of a group's committed offset answered less than a commit acknowledged before it, with no commit moving it back";
     StaleCommittedRead = "stale-committed-read", "committed-offsets", false,

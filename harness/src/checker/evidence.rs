@@ -139,6 +139,7 @@ details! {
     Duplicate(Duplicate) for Duplicate;
     IdempotentDuplicate(IdempotentDuplicate) for IdempotentDuplicate;
     Stuck(Stuck) for StuckPartition;
+    StuckGroup(StuckGroup) for StuckGroup;
     RestartFailed(RestartFailed) for RestartFailed;
     CommittedRegressed(CommittedRegressed) for CommittedOffsetRegressed | StaleCommittedRead;
     Unseen(Unseen) for Unseen;
@@ -645,6 +646,15 @@ mod present_or_null {
 pub struct Stuck {
     pub last_error: Option<String>,
     pub partition: PartitionRef,
+    pub window_ms: u64,
+}
+
+/// `stuck-group`: a consumer group whose coordinator took no commit within
+/// the liveness window, and the last attempt's error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StuckGroup {
+    pub group: String,
+    pub last_error: Option<String>,
     pub window_ms: u64,
 }
 

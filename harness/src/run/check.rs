@@ -9,7 +9,7 @@ use crate::checker::{
     self, Anomaly, CheckResult, Coverage, Evidence, LoadError, Report, RunData, Verdict, evidence,
 };
 use crate::history::{OpType, Process};
-use crate::run_dir::{RunDir, RunEnd, Stuck, Unrecovered};
+use crate::run_dir::{RunDir, RunEnd, Stuck, StuckGroup, Unrecovered};
 
 use super::RunError;
 
@@ -29,6 +29,10 @@ pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
     report.coverage = Some(coverage);
     if !end.stuck.is_empty() {
         report.results.insert(0, stuck_partitions(&end.stuck));
+        report.verdict = Verdict::Invalid;
+    }
+    if !end.stuck_groups.is_empty() {
+        report.results.insert(0, stuck_groups(&end.stuck_groups));
         report.verdict = Verdict::Invalid;
     }
     if let Some(unrecovered) = &end.unrecovered
@@ -111,6 +115,39 @@ fn stuck_partitions(stuck: &[Stuck]) -> CheckResult {
         "liveness",
         format!(
             "{} of the partitions took no write after the final heal",
+            stuck.len()
+        ),
+        evidence,
+    )
+}
+
+/// The liveness window's finding on groups: each group whose coordinator
+/// took no commit after the final heal (run/liveness.rs), as a
+/// `stuck-group` anomaly.
+fn stuck_groups(stuck: &[StuckGroup]) -> CheckResult {
+    let evidence = stuck
+        .iter()
+        .map(|s| Evidence {
+            anomaly: Anomaly::StuckGroup,
+            summary: format!(
+                "group {} had no commit taken and read back within {} ms of the final heal \
+                 (last answer: {})",
+                s.group,
+                s.window_ms,
+                s.last_error.as_deref().unwrap_or("none")
+            ),
+            details: evidence::StuckGroup {
+                group: s.group.clone(),
+                last_error: s.last_error.clone(),
+                window_ms: s.window_ms,
+            }
+            .into(),
+        })
+        .collect();
+    CheckResult::invalid(
+        "liveness",
+        format!(
+            "{} consumer group(s) had no coordinator serving commits after the final heal",
             stuck.len()
         ),
         evidence,
@@ -247,6 +284,7 @@ mod tests {
             completed: true,
             unknown: None,
             stuck: Vec::new(),
+            stuck_groups: Vec::new(),
             unrecovered: None,
         }
     }

@@ -110,7 +110,11 @@ pub(super) fn write_end(
     status: &RunStatus,
     liveness: super::quiesce::Liveness,
 ) -> Result<(), RunError> {
-    let super::quiesce::Liveness { stuck, unrecovered } = liveness;
+    let super::quiesce::Liveness {
+        stuck,
+        stuck_groups,
+        unrecovered,
+    } = liveness;
     let end = match status {
         RunStatus::Completed => {
             log.line("completed");
@@ -118,6 +122,7 @@ pub(super) fn write_end(
                 completed: true,
                 unknown: None,
                 stuck,
+                stuck_groups,
                 unrecovered,
             }
         }
@@ -127,6 +132,7 @@ pub(super) fn write_end(
                 completed: false,
                 unknown: Some(why.clone()),
                 stuck,
+                stuck_groups,
                 unrecovered,
             }
         }

@@ -12,12 +12,22 @@
 //! still waiting, each to the leader etcd names at that moment, until each
 //! has one acknowledged or the window closes. The stuck partitions go to
 //! `run.json`, and `run/check.rs` makes each a `stuck-partition` anomaly.
+//!
+//! A run whose clients use consumer groups holds the group coordinators to
+//! the same promise ([`probe_groups`]): once the partitions answered, a
+//! commit for the probe's own group ([`PROBE_GROUP`]) must be taken and read
+//! back within a window of the same length. A group that never forms — the
+//! offsets topic never made, its coordinator never elected or never done
+//! loading — loses no write and breaks no offset, so only this can tell.
+//! The probe's commit and read are not in the history: its group is no
+//! workload's, and no checker judges it. A stuck group goes to `run.json`
+//! and becomes a `stuck-group` anomaly.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::history::OpType;
-use crate::run_dir::Stuck;
+use crate::run_dir::{Stuck, StuckGroup};
 use crate::runtime::Runtime;
 use crate::schedule::{Acks, Compression, PartitionRef, Schedule};
 use crate::workload::send_options::SendOptions;
@@ -107,4 +117,70 @@ pub(super) async fn probe<R: Runtime>(
         ));
     }
     Ok(stuck)
+}
+
+/// The group the liveness window commits for: no workload's group, so its
+/// commits change no offset a checker judges.
+pub const PROBE_GROUP: &str = "epochal-liveness";
+
+/// In a run whose clients use groups, commits offset 0 of the schedule's
+/// first partition for [`PROBE_GROUP`] and reads it back, asking each node in
+/// turn for the coordinator, until one round trip succeeds or `window`
+/// passes; the group, with the last answer, when none did.
+pub(super) async fn probe_groups<R: Runtime>(
+    live: &mut Live<R>,
+    schedule: &Schedule,
+    window: Duration,
+) -> Result<Vec<StuckGroup>, RunError> {
+    let Some(partition) = schedule.cluster.partitions().next() else {
+        return Ok(Vec::new());
+    };
+    if !schedule.uses_groups() {
+        return Ok(Vec::new());
+    }
+    let started = Instant::now();
+    let deadline = tokio::time::Instant::now() + window;
+    let nodes = schedule.nodes();
+    live.log.line(format!(
+        "liveness: group {PROBE_GROUP} must take a commit within {} ms",
+        window.as_millis()
+    ));
+    let mut last = None;
+    for attempt in 0.. {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let first = nodes[attempt % nodes.len()];
+        let client = live.scripted_client(PROBE_WORKER);
+        match client
+            .commit_round_trip(PROBE_GROUP, &partition, 0, first, deadline)
+            .await
+        {
+            Ok(()) => {
+                live.log.line(format!(
+                    "liveness: group {PROBE_GROUP} took a commit after {} ms",
+                    started.elapsed().as_millis()
+                ));
+                return Ok(Vec::new());
+            }
+            Err(e) => last = Some(e.to_string()),
+        }
+        tokio::time::sleep(
+            RETRY.min(deadline.saturating_duration_since(tokio::time::Instant::now())),
+        )
+        .await;
+    }
+    let stuck = StuckGroup {
+        group: PROBE_GROUP.to_owned(),
+        window_ms: window.as_millis() as u64,
+        last_error: last,
+    };
+    live.log.line(format!(
+        "liveness: group {} took no commit within {} ms (last: {})",
+        stuck.group,
+        stuck.window_ms,
+        stuck.last_error.as_deref().unwrap_or("no attempt")
+    ));
+    Ok(vec![stuck])
 }

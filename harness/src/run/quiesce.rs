@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use crate::node::NodeId;
 use crate::observe::replica::ReplicaOffsetsError;
 use crate::observe::{ObserveError, replica_offsets};
-use crate::run_dir::{Stuck, Unrecovered};
+use crate::run_dir::{Stuck, StuckGroup, Unrecovered};
 use crate::runtime::Runtime;
 use crate::schedule::{Fault, Schedule, Target};
 
@@ -41,9 +41,13 @@ pub(super) async fn final_heal<R: Runtime>(
     if let RunStatus::Unknown(why) = healed {
         return Ok((RunStatus::Unknown(why), Liveness::default()));
     }
-    let stuck = match schedule.workload.liveness_ms {
-        Some(ms) => liveness::probe(live, schedule, Duration::from_millis(ms)).await?,
-        None => Vec::new(),
+    let (stuck, stuck_groups) = match schedule.workload.liveness_ms {
+        Some(ms) => {
+            let window = Duration::from_millis(ms);
+            let stuck = liveness::probe(live, schedule, window).await?;
+            (stuck, liveness::probe_groups(live, schedule, window).await?)
+        }
+        None => (Vec::new(), Vec::new()),
     };
     let bound = schedule
         .workload
@@ -54,14 +58,23 @@ pub(super) async fn final_heal<R: Runtime>(
     if schedule.workload.final_read && settled == RunStatus::Completed {
         super::final_polls::read_all(live, schedule).await?;
     }
-    Ok((settled, Liveness { stuck, unrecovered }))
+    Ok((
+        settled,
+        Liveness {
+            stuck,
+            stuck_groups,
+            unrecovered,
+        },
+    ))
 }
 
 /// What the final heal found of the cluster's liveness: partitions that took
-/// no write in the liveness window, and a quiesce that made no progress.
+/// no write in the liveness window, groups whose coordinator took no commit
+/// in it, and a quiesce that made no progress.
 #[derive(Debug, Default)]
 pub(super) struct Liveness {
     pub stuck: Vec<Stuck>,
+    pub stuck_groups: Vec<StuckGroup>,
     pub unrecovered: Option<Unrecovered>,
 }
 

@@ -82,6 +82,21 @@ impl Schedule {
             .is_some_and(|b| b.transactional > 0)
             || self.steps.iter().any(|s| matches!(s, Step::Txn(_)))
     }
+
+    /// Whether the run's clients use consumer groups: background consumers
+    /// that commit, subscribers, or a group step.
+    pub fn uses_groups(&self) -> bool {
+        self.workload
+            .background
+            .as_ref()
+            .is_some_and(|b| (b.commits && b.consumers > 0) || b.subscribers > 0)
+            || self.steps.iter().any(|s| {
+                matches!(
+                    s,
+                    Step::Commit(_) | Step::Committed(_) | Step::Subscribe(_) | Step::Poll(_)
+                )
+            })
+    }
 }
 
 #[cfg(test)]

@@ -240,6 +240,48 @@ impl RecordingClient {
         }
     }
 
+    /// Commits `offset` of `partition` for `group` and reads it back from
+    /// the same coordinator, recording neither (the liveness window's group
+    /// probe, run/liveness.rs): `Ok` only when the read answers `offset`.
+    pub async fn commit_round_trip(
+        &mut self,
+        group: &str,
+        partition: &PartitionRef,
+        offset: i64,
+        first: NodeId,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), ClientError> {
+        let coordinator = self.coordinator(group, first, deadline).await?;
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        let commit = Commit {
+            group: group.to_owned(),
+            partition: partition.clone(),
+            offset,
+            node: Some(coordinator),
+            generation: None,
+            member: None,
+        };
+        let (topic, p) = (&partition.topic, partition.wire_partition());
+        let (_, committed) = self.send_commit(coordinator, &commit, left()).await;
+        let read = match committed {
+            Ok(()) => match self.connection(coordinator, left()).await {
+                Ok(client) => client.committed_offset(group, topic, p, left()).await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        match read {
+            Ok(read) if read == offset => Ok(()),
+            Ok(read) => Err(ClientError::Protocol(format!(
+                "committed {offset} to {coordinator}, read back {read}"
+            ))),
+            Err(e) => {
+                self.connections.remove(&coordinator);
+                Err(e)
+            }
+        }
+    }
+
     /// Sends `commit` to `coordinator`: whether it went out, and the answer.
     pub(super) async fn send_commit(
         &mut self,
