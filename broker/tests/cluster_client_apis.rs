@@ -4,7 +4,7 @@
 //! earliest, latest and by timestamp; Fetch long-polls until data arrives or max wait passes;
 //! and every advertised version of every API answers in a decodable form.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -20,7 +20,7 @@
 //! Two brokers then lead `t-0` in different epochs and both acknowledge a write
 //! at the same offset: the logs on disk diverge.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -20,7 +20,7 @@
 //!
 //! Broker 3 must be told the epoch etcd holds, and rejoin the ISR.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! latest as its log end offset — while an ordinary client (-1) is still sent
 //! to the leader.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

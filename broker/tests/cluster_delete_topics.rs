@@ -5,7 +5,7 @@
 //! the deletion going on after the answer. librdkafka's test 0081 deletes 7
 //! topics with a 1.5 s timeout and expects NO_ERROR for each.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! OffsetsForLeaderEpoch, rejoins the ISR, and all three logs converge byte for
 //! byte.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! at start with an error naming that name; an armed `stop` makes the broker
 //! SIGSTOP itself at that exact point until it is sent SIGCONT.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

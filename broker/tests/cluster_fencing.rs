@@ -6,7 +6,7 @@
 //! sent after its fencing point exists, while every write it acknowledged does.
 //! Healed, the old leader registers again, follows, and the logs converge.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

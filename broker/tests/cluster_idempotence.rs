@@ -5,7 +5,7 @@
 //! producer-state snapshot forgets the producer, so once it leads, the retry of
 //! a batch it holds is appended a second time.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

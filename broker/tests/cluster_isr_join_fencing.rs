@@ -9,7 +9,7 @@
 //! qualifies it, by the log end it names, to join; the leader's write of the
 //! expansion is what is judged, with `isr_join_fencing` on and off.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! CreateTopics; then the real `kcat` lists it, produces 1000 messages and reads
 //! back exactly those 1000, in order; then the same for each compression codec.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

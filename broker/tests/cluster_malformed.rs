@@ -3,7 +3,7 @@
 //! while a second client connected alongside keeps producing and fetching. A
 //! batch with a bad CRC is answered CORRUPT_MESSAGE on a connection that stays open.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

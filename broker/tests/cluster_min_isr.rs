@@ -4,7 +4,7 @@
 //! paused past `--replica-lag-time-max-ms`, the leader writes the smaller ISR by
 //! compare-and-swap — and rejoins through the leader's expand once resumed.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

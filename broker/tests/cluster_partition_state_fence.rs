@@ -3,7 +3,7 @@
 //! epoch stored in that state does not exceed its own. The global
 //! `/epochal/controller_epoch` key is not compared (KAFKA-6082's later fence).
 
-mod common;
+use crate::common;
 
 use common::etcd::Etcd;
 use epochal_broker::controller::metadata_store::{

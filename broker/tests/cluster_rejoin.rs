@@ -9,7 +9,7 @@
 //! one — also when the restarted leader was the controller and its successor
 //! only finds out from etcd.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! epochs included. Every replica's periodic high-watermark checkpoint then
 //! reaches the end (a follower learns the HW one fetch after the leader).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Acceptance (issue 4): records produced with acks=1 under `--flush-messages 1`
 //! all read back after the broker is killed with SIGKILL and restarted.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

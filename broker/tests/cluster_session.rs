@@ -4,7 +4,7 @@
 //! again with a higher epoch, and serves its partition again once the new
 //! controller has reinstated its leadership.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! its own SendThread. Before, a broker busy on its disk for longer than its
 //! lease TTL lost its registration while alive.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! `zookeeper.connection.timeout.ms`), gives up with one line naming etcd's
 //! address, and refuses a locked data directory (Kafka's `.lock`).
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! broker leader, carrying the controller epoch stored in etcd; after a clean
 //! restart the new controller's epoch is one higher, in etcd and in the log.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

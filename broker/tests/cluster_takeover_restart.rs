@@ -15,7 +15,7 @@
 //! earlier run's broker epoch (the revision of its registration's put), which
 //! the new run refuses (KIP-380).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

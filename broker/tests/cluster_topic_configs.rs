@@ -6,7 +6,7 @@
 //! rolls its segments at that size, the broker's default leaving another
 //! topic's in one.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

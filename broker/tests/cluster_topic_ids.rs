@@ -5,7 +5,7 @@
 //! Metadata v10+ and DeleteTopics v6 carry it; DeleteTopics v6 takes it in
 //! place of a name.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -11,7 +11,7 @@
 //! the commit's marker, and a transaction past its timeout is aborted by the
 //! coordinator, fencing its producer.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

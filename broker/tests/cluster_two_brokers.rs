@@ -4,7 +4,7 @@
 //! stops cleanly the other broker takes over with the next controller epoch.
 //! (Replication between them is issue [replication]'s.)
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

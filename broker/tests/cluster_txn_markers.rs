@@ -7,7 +7,7 @@
 //! marker from an older coordinator epoch, or to a broker that does not lead
 //! the partition, is refused; every replica's `.txnindex` holds the abort.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

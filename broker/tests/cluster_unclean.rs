@@ -5,7 +5,7 @@
 //! offline partition comes back, with the next epoch, when its last ISR member
 //! returns.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

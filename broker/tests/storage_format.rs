@@ -2,8 +2,7 @@
 //! reads alone, producer bytes kept except the two patched header fields, and
 //! checkpoint files with exactly Kafka's text.
 
-#[path = "support/storage.rs"]
-mod support;
+use crate::support;
 
 use std::fs;
 

@@ -2,8 +2,7 @@
 //! append, corrupt produce data refused whole, segment roll, batch-aligned
 //! truncation across segments, reads bounded by max_bytes, and the flush policy.
 
-#[path = "support/storage.rs"]
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,7 @@
 //! written at roll and clean shutdown, loaded at start, cut with the log, and
 //! deleted and rebuilt from the log when corrupt.
 
-#[path = "support/storage.rs"]
-mod support;
+use crate::support;
 
 use epochal_broker::storage::producer_snapshot;
 use epochal_broker::storage::producer_state::ProducerStateError;

@@ -3,8 +3,7 @@
 //! the recovered end. Corrupt input of any kind gives an error or a shorter log,
 //! never a panic.
 
-#[path = "support/storage.rs"]
-mod support;
+use crate::support;
 
 use std::fs::{self, OpenOptions};
 use std::path::Path;

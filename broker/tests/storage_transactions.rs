@@ -8,8 +8,7 @@
 //! below a marker reopens its transaction and drops its index entry; a
 //! restart rebuilds an open transaction from the log.
 
-#[path = "support/storage.rs"]
-mod support;
+use crate::support;
 
 use epochal_broker::storage::txn::{AbortedTxn, Marker};
 use epochal_broker::storage::{LogManager, StorageError};

@@ -2,7 +2,7 @@
 //! `{"error": ..., "status": ...}` bodies. Raw requests here check the wire; our
 //! client is checked against the same server.
 
-mod common;
+use crate::common;
 
 use common::*;
 use epochal_faults::proxy::toxics::Latency;

@@ -1,7 +1,7 @@
 //! The `epochal-proxy` binary as a launcher runs it: `--listen 127.0.0.1:0`,
 //! read the bound address from the first stdout line, drive it, stop it.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 //! Each creates a proxy, adds and removes a toxic, and resets; bytes then flow
 //! through the proxy it created.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::process::Stdio;

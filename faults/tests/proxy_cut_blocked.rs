@@ -16,7 +16,7 @@
 //! queues to stop changing for longer than the kernel delays an ACK (200 ms);
 //! all four ends are on this host, so nothing else is in flight.
 
-mod common;
+use crate::common;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;

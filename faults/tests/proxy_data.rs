@@ -1,7 +1,7 @@
 //! The proxy's data path over real TCP: bytes arrive intact and in order, and
 //! each toxic does to a live connection what it promises.
 
-mod common;
+use crate::common;
 
 use std::io::ErrorKind;
 use std::time::{Duration, Instant};

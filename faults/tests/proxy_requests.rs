@@ -6,7 +6,7 @@
 //! what the client got back; every toxic is added to a connection that has
 //! already carried requests, so the framing is followed from its first byte.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! crate, so this is where the two lists meet. A setting or failpoint added on
 //! either side alone, or a kind that differs, fails here.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! same faults again; the liveness window after the final heal names a
 //! partition that takes no writes.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -10,7 +10,7 @@ use epochal::observe::timeline::{PartitionStateChange, Timeline};
 use epochal::reader::read_data_dir;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{plain_batch, write_log};
 
 /// A run directory's history, written op by op.

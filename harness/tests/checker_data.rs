@@ -16,7 +16,7 @@ use epochal::node::NodeId;
 use epochal::observe::timeline::{PartitionStateChange, Timeline};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::segments::{
     SpecBatch, SpecCodec, SpecDataDir, SpecRecord, SpecReplica, SpecSegment, write_fixture,
 };

@@ -7,7 +7,7 @@ use epochal::checker::{self, CheckResult, Verdict, fencing};
 use epochal::observe::timeline::Timeline;
 use epochal::reader::state_change::StateChange;
 
-mod common;
+use crate::common;
 use common::run_dir::{Node, decision, load_run, state};
 
 /// Controller 1 (epoch 1) makes 1 leader in epoch 0; controller 2 (epoch 2)

@@ -7,7 +7,7 @@ use epochal::checker::Anomaly;
 use epochal::checker::{self, Verdict, leaders};
 use epochal::observe::timeline::Timeline;
 
-mod common;
+use crate::common;
 use common::run_dir::{Node, decision, load_run, state};
 use common::segments::{
     SpecCodec, SpecDataDir, SpecRecord, SpecReplica, SpecSegment, batch, records, text,

@@ -4,7 +4,7 @@
 //! await for acks that cannot come ends the run unknown with every op
 //! completed.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

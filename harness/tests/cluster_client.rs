@@ -14,7 +14,7 @@ use epochal::kafka_client::{
 };
 use tempfile::TempDir;
 
-mod common;
+use crate::common;
 use common::etcd::{Etcd, Reaped, start_etcd};
 
 const CALL: Duration = Duration::from_secs(10);

@@ -6,9 +6,8 @@
 //! coverage is in results.json, the summary and report.html, and `epochal
 //! check` recomputes the same from the stored files.
 
-mod common;
-#[path = "common/html.rs"]
-mod html;
+use crate::common;
+use crate::common::html;
 
 use std::path::{Path, PathBuf};
 

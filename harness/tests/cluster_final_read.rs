@@ -10,7 +10,7 @@
 //! etcd on PATH and the workspace's binaries built
 //! (`cargo build --workspace --bins`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

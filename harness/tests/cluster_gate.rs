@@ -2,7 +2,7 @@
 //! JUnit file parses and lists every scenario and setting, and a suite whose
 //! expectation is wrong fails the gate naming the scenario.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -12,7 +12,7 @@
 //! repeats more than three times in a row in its log. On `current` the same
 //! schedule converges through OffsetsForLeaderEpoch, never out of range.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

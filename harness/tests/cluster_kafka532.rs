@@ -7,7 +7,7 @@
 //! leader of the old epoch: one of them is lost when b2 finally learns. Under
 //! `true` b1's write is refused, it resigns, and every checker is valid.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! acknowledged acks=all write is lost. Under the epoch-based settings A does not
 //! cut before hearing from the leader, and every acknowledged write survives.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

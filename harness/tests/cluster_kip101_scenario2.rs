@@ -9,7 +9,7 @@
 //! power loss, so its loss is excused on every setting (GUARANTEES.md,
 //! "Excuses").
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 
@@ -60,7 +60,7 @@ impl Run {
     /// ISR {b1}; b1 the only leader, elected cleanly each time, and m3 acked in
     /// leader epoch 3, newer than m2's epoch 1: b1, taking over as controller
     /// on its return, moved its own leadership to a new epoch.
-    fn check_scenario(&self) {
+    fn check_kip101_scenario_2(&self) {
         // The final heal records none here: nothing is left cut, paused or down.
         self.assert_nemesis(&[
             ("crash", &["b2"]),
@@ -141,7 +141,7 @@ impl Run {
 #[test]
 fn cluster_kip101_scenario2_high_watermark_truncation_leaves_the_replicas_divergent() {
     let run = run("high-watermark", 1);
-    run.check_scenario();
+    run.check_kip101_scenario_2();
 
     // The divergence checker names offset 1: m3 (epoch 3) on b1, m2 (epoch 1)
     // on b2, both in the final ISR.
@@ -178,7 +178,7 @@ fn cluster_kip101_scenario2_high_watermark_truncation_leaves_the_replicas_diverg
 
 fn the_follower_truncates_the_divergent_record(truncation: &str) {
     let run = run(truncation, 0);
-    run.check_scenario();
+    run.check_kip101_scenario_2();
     run.others_valid(&[]);
     let divergence = run.checker("divergence");
     assert_eq!(

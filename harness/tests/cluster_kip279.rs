@@ -13,7 +13,7 @@
 //!   (0) without asking, so A drops the acks=all batch and is then cleanly
 //!   elected without it: lost-write.
 
-mod common;
+use crate::common;
 
 use std::ops::Deref;
 

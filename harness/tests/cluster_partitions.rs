@@ -4,7 +4,7 @@
 //! Needs `etcd` on PATH and the workspace's binaries built
 //! (`cargo build --workspace --bins`). Every wait polls under a deadline.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

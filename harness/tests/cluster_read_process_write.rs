@@ -9,7 +9,7 @@
 //! an offset only aborted transactions sent. Needs etcd and the workspace's
 //! binaries built (`cargo build --workspace --bins`).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

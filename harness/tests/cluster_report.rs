@@ -7,9 +7,8 @@
 //! shaded interval of the timeline that starts at the crash and runs to b1's
 //! start.
 
-mod common;
-#[path = "common/html.rs"]
-mod html;
+use crate::common;
+use crate::common::html;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

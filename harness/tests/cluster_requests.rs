@@ -5,7 +5,7 @@
 //! What each did is read from what the run left: the history's sends, the
 //! proxy's log, and every replica's log on disk.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! the proxy and three brokers, schedules from `tests/schedules/`. Each run's
 //! store is a temp dir; the assertions read what the run left there.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};

@@ -4,7 +4,7 @@
 //! missing. Needs `etcd` on PATH and the workspace's binaries built
 //! (`cargo build --workspace --bins`).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -212,13 +212,12 @@ fn cluster_sigint_kills_every_child_of_the_runtime() {
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("pids");
+    // The helper's name as libtest knows it: its module's path inside the
+    // test binary (the crate's name left off), then the function's.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let helper = format!("{module}::sigint_helper_starts_a_cluster_and_waits");
     let mut harness = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "sigint_helper_starts_a_cluster_and_waits",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
+        .args([helper.as_str(), "--exact", "--ignored", "--nocapture"])
         .env("EPOCHAL_SIGINT_PIDS", &out)
         .stdout(Stdio::null())
         .spawn()

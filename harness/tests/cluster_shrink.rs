@@ -5,7 +5,7 @@
 //! ddmin over it two candidates at a time, leaves what undoes it can to the
 //! final heal, and writes a `shrunk.toml` that still fails the same way.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -12,7 +12,7 @@
 //! waiting out the start timeout for a stop that never comes. Needs `etcd`, the
 //! workspace's binaries and, for the second test, Docker.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

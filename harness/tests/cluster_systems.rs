@@ -8,7 +8,7 @@
 //! Needs tansu installed (`bash ci/tools.sh tansu`, which `ci/dev.sh test`
 //! runs): a missing tool fails the test with that command, never skips it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -12,7 +12,7 @@ use epochal::observe::timeline::{
 };
 use etcd_client::Client;
 
-mod common;
+use crate::common;
 use common::etcd::{free_port, start_etcd};
 
 fn state_key(topic: &str, partition: u32) -> String {

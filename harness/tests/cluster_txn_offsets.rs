@@ -7,7 +7,7 @@
 //! one answers the offset from before them. Needs etcd and the workspace's
 //! binaries built (`cargo build --workspace --bins`).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

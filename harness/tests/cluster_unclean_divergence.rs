@@ -8,7 +8,7 @@
 //! Every loss of A's acknowledged writes is excused by the unclean election
 //! that followed it, in every setting.
 
-mod common;
+use crate::common;
 
 use common::scenario::{self, Run};
 use epochal::observe::timeline::Timeline;
@@ -30,7 +30,7 @@ impl Run {
     /// The mail's steps ran as written, whatever the setting: each broker
     /// wrote while alone, and leadership alternated A, B, A, B through
     /// unclean elections.
-    fn check_scenario(&self) {
+    fn check_alternating_unclean_elections(&self) {
         // B down; A:0; A down, B up; B:0; B down, A up; A:1; A down, B up;
         // B:1; A up. Nothing was left for the final heal to do.
         self.assert_nemesis(&[
@@ -178,7 +178,7 @@ const CUT_2_TO_1: &str = "topic=t partition=0 from=2 to=1";
 #[test]
 fn cluster_unclean_divergence_high_watermark_keeps_both_of_a_s_writes() {
     let run = run("high-watermark", 1);
-    run.check_scenario();
+    run.check_alternating_unclean_elections();
     run.check_diverges_at_offset_0();
     // A asks nothing and cuts to its checkpointed HW, 2: nothing.
     assert!(
@@ -192,7 +192,7 @@ fn cluster_unclean_divergence_high_watermark_keeps_both_of_a_s_writes() {
 #[test]
 fn cluster_unclean_divergence_kip_101_answers_the_start_of_epoch_4() {
     let run = run("kip-101", 1);
-    run.check_scenario();
+    run.check_alternating_unclean_elections();
     run.check_diverges_at_offset_0();
     // The mail's step 5: A asks for its latest epoch (3); B, with epochs 2
     // and 4, answers the start of epoch 4 (1); A cuts to 1 and keeps offset 0.
@@ -206,7 +206,7 @@ fn cluster_unclean_divergence_kip_101_answers_the_start_of_epoch_4() {
 #[test]
 fn cluster_unclean_divergence_kip_279_falls_back_to_the_hw_below_the_leader_s_first_epoch() {
     let run = run("kip-279", 1);
-    run.check_scenario();
+    run.check_alternating_unclean_elections();
     run.check_diverges_at_offset_0();
     // B answers (2, 1); A has no epoch 2, cuts to where its epoch 1 ends (1)
     // and asks about epoch 1, below B's first: UNDEFINED, so A falls back to
@@ -226,7 +226,7 @@ fn cluster_unclean_divergence_kip_279_falls_back_to_the_hw_below_the_leader_s_fi
 #[test]
 fn cluster_unclean_divergence_current_cuts_to_0_and_converges() {
     let run = run("current", 0);
-    run.check_scenario();
+    run.check_alternating_unclean_elections();
     run.others_valid(&[]);
     // As kip-279 until epoch 1: B answers it with (1, start of its first
     // epoch) = (1, 0), A's epoch 1 matches, and A cuts to 0.

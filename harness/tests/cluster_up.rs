@@ -17,8 +17,8 @@
 //! the workspace's binaries and EPOCHAL_PYTHON with confluent-kafka
 //! (`ci/dev.sh` makes it).
 
-mod cluster_up_common;
-mod common;
+use crate::cluster_up_common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Child;

@@ -14,8 +14,8 @@
 //! Needs `etcd`, the workspace's binaries and EPOCHAL_PYTHON with
 //! confluent-kafka (`ci/dev.sh` makes it).
 
-mod cluster_up_common;
-mod common;
+use crate::cluster_up_common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};

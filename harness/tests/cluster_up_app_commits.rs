@@ -15,8 +15,8 @@
 //! valid. Needs `etcd`, the workspace's binaries and EPOCHAL_PYTHON with
 //! confluent-kafka.
 
-mod cluster_up_common;
-mod common;
+use crate::cluster_up_common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

@@ -11,8 +11,8 @@
 //! refusals in none of them. Needs `etcd` and the workspace's binaries
 //! (`cargo build --workspace --bins`).
 
-mod cluster_up_common;
-mod common;
+use crate::cluster_up_common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! acknowledged" not within 4s`), cluster start is (`cluster_runtime.rs`,
 //! `docker_runtime.rs`); here the final quiesce and the Docker image build.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! minutes) is longer than a test may run here; CI runs it as a command
 //! (ci/gate.sh). Needs Docker; without it these tests fail saying so.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -2,7 +2,7 @@
 //! stays (unless `--all`), and an epochal image that is not current goes while
 //! the current one stays. Needs Docker; without it this test fails saying so.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -6,7 +6,7 @@
 //! etcd-server) and the workspace's binaries; without Docker these tests fail
 //! saying so.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

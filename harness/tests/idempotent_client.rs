@@ -8,7 +8,7 @@
 //! request; no broker build is needed. Each test starts an etcd, so each is
 //! named `cluster_*` (.config/nextest.toml runs two at a time).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! and the run must still hold every value once. Needs etcd and the
 //! workspace's binaries built (`cargo build --workspace --bins`).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! with one byte flipped must come back as a finding naming it, not a panic.
 //! Needs the workspace's binaries built and `etcd` on PATH.
 
-mod common;
+use crate::common;
 
 use common::scenario::{latest, read_results, run_quietly, show, suite_file};
 use epochal::history::{OpType, read_history};

@@ -14,7 +14,7 @@ use epochal::reader::{
     Batch, DataDirState, Finding, FindingKind, Location, ReadError, ReplicaState, read_data_dir,
 };
 
-mod common;
+use crate::common;
 use common::{files_under, fixture_copy};
 
 const SEGMENT_0: &str = "t-0/00000000000000000000.log";

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use epochal::reader::{DataDirState, Finding, FindingKind, Location, ReadError, read_data_dir};
 
-mod common;
+use crate::common;
 use common::fixture_copy as damaged_copy;
 
 const SEGMENT_0: &str = "t-0/00000000000000000000.log";

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use epochal::reader::{self, Batch, Codec, Payload, Record, ReplicaState, Segment, read_data_dir};
 
-mod common;
+use crate::common;
 use common::files_under;
 use common::segments::{
     BASE_TIMESTAMP_MS, SpecBatch, SpecCodec, SpecDataDir, SpecRecord, SpecReplica, SpecSegment,

@@ -13,7 +13,7 @@ use epochal::reader::{
 };
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::segments::{
     SpecBatch, SpecCodec, SpecDataDir, SpecReplica, SpecSegment, records, write_fixture,
 };

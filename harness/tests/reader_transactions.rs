@@ -7,7 +7,7 @@
 //! open), and its `.txnindex` files agree with the abort markers (no
 //! finding on any replica).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

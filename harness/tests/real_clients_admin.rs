@@ -8,7 +8,7 @@
 //! topic takes writes. The deleted topic leaves etcd and every broker's
 //! data directory.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

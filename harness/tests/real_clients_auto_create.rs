@@ -6,7 +6,7 @@
 //! the setting off, the broker answers Kafka's UNKNOWN_TOPIC_OR_PARTITION,
 //! the producer fails as against such a Kafka, and nothing is created.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};

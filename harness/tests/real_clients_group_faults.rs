@@ -23,7 +23,7 @@
 //! bound themselves by their own deadline; the cluster is shut down at the end
 //! and killed on drop before it.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

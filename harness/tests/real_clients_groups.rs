@@ -12,7 +12,7 @@
 //! (`EPOCHAL_PYTHON`). Every wait has a deadline; the client processes and
 //! the cluster are killed and reaped on every exit path.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -14,7 +14,7 @@
 //! (`EPOCHAL_PYTHON`). Every wait has a deadline; the client process and the
 //! cluster are killed and reaped on every exit path, panics included.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

@@ -6,7 +6,7 @@
 //! comes back, and both records read back exactly as sent — by the client,
 //! and from every replica's log on disk.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

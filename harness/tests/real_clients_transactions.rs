@@ -10,7 +10,7 @@
 //! And each library's `send_offsets_to_transaction` (TxnOffsetCommit)
 //! moves the group's committed offset only when its transaction commits.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,8 +5,7 @@
 //! writers; and written by `epochal run` and `epochal gate` themselves, even
 //! when their runs fail.
 
-#[path = "common/html.rs"]
-mod html;
+use crate::common::html;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

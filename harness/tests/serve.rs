@@ -6,8 +6,7 @@
 //! 127.0.0.1, and stops cleanly (exit 0, nothing on stderr) on SIGINT and
 //! SIGTERM.
 
-#[path = "common/html.rs"]
-mod html;
+use crate::common::html;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};

@@ -3,7 +3,7 @@
 //! after its call began — so it shows every write etcd acknowledged before the
 //! call — while concurrent callers share reads.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! free port, proxied TCP pairs whose both ends the test holds, deterministic
 //! byte patterns, and deadlines for every wait.
 
-#![allow(dead_code)] // each test binary uses a different part of this
+#![allow(dead_code)] // each test module uses a different part of this
 
 use std::future::Future;
 use std::io;

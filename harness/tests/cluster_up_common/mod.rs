@@ -1,8 +1,7 @@
 //! What the `epochal up` tests share (tests/cluster_up.rs,
 //! tests/cluster_up_coordinators.rs): a running `up` and what it printed,
 //! `epochal fault` and its answers, the processes below `up`, and what its
-//! run directory holds once it ended. Each test binary compiles its own copy
-//! and uses only part of it.
+//! run directory holds once it ended. Each test module uses only part of it.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};

@@ -3,12 +3,13 @@
 //! what it holds), the data-directory writer (`segments`), a real etcd
 //! (`etcd`), hand-built run directories for the checkers (`run_dir`) and
 //! scenario runs of the real binary and what they stored (`scenario`). Each
-//! test binary compiles its own copy and uses only part of it.
+//! test module uses only part of it.
 #![allow(dead_code)]
 
 pub mod docker;
 pub mod etcd;
 pub mod groups;
+pub mod html;
 pub mod run_dir;
 pub mod scenario;
 pub mod segments;
