@@ -25,9 +25,10 @@ const REFUSED_BEFORE_APPEND: &[ResponseError] = &[
     ResponseError::GroupAuthorizationFailed,
 ];
 
-/// Errors a read of a committed offset is retried on: the coordinator
-/// moved, is not elected yet or is still loading its offsets partition.
-const RETRIABLE_READ: &[ResponseError] = &[
+/// Errors a commit or a read of a committed offset is retried on: the
+/// coordinator moved, is not elected yet or is still loading its offsets
+/// partition.
+const COORDINATOR_RETRIABLE: &[ResponseError] = &[
     ResponseError::NotCoordinator,
     ResponseError::CoordinatorNotAvailable,
     ResponseError::CoordinatorLoadInProgress,
@@ -96,7 +97,7 @@ impl RecordingClient {
             // made, or its leader moved): ask again, as a consumer does.
             let retriable = matches!(
                 &last,
-                ClientError::Broker { code, .. } if RETRIABLE_READ.iter().any(|r| r.code() == *code)
+                ClientError::Broker { code, .. } if COORDINATOR_RETRIABLE.iter().any(|r| r.code() == *code)
             );
             if !retriable || tokio::time::Instant::now() + RETRY_BACKOFF >= deadline {
                 return Err(last);
@@ -106,7 +107,11 @@ impl RecordingClient {
     }
 
     /// Commits `offset` of `partition` for `group` (asking `first` for the
-    /// coordinator) and records the op.
+    /// coordinator) and records the op. As KafkaConsumer#commitSync does
+    /// within its timeout, a commit answered by a coordinator that moved, is
+    /// not elected yet or is still loading ([`COORDINATOR_RETRIABLE`]'s errors) is
+    /// sent again to the coordinator asked anew: one op, whose outcome is the
+    /// last attempt's (the same offset committed twice is the same commit).
     pub async fn commit(
         &mut self,
         group: &str,
@@ -123,28 +128,34 @@ impl RecordingClient {
             member: None,
         };
         let process = self.invoke(Body::Commit(commit.clone()))?;
-        let timeout = self.shared.request_timeout;
-        let deadline = tokio::time::Instant::now() + timeout;
-        let coordinator = match self.coordinator(group, first, deadline).await {
-            Ok(node) => node,
-            Err(e) => {
-                return self.complete(
-                    process,
-                    OpType::Fail,
-                    Body::Commit(commit),
-                    Some(e.to_string()),
-                );
+        let deadline = tokio::time::Instant::now() + self.shared.request_timeout;
+        let mut sent_any = false;
+        loop {
+            let (sent, result) = match self.coordinator(group, first, deadline).await {
+                Ok(coordinator) => {
+                    commit.node = Some(coordinator);
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    self.send_commit(coordinator, &commit, left).await
+                }
+                Err(e) => (false, Err(e)),
+            };
+            sent_any |= sent;
+            let error = match result {
+                Ok(()) => return self.complete(process, OpType::Ok, Body::Commit(commit), None),
+                Err(e) => e,
+            };
+            if let Some(node) = commit.node {
+                self.connections.remove(&node);
             }
-        };
-        commit.node = Some(coordinator);
-        let (sent, result) = self.send_commit(coordinator, &commit, timeout).await;
-        match result {
-            Ok(()) => self.complete(process, OpType::Ok, Body::Commit(commit), None),
-            Err(e) => {
-                self.connections.remove(&coordinator);
-                let kind = commit_outcome(sent, &e);
-                self.complete(process, kind, Body::Commit(commit), Some(e.to_string()))
+            let retriable = matches!(
+                &error,
+                ClientError::Broker { code, .. } if COORDINATOR_RETRIABLE.iter().any(|r| r.code() == *code)
+            );
+            if !retriable || tokio::time::Instant::now() + RETRY_BACKOFF >= deadline {
+                let kind = commit_outcome(sent_any, &error);
+                return self.complete(process, kind, Body::Commit(commit), Some(error.to_string()));
             }
+            tokio::time::sleep(RETRY_BACKOFF).await;
         }
     }
 
@@ -209,7 +220,7 @@ impl RecordingClient {
             };
             let retriable = matches!(
                 &attempt,
-                Err(ClientError::Broker { code, .. }) if RETRIABLE_READ.iter().any(|r| r.code() == *code)
+                Err(ClientError::Broker { code, .. }) if COORDINATOR_RETRIABLE.iter().any(|r| r.code() == *code)
                     || (stable && *code == ResponseError::UnstableOffsetCommit.code())
             );
             if !retriable || tokio::time::Instant::now() + RETRY_BACKOFF >= deadline {
