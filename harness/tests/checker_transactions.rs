@@ -396,6 +396,7 @@ fn a_poll_past_a_marker_later_rewritten_is_no_skip_unless_the_record_there_was_s
         node: None,
         producer: None,
         acked: None,
+        app: None,
     };
     for (i, kind) in [OpType::Invoke, OpType::Info].into_iter().enumerate() {
         later.history.push(epochal::history::Op {

@@ -16,15 +16,11 @@
 //! confluent-kafka.
 
 use crate::cluster_up_common;
-use crate::common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::Child;
 use std::time::Duration;
 
-use cluster_up_common::{CHECK_WITHIN, Lines, Up, await_some, fault, start_client};
-use common::scenario::{interrupt, read_results, show};
+use cluster_up_common::{CommandApp, Up, cut_from_followers, fire, interrupt_and_judge, resolve};
 use serde_json::Value;
 
 /// Bound on one command of the application (a read of the committed offset
@@ -39,95 +35,27 @@ fn up(store: &Path, setting: &str) -> Up {
     Up::start_with(store, &[schedule, "--set", setting])
 }
 
-/// The application, answering one JSON line per command.
-struct App {
-    child: Child,
-    stdout: Lines,
-}
-
-impl App {
-    fn start(bootstrap: &str) -> App {
-        let (child, stdout) = start_client("cluster_up_app_commits.py", &[bootstrap, "t", "g"]);
-        let mut app = App { child, stdout };
-        app.answer(0);
-        app
-    }
-
-    /// The answer after the first `seen` lines.
-    fn answer(&mut self, seen: usize) -> Value {
-        let stdout = self.stdout.clone();
-        let describe = move || format!("application: {:?}", stdout.all());
-        let stdout = self.stdout.clone();
-        await_some(COMMAND_WITHIN, &mut self.child, &describe, || {
-            let lines = stdout.all();
-            lines
-                .get(seen)
-                .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
-        })
-    }
-
-    fn command(&mut self, line: &str) -> Value {
-        let seen = self.stdout.all().len();
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{line}").unwrap();
-        stdin.flush().unwrap();
-        self.answer(seen)
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `epochal fault` that must fire; what it printed.
-fn fire(up: &Up, verb: &str, target: &str) -> String {
-    let output = fault(&up.run, verb, target);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}\n{}",
-        show(&output),
-        up.show()
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
-}
-
 /// Plays the scenario with `setting`; the run's results and what the
 /// application read back last.
 fn scenario(store: &Path, setting: &str) -> (Value, Value, Up) {
     let mut up = up(store, setting);
-    let mut app = App::start(&up.bootstrap);
+    let mut app = CommandApp::start(
+        "cluster_up_app_commits.py",
+        &[&up.bootstrap, "t", "g"],
+        COMMAND_WITHIN,
+    );
     let first = app.command("commit 5");
     assert_eq!(first["error"], Value::Null, "{first}");
     assert_eq!(app.command("committed")["committed"], 5);
-    // The coordinator's name, learnt the only way `epochal fault` tells it:
-    // a pause of it, undone at once.
-    let coordinator = fire(&up, "pause", "coordinator of group g");
-    let coordinator = coordinator.rsplit(" -> ").next().unwrap().to_owned();
-    fire(&up, "resume", &coordinator);
-    for other in ["b1", "b2", "b3"].iter().filter(|b| **b != coordinator) {
-        fire(
-            &up,
-            "one-way",
-            &format!("{{ from = \"{coordinator}\", to = \"{other}\" }}"),
-        );
-    }
+    let coordinator = resolve(&up, "coordinator of group g");
+    cut_from_followers(&up, &coordinator);
     let second = app.command("commit 10");
     println!("commit 10: {second}");
     fire(&up, "crash", &coordinator);
     let read = app.command("committed");
     println!("committed after the crash: {read}");
     drop(app);
-    let status = interrupt(&mut up.child, CHECK_WITHIN);
-    let results = read_results(&up.run);
-    assert_eq!(
-        status.code(),
-        Some(cluster_up_common::verdict_code(&results["verdict"]))
-    );
+    let results = interrupt_and_judge(&mut up);
     (results, read, up)
 }
 

@@ -59,6 +59,8 @@ anomalies! {
         "an acks=0 write is missing from the final log (acks=0 waits for nothing)";
     AcknowledgedOffsetChanged = "acknowledged-offset-changed", "offset-changed", true,
         "an acks=all write is in the final log at an offset other than the one acknowledged";
+    AppWriteLost = "app-write-lost", "app-writes", true,
+        "an application's record acknowledged with acks=all is not in the final log at the offset its acknowledgement named, with the bytes it sent";
     ReplicaDivergence = "replica-divergence", "divergence", true,
         "after heal, replicas hold different records below their common end";
     EpochFileNotMonotonic = "epoch-file-not-monotonic", "epoch-file", true,

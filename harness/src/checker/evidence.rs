@@ -139,6 +139,7 @@ details! {
     Duplicate(Duplicate) for Duplicate;
     IdempotentDuplicate(IdempotentDuplicate) for IdempotentDuplicate;
     Stuck(Stuck) for StuckPartition;
+    AppWriteLost(AppWriteLost) for AppWriteLost;
     StuckGroup(StuckGroup) for StuckGroup;
     RestartFailed(RestartFailed) for RestartFailed;
     CommittedRegressed(CommittedRegressed) for CommittedOffsetRegressed | StaleCommittedRead;
@@ -647,6 +648,24 @@ pub struct Stuck {
     pub last_error: Option<String>,
     pub partition: PartitionRef,
     pub window_ms: u64,
+}
+
+/// `app-write-lost`: an application's acks=all record not at the offset its
+/// acknowledgement named, and what the final log holds there instead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppWriteLost {
+    pub acked_offset: i64,
+    pub client_id: Option<String>,
+    pub final_log: String,
+    /// The kept form of the record the final log holds at the offset.
+    pub final_log_held: Option<serde_json::Value>,
+    pub final_log_node: NodeId,
+    pub history_index: u64,
+    pub isr: Option<Vec<u32>>,
+    pub leader_epoch: Option<i32>,
+    pub partition: PartitionRef,
+    /// The record the application sent, in kept form.
+    pub sent: serde_json::Value,
 }
 
 /// `stuck-group`: a consumer group whose coordinator took no commit within

@@ -13,6 +13,7 @@
 //! evidence spells them as every report does (`b1`, `t-0`).
 
 pub mod anomaly;
+pub mod app_writes;
 pub mod committed;
 pub mod consumer;
 pub mod context;
@@ -58,6 +59,7 @@ pub use verdict::{CheckOutcome, CheckResult, Checker, Need, Verdict};
 /// run that has such ops (a run without them has nothing for them to judge,
 /// and they do not claim it valid): each one's name and its test of an op.
 const LISTED_WITH_OPS: &[(&str, OpTest)] = &[
+    (app_writes::NAME, app_writes::judges),
     (committed::NAME, committed::judges),
     (unseen::NAME, unseen::judges),
 ];
@@ -96,6 +98,7 @@ pub fn all() -> Vec<Checker> {
     vec![
         lost_write::checker(),
         offset_changed::checker(),
+        app_writes::checker(),
         divergence::checker(),
         epoch_file::checker(),
         leaders::checker(),

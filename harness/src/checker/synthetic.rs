@@ -375,6 +375,7 @@ impl<'a> Generator<'a> {
                     node: Some(self.logs[p].leader),
                     producer: None,
                     acked: None,
+                    app: None,
                 })
             }
             Role::Subscriber(s) => self.subscribers.invoke(s, &self.views()),

@@ -29,10 +29,10 @@ pub use op_type::OpType;
 pub use process::{Process, ProcessNameError};
 
 pub use op::{
-    Acked, Aim, Body, BodyError, ClientCrash, Commit, Committed, Done, ExitedAtStart, FaultOp,
-    Idempotence, Intent, Isolation, MicroOp, NodeCut, Op, Poll, PolledRecord, Read, Rebalance,
-    RecordValue, ReplicaCut, Send, StableOffsets, Txn, TxnPoll, TxnProducer, TxnSend, padded,
-    value_text,
+    Acked, Aim, AppSent, Body, BodyError, ClientCrash, Commit, Committed, Done, ExitedAtStart,
+    FaultOp, Idempotence, Intent, Isolation, MicroOp, NodeCut, Op, Poll, PolledRecord, Read,
+    Rebalance, RecordValue, ReplicaCut, Send, StableOffsets, Txn, TxnPoll, TxnProducer, TxnSend,
+    kept_form, padded, value_text,
 };
 
 use std::collections::HashMap;

@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 pub use super::fault_op::{Aim, Done, ExitedAtStart, FaultOp, NodeCut, ReplicaCut};
 pub use super::group_op::{ClientCrash, Commit, Committed, Rebalance};
-pub use super::record_value::{PolledRecord, RecordValue, padded, value_text};
+pub use super::record_value::{PolledRecord, RecordValue, kept_form, padded, value_text};
 pub use super::stable_op::StableOffsets;
 pub use super::txn_op::{Intent, Isolation, MicroOp, Txn, TxnPoll, TxnProducer, TxnSend};
 use super::verb::Verb;
@@ -156,6 +156,26 @@ pub struct Send {
     /// On an `ok` only.
     #[serde(skip)]
     pub acked: Option<Acked>,
+    /// An application's send ([apps]): what its `app` object says of the
+    /// records when their values are not numbers (session/app.rs writes
+    /// it; read here, never written back).
+    #[serde(default, skip_serializing)]
+    pub app: Option<Box<AppSent>>,
+}
+
+/// The part of an application's `send` the `app-writes` checker reads: each
+/// record's value in its kept form ([`super::record_value::kept_form`]) when
+/// not every value is a number, and the offset its answer named for the
+/// first.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct AppSent {
+    /// The application's client id, naming its op in evidence.
+    #[serde(default)]
+    pub client_id: Option<String>,
+    #[serde(default)]
+    pub values: Vec<Value>,
+    #[serde(default)]
+    pub base_offset: Option<i64>,
 }
 
 /// An idempotent producer's stamp on a send (KIP-98): every batch of the

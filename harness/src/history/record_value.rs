@@ -89,3 +89,30 @@ impl std::fmt::Display for RecordValue {
         }
     }
 }
+
+/// A value longer than this is kept as its length and hash.
+pub const KEPT_BYTES: usize = 64;
+
+/// A record's value as an application's op keeps it ([apps]): its text when
+/// short ([`KEPT_BYTES`]) and UTF-8, else its length and FNV-1a hash; `null`
+/// for a null value. The same bytes always keep the same form, so a kept
+/// value is compared with a replica's record by this form.
+pub fn kept_form(value: Option<&[u8]>) -> serde_json::Value {
+    match value {
+        None => serde_json::Value::Null,
+        Some(bytes) => match std::str::from_utf8(bytes) {
+            Ok(text) if bytes.len() <= KEPT_BYTES => serde_json::Value::String(text.to_owned()),
+            _ => serde_json::Value::String(format!(
+                "{} bytes, fnv1a {:016x}",
+                bytes.len(),
+                fnv1a(bytes)
+            )),
+        },
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -18,9 +18,10 @@
 //! harness's workload writes them (decimal numbers): a produce whose values
 //! are all decimal numbers is a `send` of them, acknowledged at the offsets
 //! its answer's base offset gives; a produce of other values is a `send` of
-//! no value (its values, or a hash of each past 64 bytes, are in `app`), so
-//! no checker claims anything of it — it is counted, not judged. Reads keep
-//! every value, as the harness's polls do. An acks=all write's ack records
+//! no value, its values kept in `app` (`kept_form`: the text, or a hash of
+//! each past 64 bytes, with the answer's base offset), and `app-writes`
+//! (checker/app_writes.rs) holds each record to its offset and bytes. Reads
+//! keep every value, as the harness's polls do. An acks=all write's ack records
 //! the leader epoch of the first look at etcd begun after it (the session
 //! samples etcd's view while it runs), as the harness's own sends record
 //! the look they make just after their ack, and as its ISR the replicas in
@@ -38,6 +39,7 @@ use super::app_op::{AppOp, node_of, origin};
 use crate::history::kafka_errors::{Outcome, produce_outcome};
 use crate::history::{
     Acked, Body, Isolation, Op, OpType, Poll, PolledRecord, Process, Read, RecordValue, Send,
+    kept_form,
 };
 use crate::node::NodeId;
 use crate::observe::ClusterView;
@@ -46,9 +48,6 @@ use crate::reader::app_frames::{
 };
 use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
-
-/// A value longer than this is recorded in `app` as its hash.
-const VALUE_KEPT_BYTES: usize = 64;
 
 /// etcd's view as the session sampled it: (when the read began, on the
 /// history's clock; what it saw), in time order.
@@ -171,33 +170,6 @@ fn acks_of(acks: i16) -> Acks {
     }
 }
 
-/// A value as `app` keeps it: its text when short and UTF-8, else its
-/// length and FNV-1a hash.
-fn kept(value: Option<&[u8]>) -> Value {
-    match value {
-        None => Value::Null,
-        Some(bytes) if bytes.len() <= VALUE_KEPT_BYTES => match std::str::from_utf8(bytes) {
-            Ok(text) => json!(text),
-            Err(_) => json!(format!(
-                "{} bytes, fnv1a {:016x}",
-                bytes.len(),
-                fnv1a(bytes)
-            )),
-        },
-        Some(bytes) => json!(format!(
-            "{} bytes, fnv1a {:016x}",
-            bytes.len(),
-            fnv1a(bytes)
-        )),
-    }
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
-        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// One partition of a Produce as a `send`.
 fn send_op(
     exchange: &Exchange,
@@ -223,7 +195,7 @@ fn send_op(
         );
     }
     if !judged {
-        let shown: Vec<Value> = p.values.iter().map(|v| kept(v.as_deref())).collect();
+        let shown: Vec<Value> = p.values.iter().map(|v| kept_form(v.as_deref())).collect();
         app.insert("values".into(), Value::Array(shown));
     }
     let mut send = Send {
@@ -233,6 +205,7 @@ fn send_op(
         node: node_of(&exchange.proxy),
         producer: None,
         acked: None,
+        app: None,
     };
     let (kind, complete_ns, error) = match (p.answer, complete_ns) {
         _ if produce.acks == 0 => {

@@ -326,5 +326,6 @@ fn unanswered(
         node,
         producer: None,
         acked: None,
+        app: None,
     }
 }

@@ -1,10 +1,10 @@
-//! What the `epochal up` tests share (tests/cluster_up.rs,
-//! tests/cluster_up_coordinators.rs): a running `up` and what it printed,
-//! `epochal fault` and its answers, the processes below `up`, and what its
-//! run directory holds once it ended. Each test module uses only part of it.
+//! What the `epochal up` tests share (tests/cluster_up*.rs): a running `up`
+//! and what it printed, `epochal fault` and its answers, the processes below
+//! `up`, what its run directory holds once it ended, and an application run
+//! on command. Each test module uses only part of it.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -14,7 +14,7 @@ use epochal::history::{OpType, Process, read_history};
 use serde_json::Value;
 
 use crate::common::groups;
-use crate::common::scenario::{epochal, show};
+use crate::common::scenario::{epochal, interrupt, read_results, show};
 
 /// Bound on the cluster coming up (the Docker runtime may build images first).
 pub const UP_WITHIN: Duration = Duration::from_secs(300);
@@ -218,15 +218,7 @@ pub fn assert_refused(dir: &Path, (verb, target): (&str, &str), code: i32, needl
 /// Fires a fault that must fire as the session's fault `number`; the node
 /// it resolved to.
 pub fn fired(up: &Up, number: usize, verb: &str, target: &str) -> String {
-    let output = fault(&up.run, verb, target);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}\n{}",
-        show(&output),
-        up.show()
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let stdout = fire(up, verb, target);
     let (asked, node) = stdout
         .split_once(" -> ")
         .unwrap_or_else(|| panic!("{stdout}"));
@@ -328,4 +320,106 @@ pub fn start_client(script: &str, args: &[&str]) -> (Child, Lines) {
         .unwrap_or_else(|e| panic!("cannot run {python}: {e} (set EPOCHAL_PYTHON)"));
     let stdout = Lines::follow(child.stdout.take().unwrap());
     (child, stdout)
+}
+
+/// An application of tests/clients/ that answers one JSON line per command
+/// read from its stdin (the first line once it is ready).
+pub struct CommandApp {
+    child: Child,
+    stdout: Lines,
+    within: Duration,
+}
+
+impl CommandApp {
+    /// Starts `script` with `args` and awaits its first line; each answer
+    /// then gets `within`.
+    pub fn start(script: &str, args: &[&str], within: Duration) -> CommandApp {
+        let (child, stdout) = start_client(script, args);
+        let mut app = CommandApp {
+            child,
+            stdout,
+            within,
+        };
+        app.answer(0);
+        app
+    }
+
+    /// The answer after the first `seen` lines.
+    fn answer(&mut self, seen: usize) -> Value {
+        let stdout = self.stdout.clone();
+        let describe = move || format!("application: {:?}", stdout.all());
+        let stdout = self.stdout.clone();
+        await_some(self.within, &mut self.child, &describe, || {
+            let lines = stdout.all();
+            lines
+                .get(seen)
+                .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+        })
+    }
+
+    /// Sends one command line; its answer.
+    pub fn command(&mut self, line: &str) -> Value {
+        let seen = self.stdout.all().len();
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        self.answer(seen)
+    }
+}
+
+impl Drop for CommandApp {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `epochal fault` that must fire; what it printed.
+pub fn fire(up: &Up, verb: &str, target: &str) -> String {
+    let output = fault(&up.run, verb, target);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{}",
+        show(&output),
+        up.show()
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// The node `target` names now (`leader of t-0`, `coordinator of group g`),
+/// learnt the only way `epochal fault` tells it: a pause of it, undone at
+/// once.
+pub fn resolve(up: &Up, target: &str) -> String {
+    let paused = fire(up, "pause", target);
+    let node = paused.rsplit(" -> ").next().unwrap().to_owned();
+    fire(up, "resume", &node);
+    node
+}
+
+/// Cuts every byte from `node` to the cluster's other brokers (`one-way`):
+/// their fetches of its log still arrive, but get no answer.
+pub fn cut_from_followers(up: &Up, node: &str) {
+    for other in ["b1", "b2", "b3"].iter().filter(|b| **b != node) {
+        fire(
+            up,
+            "one-way",
+            &format!("{{ from = \"{node}\", to = \"{other}\" }}"),
+        );
+    }
+}
+
+/// Ctrl-C to `up`, awaited; its results, the exit code asserted to be its
+/// verdict's.
+pub fn interrupt_and_judge(up: &mut Up) -> Value {
+    let status = interrupt(&mut up.child, CHECK_WITHIN);
+    let results = read_results(&up.run);
+    assert_eq!(
+        status.code(),
+        Some(verdict_code(&results["verdict"])),
+        "{status}: {}",
+        up.show()
+    );
+    results
 }

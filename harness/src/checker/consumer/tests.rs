@@ -114,6 +114,7 @@ fn checker_consumer_a_read_after_the_loss_that_excuses_its_write_is_not_excused(
             node: Some(NodeId::new(1)),
             producer: None,
             acked,
+            app: None,
         }),
         error: None,
     };
