@@ -366,4 +366,35 @@ fn up_help_states_the_lease_and_that_it_is_the_brokers_default() {
     let default = format!("the broker's default, {} s", broker_default_lease());
     assert!(help.contains(&default), "{default:?}: {help}");
     assert!(help.contains("--lease <SECONDS>"), "{help}");
+    // Where the broker's settings are listed, and the ones a client's test
+    // suite meets first, each a setting the broker knows, with its default.
+    assert!(help.contains("epochal-broker --list-settings"), "{help}");
+    let listed = std::process::Command::new(common::bin_dir().join("epochal-broker"))
+        .arg("--list-settings")
+        .output()
+        .unwrap();
+    let listed: Vec<Value> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for name in [
+        "auto_create_topics_enable",
+        "num_partitions",
+        "default_replication_factor",
+        "offsets_topic_replication_factor",
+        "transaction_state_replication_factor",
+        "group_initial_rebalance_delay_ms",
+        "min_insync_replicas",
+    ] {
+        let setting = listed
+            .iter()
+            .find(|s| s["setting"] == name)
+            .unwrap_or_else(|| panic!("the broker lists no {name}"));
+        let default = match &setting["default"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let shown = format!("{name} ({default}");
+        assert!(help.contains(&shown), "{shown:?}: {help}");
+    }
 }

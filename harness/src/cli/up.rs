@@ -46,8 +46,18 @@ heal's apart), shows the first 10 items of each list and 32 characters of a \
 value; results.json keeps everything. Your application's requests and \
 responses, recorded by the client proxies, are merged into the history at \
 Ctrl-C: its Produce requests as sends, its Fetch requests as polls, judged by \
-the checkers and counted in the summary and the coverage. docs/up.md has \
-more.")]
+the checkers and counted in the summary and the coverage.
+
+The broker's settings (--set KEY=VALUE) are listed, with their defaults, by \
+`epochal-broker --list-settings` and in broker/README.md. Those a client's own \
+test suite meets first: auto_create_topics_enable (true), num_partitions (1) \
+and default_replication_factor (1) for the topics a client creates by naming \
+them or with CreateTopics' -1 (set default_replication_factor=3 for topics \
+that outlive a broker's loss); offsets_topic_replication_factor (3) and \
+transaction_state_replication_factor (3): no group or transaction until that \
+many brokers are live; group_initial_rebalance_delay_ms (3000: a new group's \
+first join waits that long); min_insync_replicas (1); and the lease above. \
+docs/up.md has more.")]
 pub struct UpArgs {
     /// A schedule whose `[cluster]` and `[workload]` to start (its steps are
     /// not played: faults come from `epochal fault`). Without one, the
