@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The power table (issue [power]; docs/power.md): campaigns on each era
-# setting of suites/power.toml (known-positive controls: each reproduces a
+# setting of suites/power/table.toml (known-positive controls: each reproduces a
 # documented bug) and on the fixed settings (the negative control), and a
 # table of how many seeds went invalid, how soon, with which anomaly kinds,
 # and the false alarms. Its JSON goes to $EPOCHAL_STORE/power/power.json and

@@ -7,7 +7,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::scenario::{epochal, show, suite_file};
+use common::scenario::{epochal, schedule_file, show, suite_file};
 
 fn gate(args: &[&str], store: &Path) -> Output {
     epochal()
@@ -175,7 +175,7 @@ fn cluster_gate_fails_when_a_bug_reproduction_stops_reproducing() {
     // The KIP-101 schedule under a setting that fixes the bug, with the suite
     // claiming it must reproduce: an unexpected pass fails the gate.
     let dir = tempfile::tempdir().unwrap();
-    let schedule = suite_file("kip-101-scenario-1.toml");
+    let schedule = schedule_file("kip-101-scenario-1.toml");
     let suite = dir.path().join("wrong.toml");
     std::fs::write(
         &suite,
@@ -239,7 +239,7 @@ fn cluster_gate_fails_when_the_broker_has_a_fix_removed() {
     let schedule = dir.path().join("kip-101-scenario-1.toml");
     std::fs::write(
         &schedule,
-        with_fix_removed(&suite_file("kip-101-scenario-1.toml")),
+        with_fix_removed(&schedule_file("kip-101-scenario-1.toml")),
     )
     .unwrap();
     let suite = dir.path().join("fixed.toml");

@@ -1,4 +1,4 @@
-//! KAFKA-532 (`suites/kafka-532-stale-controller.toml`) end to end: the real
+//! KAFKA-532 (`suites/schedules/kafka-532-stale-controller.toml`) end to end: the real
 //! `epochal` binary, a real etcd, the proxy and three brokers. Controller b1 is
 //! stopped by its failpoint holding "b2 is gone" while b2 comes back, leads
 //! t-0 for a new controller and shrinks the ISR to itself. Under
@@ -11,14 +11,14 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use common::scenario::{self, Run, suite_file};
+use common::scenario::{self, Run, schedule_file};
 use serde_json::{Value, json};
 
 /// Runs the schedule under `controller_epoch_fencing=fencing`, which must end
 /// with the verdict `expect` (see [`scenario::run`]) and apply that setting.
 fn run(fencing: bool, expect: i32) -> Run {
     let run = scenario::run(
-        &suite_file("kafka-532-stale-controller.toml"),
+        &schedule_file("kafka-532-stale-controller.toml"),
         &[&format!("controller_epoch_fencing={fencing}")],
         expect,
     );

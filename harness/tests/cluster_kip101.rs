@@ -1,4 +1,4 @@
-//! KIP-101 scenario 1 (`suites/kip-101-scenario-1.toml`) end to end: the real
+//! KIP-101 scenario 1 (`suites/schedules/kip-101-scenario-1.toml`) end to end: the real
 //! `epochal` binary, a real etcd, the proxy and two brokers. Under
 //! `truncation=high-watermark` the follower A (b2) restarts, truncates to its
 //! checkpointed HW, and is cleanly elected when B (b1) dies at once: an

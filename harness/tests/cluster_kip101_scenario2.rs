@@ -1,4 +1,4 @@
-//! KIP-101 scenario 2 (`suites/kip-101-scenario-2.toml`) end to end: the real
+//! KIP-101 scenario 2 (`suites/schedules/kip-101-scenario-2.toml`) end to end: the real
 //! `epochal` binary, a real etcd, the proxy and two brokers. Both brokers lose
 //! power, A (b2) first; B (b1) had not flushed m2, restarts first, leads again
 //! and appends m3 at m2's offset in a newer leader epoch. Under

@@ -1,4 +1,4 @@
-//! KIP-279 / KAFKA-6361 (`suites/kip-279-fast-failover.toml`) end to end: the
+//! KIP-279 / KAFKA-6361 (`suites/schedules/kip-279-fast-failover.toml`) end to end: the
 //! real `epochal` binary, a real etcd, the proxies and three brokers (b3 only
 //! the controller). A (b1) leads in epoch E and appends two batches, only the
 //! first reaching B (b2); A crashes and restarts inside its lease, so B leads in

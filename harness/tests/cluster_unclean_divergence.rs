@@ -1,4 +1,4 @@
-//! KIP-101's unclean-election case (`suites/kip-101-unclean-election.toml`) end
+//! KIP-101's unclean-election case (`suites/schedules/kip-101-unclean-election.toml`) end
 //! to end: the real `epochal` binary, a real etcd, the proxies and two brokers,
 //! A = b1 and B = b2, each writing while alone and elected uncleanly in turn.
 //! When A comes back as B's follower, `high-watermark`, `kip-101` and `kip-279`

@@ -1,5 +1,5 @@
 //! An application's lost commit, caught ([apps], issue 54): `epochal up`
-//! starts suites/offsets-commit-acks-leader.toml's cluster (one
+//! starts suites/schedules/offsets-commit-acks-leader.toml's cluster (one
 //! `__consumer_offsets` partition, followers kept in the ISR for 30 s) and
 //! a confluent-kafka application (tests/clients/cluster_up_app_commits.py)
 //! commits offsets of its group on command. It commits 5; `epochal fault`
@@ -30,7 +30,7 @@ const COMMAND_WITHIN: Duration = Duration::from_secs(90);
 /// `epochal up` of the scenario's cluster with `setting`.
 fn up(store: &Path, setting: &str) -> Up {
     let schedule =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/offsets-commit-acks-leader.toml");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/schedules/offsets-commit-acks-leader.toml");
     let schedule = schedule.to_str().expect("a UTF-8 path");
     Up::start_with(store, &[schedule, "--set", setting])
 }

@@ -1,6 +1,6 @@
 //! An application's text records, known by offset and bytes, lost and caught
 //! ([apps], issue 54 item 2): `epochal up` starts
-//! suites/offsets-commit-acks-leader.toml's cluster (three brokers,
+//! suites/schedules/offsets-commit-acks-leader.toml's cluster (three brokers,
 //! followers kept in the ISR for 30 s) and a confluent-kafka application
 //! (tests/clients/cluster_up_app_writes.py) produces words, not numbers, to
 //! t-0 with acks=all on command. It writes two; `epochal fault` cuts every
@@ -30,7 +30,7 @@ const COMMAND_WITHIN: Duration = Duration::from_secs(60);
 /// second produce answered and the session.
 fn scenario(store: &Path, extra: &[&str]) -> (Value, Value, Up) {
     let schedule =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/offsets-commit-acks-leader.toml");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/schedules/offsets-commit-acks-leader.toml");
     let mut args = vec![schedule.to_str().expect("a UTF-8 path")];
     args.extend(extra);
     let mut up = Up::start_with(store, &args);

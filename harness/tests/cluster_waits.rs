@@ -10,7 +10,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::scenario::{latest, run_quietly, show, suite_file};
+use common::scenario::{latest, run_quietly, schedule_file, show};
 
 /// `stuck-divergent-replica` never quiesces (b2's fetcher dies each time it
 /// starts, so it never catches up): the run ends unknown, saying it did not
@@ -20,7 +20,7 @@ use common::scenario::{latest, run_quietly, show, suite_file};
 fn cluster_waits_a_run_that_never_quiesces_names_the_bound_and_the_unsettled_partition() {
     let store = tempfile::tempdir().unwrap();
     let output = run_quietly(
-        &suite_file("stuck-divergent-replica.toml"),
+        &schedule_file("stuck-divergent-replica.toml"),
         store.path(),
         &["--set", "truncation=current"],
     );

@@ -16,7 +16,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::docker::{assert_nothing_left, containers, require_docker, run_id};
-use common::scenario::{epochal, interrupt, show, suite_file};
+use common::scenario::{epochal, interrupt, schedule_file, show, suite_file};
 
 /// `bugs.toml`'s scenario `name`, as a suite of its own in `dir` (its schedule
 /// named by absolute path).
@@ -27,7 +27,7 @@ fn one_scenario_suite(name: &str, dir: &Path) -> std::path::PathBuf {
     let end = bugs[at..]
         .find("\n[[scenario]]\n")
         .map_or(bugs.len(), |e| at + e);
-    let schedule = suite_file(&format!("{name}.toml"));
+    let schedule = schedule_file(&format!("{name}.toml"));
     let block = bugs[start..end].replace(
         &format!("schedule = \"{name}.toml\""),
         &format!("schedule = {:?}", schedule.display().to_string()),

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::scenario::{latest, read_results, run_quietly, show, suite_file};
+use common::scenario::{latest, read_results, run_quietly, schedule_file, show};
 use epochal::history::{OpType, read_history};
 use epochal::reader::{FindingKind, read_data_dir};
 
@@ -17,7 +17,7 @@ fn cluster_a_snapshot_the_broker_wrote_is_read_back_and_a_flipped_byte_is_a_find
     let temp = tempfile::tempdir().unwrap();
     let store = temp.path().join("store");
     let output = run_quietly(
-        &suite_file("idempotent-retry-after-failover.toml"),
+        &schedule_file("idempotent-retry-after-failover.toml"),
         &store,
         &["--set", "producer_state_recovery=current"],
     );

@@ -494,7 +494,7 @@ fn epochal() -> Command {
 }
 
 fn schedule() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/kip-101-scenario-1.toml")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/schedules/kip-101-scenario-1.toml")
 }
 
 /// `epochal run` updates the index when its run ends, here a run that could

@@ -5,9 +5,9 @@
 //! count more, so counts and wording may grow, but no verdict may move, and
 //! a checker written since must find the run valid.) The fixtures under
 //! `tests/fixtures/stored-runs/` are real run directories written by epochal at
-//! commit bd91b01 (`epochal run suites/kip-101-scenario-1.toml --set
+//! commit bd91b01 (`epochal run suites/schedules/kip-101-scenario-1.toml --set
 //! truncation=high-watermark`, invalid: an acknowledged write lost; and
-//! `epochal run suites/guarantee-leader-hard-bounce.toml`, valid, with
+//! `epochal run suites/schedules/guarantee-leader-hard-bounce.toml`, valid, with
 //! background producers and consumers), kept whole but for etcd's own data and
 //! the broker logs. The history format is the one every run writes, so a
 //! stored history that stops reading, or reads differently, fails here.

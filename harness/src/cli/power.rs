@@ -1,5 +1,5 @@
 //! `epochal power`'s command line: the power table (campaign/power/) over
-//! the settings of `suites/power.toml`, each seed's outcome printed as it
+//! the settings of `suites/power/table.toml`, each seed's outcome printed as it
 //! ends, then the table; `power.json` written beside the runs, and with
 //! `--history` one summary line appended to a file kept between nights.
 
@@ -18,8 +18,8 @@ use crate::duration::parse_duration;
 
 #[derive(Debug, Args)]
 pub struct PowerArgs {
-    /// The settings, seeds and duration (suites/power.toml's format).
-    #[arg(long, default_value = "suites/power.toml")]
+    /// The settings, seeds and duration (suites/power/table.toml's format).
+    #[arg(long, default_value = "suites/power/table.toml")]
     pub file: PathBuf,
     /// The file's `[quick]` settings, seeds and duration: a few minutes, for CI.
     #[arg(long)]

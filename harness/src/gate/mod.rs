@@ -7,7 +7,7 @@
 //! ```toml
 //! [[scenario]]
 //! name = "kip-101-scenario-1"
-//! schedule = "kip-101-scenario-1.toml"      # relative to the suite file
+//! schedule = "schedules/kip-101-scenario-1.toml"  # relative to the suite file
 //!
 //! [[scenario.setting]]
 //! set = ["truncation=high-watermark"]

@@ -26,11 +26,16 @@ pub fn show(output: &Output) -> String {
     )
 }
 
-/// A schedule or suite file under the repository's `suites/`.
+/// A suite file (or folder) under the repository's `suites/`.
 pub fn suite_file(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../suites")
         .join(name)
+}
+
+/// A schedule the suites run, under `suites/schedules/`.
+pub fn schedule_file(name: &str) -> PathBuf {
+    suite_file("schedules").join(name)
 }
 
 /// `epochal run <schedule> --store <store> --quiet <extra...>`, waited for.
@@ -178,7 +183,7 @@ pub fn run(schedule: &Path, sets: &[&str], expect: i32) -> Run {
 /// `premise`.
 pub fn run_truncation(name: &str, truncation: &str, premise: &[&str], expect: i32) -> Run {
     let run = run(
-        &suite_file(name),
+        &schedule_file(name),
         &[&format!("truncation={truncation}")],
         expect,
     );

@@ -1,4 +1,4 @@
-//! The power table's settings as data (`suites/power.toml`): each a broker
+//! The power table's settings as data (`suites/power/table.toml`): each a broker
 //! setting the reference broker can be put in — an era that had a documented
 //! bug (a positive control: campaigns on it should go invalid) or the fixed
 //! settings (the negative control: any invalid run is a false alarm, or a bug)
@@ -26,7 +26,7 @@ pub enum Control {
     Negative,
 }
 
-/// `suites/power.toml`.
+/// `suites/power/table.toml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PowerFile {
@@ -110,7 +110,7 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// Why `suites/power.toml` (or a command line over it) cannot be used.
+/// Why `suites/power/table.toml` (or a command line over it) cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PowerFileError {
     #[error("{}: {source}", path.display())]
