@@ -29,8 +29,8 @@ const COMMAND_WITHIN: Duration = Duration::from_secs(90);
 
 /// `epochal up` of the scenario's cluster with `setting`.
 fn up(store: &Path, setting: &str) -> Up {
-    let schedule =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/schedules/offsets-commit-acks-leader.toml");
+    let schedule = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../suites/schedules/offsets-commit-acks-leader.toml");
     let schedule = schedule.to_str().expect("a UTF-8 path");
     Up::start_with(store, &[schedule, "--set", setting])
 }

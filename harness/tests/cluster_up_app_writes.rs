@@ -29,8 +29,8 @@ const COMMAND_WITHIN: Duration = Duration::from_secs(60);
 /// Plays the scenario with `extra` settings; the run's results, what the
 /// second produce answered and the session.
 fn scenario(store: &Path, extra: &[&str]) -> (Value, Value, Up) {
-    let schedule =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/schedules/offsets-commit-acks-leader.toml");
+    let schedule = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../suites/schedules/offsets-commit-acks-leader.toml");
     let mut args = vec![schedule.to_str().expect("a UTF-8 path")];
     args.extend(extra);
     let mut up = Up::start_with(store, &args);

@@ -20,8 +20,8 @@ anomaly = "ANOMALY"
 
 fn load(anomaly: &str) -> Result<Vec<epochal::gate::LoadedSuite>, epochal::gate::SuiteError> {
     let dir = tempfile::tempdir().unwrap();
-    let schedule =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/schedules/kip-101-scenario-1.toml");
+    let schedule = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../suites/schedules/kip-101-scenario-1.toml");
     std::fs::copy(schedule, dir.path().join("kip-101-scenario-1.toml")).unwrap();
     let file = dir.path().join("bugs.toml");
     std::fs::write(&file, SUITE.replace("ANOMALY", anomaly)).unwrap();
