@@ -15,8 +15,17 @@
 //! builds it first. Every socket is on 127.0.0.1 and every port is picked by
 //! the kernel.
 //!
+//! Recording (`epochal-proxy --record DIR`) is measured on a client link
+//! against the same link unrecorded, in the same run: two proxy processes
+//! started alike but for `--record`, each with a `client-b1` proxy in front of
+//! a server that answers Kafka-framed requests, used in alternating rounds.
+//! The goal: recorded, at least 0.8× the unrecorded throughput and at most
+//! 20 µs more on the round trip's p50. The recording itself is read back and
+//! the bench fails if it holds no request or no response.
+//!
 //! `cargo bench -p epochal-faults --bench proxy -- [--quick] [--json PATH]`;
-//! `--rtt-only` measures the round trips alone and prints one line.
+//! `--rtt-only` measures the round trips alone and prints one line;
+//! `--recording-only` measures recording on against off alone.
 //! Throughput is the best of `--reps` transfers each way, since the machine is
 //! shared; RTT and cut figures are nearest-rank percentiles over every sample
 //! (with 50 cuts, p99 is the worst). Nothing here asserts a time: a missed goal
@@ -39,6 +48,9 @@ use serde_json::{Value, json};
 #[path = "proxy/cut.rs"]
 mod cut;
 use cut::{Cuts, measure_cuts};
+#[path = "proxy/recording.rs"]
+mod recording;
+use recording::*;
 #[path = "proxy/report.rs"]
 mod report;
 use report::{Summary, figures, print_cuts, print_figures, report_json, write_json};
@@ -100,6 +112,8 @@ struct Args {
     reps: usize,
     /// Only the round trips, printed on one line (for comparing builds).
     rtt_only: bool,
+    /// Only recording on against recording off (for comparing builds).
+    recording_only: bool,
 }
 
 fn args() -> Args {
@@ -108,12 +122,14 @@ fn args() -> Args {
         json: None,
         reps: REPS_DEFAULT,
         rtt_only: false,
+        recording_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--quick" => args.quick = true,
             "--rtt-only" => args.rtt_only = true,
+            "--recording-only" => args.recording_only = true,
             "--json" => args.json = Some(it.next().expect("--json takes a path")),
             "--reps" => {
                 args.reps = it
@@ -171,12 +187,17 @@ struct ProxyProcess {
 }
 
 impl ProxyProcess {
-    /// Starts it on a free port and reads `listening on ADDR`, its first line.
-    fn start(bin: &Path, log: PathBuf) -> Result<ProxyProcess, String> {
+    /// Starts it on a free port and reads `listening on ADDR`, its first line;
+    /// with `record`, it records to that directory (`--record DIR`).
+    fn start(bin: &Path, log: PathBuf, record: Option<&Path>) -> Result<ProxyProcess, String> {
         let log_file = std::fs::File::create(&log)
             .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-        let child = Command::new(bin)
-            .args(["--listen", "127.0.0.1:0"])
+        let mut command = Command::new(bin);
+        command.args(["--listen", "127.0.0.1:0"]);
+        if let Some(dir) = record {
+            command.arg("--record").arg(dir);
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log_file)
@@ -500,19 +521,32 @@ struct Sizes {
     echo_bytes: usize,
     round_trips: usize,
     cuts: usize,
+    /// Rounds of recording on and off, each arm once a round.
+    recording_rounds: usize,
 }
 
 impl Sizes {
     fn of(args: &Args) -> Sizes {
-        let (echo_bytes, round_trips, cuts) = if args.quick {
-            (ECHO_BYTES_QUICK, ROUND_TRIPS_QUICK, CUTS_QUICK)
+        let (echo_bytes, round_trips, cuts, recording_rounds) = if args.quick {
+            (
+                ECHO_BYTES_QUICK,
+                ROUND_TRIPS_QUICK,
+                CUTS_QUICK,
+                RECORDING_ROUNDS_QUICK,
+            )
         } else {
-            (ECHO_BYTES_FULL, ROUND_TRIPS_FULL, CUTS_FULL)
+            (
+                ECHO_BYTES_FULL,
+                ROUND_TRIPS_FULL,
+                CUTS_FULL,
+                RECORDING_ROUNDS_FULL,
+            )
         };
         Sizes {
             echo_bytes,
             round_trips,
             cuts,
+            recording_rounds,
         }
     }
 }
@@ -527,12 +561,14 @@ fn print_plan(args: &Args, sizes: &Sizes, bin: &Path, version: &str, proxy: &Pro
         echo_bytes,
         round_trips,
         cuts,
+        recording_rounds,
     } = sizes;
     println!(
         "proxy bench: {} mode; {} MiB echoed, best of {} each way; {round_trips} 1-byte round \
          trips each way ({ROUND_TRIPS_WARMUP} warmup); {cuts} cuts of a {MESSAGE_BYTES}-byte \
-         message every ~{MESSAGE_INTERVAL:?}, quiet after {CUT_SETTLE:?}; {} {version} (API on \
-         {}, log {}){}",
+         message every ~{MESSAGE_INTERVAL:?}, quiet after {CUT_SETTLE:?}; recording on vs off \
+         on a `{RECORDED_LINK}` link, {recording_rounds} rounds; {} {version} (API on {}, log \
+         {}){}",
         mode(args),
         echo_bytes >> 20,
         args.reps,
@@ -591,8 +627,11 @@ fn measure(
 fn run(args: &Args) -> Result<(), String> {
     let sizes = Sizes::of(args);
     let bin = proxy_bin()?;
+    if args.recording_only {
+        return run_recording_only(&bin, &sizes);
+    }
     let log = std::env::temp_dir().join(format!("epochal-proxy-bench-{}.log", std::process::id()));
-    let proxy = ProxyProcess::start(&bin, log)?;
+    let proxy = ProxyProcess::start(&bin, log, None)?;
     let api = Api::new(&proxy.api)?;
     let version = api.call("reading the version", api.client.version())?;
     print_plan(args, &sizes, &bin, &version, &proxy);
@@ -604,14 +643,20 @@ fn run(args: &Args) -> Result<(), String> {
     }
     let mut measured = measure(&api, echo, echo_link, &sizes, args.reps)?;
     drop(proxy);
+    eprintln!("measuring recording on a client link, on against off ...");
+    let mut recording = measure_recording(&bin, &sizes)?;
 
     let summary = Summary::of(&mut measured);
+    let recording_summary = RecordingSummary::of(&mut recording);
     print_cuts(&summary, &measured.cut);
-    let figures = figures(&summary, &sizes);
+    print_recording(&recording_summary, &recording);
+    let mut figures = figures(&summary, &sizes).to_vec();
+    figures.extend(recording_figures(&recording_summary));
     print_figures(&figures);
 
     if let Some(path) = &args.json {
-        let json = report_json(args, &sizes, &bin, &version, &figures, &measured, &summary);
+        let mut json = report_json(args, &sizes, &bin, &version, &figures, &measured, &summary);
+        json["recording"] = recording_json(&recording_summary, &recording);
         write_json(path, &json)?;
         println!();
         println!("written: {path}");
