@@ -29,8 +29,12 @@ fn one_scenario_suite(name: &str, dir: &Path) -> std::path::PathBuf {
         .map_or(bugs.len(), |e| at + e);
     let schedule = schedule_file(&format!("{name}.toml"));
     let block = bugs[start..end].replace(
-        &format!("schedule = \"{name}.toml\""),
+        &format!("schedule = \"schedules/{name}.toml\""),
         &format!("schedule = {:?}", schedule.display().to_string()),
+    );
+    assert!(
+        block.contains(&schedule.display().to_string()),
+        "bugs.toml's {name} names its schedule otherwise: {block}"
     );
     // Named as the real suite, so the store's layout (and the snapshot names)
     // are those of `epochal gate suites/`.
