@@ -212,6 +212,16 @@ fn cluster_campaign_fires_request_faults_named_by_kinds_and_replays_them() {
     assert_eq!(fired(&latest(store.path())), fired(&dir));
 }
 
+/// The run's `liveness` result.
+fn liveness_result(results: &serde_json::Value) -> &serde_json::Value {
+    results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["checker"] == "liveness")
+        .unwrap_or_else(|| panic!("no liveness result: {results}"))
+}
+
 #[test]
 fn cluster_campaign_liveness_names_each_partition_that_takes_no_write() {
     let schedule: PathBuf =
@@ -222,12 +232,7 @@ fn cluster_campaign_liveness_names_each_partition_that_takes_no_write() {
     let dir = latest(store.path());
     let results = read_results(&dir);
     assert_eq!(results["verdict"], "invalid");
-    let liveness = results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["checker"] == "liveness")
-        .unwrap_or_else(|| panic!("no liveness result: {results}"));
+    let liveness = liveness_result(&results);
     let stuck: Vec<&str> = liveness["evidence"]
         .as_array()
         .unwrap()
@@ -257,12 +262,7 @@ fn cluster_liveness_names_a_group_whose_coordinator_never_takes_a_commit() {
     assert_eq!(output.status.code(), Some(1), "{}", show(&output));
     let results = read_results(&latest(store.path()));
     assert_eq!(results["verdict"], "invalid");
-    let liveness = results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["checker"] == "liveness")
-        .unwrap_or_else(|| panic!("no liveness result: {results}"));
+    let liveness = liveness_result(&results);
     let evidence = liveness["evidence"].as_array().unwrap();
     assert_eq!(evidence.len(), 1, "{liveness}");
     assert_eq!(evidence[0]["anomaly"], "stuck-group");

@@ -15,7 +15,6 @@
 //! confluent-kafka (`ci/dev.sh` makes it).
 
 use crate::cluster_up_common;
-use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -23,8 +22,7 @@ use std::path::Path;
 use std::process::Child;
 use std::time::Duration;
 
-use cluster_up_common::{CHECK_WITHIN, Lines, Up, await_some, fired, start_client, verdict_code};
-use common::scenario::{interrupt, read_results};
+use cluster_up_common::{Lines, Up, await_some, fired, interrupt_and_judge, start_client};
 use serde_json::Value;
 
 /// Bound on the application reaching a count of acknowledged writes.
@@ -119,14 +117,7 @@ fn an_applications_writes_and_reads_through_up_are_in_the_history_and_judged() {
     let acked = last["acked"].as_u64().unwrap();
     let consumed = last["consumed"].as_u64().unwrap();
 
-    let status = interrupt(&mut up.child, CHECK_WITHIN);
-    let results = read_results(&up.run);
-    assert_eq!(
-        status.code(),
-        Some(verdict_code(&results["verdict"])),
-        "{status}: {}",
-        up.show()
-    );
+    let results = interrupt_and_judge(&mut up);
     assert_eq!(results["verdict"], "valid", "{results}\n{}", up.show());
 
     // Every value the application saw acknowledged is in an ok send of the
