@@ -84,10 +84,22 @@ pub enum Failpoint {
     /// release shipped, so a test can show that the harness names each ack
     /// an ISR member did not hold, with or without a fault that loses it.
     LeaderAcksOnAppend,
+    /// A broker is deleting a replica on StopReplica (its topic was
+    /// deleted). `return` makes it answer success and keep the log: a slip
+    /// that leaves a deleted topic's records on disk for a later topic of
+    /// the same name to serve (the stale log KIP-516's topic ids exist to
+    /// tell apart), so a test can show that the harness names a record of
+    /// one topic life read in another.
+    StopReplicaKeepsLog,
+    /// The controller is taking a broker's StopReplica answer. `return`
+    /// makes it drop the answer: a deletion waits forever for replicas that
+    /// have deleted their logs, so a test can show that the harness names a
+    /// topic whose deletion never completes after the final heal.
+    ControllerDropsStopReplicaAnswer,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 13] = [
+    pub const ALL: [Failpoint; 15] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
@@ -101,6 +113,8 @@ impl Failpoint {
         Failpoint::LeaderReadsPastHighWatermark,
         Failpoint::LeaderAndIsrSkipsEpochCheck,
         Failpoint::LeaderAcksOnAppend,
+        Failpoint::StopReplicaKeepsLog,
+        Failpoint::ControllerDropsStopReplicaAnswer,
     ];
 
     pub fn name(self) -> &'static str {
@@ -118,6 +132,8 @@ impl Failpoint {
             Failpoint::LeaderReadsPastHighWatermark => "leader-reads-past-high-watermark",
             Failpoint::LeaderAndIsrSkipsEpochCheck => "leader-and-isr-skips-epoch-check",
             Failpoint::LeaderAcksOnAppend => "leader-acks-on-append",
+            Failpoint::StopReplicaKeepsLog => "stop-replica-keeps-log",
+            Failpoint::ControllerDropsStopReplicaAnswer => "controller-drops-stop-replica-answer",
         }
     }
 

@@ -101,6 +101,7 @@ fn main() {
                 unknown: None,
                 stuck: Vec::new(),
                 stuck_groups: Vec::new(),
+                stuck_topics: Vec::new(),
                 unrecovered: None,
             };
             (synthetic_run(&SyntheticSpec::with_ops(ops)), end, None)

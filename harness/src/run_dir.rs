@@ -193,6 +193,7 @@ impl RunDir {
                 unknown: Some("the run did not finish (no run.json)".into()),
                 stuck: Vec::new(),
                 stuck_groups: Vec::new(),
+                stuck_topics: Vec::new(),
                 unrecovered: None,
             })
     }
@@ -326,6 +327,10 @@ pub struct RunEnd {
     /// (run/liveness.rs; runs whose workload uses groups).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stuck_groups: Vec<StuckGroup>,
+    /// The topic-lives workload's topic when deleting, re-creating or
+    /// reading it failed through the liveness window (run/liveness.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stuck_topics: Vec<StuckTopic>,
     /// The final quiesce's finding when the cluster made no progress toward
     /// settling in the last half of its bound (run/quiesce.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -365,6 +370,18 @@ pub struct StuckGroup {
     pub group: String,
     pub window_ms: u64,
     /// The last attempt's error, if any attempt was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// A topic the liveness window could not delete, create again and read:
+/// `step` names the one that never succeeded (`delete-topic`,
+/// `create-topic` or `life-read`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StuckTopic {
+    pub topic: String,
+    pub step: String,
+    pub window_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }

@@ -310,6 +310,7 @@ async fn clients(
         fetch_version: None,
         join_group_version: None,
         shared_ids: false,
+        lives: Default::default(),
     }
 }
 

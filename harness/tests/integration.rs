@@ -37,6 +37,7 @@ mod cluster_shrink;
 mod cluster_stop_race;
 mod cluster_systems;
 mod cluster_timeline;
+mod cluster_topic_lives;
 mod cluster_txn_offsets;
 mod cluster_unclean_divergence;
 mod cluster_up;

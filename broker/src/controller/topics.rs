@@ -170,6 +170,11 @@ impl Controller {
     /// longer waits on it. A request refused whole (a stale epoch) is sent
     /// again when the broker registers anew.
     pub(super) fn on_stop_replica(&mut self, broker: i32, response: &StopReplicaResponse) {
+        if crate::failpoints::hit_or_return(
+            crate::failpoints::Failpoint::ControllerDropsStopReplicaAnswer,
+        ) {
+            return;
+        }
         if response.error_code != 0 {
             tracing::warn!(
                 broker,

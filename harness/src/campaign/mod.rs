@@ -71,6 +71,9 @@ pub struct CampaignOptions {
     /// Transactional producers (`[workload.background] transactional`,
     /// [transactions]).
     pub transactional: u32,
+    /// One client creating, writing, reading and deleting a topic of its
+    /// own under one name (`[workload.background] lives`).
+    pub lives: bool,
     /// The subscribers run read-process-write transactions (`[workload]
     /// read_process_write`, [transactions]).
     pub read_process_write: bool,
@@ -126,6 +129,7 @@ impl CampaignOptions {
             subscribers: 0,
             crash_every: 0,
             transactional: 0,
+            lives: false,
             read_process_write: false,
             request_timeout_ms: None,
             transaction_timeout_ms: None,
@@ -395,6 +399,7 @@ pub fn schedule(options: &CampaignOptions) -> Schedule {
                 subscribers: options.subscribers,
                 crash_every: options.crash_every,
                 transactional: options.transactional,
+                lives: options.lives,
             }),
             // Subscribed consumers are judged at-least-once: the run ends
             // with fresh consumers reading every partition to its end.
@@ -465,6 +470,12 @@ pub fn describe(plan: &Plan, schedule: &Schedule) -> String {
                 } else {
                     ""
                 }
+            );
+        }
+        if b.lives {
+            let _ = writeln!(
+                out,
+                "  lives:    one client creating, writing, reading and deleting `epochal-lives`"
             );
         }
         if b.transactional > 0 {

@@ -117,6 +117,10 @@ anomalies! {
         "a partition acknowledged no write within the liveness window after the final heal";
     StuckGroup = "stuck-group", "liveness", true,
         "a consumer group's coordinator took no offset commit, answered back by an offset fetch, within the liveness window after the final heal";
+    StuckTopic = "stuck-topic", "liveness", true,
+        "a topic could not be deleted, created again and read within the liveness window after the final heal";
+    ResurrectedRecord = "resurrected-record", "topic-lives", true,
+        "a read of a topic returned a record acknowledged before the topic was last created: a deleted topic's data served as its successor's";
     CommittedOffsetRegressed = "committed-offset-regressed", "committed-offsets", true,
         "a read of a group's committed offset answered less than a commit acknowledged before it, with no commit moving it back";
     StaleCommittedRead = "stale-committed-read", "committed-offsets", false,

@@ -24,12 +24,14 @@ use crate::topic_partition::PartitionRef;
 pub use super::anomaly::Anomaly;
 pub use direct::{AckBeforeIsrHeld, ElectionOutsideIsr, NoRecovery, ReadAboveWatermark};
 pub use groups::{CommittedRegressed, ResumeSkip};
+pub use liveness::{RestartFailed, Stuck, StuckGroup, StuckTopic};
 pub use txn::{
     CycleEdge, DependencyKind, Fate, Hanging, TornTxn, TxnCycle, TxnRead, TxnRef, TxnWrite,
 };
 
 mod direct;
 mod groups;
+mod liveness;
 mod names;
 mod refs;
 mod txn;
@@ -141,6 +143,8 @@ details! {
     Stuck(Stuck) for StuckPartition;
     AppWriteLost(AppWriteLost) for AppWriteLost;
     StuckGroup(StuckGroup) for StuckGroup;
+    StuckTopic(StuckTopic) for StuckTopic;
+    Resurrected(Resurrected) for ResurrectedRecord;
     RestartFailed(RestartFailed) for RestartFailed;
     CommittedRegressed(CommittedRegressed) for CommittedOffsetRegressed | StaleCommittedRead;
     Unseen(Unseen) for Unseen;
@@ -641,15 +645,6 @@ mod present_or_null {
     }
 }
 
-/// `stuck-partition`: a partition that took no write within the liveness
-/// window, and the last attempt's error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stuck {
-    pub last_error: Option<String>,
-    pub partition: PartitionRef,
-    pub window_ms: u64,
-}
-
 /// `app-write-lost`: an application's acks=all record not at the offset its
 /// acknowledgement named, and what the final log holds there instead.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -668,13 +663,23 @@ pub struct AppWriteLost {
     pub sent: serde_json::Value,
 }
 
-/// `stuck-group`: a consumer group whose coordinator took no commit within
-/// the liveness window, and the last attempt's error.
+/// `resurrected-record`: a read of a topic's life that returned a record
+/// acknowledged before that life's creation began.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StuckGroup {
-    pub group: String,
-    pub last_error: Option<String>,
-    pub window_ms: u64,
+pub struct Resurrected {
+    /// The `create-topic` that began the read's life (its completion).
+    pub created_index: u64,
+    /// The read, and where it found the record.
+    pub read_index: u64,
+    pub read_life: u32,
+    pub read_node: Option<NodeId>,
+    pub read_offset: i64,
+    /// The send's acknowledgement: history index, life, offset.
+    pub sent_index: u64,
+    pub sent_life: u32,
+    pub sent_offset: Option<i64>,
+    pub topic: String,
+    pub value: i64,
 }
 
 /// `unseen`: an acknowledged write the final log holds that no poll
@@ -692,15 +697,6 @@ pub struct Unseen {
 pub struct NonmonotonicSend {
     pub earlier: AckedWrite,
     pub later: AckedWrite,
-}
-
-/// `restart-failed`: a node whose process ended by itself during a start,
-/// the nemesis op that started it, and what the runtime saw.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RestartFailed {
-    pub error: String,
-    pub history_index: OpRef,
-    pub node: NodeId,
 }
 
 #[cfg(test)]
@@ -726,6 +722,7 @@ mod tests {
         let source = [
             include_str!("evidence.rs"),
             include_str!("evidence/groups.rs"),
+            include_str!("evidence/liveness.rs"),
             include_str!("evidence/txn.rs"),
         ]
         .concat();

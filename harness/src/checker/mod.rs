@@ -37,6 +37,7 @@ pub mod offset_changed;
 pub mod send_order;
 #[cfg(any(test, feature = "testing"))]
 pub mod synthetic;
+pub mod topic_lives;
 pub mod transactions;
 pub mod txn_cycles;
 pub(crate) mod txn_index;
@@ -62,6 +63,7 @@ const LISTED_WITH_OPS: &[(&str, OpTest)] = &[
     (app_writes::NAME, app_writes::judges),
     (committed::NAME, committed::judges),
     (unseen::NAME, unseen::judges),
+    (topic_lives::NAME, topic_lives::judges),
 ];
 
 /// Whether an op is one a checker judges.
@@ -111,6 +113,7 @@ pub fn all() -> Vec<Checker> {
         committed::checker(),
         send_order::checker(),
         unseen::checker(),
+        topic_lives::checker(),
         transactions::checker(),
         txn_cycles::checker(),
         hanging::checker(),

@@ -488,7 +488,8 @@ impl<'a> Generator<'a> {
             | Body::Rebalance(_)
             | Body::ClientCrash(_)
             | Body::Txn(_)
-            | Body::StableOffsets(_) => {
+            | Body::StableOffsets(_)
+            | Body::Life(_) => {
                 unreachable!("synthetic clients do not commit")
             }
         }

@@ -75,6 +75,12 @@ pub struct CampaignArgs {
     /// some aborted.
     #[arg(long, default_value_t = 0)]
     pub transactional: u32,
+    /// A client beside the others that creates a topic of its own, writes
+    /// to it, reads it and deletes it, again and again under one name
+    /// (workload/lives.rs; checker topic-lives, and the liveness window
+    /// deletes and re-creates it once more after the final heal).
+    #[arg(long)]
+    pub lives: bool,
     /// The subscribers (`--subscribers`) run read-process-write
     /// transactions ([transactions], KIP-447): a read_committed poll, fresh
     /// values sent elsewhere and the position sent to the transaction, most
@@ -293,6 +299,7 @@ fn one_seed(
     options.subscribers = args.subscribers;
     options.crash_every = args.crash_every;
     options.transactional = args.transactional;
+    options.lives = args.lives;
     options.read_process_write = args.read_process_write;
     options.request_timeout_ms = args.request_timeout_ms;
     options.transaction_timeout_ms = args.transaction_timeout_ms;

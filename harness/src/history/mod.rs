@@ -16,6 +16,7 @@
 mod fault_op;
 mod group_op;
 pub mod kafka_errors;
+pub mod life_op;
 pub mod op;
 mod op_type;
 mod process;
@@ -30,9 +31,9 @@ pub use process::{Process, ProcessNameError};
 
 pub use op::{
     Acked, Aim, AppSent, Body, BodyError, ClientCrash, Commit, Committed, Done, ExitedAtStart,
-    FaultOp, Idempotence, Intent, Isolation, MicroOp, NodeCut, Op, Poll, PolledRecord, Read,
-    Rebalance, RecordValue, ReplicaCut, Send, StableOffsets, Txn, TxnPoll, TxnProducer, TxnSend,
-    kept_form, padded, value_text,
+    FaultOp, Idempotence, Intent, Isolation, LifeOp, LifeStep, MicroOp, NodeCut, Op, Poll,
+    PolledRecord, Read, Rebalance, RecordValue, ReplicaCut, Send, StableOffsets, Txn, TxnPoll,
+    TxnProducer, TxnSend, kept_form, padded, value_text,
 };
 
 use std::collections::HashMap;

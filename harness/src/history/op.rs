@@ -11,6 +11,7 @@
 //! | `rebalance` | client | [`Rebalance`]: `{group, topics, node}` | `generation`, `member`, `partitions` assigned |
 //! | `client-crash` | client | [`ClientCrash`]: `{group}` | always `info`, nothing more |
 //! | `txn` | client | [`Txn`]: `{transactional_id, intent, ops, node}` (intent `commit` or `abort`; up to 4 micro-ops `["send", "t-0", 17]`, `["poll", "t-1"]`), a subscribed consumer's `group` | each micro-op's result (`["send", "t-0", 17, 42]`: its offset or null; `["poll", "t-1", [[5, 3]]]`: what it read), and when known `producer` `{id, epoch}` and `commit_ns` (EndTxn sent, history clock); txn_op.rs has what each completion type means |
+//! | `create-topic`, `life-send`, `life-read`, `delete-topic` | client | [`LifeOp`]: `{topic, life, node}`, a send's `value` (life_op.rs has the table) | a send's `offset`; a read's `records` and `high_watermark` |
 //! | `stable-offsets` | the run | [`StableOffsets`]: `{partition, node}`, at a transactional run's end (stable_op.rs) | `last_stable_offset`, `high_watermark` |
 //! | fault verbs (`crash`, `power-loss`, ...) | nemesis | [`Aim`]: the fault as written | [`Done`]: `nodes` it resolved to, and the `blocked` links or `cut` logs |
 //!
@@ -24,6 +25,7 @@ use serde_json::{Map, Value};
 
 pub use super::fault_op::{Aim, Done, ExitedAtStart, FaultOp, NodeCut, ReplicaCut};
 pub use super::group_op::{ClientCrash, Commit, Committed, Rebalance};
+pub use super::life_op::{LifeOp, LifeStep};
 pub use super::record_value::{PolledRecord, RecordValue, kept_form, padded, value_text};
 pub use super::stable_op::StableOffsets;
 pub use super::txn_op::{Intent, Isolation, MicroOp, Txn, TxnPoll, TxnProducer, TxnSend};
@@ -78,6 +80,13 @@ impl Op {
         }
     }
 
+    pub fn life(&self) -> Option<&LifeOp> {
+        match &self.body {
+            Body::Life(life) => Some(life),
+            _ => None,
+        }
+    }
+
     pub fn fault(&self) -> Option<&FaultOp> {
         match &self.body {
             Body::Fault(fault) => Some(fault),
@@ -118,6 +127,9 @@ pub enum Body {
     /// A look at a partition's last stable offset at the run's end
     /// ([transactions], stable_op.rs).
     StableOffsets(StableOffsets),
+    /// A step of the topic-lives workload (life_op.rs): a topic created,
+    /// written, read or deleted. Boxed: a run has few of them.
+    Life(Box<LifeOp>),
     /// Boxed: faults are a handful of a run's ops, and unboxed the
     /// largest variant sized every op of a million-op history (issue 22).
     Fault(Box<FaultOp>),
@@ -134,6 +146,7 @@ impl Body {
             Body::ClientCrash(_) => "client-crash",
             Body::Txn(_) => "txn",
             Body::StableOffsets(_) => "stable-offsets",
+            Body::Life(life) => life.step.f(),
             Body::Fault(fault) => fault.verb.name(),
         }
     }
@@ -327,7 +340,7 @@ pub enum BodyError {
         source: serde_json::Error,
     },
     #[error(
-        "f {f:?} is neither send, poll, commit, committed, rebalance, client-crash, txn, stable-offsets nor a fault verb"
+        "f {f:?} is neither send, poll, commit, committed, rebalance, client-crash, txn, stable-offsets, a topic-lives step nor a fault verb"
     )]
     UnknownF { f: String },
 }
@@ -413,6 +426,7 @@ impl Body {
             Body::ClientCrash(crash) => to_object(crash),
             Body::Txn(txn) => to_object(txn),
             Body::StableOffsets(look) => to_object(look),
+            Body::Life(life) => to_object(life),
             Body::Fault(fault) => {
                 let mut map = to_object(&fault.aim);
                 if let Some(done) = &fault.done {
@@ -452,6 +466,11 @@ impl Body {
             "client-crash" => Body::ClientCrash(serde_json::from_value(value).map_err(bad)?),
             "txn" => Body::Txn(serde_json::from_value(value).map_err(bad)?),
             "stable-offsets" => Body::StableOffsets(serde_json::from_value(value).map_err(bad)?),
+            life if LifeStep::from_f(life).is_some() => {
+                let mut op: LifeOp = serde_json::from_value(value).map_err(bad)?;
+                op.step = LifeStep::from_f(life).expect("matched above");
+                Body::Life(Box::new(op))
+            }
             verb => {
                 let verb = Verb::from_name(verb)
                     .ok_or_else(|| BodyError::UnknownF { f: verb.to_owned() })?;
@@ -626,7 +645,7 @@ mod tests {
         let e = Body::from_value("frobnicate", OpType::Invoke, serde_json::json!({})).unwrap_err();
         assert_eq!(
             e.to_string(),
-            r#"f "frobnicate" is neither send, poll, commit, committed, rebalance, client-crash, txn, stable-offsets nor a fault verb"#
+            r#"f "frobnicate" is neither send, poll, commit, committed, rebalance, client-crash, txn, stable-offsets, a topic-lives step nor a fault verb"#
         );
     }
 

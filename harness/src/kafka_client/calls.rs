@@ -1,4 +1,5 @@
-//! The client's calls, one Kafka API each: Metadata, CreateTopics, Produce,
+//! The client's calls, one Kafka API each: Metadata, CreateTopics,
+//! DeleteTopics, Produce,
 //! Fetch, ListOffsets, and the debugging-consumer reads the observer uses to
 //! ask one replica for its high watermark and log end offset.
 
@@ -112,6 +113,33 @@ impl KafkaClient {
             .iter()
             .find(|t| t.name.0.as_str() == name)
             .ok_or_else(|| ClientError::Protocol(format!("CreateTopics answer lacks {name}")))?;
+        match topic.error_code {
+            0 => Ok(()),
+            code => Err(ClientError::broker(code)),
+        }
+    }
+
+    /// Deletes one topic (the topic-lives workload and its liveness probe).
+    /// A broker error comes back as [`ClientError::Broker`]: 3
+    /// (UNKNOWN_TOPIC_OR_PARTITION) when no such topic is known, 7
+    /// (REQUEST_TIMED_OUT) when the deletion did not complete within
+    /// `timeout_ms` (KIP-4: the broker answers once every replica has
+    /// deleted its log, or at the timeout).
+    pub async fn delete_topic(
+        &mut self,
+        name: &str,
+        timeout_ms: i32,
+        deadline: Duration,
+    ) -> Result<(), ClientError> {
+        let req = DeleteTopicsRequest::default()
+            .with_topic_names(vec![topic_name(name)])
+            .with_timeout_ms(timeout_ms);
+        let resp = self.call(&req, DELETE_TOPICS_VERSION, deadline).await?;
+        let topic = resp
+            .responses
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == name))
+            .ok_or_else(|| ClientError::Protocol(format!("DeleteTopics answer lacks {name}")))?;
         match topic.error_code {
             0 => Ok(()),
             code => Err(ClientError::broker(code)),

@@ -38,8 +38,8 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, BrokerId, CreateTopicsRequest, FetchRequest, ListOffsetsRequest,
-    MetadataRequest, ProduceRequest, RequestHeader, ResponseHeader, TopicName,
+    ApiKey, ApiVersionsRequest, BrokerId, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
+    ListOffsetsRequest, MetadataRequest, ProduceRequest, RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use kafka_protocol::records::{
@@ -57,6 +57,9 @@ const PRODUCE_VERSION: i16 = 9;
 const FETCH_VERSION: i16 = 12;
 const LIST_OFFSETS_VERSION: i16 = 7;
 const CREATE_TOPICS_VERSION: i16 = 4;
+/// Not asked for in the handshake: only the topic-lives workload deletes,
+/// and a system without DeleteTopics fails those ops alone.
+const DELETE_TOPICS_VERSION: i16 = 4;
 
 /// Kafka's debugging consumer replica id (`Request.DebuggingConsumerId`,
 /// `ListOffsetsRequest.DEBUGGING_REPLICA_ID`). Kafka's ReplicaManager

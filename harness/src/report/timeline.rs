@@ -308,6 +308,22 @@ fn describe(span: &Span<'_>) -> String {
                 txn.ops.len()
             )
         }
+        Body::Life(life) => match (&life.value, &life.records) {
+            (Some(value), _) => format!(
+                "{} {value} to life {} of {}",
+                life.step.f(),
+                life.life,
+                life.topic
+            ),
+            (_, Some(records)) => format!(
+                "{} of life {} of {}: {} records",
+                life.step.f(),
+                life.life,
+                life.topic,
+                records.len()
+            ),
+            _ => format!("{} (life {} of {})", life.step.f(), life.life, life.topic),
+        },
         Body::Fault(fault) => fault.verb.to_string(),
     };
     let error = op

@@ -9,7 +9,7 @@ use crate::checker::{
     self, Anomaly, CheckResult, Coverage, Evidence, LoadError, Report, RunData, Verdict, evidence,
 };
 use crate::history::{OpType, Process};
-use crate::run_dir::{RunDir, RunEnd, Stuck, StuckGroup, Unrecovered};
+use crate::run_dir::{RunDir, RunEnd, Stuck, StuckGroup, StuckTopic, Unrecovered};
 
 use super::RunError;
 
@@ -33,6 +33,10 @@ pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
     }
     if !end.stuck_groups.is_empty() {
         report.results.insert(0, stuck_groups(&end.stuck_groups));
+        report.verdict = Verdict::Invalid;
+    }
+    if !end.stuck_topics.is_empty() {
+        report.results.insert(0, stuck_topics(&end.stuck_topics));
         report.verdict = Verdict::Invalid;
     }
     if let Some(unrecovered) = &end.unrecovered
@@ -148,6 +152,40 @@ fn stuck_groups(stuck: &[StuckGroup]) -> CheckResult {
         "liveness",
         format!(
             "{} consumer group(s) had no coordinator serving commits after the final heal",
+            stuck.len()
+        ),
+        evidence,
+    )
+}
+
+/// The liveness window's finding on the topic-lives workload's topic: a
+/// deletion, creation or read that never succeeded after the final heal
+/// (run/liveness.rs), as a `stuck-topic` anomaly.
+fn stuck_topics(stuck: &[StuckTopic]) -> CheckResult {
+    let evidence = stuck
+        .iter()
+        .map(|s| Evidence {
+            anomaly: Anomaly::StuckTopic,
+            summary: format!(
+                "topic {}: {} did not succeed within {} ms of the final heal (last answer: {})",
+                s.topic,
+                s.step,
+                s.window_ms,
+                s.last_error.as_deref().unwrap_or("none")
+            ),
+            details: evidence::StuckTopic {
+                topic: s.topic.clone(),
+                step: s.step.clone(),
+                last_error: s.last_error.clone(),
+                window_ms: s.window_ms,
+            }
+            .into(),
+        })
+        .collect();
+    CheckResult::invalid(
+        "liveness",
+        format!(
+            "{} topic(s) could not be deleted, created again and read after the final heal",
             stuck.len()
         ),
         evidence,
@@ -285,6 +323,7 @@ mod tests {
             unknown: None,
             stuck: Vec::new(),
             stuck_groups: Vec::new(),
+            stuck_topics: Vec::new(),
             unrecovered: None,
         }
     }

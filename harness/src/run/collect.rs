@@ -113,6 +113,7 @@ pub(super) fn write_end(
     let super::quiesce::Liveness {
         stuck,
         stuck_groups,
+        stuck_topics,
         unrecovered,
     } = liveness;
     let end = match status {
@@ -123,6 +124,7 @@ pub(super) fn write_end(
                 unknown: None,
                 stuck,
                 stuck_groups,
+                stuck_topics,
                 unrecovered,
             }
         }
@@ -133,6 +135,7 @@ pub(super) fn write_end(
                 unknown: Some(why.clone()),
                 stuck,
                 stuck_groups,
+                stuck_topics,
                 unrecovered,
             }
         }

@@ -96,6 +96,7 @@ impl<R: Runtime> Live<R> {
             join_group_version: runtime.plan().config.system.client.join_group_version,
             shared_ids: runtime.plan().config.system.node.kafka_node_ids
                 == crate::system::KafkaNodeIds::Shared,
+            lives: Default::default(),
         };
         Ok(Live {
             runtime,

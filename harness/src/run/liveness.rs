@@ -22,12 +22,20 @@
 //! The probe's commit and read are not in the history: its group is no
 //! workload's, and no checker judges it. A stuck group goes to `run.json`
 //! and becomes a `stuck-group` anomaly.
+//!
+//! A run with the topic-lives workload holds topic deletion to it too
+//! ([`probe_lives`]): its topic is deleted, created again and read within a
+//! window of the same length (workload/lives.rs; these ops are in the
+//! history, and the `topic-lives` checker reads the new life like any). A
+//! step that never succeeds — a deletion that never completes, a name that
+//! cannot be taken again, a new life with no leader — goes to `run.json`
+//! and becomes a `stuck-topic` anomaly.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use crate::history::OpType;
-use crate::run_dir::{Stuck, StuckGroup};
+use crate::run_dir::{Stuck, StuckGroup, StuckTopic};
 use crate::runtime::Runtime;
 use crate::schedule::{Acks, Compression, PartitionRef, Schedule};
 use crate::workload::send_options::SendOptions;
@@ -181,6 +189,54 @@ pub(super) async fn probe_groups<R: Runtime>(
         stuck.group,
         stuck.window_ms,
         stuck.last_error.as_deref().unwrap_or("no attempt")
+    ));
+    Ok(vec![stuck])
+}
+
+/// In a run with the topic-lives workload, deletes its topic, creates it
+/// again and reads the new life, each step retried until it succeeds,
+/// all within `window`; the topic and the step that never did, if one
+/// did not.
+pub(super) async fn probe_lives<R: Runtime>(
+    live: &mut Live<R>,
+    schedule: &Schedule,
+    window: Duration,
+) -> Result<Vec<StuckTopic>, RunError> {
+    if !schedule
+        .workload
+        .background
+        .as_ref()
+        .is_some_and(|b| b.lives)
+    {
+        return Ok(Vec::new());
+    }
+    let topic = crate::workload::lives::TOPIC;
+    live.log.line(format!(
+        "liveness: topic {topic} must be deleted, created and read within {} ms",
+        window.as_millis()
+    ));
+    let started = Instant::now();
+    let client = live.clients.client("epochal-lives");
+    let nodes = schedule.nodes().len();
+    let Some(stuck) = crate::workload::lives::probe(client, nodes, window).await? else {
+        live.log.line(format!(
+            "liveness: topic {topic} deleted, created and read after {} ms",
+            started.elapsed().as_millis()
+        ));
+        return Ok(Vec::new());
+    };
+    let stuck = StuckTopic {
+        topic: topic.to_owned(),
+        step: stuck.step.f().to_owned(),
+        window_ms: window.as_millis() as u64,
+        last_error: stuck.last_error,
+    };
+    live.log.line(format!(
+        "liveness: topic {} never passed {} within {} ms (last: {})",
+        stuck.topic,
+        stuck.step,
+        stuck.window_ms,
+        stuck.last_error.as_deref().unwrap_or("no answer")
     ));
     Ok(vec![stuck])
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use crate::node::NodeId;
 use crate::observe::replica::ReplicaOffsetsError;
 use crate::observe::{ObserveError, replica_offsets};
-use crate::run_dir::{Stuck, StuckGroup, Unrecovered};
+use crate::run_dir::{Stuck, StuckGroup, StuckTopic, Unrecovered};
 use crate::runtime::Runtime;
 use crate::schedule::{Fault, Schedule, Target};
 
@@ -41,13 +41,18 @@ pub(super) async fn final_heal<R: Runtime>(
     if let RunStatus::Unknown(why) = healed {
         return Ok((RunStatus::Unknown(why), Liveness::default()));
     }
-    let (stuck, stuck_groups) = match schedule.workload.liveness_ms {
+    let (stuck, stuck_groups, stuck_topics) = match schedule.workload.liveness_ms {
         Some(ms) => {
             let window = Duration::from_millis(ms);
             let stuck = liveness::probe(live, schedule, window).await?;
-            (stuck, liveness::probe_groups(live, schedule, window).await?)
+            let groups = liveness::probe_groups(live, schedule, window).await?;
+            (
+                stuck,
+                groups,
+                liveness::probe_lives(live, schedule, window).await?,
+            )
         }
-        None => (Vec::new(), Vec::new()),
+        None => (Vec::new(), Vec::new(), Vec::new()),
     };
     let bound = schedule
         .workload
@@ -63,6 +68,7 @@ pub(super) async fn final_heal<R: Runtime>(
         Liveness {
             stuck,
             stuck_groups,
+            stuck_topics,
             unrecovered,
         },
     ))
@@ -75,6 +81,7 @@ pub(super) async fn final_heal<R: Runtime>(
 pub(super) struct Liveness {
     pub stuck: Vec<Stuck>,
     pub stuck_groups: Vec<StuckGroup>,
+    pub stuck_topics: Vec<StuckTopic>,
     pub unrecovered: Option<Unrecovered>,
 }
 

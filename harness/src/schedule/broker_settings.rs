@@ -109,4 +109,6 @@ pub const FAILPOINTS: &[&str] = &[
     "leader-reads-past-high-watermark",
     "leader-and-isr-skips-epoch-check",
     "leader-acks-on-append",
+    "stop-replica-keeps-log",
+    "controller-drops-stop-replica-answer",
 ];

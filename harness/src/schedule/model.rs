@@ -207,6 +207,12 @@ pub struct Background {
     /// commit, the rest to abort (workload/txn.rs).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub transactional: u32,
+    /// One client that creates, writes, reads and deletes a topic of its
+    /// own (`epochal-lives`) again and again under one name, each creation
+    /// a new life (workload/lives.rs): topic deletion under faults, and a
+    /// deleted topic's records never served as its successor's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lives: bool,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -144,6 +144,11 @@ impl Workers {
             send_bound = send_bound.max(worker.client.txn_bound());
             tasks.spawn(worker.transact(n as u64));
         }
+        if config.lives {
+            let lives =
+                super::lives::Lives::new(clients.client("epochal-lives"), clients.addresses.len());
+            tasks.spawn(lives.run(stop_tx.subscribe()));
+        }
         Workers {
             stop: stop_tx,
             acked: acked_rx,

@@ -68,6 +68,9 @@ pub struct Clients {
     /// client that cannot reach one moves to the next (see
     /// [`RecordingClient::unreachable`]).
     pub shared_ids: bool,
+    /// The topic-lives workload's last life (lives.rs): its worker counts
+    /// it and the liveness probe carries the numbering on.
+    pub lives: Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl Clients {
@@ -286,7 +289,7 @@ impl RecordingClient {
 
 /// Reads one partition from `from_offset` up to the high watermark seen by the
 /// first fetch (a bounded poll: it never waits for more).
-async fn read(
+pub(super) async fn read(
     client: &mut KafkaClient,
     partition: &PartitionRef,
     from_offset: u64,

@@ -10,6 +10,7 @@
 pub mod background;
 pub mod client;
 mod commit;
+pub mod lives;
 pub mod producer;
 mod send;
 pub mod send_options;

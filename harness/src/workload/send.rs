@@ -291,7 +291,7 @@ type Settled = Result<Produced, (OpType, String)>;
 
 /// Sends `values` (as decimal text) to one partition; on success, the offsets
 /// they were given (`None` under acks=0, which returns none).
-async fn produce(
+pub(super) async fn produce(
     client: &mut KafkaClient,
     partition: &PartitionRef,
     values: &[i64],

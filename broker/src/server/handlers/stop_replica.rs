@@ -45,7 +45,11 @@ pub fn handle(
         .into_iter()
         .map(|(tp, delete)| {
             broker.fetchers.stop(&tp);
-            let code = if delete {
+            let keeps_log = delete
+                && crate::failpoints::hit_or_return(
+                    crate::failpoints::Failpoint::StopReplicaKeepsLog,
+                );
+            let code = if delete && !keeps_log {
                 match broker.replicas.delete_replica(&tp) {
                     Ok(()) => {
                         broker.replicas.topic_configs().forget(&tp.topic);

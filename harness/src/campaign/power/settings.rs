@@ -94,6 +94,9 @@ pub struct CampaignFlags {
     /// `--transactional N`: transactional producers ([transactions]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub transactional: u32,
+    /// `--lives`: a client deleting and re-creating a topic of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lives: bool,
     /// `--request-timeout-ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_timeout_ms: Option<u64>,
@@ -230,6 +233,7 @@ impl PowerSetting {
         o.subscribers = c.subscribers;
         o.crash_every = c.crash_every;
         o.transactional = c.transactional;
+        o.lives = c.lives;
         o.request_timeout_ms = c.request_timeout_ms;
         o.transaction_timeout_ms = c.transaction_timeout_ms;
         if let Some(n) = c.min_leader_changes {
@@ -276,6 +280,9 @@ impl PowerSetting {
         }
         if c.transactional > 0 {
             out += &format!(" --transactional {}", c.transactional);
+        }
+        if c.lives {
+            out += " --lives";
         }
         for (flag, n) in [
             ("request-timeout-ms", c.request_timeout_ms),
