@@ -4,7 +4,7 @@
 //! from every ISR member is excused (checker/excuses.rs).
 
 use super::process;
-use super::spec::{Dated, Draw, Fires, Needs, Role, Spec, Undo};
+use super::spec::{Dated, Draw, Fires, Needs, Role, Shade, Spec, Undo};
 use crate::random::SplitMix64;
 use crate::schedule::{Fault, PartitionRef, Target, Truncate, TruncateLog};
 
@@ -33,6 +33,7 @@ pub const TRUNCATE_LOG: Spec = Spec {
     undo: Undo::Never,
     draw: Draw::NodeDown(truncate),
     excuse: Some("truncate-log"),
+    shade: Shade::CutLog,
     ..POWER_LOSS
 };
 

@@ -25,7 +25,7 @@ mod process;
 mod requests;
 pub mod spec;
 
-pub use spec::{Dated, Draw, Ends, Fires, Mix, Needs, Role, Shape, Signal, Spec, Undo};
+pub use spec::{Dated, Draw, Ends, Fires, Mix, Needs, Role, Shade, Shape, Signal, Spec, Undo};
 
 use crate::schedule::Fault;
 

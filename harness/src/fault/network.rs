@@ -5,7 +5,7 @@
 //!
 //! [`Cut`]: crate::schedule::Cut
 
-use super::spec::{Dated, Draw, Ends, Fires, Mix, Needs, Role, Shape, Spec, Undo};
+use super::spec::{Dated, Draw, Ends, Fires, Mix, Needs, Role, Shade, Shape, Spec, Undo};
 use crate::schedule::{Fault, OnHeal, OneWay};
 
 /// A cut of `shape` on the nodes it names.
@@ -28,6 +28,7 @@ const fn cut(
         needs,
         mix: Mix::Default,
         excuse: None,
+        shade: Shade::Plain,
     }
 }
 

@@ -4,7 +4,7 @@
 //! act under two names (a crash is restarted, a stop started, and either
 //! undoes either).
 
-use super::spec::{Dated, Draw, Ends, Fires, Mix, Needs, Role, Signal, Spec, Undo};
+use super::spec::{Dated, Draw, Ends, Fires, Mix, Needs, Role, Shade, Signal, Spec, Undo};
 use crate::schedule::Fault;
 
 /// A process fault on the node a campaign drew, undone as `undo` says.
@@ -14,6 +14,7 @@ const fn process(
     signal: Signal,
     undo: Undo,
     make: fn(crate::schedule::Target) -> Fault,
+    shade: Shade,
 ) -> Spec {
     Spec {
         name,
@@ -27,6 +28,7 @@ const fn process(
         needs: Needs::Nothing,
         mix: Mix::Default,
         excuse: None,
+        shade,
     }
 }
 
@@ -37,6 +39,7 @@ pub const PAUSE: Spec = process(
     Signal::Pause,
     Undo::Resume,
     Fault::Pause,
+    Shade::Paused,
 );
 
 /// SIGKILL: the broker dies with whatever it had not written.
@@ -46,6 +49,7 @@ pub const CRASH: Spec = process(
     Signal::Kill,
     Undo::Start,
     Fault::Crash,
+    Shade::Down,
 );
 
 /// SIGTERM, then the broker's own shutdown.
@@ -55,6 +59,7 @@ pub const STOP: Spec = process(
     Signal::Stop,
     Undo::Start,
     Fault::Stop,
+    Shade::Down,
 );
 
 pub const RESUME: Spec = Spec::undo(

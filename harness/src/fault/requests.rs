@@ -7,7 +7,7 @@
 use epochal_faults::proxy::toxics::RequestAction;
 use kafka_protocol::messages::ApiKey;
 
-use super::spec::{Dated, Draw, Ends, Fires, Mix, Needs, Role, Spec, Undo};
+use super::spec::{Dated, Draw, Ends, Fires, Mix, Needs, Role, Shade, Spec, Undo};
 use crate::random::SplitMix64;
 use crate::schedule::{Api, DelayedRequests, Fault, Requests, Sender, Target};
 
@@ -30,6 +30,7 @@ const fn requests(
         needs: Needs::Nothing,
         mix: Mix::Named,
         excuse: None,
+        shade: Shade::Plain,
     }
 }
 

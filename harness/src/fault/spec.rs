@@ -6,7 +6,7 @@
 //! it ([`Dated`]); a campaign how it is drawn ([`Draw`]) and what a system
 //! must offer for it ([`Needs`], [`Mix`]); the checkers what it excuses
 //! ([`Spec::excuse`]); the timeline and the shrink what undoes it ([`Undo`],
-//! [`Ends`]).
+//! [`Ends`]), and the timeline how it is shaded ([`Shade`]).
 
 use epochal_faults::proxy::toxics::RequestAction;
 
@@ -40,6 +40,8 @@ pub struct Spec {
     /// it took an acknowledged write from every member of an ISR
     /// (GUARANTEES.md, "Excuses"). `None`: it excuses no loss.
     pub excuse: Option<&'static str>,
+    /// How the report's timeline shades its interval.
+    pub shade: Shade,
 }
 
 /// What a campaign does with a verb.
@@ -56,6 +58,20 @@ pub enum Role {
     Requests,
     /// Undoes a fault; never picked as a fault itself.
     Undo,
+}
+
+/// How the report's timeline shades a fault's interval (report/timeline.rs
+/// gives each its colour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shade {
+    /// As every fault.
+    Plain,
+    /// A node dead.
+    Down,
+    /// A node paused.
+    Paused,
+    /// A log cut, in an instant.
+    CutLog,
 }
 
 /// What undoes a fault.
@@ -233,6 +249,7 @@ impl Spec {
             needs: Needs::Nothing,
             mix: Mix::Default,
             excuse: None,
+            shade: Shade::Plain,
         }
     }
 }

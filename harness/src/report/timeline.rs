@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use crate::fault::{Ends, Role, Undo};
+use crate::fault::{Ends, Kind, Role, Shade, Undo};
 use crate::history::Verb;
 use crate::history::op::{Aim, Body};
 use crate::history::{Op, OpType, Process};
@@ -206,6 +206,29 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
         });
     }
     intervals
+}
+
+/// Each fault kind's shade beyond the default, as CSS rules after the
+/// page's own: its spec says what it does to a node (src/fault/), and this
+/// gives that a colour.
+pub fn fault_style() -> String {
+    let fills = [
+        (Shade::Down, "fill:#e53935"),
+        (Shade::Paused, "fill:#1e88e5"),
+        (Shade::CutLog, "fill:#000;fill-opacity:.5"),
+    ];
+    let mut out = String::new();
+    for (shade, fill) in fills {
+        let rules: Vec<String> = Kind::ALL
+            .iter()
+            .filter(|k| k.spec().shade == shade)
+            .map(|k| format!("rect.fault-{}", k.name()))
+            .collect();
+        if !rules.is_empty() {
+            let _ = write!(out, "{}{{{fill}}}", rules.join(","));
+        }
+    }
+    out
 }
 
 /// Client processes packed into lanes: a process joins the first lane whose
@@ -508,6 +531,15 @@ mod tests {
         );
         assert_eq!(faults[1].label, "isolate b2->b1");
         assert!(spans.iter().all(|s| s.outcome() == "nemesis"));
+    }
+
+    #[test]
+    fn each_kind_is_shaded_as_its_spec_says() {
+        assert_eq!(
+            fault_style(),
+            "rect.fault-crash,rect.fault-stop,rect.fault-power-loss{fill:#e53935}\
+             rect.fault-pause{fill:#1e88e5}rect.fault-truncate-log{fill:#000;fill-opacity:.5}"
+        );
     }
 
     #[test]
