@@ -4,10 +4,12 @@
 //! it (`tests/layers/` keeps this, and that no file depends on itself):
 //! the vocabulary (`text_form`, `random`, `duration`; `node`, a broker, `b1`
 //! ⇄ id 1; `topic_partition`, `t-0`), `schedule` (TOML in, typed steps out)
-//! and `system` (a system under test as data: systems/*.toml),
-//! `history` (typed Jepsen-style ops on disk), `reader` (every replica's
-//! files, read independently of the broker), `store` and `run_dir` (where a
-//! run's files go), `kafka_client` (the harness's own Kafka client),
+//! and `system` (a system under test as data: systems/*.toml), `fault`
+//! (each fault kind as one value: how the nemesis fires it, what undoes
+//! it, how campaigns draw it, what it excuses), `history` (typed
+//! Jepsen-style ops on disk), `reader` (every replica's files, read
+//! independently of the broker), `store` and `run_dir` (where a run's files
+//! go), `kafka_client` (the harness's own Kafka client),
 //! `runtime` (starts the cluster), `observe` (reads it over connections no
 //! fault touches), `workload` and `nemesis` (drive and break it), `checker`
 //! (judges a run from its directory), `snapshot` and `report` (show it),
@@ -19,6 +21,7 @@ pub mod campaign;
 pub mod checker;
 pub mod cli;
 pub mod duration;
+pub mod fault;
 pub mod gate;
 pub mod history;
 pub mod kafka_client;

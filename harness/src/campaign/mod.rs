@@ -40,6 +40,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::fault::{Mix, Needs};
 use crate::random::SplitMix64;
 use crate::schedule::{Acks, Background, Cluster, Schedule, Topic, Workload};
 use crate::system::{ServiceKind, System};
@@ -154,7 +155,7 @@ impl std::fmt::Display for StopAfter {
     }
 }
 
-pub use crate::history::verb::{Kind, KindError};
+pub use crate::fault::{Kind, KindError};
 
 /// Every kind. (`truncate-log` joined once the checkers counted a
 /// deliberate disk cut as an excuse for the writes it removes, as a power
@@ -193,17 +194,15 @@ pub struct Plan {
 }
 
 /// Why `system` cannot take fault `kind` (a campaign on it leaves the kind
-/// out), or `None` when it can.
+/// out), or `None` when it can: what the kind needs (its spec, src/fault/)
+/// against what the system offers.
 pub fn unsupported(system: &System, kind: Kind) -> Option<&'static str> {
-    match kind {
-        Kind::PowerLoss | Kind::TruncateLog if !system.sees().replica_files => {
+    match kind.spec().needs {
+        Needs::ReplicaFiles if !system.sees().replica_files => {
             Some("its brokers keep no replica files for a disk fault to cut")
         }
-        Kind::NodeFromEtcd if !system.services().any(|s| s == ServiceKind::Etcd) => {
-            Some("it has no etcd")
-        }
-        Kind::NodeFromClients => None,
-        k if k.is_network() && !system.has_peers() && system.services.is_empty() => {
+        Needs::Etcd if !system.services().any(|s| s == ServiceKind::Etcd) => Some("it has no etcd"),
+        Needs::Links if !system.has_peers() && system.services.is_empty() => {
             Some("its brokers have no links but their clients' (node-from-clients cuts those)")
         }
         _ => None,
@@ -212,16 +211,19 @@ pub fn unsupported(system: &System, kind: Kind) -> Option<&'static str> {
 
 /// Whether a campaign that names no kinds picks `kind` on `system`.
 ///
-/// Cutting the clients from a broker is the one network fault a system whose
-/// brokers never dial one another can take, so its campaigns pick it. The
-/// reference broker's default mix leaves it out: adding a kind changes every
-/// seed's plan, and the campaign figures measured so far (docs/campaigns.md)
-/// are of the mix without it; `--kinds` names it.
-///
-/// The request faults (`hold-requests` and the rest, issue 38) are in no
-/// default mix, for the same reason: `--kinds` names them.
+/// A kind's spec says (src/fault/, [`Mix`]): adding a kind to the default
+/// mix changes every seed's plan, and the campaign figures measured so far
+/// (docs/campaigns.md) are of the mix as it is. Cutting the clients from a
+/// broker is the one network fault a system whose brokers never dial one
+/// another can take, so its campaigns pick it and the reference broker's
+/// leave it out; the request faults (`hold-requests` and the rest, issue
+/// 38) are in no default mix. `--kinds` names either.
 fn in_default_mix(system: &System, kind: Kind) -> bool {
-    !kind.is_requests() && (kind != Kind::NodeFromClients || !system.has_peers())
+    match kind.spec().mix {
+        Mix::Default => true,
+        Mix::WithoutPeers => !system.has_peers(),
+        Mix::Named => false,
+    }
 }
 
 /// Why a campaign on a system has no kinds to pick from.

@@ -18,13 +18,11 @@ use std::collections::BTreeSet;
 use super::sequence::{self, Sequence};
 pub use super::state::State;
 use super::{Kind, Plan};
+use crate::fault::Draw;
 use crate::node::NodeId;
 use crate::random::SplitMix64;
-use kafka_protocol::messages::ApiKey;
 
-use crate::schedule::{
-    Api, DelayedRequests, Fault, OnHeal, OneWay, Requests, Sender, Target, Truncate, TruncateLog,
-};
+use crate::schedule::{Fault, Target};
 
 /// What to do next, targets named by role where the fault takes one.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,8 +30,9 @@ pub enum Choice {
     Fault(Kind, Target),
     /// A targeted sequence (sequence.rs), played move by move by play.rs.
     Sequence(Sequence),
-    /// One-way: no byte from the first reaches the second.
-    OneWay(Target, Target),
+    /// A kind drawn as two nodes (one-way: no byte from the first reaches
+    /// the second).
+    TwoNodes(Kind, Target, Target),
     Resume(NodeId),
     Restart(NodeId),
     Heal,
@@ -53,17 +52,18 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
     let up = state.up();
     let mut options: Vec<(Option_, u64)> = Vec::new();
     for (&kind, &weight) in &plan.weights {
-        let fits = match kind {
+        let fits = match kind.spec().draw {
             _ if weight == 0 => false,
+            Draw::Never => false,
             // Never every node of several; a single-node system's node
             // (systems' max_brokers = 1) is the only one it can fault.
-            k if k.is_process() => {
+            Draw::NodeUp(_) => {
                 state.faulted() < plan.max_faulted && (up.len() > 1 || state.nodes.len() == 1)
             }
-            Kind::TruncateLog => !state.down.is_empty() && !state.partitions.is_empty(),
-            Kind::MajorityMinority => !state.cut && state.nodes.len() >= 3,
-            Kind::OneWay => !state.cut && state.nodes.len() >= 2,
-            _ => !state.cut,
+            Draw::NodeDown(_) => !state.down.is_empty() && !state.partitions.is_empty(),
+            Draw::Minority(_) => !state.cut && state.nodes.len() >= 3,
+            Draw::TwoNodes(_) => !state.cut && state.nodes.len() >= 2,
+            Draw::AnyNode(_) => !state.cut,
         };
         if fits {
             options.push((Option_::Kind(kind), weight));
@@ -115,64 +115,23 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
         Option_::Restart => Choice::Restart(pick_of(random, &restartable)),
         Option_::Heal => Choice::Heal,
         Option_::Sequence => Choice::Sequence(sequence::draw(random, plan, &state.partitions)?),
-        Option_::Kind(Kind::MajorityMinority) => {
-            Choice::Fault(Kind::MajorityMinority, Target::RandomMinority)
-        }
-        Option_::Kind(Kind::OneWay) => {
-            let from = role(random, state, &state.nodes);
-            Choice::OneWay(
-                from,
-                Target::Node(state.nodes[random.index(state.nodes.len())]),
-            )
-        }
-        Option_::Kind(Kind::TruncateLog) => Choice::Fault(
-            Kind::TruncateLog,
-            Target::Node(pick_of(random, &state.down)),
-        ),
-        Option_::Kind(kind) if kind.is_process() => Choice::Fault(kind, role(random, state, &up)),
-        Option_::Kind(kind) => Choice::Fault(kind, role(random, state, &state.nodes)),
+        Option_::Kind(kind) => match kind.spec().draw {
+            Draw::Minority(_) => Choice::Fault(kind, Target::RandomMinority),
+            Draw::TwoNodes(_) => {
+                let from = role(random, state, &state.nodes);
+                Choice::TwoNodes(
+                    kind,
+                    from,
+                    Target::Node(state.nodes[random.index(state.nodes.len())]),
+                )
+            }
+            Draw::NodeDown(_) => Choice::Fault(kind, Target::Node(pick_of(random, &state.down))),
+            Draw::NodeUp(_) => Choice::Fault(kind, role(random, state, &up)),
+            Draw::AnyNode(_) | Draw::Never => {
+                Choice::Fault(kind, role(random, state, &state.nodes))
+            }
+        },
     })
-}
-
-/// The APIs a campaign's request faults pick from, each with its weight:
-/// the data path, and the transactional requests whose order KIP-890 and
-/// KAFKA-17754 are about. Produce weighs most: a transaction's produce held
-/// or delayed past its request timeout, its transaction aborted meanwhile,
-/// then delivered, is the late write behind KAFKA-14402's hanging
-/// transaction and KIP-890's write absorbed into the producer's next
-/// transaction; with the six drawn evenly a 60 s transactional campaign
-/// held Produce about once (seeds 21..24: 0, 0, 1, 0), and the pre-KIP-890
-/// setting went undetected on fresh seeds. EndTxn and AddPartitionsToTxn
-/// (KAFKA-17754's delayed EndTxn, KAFKA-6119's lapsed add) come next.
-const CAMPAIGN_APIS: &[(ApiKey, u64)] = &[
-    (ApiKey::Produce, 4),
-    (ApiKey::Fetch, 1),
-    (ApiKey::InitProducerId, 1),
-    (ApiKey::AddPartitionsToTxn, 2),
-    (ApiKey::AddOffsetsToTxn, 1),
-    (ApiKey::EndTxn, 2),
-];
-
-/// The clients' requests to `to` of an API drawn from [`CAMPAIGN_APIS`] by
-/// weight: the workload's requests are what a campaign can act on by API (a
-/// broker's own requests to another are its replication's, which the
-/// network faults already cut).
-fn requests(random: &mut SplitMix64, to: Target) -> Requests {
-    let total: u64 = CAMPAIGN_APIS.iter().map(|(_, w)| w).sum();
-    let mut draw = random.next_u64() % total;
-    let api = CAMPAIGN_APIS
-        .iter()
-        .find(|(_, w)| {
-            let hit = draw < *w;
-            draw = draw.saturating_sub(*w);
-            hit
-        })
-        .map_or(ApiKey::Produce, |(api, _)| *api);
-    Requests {
-        from: Sender::Clients,
-        to,
-        api: Api(api),
-    }
 }
 
 /// A target by role — the controller, a partition's leader, one of its
@@ -212,70 +171,35 @@ pub fn realise(
         Choice::Heal => Fault::Heal,
         // Played move by move (play.rs), not one fault.
         Choice::Sequence(_) => return None,
-        Choice::OneWay(from, to) => {
+        Choice::TwoNodes(kind, from, to) => {
+            let Draw::TwoNodes(make) = kind.spec().draw else {
+                unreachable!("{} is not drawn as two nodes", kind.name())
+            };
             let from = named(from, &state.nodes)?;
             let others: Vec<NodeId> = state.nodes.iter().copied().filter(|&n| n != from).collect();
             let to = named(to, &others)?;
-            Fault::OneWay(OneWay {
-                from: Target::Node(from),
-                to: Target::Node(to),
-                id: None,
-                on_heal: OnHeal::Resume,
-            })
+            make(Target::Node(from), Target::Node(to))
         }
-        Choice::Fault(Kind::MajorityMinority, target) => {
-            let minority = resolve(target).filter(|m| !m.is_empty())?;
-            Fault::MajorityMinority(match minority.as_slice() {
-                [one] => Target::Node(*one).into(),
-                _ => Target::Nodes(minority).into(),
-            })
-        }
-        Choice::Fault(Kind::TruncateLog, target) => {
-            let node = named(target, &state.down.iter().copied().collect::<Vec<_>>())?;
-            let partition = state.partitions[random.index(state.partitions.len())].clone();
-            Fault::TruncateLog(TruncateLog {
-                node: Target::Node(node),
-                partition,
-                // Bytes may tear a batch; records cut at a batch boundary;
-                // a fraction takes whole segments' worth.
-                cut: match random.index(3) {
-                    0 => Truncate::ByBytes(random.between(1, 400)),
-                    1 => Truncate::ByRecords(random.between(1, 20)),
-                    _ => Truncate::Fraction(0.5),
-                },
-            })
-        }
-        Choice::Fault(kind, target) => {
-            let eligible = if kind.is_process() {
-                up
-            } else {
-                state.nodes.clone()
-            };
-            let node = Target::Node(named(target, &eligible)?);
-            match kind {
-                Kind::Pause => Fault::Pause(node),
-                Kind::Crash => Fault::Crash(node),
-                Kind::Stop => Fault::Stop(node),
-                Kind::PowerLoss => Fault::PowerLoss(node),
-                Kind::Isolate => Fault::Isolate(node.into()),
-                Kind::Bridge => Fault::Bridge(node.into()),
-                Kind::NodeFromEtcd => Fault::NodeFromEtcd(node.into()),
-                Kind::NodeFromClients => Fault::NodeFromClients(node.into()),
-                Kind::HoldRequests => Fault::HoldRequests(requests(random, node)),
-                Kind::DelayRequests => {
-                    let r = requests(random, node);
-                    Fault::DelayRequests(DelayedRequests {
-                        from: r.from,
-                        to: r.to,
-                        api: r.api,
-                        ms: random.between(50, 2_000),
-                    })
-                }
-                Kind::DropRequests => Fault::DropRequests(requests(random, node)),
-                Kind::DuplicateRequests => Fault::DuplicateRequests(requests(random, node)),
-                Kind::MajorityMinority | Kind::OneWay | Kind::TruncateLog => unreachable!(),
+        Choice::Fault(kind, target) => match kind.spec().draw {
+            Draw::Minority(make) => {
+                let minority = resolve(target).filter(|m| !m.is_empty())?;
+                make(match minority.as_slice() {
+                    [one] => Target::Node(*one),
+                    _ => Target::Nodes(minority),
+                })
             }
-        }
+            Draw::NodeDown(make) => {
+                let node = named(target, &state.down.iter().copied().collect::<Vec<_>>())?;
+                let partition = state.partitions[random.index(state.partitions.len())].clone();
+                make(random, Target::Node(node), partition)
+            }
+            Draw::NodeUp(make) => make(Target::Node(named(target, &up)?)),
+            Draw::AnyNode(make) => {
+                let node = Target::Node(named(target, &state.nodes)?);
+                make(random, node)
+            }
+            Draw::TwoNodes(_) | Draw::Never => unreachable!("{} is drawn otherwise", kind.name()),
+        },
     })
 }
 

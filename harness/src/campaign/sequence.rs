@@ -23,6 +23,7 @@
 
 use super::state::State;
 use super::{Kind, Plan};
+use crate::fault::Draw;
 use crate::node::NodeId;
 use crate::random::SplitMix64;
 use kafka_protocol::messages::ApiKey;
@@ -366,14 +367,13 @@ pub fn stall(
     Some((node, fault))
 }
 
+/// The fault of a kind drawn as a node that is up (a process fault) on
+/// `target`; `None` for any other kind.
 fn process_fault(kind: Kind, target: Target) -> Option<Fault> {
-    Some(match kind {
-        Kind::Pause => Fault::Pause(target),
-        Kind::Crash => Fault::Crash(target),
-        Kind::Stop => Fault::Stop(target),
-        Kind::PowerLoss => Fault::PowerLoss(target),
-        _ => return None,
-    })
+    match kind.spec().draw {
+        Draw::NodeUp(make) => Some(make(target)),
+        _ => None,
+    }
 }
 
 /// The undo a `Restart` or `Resume` move fires on its slot's node, if that

@@ -31,7 +31,8 @@ use serde::{Deserialize, Serialize};
 
 use super::context::RunData;
 use super::verdict::CheckResult;
-use crate::history::{Op, OpType, Process, Verb, verb::Role};
+use crate::fault::Role;
+use crate::history::{Op, OpType, Process, Verb};
 use crate::node::NodeId;
 use crate::observe::timeline::Timeline;
 use crate::schedule::Workload;

@@ -110,7 +110,7 @@ impl<'a> Excuses<'a> {
                 .collect()
         });
         let disk_losses = completed_faults(&run.history)
-            .filter(|(_, verb, _)| matches!(verb, Verb::PowerLoss | Verb::TruncateLog))
+            .filter(|(_, verb, _)| verb.spec().excuse.is_some())
             .collect();
         let returns = completed_faults(&run.history)
             .filter(|(_, verb, _)| matches!(verb, Verb::Restart | Verb::Start))
@@ -518,10 +518,7 @@ fn completed_faults(history: &[Op]) -> impl Iterator<Item = (u64, Verb, &Done)> 
 
 /// A disk fault as the excuses word it.
 fn words(verb: Verb) -> &'static str {
-    match verb {
-        Verb::PowerLoss => "power loss",
-        other => other.name(),
-    }
+    verb.spec().excuse.unwrap_or(verb.name())
 }
 
 /// Whether disk-fault op `done` cut `node`'s copy of the value: a recorded

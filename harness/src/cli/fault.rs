@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::exit::{EXIT_HARNESS_ERROR, EXIT_UNKNOWN, EXIT_USAGE, EXIT_VALID};
+use crate::fault::Verb;
 use crate::session::control::{Answer, Request, ask, find_session};
 
 #[derive(Debug, Args)]
@@ -41,11 +42,8 @@ pub struct FaultArgs {
     /// The run directory of a live `epochal up`, or a store with exactly one
     /// live session in it.
     pub store_or_run: PathBuf,
-    /// A schedule's fault verb: pause, resume, crash, restart, stop, start,
-    /// power-loss, truncate-log, isolate, majority-minority, one-way, bridge,
-    /// node-from-etcd, node-from-clients, hold-requests, delay-requests,
-    /// drop-requests, duplicate-requests, release-requests, heal
-    /// (docs/schedules.md, Faults).
+    // Its help names every verb, from the fault registry (src/fault/).
+    #[arg(help = verb_help())]
     pub verb: String,
     /// The target as a schedule writes it, words joined by spaces: `b2`,
     /// `controller`, `leader of t-0`, `a follower of t-0`, `random
@@ -58,6 +56,15 @@ pub struct FaultArgs {
     /// broker to serve).
     #[arg(long, default_value_t = 120)]
     pub answer_timeout_s: u64,
+}
+
+/// The verb's help: a schedule's fault verbs, every one.
+fn verb_help() -> String {
+    let names: Vec<&str> = Verb::ALL.iter().map(|v| v.name()).collect();
+    format!(
+        "A schedule's fault verb: {} (docs/schedules.md, Faults)",
+        names.join(", ")
+    )
 }
 
 /// `epochal fault`: prints the fault's number and what it resolved to, or

@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::verb::Verb;
+use crate::fault::Verb;
 use crate::node::NodeId;
-use crate::schedule::{Api, Fault, OnHeal, PartitionRef, Sender, Target};
+use crate::schedule::{Api, Fault, OnHeal, PartitionRef, Payload, Sender, Target};
 
 /// A fault the nemesis fired: its verb, its aim as written, and (on the
 /// completion, when it worked) what it resolved to and did.
@@ -84,40 +84,35 @@ fn not_default(on_heal: OnHeal) -> Option<OnHeal> {
 
 impl Aim {
     pub fn of(fault: &Fault) -> Aim {
-        match fault {
-            Fault::Heal => Aim::Nobody {},
-            Fault::HealCut(id) => Aim::HealCut { heal: id.clone() },
-            Fault::HoldRequests(r)
-            | Fault::DropRequests(r)
-            | Fault::DuplicateRequests(r)
-            | Fault::ReleaseRequests(r) => Aim::Requests {
+        match fault.payload() {
+            Payload::Heal => Aim::Nobody {},
+            Payload::HealCut(id) => Aim::HealCut {
+                heal: id.to_owned(),
+            },
+            Payload::Requests(r) => Aim::Requests {
                 from: r.from.clone(),
                 to: r.to.clone(),
                 api: r.api,
                 ms: None,
             },
-            Fault::DelayRequests(d) => Aim::Requests {
+            Payload::DelayedRequests(d) => Aim::Requests {
                 from: d.from.clone(),
                 to: d.to.clone(),
                 api: d.api,
                 ms: Some(d.ms),
             },
-            Fault::OneWay(w) => Aim::OneWay {
+            Payload::OneWay(w) => Aim::OneWay {
                 from: w.from.clone(),
                 to: w.to.clone(),
                 id: w.id.clone(),
                 on_heal: not_default(w.on_heal),
             },
-            Fault::Isolate(c)
-            | Fault::MajorityMinority(c)
-            | Fault::Bridge(c)
-            | Fault::NodeFromEtcd(c)
-            | Fault::NodeFromClients(c) => Aim::Target {
+            Payload::Cut(c) => Aim::Target {
                 target: c.target.clone(),
                 id: c.id.clone(),
                 on_heal: not_default(c.on_heal),
             },
-            Fault::TruncateLog(t) => {
+            Payload::TruncateLog(t) => {
                 let (to_offset, by_bytes, by_records, fraction) = t.cut.keys();
                 Aim::TruncateLog {
                     node: t.node.clone(),
@@ -128,11 +123,8 @@ impl Aim {
                     fraction,
                 }
             }
-            other => Aim::Target {
-                target: other
-                    .target()
-                    .expect("every other fault names one target")
-                    .clone(),
+            Payload::Target(target) => Aim::Target {
+                target: target.clone(),
                 id: None,
                 on_heal: None,
             },

@@ -23,8 +23,8 @@ mod process;
 mod record_value;
 mod stable_op;
 mod txn_op;
-pub mod verb;
-pub use verb::Verb;
+
+pub use crate::fault::Verb;
 
 pub use op_type::OpType;
 pub use process::{Process, ProcessNameError};

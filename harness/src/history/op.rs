@@ -29,8 +29,8 @@ pub use super::life_op::{LifeOp, LifeStep};
 pub use super::record_value::{PolledRecord, RecordValue, kept_form, padded, value_text};
 pub use super::stable_op::StableOffsets;
 pub use super::txn_op::{Intent, Isolation, MicroOp, Txn, TxnPoll, TxnProducer, TxnSend};
-use super::verb::Verb;
 use super::{OpType, Process};
+use crate::fault::Verb;
 use crate::node::NodeId;
 use crate::schedule::{Acks, PartitionRef};
 

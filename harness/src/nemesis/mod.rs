@@ -11,12 +11,13 @@ pub mod disk;
 pub mod partition;
 pub mod requests;
 
-use crate::history::{Done, ExitedAtStart, NodeCut, Verb};
+use crate::fault::{Dated, Fires, Shape, Signal, Verb};
+use crate::history::{Done, ExitedAtStart, NodeCut};
 use crate::observe::{ClusterView, ObserveError, Observer};
 use crate::random::SplitMix64;
 use crate::runtime::Link;
 use crate::runtime::{NodeId, Runtime, RuntimeError};
-use crate::schedule::{Fault, OnHeal, Requests, Sender, Target, TruncateLog};
+use crate::schedule::{Fault, OnHeal, Payload, Requests, Sender, Target, TruncateLog};
 use crate::topic_partition::{OFFSETS_TOPIC, PartitionRef, TXN_STATE_TOPIC, offsets_partition_of};
 use epochal_faults::proxy::toxics::RequestAction;
 use partition::{PartitionSpec, Partitions};
@@ -253,49 +254,37 @@ impl Nemesis {
         fault: &Fault,
     ) -> Result<Done, NemesisError> {
         let nodes = runtime.nodes();
-        let mut resolved = match (fault, fault.target()) {
-            (Fault::TruncateLog(t), _) => self.resolve(&t.node, view, &nodes)?,
+        let payload = fault.payload();
+        let mut resolved = match (payload, fault.target()) {
+            (Payload::TruncateLog(t), _) => self.resolve(&t.node, view, &nodes)?,
             (_, Some(t)) => self.resolve(t, view, &nodes)?,
-            // Heal names nobody; one-way resolves its two ends below.
+            // Heal names nobody; one-way and the request faults resolve
+            // their ends below.
             (_, None) => Vec::new(),
         };
+        let spec = Verb::of(fault).spec();
         let mut done = Done::default();
-        match fault {
-            Fault::Pause(_) => each_running(runtime, &resolved, ProcessFault::Pause).await?,
-            Fault::Resume(_) => each_running(runtime, &resolved, ProcessFault::Resume).await?,
-            Fault::Crash(_) => each_running(runtime, &resolved, ProcessFault::Crash).await?,
-            Fault::Stop(_) => each_running(runtime, &resolved, ProcessFault::Stop).await?,
-            Fault::Restart(_) | Fault::Start(_) => {
+        match (spec.fires, payload) {
+            (Fires::Signal(signal), _) => {
+                each_running(runtime, &resolved, signal, spec.name).await?;
+            }
+            (Fires::Start, _) => {
                 let exited = start_each(runtime, &resolved, Verb::of(fault)).await?;
                 done.exited = (!exited.is_empty()).then_some(exited);
             }
-            Fault::PowerLoss(_) => done.cut = Some(power_loss(runtime, &resolved).await?),
-            Fault::TruncateLog(t) => done.cut = Some(truncate_log(runtime, t, &resolved)?),
-            Fault::Isolate(cut)
-            | Fault::Bridge(cut)
-            | Fault::NodeFromEtcd(cut)
-            | Fault::NodeFromClients(cut) => {
+            (Fires::CutEveryLog, _) => done.cut = Some(power_loss(runtime, &resolved).await?),
+            (Fires::CutOneLog, Payload::TruncateLog(t)) => {
+                done.cut = Some(truncate_log(runtime, t, &resolved)?);
+            }
+            (Fires::Partition(shape), Payload::Cut(cut)) => {
+                let options = (cut.id.as_deref(), cut.on_heal);
                 let mut blocked = Vec::new();
-                for &n in &resolved {
-                    let spec = match fault {
-                        Fault::Isolate(_) => PartitionSpec::Isolate(n),
-                        Fault::Bridge(_) => PartitionSpec::Bridge(n),
-                        Fault::NodeFromClients(_) => PartitionSpec::NodeFromClients(n),
-                        _ => PartitionSpec::NodeFromEtcd(n),
-                    };
-                    let options = (cut.id.as_deref(), cut.on_heal);
+                for spec in partition_specs(shape, &resolved) {
                     blocked.extend(self.partition(runtime, &spec, &nodes, options).await?);
                 }
                 done.blocked = Some(blocked);
             }
-            Fault::MajorityMinority(cut) => {
-                let spec = PartitionSpec::MajorityMinority {
-                    minority: resolved.clone(),
-                };
-                let options = (cut.id.as_deref(), cut.on_heal);
-                done.blocked = Some(self.partition(runtime, &spec, &nodes, options).await?);
-            }
-            Fault::OneWay(one_way) => {
+            (Fires::Partition(_), Payload::OneWay(one_way)) => {
                 let from = self.single(&one_way.from, view, &nodes)?;
                 let to = self.single(&one_way.to, view, &nodes)?;
                 resolved = vec![from, to];
@@ -303,28 +292,18 @@ impl Nemesis {
                 let options = one_way.options();
                 done.blocked = Some(self.partition(runtime, &spec, &nodes, options).await?);
             }
-            Fault::HoldRequests(r) => {
+            (Fires::Requests(action), Payload::Requests(r)) => {
                 resolved = self
-                    .requests_on(runtime, view, &nodes, r, RequestAction::Hold, 0)
+                    .requests_on(runtime, view, &nodes, r, action, 0)
                     .await?;
             }
-            Fault::DelayRequests(d) => {
+            (Fires::Requests(action), Payload::DelayedRequests(d)) => {
                 let r = d.requests();
                 resolved = self
-                    .requests_on(runtime, view, &nodes, &r, RequestAction::Delay, d.ms)
+                    .requests_on(runtime, view, &nodes, &r, action, d.ms)
                     .await?;
             }
-            Fault::DropRequests(r) => {
-                resolved = self
-                    .requests_on(runtime, view, &nodes, r, RequestAction::Drop, 0)
-                    .await?;
-            }
-            Fault::DuplicateRequests(r) => {
-                resolved = self
-                    .requests_on(runtime, view, &nodes, r, RequestAction::Duplicate, 0)
-                    .await?;
-            }
-            Fault::ReleaseRequests(r) => {
+            (Fires::Release, Payload::Requests(r)) => {
                 let (link, named) = self.request_link(r, view, &nodes)?;
                 self.requests
                     .release(runtime.proxies(), link, r.api)
@@ -332,7 +311,10 @@ impl Nemesis {
                     .map_err(requests_error)?;
                 resolved = named;
             }
-            Fault::Heal => {
+            (Fires::Heal, Payload::HealCut(id)) => {
+                done.healed = Some(self.heal_cut(runtime, id).await?);
+            }
+            (Fires::Heal, _) => {
                 self.partitions
                     .heal(runtime.proxies())
                     .await
@@ -343,10 +325,10 @@ impl Nemesis {
                     .await
                     .map_err(requests_error)?;
             }
-            Fault::HealCut(id) => done.healed = Some(self.heal_cut(runtime, id).await?),
+            (fires, _) => unreachable!("{} fires by {fires:?}, not on {fault:?}", spec.name),
         }
         done.nodes = resolved;
-        dated(runtime, observer, fault, &mut done).await?;
+        dated(runtime, observer, spec.dated, &mut done).await?;
         Ok(done)
     }
 
@@ -448,39 +430,37 @@ impl Nemesis {
     }
 }
 
-/// A fault a running node's process takes: one runtime call each.
-#[derive(Clone, Copy)]
-enum ProcessFault {
-    Pause,
-    Resume,
-    Crash,
-    Stop,
-}
-
-impl ProcessFault {
-    fn verb(self) -> &'static str {
-        match self {
-            ProcessFault::Pause => "pause",
-            ProcessFault::Resume => "resume",
-            ProcessFault::Crash => "crash",
-            ProcessFault::Stop => "stop",
-        }
+/// The partitions a cut of `shape` makes of the nodes its target resolved
+/// to: one for each node, or (majority-minority) one of them all. One-way
+/// names its two ends apart.
+fn partition_specs(shape: Shape, resolved: &[NodeId]) -> Vec<PartitionSpec> {
+    let each = |spec: fn(NodeId) -> PartitionSpec| resolved.iter().map(|&n| spec(n)).collect();
+    match shape {
+        Shape::Isolate => each(PartitionSpec::Isolate),
+        Shape::Bridge => each(PartitionSpec::Bridge),
+        Shape::NodeFromEtcd => each(PartitionSpec::NodeFromEtcd),
+        Shape::NodeFromClients => each(PartitionSpec::NodeFromClients),
+        Shape::MajorityMinority => vec![PartitionSpec::MajorityMinority {
+            minority: resolved.to_vec(),
+        }],
+        Shape::OneWay => unreachable!("one-way names its ends, not a target"),
     }
 }
 
-/// Applies `fault` to each node, refusing one that is not running.
+/// Sends `signal` to each node, refusing one that is not running.
 async fn each_running<R: Runtime>(
     runtime: &mut R,
     resolved: &[NodeId],
-    fault: ProcessFault,
+    signal: Signal,
+    verb: &'static str,
 ) -> Result<(), NemesisError> {
     for &n in resolved {
-        running(runtime, n, fault.verb())?;
-        match fault {
-            ProcessFault::Pause => runtime.pause_node(n).await?,
-            ProcessFault::Resume => runtime.resume_node(n).await?,
-            ProcessFault::Crash => runtime.kill_node(n).await?,
-            ProcessFault::Stop => runtime.stop_node(n).await?,
+        running(runtime, n, verb)?;
+        match signal {
+            Signal::Pause => runtime.pause_node(n).await?,
+            Signal::Resume => runtime.resume_node(n).await?,
+            Signal::Kill => runtime.kill_node(n).await?,
+            Signal::Stop => runtime.stop_node(n).await?,
         }
     }
     Ok(())
@@ -568,19 +548,14 @@ fn truncate_log<R: Runtime>(
 async fn dated<R: Runtime>(
     runtime: &R,
     observer: &mut Observer,
-    fault: &Fault,
+    dated: Dated,
     done: &mut Done,
 ) -> Result<(), NemesisError> {
     // Only etcd has revisions; a system seen through Metadata has none.
-    if observer.source().is_etcd()
-        && matches!(
-            fault,
-            Fault::PowerLoss(_) | Fault::TruncateLog(_) | Fault::Restart(_) | Fault::Start(_)
-        )
-    {
+    if observer.source().is_etcd() && dated != Dated::Not {
         done.etcd_revision = Some(observer.view().await?.revision);
     }
-    if matches!(fault, Fault::Restart(_) | Fault::Start(_)) {
+    if dated == Dated::Started {
         done.started_time_ms = done
             .nodes
             .iter()

@@ -86,7 +86,7 @@ pub fn render(run: &RunData, report: &Report, end: &RunEnd, clock: Option<u64>) 
     let _ = write!(
         page,
         r##"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>epochal: {verdict} — {title}</title><style>{STYLE}</style></head>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>epochal: {verdict} — {title}</title><style>{STYLE}{fault_style}</style></head>
 <body><header><h1><span class="verdict {verdict}" id="verdict">{verdict}</span> {title}</h1>{summary}<nav><a href="#checks">checks</a> <a href="#coverage">coverage</a> <a href="#timeline-section">timeline</a> <a href="#rates">throughput and latency</a> <a href="#logs">final logs</a> <a href="#etcd">etcd</a></nav></header>
 <main><section id="checks"><h2>Checks</h2>{checks}</section>
 <section id="coverage"><h2>Coverage</h2><p>Where the faults landed: each fault's window runs from its invoke to the next nemesis op (its undo, or the next fault); a fault no client op overlapped could not have broken anything.</p>{coverage}</section>
@@ -98,6 +98,7 @@ pub fn render(run: &RunData, report: &Report, end: &RunEnd, clock: Option<u64>) 
 <script type="application/json" id="ops">{ops}</script><script>{SCRIPT}</script></body></html>
 "##,
         verdict = report.verdict,
+        fault_style = timeline::fault_style(),
         title = escape(&title),
         summary = summary(run, end),
         checks = verdict::section(report),
@@ -206,7 +207,6 @@ svg text{font:11px system-ui,sans-serif;fill:#333}.tick{fill:#888}.grid{stroke:#
 rect.op{cursor:pointer}rect.op.ok{fill:#66bb6a}rect.op.fail{fill:#ef5350}rect.op.info{fill:#ffa726}rect.op.open{fill:#9e9e9e}rect.op.nemesis{fill:#7e57c2}
 rect.op.selected{stroke:#000;stroke-width:2}
 rect.fault{fill:#7e57c2;fill-opacity:.13;stroke:#7e57c2;stroke-opacity:.5}
-rect.fault-crash,rect.fault-power-loss,rect.fault-stop{fill:#e53935}rect.fault-pause{fill:#1e88e5}rect.fault-truncate-log{fill:#000;fill-opacity:.5}
 g.etcd rect{fill:#e3f2fd;stroke:#90caf9}g.etcd.none rect{fill:#ffcdd2;stroke:#e57373}
 .swatch{display:inline-block;width:12px;height:10px;margin-left:8px}.swatch.ok{background:#66bb6a}.swatch.fail{background:#ef5350}.swatch.info{background:#ffa726}.swatch.open{background:#9e9e9e}.swatch.nemesis{background:#7e57c2}.fault-label{fill:#4a148c;font-size:10px}.swatch.fault{background:#d1c4e9}
 polyline.series{fill:none;stroke-width:1.5}.sends{stroke:#2e7d32;fill:#2e7d32}.polls{stroke:#1565c0;fill:#1565c0}.failed{stroke:#c62828;fill:#c62828}.median{stroke:#1565c0;fill:#1565c0}.worst{stroke:#c62828;fill:#c62828}

@@ -12,8 +12,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
+use crate::fault::{Ends, Kind, Role, Shade, Undo};
 use crate::history::Verb;
-use crate::history::op::Body;
+use crate::history::op::{Aim, Body};
 use crate::history::{Op, OpType, Process};
 use crate::node::NodeId;
 
@@ -117,33 +118,18 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
             .as_ref()
             .map(|d| d.nodes.clone())
             .unwrap_or_default();
-        let undone_by: &[Verb] = match fault.verb {
-            Verb::Crash | Verb::PowerLoss => &[Verb::Restart, Verb::Start],
-            Verb::Stop => &[Verb::Start, Verb::Restart],
-            Verb::Pause => &[Verb::Resume],
-            Verb::Isolate
-            | Verb::MajorityMinority
-            | Verb::OneWay
-            | Verb::Bridge
-            | Verb::NodeFromEtcd
-            | Verb::NodeFromClients => &[Verb::Heal],
-            Verb::HoldRequests
-            | Verb::DelayRequests
-            | Verb::DropRequests
-            | Verb::DuplicateRequests => &[Verb::ReleaseRequests, Verb::Heal],
-            Verb::TruncateLog => &[],
-            Verb::Resume | Verb::Restart | Verb::Start | Verb::Heal | Verb::ReleaseRequests => {
-                continue;
-            }
-        };
+        let spec = fault.verb.spec();
+        if spec.role == Role::Undo {
+            continue;
+        }
         let requests = match &fault.aim {
-            crate::history::op::Aim::Requests { from, to, api, .. } => Some((from, to, api)),
+            Aim::Requests { from, to, api, .. } => Some((from, to, api)),
             _ => None,
         };
-        let instant = fault.verb == Verb::TruncateLog;
+        // Nothing undoes it: it is done once it fired (truncate-log).
+        let instant = spec.undo == Undo::Never;
         let cut_id = match &fault.aim {
-            crate::history::op::Aim::OneWay { id, .. }
-            | crate::history::op::Aim::Target { id, .. } => id.clone(),
+            Aim::OneWay { id, .. } | Aim::Target { id, .. } => id.clone(),
             _ => None,
         };
         let end_ns = if instant {
@@ -157,32 +143,29 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
                         return None;
                     };
                     undo.done.as_ref()?;
-                    if !undone_by.contains(&undo.verb) {
+                    let ends = undo.verb.spec().ends;
+                    if !ends.ends(spec.undo) {
                         return None;
                     }
-                    let matches = if undo.verb == Verb::ReleaseRequests {
+                    let matches = match (ends, &undo.aim) {
                         // The same link and API, as written.
-                        match &undo.aim {
-                            crate::history::op::Aim::Requests { from, to, api, .. } => {
-                                requests == Some((from, to, api))
-                            }
-                            _ => false,
+                        (Ends::Requests, Aim::Requests { from, to, api, .. }) => {
+                            requests == Some((from, to, api))
                         }
-                    } else if undo.verb == Verb::Heal {
-                        match &undo.aim {
-                            // A named heal ends its cut only, never a request fault.
-                            crate::history::op::Aim::HealCut { heal } => {
-                                requests.is_none() && cut_id.as_deref() == Some(heal.as_str())
-                            }
-                            _ => true,
+                        // A named heal ends its cut only, never a request fault.
+                        (Ends::Cuts, Aim::HealCut { heal }) => {
+                            requests.is_none() && cut_id.as_deref() == Some(heal.as_str())
                         }
-                    } else {
-                        let undone: BTreeSet<NodeId> = undo
-                            .done
-                            .as_ref()
-                            .map(|d| d.nodes.iter().copied().collect())
-                            .unwrap_or_default();
-                        nodes.iter().any(|n| undone.contains(n))
+                        (Ends::Cuts, _) => true,
+                        (Ends::OnItsNodes(_), _) => {
+                            let undone: BTreeSet<NodeId> = undo
+                                .done
+                                .as_ref()
+                                .map(|d| d.nodes.iter().copied().collect())
+                                .unwrap_or_default();
+                            nodes.iter().any(|n| undone.contains(n))
+                        }
+                        _ => false,
                     };
                     matches.then_some(done.time_ns)
                 })
@@ -223,6 +206,29 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
         });
     }
     intervals
+}
+
+/// Each fault kind's shade beyond the default, as CSS rules after the
+/// page's own: its spec says what it does to a node (src/fault/), and this
+/// gives that a colour.
+pub fn fault_style() -> String {
+    let fills = [
+        (Shade::Down, "fill:#e53935"),
+        (Shade::Paused, "fill:#1e88e5"),
+        (Shade::CutLog, "fill:#000;fill-opacity:.5"),
+    ];
+    let mut out = String::new();
+    for (shade, fill) in fills {
+        let rules: Vec<String> = Kind::ALL
+            .iter()
+            .filter(|k| k.spec().shade == shade)
+            .map(|k| format!("rect.fault-{}", k.name()))
+            .collect();
+        if !rules.is_empty() {
+            let _ = write!(out, "{}{{{fill}}}", rules.join(","));
+        }
+    }
+    out
 }
 
 /// Client processes packed into lanes: a process joins the first lane whose
@@ -541,6 +547,15 @@ mod tests {
         );
         assert_eq!(faults[1].label, "isolate b2->b1");
         assert!(spans.iter().all(|s| s.outcome() == "nemesis"));
+    }
+
+    #[test]
+    fn each_kind_is_shaded_as_its_spec_says() {
+        assert_eq!(
+            fault_style(),
+            "rect.fault-crash,rect.fault-stop,rect.fault-power-loss{fill:#e53935}\
+             rect.fault-pause{fill:#1e88e5}rect.fault-truncate-log{fill:#000;fill-opacity:.5}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod condition;
 mod document;
 pub mod model;
 mod parse;
+mod payload;
 pub mod requests;
 pub mod step;
 mod target;
@@ -24,6 +25,7 @@ pub use model::{
     TruncateLog, TxnIntent, TxnStep, TxnStepOp, Workload,
 };
 pub use parse::{Invalid, ScheduleError};
+pub use payload::Payload;
 pub use requests::{Api, DelayedRequests, Requests, Sender};
 pub use step::Step;
 

@@ -458,36 +458,6 @@ impl<'de> Deserialize<'de> for Cut {
     }
 }
 
-impl Fault {
-    /// The single target of a fault that names one (all but one-way,
-    /// truncate-log, the request faults and heal).
-    pub fn target(&self) -> Option<&Target> {
-        match self {
-            Fault::Pause(t)
-            | Fault::Resume(t)
-            | Fault::Crash(t)
-            | Fault::Restart(t)
-            | Fault::Stop(t)
-            | Fault::Start(t)
-            | Fault::PowerLoss(t) => Some(t),
-            Fault::Isolate(c)
-            | Fault::MajorityMinority(c)
-            | Fault::Bridge(c)
-            | Fault::NodeFromEtcd(c)
-            | Fault::NodeFromClients(c) => Some(&c.target),
-            Fault::TruncateLog(_)
-            | Fault::OneWay(_)
-            | Fault::HoldRequests(_)
-            | Fault::DelayRequests(_)
-            | Fault::DropRequests(_)
-            | Fault::DuplicateRequests(_)
-            | Fault::ReleaseRequests(_)
-            | Fault::Heal
-            | Fault::HealCut(_) => None,
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OneWay {

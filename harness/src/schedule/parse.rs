@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::document::Schedule;
 use super::model::{Acks, Cluster, Fault, PartitionRef, Produce, Target, Workload};
+use super::payload::Payload;
 use super::requests::{Requests, Sender};
 use super::step::{ONE_KIND, Step, StepTable, TIMEOUT_WITHOUT_AWAIT};
 use crate::node::NodeId;
@@ -504,15 +505,7 @@ impl StepCheck<'_, '_> {
         if let Some(t) = f.target() {
             self.target(t, false)?;
         }
-        let requests = match f {
-            Fault::HoldRequests(r)
-            | Fault::DropRequests(r)
-            | Fault::DuplicateRequests(r)
-            | Fault::ReleaseRequests(r) => Some(r.clone()),
-            Fault::DelayRequests(d) => Some(d.requests()),
-            _ => None,
-        };
-        if let Some(r) = requests {
+        if let Some(r) = f.requests() {
             self.requests(&r)?;
             let key = format!("requests {} -> {} {}", r.from, r.to, r.api);
             if matches!(f, Fault::ReleaseRequests(_)) {
@@ -526,16 +519,16 @@ impl StepCheck<'_, '_> {
                 cut_ids.insert(key);
             }
         }
-        match f {
-            Fault::OneWay(w) => {
+        match f.payload() {
+            Payload::OneWay(w) => {
                 self.target(&w.from, false)?;
                 self.target(&w.to, false)?;
             }
-            Fault::TruncateLog(t) => {
+            Payload::TruncateLog(t) => {
                 self.target(&t.node, false)?;
                 self.declared.partition(&t.partition, self.line)?;
             }
-            Fault::HealCut(id) if !cut_ids.contains(id.as_str()) => {
+            Payload::HealCut(id) if !cut_ids.contains(id) => {
                 return Err(self.bad(format!(
                     "heal names the cut {id:?}, which no earlier partition fault names (`id = {id:?}`)"
                 )));
@@ -543,13 +536,9 @@ impl StepCheck<'_, '_> {
             // The rest name one target, checked above.
             _ => {}
         }
-        let id = match f {
-            Fault::Isolate(c)
-            | Fault::MajorityMinority(c)
-            | Fault::Bridge(c)
-            | Fault::NodeFromEtcd(c)
-            | Fault::NodeFromClients(c) => c.id.as_deref(),
-            Fault::OneWay(w) => w.id.as_deref(),
+        let id = match f.payload() {
+            Payload::Cut(c) => c.id.as_deref(),
+            Payload::OneWay(w) => w.id.as_deref(),
             _ => None,
         };
         if let Some(id) = id {

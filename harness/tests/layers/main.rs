@@ -56,6 +56,10 @@ const LAYERS: &[&[&str]] = &[
     &["node", "topic_partition"],
     // TOML in, a checked schedule out.
     &["schedule", "system"],
+    // Each fault kind as one value, over the schedule's faults: the nemesis,
+    // the campaigns, the checkers and the report ask a kind what it does,
+    // so it sits below all of them; the history's `f` is its verb.
+    &["fault"],
     // Typed ops on disk (a fault op records a schedule's fault).
     &["history"],
     // The independent reader of replica files.

@@ -29,7 +29,7 @@ use crate::campaign::state::State;
 use crate::history::Verb;
 use crate::node::NodeId;
 use crate::observe::ClusterView;
-use crate::schedule::{Fault, PartitionRef, Target};
+use crate::schedule::{Fault, PartitionRef, Payload, Target};
 
 /// How long after a restart inside its lease an ISR member counts as
 /// bounced: past it, the controller has long seen the registration put again.
@@ -183,15 +183,12 @@ fn touched(fault: &Fault) -> Vec<NodeId> {
         Target::Nodes(ns) => ns.clone(),
         _ => Vec::new(),
     };
-    match fault {
-        Fault::OneWay(one_way) => of(&one_way.from),
-        Fault::TruncateLog(truncate) => of(&truncate.node),
-        Fault::HoldRequests(r)
-        | Fault::DropRequests(r)
-        | Fault::DuplicateRequests(r)
-        | Fault::ReleaseRequests(r) => of(&r.to),
-        Fault::DelayRequests(r) => of(&r.to),
-        other => other.target().map(of).unwrap_or_default(),
+    match fault.payload() {
+        Payload::OneWay(one_way) => of(&one_way.from),
+        Payload::TruncateLog(truncate) => of(&truncate.node),
+        Payload::Requests(r) => of(&r.to),
+        Payload::DelayedRequests(r) => of(&r.to),
+        _ => fault.target().map(of).unwrap_or_default(),
     }
 }
 

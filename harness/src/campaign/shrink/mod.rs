@@ -25,7 +25,8 @@ mod trials;
 
 pub use passes::{Options, Outcome, Refused, run};
 
-use crate::schedule::{Fault, Requests, Schedule, Step};
+use crate::fault::{Ends, Role, Undo, Verb};
+use crate::schedule::{Fault, Schedule, Step};
 
 /// One shrinkable piece: indices of the schedule's steps that go together.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,75 +65,36 @@ pub fn units(schedule: &Schedule) -> Result<Vec<Unit>, ShrinkError> {
     let mut units: Vec<Unit> = Vec::new();
     let mut open: Vec<(usize, &Fault)> = Vec::new();
     for (steps, fault) in pieces {
-        let undoes = |broke: &Fault| match (broke, fault) {
-            (Fault::Pause(a), Fault::Resume(b)) => a == b,
-            (
-                Fault::Crash(a) | Fault::Stop(a) | Fault::PowerLoss(a),
-                Fault::Restart(b) | Fault::Start(b),
-            ) => a == b,
-            (Fault::Isolate(_), Fault::Heal)
-            | (Fault::MajorityMinority(_), Fault::Heal)
-            | (Fault::OneWay(_), Fault::Heal)
-            | (Fault::Bridge(_), Fault::Heal)
-            | (Fault::NodeFromEtcd(_), Fault::Heal)
-            | (Fault::NodeFromClients(_), Fault::Heal) => true,
-            // A heal ends every request fault; a release the one on its
-            // link and API.
-            (broke, Fault::Heal) if requests_of(broke).is_some() => true,
-            (broke, Fault::ReleaseRequests(b)) => requests_of(broke).as_ref() == Some(b),
-            _ => false,
+        let undo = Verb::of(fault).spec();
+        // A heal of one named cut stays where it is, as a fault would.
+        let is_undo = undo.role == Role::Undo && !matches!(fault, Fault::HealCut(_));
+        let undoes = |broke: &Fault| {
+            undo.ends.ends(Verb::of(broke).spec().undo)
+                && match undo.ends {
+                    Ends::OnItsNodes(_) => broke.target() == fault.target(),
+                    Ends::Requests => broke.requests() == fault.requests(),
+                    Ends::Cuts | Ends::Nothing => true,
+                }
         };
-        let is_undo = matches!(
-            fault,
-            Fault::Resume(_)
-                | Fault::Restart(_)
-                | Fault::Start(_)
-                | Fault::Heal
-                | Fault::ReleaseRequests(_)
-        );
         match open.iter().rposition(|(_, broke)| undoes(broke)) {
             Some(at) if is_undo => {
                 let (unit, _) = open.remove(at);
                 units[unit].steps.extend(steps);
-                // A heal ends every cut at once.
-                if matches!(fault, Fault::Heal) {
-                    open.retain(|(_, broke)| !broke_is_cut(broke));
+                // A heal ends every cut and request fault at once.
+                if undo.ends == Ends::Cuts {
+                    open.retain(|(_, broke)| !undoes(broke));
                 }
             }
             _ => {
                 units.push(Unit { steps });
-                if !is_undo && !matches!(fault, Fault::TruncateLog(_)) {
+                // What nothing undoes (truncate-log) opens nothing.
+                if !is_undo && undo.undo != Undo::Never {
                     open.push((units.len() - 1, fault));
                 }
             }
         }
     }
     Ok(units)
-}
-
-/// Whether a heal ends `fault`: a cut, or a request fault.
-fn broke_is_cut(fault: &Fault) -> bool {
-    requests_of(fault).is_some()
-        || matches!(
-            fault,
-            Fault::Isolate(_)
-                | Fault::MajorityMinority(_)
-                | Fault::OneWay(_)
-                | Fault::Bridge(_)
-                | Fault::NodeFromEtcd(_)
-                | Fault::NodeFromClients(_)
-        )
-}
-
-/// The link and API of a request fault (not of its release).
-fn requests_of(fault: &Fault) -> Option<Requests> {
-    match fault {
-        Fault::HoldRequests(r) | Fault::DropRequests(r) | Fault::DuplicateRequests(r) => {
-            Some(r.clone())
-        }
-        Fault::DelayRequests(d) => Some(d.requests()),
-        _ => None,
-    }
 }
 
 /// The schedule with only `kept` units' steps, in their original order,
