@@ -94,26 +94,3 @@ impl LifeOp {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::history::Op;
-
-    #[test]
-    fn every_life_step_reads_and_writes_back_unchanged() {
-        for line in [
-            r#"{"index":0,"time_ns":1,"process":4,"type":"ok","f":"create-topic","value":{"life":2,"node":"b1","topic":"epochal-lives"}}"#,
-            r#"{"index":1,"time_ns":2,"process":4,"type":"ok","f":"life-send","value":{"life":2,"node":"b2","offset":0,"topic":"epochal-lives","value":800001}}"#,
-            r#"{"index":2,"time_ns":3,"process":4,"type":"ok","f":"life-read","value":{"high_watermark":1,"life":2,"node":"b2","records":[[0,800001]],"topic":"epochal-lives"}}"#,
-            r#"{"index":3,"time_ns":4,"process":4,"type":"fail","f":"delete-topic","value":{"life":2,"node":null,"topic":"epochal-lives"},"error":"no node answered"}"#,
-        ] {
-            let op: Op = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
-            let again = serde_json::to_string(&op).unwrap();
-            let (a, b): (serde_json::Value, serde_json::Value) = (
-                serde_json::from_str(line).unwrap(),
-                serde_json::from_str(&again).unwrap(),
-            );
-            assert_eq!(a, b);
-        }
-    }
-}

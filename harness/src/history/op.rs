@@ -628,6 +628,26 @@ mod tests {
     }
 
     #[test]
+    fn every_topic_lives_step_reads_and_writes_back_unchanged() {
+        round_trip(
+            r#"{"index":0,"time_ns":1,"process":4,"type":"ok","f":"create-topic","value":{"life":2,"node":"b1","topic":"epochal-lives"}}"#,
+        );
+        let send = round_trip(
+            r#"{"index":1,"time_ns":2,"process":4,"type":"ok","f":"life-send","value":{"life":2,"node":"b2","offset":0,"topic":"epochal-lives","value":800001}}"#,
+        );
+        assert_eq!(
+            send.life().map(|l| (l.step, l.value)),
+            Some((LifeStep::Send, Some(800001)))
+        );
+        round_trip(
+            r#"{"index":2,"time_ns":3,"process":4,"type":"ok","f":"life-read","value":{"high_watermark":1,"life":2,"node":"b2","records":[[0,800001]],"topic":"epochal-lives"}}"#,
+        );
+        round_trip(
+            r#"{"index":3,"time_ns":4,"process":4,"type":"fail","f":"delete-topic","value":{"life":2,"node":null,"topic":"epochal-lives"},"error":"no node answered"}"#,
+        );
+    }
+
+    #[test]
     fn a_body_error_keeps_what_serde_said_as_its_source() {
         use std::error::Error as _;
         let e = Body::from_value("send", OpType::Invoke, serde_json::json!([1])).unwrap_err();
