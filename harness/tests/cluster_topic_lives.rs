@@ -3,28 +3,9 @@
 //! and restarted, valid on the fixed broker, and each of the two deletion
 //! slips the broker can be set to named by its anomaly.
 
-use std::path::{Path, PathBuf};
+use crate::common::scenario::{evidence_of, run_test_schedule};
 
-use crate::common;
-
-fn schedule() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schedules/topic_lives.toml")
-}
-
-/// Runs the schedule with `set`; its exit code and results.json.
-fn run(set: &[&str]) -> (Option<i32>, serde_json::Value, String) {
-    let store = tempfile::tempdir().unwrap();
-    let output = common::scenario::run_quietly(&schedule(), store.path(), set);
-    let shown = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let dir = common::scenario::latest(store.path());
-    let results: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    (output.status.code(), results, shown)
-}
+const SCHEDULE: &str = "topic_lives.toml";
 
 fn result<'a>(results: &'a serde_json::Value, checker: &str) -> &'a serde_json::Value {
     results["results"]
@@ -37,7 +18,7 @@ fn result<'a>(results: &'a serde_json::Value, checker: &str) -> &'a serde_json::
 
 #[test]
 fn cluster_topic_lives_are_valid_through_a_crash_and_restart() {
-    let (code, results, shown) = run(&[]);
+    let (code, results, shown) = run_test_schedule(SCHEDULE, &[]);
     assert_eq!(code, Some(0), "{shown}");
     assert_eq!(results["verdict"], "valid", "{results}");
     let lives = result(&results, "topic-lives");
@@ -52,7 +33,8 @@ fn cluster_topic_lives_are_valid_through_a_crash_and_restart() {
 
 #[test]
 fn cluster_topic_lives_name_a_replica_that_keeps_a_deleted_log() {
-    let (code, results, shown) = run(&["--set", "failpoint.stop-replica-keeps-log=return"]);
+    let set = ["--set", "failpoint.stop-replica-keeps-log=return"];
+    let (code, results, shown) = run_test_schedule(SCHEDULE, &set);
     assert_eq!(code, Some(1), "{shown}");
     let lives = result(&results, "topic-lives");
     assert_eq!(lives["verdict"], "invalid", "{lives}");
@@ -67,20 +49,17 @@ fn cluster_topic_lives_name_a_replica_that_keeps_a_deleted_log() {
 
 #[test]
 fn cluster_topic_lives_name_a_deletion_that_never_completes() {
-    let (code, results, shown) = run(&[
+    let set = [
         "--set",
         "failpoint.controller-drops-stop-replica-answer=return",
-    ]);
+    ];
+    let (code, results, shown) = run_test_schedule(SCHEDULE, &set);
     assert_eq!(code, Some(1), "{shown}");
     // The liveness window names the topic; the quiesce after it also finds
     // the cluster never settled (the topic stays marked for deletion), a
     // `no-recovery` of its own.
-    let stuck: Vec<&serde_json::Value> = results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["checker"] == "liveness")
-        .flat_map(|r| r["evidence"].as_array().unwrap())
+    let stuck: Vec<_> = evidence_of(&results, "liveness")
+        .into_iter()
         .filter(|e| e["anomaly"] == "stuck-topic")
         .collect();
     assert_eq!(stuck.len(), 1, "{results}");

@@ -17,6 +17,7 @@ mod checker_leaders;
 mod checker_transactions;
 mod ci_workflows;
 mod cluster_background;
+mod cluster_clean_stop;
 mod cluster_client;
 mod cluster_coverage;
 mod cluster_final_read;

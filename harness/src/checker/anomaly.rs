@@ -117,6 +117,8 @@ anomalies! {
         "a partition acknowledged no write within the liveness window after the final heal";
     StuckGroup = "stuck-group", "liveness", true,
         "a consumer group's coordinator took no offset commit, answered back by an offset fetch, within the liveness window after the final heal";
+    StopKeptRegistration = "stop-kept-registration", "clean-stop", true,
+        "a broker stopped cleanly was still registered a second after its process exited, so its leaderships waited for its lease";
     StuckTopic = "stuck-topic", "liveness", true,
         "a topic could not be deleted, created again and read within the liveness window after the final heal";
     ResurrectedRecord = "resurrected-record", "topic-lives", true,

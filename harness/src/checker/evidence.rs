@@ -24,7 +24,7 @@ use crate::topic_partition::PartitionRef;
 pub use super::anomaly::Anomaly;
 pub use direct::{AckBeforeIsrHeld, ElectionOutsideIsr, NoRecovery, ReadAboveWatermark};
 pub use groups::{CommittedRegressed, ResumeSkip};
-pub use liveness::{RestartFailed, Stuck, StuckGroup, StuckTopic};
+pub use liveness::{RestartFailed, StopKeptRegistration, Stuck, StuckGroup, StuckTopic};
 pub use txn::{
     CycleEdge, DependencyKind, Fate, Hanging, TornTxn, TxnCycle, TxnRead, TxnRef, TxnWrite,
 };
@@ -144,6 +144,7 @@ details! {
     AppWriteLost(AppWriteLost) for AppWriteLost;
     StuckGroup(StuckGroup) for StuckGroup;
     StuckTopic(StuckTopic) for StuckTopic;
+    StopKeptRegistration(StopKeptRegistration) for StopKeptRegistration;
     Resurrected(Resurrected) for ResurrectedRecord;
     RestartFailed(RestartFailed) for RestartFailed;
     CommittedRegressed(CommittedRegressed) for CommittedOffsetRegressed | StaleCommittedRead;

@@ -14,6 +14,7 @@
 
 pub mod anomaly;
 pub mod app_writes;
+pub mod clean_stop;
 pub mod committed;
 pub mod consumer;
 pub mod context;
@@ -61,6 +62,7 @@ pub use verdict::{CheckOutcome, CheckResult, Checker, Need, Verdict};
 /// and they do not claim it valid): each one's name and its test of an op.
 const LISTED_WITH_OPS: &[(&str, OpTest)] = &[
     (app_writes::NAME, app_writes::judges),
+    (clean_stop::NAME, clean_stop::judges),
     (committed::NAME, committed::judges),
     (unseen::NAME, unseen::judges),
     (topic_lives::NAME, topic_lives::judges),
@@ -105,6 +107,7 @@ pub fn all() -> Vec<Checker> {
         epoch_file::checker(),
         leaders::checker(),
         elections::checker(),
+        clean_stop::checker(),
         fencing::checker(),
         isr_acks::checker(),
         high_watermark::checker(),

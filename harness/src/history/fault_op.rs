@@ -165,6 +165,11 @@ pub struct Done {
     /// with what the runtime saw; they stay down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exited: Option<Vec<ExitedAtStart>>,
+    /// Stop: the nodes etcd still named registered a second after their
+    /// process exited from a clean stop (nemesis/deregister.rs); absent
+    /// when every one was gone, or none could be held to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered_after_stop: Option<Vec<NodeId>>,
 }
 
 /// A node whose process ended by itself during its start.

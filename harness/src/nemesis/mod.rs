@@ -7,6 +7,8 @@
 //! partitions through the proxies (`partition`), request faults through the
 //! proxies too (`requests`), disk faults cut a dead node's files (`disk`).
 
+mod deregister;
+pub use deregister::BOUND as DEREGISTER_BOUND;
 pub mod disk;
 pub mod partition;
 pub mod requests;
@@ -267,6 +269,13 @@ impl Nemesis {
         match (spec.fires, payload) {
             (Fires::Signal(signal), _) => {
                 each_running(runtime, &resolved, signal, spec.name).await?;
+                if signal == Signal::Stop {
+                    let cut = self.cut_links();
+                    done.registered_after_stop =
+                        deregister::still_registered(observer, &resolved, &cut)
+                            .await
+                            .filter(|still| !still.is_empty());
+                }
             }
             (Fires::Start, _) => {
                 let exited = start_each(runtime, &resolved, Verb::of(fault)).await?;

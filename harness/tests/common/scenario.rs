@@ -61,6 +61,34 @@ pub fn read_results(run_dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(run_dir.join("results.json")).unwrap()).unwrap()
 }
 
+/// A test schedule (under `harness/tests/schedules/`) run with `extra` in a
+/// store of its own: its exit code, its `results.json` and what it printed.
+pub fn run_test_schedule(name: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
+    let schedule = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/schedules")
+        .join(name);
+    let store = tempfile::tempdir().unwrap();
+    let output = run_quietly(&schedule, store.path(), extra);
+    let shown = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = read_results(&latest(store.path()));
+    (output.status.code(), results, shown)
+}
+
+/// The evidence every result of `checker` in `results` names.
+pub fn evidence_of<'a>(results: &'a Value, checker: &str) -> Vec<&'a Value> {
+    results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["checker"] == checker)
+        .flat_map(|r| r["evidence"].as_array().into_iter().flatten())
+        .collect()
+}
+
 /// A node's `broker.log` in a stored run.
 pub fn broker_log(run_dir: &Path, node: &str) -> String {
     std::fs::read_to_string(run_dir.join("nodes").join(node).join("broker.log")).unwrap()

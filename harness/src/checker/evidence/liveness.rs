@@ -46,3 +46,12 @@ pub struct RestartFailed {
     pub history_index: OpRef,
     pub node: NodeId,
 }
+
+/// `stop-kept-registration`: a node etcd still named registered `bound_ms`
+/// after the clean stop at `history_index` ended its process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StopKeptRegistration {
+    pub bound_ms: u64,
+    pub history_index: u64,
+    pub node: NodeId,
+}

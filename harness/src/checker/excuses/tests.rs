@@ -81,6 +81,7 @@ pub(in crate::checker) fn disk_fault(
                 etcd_revision: Some(at),
                 started_time_ms: None,
                 exited: None,
+                registered_after_stop: None,
             }),
         })),
         error: None,

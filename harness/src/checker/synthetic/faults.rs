@@ -59,6 +59,7 @@ impl Generator<'_> {
                 etcd_revision: None,
                 started_time_ms: None,
                 exited: None,
+                registered_after_stop: None,
             }),
         };
         self.push(
@@ -158,6 +159,7 @@ impl Generator<'_> {
                 etcd_revision: None,
                 started_time_ms: None,
                 exited: None,
+                registered_after_stop: None,
             })))),
             None,
         );
