@@ -28,18 +28,22 @@ from pathlib import Path
 
 # Which campaign workloads meet the code of each broker module, one per seed
 # in turn: the default mix (producers, consumers, every fault kind) for the
-# replication path; committing groups for group/ and offsets/; transactional
-# producers for transactions/. The controller also creates the internal
-# topics groups and transactions need (a mutant that never creates one went
-# unseen under the default mix alone), so its second seed commits.
+# replication path, and on the second seed a client deleting and re-creating
+# a topic beside it (`--lives`: a replica's deletion is replication code too);
+# committing groups for group/ and offsets/; transactional producers for
+# transactions/. The controller also creates the internal topics groups and
+# transactions need (a mutant that never creates one went unseen under the
+# default mix alone), so its second seed commits, and it carries topic
+# deletions through, so its first deletes topics.
 COMMITS = ["--commits", "--subscribers", "2"]
+LIVES = ["--lives"]
 WORKLOADS = {
     "group": [COMMITS],
     "offsets": [COMMITS],
     "transactions": [["--transactional", "2"]],
-    "controller": [[], COMMITS],
+    "controller": [LIVES, COMMITS],
 }
-DEFAULT_WORKLOADS: list[list[str]] = [[]]
+DEFAULT_WORKLOADS: list[list[str]] = [[], LIVES]
 # The fixed settings every campaign runs on: a mutant is judged where the
 # broker is meant to be correct.
 FIXED = ["--set", "truncation=current", "--set", "controller_epoch_fencing=true"]
