@@ -44,6 +44,9 @@ pub struct RunData {
     /// The wall-clock ms at which the history's clock read zero
     /// (`clock.json`), to put the recordings' wall-clock times on it.
     pub history_opened_unix_ms: Option<u64>,
+    /// Client ops set aside at load as ops of a topic's earlier life (a
+    /// topic deleted and created again; checker/earlier_lives.rs).
+    pub earlier_lives_ops: u64,
 }
 
 /// The final read as the reader saw its segments, and the broker it went
@@ -69,6 +72,7 @@ impl Default for RunData {
             final_read: None,
             fetches: None,
             history_opened_unix_ms: None,
+            earlier_lives_ops: 0,
         }
     }
 }
@@ -163,6 +167,7 @@ impl RunData {
             dir: dir.path().to_owned(),
             fetches,
             history_opened_unix_ms: dir.read_clock(),
+            earlier_lives_ops: 0,
             schedule,
             history,
             replicas,
@@ -173,49 +178,8 @@ impl RunData {
             system: system.name,
             final_read,
         };
-        run.set_aside_lives();
+        super::earlier_lives::set_aside(&mut run);
         Ok(run)
-    }
-
-    /// Leaves out of every replica, state-change log, etcd timeline and
-    /// fetch recording the topics the topic-lives workload deletes and
-    /// creates again (history/life_op.rs): their lives share one name, and
-    /// the rules keyed by partition (leader epochs, one leader per epoch,
-    /// the ISR, divergence) would read a new life's epoch 0 after an old
-    /// life's epoch 3 as a decision going back. Those topics are judged by
-    /// the `topic-lives` checker alone, from the history.
-    fn set_aside_lives(&mut self) {
-        let lives: std::collections::BTreeSet<String> = self
-            .history
-            .iter()
-            .filter_map(|op| op.life().map(|life| life.topic.clone()))
-            .collect();
-        if lives.is_empty() {
-            return;
-        }
-        let kept = |topic: &str| !lives.contains(topic);
-        let dirs = self
-            .replicas
-            .values_mut()
-            .chain(self.final_read.iter_mut().map(|read| &mut read.data));
-        for dir in dirs {
-            dir.replicas.retain(|r| kept(&r.topic));
-            for entries in [&mut dir.high_watermarks, &mut dir.recovery_points]
-                .into_iter()
-                .flatten()
-            {
-                entries.retain(|e| kept(&e.topic));
-            }
-        }
-        for entries in self.state_changes.values_mut() {
-            entries.retain(|e| kept(&e.topic));
-        }
-        if let Some(timeline) = &mut self.timeline {
-            timeline.partition_states.retain(|s| kept(&s.topic));
-        }
-        if let Some(fetches) = &mut self.fetches {
-            fetches.by_replica.retain(|(_, topic, _), _| kept(topic));
-        }
     }
 
     /// Every partition some node holds a replica of, or the final read read.

@@ -21,6 +21,7 @@ pub mod context;
 pub mod coverage;
 pub mod divergence;
 pub mod duplicates;
+mod earlier_lives;
 pub mod elections;
 pub mod epoch_file;
 mod error;

@@ -717,6 +717,7 @@ impl<'a> Generator<'a> {
             timeline: Some(self.timeline),
             fetches: Some(self.fetches),
             history_opened_unix_ms: Some(0),
+            earlier_lives_ops: 0,
             ..RunData::default()
         }
     }

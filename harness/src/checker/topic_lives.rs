@@ -37,7 +37,8 @@ pub fn checker() -> Checker {
         not_checked: "Topics no topic-lives op touched. Writes whose outcome is unknown (`info`), \
             which may land later. Whether each life's acknowledged writes are all read back (the \
             lost-write rules judge the workload's own topics). Records that are not decimal \
-            numbers.",
+            numbers. The client ops of a topic's earlier lives are set aside at load (counted as \
+            `earlier-life-ops-set-aside`): no final log is left to judge them against.",
         needs: &[],
         check,
     }
@@ -131,6 +132,9 @@ fn check(index: &RunIndex) -> CheckOutcome {
     );
     for (name, n) in counts {
         result = result.with_count(name, n);
+    }
+    if run.earlier_lives_ops > 0 {
+        result = result.with_count("earlier-life-ops-set-aside", run.earlier_lives_ops);
     }
     Ok(result)
 }
