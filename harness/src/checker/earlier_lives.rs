@@ -96,11 +96,12 @@ pub(super) fn set_aside(run: &mut RunData) {
         })
     };
     let mut dropped: HashSet<Process> = HashSet::new();
-    let before = run.history.len();
+    let mut set_aside = 0;
     run.history.retain(|op| {
         if op.kind == OpType::Invoke {
             if earlier(op) {
                 dropped.insert(op.process);
+                set_aside += 1;
                 return false;
             }
             dropped.remove(&op.process);
@@ -108,7 +109,7 @@ pub(super) fn set_aside(run: &mut RunData) {
         }
         !dropped.remove(&op.process)
     });
-    run.earlier_lives_ops = (before - run.history.len()) as u64;
+    run.earlier_lives_ops = set_aside;
 }
 
 #[cfg(test)]
@@ -172,7 +173,7 @@ mod tests {
             (2, OpType::Ok, send(2)),
         ]);
         set_aside(&mut run);
-        assert_eq!(run.earlier_lives_ops, 2);
+        assert_eq!(run.earlier_lives_ops, 1);
         let sends: Vec<u64> = run
             .history
             .iter()
@@ -193,7 +194,7 @@ mod tests {
             (0, OpType::Ok, life(LifeStep::Delete)),
         ]);
         set_aside(&mut run);
-        assert_eq!(run.earlier_lives_ops, 2);
+        assert_eq!(run.earlier_lives_ops, 1);
         assert!(run.history.iter().all(|o| o.life().is_some()));
     }
 }

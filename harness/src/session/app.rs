@@ -38,8 +38,8 @@ use serde_json::{Value, json};
 use super::app_op::{AppOp, node_of, origin};
 use crate::history::kafka_errors::{Outcome, produce_outcome};
 use crate::history::{
-    Acked, Body, Isolation, Op, OpType, Poll, PolledRecord, Process, Read, RecordValue, Send,
-    kept_form,
+    Acked, Body, Isolation, LifeStep, Op, OpType, Poll, PolledRecord, Process, Read, RecordValue,
+    Send, kept_form,
 };
 use crate::node::NodeId;
 use crate::observe::ClusterView;
@@ -102,6 +102,7 @@ pub fn app_lines(
     };
     let mut connections = BTreeSet::new();
     let mut ops = Vec::new();
+    let mut lives = BTreeMap::new();
     for exchange in &frames.exchanges {
         connections.insert((exchange.proxy.clone(), exchange.connection));
         tally.clients.extend(exchange.client_id.clone());
@@ -142,6 +143,20 @@ pub fn app_lines(
                         (invoke_ns, complete_ns),
                     ));
                 }
+            }
+            Call::CreateTopics(admin) | Call::DeleteTopics(admin) => {
+                let step = match &exchange.call {
+                    Call::CreateTopics(_) => LifeStep::Create,
+                    _ => LifeStep::Delete,
+                };
+                ops.extend(super::app_topics::life_ops(
+                    exchange,
+                    admin,
+                    step,
+                    (invoke_ns, complete_ns),
+                    until_ns,
+                    &mut lives,
+                ));
             }
         }
     }

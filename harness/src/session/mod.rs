@@ -22,6 +22,7 @@
 pub mod app;
 mod app_groups;
 mod app_op;
+mod app_topics;
 pub mod control;
 mod record;
 mod replicas;

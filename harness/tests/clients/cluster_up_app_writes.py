@@ -6,14 +6,16 @@ usage: cluster_up_app_writes.py BOOTSTRAP TOPIC
 Reads commands from stdin, one a line, and answers each with one JSON line:
 `produce V...` sends each word as a record to partition 0 of TOPIC with
 acks=all, no idempotence, and waits for every delivery ({"offsets": [offset
-or null per record], "errors": [text or null per record]}). Ends when stdin
-closes.
+or null per record], "errors": [text or null per record]}). `create` creates
+TOPIC (one partition, replication factor 3) and `delete` deletes it, each
+waited for ({"error": text or null}). Ends when stdin closes.
 """
 
 import json
 import sys
 
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 
 def main():
@@ -30,9 +32,22 @@ def main():
             "topic.metadata.refresh.interval.ms": 1000,
         }
     )
+    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "cluster-up-app-admin"})
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         words = line.split()
+        if words in (["create"], ["delete"]):
+            if words[0] == "create":
+                futures = admin.create_topics([NewTopic(topic, 1, 3)], operation_timeout=20)
+            else:
+                futures = admin.delete_topics([topic], operation_timeout=20)
+            try:
+                futures[topic].result(30)
+                error = None
+            except Exception as e:  # the admin client's error, reported
+                error = str(e)
+            print(json.dumps({"error": error}), flush=True)
+            continue
         if not words or words[0] != "produce":
             continue
         values = words[1:]

@@ -7,7 +7,7 @@
 //! connection — and the pairs of the APIs an application's history is made
 //! of are decoded with the `kafka-protocol` crate into [`Exchange`]s:
 //! Produce ([`produce`]), Fetch ([`fetch`]), OffsetCommit and OffsetFetch
-//! ([`groups`]). Other APIs (Metadata,
+//! ([`groups`]), CreateTopics and DeleteTopics ([`admin`]). Other APIs (Metadata,
 //! ApiVersions, FindCoordinator, ...) pair and pass. A frame of those APIs
 //! that does not decode is counted and named (api key, version, proxy,
 //! connection), never fatal; so is a response that answers no recorded
@@ -18,6 +18,7 @@
 //! no later than it reached the broker whole, a response no later than the
 //! client could have read it whole.
 
+pub mod admin;
 pub mod fetch;
 pub mod groups;
 pub mod produce;
@@ -33,6 +34,7 @@ use kafka_protocol::protocol::{Decodable, HeaderVersion};
 use super::frames::{FramesError, Recorded, read_recording};
 use wire::DecodeError;
 
+pub use admin::TopicAdmin;
 pub use fetch::{Fetch, FetchAnswer, FetchedPartition, FetchedRecord};
 pub use groups::{OffsetCommit, OffsetFetch};
 pub use produce::{Produce, ProducedPartition};
@@ -66,6 +68,8 @@ pub enum Call {
     Fetch(Fetch),
     OffsetCommit(OffsetCommit),
     OffsetFetch(OffsetFetch),
+    CreateTopics(TopicAdmin),
+    DeleteTopics(TopicAdmin),
 }
 
 /// A frame the decoder could not read, named.
@@ -298,6 +302,12 @@ fn request(
         ApiKey::OffsetFetch => {
             kafka_protocol::messages::OffsetFetchRequest::header_version(version)
         }
+        ApiKey::CreateTopics => {
+            kafka_protocol::messages::CreateTopicsRequest::header_version(version)
+        }
+        ApiKey::DeleteTopics => {
+            kafka_protocol::messages::DeleteTopicsRequest::header_version(version)
+        }
         // Not an API of the history.
         _ => return Ok((correlation_id, pending)),
     };
@@ -312,6 +322,12 @@ fn request(
         ),
         ApiKey::OffsetFetch => Call::OffsetFetch(
             groups::fetch_request(frame, version).map_err(|e| fail(e.to_string()))?,
+        ),
+        ApiKey::CreateTopics => Call::CreateTopics(
+            admin::create_request(frame, version).map_err(|e| fail(e.to_string()))?,
+        ),
+        ApiKey::DeleteTopics => Call::DeleteTopics(
+            admin::delete_request(frame, version).map_err(|e| fail(e.to_string()))?,
         ),
         _ => match fetch::request(frame, version).map_err(|e| fail(e.to_string()))? {
             Some(fetch) => Call::Fetch(fetch),
@@ -338,6 +354,8 @@ fn answer(call: &mut Call, version: i16, frame: Bytes) -> Result<(), DecodeError
         Call::Fetch(fetch) => fetch::answer(fetch, version, frame),
         Call::OffsetCommit(commit) => groups::commit_answer(commit, version, frame),
         Call::OffsetFetch(fetch) => groups::fetch_answer(fetch, version, frame),
+        Call::CreateTopics(admin) => admin::create_answer(admin, version, frame),
+        Call::DeleteTopics(admin) => admin::delete_answer(admin, version, frame),
     }
 }
 
