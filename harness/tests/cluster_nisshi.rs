@@ -120,3 +120,58 @@ fn cluster_nisshi_answers_a_fetch_that_may_not_wait_without_any_partition() {
     let results = read_results(&run);
     assert_eq!(results["verdict"], "unknown", "{results:#}");
 }
+
+/// docs/findings/nisshi-delete-topic-deletes-every-topic.md, kept
+/// reproducing: the topic-lives client deletes only its own topic, and `t`,
+/// which nothing deletes, is gone from the final read; the run is unknown,
+/// never valid, and its sends to `t` fail once the first deletion is done.
+#[test]
+fn cluster_nisshi_deleting_one_topic_deletes_every_topic() {
+    if !installed() {
+        return;
+    }
+    let store = tempfile::tempdir().unwrap();
+    let schedule = suite_file("systems/nisshi-topic-lives.toml");
+    let output = run_quietly(&schedule, store.path(), &["--system", "nisshi"]);
+    let run = latest(store.path());
+    let history = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
+    let deleted: Vec<&str> = history
+        .lines()
+        .filter(|l| l.contains(r#""type":"ok","f":"delete-topic""#))
+        .collect();
+    assert!(!deleted.is_empty(), "{}", show(&output));
+    assert!(
+        deleted
+            .iter()
+            .all(|l| l.contains(r#""topic":"epochal-lives""#)),
+        "{deleted:?}"
+    );
+    let acked = history
+        .lines()
+        .filter(|l| l.contains(r#""type":"ok","f":"send""#))
+        .count();
+    assert!(acked > 0, "{}", show(&output));
+    let read: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("final-read/final-read.json")).unwrap(),
+    )
+    .unwrap();
+    // At most the lives' own topic, in a life begun after the last
+    // deletion; never t.
+    assert!(
+        read["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["topic"] == "epochal-lives"),
+        "{read:#}"
+    );
+    let results = read_results(&run);
+    assert_eq!(results["verdict"], "unknown", "{results:#}");
+    assert!(
+        result(&results, "lost-write")["message"]
+            .as_str()
+            .unwrap()
+            .contains("has no t-0"),
+        "{results:#}"
+    );
+}
