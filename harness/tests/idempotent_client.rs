@@ -308,6 +308,7 @@ async fn clients(
         idempotent,
         transaction_timeout: Duration::from_secs(10),
         fetch_version: None,
+        fetch_max_wait_ms: None,
         join_group_version: None,
         shared_ids: false,
         lives: Default::default(),

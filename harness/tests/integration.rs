@@ -27,6 +27,7 @@ mod cluster_kafka532;
 mod cluster_kip101;
 mod cluster_kip101_scenario2;
 mod cluster_kip279;
+mod cluster_nisshi;
 mod cluster_partitions;
 mod cluster_postgres;
 mod cluster_read_process_write;

@@ -420,11 +420,12 @@ impl KafkaClient {
     /// partition, is the call's error.
     pub(super) async fn fetch_one(
         &mut self,
-        req: FetchRequest,
+        mut req: FetchRequest,
         topic: &str,
         partition: i32,
         deadline: Duration,
     ) -> Result<PartitionData, ClientError> {
+        req.max_wait_ms = req.max_wait_ms.max(self.fetch_max_wait_floor_ms);
         let resp = self.call(&req, self.fetch_version, deadline).await?;
         if resp.error_code != 0 {
             return Err(ClientError::broker(resp.error_code));

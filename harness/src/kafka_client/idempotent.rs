@@ -190,6 +190,7 @@ mod tests {
                 response_bytes_max: RESPONSE_BYTES_MAX_DEFAULT,
                 init_producer_id_offered: offered,
                 fetch_version: FETCH_VERSION,
+                fetch_max_wait_floor_ms: 0,
                 join_group_version: JOIN_GROUP_VERSION,
             };
             client.init_producer_id_version()

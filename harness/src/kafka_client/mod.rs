@@ -159,6 +159,8 @@ pub struct KafkaClient {
     init_producer_id_offered: Option<(i16, i16)>,
     /// The Fetch version this connection reads with.
     fetch_version: i16,
+    /// The least `max_wait_ms` its Fetch requests ask for.
+    fetch_max_wait_floor_ms: i32,
     /// The JoinGroup version this connection joins with.
     join_group_version: i16,
 }
@@ -222,6 +224,7 @@ impl KafkaClient {
             response_bytes_max: RESPONSE_BYTES_MAX_DEFAULT,
             init_producer_id_offered: None,
             fetch_version: FETCH_VERSION,
+            fetch_max_wait_floor_ms: 0,
             join_group_version: JOIN_GROUP_VERSION,
         };
         client.check_api_versions(connect_timeout).await?;
@@ -233,6 +236,12 @@ impl KafkaClient {
     /// malformed says so in its file (`[client] fetch_version`).
     pub fn set_fetch_version(&mut self, version: Option<i16>) {
         self.fetch_version = version.unwrap_or(FETCH_VERSION);
+    }
+
+    /// Asks every Fetch to wait at least `ms` (`None`: as each asks): the
+    /// system file's `[client] fetch_max_wait_ms`.
+    pub fn set_fetch_max_wait(&mut self, ms: Option<i32>) {
+        self.fetch_max_wait_floor_ms = ms.unwrap_or(0);
     }
 
     /// Joins groups with JoinGroup `version` instead of the client's own

@@ -413,6 +413,8 @@ pub struct FinalReadOptions {
     /// The Fetch version to read with, when not the client's own
     /// (a system file's `[client] fetch_version`).
     pub fetch_version: Option<i16>,
+    /// The least Fetch wait (a system file's `[client] fetch_max_wait_ms`).
+    pub fetch_max_wait_ms: Option<i32>,
 }
 
 impl FinalReadOptions {
@@ -423,6 +425,7 @@ impl FinalReadOptions {
             per_request,
             total,
             fetch_version: None,
+            fetch_max_wait_ms: None,
         }
     }
 }
@@ -450,6 +453,7 @@ pub async fn final_read_with(
         end: Instant::now() + options.total,
         clients: BTreeMap::new(),
         fetch_version: options.fetch_version,
+        fetch_max_wait_ms: options.fetch_max_wait_ms,
     };
     prepare_dir(dir)?;
     let metadata = session.metadata(address).await?;
@@ -586,6 +590,7 @@ struct Session<'a> {
     end: Instant,
     clients: BTreeMap<String, KafkaClient>,
     fetch_version: Option<i16>,
+    fetch_max_wait_ms: Option<i32>,
 }
 
 impl Session<'_> {
@@ -616,6 +621,7 @@ impl Session<'_> {
                 .await
                 .map_err(PartitionReadCause::Connect)?;
             client.set_fetch_version(self.fetch_version);
+            client.set_fetch_max_wait(self.fetch_max_wait_ms);
             self.clients.insert(address.to_owned(), client);
         }
         Ok(self.clients.get_mut(address).expect("inserted above"))
@@ -630,6 +636,7 @@ impl Session<'_> {
             .await
             .map_err(failed)?;
         client.set_fetch_version(self.fetch_version);
+        client.set_fetch_max_wait(self.fetch_max_wait_ms);
         let metadata = client.metadata(None, self.left()).await.map_err(failed)?;
         for topic in &metadata.topics {
             let bad = |problem| FinalReadError::BadTopic {

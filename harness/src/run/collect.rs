@@ -90,6 +90,7 @@ async fn final_read<R: Runtime>(live: &mut Live<R>, dir: &RunDir) {
         via: Some(node),
         rewrite,
         fetch_version: live.clients.fetch_version,
+        fetch_max_wait_ms: live.clients.fetch_max_wait_ms,
         ..FinalReadOptions::new(live.clients.request_timeout, FINAL_READ_TOTAL)
     };
     let read = final_read_with(&address, &dir.final_read(), &options).await;

@@ -93,6 +93,7 @@ impl<R: Runtime> Live<R> {
             idempotent: schedule.workload.idempotent,
             transaction_timeout: schedule.workload.transaction_timeout(),
             fetch_version: runtime.plan().config.system.client.fetch_version,
+            fetch_max_wait_ms: runtime.plan().config.system.client.fetch_max_wait_ms,
             join_group_version: runtime.plan().config.system.client.join_group_version,
             shared_ids: runtime.plan().config.system.node.kafka_node_ids
                 == crate::system::KafkaNodeIds::Shared,

@@ -711,5 +711,8 @@ fn error_response_text(body: &[u8]) -> String {
     format!("{code}: {message}")
 }
 
+mod script;
+pub use script::run_script;
+
 #[cfg(test)]
 mod tests;

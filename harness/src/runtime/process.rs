@@ -397,6 +397,9 @@ async fn start_postgres(plan: &ClusterPlan) -> Result<PostgresServer, RuntimeErr
         address: at.address(),
     };
     postgres::postgres_ready(&server.address, timeout).await?;
+    if let Some(schema) = plan.config.system.schema(ServiceKind::Postgres) {
+        postgres::run_script(&server.address, schema, timeout).await?;
+    }
     Ok(server)
 }
 

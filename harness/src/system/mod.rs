@@ -26,6 +26,7 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("epochal", include_str!("../../../systems/epochal.toml")),
     ("tansu", include_str!("../../../systems/tansu.toml")),
     ("noida", include_str!("../../../systems/noida.toml")),
+    ("nisshi", include_str!("../../../systems/nisshi.toml")),
 ];
 
 /// The system a run uses when none is named: the reference broker.
@@ -235,6 +236,12 @@ pub enum SettingsMode {
 #[serde(deny_unknown_fields)]
 pub struct ServiceSpec {
     pub kind: ServiceKind,
+    /// PostgreSQL only: an SQL script (the system's schema) the runtime runs
+    /// as the superuser once the server answers, before any broker starts.
+    /// Written in the system file itself, so a stored run's `system.toml`
+    /// holds the whole system.
+    #[serde(default)]
+    pub schema: Option<String>,
 }
 
 /// The services a runtime knows how to start, check and break. Each broker
@@ -312,6 +319,12 @@ pub struct ClientSpec {
     pub fetch_version: Option<i16>,
     /// The JoinGroup version subscribed consumers join with (default 4).
     pub join_group_version: Option<i16>,
+    /// The least `max_wait_ms` a Fetch (poll or final read) asks for. The
+    /// harness's polls never wait for data (0, Kafka's "answer with what
+    /// there is"); a system that answers such a Fetch without the
+    /// partitions it names gets this wait instead, which bounds how long a
+    /// poll at the end of a log takes.
+    pub fetch_max_wait_ms: Option<i32>,
 }
 
 /// What a system says of itself that changes which of Kafka's excuses a
@@ -480,6 +493,19 @@ impl System {
                 return Err((Some("kind"), format!("service {name} is declared twice")));
             }
         }
+        if let Some(service) = self
+            .services
+            .iter()
+            .find(|s| s.schema.is_some() && s.kind != ServiceKind::Postgres)
+        {
+            return Err((
+                Some("schema"),
+                format!(
+                    "service {}: only a postgres service takes a schema",
+                    service.kind
+                ),
+            ));
+        }
         let node = &self.node;
         let lists: [(&'static str, &[Template], &[&str]); 4] = [
             ("args", &node.args, &[]),
@@ -549,6 +575,14 @@ impl System {
             .chain(node.env.values())
             .chain(&node.cwd)
             .any(|t| t.placeholders().any(|p| p == name))
+    }
+
+    /// The SQL script the system's service of `kind` runs first, if any.
+    pub fn schema(&self, kind: ServiceKind) -> Option<&str> {
+        self.services
+            .iter()
+            .find(|s| s.kind == kind)
+            .and_then(|s| s.schema.as_deref())
     }
 
     pub fn services(&self) -> impl Iterator<Item = ServiceKind> + '_ {
@@ -702,7 +736,26 @@ mod tests {
         let err = System::named("kafka").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "no system named \"kafka\" (built in: epochal, tansu, noida; or give a system file's path)"
+            "no system named \"kafka\" (built in: epochal, tansu, noida, nisshi; or give a system file's path)"
+        );
+    }
+
+    /// nisshi's PostgreSQL service carries its schema, which only a
+    /// postgres service may.
+    #[test]
+    fn a_postgres_service_carries_the_schema_and_no_other_service_may() {
+        let nisshi = System::named("nisshi").unwrap();
+        let schema = nisshi.schema(ServiceKind::Postgres).unwrap();
+        assert!(schema.contains("create table record ("), "{schema}");
+        assert_eq!(nisshi.schema(ServiceKind::Etcd), None);
+        let on_etcd = nisshi
+            .text
+            .replace("kind = \"postgres\"", "kind = \"etcd\"");
+        let err = System::parse(Path::new("mine.toml"), &on_etcd).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("service etcd: only a postgres service takes a schema"),
+            "{err}"
         );
     }
 }

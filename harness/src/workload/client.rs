@@ -61,6 +61,8 @@ pub struct Clients {
     pub transaction_timeout: Duration,
     /// The Fetch version polls use, when the system's file sets one.
     pub fetch_version: Option<i16>,
+    /// The least Fetch wait, when the system's file sets one.
+    pub fetch_max_wait_ms: Option<i32>,
     /// The JoinGroup version, when the system's file sets one.
     pub join_group_version: Option<i16>,
     /// Every broker answers as the same Kafka node (the system's
@@ -280,6 +282,7 @@ impl RecordingClient {
                 .ok_or_else(|| ClientError::Protocol(format!("no address for {node}")))?;
             let mut client = KafkaClient::connect(address, self.client_id, connect_timeout).await?;
             client.set_fetch_version(self.shared.fetch_version);
+            client.set_fetch_max_wait(self.shared.fetch_max_wait_ms);
             client.set_join_group_version(self.shared.join_group_version);
             self.connections.insert(node, client);
         }

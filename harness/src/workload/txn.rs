@@ -348,9 +348,20 @@ impl RecordingClient {
                         continue;
                     }
                 };
-                let Some(coordinator) = NodeId::from_broker_id(found.node_id) else {
-                    last = ClientError::Protocol(format!("coordinator {}", found.node_id));
-                    continue;
+                // The node whose Kafka id it names, or, with shared ids
+                // (every broker answers as one node), the node asked, as
+                // for a group's coordinator (commit.rs).
+                let coordinator = match NodeId::from_broker_id(found.node_id) {
+                    Some(named) if self.shared.addresses.contains_key(&named) => named,
+                    _ if self.shared.shared_ids => node,
+                    Some(named) => {
+                        last = ClientError::Protocol(format!("no address for {named}"));
+                        continue;
+                    }
+                    None => {
+                        last = ClientError::Protocol(format!("coordinator {}", found.node_id));
+                        continue;
+                    }
                 };
                 let Some(address) = self.shared.addresses.get(&coordinator) else {
                     last = ClientError::Protocol(format!("no address for {coordinator}"));
