@@ -178,7 +178,12 @@ impl RunData {
             system: system.name,
             final_read,
         };
-        super::earlier_lives::set_aside(&mut run);
+        run.earlier_lives_ops = super::earlier_lives::set_aside(super::earlier_lives::Spanning {
+            history: &mut run.history,
+            state_changes: &mut run.state_changes,
+            timeline: run.timeline.as_mut(),
+            fetches: run.fetches.as_mut(),
+        });
         Ok(run)
     }
 

@@ -14,13 +14,24 @@
 //! - The client ops of earlier lives (invoked before the last acknowledged
 //!   creation was sent, or all of them when the last acknowledged step was a
 //!   deletion) have no final log left to be judged against: they are set
-//!   aside too, and counted ([`RunData::earlier_lives_ops`]). The
+//!   aside too, and counted (`RunData::earlier_lives_ops`). The
 //!   `topic-lives` checker judges every life, from the history.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::RunData;
 use crate::history::{Body, LifeStep, MicroOp, Op, OpType, Process};
+use crate::node::NodeId;
+use crate::observe::timeline::Timeline;
+use crate::reader::frames::Fetches;
+use crate::reader::state_change::StateChange;
+
+/// What a run's load holds that spans a topic's lives, and its history.
+pub(super) struct Spanning<'a> {
+    pub history: &'a mut Vec<Op>,
+    pub state_changes: &'a mut BTreeMap<NodeId, Vec<StateChange>>,
+    pub timeline: Option<&'a mut Timeline>,
+    pub fetches: Option<&'a mut Fetches>,
+}
 
 /// Where each life topic's last life began: the index of the invoke of its
 /// last acknowledged creation, or `None` when its last acknowledged step
@@ -70,20 +81,20 @@ fn topics(op: &Op) -> Vec<&str> {
 }
 
 /// Sets aside what spans a life topic's lives, and the client ops of its
-/// earlier lives (module doc).
-pub(super) fn set_aside(run: &mut RunData) {
-    let lives = last_lives(&run.history);
+/// earlier lives (module doc); how many ops were set aside.
+pub(super) fn set_aside(run: Spanning<'_>) -> u64 {
+    let lives = last_lives(run.history);
     if lives.is_empty() {
-        return;
+        return 0;
     }
     let kept = |topic: &str| !lives.contains_key(topic);
     for entries in run.state_changes.values_mut() {
         entries.retain(|e| kept(&e.topic));
     }
-    if let Some(timeline) = &mut run.timeline {
+    if let Some(timeline) = run.timeline {
         timeline.partition_states.retain(|s| kept(&s.topic));
     }
-    if let Some(fetches) = &mut run.fetches {
+    if let Some(fetches) = run.fetches {
         fetches.by_replica.retain(|(_, topic, _), _| kept(topic));
     }
     // An op of an earlier life: one invoked before its topic's last life
@@ -109,7 +120,7 @@ pub(super) fn set_aside(run: &mut RunData) {
         }
         !dropped.remove(&op.process)
     });
-    run.earlier_lives_ops = set_aside;
+    set_aside
 }
 
 #[cfg(test)]
@@ -146,15 +157,21 @@ mod tests {
         })
     }
 
-    fn history(steps: &[(u64, OpType, Body)]) -> RunData {
-        RunData {
-            history: steps
-                .iter()
-                .enumerate()
-                .map(|(i, (p, k, b))| op(i as u64, *p, *k, b.clone()))
-                .collect(),
-            ..RunData::default()
-        }
+    fn history(steps: &[(u64, OpType, Body)]) -> Vec<Op> {
+        steps
+            .iter()
+            .enumerate()
+            .map(|(i, (p, k, b))| op(i as u64, *p, *k, b.clone()))
+            .collect()
+    }
+
+    fn set_aside_in(history: &mut Vec<Op>) -> u64 {
+        set_aside(Spanning {
+            history,
+            state_changes: &mut BTreeMap::new(),
+            timeline: None,
+            fetches: None,
+        })
     }
 
     #[test]
@@ -172,10 +189,8 @@ mod tests {
             (2, OpType::Invoke, send(2)),
             (2, OpType::Ok, send(2)),
         ]);
-        set_aside(&mut run);
-        assert_eq!(run.earlier_lives_ops, 1);
+        assert_eq!(set_aside_in(&mut run), 1);
         let sends: Vec<u64> = run
-            .history
             .iter()
             .filter(|o| o.send().is_some())
             .map(|o| o.index)
@@ -193,8 +208,7 @@ mod tests {
             (0, OpType::Invoke, life(LifeStep::Delete)),
             (0, OpType::Ok, life(LifeStep::Delete)),
         ]);
-        set_aside(&mut run);
-        assert_eq!(run.earlier_lives_ops, 1);
-        assert!(run.history.iter().all(|o| o.life().is_some()));
+        assert_eq!(set_aside_in(&mut run), 1);
+        assert!(run.iter().all(|o| o.life().is_some()));
     }
 }
