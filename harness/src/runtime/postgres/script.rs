@@ -24,7 +24,7 @@ pub async fn run_script(address: &str, sql: &str, timeout: Duration) -> Result<(
     };
     match tokio::time::timeout(timeout, script_round_trip(address, sql)).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(detail)) => Err(failed(detail)),
+        Ok(Err(detail)) => Err(failed(detail.to_string())),
         Err(_) => Err(RuntimeError::Timeout {
             what: format!("the system's schema at PostgreSQL {address}"),
             timeout,
@@ -33,23 +33,30 @@ pub async fn run_script(address: &str, sql: &str, timeout: Duration) -> Result<(
     }
 }
 
-async fn script_round_trip(address: &str, sql: &str) -> Result<(), String> {
-    let mut stream = TcpStream::connect(address)
-        .await
-        .map_err(|e| e.to_string())?;
-    stream
-        .write_all(&startup_message(USER, DATABASE))
-        .await
-        .map_err(|e| e.to_string())?;
+/// Why a schema script did not run: the server's words, or the exchange's.
+#[derive(Debug, thiserror::Error)]
+enum ScriptError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<String> for ScriptError {
+    fn from(detail: String) -> Self {
+        ScriptError::Refused(detail)
+    }
+}
+
+async fn script_round_trip(address: &str, sql: &str) -> Result<(), ScriptError> {
+    let mut stream = TcpStream::connect(address).await?;
+    stream.write_all(&startup_message(USER, DATABASE)).await?;
     let (read, mut write) = stream.split();
     let mut read = BufReader::new(read);
     read_until_ready(&mut read).await.map_err(|e| match e {
         Attempt::NotYet(detail) | Attempt::Wrong(detail) => detail,
     })?;
-    write
-        .write_all(&query_message(sql)?)
-        .await
-        .map_err(|e| e.to_string())?;
+    write.write_all(&query_message(sql)?).await?;
     let outcome = read_query_outcome(&mut read).await;
     let _ = write.write_all(&[b'X', 0, 0, 0, 4]).await;
     let _ = write.shutdown().await;
@@ -57,11 +64,12 @@ async fn script_round_trip(address: &str, sql: &str) -> Result<(), String> {
 }
 
 /// A simple Query message: 'Q', its length, the text and a NUL.
-fn query_message(sql: &str) -> Result<Vec<u8>, String> {
+fn query_message(sql: &str) -> Result<Vec<u8>, ScriptError> {
     if sql.contains('\0') {
-        return Err("the script holds a NUL byte".into());
+        return Err(ScriptError::Refused("the script holds a NUL byte".into()));
     }
-    let length = i32::try_from(sql.len() + 5).map_err(|_| "the script is too long".to_owned())?;
+    let length = i32::try_from(sql.len() + 5)
+        .map_err(|_| ScriptError::Refused("the script is too long".to_owned()))?;
     let mut message = vec![b'Q'];
     message.extend_from_slice(&length.to_be_bytes());
     message.extend_from_slice(sql.as_bytes());
@@ -71,29 +79,32 @@ fn query_message(sql: &str) -> Result<Vec<u8>, String> {
 
 /// The backend's answers to one simple Query, up to ReadyForQuery: the first
 /// ErrorResponse, if any, is the outcome.
-async fn read_query_outcome<R: AsyncReadExt + Unpin>(read: &mut R) -> Result<(), String> {
+async fn read_query_outcome<R: AsyncReadExt + Unpin>(read: &mut R) -> Result<(), ScriptError> {
     let mut error = None;
     loop {
-        let kind = read.read_u8().await.map_err(|e| e.to_string())?;
-        let length = read.read_i32().await.map_err(|e| e.to_string())?;
+        let kind = read.read_u8().await?;
+        let length = read.read_i32().await?;
         let body_bytes = usize::try_from(length)
             .ok()
             .and_then(|l| l.checked_sub(4))
             .filter(|&b| b <= MESSAGE_SIZE_BYTES_MAX)
             .ok_or_else(|| format!("message {:?} of length {length}", kind as char))?;
         let mut body = vec![0; body_bytes];
-        read.read_exact(&mut body)
-            .await
-            .map_err(|e| e.to_string())?;
+        read.read_exact(&mut body).await?;
         match kind {
             b'E' => {
                 error.get_or_insert_with(|| error_response_text(&body));
             }
-            b'Z' => return error.map_or(Ok(()), Err),
+            b'Z' => return error.map_or(Ok(()), |e| Err(ScriptError::Refused(e))),
             // CommandComplete, EmptyQueryResponse, NoticeResponse,
             // ParameterStatus, and rows a script's SELECT may return.
             b'C' | b'I' | b'N' | b'S' | b'T' | b'D' => {}
-            other => return Err(format!("unexpected message {:?}", other as char)),
+            other => {
+                return Err(ScriptError::Refused(format!(
+                    "unexpected message {:?}",
+                    other as char
+                )));
+            }
         }
     }
 }
@@ -116,12 +127,14 @@ mod tests {
         let mut ok = Vec::new();
         ok.extend_from_slice(b"C\0\0\0\x11CREATE TABLE\0");
         ok.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'I']);
-        assert_eq!(read_query_outcome(&mut ok.as_slice()).await, Ok(()));
+        assert!(read_query_outcome(&mut ok.as_slice()).await.is_ok());
 
         let mut failed = Vec::new();
         failed.extend_from_slice(b"E\0\0\0\x1aC42P07\0Mtable exists\0\0");
         failed.extend_from_slice(&[b'Z', 0, 0, 0, 5, b'I']);
-        let outcome = read_query_outcome(&mut failed.as_slice()).await;
+        let outcome = read_query_outcome(&mut failed.as_slice())
+            .await
+            .map_err(|e| e.to_string());
         assert!(
             outcome.as_ref().is_err_and(|e| e.starts_with("42P07")),
             "{outcome:?}"
