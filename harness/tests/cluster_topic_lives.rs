@@ -3,18 +3,9 @@
 //! and restarted, valid on the fixed broker, and each of the two deletion
 //! slips the broker can be set to named by its anomaly.
 
-use crate::common::scenario::{evidence_of, run_test_schedule};
+use crate::common::scenario::{evidence_of, result_of as result, run_test_schedule};
 
 const SCHEDULE: &str = "topic_lives.toml";
-
-fn result<'a>(results: &'a serde_json::Value, checker: &str) -> &'a serde_json::Value {
-    results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["checker"] == checker)
-        .unwrap_or_else(|| panic!("no {checker} result: {results}"))
-}
 
 #[test]
 fn cluster_topic_lives_are_valid_through_a_crash_and_restart() {

@@ -14,19 +14,11 @@ use crate::cluster_up_common;
 
 use std::time::Duration;
 
+use crate::common::scenario::result_of as result;
 use cluster_up_common::{CommandApp, Up, interrupt_and_judge};
 use serde_json::{Value, json};
 
 const COMMAND_WITHIN: Duration = Duration::from_secs(60);
-
-fn result<'a>(results: &'a Value, checker: &str) -> &'a Value {
-    results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["checker"] == checker)
-        .unwrap_or_else(|| panic!("no {checker} result: {results}"))
-}
 
 #[test]
 fn cluster_an_application_that_deletes_and_recreates_a_topic_is_judged_by_its_last_life() {

@@ -78,6 +78,16 @@ pub fn run_test_schedule(name: &str, extra: &[&str]) -> (Option<i32>, Value, Str
     (output.status.code(), results, shown)
 }
 
+/// The first result of `checker` in `results`.
+pub fn result_of<'a>(results: &'a Value, checker: &str) -> &'a Value {
+    results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["checker"] == checker)
+        .unwrap_or_else(|| panic!("no {checker} result: {results}"))
+}
+
 /// The evidence every result of `checker` in `results` names.
 pub fn evidence_of<'a>(results: &'a Value, checker: &str) -> Vec<&'a Value> {
     results["results"]
