@@ -27,16 +27,13 @@ pub fn verdict(run: &RunData, end: &RunEnd) -> Report {
         report.results.insert(0, judged);
     }
     report.coverage = Some(coverage);
-    if !end.stuck.is_empty() {
-        report.results.insert(0, stuck_partitions(&end.stuck));
-        report.verdict = Verdict::Invalid;
-    }
-    if !end.stuck_groups.is_empty() {
-        report.results.insert(0, stuck_groups(&end.stuck_groups));
-        report.verdict = Verdict::Invalid;
-    }
-    if !end.stuck_topics.is_empty() {
-        report.results.insert(0, stuck_topics(&end.stuck_topics));
+    let stuck = [
+        liveness_finding(&end.stuck),
+        liveness_finding(&end.stuck_groups),
+        liveness_finding(&end.stuck_topics),
+    ];
+    for found in stuck.into_iter().flatten() {
+        report.results.insert(0, found);
         report.verdict = Verdict::Invalid;
     }
     if let Some(unrecovered) = &end.unrecovered
@@ -94,102 +91,105 @@ fn failed_restarts(run: &RunData) -> Option<CheckResult> {
     ))
 }
 
-/// The liveness window's finding: each partition that took no write after
-/// the final heal (run/liveness.rs), as a `stuck-partition` anomaly.
-fn stuck_partitions(stuck: &[Stuck]) -> CheckResult {
-    let evidence = stuck
-        .iter()
-        .map(|s| Evidence {
+/// What the liveness window (run/liveness.rs) found stuck after the final
+/// heal: a partition, a group or the topic-lives topic, each its anomaly.
+trait StuckFinding {
+    /// The `liveness` result's summary for `n` of them.
+    fn summary(n: usize) -> String;
+    fn evidence(&self) -> Evidence;
+}
+
+/// The `liveness` result for what was found stuck; none when nothing was.
+fn liveness_finding<S: StuckFinding>(stuck: &[S]) -> Option<CheckResult> {
+    (!stuck.is_empty()).then(|| {
+        let evidence = stuck.iter().map(S::evidence).collect();
+        CheckResult::invalid("liveness", S::summary(stuck.len()), evidence)
+    })
+}
+
+/// The last answer the liveness window's probe had, as a summary says it.
+fn last_answer(last_error: &Option<String>) -> &str {
+    last_error.as_deref().unwrap_or("none")
+}
+
+/// A partition that took no write after the final heal: `stuck-partition`.
+impl StuckFinding for Stuck {
+    fn summary(n: usize) -> String {
+        format!("{n} of the partitions took no write after the final heal")
+    }
+
+    fn evidence(&self) -> Evidence {
+        Evidence {
             anomaly: Anomaly::StuckPartition,
             summary: format!(
                 "{} acknowledged no write within {} ms of the final heal (last answer: {})",
-                s.partition,
-                s.window_ms,
-                s.last_error.as_deref().unwrap_or("none")
+                self.partition,
+                self.window_ms,
+                last_answer(&self.last_error)
             ),
             details: evidence::Stuck {
-                last_error: s.last_error.clone(),
-                partition: s.partition.clone(),
-                window_ms: s.window_ms,
+                last_error: self.last_error.clone(),
+                partition: self.partition.clone(),
+                window_ms: self.window_ms,
             }
             .into(),
-        })
-        .collect();
-    CheckResult::invalid(
-        "liveness",
-        format!(
-            "{} of the partitions took no write after the final heal",
-            stuck.len()
-        ),
-        evidence,
-    )
+        }
+    }
 }
 
-/// The liveness window's finding on groups: each group whose coordinator
-/// took no commit after the final heal (run/liveness.rs), as a
-/// `stuck-group` anomaly.
-fn stuck_groups(stuck: &[StuckGroup]) -> CheckResult {
-    let evidence = stuck
-        .iter()
-        .map(|s| Evidence {
+/// A group whose coordinator took no commit after the final heal:
+/// `stuck-group`.
+impl StuckFinding for StuckGroup {
+    fn summary(n: usize) -> String {
+        format!("{n} consumer group(s) had no coordinator serving commits after the final heal")
+    }
+
+    fn evidence(&self) -> Evidence {
+        Evidence {
             anomaly: Anomaly::StuckGroup,
             summary: format!(
                 "group {} had no commit taken and read back within {} ms of the final heal \
                  (last answer: {})",
-                s.group,
-                s.window_ms,
-                s.last_error.as_deref().unwrap_or("none")
+                self.group,
+                self.window_ms,
+                last_answer(&self.last_error)
             ),
             details: evidence::StuckGroup {
-                group: s.group.clone(),
-                last_error: s.last_error.clone(),
-                window_ms: s.window_ms,
+                group: self.group.clone(),
+                last_error: self.last_error.clone(),
+                window_ms: self.window_ms,
             }
             .into(),
-        })
-        .collect();
-    CheckResult::invalid(
-        "liveness",
-        format!(
-            "{} consumer group(s) had no coordinator serving commits after the final heal",
-            stuck.len()
-        ),
-        evidence,
-    )
+        }
+    }
 }
 
-/// The liveness window's finding on the topic-lives workload's topic: a
-/// deletion, creation or read that never succeeded after the final heal
-/// (run/liveness.rs), as a `stuck-topic` anomaly.
-fn stuck_topics(stuck: &[StuckTopic]) -> CheckResult {
-    let evidence = stuck
-        .iter()
-        .map(|s| Evidence {
+/// The topic-lives workload's topic, whose deletion, creation or read never
+/// succeeded after the final heal: `stuck-topic`.
+impl StuckFinding for StuckTopic {
+    fn summary(n: usize) -> String {
+        format!("{n} topic(s) could not be deleted, created again and read after the final heal")
+    }
+
+    fn evidence(&self) -> Evidence {
+        Evidence {
             anomaly: Anomaly::StuckTopic,
             summary: format!(
                 "topic {}: {} did not succeed within {} ms of the final heal (last answer: {})",
-                s.topic,
-                s.step,
-                s.window_ms,
-                s.last_error.as_deref().unwrap_or("none")
+                self.topic,
+                self.step,
+                self.window_ms,
+                last_answer(&self.last_error)
             ),
             details: evidence::StuckTopic {
-                topic: s.topic.clone(),
-                step: s.step.clone(),
-                last_error: s.last_error.clone(),
-                window_ms: s.window_ms,
+                topic: self.topic.clone(),
+                step: self.step.clone(),
+                last_error: self.last_error.clone(),
+                window_ms: self.window_ms,
             }
             .into(),
-        })
-        .collect();
-    CheckResult::invalid(
-        "liveness",
-        format!(
-            "{} topic(s) could not be deleted, created again and read after the final heal",
-            stuck.len()
-        ),
-        evidence,
-    )
+        }
+    }
 }
 
 /// The final quiesce's finding on a system that claims to recover

@@ -67,6 +67,12 @@ enum Stands {
     Unknown,
 }
 
+/// An op invoked: asked of a node, or already completed (no node to ask).
+enum Begun {
+    Asked(u64, NodeId),
+    Done(Box<Op>),
+}
+
 /// One client's lives of [`TOPIC`].
 pub struct Lives {
     client: RecordingClient,
@@ -178,10 +184,9 @@ impl Lives {
     /// Records `op` around its admin call; its type and the broker's
     /// error code, if one answered.
     async fn admin(&mut self, op: LifeOp) -> Result<(OpType, Option<i16>), WriteError> {
-        let process = self.client.invoke(Body::Life(Box::new(op.clone())))?;
-        let Some(node) = op.node else {
-            self.complete(process, OpType::Fail, op, Some("no node to ask".into()))?;
-            return Ok((OpType::Fail, None));
+        let (process, node) = match self.begin(&op, "no node to ask")? {
+            Begun::Asked(process, node) => (process, node),
+            Begun::Done(done) => return Ok((done.kind, None)),
         };
         let timeout = self.client.shared.request_timeout;
         let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
@@ -198,18 +203,10 @@ impl Lives {
             Ok(client) => client.delete_topic(TOPIC, timeout_ms, deadline).await,
             Err(e) => Err(e),
         };
-        match result {
-            Ok(()) => {
-                self.complete(process, OpType::Ok, op, None)?;
-                Ok((OpType::Ok, None))
-            }
-            Err(e) => {
-                self.client.connections.remove(&node);
-                let kind = admin_outcome(&e);
-                self.complete(process, kind, op, Some(e.to_string()))?;
-                Ok((kind, e.code()))
-            }
-        }
+        let code = result.as_ref().err().and_then(ClientError::code);
+        let result = result.map_err(|e| (admin_outcome(&e), e));
+        let done = self.finish(process, node, op, result, |_, ()| {})?;
+        Ok((done.kind, code))
     }
 
     /// `life-send` of `value` to the leader, acks=all.
@@ -221,14 +218,9 @@ impl Lives {
             .await;
         let mut op = LifeOp::new(LifeStep::Send, TOPIC, self.life(), node);
         op.value = Some(value);
-        let process = self.client.invoke(Body::Life(Box::new(op.clone())))?;
-        let Some(node) = node else {
-            return self.complete(
-                process,
-                OpType::Fail,
-                op,
-                Some("no leader to send to".into()),
-            );
+        let (process, node) = match self.begin(&op, "no leader to send to")? {
+            Begun::Asked(process, node) => (process, node),
+            Begun::Done(done) => return Ok(*done),
         };
         let options = SendOptions {
             acks: Acks::All,
@@ -246,16 +238,9 @@ impl Lives {
                 .map_err(|e| (send_outcome(&e, wire.acks), e)),
             Err(e) => Err((OpType::Fail, e)),
         };
-        match result {
-            Ok(offsets) => {
-                op.offset = offsets.and_then(|o| o.first().copied());
-                self.complete(process, OpType::Ok, op, None)
-            }
-            Err((kind, e)) => {
-                self.client.connections.remove(&node);
-                self.complete(process, kind, op, Some(e.to_string()))
-            }
-        }
+        self.finish(process, node, op, result, |op, offsets| {
+            op.offset = offsets.and_then(|o| o.first().copied());
+        })
     }
 
     /// `life-read` of partition 0 from offset 0 to the high watermark, on
@@ -266,31 +251,55 @@ impl Lives {
             .client
             .route(&partition, Duration::from_millis(20))
             .await;
-        let mut op = LifeOp::new(LifeStep::Read, TOPIC, self.life(), node);
-        let process = self.client.invoke(Body::Life(Box::new(op.clone())))?;
-        let Some(node) = node else {
-            return self.complete(
-                process,
-                OpType::Fail,
-                op,
-                Some("no leader to read from".into()),
-            );
+        let op = LifeOp::new(LifeStep::Read, TOPIC, self.life(), node);
+        let (process, node) = match self.begin(&op, "no leader to read from")? {
+            Begun::Asked(process, node) => (process, node),
+            Begun::Done(done) => return Ok(*done),
         };
         let timeout = self.client.shared.request_timeout;
         let result = match self.client.connection(node, timeout).await {
             Ok(client) => read(client, &partition, 0, timeout).await,
             Err(e) => Err(e),
         };
+        // A read changes nothing: a failed one is definite.
+        let result = result.map_err(|e| (OpType::Fail, e));
+        self.finish(process, node, op, result, |op, read| {
+            op.high_watermark = Some(read.high_watermark);
+            op.records = Some(read.records);
+        })
+    }
+
+    /// Invokes `op`; with no node to ask, completes it `fail`, saying `why`.
+    fn begin(&mut self, op: &LifeOp, why: &str) -> Result<Begun, WriteError> {
+        let process = self.client.invoke(Body::Life(Box::new(op.clone())))?;
+        Ok(match op.node {
+            Some(node) => Begun::Asked(process, node),
+            None => {
+                let done = self.complete(process, OpType::Fail, op.clone(), Some(why.into()))?;
+                Begun::Done(Box::new(done))
+            }
+        })
+    }
+
+    /// Completes `op` asked of `node`: ok once `fill` wrote what the answer
+    /// says into it; otherwise as its error's type, the node's connection
+    /// dropped so the next request opens a new one.
+    fn finish<T>(
+        &mut self,
+        process: u64,
+        node: NodeId,
+        mut op: LifeOp,
+        result: Result<T, (OpType, ClientError)>,
+        fill: impl FnOnce(&mut LifeOp, T),
+    ) -> Result<Op, WriteError> {
         match result {
-            Ok(read) => {
-                op.high_watermark = Some(read.high_watermark);
-                op.records = Some(read.records);
+            Ok(answer) => {
+                fill(&mut op, answer);
                 self.complete(process, OpType::Ok, op, None)
             }
-            Err(e) => {
+            Err((kind, e)) => {
                 self.client.connections.remove(&node);
-                // A read changes nothing: a failed one is definite.
-                self.complete(process, OpType::Fail, op, Some(e.to_string()))
+                self.complete(process, kind, op, Some(e.to_string()))
             }
         }
     }
