@@ -165,11 +165,22 @@ fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, RuntimeError> {
             String::from_utf8_lossy(&output.stderr).trim()
         )]));
     }
+    libraries_listed(binary, &text)
+}
+
+/// The libraries in `ldd`'s listing of `binary`. Only the two shapes of a
+/// loaded library count, each ending in its load address: `name => /path
+/// (0x...)` and the loader's `/path (0x...)`. Anything else is ldd's talk:
+/// the glibc it runs on says so of a binary built for a newer one (noida's
+/// `.../noida: /lib/.../libc.so.6: weak version 'GLIBC_2.39' not found`),
+/// and the loader runs it all the same.
+fn libraries_listed(binary: &Path, listing: &str) -> Result<Vec<PathBuf>, RuntimeError> {
     let mut libraries = Vec::new();
-    for line in text.lines() {
+    for line in listing.lines() {
         let path = match line.split_once("=>") {
             Some((_, rest)) => rest.split_whitespace().next(),
-            None => line.split_whitespace().next(),
+            None if line.contains(" (0x") => line.split_whitespace().next(),
+            None => None,
         };
         match path {
             Some(path) if path.starts_with('/') => libraries.push(PathBuf::from(path)),
@@ -295,5 +306,29 @@ mod tests {
         assert!(names.contains(&"rootfs/true".to_owned()), "{names:?}");
         assert!(names.iter().any(|n| n.contains("ld-linux")), "{names:?}");
         assert!(names.iter().any(|n| n.ends_with("/libc.so.6")), "{names:?}");
+    }
+
+    #[test]
+    fn ldd_talk_about_a_newer_glibc_is_no_library() {
+        let listing = "/t/bin/noida: /lib/x86_64-linux-gnu/libc.so.6: weak version `GLIBC_2.39' \
+                       not found (required by /t/bin/noida)
+\tlinux-vdso.so.1 (0x00007f437f2e9000)
+\tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007f437f2b7000)
+\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f437e41e000)
+\t/lib64/ld-linux-x86-64.so.2 (0x00007f437f2eb000)
+";
+        let libraries = libraries_listed(Path::new("/t/bin/noida"), listing).unwrap();
+        let want = [
+            "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib64/ld-linux-x86-64.so.2",
+        ];
+        assert_eq!(libraries, want.map(PathBuf::from));
+        let missing = "\tlibfoo.so.1 => not found\n";
+        let error = libraries_listed(Path::new("/t/x"), missing).unwrap_err();
+        assert!(
+            error.to_string().contains("libfoo.so.1 => not found"),
+            "{error}"
+        );
     }
 }
