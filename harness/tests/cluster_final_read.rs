@@ -289,6 +289,22 @@ async fn cluster_final_read_matches_the_replicas() {
         .await
         .unwrap();
 
+    // Each leader by its node id alone, as a broker that advertises the
+    // address it listens on is (noida in a container: `0.0.0.0:9092`).
+    let by_node = runtime
+        .nodes()
+        .into_iter()
+        .map(|n| (n.broker_id(), runtime.direct_address(n).unwrap().to_owned()))
+        .collect();
+    let by_node_dir = run.path().join("final-read-by-node");
+    let by_node_options = FinalReadOptions {
+        by_node,
+        ..FinalReadOptions::new(CALL, FINAL_READ_TOTAL)
+    };
+    let by_id = final_read_with(&b1, &by_node_dir, &by_node_options)
+        .await
+        .unwrap();
+
     // t-0's leader dialled where nothing listens.
     let dead = dead_address();
     let cut_off = BTreeMap::from([(runtime.client_address(leaders[&0]).unwrap(), dead.clone())]);
@@ -307,6 +323,7 @@ async fn cluster_final_read_matches_the_replicas() {
     for (read, dir, dialled) in [
         (&advertised, &advertised_dir, &as_advertised),
         (&direct, &direct_dir, &rewrite),
+        (&by_id, &by_node_dir, &rewrite),
     ] {
         assert_read_matches_the_leaders(&expected, read, dir, dialled);
     }

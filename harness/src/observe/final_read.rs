@@ -408,6 +408,12 @@ pub struct FinalReadOptions {
     pub via: Option<NodeId>,
     /// Advertised addresses to dial elsewhere (see [`final_read_with`]).
     pub rewrite: BTreeMap<String, String>,
+    /// Where to dial a leader by its Kafka node id when `rewrite` does not
+    /// know the address it advertises: a broker that advertises the address
+    /// it listens on (noida: `0.0.0.0:9092` in a container) is reached at
+    /// its node's direct address. Empty when node ids are not the harness's
+    /// node numbers (a system whose brokers all answer as one node).
+    pub by_node: BTreeMap<i32, String>,
     pub per_request: Duration,
     pub total: Duration,
     /// The Fetch version to read with, when not the client's own
@@ -422,6 +428,7 @@ impl FinalReadOptions {
         FinalReadOptions {
             via: None,
             rewrite: BTreeMap::new(),
+            by_node: BTreeMap::new(),
             per_request,
             total,
             fetch_version: None,
@@ -432,7 +439,8 @@ impl FinalReadOptions {
 
 /// [`final_read`], dialling a leader that advertises an address in
 /// `options.rewrite` at the address it maps to (the harness reads around the fault
-/// proxies a broker advertises); other addresses are dialled as advertised.
+/// proxies a broker advertises), any other leader at its node id's address in
+/// `options.by_node`, and one in neither as advertised.
 ///
 /// Lists the topics by Metadata through `address`, then reads each
 /// partition from its leader in turn. A partition that fails does not stop
@@ -476,7 +484,10 @@ pub async fn final_read_with(
             let advertised = leader_address(&metadata, p.leader, p.error_code);
             let broker = advertised.as_ref().map_or_else(
                 |_| address.to_owned(),
-                |a| rewrite.get(a).unwrap_or(a).clone(),
+                |a| {
+                    let direct = rewrite.get(a).or_else(|| options.by_node.get(&p.leader));
+                    direct.unwrap_or(a).clone()
+                },
             );
             let mut summary = PartitionRead {
                 topic: topic.name.clone(),

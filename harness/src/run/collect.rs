@@ -27,7 +27,7 @@ use crate::observe::final_read::{FinalReadOptions, final_read_with};
 use crate::run_dir::{RunDir, RunEnd};
 use crate::runtime::Runtime;
 use crate::store::RunLog;
-use crate::system::FinalRead;
+use crate::system::{FinalRead, KafkaNodeIds};
 
 use super::live::Live;
 use super::{RunError, RunStatus};
@@ -69,7 +69,9 @@ const FINAL_READ_TOTAL: Duration = Duration::from_secs(120);
 /// kept, and the checkers that need the rest say why they cannot judge.
 async fn final_read<R: Runtime>(live: &mut Live<R>, dir: &RunDir) {
     let runtime = &live.runtime;
+    let own_ids = runtime.plan().config.system.node.kafka_node_ids == KafkaNodeIds::Own;
     let mut rewrite = BTreeMap::new();
+    let mut by_node = BTreeMap::new();
     let mut via = None;
     for node in runtime.nodes() {
         let (Ok(advertised), Some(direct)) =
@@ -80,6 +82,9 @@ async fn final_read<R: Runtime>(live: &mut Live<R>, dir: &RunDir) {
         if via.is_none() && runtime.is_running(node) && !runtime.is_paused(node).unwrap_or(true) {
             via = Some((node, direct.clone()));
         }
+        if own_ids {
+            by_node.insert(node.broker_id(), direct.clone());
+        }
         rewrite.insert(advertised, direct);
     }
     let Some((node, address)) = via else {
@@ -89,6 +94,7 @@ async fn final_read<R: Runtime>(live: &mut Live<R>, dir: &RunDir) {
     let options = FinalReadOptions {
         via: Some(node),
         rewrite,
+        by_node,
         fetch_version: live.clients.fetch_version,
         fetch_max_wait_ms: live.clients.fetch_max_wait_ms,
         ..FinalReadOptions::new(live.clients.request_timeout, FINAL_READ_TOTAL)
