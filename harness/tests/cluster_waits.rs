@@ -55,7 +55,8 @@ fn docker_image_build_past_its_bound_is_a_timeout_naming_the_image() {
     let spec = epochal::runtime::docker::image::ImageSpec {
         name: "proxy".into(),
         binary: bins.join("epochal-proxy"),
-        at: "/epochal-proxy",
+        at: "/epochal-proxy".into(),
+        extra: Vec::new(),
     };
     let docker = epochal::runtime::docker::api::connect().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();

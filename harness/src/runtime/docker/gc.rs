@@ -45,6 +45,11 @@ pub async fn gc(
             current.insert(spec.repository(), spec.context()?.tag);
         }
     }
+    // The PostgreSQL service's image, from this machine's server.
+    if let Ok(bin) = crate::runtime::postgres::find_binaries() {
+        let spec = super::postgres::spec(&bin);
+        current.insert(spec.repository(), spec.context()?.tag);
+    }
     let images = docker
         .list_images(Some(ListImagesOptions {
             filters: Some(HashMap::from([(

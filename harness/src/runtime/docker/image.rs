@@ -5,6 +5,7 @@
 //! whose binary did not change is reused, and `epochal gc` can tell a stale
 //! image from the current one.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -44,17 +45,20 @@ pub fn specs(config: &ClusterConfig, program: PathBuf, etcd: Option<PathBuf>) ->
                 repository_safe(&system.name)
             },
             binary: program,
-            at: "/epochal-broker",
+            at: "/epochal-broker".into(),
+            extra: Vec::new(),
         },
         proxy: ImageSpec {
             name: "proxy".into(),
             binary: config.proxy_bin(),
-            at: "/epochal-proxy",
+            at: "/epochal-proxy".into(),
+            extra: Vec::new(),
         },
         etcd: etcd.map(|binary| ImageSpec {
             name: "etcd".into(),
             binary,
-            at: "/usr/bin/etcd",
+            at: "/usr/bin/etcd".into(),
+            extra: Vec::new(),
         }),
     }
 }
@@ -70,13 +74,17 @@ fn repository_safe(name: &str) -> String {
         .collect()
 }
 
-/// One image to make: its name (`epochal-<name>`), the binary, and where the
-/// binary goes inside the image (the entrypoint).
+/// One image to make: its name (`epochal-<name>`), the binary, where the
+/// binary goes inside the image (the entrypoint), and any other files the
+/// program reads at run time, each at its own path.
 #[derive(Clone, Debug)]
 pub struct ImageSpec {
     pub name: String,
     pub binary: PathBuf,
-    pub at: &'static str,
+    pub at: String,
+    /// Files, or folders taken whole, copied to the same path inside; an
+    /// ELF file among them brings its libraries as the binary does.
+    pub extra: Vec<PathBuf>,
 }
 
 /// A build context ready to send, and the tag it hashes to.
@@ -94,13 +102,23 @@ impl ImageSpec {
     /// Every header is fixed (mode, owner, mtime 0) so equal inputs hash equal.
     pub fn context(&self) -> Result<Context, RuntimeError> {
         let io = |what: String| move |source| RuntimeError::Io { what, source };
-        let mut files = vec![(
+        let mut files = BTreeMap::from([(
             self.at.trim_start_matches('/').to_owned(),
             self.binary.clone(),
-        )];
-        for library in shared_libraries(&self.binary)? {
-            let inside = library.to_string_lossy().trim_start_matches('/').to_owned();
-            files.push((inside, library));
+        )]);
+        let mut elves = vec![self.binary.clone()];
+        for path in &self.extra {
+            for file in files_under(path)? {
+                if is_elf(&file)? {
+                    elves.push(file.clone());
+                }
+                files.insert(inside(&file), file);
+            }
+        }
+        for elf in &elves {
+            for library in shared_libraries(elf)? {
+                files.insert(inside(&library), library);
+            }
         }
         let dockerfile = format!(
             "FROM scratch\nCOPY rootfs/ /\nLABEL {LABEL_PROJECT}=\"epochal\" {LABEL_IMAGE}=\"{}\"\nENTRYPOINT [\"{}\"]\n",
@@ -126,6 +144,48 @@ impl ImageSpec {
             tar,
         })
     }
+}
+
+/// A host path's place under the context's `rootfs/`.
+fn inside(path: &Path) -> String {
+    path.to_string_lossy().trim_start_matches('/').to_owned()
+}
+
+/// `path` if it is a file, else every file under it (symlinks to files
+/// followed, symlinks to folders not), sorted.
+fn files_under(path: &Path) -> Result<Vec<PathBuf>, RuntimeError> {
+    let io = |what: String| move |source| RuntimeError::Io { what, source };
+    let kind =
+        std::fs::symlink_metadata(path).map_err(io(format!("reading {}", path.display())))?;
+    if !kind.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut files = Vec::new();
+    let entries = std::fs::read_dir(path).map_err(io(format!("listing {}", path.display())))?;
+    for entry in entries {
+        let entry = entry.map_err(io(format!("listing {}", path.display())))?;
+        let child = entry.path();
+        let is_dir = std::fs::metadata(&child).is_ok_and(|m| m.is_dir());
+        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        match (is_dir, is_link) {
+            (true, false) => files.extend(files_under(&child)?),
+            (true, true) => {}
+            (false, _) => files.push(child),
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Whether the file starts with ELF's magic (a program or a library).
+fn is_elf(path: &Path) -> Result<bool, RuntimeError> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let mut file = std::fs::File::open(path).map_err(|source| RuntimeError::Io {
+        what: format!("reading {}", path.display()),
+        source,
+    })?;
+    Ok(file.read_exact(&mut magic).is_ok() && magic == *b"\x7fELF")
 }
 
 fn append(
@@ -291,7 +351,8 @@ mod tests {
         let spec = ImageSpec {
             name: "test".into(),
             binary: PathBuf::from("/bin/true"),
-            at: "/true",
+            at: "/true".into(),
+            extra: Vec::new(),
         };
         let (a, b) = (spec.context().unwrap(), spec.context().unwrap());
         assert_eq!(a.tag, b.tag);

@@ -29,6 +29,7 @@ pub mod api;
 mod container;
 mod gc;
 pub mod image;
+mod postgres;
 mod watcher;
 
 use std::collections::BTreeMap;
@@ -99,21 +100,6 @@ impl DockerRuntime {
     /// removes everything made so far.
     pub async fn start(config: ClusterConfig) -> Result<Self, RuntimeError> {
         let found = config.preflight()?;
-        // A service other than etcd (PostgreSQL) is the process runtime's
-        // only, for now.
-        let others: Vec<&str> = config
-            .system
-            .services()
-            .filter(|&s| s != ServiceKind::Etcd)
-            .map(|s| s.name())
-            .collect();
-        if !others.is_empty() {
-            return Err(RuntimeError::Missing(vec![format!(
-                "the Docker runtime runs etcd as a system's service, nothing else ({} needs {})",
-                config.system.name,
-                others.join(", ")
-            )]));
-        }
         let plan = ClusterPlan::new(config);
         let docker = api::connect()?;
         std::fs::create_dir_all(&plan.config.run_dir)
@@ -150,6 +136,16 @@ impl DockerRuntime {
         runtime.create_network().await?;
         if let Some(image) = &etcd_image {
             runtime.start_etcd(image).await?;
+        }
+        if runtime
+            .cluster
+            .plan
+            .config
+            .system
+            .services()
+            .any(|s| s == ServiceKind::Postgres)
+        {
+            runtime.start_postgres().await?;
         }
         runtime.start_proxy(&proxy_image).await?;
         runtime.create_brokers(&broker_image).await?;
@@ -251,8 +247,12 @@ impl DockerRuntime {
             let upstream = match link.upstream() {
                 Upstream::Broker(to) => format!("{to}:{BROKER_PORT}"),
                 Upstream::Service(ServiceKind::Etcd) => format!("etcd:{ETCD_PORT}"),
-                Upstream::Service(service) => {
-                    unreachable!("checked at start: no {service} on the Docker runtime")
+                Upstream::Service(ServiceKind::Postgres) => {
+                    format!(
+                        "{}:{}",
+                        ServiceKind::Postgres.name(),
+                        postgres::POSTGRES_PORT
+                    )
                 }
             };
             self.cluster.links.insert(link, address);
