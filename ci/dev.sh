@@ -2,7 +2,7 @@
 # epochal's one entry point for set-up, the main job and the tests.
 #
 #   bash ci/dev.sh demo   # the main job: `epochal gate suites/` on the process runtime
-#   bash ci/dev.sh test   # fmt, clippy, every test, the gate on docker, tansu's gates
+#   bash ci/dev.sh test   # fmt, clippy, every test, the gate on docker, tansu and noida gates
 #
 # It installs what the build and the tests need when it is missing: Debian's
 # etcd-server (the coordinator under test clusters), protobuf-compiler (etcd-client's
@@ -12,7 +12,7 @@
 # chromium (headless: the run report's test and bench load the page in it),
 # postgresql (the runtimes' PostgreSQL service, for systems that need one), and,
 # for `test`, the third-party systems under test whose tests and gates CI runs
-# (ci/tools.sh tansu: built once per machine and cached outside the checkout).
+# (ci/tools.sh tansu noida: installed once per machine and cached outside the checkout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -123,7 +123,7 @@ case "$cmd" in
     # hand (`bash ci/tools.sh nisshi` first). noida's gate runs nightly,
     # which installs it (ci/nightly.sh).
     mkdir -p target
-    setsid nice -n 19 bash ci/tools.sh tansu >target/tools.log 2>&1 &
+    setsid nice -n 19 bash ci/tools.sh tansu noida >target/tools.log 2>&1 &
     tools_pid=$!
     trap 'kill -- -"$tools_pid" 2>/dev/null || true' EXIT
     phase "cargo fmt --check"
@@ -168,6 +168,14 @@ case "$cmd" in
     phase "epochal gate --system tansu suites/systems --runtime docker"
     target/debug/epochal gate --system tansu suites/systems --runtime docker \
       --store target/ci-store/tansu-docker --junit target/ci-store/junit-tansu-docker.xml
+    # noida (systems/noida.toml), one node a scenario, two scenarios at once
+    # (about 40 s a runtime): its gate holds two positive controls of its own
+    # bugs (docs/findings/noida-*.md).
+    phase "epochal gate --system noida suites/systems (process, docker)"
+    target/debug/epochal gate --system noida suites/systems --jobs 2 \
+      --store target/ci-store/noida --junit target/ci-store/junit-noida.xml
+    target/debug/epochal gate --system noida suites/systems --jobs 2 --runtime docker \
+      --store target/ci-store/noida-docker --junit target/ci-store/junit-noida-docker.xml
     # The power table (ci/power.sh) and the benchmarks (ci/bench.sh) run
     # nightly at full size (ci/workflows/nightly.yml, jobs `power` and
     # `bench`), not here: their quick modes took 6-8 of CI's 35 minutes for
