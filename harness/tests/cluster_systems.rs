@@ -12,7 +12,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::scenario::{latest, read_results, run_quietly, show, suite_file};
+use common::scenario::{latest, read_results, result_of as result, run_quietly, show, suite_file};
 use epochal::system::System;
 use serde_json::Value;
 
@@ -42,15 +42,6 @@ fn run_variant(
     let run = latest(&store.join("store"));
     let history = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
     (output, run, history)
-}
-
-fn result<'a>(results: &'a Value, checker: &str) -> &'a Value {
-    results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["checker"] == checker)
-        .unwrap_or_else(|| panic!("no {checker} in {results}"))
 }
 
 #[test]
