@@ -3,7 +3,11 @@
 //! them), as history ops the checkers read like the harness's own. A
 //! Produce is a `send` per partition, a Fetch a `poll` per partition that
 //! read something, an OffsetCommit a `commit` and an OffsetFetch a
-//! `committed` per partition (app_groups.rs); each op runs on a process of the application's (a
+//! `committed` per partition (app_groups.rs), a JoinGroup and its SyncGroup
+//! a `rebalance` (app_members.rs), and a transactional id's transaction —
+//! its AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and
+//! transactional Produce requests up to its EndTxn — one `txn`
+//! (app_txns.rs), its records not `send`s; each op runs on a process of the application's (a
 //! number, as every client process is, taken from the run's own count so
 //! none is shared), one process per request in flight on a connection, and
 //! its value carries an `app` object the checkers do not read: the client
@@ -103,12 +107,17 @@ pub fn app_lines(
     let mut connections = BTreeSet::new();
     let mut ops = Vec::new();
     let mut lives = BTreeMap::new();
+    let mut txns = super::app_txns::AppTxns::new(until_ns);
+    let mut rounds = super::app_members::AppRebalances::new(until_ns);
     for exchange in &frames.exchanges {
         connections.insert((exchange.proxy.clone(), exchange.connection));
         tally.clients.extend(exchange.client_id.clone());
         let invoke_ns = clock(exchange.request_ns).min(until_ns);
         let complete_ns = exchange.response_ns.map(clock).map(|t| t.max(invoke_ns));
         match &exchange.call {
+            Call::Produce(produce) if produce.transactional_id.is_some() => {
+                txns.take(exchange, (invoke_ns, complete_ns));
+            }
             Call::Produce(produce) => {
                 for p in &produce.partitions {
                     let op = send_op(exchange, produce, p, (invoke_ns, complete_ns), until_ns);
@@ -144,6 +153,14 @@ pub fn app_lines(
                     ));
                 }
             }
+            Call::InitProducerId(_)
+            | Call::AddPartitionsToTxn(_)
+            | Call::AddOffsetsToTxn(_)
+            | Call::TxnOffsetCommit(_)
+            | Call::EndTxn(_) => txns.take(exchange, (invoke_ns, complete_ns)),
+            Call::JoinGroup(_) | Call::SyncGroup(_) => {
+                rounds.take(exchange, (invoke_ns, complete_ns));
+            }
             Call::CreateTopics(admin) | Call::DeleteTopics(admin) => {
                 let step = match &exchange.call {
                     Call::CreateTopics(_) => LifeStep::Create,
@@ -160,6 +177,8 @@ pub fn app_lines(
             }
         }
     }
+    ops.extend(txns.finish());
+    ops.extend(rounds.finish());
     tally.connections = connections.len();
     for op in &mut ops {
         stamp_isr(op, samples);
