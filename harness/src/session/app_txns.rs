@@ -248,6 +248,7 @@ fn finish(id: &str, txn: Building, ended: Result<u64, (u64, String)>) -> AppOp {
     };
     let mut asked = body.clone();
     asked.offsets = BTreeMap::new();
+    asked.commit_ns = None;
     for op in &mut asked.ops {
         if let MicroOp::Send(send) = op {
             send.offset = None;
@@ -270,5 +271,178 @@ fn finish(id: &str, txn: Building, ended: Result<u64, (u64, String)>) -> AppOp {
         asked: Some(Body::Txn(asked)),
         error,
         app: Value::Object(app),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::reader::app_frames::{AddPartitions, ProducedPartition, Stamp, TxnOffsetCommit};
+
+    const STAMP: Stamp = Stamp { id: 5, epoch: 0 };
+
+    fn at(call: Call, request_ns: u64, response_ns: Option<u64>) -> Exchange {
+        Exchange {
+            proxy: "client-b2".into(),
+            connection: 1,
+            client_id: Some("app".into()),
+            correlation_id: 1,
+            request_ns,
+            response_ns,
+            call,
+        }
+    }
+
+    fn add(id: &str) -> Call {
+        Call::AddPartitionsToTxn(AddPartitions {
+            transactional_id: id.into(),
+            producer: STAMP,
+            partitions: vec![("t".into(), 0, Some(0))],
+        })
+    }
+
+    fn produce(id: &str, values: &[&str], sequence: i32, answer: Option<(i16, i64)>) -> Call {
+        Call::Produce(Produce {
+            acks: -1,
+            transactional_id: Some(id.into()),
+            partitions: vec![ProducedPartition {
+                topic: "t".into(),
+                partition: 0,
+                values: values
+                    .iter()
+                    .map(|v| Some(Bytes::copy_from_slice(v.as_bytes())))
+                    .collect(),
+                producer_id: STAMP.id,
+                producer_epoch: STAMP.epoch,
+                base_sequence: sequence,
+                transactional: true,
+                answer,
+            }],
+        })
+    }
+
+    fn end(id: &str, committed: bool, error_code: Option<i16>) -> Call {
+        Call::EndTxn(EndTxn {
+            transactional_id: id.into(),
+            producer: STAMP,
+            committed,
+            error_code,
+        })
+    }
+
+    /// The exchanges' ops, each exchange's times as given (ns).
+    fn ops(exchanges: &[Exchange]) -> Vec<AppOp> {
+        let mut txns = AppTxns::new(1_000);
+        for e in exchanges {
+            txns.take(e, (e.request_ns, e.response_ns));
+        }
+        txns.finish()
+    }
+
+    fn txn(op: &AppOp) -> &Txn {
+        let Body::Txn(txn) = &op.body else {
+            panic!("not a txn")
+        };
+        txn
+    }
+
+    #[test]
+    fn a_retried_end_and_a_retried_batch_make_one_transaction_each_and_the_rest_is_info() {
+        let offsets = TxnOffsetCommit {
+            transactional_id: "a".into(),
+            producer: STAMP,
+            group: "g".into(),
+            generation: 3,
+            partitions: vec![("in".into(), 0, 43, Some(0)), ("in".into(), 1, 9, Some(16))],
+        };
+        let exchanges = [
+            at(add("a"), 10, Some(11)),
+            // A batch sent twice (its first answer lost), and a text value.
+            at(produce("a", &["1", "2", "x"], 0, None), 12, None),
+            at(produce("a", &["1", "2", "x"], 0, Some((0, 40))), 13, Some(14)),
+            at(Call::TxnOffsetCommit(offsets), 15, Some(16)),
+            // CONCURRENT_TRANSACTIONS, retried; then answered.
+            at(end("a", true, Some(51)), 20, Some(21)),
+            at(end("a", true, Some(0)), 22, Some(23)),
+            // An abort that answered, and one of another id never answered.
+            at(add("a"), 30, Some(31)),
+            at(produce("a", &["3"], 3, Some((0, 44))), 32, Some(33)),
+            at(end("a", false, Some(0)), 34, Some(35)),
+            at(add("b"), 40, Some(41)),
+            at(produce("b", &["4"], 0, Some((0, 46))), 42, Some(43)),
+            at(end("b", true, None), 44, None),
+        ];
+        let ops = ops(&exchanges);
+        let [committed, aborted, open] = &ops[..] else {
+            panic!("{} ops", ops.len())
+        };
+        assert_eq!(
+            (committed.kind, committed.invoke_ns, committed.complete_ns),
+            (OpType::Ok, 10, 23)
+        );
+        let first = txn(committed);
+        assert_eq!((first.intent, first.commit_ns), (Intent::Commit, Some(20)));
+        let sent: Vec<(i64, Option<i64>)> =
+            first.sends().map(|s| (s.value, s.acked_offset())).collect();
+        assert_eq!(sent, [(1, Some(40)), (2, Some(41))]);
+        assert_eq!(committed.app["unjudged_values"], 2);
+        assert_eq!(first.group.as_deref(), Some("g"));
+        assert_eq!(
+            first.offsets.iter().collect::<Vec<_>>(),
+            [(&PartitionRef::new("in", 0), &43)]
+        );
+        let Some(Body::Txn(asked)) = &committed.asked else {
+            panic!("no invoke body")
+        };
+        assert!(asked.offsets.is_empty() && asked.commit_ns.is_none());
+        assert!(asked.sends().all(|s| s.offset.is_none()));
+        assert_eq!((aborted.kind, txn(aborted).intent), (OpType::Ok, Intent::Abort));
+        assert_eq!((open.kind, open.complete_ns), (OpType::Info, 1_000));
+        assert!(
+            open.error.as_deref().unwrap().contains("never answered"),
+            "{:?}",
+            open.error
+        );
+        assert!(txn(open).offsets.is_empty());
+    }
+
+    #[test]
+    fn a_transaction_a_new_producer_or_a_next_transaction_cuts_short_is_info() {
+        let init = |at_ns| {
+            at(
+                Call::InitProducerId(crate::reader::app_frames::InitProducerId {
+                    transactional_id: Some("a".into()),
+                    answer: Some((0, STAMP)),
+                }),
+                at_ns,
+                Some(at_ns + 1),
+            )
+        };
+        let exchanges = [
+            init(1),
+            at(add("a"), 10, Some(11)),
+            // The producer restarted mid-transaction.
+            init(12),
+            at(add("a"), 20, Some(21)),
+            // Its EndTxn failed; it moved on.
+            at(end("a", true, Some(47)), 22, Some(23)),
+            at(add("a"), 30, Some(31)),
+            at(end("a", true, Some(0)), 32, Some(33)),
+        ];
+        let ops = ops(&exchanges);
+        let kinds: Vec<(OpType, Option<TxnProducer>)> =
+            ops.iter().map(|op| (op.kind, txn(op).producer)).collect();
+        let stamp = Some(TxnProducer { id: 5, epoch: 0 });
+        assert_eq!(
+            kinds,
+            [
+                (OpType::Info, stamp),
+                (OpType::Info, stamp),
+                (OpType::Ok, stamp)
+            ]
+        );
+        assert!(ops[1].error.as_deref().unwrap().contains("error 47"));
     }
 }

@@ -415,3 +415,5 @@ fn group_or_txn_request(api: ApiKey, frame: Bytes, version: i16) -> Result<Call,
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_tests;
