@@ -91,7 +91,10 @@ fn app_ops<'a>(history: &'a [Value], f: &str, kind: &str) -> Vec<&'a Value> {
 #[test]
 fn cluster_an_applications_aborted_records_read_under_read_committed_are_caught() {
     let store = tempfile::tempdir().unwrap();
-    let slip = ["--set", "failpoint.leader-omits-aborted-transactions=return"];
+    let slip = [
+        "--set",
+        "failpoint.leader-omits-aborted-transactions=return",
+    ];
     let (results, app, up) = scenario(store.path(), &slip);
     let aborted = strings(&app["aborted"]);
     let read = strings(&app["read"]);
@@ -156,8 +159,15 @@ fn cluster_an_applications_transactions_on_the_fixed_broker_are_judged_valid() {
         .iter()
         .find(|r| r["value"]["group"] == "app-txn-readers")
         .unwrap_or_else(|| panic!("no rebalance of the reader's group: {rounds:?}"));
-    assert!(round["value"]["generation"].as_i64().unwrap() >= 1, "{round}");
-    assert_eq!(round["value"]["partitions"], serde_json::json!(["t-0"]), "{round}");
+    assert!(
+        round["value"]["generation"].as_i64().unwrap() >= 1,
+        "{round}"
+    );
+    assert_eq!(
+        round["value"]["partitions"],
+        serde_json::json!(["t-0"]),
+        "{round}"
+    );
     let printed = up.stdout.all().join("\n");
     println!("{printed}");
 }

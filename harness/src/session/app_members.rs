@@ -226,17 +226,24 @@ mod tests {
         assert_eq!(round["topics"], json!(["t"]));
         assert_eq!(round["partitions"], json!(["t-0"]));
         assert_eq!(round["leader"], round["member"]);
-        assert_eq!((&round["generation"], &round["members"]), (&json!(1), &json!(1)));
+        assert_eq!(
+            (&round["generation"], &round["members"]),
+            (&json!(1), &json!(1))
+        );
         assert_eq!(round["app"]["protocol"], "range");
         // The first join, refused for a member id (KIP-394), fails.
         let refused = done("rebalance", "fail");
         assert!(
-            refused.iter().all(|r| r["error"] == "JoinGroup answered error 79"),
+            refused
+                .iter()
+                .all(|r| r["error"] == "JoinGroup answered error 79"),
             "{refused:?}"
         );
         let polls = done("poll", "ok");
         assert!(
-            polls.iter().all(|p| p["value"]["isolation"] == "read_committed"),
+            polls
+                .iter()
+                .all(|p| p["value"]["isolation"] == "read_committed"),
             "{polls:?}"
         );
     }

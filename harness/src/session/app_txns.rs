@@ -361,7 +361,11 @@ mod tests {
             at(add("a"), 10, Some(11)),
             // A batch sent twice (its first answer lost), and a text value.
             at(produce("a", &["1", "2", "x"], 0, None), 12, None),
-            at(produce("a", &["1", "2", "x"], 0, Some((0, 40))), 13, Some(14)),
+            at(
+                produce("a", &["1", "2", "x"], 0, Some((0, 40))),
+                13,
+                Some(14),
+            ),
             at(Call::TxnOffsetCommit(offsets), 15, Some(16)),
             // CONCURRENT_TRANSACTIONS, retried; then answered.
             at(end("a", true, Some(51)), 20, Some(21)),
@@ -398,7 +402,10 @@ mod tests {
         };
         assert!(asked.offsets.is_empty() && asked.commit_ns.is_none());
         assert!(asked.sends().all(|s| s.offset.is_none()));
-        assert_eq!((aborted.kind, txn(aborted).intent), (OpType::Ok, Intent::Abort));
+        assert_eq!(
+            (aborted.kind, txn(aborted).intent),
+            (OpType::Ok, Intent::Abort)
+        );
         assert_eq!((open.kind, open.complete_ns), (OpType::Info, 1_000));
         assert!(
             open.error.as_deref().unwrap().contains("never answered"),

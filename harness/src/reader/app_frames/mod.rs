@@ -325,9 +325,7 @@ fn request(
         ApiKey::JoinGroup => messages::JoinGroupRequest::header_version(version),
         ApiKey::SyncGroup => messages::SyncGroupRequest::header_version(version),
         ApiKey::InitProducerId => messages::InitProducerIdRequest::header_version(version),
-        ApiKey::AddPartitionsToTxn => {
-            messages::AddPartitionsToTxnRequest::header_version(version)
-        }
+        ApiKey::AddPartitionsToTxn => messages::AddPartitionsToTxnRequest::header_version(version),
         ApiKey::AddOffsetsToTxn => messages::AddOffsetsToTxnRequest::header_version(version),
         ApiKey::TxnOffsetCommit => messages::TxnOffsetCommitRequest::header_version(version),
         ApiKey::EndTxn => messages::EndTxnRequest::header_version(version),
@@ -343,7 +341,9 @@ fn request(
         | ApiKey::AddPartitionsToTxn
         | ApiKey::AddOffsetsToTxn
         | ApiKey::TxnOffsetCommit
-        | ApiKey::EndTxn => group_or_txn_request(api, frame, version).map_err(|e| fail(e.to_string()))?,
+        | ApiKey::EndTxn => {
+            group_or_txn_request(api, frame, version).map_err(|e| fail(e.to_string()))?
+        }
         ApiKey::Produce => {
             Call::Produce(produce::request(frame, version).map_err(|e| fail(e.to_string()))?)
         }

@@ -102,7 +102,11 @@ pub fn add_partitions_request(
     // Version 4 on is the brokers' batched form (KIP-890); a client sends
     // one transaction, read the same way.
     let (transactional_id, producer, topics) = match request.transactions.first() {
-        Some(t) => (&t.transactional_id, (t.producer_id, t.producer_epoch), &t.topics),
+        Some(t) => (
+            &t.transactional_id,
+            (t.producer_id, t.producer_epoch),
+            &t.topics,
+        ),
         None => (
             &request.v3_and_below_transactional_id,
             (
@@ -120,7 +124,11 @@ pub fn add_partitions_request(
         },
         partitions: topics
             .iter()
-            .flat_map(|t| t.partitions.iter().map(|&p| (t.name.0.to_string(), p, None)))
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|&p| (t.name.0.to_string(), p, None))
+            })
             .collect(),
     })
 }
@@ -131,10 +139,12 @@ pub fn add_partitions_answer(
     frame: Bytes,
 ) -> Result<(), DecodeError> {
     let response: AddPartitionsToTxnResponse = decode_response(frame, version)?;
-    let topics = response
-        .results_by_topic_v3_and_below
-        .iter()
-        .chain(response.results_by_transaction.iter().flat_map(|r| &r.topic_results));
+    let topics = response.results_by_topic_v3_and_below.iter().chain(
+        response
+            .results_by_transaction
+            .iter()
+            .flat_map(|r| &r.topic_results),
+    );
     for topic in topics {
         for answered in &topic.results_by_partition {
             if let Some(p) = add.partitions.iter_mut().find(|(t, p, _)| {

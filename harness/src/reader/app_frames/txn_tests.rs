@@ -98,7 +98,10 @@ fn a_real_clients_transactions_and_membership_decode_whole() {
     let [join] = &joined[..] else {
         panic!("{joined:?}")
     };
-    assert_eq!((join.group.as_str(), &join.topics[..]), ("app-txn-readers", &["t".to_owned()][..]));
+    assert_eq!(
+        (join.group.as_str(), &join.topics[..]),
+        ("app-txn-readers", &["t".to_owned()][..])
+    );
     let answer = join.answer.as_ref().unwrap();
     assert_eq!(answer.leader, answer.member);
     assert_eq!(answer.members, 1);
@@ -113,7 +116,10 @@ fn a_real_clients_transactions_and_membership_decode_whole() {
     let [sync] = &synced[..] else {
         panic!("{synced:?}")
     };
-    assert_eq!((sync.generation, &sync.member), (answer.generation, &answer.member));
+    assert_eq!(
+        (sync.generation, &sync.member),
+        (answer.generation, &answer.member)
+    );
     assert_eq!(sync.answer, Some((0, vec![("t".to_owned(), 0)])));
 }
 
