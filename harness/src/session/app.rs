@@ -607,4 +607,64 @@ mod tests {
         assert!(text.contains(r#""values":["hello"]"#), "{text}");
         assert!(text.contains(r#""client_id":"rdkafka""#), "{text}");
     }
+
+    /// A real client's recording (tests/fixtures/app-txn: three
+    /// transactions of confluent-kafka's producer, the second aborted, and
+    /// a read_committed consumer of group app-txn-readers) as history lines.
+    #[test]
+    fn a_real_clients_recording_makes_its_transactions_and_its_round() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/app-txn");
+        let frames = crate::reader::app_frames::read_app_frames(&dir, u64::MAX).unwrap();
+        let mut next = 0;
+        let (lines, tally) = app_lines(&frames, 0, u64::MAX / 2, &Vec::new(), &mut || {
+            next += 1;
+            next
+        });
+        let done = |f: &str, kind: &str| {
+            lines
+                .iter()
+                .filter(|l| l["f"] == f && l["type"] == kind)
+                .collect::<Vec<_>>()
+        };
+        // No transactional record is a plain send.
+        assert!(done("send", "ok").is_empty(), "{tally:?}");
+        let txns = done("txn", "ok");
+        let ended: Vec<(&str, usize)> = txns
+            .iter()
+            .map(|t| {
+                let ops = t["value"]["ops"].as_array().unwrap();
+                assert!(ops.iter().all(|op| op[3].is_i64()), "{t}");
+                (t["value"]["intent"].as_str().unwrap(), ops.len())
+            })
+            .collect();
+        assert_eq!(ended, [("commit", 3), ("abort", 3), ("commit", 3)]);
+        let [round] = &done("rebalance", "ok")[..] else {
+            panic!("{tally:?}")
+        };
+        let round = &round["value"];
+        assert_eq!(round["group"], "app-txn-readers");
+        assert_eq!(round["topics"], json!(["t"]));
+        assert_eq!(round["partitions"], json!(["t-0"]));
+        assert_eq!(round["leader"], round["member"]);
+        assert_eq!(
+            (&round["generation"], &round["members"]),
+            (&json!(1), &json!(1))
+        );
+        assert_eq!(round["app"]["protocol"], "range");
+        // The first join, refused for a member id (KIP-394), fails.
+        let refused = done("rebalance", "fail");
+        assert!(
+            refused
+                .iter()
+                .all(|r| r["error"] == "JoinGroup answered error 79"),
+            "{refused:?}"
+        );
+        let polls = done("poll", "ok");
+        assert!(
+            polls
+                .iter()
+                .all(|p| p["value"]["isolation"] == "read_committed"),
+            "{polls:?}"
+        );
+    }
 }
