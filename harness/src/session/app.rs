@@ -300,6 +300,11 @@ fn poll_op(
         "last_stable_offset".into(),
         json!(answer.last_stable_offset),
     );
+    if !answer.aborted.is_empty() {
+        // What the broker said of the aborted transactions the records
+        // span: the consumer dropped their records by it.
+        app.insert("aborted_transactions".into(), json!(answer.aborted));
+    }
     let mut poll = Poll::new(
         PartitionRef::new(&p.topic, p.partition as u32),
         u64::try_from(p.fetch_offset).unwrap_or(0),
@@ -423,7 +428,12 @@ fn on_processes(mut ops: Vec<AppOp>, next_process: &mut dyn FnMut() -> u64) -> V
 }
 
 /// What `app` says of the answer, left off the invoke.
-const ANSWERED: [&str; 3] = ["base_offset", "error_code", "last_stable_offset"];
+const ANSWERED: [&str; 4] = [
+    "base_offset",
+    "error_code",
+    "last_stable_offset",
+    "aborted_transactions",
+];
 
 /// One history line of `op` (its index is the merge's to give).
 fn to_line(op: &AppOp, kind: OpType, time_ns: u64, error: Option<String>, process: u64) -> Value {
@@ -498,6 +508,7 @@ mod tests {
                         error_code: 0,
                         high_watermark: hw,
                         last_stable_offset: hw,
+                        aborted: Vec::new(),
                         records: records
                             .iter()
                             .map(|(o, v)| FetchedRecord {
@@ -664,6 +675,22 @@ mod tests {
             polls
                 .iter()
                 .all(|p| p["value"]["isolation"] == "read_committed"),
+            "{polls:?}"
+        );
+        // The answer listed the aborted transaction; the poll holds none of
+        // its values, as the consumer read none.
+        let read: Vec<i64> = polls
+            .iter()
+            .flat_map(|p| p["value"]["records"].as_array().unwrap().clone())
+            .map(|r| r[1].as_i64().unwrap())
+            .collect();
+        assert_eq!(read, [1000, 1001, 1002, 1020, 1021, 1022]);
+        assert!(
+            polls
+                .iter()
+                .any(|p| p["value"]["app"]["aborted_transactions"]
+                    .as_array()
+                    .is_some_and(|a| a.len() == 1)),
             "{polls:?}"
         );
     }
