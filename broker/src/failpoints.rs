@@ -96,10 +96,17 @@ pub enum Failpoint {
     /// have deleted their logs, so a test can show that the harness names a
     /// topic whose deletion never completes after the final heal.
     ControllerDropsStopReplicaAnswer,
+    /// A leader is answering a read_committed consumer's fetch that holds
+    /// records. `return` makes the answer list no aborted transaction: the
+    /// consumer, which drops an aborted transaction's records only by that
+    /// list (KIP-98's aborted-transaction index), returns them as committed.
+    /// A slip in the read path no release shipped, so a test can show that
+    /// the harness names an application's read of an aborted write.
+    LeaderOmitsAbortedTransactions,
 }
 
 impl Failpoint {
-    pub const ALL: [Failpoint; 15] = [
+    pub const ALL: [Failpoint; 16] = [
         Failpoint::ControllerBeforeEvent,
         Failpoint::ControllerBeforeBrokerLoss,
         Failpoint::ControllerAfterWrite,
@@ -115,6 +122,7 @@ impl Failpoint {
         Failpoint::LeaderAcksOnAppend,
         Failpoint::StopReplicaKeepsLog,
         Failpoint::ControllerDropsStopReplicaAnswer,
+        Failpoint::LeaderOmitsAbortedTransactions,
     ];
 
     pub fn name(self) -> &'static str {
@@ -134,6 +142,7 @@ impl Failpoint {
             Failpoint::LeaderAcksOnAppend => "leader-acks-on-append",
             Failpoint::StopReplicaKeepsLog => "stop-replica-keeps-log",
             Failpoint::ControllerDropsStopReplicaAnswer => "controller-drops-stop-replica-answer",
+            Failpoint::LeaderOmitsAbortedTransactions => "leader-omits-aborted-transactions",
         }
     }
 

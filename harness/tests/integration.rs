@@ -46,6 +46,7 @@ mod cluster_up;
 mod cluster_up_app;
 mod cluster_up_app_commits;
 mod cluster_up_app_lives;
+mod cluster_up_app_txns;
 mod cluster_up_app_writes;
 mod cluster_up_coordinators;
 mod cluster_waits;

@@ -405,7 +405,12 @@ impl ReplicaManager {
                 .map_err(|e| storage_error_code(&e))?;
             batches_below(raw, bound)
         };
-        let aborted = if committed && !records.is_empty() {
+        // The slip the failpoint puts in: the aborted transactions unlisted.
+        let aborted = if committed
+            && !records.is_empty()
+            && !crate::failpoints::hit_or_return(
+                crate::failpoints::Failpoint::LeaderOmitsAbortedTransactions,
+            ) {
             log.aborted_txns(offset, bound)
                 .map_err(|e| storage_error_code(&e))?
                 .into_iter()

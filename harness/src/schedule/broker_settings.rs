@@ -111,4 +111,5 @@ pub const FAILPOINTS: &[&str] = &[
     "leader-acks-on-append",
     "stop-replica-keeps-log",
     "controller-drops-stop-replica-answer",
+    "leader-omits-aborted-transactions",
 ];

@@ -3,7 +3,11 @@
 //! them), as history ops the checkers read like the harness's own. A
 //! Produce is a `send` per partition, a Fetch a `poll` per partition that
 //! read something, an OffsetCommit a `commit` and an OffsetFetch a
-//! `committed` per partition (app_groups.rs); each op runs on a process of the application's (a
+//! `committed` per partition (app_groups.rs), a JoinGroup and its SyncGroup
+//! a `rebalance` (app_members.rs), and a transactional id's transaction —
+//! its AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and
+//! transactional Produce requests up to its EndTxn — one `txn`
+//! (app_txns.rs), its records not `send`s; each op runs on a process of the application's (a
 //! number, as every client process is, taken from the run's own count so
 //! none is shared), one process per request in flight on a connection, and
 //! its value carries an `app` object the checkers do not read: the client
@@ -103,12 +107,17 @@ pub fn app_lines(
     let mut connections = BTreeSet::new();
     let mut ops = Vec::new();
     let mut lives = BTreeMap::new();
+    let mut txns = super::app_txns::AppTxns::new(until_ns);
+    let mut rounds = super::app_members::AppRebalances::new(until_ns);
     for exchange in &frames.exchanges {
         connections.insert((exchange.proxy.clone(), exchange.connection));
         tally.clients.extend(exchange.client_id.clone());
         let invoke_ns = clock(exchange.request_ns).min(until_ns);
         let complete_ns = exchange.response_ns.map(clock).map(|t| t.max(invoke_ns));
         match &exchange.call {
+            Call::Produce(produce) if produce.transactional_id.is_some() => {
+                txns.take(exchange, (invoke_ns, complete_ns));
+            }
             Call::Produce(produce) => {
                 for p in &produce.partitions {
                     let op = send_op(exchange, produce, p, (invoke_ns, complete_ns), until_ns);
@@ -144,6 +153,14 @@ pub fn app_lines(
                     ));
                 }
             }
+            Call::InitProducerId(_)
+            | Call::AddPartitionsToTxn(_)
+            | Call::AddOffsetsToTxn(_)
+            | Call::TxnOffsetCommit(_)
+            | Call::EndTxn(_) => txns.take(exchange, (invoke_ns, complete_ns)),
+            Call::JoinGroup(_) | Call::SyncGroup(_) => {
+                rounds.take(exchange, (invoke_ns, complete_ns));
+            }
             Call::CreateTopics(admin) | Call::DeleteTopics(admin) => {
                 let step = match &exchange.call {
                     Call::CreateTopics(_) => LifeStep::Create,
@@ -160,6 +177,8 @@ pub fn app_lines(
             }
         }
     }
+    ops.extend(txns.finish());
+    ops.extend(rounds.finish());
     tally.connections = connections.len();
     for op in &mut ops {
         stamp_isr(op, samples);
@@ -281,6 +300,11 @@ fn poll_op(
         "last_stable_offset".into(),
         json!(answer.last_stable_offset),
     );
+    if !answer.aborted.is_empty() {
+        // What the broker said of the aborted transactions the records
+        // span: the consumer dropped their records by it.
+        app.insert("aborted_transactions".into(), json!(answer.aborted));
+    }
     let mut poll = Poll::new(
         PartitionRef::new(&p.topic, p.partition as u32),
         u64::try_from(p.fetch_offset).unwrap_or(0),
@@ -404,7 +428,12 @@ fn on_processes(mut ops: Vec<AppOp>, next_process: &mut dyn FnMut() -> u64) -> V
 }
 
 /// What `app` says of the answer, left off the invoke.
-const ANSWERED: [&str; 3] = ["base_offset", "error_code", "last_stable_offset"];
+const ANSWERED: [&str; 4] = [
+    "base_offset",
+    "error_code",
+    "last_stable_offset",
+    "aborted_transactions",
+];
 
 /// One history line of `op` (its index is the merge's to give).
 fn to_line(op: &AppOp, kind: OpType, time_ns: u64, error: Option<String>, process: u64) -> Value {
@@ -479,6 +508,7 @@ mod tests {
                         error_code: 0,
                         high_watermark: hw,
                         last_stable_offset: hw,
+                        aborted: Vec::new(),
                         records: records
                             .iter()
                             .map(|(o, v)| FetchedRecord {
@@ -587,5 +617,81 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains(r#""values":["hello"]"#), "{text}");
         assert!(text.contains(r#""client_id":"rdkafka""#), "{text}");
+    }
+
+    /// A real client's recording (tests/fixtures/app-txn: three
+    /// transactions of confluent-kafka's producer, the second aborted, and
+    /// a read_committed consumer of group app-txn-readers) as history lines.
+    #[test]
+    fn a_real_clients_recording_makes_its_transactions_and_its_round() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/app-txn");
+        let frames = crate::reader::app_frames::read_app_frames(&dir, u64::MAX).unwrap();
+        let mut next = 0;
+        let (lines, tally) = app_lines(&frames, 0, u64::MAX / 2, &Vec::new(), &mut || {
+            next += 1;
+            next
+        });
+        let done = |f: &str, kind: &str| {
+            lines
+                .iter()
+                .filter(|l| l["f"] == f && l["type"] == kind)
+                .collect::<Vec<_>>()
+        };
+        // No transactional record is a plain send.
+        assert!(done("send", "ok").is_empty(), "{tally:?}");
+        let txns = done("txn", "ok");
+        let ended: Vec<(&str, usize)> = txns
+            .iter()
+            .map(|t| {
+                let ops = t["value"]["ops"].as_array().unwrap();
+                assert!(ops.iter().all(|op| op[3].is_i64()), "{t}");
+                (t["value"]["intent"].as_str().unwrap(), ops.len())
+            })
+            .collect();
+        assert_eq!(ended, [("commit", 3), ("abort", 3), ("commit", 3)]);
+        let [round] = &done("rebalance", "ok")[..] else {
+            panic!("{tally:?}")
+        };
+        let round = &round["value"];
+        assert_eq!(round["group"], "app-txn-readers");
+        assert_eq!(round["topics"], json!(["t"]));
+        assert_eq!(round["partitions"], json!(["t-0"]));
+        assert_eq!(round["leader"], round["member"]);
+        assert_eq!(
+            (&round["generation"], &round["members"]),
+            (&json!(1), &json!(1))
+        );
+        assert_eq!(round["app"]["protocol"], "range");
+        // The first join, refused for a member id (KIP-394), fails.
+        let refused = done("rebalance", "fail");
+        assert!(
+            refused
+                .iter()
+                .all(|r| r["error"] == "JoinGroup answered error 79"),
+            "{refused:?}"
+        );
+        let polls = done("poll", "ok");
+        assert!(
+            polls
+                .iter()
+                .all(|p| p["value"]["isolation"] == "read_committed"),
+            "{polls:?}"
+        );
+        // The answer listed the aborted transaction; the poll holds none of
+        // its values, as the consumer read none.
+        let read: Vec<i64> = polls
+            .iter()
+            .flat_map(|p| p["value"]["records"].as_array().unwrap().clone())
+            .map(|r| r[1].as_i64().unwrap())
+            .collect();
+        assert_eq!(read, [1000, 1001, 1002, 1020, 1021, 1022]);
+        assert!(
+            polls
+                .iter()
+                .any(|p| p["value"]["app"]["aborted_transactions"]
+                    .as_array()
+                    .is_some_and(|a| a.len() == 1)),
+            "{polls:?}"
+        );
     }
 }

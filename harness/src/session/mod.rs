@@ -21,8 +21,10 @@
 
 pub mod app;
 mod app_groups;
+mod app_members;
 mod app_op;
 mod app_topics;
+mod app_txns;
 pub mod control;
 mod record;
 mod replicas;

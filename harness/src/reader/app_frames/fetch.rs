@@ -38,6 +38,9 @@ pub struct FetchAnswer {
     pub error_code: i16,
     pub high_watermark: i64,
     pub last_stable_offset: i64,
+    /// Under read_committed, the aborted transactions the answer listed
+    /// (version 4 on): (producer id, first offset).
+    pub aborted: Vec<(i64, i64)>,
     pub records: Vec<FetchedRecord>,
 }
 
@@ -99,7 +102,8 @@ pub fn answer(fetch: &mut Fetch, version: i16, frame: Bytes) -> Result<(), Decod
                 error_code: data.error_code,
                 high_watermark: data.high_watermark,
                 last_stable_offset: data.last_stable_offset,
-                records: read_records(&sets, p.fetch_offset, aborted),
+                records: read_records(&sets, p.fetch_offset, aborted.clone()),
+                aborted,
             });
         }
     }

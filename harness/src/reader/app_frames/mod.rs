@@ -7,8 +7,11 @@
 //! connection — and the pairs of the APIs an application's history is made
 //! of are decoded with the `kafka-protocol` crate into [`Exchange`]s:
 //! Produce ([`produce`]), Fetch ([`fetch`]), OffsetCommit and OffsetFetch
-//! ([`groups`]), CreateTopics and DeleteTopics ([`admin`]). Other APIs (Metadata,
-//! ApiVersions, FindCoordinator, ...) pair and pass. A frame of those APIs
+//! ([`groups`]), JoinGroup and SyncGroup ([`members`]), the transaction
+//! APIs InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit
+//! and EndTxn ([`txn`]), CreateTopics and DeleteTopics ([`admin`]). Other
+//! APIs (Metadata, ApiVersions, FindCoordinator, Heartbeat, ...) pair and
+//! pass. A frame of those APIs
 //! that does not decode is counted and named (api key, version, proxy,
 //! connection), never fatal; so is a response that answers no recorded
 //! request (the proxy dropped frames there: a gap) and a request whose
@@ -21,14 +24,16 @@
 pub mod admin;
 pub mod fetch;
 pub mod groups;
+pub mod members;
 pub mod produce;
+pub mod txn;
 mod wire;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, RequestHeader};
+use kafka_protocol::messages::{self, ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, HeaderVersion};
 
 use super::frames::{FramesError, Recorded, read_recording};
@@ -37,7 +42,9 @@ use wire::DecodeError;
 pub use admin::TopicAdmin;
 pub use fetch::{Fetch, FetchAnswer, FetchedPartition, FetchedRecord};
 pub use groups::{OffsetCommit, OffsetFetch};
+pub use members::{JoinGroup, Joined, SyncGroup};
 pub use produce::{Produce, ProducedPartition};
+pub use txn::{AddOffsets, AddPartitions, EndTxn, InitProducerId, Stamp, TxnOffsetCommit};
 
 /// The prefix of a client link's proxy name (`client-b2`).
 pub const CLIENT_PROXY_PREFIX: &str = "client-";
@@ -70,6 +77,13 @@ pub enum Call {
     OffsetFetch(OffsetFetch),
     CreateTopics(TopicAdmin),
     DeleteTopics(TopicAdmin),
+    JoinGroup(JoinGroup),
+    SyncGroup(SyncGroup),
+    InitProducerId(InitProducerId),
+    AddPartitionsToTxn(AddPartitions),
+    AddOffsetsToTxn(AddOffsets),
+    TxnOffsetCommit(TxnOffsetCommit),
+    EndTxn(EndTxn),
 }
 
 /// A frame the decoder could not read, named.
@@ -308,12 +322,28 @@ fn request(
         ApiKey::DeleteTopics => {
             kafka_protocol::messages::DeleteTopicsRequest::header_version(version)
         }
+        ApiKey::JoinGroup => messages::JoinGroupRequest::header_version(version),
+        ApiKey::SyncGroup => messages::SyncGroupRequest::header_version(version),
+        ApiKey::InitProducerId => messages::InitProducerIdRequest::header_version(version),
+        ApiKey::AddPartitionsToTxn => messages::AddPartitionsToTxnRequest::header_version(version),
+        ApiKey::AddOffsetsToTxn => messages::AddOffsetsToTxnRequest::header_version(version),
+        ApiKey::TxnOffsetCommit => messages::TxnOffsetCommitRequest::header_version(version),
+        ApiKey::EndTxn => messages::EndTxnRequest::header_version(version),
         // Not an API of the history.
         _ => return Ok((correlation_id, pending)),
     };
     let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|e| fail(format!("request header: {e:#}")))?;
     let call = match api {
+        ApiKey::JoinGroup
+        | ApiKey::SyncGroup
+        | ApiKey::InitProducerId
+        | ApiKey::AddPartitionsToTxn
+        | ApiKey::AddOffsetsToTxn
+        | ApiKey::TxnOffsetCommit
+        | ApiKey::EndTxn => {
+            group_or_txn_request(api, frame, version).map_err(|e| fail(e.to_string()))?
+        }
         ApiKey::Produce => {
             Call::Produce(produce::request(frame, version).map_err(|e| fail(e.to_string()))?)
         }
@@ -356,8 +386,34 @@ fn answer(call: &mut Call, version: i16, frame: Bytes) -> Result<(), DecodeError
         Call::OffsetFetch(fetch) => groups::fetch_answer(fetch, version, frame),
         Call::CreateTopics(admin) => admin::create_answer(admin, version, frame),
         Call::DeleteTopics(admin) => admin::delete_answer(admin, version, frame),
+        Call::JoinGroup(join) => members::join_answer(join, version, frame),
+        Call::SyncGroup(sync) => members::sync_answer(sync, version, frame),
+        Call::InitProducerId(init) => txn::init_answer(init, version, frame),
+        Call::AddPartitionsToTxn(add) => txn::add_partitions_answer(add, version, frame),
+        Call::AddOffsetsToTxn(add) => txn::add_offsets_answer(add, version, frame),
+        Call::TxnOffsetCommit(commit) => txn::offset_commit_answer(commit, version, frame),
+        Call::EndTxn(end) => txn::end_answer(end, version, frame),
     }
+}
+
+/// The body of a group-membership or transaction request (its header read).
+fn group_or_txn_request(api: ApiKey, frame: Bytes, version: i16) -> Result<Call, DecodeError> {
+    Ok(match api {
+        ApiKey::JoinGroup => Call::JoinGroup(members::join_request(frame, version)?),
+        ApiKey::SyncGroup => Call::SyncGroup(members::sync_request(frame, version)?),
+        ApiKey::InitProducerId => Call::InitProducerId(txn::init_request(frame, version)?),
+        ApiKey::AddPartitionsToTxn => {
+            Call::AddPartitionsToTxn(txn::add_partitions_request(frame, version)?)
+        }
+        ApiKey::AddOffsetsToTxn => Call::AddOffsetsToTxn(txn::add_offsets_request(frame, version)?),
+        ApiKey::TxnOffsetCommit => {
+            Call::TxnOffsetCommit(txn::offset_commit_request(frame, version)?)
+        }
+        _ => Call::EndTxn(txn::end_request(frame, version)?),
+    })
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod txn_tests;
