@@ -47,7 +47,7 @@ pub async fn gc(
     }
     // The PostgreSQL service's image, from this machine's server.
     if let Ok(bin) = crate::runtime::postgres::find_binaries() {
-        let spec = super::postgres::spec(&bin);
+        let spec = image::postgres(&bin);
         current.insert(spec.repository(), spec.context()?.tag);
     }
     let images = docker

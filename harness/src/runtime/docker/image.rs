@@ -16,6 +16,7 @@ use testcontainers::bollard::Docker;
 use testcontainers::bollard::query_parameters::BuildImageOptions;
 
 use super::api::{LABEL_IMAGE, LABEL_PROJECT, docker_error};
+use crate::runtime::postgres::PgBin;
 use crate::runtime::{ClusterConfig, RuntimeError};
 
 /// The images a cluster needs: the broker (the system's `program`), the
@@ -60,6 +61,31 @@ pub fn specs(config: &ClusterConfig, program: PathBuf, etcd: Option<PathBuf>) ->
             at: "/usr/bin/etcd".into(),
             extra: Vec::new(),
         }),
+    }
+}
+
+/// The image of this machine's PostgreSQL server (docker/postgres.rs runs it).
+pub fn postgres(bin: &PgBin) -> ImageSpec {
+    // Debian's layout: /usr/lib/postgresql/<major>/{bin,lib}, and the share
+    // folder the server finds from its own path, /usr/share/postgresql/<major>.
+    let root = bin.postgres.parent().and_then(Path::parent);
+    let major = root.and_then(Path::file_name).map(PathBuf::from);
+    let mut extra: Vec<PathBuf> = Vec::new();
+    if let (Some(root), Some(major)) = (root, major) {
+        extra.push(root.join("lib"));
+        extra.push(Path::new("/usr/share/postgresql").join(major));
+    }
+    // The time zone initdb wrote into postgresql.conf (the host's, or UTC),
+    // read from the system's data (Debian builds with system tzdata).
+    extra.push("/usr/share/zoneinfo".into());
+    // Its account by name, should the server look itself up.
+    extra.extend(["/etc/passwd", "/etc/group"].map(PathBuf::from));
+    extra.retain(|p| p.exists());
+    ImageSpec {
+        name: "postgres".into(),
+        binary: bin.postgres.clone(),
+        at: bin.postgres.display().to_string(),
+        extra,
     }
 }
 

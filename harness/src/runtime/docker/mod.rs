@@ -145,7 +145,8 @@ impl DockerRuntime {
             .services()
             .any(|s| s == ServiceKind::Postgres)
         {
-            runtime.start_postgres().await?;
+            let owner = runtime.store_owner()?;
+            postgres::start(&runtime.containers(), &runtime.cluster.plan, owner).await?;
         }
         runtime.start_proxy(&proxy_image).await?;
         runtime.create_brokers(&broker_image).await?;

@@ -17,113 +17,81 @@
 //! for the harness's own probe and the system's schema.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::container::Spec;
-use super::container::free_port;
-use super::image::{self, ImageSpec};
-use super::{DockerRuntime, absolute};
+use super::container::{Containers, Spec, free_port};
+use super::image;
 use crate::runtime::RuntimeError;
-use crate::runtime::postgres::{self, Account, PgBin, PostgresPlan};
+use crate::runtime::plan::ClusterPlan;
+use crate::runtime::postgres::{self, Account, PostgresPlan};
 use crate::system::ServiceKind;
 
 /// The port the server listens on inside its container.
 pub const POSTGRES_PORT: u16 = 5432;
 
-/// The image of this machine's PostgreSQL server.
-pub fn spec(bin: &PgBin) -> ImageSpec {
-    // Debian's layout: /usr/lib/postgresql/<major>/{bin,lib}, and the share
-    // folder the server finds from its own path, /usr/share/postgresql/<major>.
-    let root = bin.postgres.parent().and_then(Path::parent);
-    let major = root.and_then(Path::file_name).map(PathBuf::from);
-    let mut extra: Vec<PathBuf> = Vec::new();
-    if let (Some(root), Some(major)) = (root, major) {
-        extra.push(root.join("lib"));
-        extra.push(Path::new("/usr/share/postgresql").join(major));
+/// PostgreSQL as a container of the run `containers` makes, initialised on
+/// the host and answering a startup as its superuser, with `plan`'s system's
+/// schema applied. `owner` (`uid:gid`) runs it when the harness is not root.
+pub(super) async fn start(
+    containers: &Containers<'_>,
+    plan: &ClusterPlan,
+    owner: String,
+) -> Result<(), RuntimeError> {
+    let bin = postgres::find_binaries()?;
+    let image = image::ensure(containers.docker, &image::postgres(&bin)).await?;
+    let layout = plan.layout();
+    let timeout = plan
+        .config
+        .start_timeout
+        .max(std::time::Duration::from_secs(60));
+    let data_dir = std::path::absolute(layout.postgres_data())
+        .map_err(RuntimeError::io("resolving the PostgreSQL data directory"))?;
+    let at = PostgresPlan::new(bin, data_dir.clone(), POSTGRES_PORT, layout.postgres_log())?;
+    at.initdb(timeout).await?;
+    trust_the_run_network(&data_dir)?;
+    let host_port = free_port()?;
+    let server = at.server_command();
+    // The image's entrypoint is the server: its arguments only.
+    let mut cmd: Vec<String> = server
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // After the plan's own `-c`s, so these win: every address of the
+    // container (the plan's is loopback only), and no JIT (its LLVM
+    // library is not in the image).
+    cmd.extend(["-c", "listen_addresses=*", "-c", "jit=off"].map(String::from));
+    let user = match &at.account {
+        Account::Other { uid, gid, .. } => format!("{uid}:{gid}"),
+        Account::Current => owner,
+    };
+    let mount = data_dir.display().to_string();
+    let container = containers
+        .create(Spec {
+            name: format!("epochal-{}-postgres", containers.run_id),
+            alias: ServiceKind::Postgres.name(),
+            image: &image,
+            cmd,
+            env: Vec::new(),
+            binds: vec![format!("{mount}:{mount}")],
+            publish: vec![(POSTGRES_PORT, host_port)],
+            log: layout.postgres_log(),
+            user: Some(user),
+            tmpfs: Vec::new(),
+            working_dir: Some(mount),
+        })
+        .await?;
+    let pid = containers.start_container(&container).await?;
+    let address = format!("127.0.0.1:{host_port}");
+    containers
+        .await_serving(&container, pid, "PostgreSQL answering", || async {
+            let attempt = std::time::Duration::from_secs(1);
+            postgres::postgres_ready(&address, attempt).await.is_ok()
+        })
+        .await?;
+    if let Some(schema) = plan.config.system.schema(ServiceKind::Postgres) {
+        postgres::run_script(&address, schema, timeout).await?;
     }
-    // The time zone initdb wrote into postgresql.conf (the host's, or UTC),
-    // read from the system's data (Debian builds with system tzdata).
-    extra.push("/usr/share/zoneinfo".into());
-    // Its account by name, should the server look itself up.
-    extra.extend(["/etc/passwd", "/etc/group"].map(PathBuf::from));
-    extra.retain(|p| p.exists());
-    ImageSpec {
-        name: "postgres".into(),
-        binary: bin.postgres.clone(),
-        at: bin.postgres.display().to_string(),
-        extra,
-    }
-}
-
-impl DockerRuntime {
-    /// PostgreSQL as a container of the run, initialised on the host and
-    /// answering a startup as its superuser, with the system's schema
-    /// applied.
-    pub(super) async fn start_postgres(&mut self) -> Result<(), RuntimeError> {
-        let bin = postgres::find_binaries()?;
-        let image = image::ensure(&self.docker, &spec(&bin)).await?;
-        let layout = self.cluster.plan.layout();
-        let timeout = self
-            .cluster
-            .plan
-            .config
-            .start_timeout
-            .max(std::time::Duration::from_secs(60));
-        let data_dir = absolute(&layout.postgres_data())?;
-        let at = PostgresPlan::new(bin, data_dir.clone(), POSTGRES_PORT, layout.postgres_log())?;
-        at.initdb(timeout).await?;
-        trust_the_run_network(&data_dir)?;
-        let host_port = free_port()?;
-        let server = at.server_command();
-        // The image's entrypoint is the server: its arguments only.
-        let mut cmd: Vec<String> = server
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        // After the plan's own `-c`s, so these win: every address of the
-        // container (the plan's is loopback only), and no JIT (its LLVM
-        // library is not in the image).
-        cmd.extend(["-c", "listen_addresses=*", "-c", "jit=off"].map(String::from));
-        let user = match &at.account {
-            Account::Other { uid, gid, .. } => format!("{uid}:{gid}"),
-            Account::Current => self.store_owner()?,
-        };
-        let mount = data_dir.display().to_string();
-        let container = self
-            .containers()
-            .create(Spec {
-                name: format!("epochal-{}-postgres", self.run_id),
-                alias: ServiceKind::Postgres.name(),
-                image: &image,
-                cmd,
-                env: Vec::new(),
-                binds: vec![format!("{mount}:{mount}")],
-                publish: vec![(POSTGRES_PORT, host_port)],
-                log: layout.postgres_log(),
-                user: Some(user),
-                tmpfs: Vec::new(),
-                working_dir: Some(mount),
-            })
-            .await?;
-        let pid = self.containers().start_container(&container).await?;
-        let address = format!("127.0.0.1:{host_port}");
-        self.containers()
-            .await_serving(&container, pid, "PostgreSQL answering", || async {
-                let attempt = std::time::Duration::from_secs(1);
-                postgres::postgres_ready(&address, attempt).await.is_ok()
-            })
-            .await?;
-        if let Some(schema) = self
-            .cluster
-            .plan
-            .config
-            .system
-            .schema(ServiceKind::Postgres)
-        {
-            postgres::run_script(&address, schema, timeout).await?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// initdb's trust covers loopback only; the brokers' connections come from
