@@ -282,6 +282,22 @@ pub fn hit_or_return(point: Failpoint) -> bool {
 mod tests {
     use super::*;
 
+    /// broker/README.md's table of failpoints names every one, so a new
+    /// failpoint is documented where users look for it.
+    #[test]
+    fn the_readme_lists_every_failpoint() {
+        let readme = include_str!("../README.md");
+        let missing: Vec<&str> = Failpoint::ALL
+            .iter()
+            .map(|f| f.name())
+            .filter(|name| !readme.contains(&format!("| `{name}` |")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "broker/README.md lists no row for {missing:?}"
+        );
+    }
+
     #[test]
     fn stop_becomes_a_return_with_counts_and_chains_kept() {
         assert_eq!(translate("stop"), "return(stop)");
