@@ -11,7 +11,9 @@
 //! or request fault at a time (the nemesis heals all cuts and request faults
 //! at once); an undo only for what is undone-able now, and a restart only
 //! of a node whose link to etcd is not cut (a broker cannot start cut off
-//! from etcd).
+//! from etcd). On a system with a database, one database fault at a time:
+//! it is paused or crashed only while it runs, and no broker restarts
+//! until it is resumed or restarted.
 
 use std::collections::BTreeSet;
 
@@ -21,6 +23,7 @@ use super::{Kind, Plan};
 use crate::fault::Draw;
 use crate::node::NodeId;
 use crate::random::SplitMix64;
+use crate::runtime::DatabaseState;
 
 use crate::schedule::{Fault, Target};
 
@@ -36,24 +39,30 @@ pub enum Choice {
     Resume(NodeId),
     Restart(NodeId),
     Heal,
+    /// A fault on the system's database, or its undo (it names no node).
+    Database(Fault),
 }
 
 /// Picks the next fault or undo; `None` when nothing applies (no kind in the
 /// mix fits the cluster now and nothing is broken).
 pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Choice> {
-    #[derive(Clone, Copy)]
+    #[derive(Clone)]
     enum Option_ {
         Kind(Kind),
         Resume,
         Restart,
         Heal,
         Sequence,
+        Database(Fault),
     }
     let up = state.up();
     let mut options: Vec<(Option_, u64)> = Vec::new();
     for (&kind, &weight) in &plan.weights {
         let fits = match kind.spec().draw {
             _ if weight == 0 => false,
+            // A cluster without a database (as the runtime runs it) never
+            // takes a database fault, whatever the plan weighs.
+            _ if kind.on_database() && state.database.is_none() => false,
             Draw::Never => false,
             // Never every node of several; a single-node system's node
             // (systems' max_brokers = 1) is the only one it can fault.
@@ -64,6 +73,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
             Draw::Minority(_) => !state.cut && state.nodes.len() >= 3,
             Draw::TwoNodes(_) => !state.cut && state.nodes.len() >= 2,
             Draw::AnyNode(_) => !state.cut,
+            Draw::Database(_) => state.database == Some(DatabaseState::Running),
         };
         if fits {
             options.push((Option_::Kind(kind), weight));
@@ -85,6 +95,11 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
     if state.cut {
         options.push((Option_::Heal, plan.recover_weight));
     }
+    // Only a system with a database ever has it out, so other systems'
+    // seeds draw as they did before these undos existed.
+    if let Some(undo) = state.database.and_then(crate::nemesis::database::undo) {
+        options.push((Option_::Database(undo), plan.recover_weight));
+    }
     // A sequence makes the cluster whole first (sequence::make_whole),
     // so it applies whatever is out now.
     if plan.sequences && !state.partitions.is_empty() && state.nodes.len() >= 3 {
@@ -105,7 +120,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
                 false
             }
         })
-        .map(|(o, _)| *o)?;
+        .map(|(o, _)| o.clone())?;
     let pick_of = |random: &mut SplitMix64, set: &BTreeSet<NodeId>| {
         let nodes: Vec<NodeId> = set.iter().copied().collect();
         nodes[random.index(nodes.len())]
@@ -114,6 +129,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
         Option_::Resume => Choice::Resume(pick_of(random, &state.paused)),
         Option_::Restart => Choice::Restart(pick_of(random, &restartable)),
         Option_::Heal => Choice::Heal,
+        Option_::Database(undo) => Choice::Database(undo),
         Option_::Sequence => Choice::Sequence(sequence::draw(random, plan, &state.partitions)?),
         Option_::Kind(kind) => match kind.spec().draw {
             Draw::Minority(_) => Choice::Fault(kind, Target::RandomMinority),
@@ -130,6 +146,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
             Draw::AnyNode(_) | Draw::Never => {
                 Choice::Fault(kind, role(random, state, &state.nodes))
             }
+            Draw::Database(make) => Choice::Database(make()),
         },
     })
 }
@@ -169,6 +186,7 @@ pub fn realise(
         Choice::Resume(n) => Fault::Resume(Target::Node(*n)),
         Choice::Restart(n) => Fault::Restart(Target::Node(*n)),
         Choice::Heal => Fault::Heal,
+        Choice::Database(fault) => fault.clone(),
         // Played move by move (play.rs), not one fault.
         Choice::Sequence(_) => return None,
         Choice::TwoNodes(kind, from, to) => {
@@ -198,7 +216,9 @@ pub fn realise(
                 let node = Target::Node(named(target, &state.nodes)?);
                 make(random, node)
             }
-            Draw::TwoNodes(_) | Draw::Never => unreachable!("{} is drawn otherwise", kind.name()),
+            Draw::TwoNodes(_) | Draw::Database(_) | Draw::Never => {
+                unreachable!("{} is drawn otherwise", kind.name())
+            }
         },
     })
 }

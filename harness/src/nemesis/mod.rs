@@ -5,8 +5,11 @@
 //! the checkers date (disk faults, starts) etcd's revision once it took
 //! effect; the run only records it. Process faults go through the runtime,
 //! partitions through the proxies (`partition`), request faults through the
-//! proxies too (`requests`), disk faults cut a dead node's files (`disk`).
+//! proxies too (`requests`), disk faults cut a dead node's files (`disk`),
+//! and the database faults act on the system's database through the
+//! runtime (`database`).
 
+pub mod database;
 mod deregister;
 pub use deregister::BOUND as DEREGISTER_BOUND;
 pub mod disk;
@@ -77,6 +80,20 @@ pub enum Refusal {
     /// another).
     #[error("no proxy {0}: this system's brokers do not dial one another")]
     NoLink(String),
+    /// The database is not in the state the act starts from.
+    #[error("cannot {verb}: the database is {}", database_state(*state))]
+    Database {
+        verb: Verb,
+        state: crate::runtime::DatabaseState,
+    },
+}
+
+fn database_state(state: crate::runtime::DatabaseState) -> &'static str {
+    match state {
+        crate::runtime::DatabaseState::Running => "running",
+        crate::runtime::DatabaseState::Paused => "paused",
+        crate::runtime::DatabaseState::Down => "down (crashed and not restarted)",
+    }
 }
 
 impl NemesisError {
@@ -320,6 +337,9 @@ impl Nemesis {
                     .map_err(requests_error)?;
                 resolved = named;
             }
+            (Fires::Database(act), _) => {
+                database::act(runtime, act, Verb::of(fault)).await?;
+            }
             (Fires::Heal, Payload::HealCut(id)) => {
                 done.healed = Some(self.heal_cut(runtime, id).await?);
             }
@@ -449,6 +469,7 @@ fn partition_specs(shape: Shape, resolved: &[NodeId]) -> Vec<PartitionSpec> {
         Shape::Bridge => each(PartitionSpec::Bridge),
         Shape::NodeFromEtcd => each(PartitionSpec::NodeFromEtcd),
         Shape::NodeFromClients => each(PartitionSpec::NodeFromClients),
+        Shape::NodeFromDatabase => each(PartitionSpec::NodeFromDatabase),
         Shape::MajorityMinority => vec![PartitionSpec::MajorityMinority {
             minority: resolved.to_vec(),
         }],

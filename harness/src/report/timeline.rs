@@ -156,7 +156,7 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
                         (Ends::Cuts, Aim::HealCut { heal }) => {
                             requests.is_none() && cut_id.as_deref() == Some(heal.as_str())
                         }
-                        (Ends::Cuts, _) => true,
+                        (Ends::Cuts | Ends::Database(_), _) => true,
                         (Ends::OnItsNodes(_), _) => {
                             let undone: BTreeSet<NodeId> = undo
                                 .done

@@ -29,6 +29,7 @@ pub use plan::{
     BrokerAddresses, BrokerPlan, ClusterConfig, ClusterPlan, EtcdAddresses, Link, Preflight,
     Upstream,
 };
+pub use postgres::DatabaseState;
 pub use process::ProcessRuntime;
 
 pub use crate::node::NodeId;
@@ -75,6 +76,29 @@ pub trait Runtime {
     fn observe_address(&self, node: NodeId) -> Option<String>;
     /// Kills and reaps every child.
     async fn shutdown(self) -> Result<(), RuntimeError>;
+
+    /// The system's database as the runtime runs it; `None` when it runs
+    /// none (the system has no database, or the runtime cannot run one).
+    fn database(&self) -> Result<Option<DatabaseState>, RuntimeError> {
+        Ok(None)
+    }
+    /// SIGSTOP to the database's whole process tree, awaited.
+    async fn pause_database(&mut self) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NoDatabase)
+    }
+    /// SIGCONT to the database's whole process tree.
+    async fn resume_database(&mut self) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NoDatabase)
+    }
+    /// SIGKILL to the database's whole process tree; reaped.
+    async fn kill_database(&mut self) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NoDatabase)
+    }
+    /// The database started again on its data directory and port, awaited
+    /// until it answers a connection.
+    async fn start_database(&mut self) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NoDatabase)
+    }
 
     /// SIGKILL to every running broker, as close to at once as the backend
     /// allows: the end of a run freezes the data directories, and the longer

@@ -12,6 +12,7 @@ pub mod model;
 mod parse;
 mod payload;
 pub mod requests;
+mod services;
 pub mod step;
 mod target;
 
