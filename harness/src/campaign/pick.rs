@@ -263,8 +263,18 @@ mod tests {
             Fault::Heal => {
                 state.cut = false;
                 state.etcd_cut.clear();
+                state.database_cut.clear();
             }
             Fault::TruncateLog(t) => assert!(state.down.contains(&node(&t.node))),
+            Fault::PauseDatabase => state.database = Some(DatabaseState::Paused),
+            Fault::CrashDatabase => state.database = Some(DatabaseState::Down),
+            Fault::ResumeDatabase | Fault::RestartDatabase => {
+                state.database = Some(DatabaseState::Running);
+            }
+            Fault::NodeFromDatabase(c) => {
+                state.cut = true;
+                state.database_cut.insert(node(&c.target));
+            }
             // The cuts that leave their nodes without etcd, as the
             // nemesis's partitions do (nemesis/partition.rs).
             Fault::NodeFromEtcd(c) | Fault::Isolate(c) | Fault::MajorityMinority(c) => {
@@ -361,6 +371,78 @@ mod tests {
                 !matches!(choice, Some(Choice::Restart(_))),
                 "b2 restarted while cut from etcd: {choice:?}"
             );
+        }
+    }
+
+    /// On a cluster with a database, a campaign pauses or crashes it only
+    /// while it runs, undoes only what is out, and restarts no broker while
+    /// the database is out or the broker is cut from it; each database
+    /// fault and undo is drawn within a few seeds.
+    #[test]
+    fn the_database_is_faulted_only_while_it_runs_and_holds_back_restarts() {
+        let mut drawn = std::collections::BTreeMap::<&str, usize>::new();
+        for seed in 1..=40 {
+            let plan = plan(seed);
+            let mut random = plan.picker();
+            let mut state = State {
+                database: Some(DatabaseState::Running),
+                ..state()
+            };
+            for _ in 0..200 {
+                let Some(choice) = choose(&mut random, &plan, &state) else {
+                    continue;
+                };
+                if matches!(choice, Choice::Sequence(_)) {
+                    continue;
+                }
+                let Some(fault) = realise(&mut random, &choice, &state.clone(), resolver(&state))
+                else {
+                    continue;
+                };
+                let running = state.database == Some(DatabaseState::Running);
+                match &fault {
+                    Fault::PauseDatabase | Fault::CrashDatabase => assert!(running, "{seed}"),
+                    Fault::ResumeDatabase => {
+                        assert_eq!(state.database, Some(DatabaseState::Paused), "{seed}");
+                    }
+                    Fault::RestartDatabase => {
+                        assert_eq!(state.database, Some(DatabaseState::Down), "{seed}");
+                    }
+                    Fault::Restart(Target::Node(n)) => assert!(
+                        running && !state.database_cut.contains(n),
+                        "seed {seed}: {fault:?} with {state:?}"
+                    ),
+                    _ => {}
+                }
+                *drawn
+                    .entry(crate::fault::Verb::of(&fault).name())
+                    .or_default() += 1;
+                apply(&mut state, &fault);
+            }
+        }
+        for verb in [
+            "node-from-database",
+            "pause-database",
+            "resume-database",
+            "crash-database",
+            "restart-database",
+        ] {
+            assert!(
+                drawn.get(verb).is_some_and(|&n| n > 0),
+                "{verb} never drawn: {drawn:?}"
+            );
+        }
+        // Without a database as the runtime runs it, none is ever drawn.
+        let plan = plan(1);
+        let mut random = plan.picker();
+        for _ in 0..500 {
+            let choice = choose(&mut random, &plan, &state());
+            let on_database = match &choice {
+                Some(Choice::Database(_)) => true,
+                Some(Choice::Fault(kind, _)) => kind.on_database(),
+                _ => false,
+            };
+            assert!(!on_database, "{choice:?} drawn without a database");
         }
     }
 
