@@ -275,7 +275,7 @@ fn cluster_nisshi_ctrl_c_while_the_database_is_paused_leaves_none_of_its_process
     let steps = "[[step]]\nfault = \"pause-database\"\n\n[[step]]\nawait = \"60000 ms pass\"\n";
     let schedule = database_schedule(dir.path(), steps);
     let store = dir.path().join("store");
-    let mut child = epochal()
+    let child = epochal()
         .arg("run")
         .arg(&schedule)
         .arg("--store")

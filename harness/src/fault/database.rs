@@ -15,7 +15,7 @@
 //!
 //! A system without a database cannot take them ([`Needs::Database`]): a
 //! campaign there never draws them, and a schedule that names one is refused
-//! before its cluster starts (schedule/services.rs).
+//! before its cluster starts (fits.rs).
 
 use super::network;
 use super::spec::{

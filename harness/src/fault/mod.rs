@@ -23,11 +23,13 @@
 
 mod database;
 mod disk;
+mod fits;
 mod network;
 mod process;
 mod requests;
 pub mod spec;
 
+pub use fits::check_system;
 pub use spec::{
     DatabaseAct, Dated, Draw, Ends, Fires, Mix, Needs, Role, Shade, Shape, Signal, Spec, Undo,
 };

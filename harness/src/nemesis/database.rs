@@ -5,9 +5,34 @@
 //! a database already paused, or restarts one that runs, assumed something
 //! the cluster did not hold.
 
-use super::{NemesisError, Refusal};
 use crate::fault::{DatabaseAct, Verb};
 use crate::runtime::{DatabaseState, Runtime, RuntimeError};
+
+/// Why a database act did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    /// The database is not in the state the act starts from: the
+    /// schedule's assumption failed (the run ends unknown).
+    #[error(transparent)]
+    Refused(#[from] NotInState),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {verb}: the database is {}", state_name(*state))]
+pub struct NotInState {
+    pub verb: Verb,
+    pub state: DatabaseState,
+}
+
+fn state_name(state: DatabaseState) -> &'static str {
+    match state {
+        DatabaseState::Running => "running",
+        DatabaseState::Paused => "paused",
+        DatabaseState::Down => "down (crashed and not restarted)",
+    }
+}
 
 /// Does `act` to the system's database, refusing a database in a state the
 /// act cannot start from: a pause needs it running, a resume paused, a
@@ -17,7 +42,7 @@ pub async fn act<R: Runtime>(
     runtime: &mut R,
     act: DatabaseAct,
     verb: Verb,
-) -> Result<(), NemesisError> {
+) -> Result<(), DatabaseError> {
     let state = runtime.database()?.ok_or(RuntimeError::NoDatabase)?;
     let fits = match act {
         DatabaseAct::Pause => state == DatabaseState::Running,
@@ -26,7 +51,7 @@ pub async fn act<R: Runtime>(
         DatabaseAct::Start => state == DatabaseState::Down,
     };
     if !fits {
-        return Err(Refusal::Database { verb, state }.into());
+        return Err(NotInState { verb, state }.into());
     }
     match act {
         DatabaseAct::Pause => runtime.pause_database().await?,

@@ -81,19 +81,8 @@ pub enum Refusal {
     #[error("no proxy {0}: this system's brokers do not dial one another")]
     NoLink(String),
     /// The database is not in the state the act starts from.
-    #[error("cannot {verb}: the database is {}", database_state(*state))]
-    Database {
-        verb: Verb,
-        state: crate::runtime::DatabaseState,
-    },
-}
-
-fn database_state(state: crate::runtime::DatabaseState) -> &'static str {
-    match state {
-        crate::runtime::DatabaseState::Running => "running",
-        crate::runtime::DatabaseState::Paused => "paused",
-        crate::runtime::DatabaseState::Down => "down (crashed and not restarted)",
-    }
+    #[error(transparent)]
+    Database(database::NotInState),
 }
 
 impl NemesisError {
@@ -338,7 +327,12 @@ impl Nemesis {
                 resolved = named;
             }
             (Fires::Database(act), _) => {
-                database::act(runtime, act, Verb::of(fault)).await?;
+                database::act(runtime, act, Verb::of(fault))
+                    .await
+                    .map_err(|e| match e {
+                        database::DatabaseError::Refused(not) => Refusal::Database(not).into(),
+                        database::DatabaseError::Runtime(e) => NemesisError::Runtime(e),
+                    })?;
             }
             (Fires::Heal, Payload::HealCut(id)) => {
                 done.healed = Some(self.heal_cut(runtime, id).await?);

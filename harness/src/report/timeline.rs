@@ -553,8 +553,9 @@ mod tests {
     fn each_kind_is_shaded_as_its_spec_says() {
         assert_eq!(
             fault_style(),
-            "rect.fault-crash,rect.fault-stop,rect.fault-power-loss{fill:#e53935}\
-             rect.fault-pause{fill:#1e88e5}rect.fault-truncate-log{fill:#000;fill-opacity:.5}"
+            "rect.fault-crash,rect.fault-stop,rect.fault-power-loss,rect.fault-crash-database\
+             {fill:#e53935}rect.fault-pause,rect.fault-pause-database{fill:#1e88e5}\
+             rect.fault-truncate-log{fill:#000;fill-opacity:.5}"
         );
     }
 

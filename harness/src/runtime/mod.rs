@@ -29,7 +29,6 @@ pub use plan::{
     BrokerAddresses, BrokerPlan, ClusterConfig, ClusterPlan, EtcdAddresses, Link, Preflight,
     Upstream,
 };
-pub use postgres::DatabaseState;
 pub use process::ProcessRuntime;
 
 pub use crate::node::NodeId;
@@ -155,6 +154,17 @@ pub trait Runtime {
     fn proxies(&self) -> &ToxiproxyClient {
         &self.realised().proxies
     }
+}
+
+/// The system's database as a runtime runs it, for the nemesis and the
+/// final heal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatabaseState {
+    Running,
+    /// Its postmaster stopped by SIGSTOP (state T).
+    Paused,
+    /// Killed and not started since.
+    Down,
 }
 
 /// How a wait for a SIGSTOP to land ended.

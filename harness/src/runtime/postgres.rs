@@ -30,16 +30,6 @@ use tokio::net::TcpStream;
 
 use super::{POLL, Paused, RuntimeError, await_paused, reaper};
 
-/// The database as a runtime runs it, for the nemesis and the final heal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DatabaseState {
-    Running,
-    /// Its postmaster stopped by SIGSTOP (state T).
-    Paused,
-    /// Killed and not started since.
-    Down,
-}
-
 /// Where Debian's packages put each major version's binaries:
 /// `/usr/lib/postgresql/<major>/bin`.
 const DEBIAN_ROOT: &str = "/usr/lib/postgresql";

@@ -12,7 +12,6 @@ pub mod model;
 mod parse;
 mod payload;
 pub mod requests;
-mod services;
 pub mod step;
 mod target;
 
@@ -25,7 +24,7 @@ pub use model::{
     MemberPoll, NodeConfig, OneWay, PartitionRef, Produce, SubscribeStep, Target, Topic, Truncate,
     TruncateLog, TxnIntent, TxnStep, TxnStepOp, Workload,
 };
-pub use parse::{Invalid, ScheduleError};
+pub use parse::{Invalid, ScheduleError, step_line};
 pub use payload::Payload;
 pub use requests::{Api, DelayedRequests, Requests, Sender};
 pub use step::Step;
