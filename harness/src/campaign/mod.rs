@@ -202,8 +202,22 @@ pub fn unsupported(system: &System, kind: Kind) -> Option<&'static str> {
             Some("its brokers keep no replica files for a disk fault to cut")
         }
         Needs::Etcd if !system.services().any(|s| s == ServiceKind::Etcd) => Some("it has no etcd"),
+        Needs::Database if !system.services().any(|s| s == ServiceKind::Postgres) => {
+            Some("it has no database")
+        }
         Needs::Links if !system.has_peers() && system.services.is_empty() => {
             Some("its brokers have no links but their clients' (node-from-clients cuts those)")
+        }
+        // The cuts between brokers and from etcd (isolate, bridge, ...) have
+        // no link to cut on brokers over a database alone: their proxies do
+        // not exist, and the cut would fail as a harness error.
+        Needs::Links
+            if !system.has_peers() && !system.services().any(|s| s == ServiceKind::Etcd) =>
+        {
+            Some(
+                "its brokers dial neither one another nor etcd (node-from-database and \
+                  node-from-clients cut the links they have)",
+            )
         }
         _ => None,
     }
@@ -289,7 +303,10 @@ impl Plan {
                 weights.insert(keys[random.index(keys.len())], 3);
             }
         };
-        for &kind in Kind::ALL.iter().filter(|k| !k.is_requests()) {
+        for &kind in Kind::ALL
+            .iter()
+            .filter(|k| !k.is_requests() && !k.on_database())
+        {
             draw(&mut random, &mut weights, kind);
         }
         at_least_one(&mut random, &mut weights);
@@ -314,6 +331,12 @@ impl Plan {
         at_least_one(&mut random, &mut weights);
         // Sequences draw after everything else, for the same reason.
         let sequence_weight = random.between(2, 6);
+        // The database faults after sequences, so a seed of a system
+        // without a database (whose kinds never hold them) draws as before.
+        for &kind in Kind::ALL.iter().filter(|k| k.on_database()) {
+            draw(&mut random, &mut weights, kind);
+        }
+        at_least_one(&mut random, &mut weights);
         Plan {
             seed,
             stop,
@@ -592,10 +615,83 @@ mod tests {
         }
     }
 
+    /// A seed's plan on a system without a database is, draw for draw, the
+    /// one it was before the database kinds existed: seed 7's, pinned as
+    /// the code before them drew it. nisshi's plan holds the same draws and
+    /// its database kinds besides.
+    #[test]
+    fn the_database_kinds_leave_other_systems_plans_as_they_were() {
+        use Kind::*;
+        let stop = StopAfter::Faults(5);
+        let derive = |system: &System| {
+            let kinds = kinds_for(system, DEFAULT_KINDS, false).unwrap();
+            Plan::derive(7, stop, 3, &kinds)
+        };
+        let pinned = |plan: &Plan| {
+            let p = plan;
+            (
+                p.recover_weight,
+                p.gap_acks,
+                p.gap_max,
+                p.max_faulted,
+                p.sequence_weight,
+            )
+        };
+        let before = (2, (26, 41), Duration::from_millis(1173), 2, 5);
+        let reference = derive(&System::reference());
+        assert_eq!(pinned(&reference), before);
+        let weights: Vec<(Kind, u64)> = reference.weights.into_iter().collect();
+        assert_eq!(
+            weights,
+            [
+                (Pause, 5),
+                (Crash, 4),
+                (Stop, 1),
+                (PowerLoss, 3),
+                (TruncateLog, 1),
+                (Isolate, 2),
+                (MajorityMinority, 5),
+                (OneWay, 1),
+                (Bridge, 2),
+                (NodeFromEtcd, 1)
+            ]
+        );
+        let tansu = derive(&System::named("tansu").unwrap());
+        assert_eq!(pinned(&tansu), before);
+        let tansu_weights: Vec<(Kind, u64)> = tansu.weights.into_iter().collect();
+        let common = [(Pause, 5), (Crash, 4), (Stop, 1), (NodeFromClients, 5)];
+        assert_eq!(tansu_weights, common);
+        // nisshi's brokers dial only their database: the cuts between
+        // brokers and from etcd are not in its mix.
+        let nisshi = derive(&System::named("nisshi").unwrap());
+        assert_eq!(pinned(&nisshi), before);
+        let (database, rest): (Vec<_>, Vec<_>) = nisshi
+            .weights
+            .into_iter()
+            .partition(|(k, _)| k.on_database());
+        assert_eq!(rest, common);
+        let database: Vec<Kind> = database.into_iter().map(|(k, _)| k).collect();
+        assert_eq!(database, [NodeFromDatabase, PauseDatabase, CrashDatabase]);
+    }
+
     #[test]
     fn a_campaign_on_a_system_picks_only_the_faults_it_can_take() {
         let reference = System::reference();
-        assert_eq!(kinds_for(&reference, Kind::ALL, true).unwrap(), Kind::ALL);
+        let without_database: Vec<Kind> = Kind::ALL
+            .iter()
+            .copied()
+            .filter(|k| !k.on_database())
+            .collect();
+        assert_eq!(
+            kinds_for(&reference, &without_database, true).unwrap(),
+            without_database
+        );
+        assert_eq!(
+            kinds_for(&reference, &[Kind::PauseDatabase], true)
+                .unwrap_err()
+                .to_string(),
+            "epochal cannot take pause-database: it has no database"
+        );
         let tansu = System::named("tansu").unwrap();
         assert_eq!(
             kinds_for(&tansu, DEFAULT_KINDS, false).unwrap(),
@@ -607,7 +703,7 @@ mod tests {
             Kind::ALL
                 .iter()
                 .copied()
-                .filter(|&k| k != Kind::NodeFromClients && !k.is_requests())
+                .filter(|&k| k != Kind::NodeFromClients && !k.is_requests() && !k.on_database())
                 .collect::<Vec<_>>()
         );
         let named = kinds_for(&reference, &[Kind::HoldRequests, Kind::DropRequests], true);

@@ -11,7 +11,9 @@
 //! or request fault at a time (the nemesis heals all cuts and request faults
 //! at once); an undo only for what is undone-able now, and a restart only
 //! of a node whose link to etcd is not cut (a broker cannot start cut off
-//! from etcd).
+//! from etcd). On a system with a database, one database fault at a time:
+//! it is paused or crashed only while it runs, and no broker restarts
+//! until it is resumed or restarted.
 
 use std::collections::BTreeSet;
 
@@ -21,6 +23,7 @@ use super::{Kind, Plan};
 use crate::fault::Draw;
 use crate::node::NodeId;
 use crate::random::SplitMix64;
+use crate::runtime::DatabaseState;
 
 use crate::schedule::{Fault, Target};
 
@@ -36,24 +39,30 @@ pub enum Choice {
     Resume(NodeId),
     Restart(NodeId),
     Heal,
+    /// A fault on the system's database, or its undo (it names no node).
+    Database(Fault),
 }
 
 /// Picks the next fault or undo; `None` when nothing applies (no kind in the
 /// mix fits the cluster now and nothing is broken).
 pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Choice> {
-    #[derive(Clone, Copy)]
+    #[derive(Clone)]
     enum Option_ {
         Kind(Kind),
         Resume,
         Restart,
         Heal,
         Sequence,
+        Database(Fault),
     }
     let up = state.up();
     let mut options: Vec<(Option_, u64)> = Vec::new();
     for (&kind, &weight) in &plan.weights {
         let fits = match kind.spec().draw {
             _ if weight == 0 => false,
+            // A cluster without a database (as the runtime runs it) never
+            // takes a database fault, whatever the plan weighs.
+            _ if kind.on_database() && state.database.is_none() => false,
             Draw::Never => false,
             // Never every node of several; a single-node system's node
             // (systems' max_brokers = 1) is the only one it can fault.
@@ -64,6 +73,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
             Draw::Minority(_) => !state.cut && state.nodes.len() >= 3,
             Draw::TwoNodes(_) => !state.cut && state.nodes.len() >= 2,
             Draw::AnyNode(_) => !state.cut,
+            Draw::Database(_) => state.database == Some(DatabaseState::Running),
         };
         if fits {
             options.push((Option_::Kind(kind), weight));
@@ -85,6 +95,11 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
     if state.cut {
         options.push((Option_::Heal, plan.recover_weight));
     }
+    // Only a system with a database ever has it out, so other systems'
+    // seeds draw as they did before these undos existed.
+    if let Some(undo) = state.database.and_then(crate::nemesis::database::undo) {
+        options.push((Option_::Database(undo), plan.recover_weight));
+    }
     // A sequence makes the cluster whole first (sequence::make_whole),
     // so it applies whatever is out now.
     if plan.sequences && !state.partitions.is_empty() && state.nodes.len() >= 3 {
@@ -105,7 +120,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
                 false
             }
         })
-        .map(|(o, _)| *o)?;
+        .map(|(o, _)| o.clone())?;
     let pick_of = |random: &mut SplitMix64, set: &BTreeSet<NodeId>| {
         let nodes: Vec<NodeId> = set.iter().copied().collect();
         nodes[random.index(nodes.len())]
@@ -114,6 +129,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
         Option_::Resume => Choice::Resume(pick_of(random, &state.paused)),
         Option_::Restart => Choice::Restart(pick_of(random, &restartable)),
         Option_::Heal => Choice::Heal,
+        Option_::Database(undo) => Choice::Database(undo),
         Option_::Sequence => Choice::Sequence(sequence::draw(random, plan, &state.partitions)?),
         Option_::Kind(kind) => match kind.spec().draw {
             Draw::Minority(_) => Choice::Fault(kind, Target::RandomMinority),
@@ -130,6 +146,7 @@ pub fn choose(random: &mut SplitMix64, plan: &Plan, state: &State) -> Option<Cho
             Draw::AnyNode(_) | Draw::Never => {
                 Choice::Fault(kind, role(random, state, &state.nodes))
             }
+            Draw::Database(make) => Choice::Database(make()),
         },
     })
 }
@@ -169,6 +186,7 @@ pub fn realise(
         Choice::Resume(n) => Fault::Resume(Target::Node(*n)),
         Choice::Restart(n) => Fault::Restart(Target::Node(*n)),
         Choice::Heal => Fault::Heal,
+        Choice::Database(fault) => fault.clone(),
         // Played move by move (play.rs), not one fault.
         Choice::Sequence(_) => return None,
         Choice::TwoNodes(kind, from, to) => {
@@ -198,7 +216,9 @@ pub fn realise(
                 let node = Target::Node(named(target, &state.nodes)?);
                 make(random, node)
             }
-            Draw::TwoNodes(_) | Draw::Never => unreachable!("{} is drawn otherwise", kind.name()),
+            Draw::TwoNodes(_) | Draw::Database(_) | Draw::Never => {
+                unreachable!("{} is drawn otherwise", kind.name())
+            }
         },
     })
 }
@@ -243,8 +263,18 @@ mod tests {
             Fault::Heal => {
                 state.cut = false;
                 state.etcd_cut.clear();
+                state.database_cut.clear();
             }
             Fault::TruncateLog(t) => assert!(state.down.contains(&node(&t.node))),
+            Fault::PauseDatabase => state.database = Some(DatabaseState::Paused),
+            Fault::CrashDatabase => state.database = Some(DatabaseState::Down),
+            Fault::ResumeDatabase | Fault::RestartDatabase => {
+                state.database = Some(DatabaseState::Running);
+            }
+            Fault::NodeFromDatabase(c) => {
+                state.cut = true;
+                state.database_cut.insert(node(&c.target));
+            }
             // The cuts that leave their nodes without etcd, as the
             // nemesis's partitions do (nemesis/partition.rs).
             Fault::NodeFromEtcd(c) | Fault::Isolate(c) | Fault::MajorityMinority(c) => {
@@ -341,6 +371,78 @@ mod tests {
                 !matches!(choice, Some(Choice::Restart(_))),
                 "b2 restarted while cut from etcd: {choice:?}"
             );
+        }
+    }
+
+    /// On a cluster with a database, a campaign pauses or crashes it only
+    /// while it runs, undoes only what is out, and restarts no broker while
+    /// the database is out or the broker is cut from it; each database
+    /// fault and undo is drawn within a few seeds.
+    #[test]
+    fn the_database_is_faulted_only_while_it_runs_and_holds_back_restarts() {
+        let mut drawn = std::collections::BTreeMap::<&str, usize>::new();
+        for seed in 1..=40 {
+            let plan = plan(seed);
+            let mut random = plan.picker();
+            let mut state = State {
+                database: Some(DatabaseState::Running),
+                ..state()
+            };
+            for _ in 0..200 {
+                let Some(choice) = choose(&mut random, &plan, &state) else {
+                    continue;
+                };
+                if matches!(choice, Choice::Sequence(_)) {
+                    continue;
+                }
+                let Some(fault) = realise(&mut random, &choice, &state.clone(), resolver(&state))
+                else {
+                    continue;
+                };
+                let running = state.database == Some(DatabaseState::Running);
+                match &fault {
+                    Fault::PauseDatabase | Fault::CrashDatabase => assert!(running, "{seed}"),
+                    Fault::ResumeDatabase => {
+                        assert_eq!(state.database, Some(DatabaseState::Paused), "{seed}");
+                    }
+                    Fault::RestartDatabase => {
+                        assert_eq!(state.database, Some(DatabaseState::Down), "{seed}");
+                    }
+                    Fault::Restart(Target::Node(n)) => assert!(
+                        running && !state.database_cut.contains(n),
+                        "seed {seed}: {fault:?} with {state:?}"
+                    ),
+                    _ => {}
+                }
+                *drawn
+                    .entry(crate::fault::Verb::of(&fault).name())
+                    .or_default() += 1;
+                apply(&mut state, &fault);
+            }
+        }
+        for verb in [
+            "node-from-database",
+            "pause-database",
+            "resume-database",
+            "crash-database",
+            "restart-database",
+        ] {
+            assert!(
+                drawn.get(verb).is_some_and(|&n| n > 0),
+                "{verb} never drawn: {drawn:?}"
+            );
+        }
+        // Without a database as the runtime runs it, none is ever drawn.
+        let plan = plan(1);
+        let mut random = plan.picker();
+        for _ in 0..500 {
+            let choice = choose(&mut random, &plan, &state());
+            let on_database = match &choice {
+                Some(Choice::Database(_)) => true,
+                Some(Choice::Fault(kind, _)) => kind.on_database(),
+                _ => false,
+            };
+            assert!(!on_database, "{choice:?} drawn without a database");
         }
     }
 

@@ -284,8 +284,8 @@ async fn view_or_empty<R: Runtime>(live: &mut Live<R>) -> Result<ClusterView, Ru
     }
 }
 
-/// The cluster as the nemesis sees it: who is dead or paused (from the
-/// runtime), whether a cut is in force.
+/// The cluster as the nemesis sees it: who is dead or paused and how the
+/// database is (from the runtime), whether a cut is in force.
 fn look<R: Runtime>(live: &Live<R>, partitions: &[PartitionRef]) -> Result<State, RunError> {
     let nodes = live.nodes();
     let mut state = State {
@@ -296,11 +296,16 @@ fn look<R: Runtime>(live: &Live<R>, partitions: &[PartitionRef]) -> Result<State
         etcd_cut: BTreeSet::new(),
         peer_cut: BTreeSet::new(),
         partitions: partitions.to_vec(),
+        database: live.runtime.database()?,
+        database_cut: BTreeSet::new(),
     };
     for link in live.nemesis.cut_links() {
         match link {
             Link::BrokerToService(n, ServiceKind::Etcd) => {
                 state.etcd_cut.insert(n);
+            }
+            Link::BrokerToService(n, ServiceKind::Postgres) => {
+                state.database_cut.insert(n);
             }
             Link::BrokerToBroker { from, to } => {
                 state.peer_cut.insert(from);

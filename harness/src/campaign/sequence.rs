@@ -399,8 +399,9 @@ pub fn undo(state: &State, step: Move, slots: &[NodeId]) -> Option<Fault> {
 }
 
 /// The undoes that make the cluster whole before a sequence's first move:
-/// the cut healed first (a broker cannot start cut off from etcd), then
-/// every paused node resumed and every dead one restarted. A sequence's
+/// the cut healed first (a broker cannot start cut off from etcd), the
+/// database brought back, then every paused node resumed and every dead one
+/// restarted. A sequence's
 /// shapes are orders of faults on live replicas; starting from whatever
 /// the last picks left out would make most of them unreachable, since a
 /// campaign's cluster is whole only for moments.
@@ -409,6 +410,7 @@ pub fn make_whole(state: &State) -> Vec<Fault> {
     if state.cut {
         undoes.push(Fault::Heal);
     }
+    undoes.extend(state.database.and_then(crate::nemesis::database::undo));
     undoes.extend(state.paused.iter().map(|&n| Fault::Resume(Target::Node(n))));
     undoes.extend(state.down.iter().map(|&n| Fault::Restart(Target::Node(n))));
     undoes

@@ -1,11 +1,13 @@
 //! The cluster as a campaign's nemesis sees it before each pick: who is
-//! paused, who is dead, whether a cut is in force. Its own file so both the
+//! paused, who is dead, whether a cut is in force, and how the system's
+//! database is, when it has one. Its own file so both the
 //! picks (pick.rs) and the fault sequences (sequence.rs) take it without
 //! importing each other.
 
 use std::collections::BTreeSet;
 
 use crate::node::NodeId;
+use crate::runtime::DatabaseState;
 use crate::schedule::PartitionRef;
 
 /// The cluster as the nemesis sees it before a pick.
@@ -23,6 +25,10 @@ pub struct State {
     /// Nodes with a link to or from another broker cut.
     pub peer_cut: BTreeSet<NodeId>,
     pub partitions: Vec<PartitionRef>,
+    /// The system's database; `None` when it has none.
+    pub database: Option<DatabaseState>,
+    /// Nodes whose link to the database is cut.
+    pub database_cut: BTreeSet<NodeId>,
 }
 
 impl State {
@@ -40,14 +46,32 @@ impl State {
         self.down.len() + self.paused.len()
     }
 
-    /// The dead nodes that can start now: those whose link to etcd is not
-    /// cut. With no cut in force, every dead node.
+    /// The dead nodes that can start now: those whose links to etcd and
+    /// to the database are not cut, and none while the database is paused
+    /// or down (a broker over a database reads its state from it as it
+    /// starts). With no cut in force and the database running, every dead
+    /// node.
     pub fn restartable(&self) -> BTreeSet<NodeId> {
-        self.down.difference(&self.etcd_cut).copied().collect()
+        if self.database_out() {
+            return BTreeSet::new();
+        }
+        self.down
+            .iter()
+            .filter(|n| !self.etcd_cut.contains(n) && !self.database_cut.contains(n))
+            .copied()
+            .collect()
     }
 
-    /// Nothing paused, dead or cut.
+    /// The database is paused or down.
+    pub fn database_out(&self) -> bool {
+        matches!(
+            self.database,
+            Some(DatabaseState::Paused | DatabaseState::Down)
+        )
+    }
+
+    /// Nothing paused, dead or cut, the database included.
     pub fn is_whole(&self) -> bool {
-        self.faulted() == 0 && !self.cut
+        self.faulted() == 0 && !self.cut && !self.database_out()
     }
 }

@@ -9,7 +9,9 @@
 //!
 //! The kinds live by family: process.rs (pause, crash, stop and their
 //! undos), disk.rs (power-loss, truncate-log), network.rs (the cuts and
-//! `heal`), requests.rs (the request faults and `release-requests`). The
+//! `heal`), requests.rs (the request faults and `release-requests`),
+//! database.rs (a broker cut from its database, the database paused or
+//! crashed, and their undos). The
 //! registry below lists them once: from it come [`Verb`] (every verb, as the
 //! history's `f` names it) and [`Kind`] (the faults a campaign draws, in the
 //! order its plans weigh them: a seed's plan depends on that order, so a new
@@ -19,13 +21,18 @@
 //! what its spec names must already be known to the nemesis (a new
 //! [`Fires`] is new nemesis code).
 
+mod database;
 mod disk;
+mod fits;
 mod network;
 mod process;
 mod requests;
 pub mod spec;
 
-pub use spec::{Dated, Draw, Ends, Fires, Mix, Needs, Role, Shade, Shape, Signal, Spec, Undo};
+pub use fits::check_system;
+pub use spec::{
+    DatabaseAct, Dated, Draw, Ends, Fires, Mix, Needs, Role, Shade, Shape, Signal, Spec, Undo,
+};
 
 use crate::schedule::Fault;
 
@@ -98,6 +105,9 @@ registry! {
         DelayRequests => requests::DELAY_REQUESTS,
         DropRequests => requests::DROP_REQUESTS,
         DuplicateRequests => requests::DUPLICATE_REQUESTS,
+        NodeFromDatabase => database::NODE_FROM_DATABASE,
+        PauseDatabase => database::PAUSE_DATABASE,
+        CrashDatabase => database::CRASH_DATABASE,
     }
     undos {
         Resume => process::RESUME,
@@ -105,6 +115,8 @@ registry! {
         Start => process::START,
         Heal => network::HEAL,
         ReleaseRequests => requests::RELEASE_REQUESTS,
+        ResumeDatabase => database::RESUME_DATABASE,
+        RestartDatabase => database::RESTART_DATABASE,
     }
 }
 
@@ -190,6 +202,13 @@ impl Kind {
     /// Acts on one link's requests of one API until released or healed.
     pub fn is_requests(self) -> bool {
         self.verb().role() == Role::Requests
+    }
+
+    /// Needs a database among the system's services (database.rs): a
+    /// campaign's plan draws these kinds' weights after every other, so a
+    /// seed draws as it did before they existed.
+    pub fn on_database(self) -> bool {
+        self.spec().needs == Needs::Database
     }
 }
 

@@ -56,6 +56,9 @@ pub enum Role {
     /// Acts on one link's requests of one Kafka API until released (or
     /// healed: `heal` ends request faults too).
     Requests,
+    /// Takes the system's database out (paused or dead) until it is
+    /// resumed or restarted; no broker is named.
+    Database,
     /// Undoes a fault; never picked as a fault itself.
     Undo,
 }
@@ -85,6 +88,10 @@ pub enum Undo {
     Heal,
     /// `release-requests` of the same link and API, or `heal`.
     Release,
+    /// `resume-database`.
+    ResumeDatabase,
+    /// `restart-database`.
+    RestartDatabase,
     /// Nothing: it is done once it fired (truncate-log), or it is an undo.
     Never,
 }
@@ -100,6 +107,8 @@ pub enum Ends {
     Cuts,
     /// The request fault on the link and API it names.
     Requests,
+    /// The database fault undone by this [`Undo`] (there is one database).
+    Database(Undo),
 }
 
 impl Ends {
@@ -107,7 +116,7 @@ impl Ends {
     pub fn ends(self, undo: Undo) -> bool {
         match self {
             Ends::Nothing => false,
-            Ends::OnItsNodes(own) => own == undo,
+            Ends::OnItsNodes(own) | Ends::Database(own) => own == undo,
             Ends::Cuts => matches!(undo, Undo::Heal | Undo::Release),
             Ends::Requests => undo == Undo::Release,
         }
@@ -134,6 +143,8 @@ pub enum Shape {
     NodeFromEtcd,
     /// Each node from the workload's clients.
     NodeFromClients,
+    /// Each node from the system's database.
+    NodeFromDatabase,
     /// The nodes named on one side, everyone else on the other.
     MajorityMinority,
     /// No byte from one node reaches the other.
@@ -161,6 +172,21 @@ pub enum Fires {
     Release,
     /// Every cut and request fault ended, or the one cut named.
     Heal,
+    /// An act on the system's database through the runtime
+    /// (runtime/postgres.rs), refused when the database is not in the
+    /// state the act needs.
+    Database(DatabaseAct),
+}
+
+/// What the nemesis does to the system's database: its whole process tree
+/// stopped, continued or killed, or the server started again on its data
+/// directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatabaseAct {
+    Pause,
+    Resume,
+    Kill,
+    Start,
 }
 
 /// What the nemesis reads once a fault took effect, so the checkers can
@@ -201,6 +227,8 @@ pub enum Draw {
     /// A node by role and another named outright, while nothing is cut
     /// and there are two nodes or more.
     TwoNodes(fn(Target, Target) -> Fault),
+    /// The system's database, while it runs and is not paused.
+    Database(fn() -> Fault),
 }
 
 /// What a system must offer for a campaign to draw a kind
@@ -215,6 +243,8 @@ pub enum Needs {
     /// Links other than its clients': brokers that dial one another, or
     /// services.
     Links,
+    /// A database among its services (PostgreSQL).
+    Database,
 }
 
 /// Whether a campaign that names no kinds draws a kind.

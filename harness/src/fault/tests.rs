@@ -16,7 +16,8 @@ fn each_name_parses_back_and_serialises_as_itself() {
         "resume".parse::<Kind>().unwrap_err().to_string(),
         "\"resume\" is not a fault kind (pause, crash, stop, power-loss, truncate-log, \
          isolate, majority-minority, one-way, bridge, node-from-etcd, node-from-clients, \
-         hold-requests, delay-requests, drop-requests, duplicate-requests)"
+         hold-requests, delay-requests, drop-requests, duplicate-requests, node-from-database, \
+         pause-database, crash-database)"
     );
     assert!(serde_json::from_str::<Verb>("\"unplug\"").is_err());
 }
@@ -44,9 +45,20 @@ fn one_of_each() -> Vec<Fault> {
         "duplicate-requests = { from = \"clients\", to = \"b1\", api = \"Produce\" }",
         "release-requests = { from = \"clients\", to = \"b1\", api = \"EndTxn\" }",
         "heal = \"cut-1\"",
+        "node-from-database = \"b1\"",
     ]
     .iter()
     .map(|toml_text| toml::from_str(toml_text).unwrap_or_else(|e| panic!("{toml_text}: {e}")))
+    .chain(
+        [
+            "pause-database",
+            "resume-database",
+            "crash-database",
+            "restart-database",
+        ]
+        .iter()
+        .map(|word| toml::Value::String((*word).into()).try_into().unwrap()),
+    )
     .collect()
 }
 
@@ -108,5 +120,34 @@ fn every_fault_has_its_undo_and_every_undo_its_faults() {
     assert_eq!(ends(Verb::Restart), ["crash", "stop", "power-loss"]);
     assert_eq!(ends(Verb::Resume), ["pause"]);
     assert_eq!(ends(Verb::ReleaseRequests).len(), 4);
-    assert_eq!(ends(Verb::Heal).len(), 10);
+    // Six cuts (node-from-database among them) and four request faults.
+    assert_eq!(ends(Verb::Heal).len(), 11);
+    assert_eq!(ends(Verb::ResumeDatabase), ["pause-database"]);
+    assert_eq!(ends(Verb::RestartDatabase), ["crash-database"]);
+}
+
+/// The database's verbs are words in a schedule and print back as such;
+/// a table form of them, or a word no verb has, is refused naming the words.
+#[test]
+fn the_database_verbs_are_words() {
+    for fault in [
+        Fault::PauseDatabase,
+        Fault::ResumeDatabase,
+        Fault::CrashDatabase,
+        Fault::RestartDatabase,
+    ] {
+        let written = toml::to_string(&crate::schedule::Step::Fault(fault.clone())).unwrap();
+        let name = Verb::of(&fault).name();
+        assert_eq!(written, format!("fault = \"{name}\"\n"));
+        let step: crate::schedule::Step = toml::from_str(&written).unwrap();
+        assert_eq!(step, crate::schedule::Step::Fault(fault));
+        assert!(toml::from_str::<Fault>(&format!("{name} = \"b1\"")).is_err());
+    }
+    let e = toml::from_str::<crate::schedule::Step>("fault = \"pause-postgres\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("expected one of `heal`, `pause-database`"),
+        "{e}"
+    );
 }

@@ -73,7 +73,7 @@ pub enum Aim {
     },
     /// A heal of one named cut.
     HealCut { heal: String },
-    /// `heal` of everything names nobody.
+    /// `heal` of everything, and the database's faults, name nobody.
     Nobody {},
 }
 
@@ -85,7 +85,7 @@ fn not_default(on_heal: OnHeal) -> Option<OnHeal> {
 impl Aim {
     pub fn of(fault: &Fault) -> Aim {
         match fault.payload() {
-            Payload::Heal => Aim::Nobody {},
+            Payload::Heal | Payload::Database => Aim::Nobody {},
             Payload::HealCut(id) => Aim::HealCut {
                 heal: id.to_owned(),
             },

@@ -5,8 +5,11 @@
 //! the checkers date (disk faults, starts) etcd's revision once it took
 //! effect; the run only records it. Process faults go through the runtime,
 //! partitions through the proxies (`partition`), request faults through the
-//! proxies too (`requests`), disk faults cut a dead node's files (`disk`).
+//! proxies too (`requests`), disk faults cut a dead node's files (`disk`),
+//! and the database faults act on the system's database through the
+//! runtime (`database`).
 
+pub mod database;
 mod deregister;
 pub use deregister::BOUND as DEREGISTER_BOUND;
 pub mod disk;
@@ -77,6 +80,9 @@ pub enum Refusal {
     /// another).
     #[error("no proxy {0}: this system's brokers do not dial one another")]
     NoLink(String),
+    /// The database is not in the state the act starts from.
+    #[error(transparent)]
+    Database(database::NotInState),
 }
 
 impl NemesisError {
@@ -320,6 +326,14 @@ impl Nemesis {
                     .map_err(requests_error)?;
                 resolved = named;
             }
+            (Fires::Database(act), _) => {
+                database::act(runtime, act, Verb::of(fault))
+                    .await
+                    .map_err(|e| match e {
+                        database::DatabaseError::Refused(not) => Refusal::Database(not).into(),
+                        database::DatabaseError::Runtime(e) => NemesisError::Runtime(e),
+                    })?;
+            }
             (Fires::Heal, Payload::HealCut(id)) => {
                 done.healed = Some(self.heal_cut(runtime, id).await?);
             }
@@ -449,6 +463,7 @@ fn partition_specs(shape: Shape, resolved: &[NodeId]) -> Vec<PartitionSpec> {
         Shape::Bridge => each(PartitionSpec::Bridge),
         Shape::NodeFromEtcd => each(PartitionSpec::NodeFromEtcd),
         Shape::NodeFromClients => each(PartitionSpec::NodeFromClients),
+        Shape::NodeFromDatabase => each(PartitionSpec::NodeFromDatabase),
         Shape::MajorityMinority => vec![PartitionSpec::MajorityMinority {
             minority: resolved.to_vec(),
         }],

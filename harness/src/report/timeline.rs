@@ -156,7 +156,7 @@ pub fn fault_intervals(spans: &[Span<'_>], history_end: u64) -> Vec<FaultInterva
                         (Ends::Cuts, Aim::HealCut { heal }) => {
                             requests.is_none() && cut_id.as_deref() == Some(heal.as_str())
                         }
-                        (Ends::Cuts, _) => true,
+                        (Ends::Cuts | Ends::Database(_), _) => true,
                         (Ends::OnItsNodes(_), _) => {
                             let undone: BTreeSet<NodeId> = undo
                                 .done
@@ -553,8 +553,9 @@ mod tests {
     fn each_kind_is_shaded_as_its_spec_says() {
         assert_eq!(
             fault_style(),
-            "rect.fault-crash,rect.fault-stop,rect.fault-power-loss{fill:#e53935}\
-             rect.fault-pause{fill:#1e88e5}rect.fault-truncate-log{fill:#000;fill-opacity:.5}"
+            "rect.fault-crash,rect.fault-stop,rect.fault-power-loss,rect.fault-crash-database\
+             {fill:#e53935}rect.fault-pause,rect.fault-pause-database{fill:#1e88e5}\
+             rect.fault-truncate-log{fill:#000;fill-opacity:.5}"
         );
     }
 

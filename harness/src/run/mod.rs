@@ -66,6 +66,7 @@ use crate::store::RunLog;
 /// Runs a schedule end to end; see the module docs for the phases.
 pub async fn run(options: &RunOptions) -> Result<RunReport, RunError> {
     let mut schedule = Schedule::load(&options.schedule)?;
+    crate::fault::check_system(&schedule, &options.schedule, &options.system)?;
     apply_sets(&mut schedule, &options.sets)?;
     let name = options.name.clone().unwrap_or_else(|| {
         options

@@ -85,13 +85,17 @@ pub(super) struct Liveness {
     pub unrecovered: Option<Unrecovered>,
 }
 
-/// Removes every cut, resumes every paused node and starts every dead one,
-/// each as a nemesis op.
+/// Removes every cut, brings the database back (resumed or restarted),
+/// resumes every paused node and starts every dead one, each as a nemesis
+/// op: the database before any broker, since a broker over a database
+/// starts by reading it.
 async fn heal<R: Runtime>(live: &mut Live<R>) -> Result<RunStatus, RunError> {
     let mut fixes = Vec::new();
     if !live.nemesis.partitions_healed() {
         fixes.push(Fault::Heal);
     }
+    let database = live.runtime.database()?;
+    fixes.extend(database.and_then(crate::nemesis::database::undo));
     for n in live.nodes() {
         let target = Target::Node(n);
         if !live.runtime.is_running(n) {

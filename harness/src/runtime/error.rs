@@ -53,6 +53,9 @@ pub enum RuntimeError {
     Postgres { at: String, detail: String },
     #[error("no node {0}")]
     UnknownNode(NodeId),
+    /// A database fault on a runtime that runs no database for the system.
+    #[error("this runtime runs no database for the system")]
+    NoDatabase,
     #[error("node {0} is not running")]
     NotRunning(NodeId),
     #[error("node {0} is already running")]

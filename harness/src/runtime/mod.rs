@@ -76,6 +76,29 @@ pub trait Runtime {
     /// Kills and reaps every child.
     async fn shutdown(self) -> Result<(), RuntimeError>;
 
+    /// The system's database as the runtime runs it; `None` when it runs
+    /// none (the system has no database, or the runtime cannot run one).
+    fn database(&self) -> Result<Option<DatabaseState>, RuntimeError> {
+        Ok(None)
+    }
+    /// SIGSTOP to the database's whole process tree, awaited.
+    async fn pause_database(&mut self) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NoDatabase)
+    }
+    /// SIGCONT to the database's whole process tree.
+    async fn resume_database(&mut self) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NoDatabase)
+    }
+    /// SIGKILL to the database's whole process tree; reaped.
+    async fn kill_database(&mut self) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NoDatabase)
+    }
+    /// The database started again on its data directory and port, awaited
+    /// until it answers a connection.
+    async fn start_database(&mut self) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NoDatabase)
+    }
+
     /// SIGKILL to every running broker, as close to at once as the backend
     /// allows: the end of a run freezes the data directories, and the longer
     /// the first broker is dead while the others live, the more the cluster
@@ -131,6 +154,17 @@ pub trait Runtime {
     fn proxies(&self) -> &ToxiproxyClient {
         &self.realised().proxies
     }
+}
+
+/// The system's database as a runtime runs it, for the nemesis and the
+/// final heal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatabaseState {
+    Running,
+    /// Its postmaster stopped by SIGSTOP (state T).
+    Paused,
+    /// Killed and not started since.
+    Down,
 }
 
 /// How a wait for a SIGSTOP to land ended.

@@ -33,8 +33,8 @@ use super::etcd_probe::etcd_healthy;
 use super::orphans::{MemoryDir, etcd_memory_dir};
 use super::postgres;
 use super::{
-    BrokerAddresses, ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused,
-    Realised, Runtime, RuntimeError, Upstream, await_paused, reaper,
+    BrokerAddresses, ClusterConfig, ClusterPlan, DatabaseState, EtcdAddresses, Link, NodeId, POLL,
+    Paused, Realised, Runtime, RuntimeError, Upstream, await_paused, reaper,
 };
 use crate::system::{PortMode, ServiceKind};
 
@@ -138,7 +138,7 @@ pub struct ProcessRuntime {
     /// `None` for a system that needs no etcd.
     _etcd: Option<Guarded>,
     /// `None` for a system that needs no PostgreSQL.
-    _postgres: Option<PostgresServer>,
+    database: Option<PostgresServer>,
     /// etcd's data in memory, removed once etcd (above) is dead.
     _etcd_data: Option<MemoryDir>,
 }
@@ -242,7 +242,7 @@ impl ProcessRuntime {
             brokers,
             program: found.program,
             _proxy: proxy,
-            _postgres: postgres,
+            database: postgres,
             _etcd: etcd,
             _etcd_data: etcd_data,
         };
@@ -321,6 +321,10 @@ impl ProcessRuntime {
         Ok(exited)
     }
 
+    fn database_mut(&mut self) -> Result<&mut PostgresServer, RuntimeError> {
+        self.database.as_mut().ok_or(RuntimeError::NoDatabase)
+    }
+
     fn running(&mut self, node: NodeId) -> Result<&mut Guarded, RuntimeError> {
         self.broker_mut(node)?
             .process
@@ -346,11 +350,103 @@ fn free_port() -> Result<u16, RuntimeError> {
 /// a group leader), so a kill of the postmaster's group does not reach them:
 /// dropping it stops the postmaster, kills each child, then the group, and
 /// removes the shared memory segment a killed server leaves.
+///
+/// The database faults act on it (runtime/postgres.rs): a pause stops the
+/// whole tree, a kill ends it, a start spawns a new postmaster on the same
+/// data directory and port (the proxies' upstream never moves), guarded as
+/// the first was. A running child notices its postmaster's death and exits,
+/// but a stopped one cannot, so while the server is paused each child's
+/// session is recorded with the reaper too: Ctrl-C, or a harness killed
+/// outright, kills them as it kills every guarded group.
 struct PostgresServer {
     server: Option<Guarded>,
-    data_dir: PathBuf,
+    /// How it was started, to start it again after a crash.
+    at: postgres::PostgresPlan,
     /// `127.0.0.1:<port>`.
     address: String,
+    /// Bound on a start, and on a pause or kill taking effect.
+    timeout: std::time::Duration,
+    /// The children recorded with the reaper while the server is paused.
+    paused_children: Vec<i32>,
+}
+
+impl PostgresServer {
+    fn state(&self) -> Result<DatabaseState, RuntimeError> {
+        Ok(match &self.server {
+            None => DatabaseState::Down,
+            Some(server) if signal::is_stopped(server.pid())? => DatabaseState::Paused,
+            Some(_) => DatabaseState::Running,
+        })
+    }
+
+    fn postmaster(&self) -> Result<i32, RuntimeError> {
+        self.server
+            .as_ref()
+            .map(Guarded::pid)
+            .ok_or_else(|| RuntimeError::Postgres {
+                at: self.address.clone(),
+                detail: "is not running (crashed and not restarted)".into(),
+            })
+    }
+
+    async fn pause(&mut self) -> Result<(), RuntimeError> {
+        let postmaster = self.postmaster()?;
+        postgres::pause_server(postmaster, self.timeout).await?;
+        // Stopped: it forks nothing, so this list is its whole tree.
+        for child in postgres::server_children(postmaster)? {
+            if !reaper::register(child) {
+                return Err(RuntimeError::TooManyChildren);
+            }
+            self.paused_children.push(child);
+        }
+        Ok(())
+    }
+
+    fn resume(&mut self) -> Result<(), RuntimeError> {
+        postgres::resume_server(self.postmaster()?)?;
+        self.forget_paused_children();
+        Ok(())
+    }
+
+    async fn kill(&mut self) -> Result<(), RuntimeError> {
+        let killed = postgres::kill_server(self.postmaster()?, self.timeout).await;
+        // The guard kills the postmaster's group (if the kill above did not
+        // finish) and reaps it.
+        drop(self.server.take());
+        self.forget_paused_children();
+        killed
+    }
+
+    async fn start(&mut self) -> Result<(), RuntimeError> {
+        if self.server.is_some() {
+            return Err(RuntimeError::Postgres {
+                at: self.address.clone(),
+                detail: "is already running".into(),
+            });
+        }
+        let server = Guarded::spawn(
+            self.at.server_command(),
+            "postgres".into(),
+            self.at.log.clone(),
+            Stdio::null(),
+        )?;
+        let server = self.server.insert(server);
+        if let Err(unready) = postgres::postgres_ready(&self.address, self.timeout).await {
+            // One that exited (its port taken meanwhile) says so; either
+            // way it is not left half started.
+            let exited = server.exited();
+            self.server = None;
+            exited?;
+            return Err(unready);
+        }
+        Ok(())
+    }
+
+    fn forget_paused_children(&mut self) {
+        for child in self.paused_children.drain(..) {
+            reaper::unregister(child);
+        }
+    }
 }
 
 impl Drop for PostgresServer {
@@ -365,7 +461,8 @@ impl Drop for PostgresServer {
         }
         // The guard kills the postmaster's group and reaps it.
         drop(self.server.take());
-        let _ = postgres::release_shared_memory(&self.data_dir);
+        self.forget_paused_children();
+        let _ = postgres::release_shared_memory(&self.at.data_dir);
     }
 }
 
@@ -385,18 +482,14 @@ async fn start_postgres(plan: &ClusterPlan) -> Result<PostgresServer, RuntimeErr
         layout.postgres_log(),
     )?;
     at.initdb(timeout).await?;
-    let server = Guarded::spawn(
-        at.server_command(),
-        "postgres".into(),
-        at.log.clone(),
-        Stdio::null(),
-    )?;
-    let server = PostgresServer {
-        server: Some(server),
-        data_dir: at.data_dir.clone(),
+    let mut server = PostgresServer {
+        server: None,
         address: at.address(),
+        at,
+        timeout,
+        paused_children: Vec::new(),
     };
-    postgres::postgres_ready(&server.address, timeout).await?;
+    server.start().await?;
     if let Some(schema) = plan.config.system.schema(ServiceKind::Postgres) {
         postgres::run_script(&server.address, schema, timeout).await?;
     }
@@ -636,5 +729,28 @@ impl Runtime for ProcessRuntime {
         // Drop kills and reaps brokers, then the proxy, then etcd.
         drop(self);
         Ok(())
+    }
+
+    fn database(&self) -> Result<Option<DatabaseState>, RuntimeError> {
+        self.database
+            .as_ref()
+            .map(PostgresServer::state)
+            .transpose()
+    }
+
+    async fn pause_database(&mut self) -> Result<(), RuntimeError> {
+        self.database_mut()?.pause().await
+    }
+
+    async fn resume_database(&mut self) -> Result<(), RuntimeError> {
+        self.database_mut()?.resume()
+    }
+
+    async fn kill_database(&mut self) -> Result<(), RuntimeError> {
+        self.database_mut()?.kill().await
+    }
+
+    async fn start_database(&mut self) -> Result<(), RuntimeError> {
+        self.database_mut()?.start().await
     }
 }

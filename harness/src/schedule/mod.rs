@@ -24,7 +24,7 @@ pub use model::{
     MemberPoll, NodeConfig, OneWay, PartitionRef, Produce, SubscribeStep, Target, Topic, Truncate,
     TruncateLog, TxnIntent, TxnStep, TxnStepOp, Workload,
 };
-pub use parse::{Invalid, ScheduleError};
+pub use parse::{Invalid, ScheduleError, step_line};
 pub use payload::Payload;
 pub use requests::{Api, DelayedRequests, Requests, Sender};
 pub use step::Step;

@@ -300,8 +300,9 @@ pub enum Compression {
 
 /// A fault, named by its verb. Partitions are named by the direction bytes flow.
 ///
-/// In TOML a fault is a one-key table, the verb, or the word `"heal"`
-/// ([`Fault::Heal`]); `{ heal = "cut-1" }` heals one named cut. (De)serialized
+/// In TOML a fault is a one-key table, the verb, or a word: `"heal"`
+/// ([`Fault::Heal`]) or one of the database's verbs (`"pause-database"`);
+/// `{ heal = "cut-1" }` heals one named cut. (De)serialized
 /// through the derive below, which serde's `remote = "Self"` makes an
 /// inherent function; the trait impls after it add the bare word.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -328,6 +329,9 @@ pub enum Fault {
     /// No byte between the workload's clients and the node, either way; its
     /// links to other brokers and services still flow.
     NodeFromClients(Cut),
+    /// No byte between the node and the system's database, either way
+    /// (its `b<i>-postgres` link); undone by `heal` as every cut.
+    NodeFromDatabase(Cut),
     /// The requests of one Kafka API on one link (`{ from, to, api }`) are
     /// held, with everything behind them on their connection, until
     /// released (schedule/requests.rs; the proxy's `kafka_requests` toxic).
@@ -348,6 +352,30 @@ pub enum Fault {
     /// Remove the partition fault that named itself so (`{ heal = "cut-1" }`).
     #[serde(rename = "heal")]
     HealCut(String),
+    /// The system's database stopped, its whole process tree (written as
+    /// the word `"pause-database"`, as the four below are).
+    #[serde(skip_deserializing)]
+    PauseDatabase,
+    #[serde(skip_deserializing)]
+    ResumeDatabase,
+    /// Every process of the database killed.
+    #[serde(skip_deserializing)]
+    CrashDatabase,
+    /// The database started again on its data directory, awaited until it
+    /// answers.
+    #[serde(skip_deserializing)]
+    RestartDatabase,
+}
+
+impl Fault {
+    /// The faults written as one word, each its verb's name.
+    const WORDS: &[(&str, Fault)] = &[
+        ("heal", Fault::Heal),
+        ("pause-database", Fault::PauseDatabase),
+        ("resume-database", Fault::ResumeDatabase),
+        ("crash-database", Fault::CrashDatabase),
+        ("restart-database", Fault::RestartDatabase),
+    ];
 }
 
 impl Serialize for Fault {
@@ -362,13 +390,21 @@ impl<'de> Deserialize<'de> for Fault {
         impl<'de> serde::de::Visitor<'de> for Form {
             type Value = Fault;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a fault: a table with one verb, or \"heal\"")
+                f.write_str("a fault: a table with one verb, or a word such as \"heal\"")
             }
             fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<Fault, E> {
-                match word {
-                    "heal" => Ok(Fault::Heal),
-                    other => Err(E::unknown_variant(other, &["heal"])),
-                }
+                const NAMES: &[&str] = &[
+                    "heal",
+                    "pause-database",
+                    "resume-database",
+                    "crash-database",
+                    "restart-database",
+                ];
+                Fault::WORDS
+                    .iter()
+                    .find(|(name, _)| *name == word)
+                    .map(|(_, fault)| fault.clone())
+                    .ok_or_else(|| E::unknown_variant(word, NAMES))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Fault, A::Error> {
                 Fault::deserialize(serde::de::value::MapAccessDeserializer::new(map))

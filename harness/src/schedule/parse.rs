@@ -113,6 +113,13 @@ pub enum Invalid {
     /// producer's sequence ahead of the log's.
     #[error("`idempotent = true` needs acks = \"all\"; {at} sets acks = \"{acks}\"")]
     IdempotenceNeedsAcksAll { at: String, acks: Acks },
+    /// A database fault on a system without a database (fault/fits.rs).
+    #[error("step {step}: {verb} needs a system with a database, and {system} has none")]
+    NoDatabase {
+        step: usize,
+        verb: &'static str,
+        system: String,
+    },
 }
 
 pub(super) fn parse(file: &Path, src: &str) -> Result<Schedule, ScheduleError> {
@@ -154,7 +161,8 @@ fn syntax_error(file: &Path, src: &str, err: &toml::de::Error) -> ScheduleError 
 }
 
 /// The line of the `n`th `[[step]]` header (0-based), when steps are written so.
-fn step_line(src: &str, n: usize) -> Option<usize> {
+/// The line of the `n`-th (from 0) `[[step]]` header in `src`.
+pub fn step_line(src: &str, n: usize) -> Option<usize> {
     src.lines()
         .enumerate()
         .filter(|(_, l)| l.trim() == "[[step]]")

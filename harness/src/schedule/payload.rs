@@ -24,6 +24,8 @@ pub enum Payload<'a> {
     Heal,
     /// `{ heal = id }`.
     HealCut(&'a str),
+    /// The system's database: its faults name no node.
+    Database,
 }
 
 impl Fault {
@@ -41,7 +43,8 @@ impl Fault {
             | Fault::MajorityMinority(c)
             | Fault::Bridge(c)
             | Fault::NodeFromEtcd(c)
-            | Fault::NodeFromClients(c) => Payload::Cut(c),
+            | Fault::NodeFromClients(c)
+            | Fault::NodeFromDatabase(c) => Payload::Cut(c),
             Fault::OneWay(w) => Payload::OneWay(w),
             Fault::HoldRequests(r)
             | Fault::DropRequests(r)
@@ -50,6 +53,10 @@ impl Fault {
             Fault::DelayRequests(d) => Payload::DelayedRequests(d),
             Fault::Heal => Payload::Heal,
             Fault::HealCut(id) => Payload::HealCut(id),
+            Fault::PauseDatabase
+            | Fault::ResumeDatabase
+            | Fault::CrashDatabase
+            | Fault::RestartDatabase => Payload::Database,
         }
     }
 

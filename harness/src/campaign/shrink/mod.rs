@@ -73,7 +73,7 @@ pub fn units(schedule: &Schedule) -> Result<Vec<Unit>, ShrinkError> {
                 && match undo.ends {
                     Ends::OnItsNodes(_) => broke.target() == fault.target(),
                     Ends::Requests => broke.requests() == fault.requests(),
-                    Ends::Cuts | Ends::Nothing => true,
+                    Ends::Cuts | Ends::Database(_) | Ends::Nothing => true,
                 }
         };
         match open.iter().rposition(|(_, broke)| undoes(broke)) {
