@@ -45,8 +45,8 @@ use testcontainers::bollard::models::NetworkCreateRequest;
 use testcontainers::bollard::query_parameters::KillContainerOptions;
 
 use super::{
-    ClusterConfig, ClusterPlan, EtcdAddresses, Link, NodeId, POLL, Paused, Realised, Runtime,
-    RuntimeError, Upstream, await_paused, reaper,
+    ClusterConfig, ClusterPlan, DatabaseState, EtcdAddresses, Link, NodeId, POLL, Paused, Realised,
+    Runtime, RuntimeError, Upstream, await_paused, reaper,
 };
 use crate::kafka_client::KafkaClient;
 use crate::runtime::etcd_probe::etcd_healthy;
@@ -91,6 +91,8 @@ pub struct DockerRuntime {
     link_ports: BTreeMap<Link, u16>,
     brokers: BTreeMap<NodeId, Broker>,
     watcher: StopWatcher,
+    /// The system's PostgreSQL, when it has one.
+    database: Option<postgres::Database>,
 }
 
 impl DockerRuntime {
@@ -130,6 +132,7 @@ impl DockerRuntime {
             link_ports: BTreeMap::new(),
             brokers: BTreeMap::new(),
             watcher: StopWatcher::new(),
+            database: None,
             run_id,
         };
         // From here the runtime exists, so its Drop removes what was made.
@@ -146,7 +149,9 @@ impl DockerRuntime {
             .any(|s| s == ServiceKind::Postgres)
         {
             let owner = runtime.store_owner()?;
-            postgres::start(&runtime.containers(), &runtime.cluster.plan, owner).await?;
+            let containers = runtime.containers();
+            let database = postgres::start(&containers, &runtime.cluster.plan, owner).await?;
+            runtime.database = Some(database);
         }
         runtime.start_proxy(&proxy_image).await?;
         runtime.create_brokers(&broker_image).await?;
@@ -649,6 +654,48 @@ impl Runtime for DockerRuntime {
             .get(&node)
             .filter(|b| b.pid.is_some())
             .map(|b| b.observe.clone())
+    }
+
+    fn database(&self) -> Result<Option<DatabaseState>, RuntimeError> {
+        self.database
+            .as_ref()
+            .map(postgres::Database::state)
+            .transpose()
+    }
+
+    async fn pause_database(&mut self) -> Result<(), RuntimeError> {
+        self.database
+            .as_ref()
+            .ok_or(RuntimeError::NoDatabase)?
+            .pause()
+            .await
+    }
+
+    async fn resume_database(&mut self) -> Result<(), RuntimeError> {
+        self.database
+            .as_ref()
+            .ok_or(RuntimeError::NoDatabase)?
+            .resume()
+    }
+
+    async fn kill_database(&mut self) -> Result<(), RuntimeError> {
+        let containers = Containers {
+            docker: &self.docker,
+            run_id: &self.run_id,
+            start_timeout: self.cluster.plan.config.start_timeout,
+        };
+        let database = self.database.as_mut().ok_or(RuntimeError::NoDatabase)?;
+        database.kill(&containers).await
+    }
+
+    async fn start_database(&mut self) -> Result<(), RuntimeError> {
+        let containers = Containers {
+            docker: &self.docker,
+            run_id: &self.run_id,
+            start_timeout: self.cluster.plan.config.start_timeout,
+        };
+        let database = self.database.as_mut().ok_or(RuntimeError::NoDatabase)?;
+        database.start(&containers).await
     }
 
     async fn shutdown(mut self) -> Result<(), RuntimeError> {

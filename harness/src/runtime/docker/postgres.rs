@@ -19,11 +19,15 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::container::{Containers, Spec, free_port};
+use std::time::Duration;
+
+use epochal_faults::signal;
+
+use super::container::{Container, Containers, Spec, free_port};
 use super::image;
-use crate::runtime::RuntimeError;
 use crate::runtime::plan::ClusterPlan;
 use crate::runtime::postgres::{self, Account, PostgresPlan};
+use crate::runtime::{DatabaseState, RuntimeError};
 use crate::system::ServiceKind;
 
 /// The port the server listens on inside its container.
@@ -36,14 +40,11 @@ pub(super) async fn start(
     containers: &Containers<'_>,
     plan: &ClusterPlan,
     owner: String,
-) -> Result<(), RuntimeError> {
+) -> Result<Database, RuntimeError> {
     let bin = postgres::find_binaries()?;
     let image = image::ensure(containers.docker, &image::postgres(&bin)).await?;
     let layout = plan.layout();
-    let timeout = plan
-        .config
-        .start_timeout
-        .max(std::time::Duration::from_secs(60));
+    let timeout = plan.config.start_timeout.max(Duration::from_secs(60));
     let data_dir = std::path::absolute(layout.postgres_data())
         .map_err(RuntimeError::io("resolving the PostgreSQL data directory"))?;
     let at = PostgresPlan::new(bin, data_dir.clone(), POSTGRES_PORT, layout.postgres_log())?;
@@ -80,18 +81,86 @@ pub(super) async fn start(
             working_dir: Some(mount),
         })
         .await?;
-    let pid = containers.start_container(&container).await?;
-    let address = format!("127.0.0.1:{host_port}");
-    containers
-        .await_serving(&container, pid, "PostgreSQL answering", || async {
-            let attempt = std::time::Duration::from_secs(1);
-            postgres::postgres_ready(&address, attempt).await.is_ok()
-        })
-        .await?;
+    let mut database = Database {
+        container,
+        address: format!("127.0.0.1:{host_port}"),
+        pid: None,
+        timeout,
+    };
+    database.start(containers).await?;
     if let Some(schema) = plan.config.system.schema(ServiceKind::Postgres) {
-        postgres::run_script(&address, schema, timeout).await?;
+        postgres::run_script(&database.address, schema, timeout).await?;
     }
-    Ok(())
+    Ok(database)
+}
+
+/// The run's PostgreSQL container, for the database faults: paused, resumed
+/// and killed as a process tree seen from the host (its server is the
+/// container's PID 1, and a kill ends the container), started again by
+/// Docker on the same mounted cluster. Removed with the run's containers on
+/// every exit path, paused or not (`docker rm -f` kills a stopped tree too).
+pub(super) struct Database {
+    container: Container,
+    /// Where the harness reaches it (its published port).
+    address: String,
+    /// The server's pid on the host while its container runs.
+    pid: Option<i32>,
+    timeout: Duration,
+}
+
+impl Database {
+    pub(super) fn state(&self) -> Result<DatabaseState, RuntimeError> {
+        Ok(match self.pid {
+            None => DatabaseState::Down,
+            Some(pid) if signal::is_stopped(pid)? => DatabaseState::Paused,
+            Some(_) => DatabaseState::Running,
+        })
+    }
+
+    fn server(&self) -> Result<i32, RuntimeError> {
+        self.pid.ok_or_else(|| RuntimeError::Postgres {
+            at: self.address.clone(),
+            detail: "is not running (crashed and not restarted)".into(),
+        })
+    }
+
+    pub(super) async fn pause(&self) -> Result<(), RuntimeError> {
+        postgres::pause_server(self.server()?, self.timeout).await
+    }
+
+    pub(super) fn resume(&self) -> Result<(), RuntimeError> {
+        postgres::resume_server(self.server()?)
+    }
+
+    /// SIGKILL to the tree, then Docker's own record that the container
+    /// stopped, so it can be started again.
+    pub(super) async fn kill(&mut self, containers: &Containers<'_>) -> Result<(), RuntimeError> {
+        let killed = postgres::kill_server(self.server()?, self.timeout).await;
+        self.pid = None;
+        // The container's end as Docker reports it (its exit code, its
+        // output saved): expected here, so only awaited.
+        let _ = containers.exited(&self.container).await;
+        killed
+    }
+
+    /// Docker starts the container again; awaited until the server answers.
+    pub(super) async fn start(&mut self, containers: &Containers<'_>) -> Result<(), RuntimeError> {
+        if self.pid.is_some() {
+            return Err(RuntimeError::Postgres {
+                at: self.address.clone(),
+                detail: "is already running".into(),
+            });
+        }
+        let pid = containers.start_container(&self.container).await?;
+        self.pid = Some(pid);
+        let address = &self.address;
+        containers
+            .await_serving(&self.container, pid, "PostgreSQL answering", || async {
+                let attempt = Duration::from_secs(1);
+                postgres::postgres_ready(address, attempt).await.is_ok()
+            })
+            .await
+    }
 }
 
 /// initdb's trust covers loopback only; the brokers' connections come from
