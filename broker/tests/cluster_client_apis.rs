@@ -76,7 +76,7 @@ fn assert_api_versions_advertised(c: &mut KafkaClient) {
         advertised,
         vec![
             (0, 3, 9),
-            (1, 4, 12),
+            (1, 4, 13),
             (2, 1, 7),
             (3, 0, 12),
             (4, 0, 4),

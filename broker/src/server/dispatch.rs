@@ -34,8 +34,8 @@ use crate::server::context::Broker;
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     // v3+ carries record batches v2 only; older versions carry message sets.
     (ApiKey::Produce, 3, 9),
-    // v4+ returns record batches v2; v13+ addresses topics by id, which we do not assign.
-    (ApiKey::Fetch, 4, 12),
+    // v4+ returns record batches v2; v13+ addresses topics by id (KIP-516).
+    (ApiKey::Fetch, 4, 13),
     // v0 answers a list of offsets; v1+ one offset.
     (ApiKey::ListOffsets, 1, 7),
     // v10+ carries topic ids; we answer the zero id ("unknown").

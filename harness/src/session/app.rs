@@ -502,6 +502,7 @@ mod tests {
                 isolation_level: 0,
                 partitions: vec![FetchedPartition {
                     topic: "t".into(),
+                    topic_id: None,
                     partition: 0,
                     fetch_offset: from,
                     answer: Some(FetchAnswer {

@@ -12,11 +12,16 @@
 //! batch whole even when it exceeds them (KIP-74), so a large batch never
 //! stalls a consumer (`partition_budget`).
 //! Fetch sessions (KIP-227) are not kept: every response is sessionless (id 0).
+//! From v13 a request names each topic by its id alone (KIP-516), resolved
+//! through the metadata the controller sent; an id it does not hold is
+//! UNKNOWN_TOPIC_ID for each of that topic's partitions, and the answer names
+//! topics by id as asked.
 //! A read_committed client (isolation_level 1, KIP-98) reads up to the last
 //! stable offset and is told the aborted transactions there.
 
 use std::time::Duration;
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
 };
@@ -45,13 +50,15 @@ pub async fn handle(
     };
     // A follower's run, from its client id (fetcher.rs): its fetches count
     // toward joining an ISR only for that run (KIP-903).
+    let names = topic_names(broker, &req, version);
     if replica_id >= 0
         && let Some(run) = crate::replica::fetcher::follower_incarnation(client_id)
     {
-        let partitions = req.topics.iter().flat_map(|t| {
+        let partitions = req.topics.iter().zip(&names).flat_map(|(t, name)| {
+            let name = name.clone().unwrap_or_default();
             t.partitions
                 .iter()
-                .map(|p| TopicPartition::new(t.topic.0.to_string(), p.partition))
+                .map(move |p| TopicPartition::new(name.clone(), p.partition))
         });
         broker
             .replicas
@@ -59,7 +66,7 @@ pub async fn handle(
     }
     loop {
         let notified = broker.replicas.appended().notified();
-        let (response, bytes, any_error) = read_once(broker, &req, replica_id);
+        let (response, bytes, any_error) = read_once(broker, &req, &names, replica_id);
         let done = bytes >= req.min_bytes.max(0) as usize
             || any_error
             || tokio::time::Instant::now() >= deadline;
@@ -73,7 +80,24 @@ pub async fn handle(
     }
 }
 
-fn read_once(broker: &Broker, req: &FetchRequest, replica_id: i32) -> (FetchResponse, usize, bool) {
+/// Each requested topic's name: as given before v13, from its id from v13
+/// on (`None`: an id this broker's metadata does not hold).
+fn topic_names(broker: &Broker, req: &FetchRequest, version: i16) -> Vec<Option<String>> {
+    req.topics
+        .iter()
+        .map(|t| match version {
+            ..13 => Some(t.topic.0.to_string()),
+            _ => broker.metadata.topic_named(&t.topic_id.to_string()),
+        })
+        .collect()
+}
+
+fn read_once(
+    broker: &Broker,
+    req: &FetchRequest,
+    names: &[Option<String>],
+    replica_id: i32,
+) -> (FetchResponse, usize, bool) {
     let max_bytes = if req.max_bytes <= 0 {
         i32::MAX as usize
     } else {
@@ -82,8 +106,22 @@ fn read_once(broker: &Broker, req: &FetchRequest, replica_id: i32) -> (FetchResp
     let mut total = 0usize;
     let mut any_error = false;
     let mut topics = Vec::with_capacity(req.topics.len());
-    for t in &req.topics {
-        let name = t.topic.0.to_string();
+    for (t, name) in req.topics.iter().zip(names) {
+        let topic = FetchableTopicResponse::default()
+            .with_topic(t.topic.clone())
+            .with_topic_id(t.topic_id);
+        let Some(name) = name.clone() else {
+            any_error = true;
+            let parts = t.partitions.iter().map(|p| {
+                PartitionData::default()
+                    .with_partition_index(p.partition)
+                    .with_error_code(ResponseError::UnknownTopicId.code())
+                    .with_high_watermark(-1)
+                    .with_records(Some(Default::default()))
+            });
+            topics.push(topic.with_partitions(parts.collect()));
+            continue;
+        };
         let mut parts = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
             let tp = TopicPartition {
@@ -136,11 +174,7 @@ fn read_once(broker: &Broker, req: &FetchRequest, replica_id: i32) -> (FetchResp
                 }
             }
         }
-        topics.push(
-            FetchableTopicResponse::default()
-                .with_topic(t.topic.clone())
-                .with_partitions(parts),
-        );
+        topics.push(topic.with_partitions(parts));
     }
     (
         FetchResponse::default().with_responses(topics),

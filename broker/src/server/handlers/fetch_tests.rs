@@ -8,6 +8,7 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::records::Compression;
 
 use super::*;
+use crate::controller::metadata_store::wire_topic_id;
 use crate::server::handlers::topic_name;
 use crate::server::test_support::TestBroker;
 use crate::storage::record_batch::test_writer::{TestRecord, write_batch};
@@ -120,4 +121,45 @@ async fn partition_max_bytes_applies_to_each_partition() {
     assert_eq!(read, vec![2 * batch; 3]);
     let read = fetch(&test, (5 * batch) as i32, (2 * batch) as i32, [0; 3]).await;
     assert_eq!(read, vec![2 * batch, 2 * batch, batch]);
+}
+
+/// Fetch v13 (KIP-516): a topic named by its id alone is read and answered
+/// by id; an id this broker's metadata does not hold is UNKNOWN_TOPIC_ID.
+#[tokio::test]
+async fn a_topic_named_by_its_id_is_read_from_v13() {
+    const ID: &str = "6f2c1b1e-3c59-4f43-9a55-2f7a8f0e9d11";
+    const UNKNOWN: &str = "00000000-0000-0000-0000-00000000abcd";
+    let (test, batch) = filled().await;
+    let mut view = test.broker.metadata.snapshot();
+    view.topic_ids.insert(TOPIC.to_owned(), ID.to_owned());
+    test.broker.metadata.replace(view);
+    let topic = |id: &str| {
+        FetchTopic::default()
+            .with_topic_id(wire_topic_id(Some(id)))
+            .with_partitions(vec![
+                FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(0)
+                    .with_partition_max_bytes(1 << 20)
+                    .with_current_leader_epoch(-1),
+            ])
+    };
+    let req = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_min_bytes(0)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![topic(ID), topic(UNKNOWN)]);
+    let resp = handle(&test.broker, req, 13, "consumer").await;
+    let known = &resp.responses[0];
+    assert_eq!(known.topic_id.to_string(), ID);
+    assert_eq!(known.partitions[0].error_code, 0);
+    let read = known.partitions[0].records.as_ref().map_or(0, Bytes::len);
+    assert_eq!(read, BATCHES * batch);
+    let unknown = &resp.responses[1];
+    assert_eq!(unknown.topic_id.to_string(), UNKNOWN);
+    assert_eq!(
+        unknown.partitions[0].error_code,
+        ResponseError::UnknownTopicId.code()
+    );
 }

@@ -25,7 +25,12 @@ pub struct Fetch {
 /// One partition of a Fetch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchedPartition {
+    /// Its name; from Fetch v13 on the request names the topic by id only,
+    /// and the name comes from a Metadata answer the links recorded
+    /// ([`super::AppFrames::name_fetched_topics`]).
     pub topic: String,
+    /// The topic's id (KIP-516), from Fetch v13 on.
+    pub topic_id: Option<String>,
     pub partition: i32,
     pub fetch_offset: i64,
     /// Once answered.
@@ -59,12 +64,12 @@ pub fn request(mut frame: Bytes, version: i16) -> Result<Option<Fetch>, DecodeEr
     }
     let mut partitions = Vec::new();
     for topic in &request.topics {
-        if topic.topic.0.is_empty() {
-            return Err(DecodeError::TopicIds);
-        }
+        // Fetch v13 on (KIP-516) names each topic by its id alone.
+        let by_id = version >= 13;
         for p in &topic.partitions {
             partitions.push(FetchedPartition {
                 topic: topic.topic.0.to_string(),
+                topic_id: by_id.then(|| topic.topic_id.to_string()),
                 partition: p.partition,
                 fetch_offset: p.fetch_offset,
                 answer: None,
@@ -83,11 +88,14 @@ pub fn answer(fetch: &mut Fetch, version: i16, frame: Bytes) -> Result<(), Decod
     let committed_only = fetch.isolation_level == 1;
     for topic in &response.responses {
         for data in &topic.partitions {
-            let Some(p) = fetch
-                .partitions
-                .iter_mut()
-                .find(|p| p.topic == topic.topic.0.as_str() && p.partition == data.partition_index)
-            else {
+            let id = (version >= 13).then(|| topic.topic_id.to_string());
+            let Some(p) = fetch.partitions.iter_mut().find(|p| {
+                let same = match &id {
+                    Some(id) => p.topic_id.as_ref() == Some(id),
+                    None => p.topic == topic.topic.0.as_str(),
+                };
+                same && p.partition == data.partition_index
+            }) else {
                 continue;
             };
             let sets = whole_batches(data.records.clone().unwrap_or_default())?;

@@ -127,12 +127,64 @@ pub struct AppFrames {
     pub dropped: u64,
     /// The recordings read.
     pub links: Vec<PathBuf>,
+    /// Topic ids (KIP-516) to their names, from every Metadata answer the
+    /// links recorded: a Fetch from v13 on names its topics by id alone.
+    pub topic_names: BTreeMap<String, String>,
 }
 
 /// The named undecodable frames kept; the rest are counted.
 pub const UNDECODABLE_KEPT: usize = 100;
 
 impl AppFrames {
+    /// Takes the topic ids a Metadata answer (`frame`, at `version`) names.
+    fn learn_topic_ids(&mut self, version: i16, frame: Bytes) -> Result<(), DecodeError> {
+        let response: messages::MetadataResponse = wire::decode_response(frame, version)?;
+        for topic in &response.topics {
+            if let Some(name) = &topic.name
+                && !topic.topic_id.is_nil()
+            {
+                self.topic_names
+                    .insert(topic.topic_id.to_string(), name.0.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// Names each fetched partition that its request named by topic id
+    /// alone, from the Metadata answers every link recorded (a client may
+    /// learn an id from one broker and fetch from another). A partition
+    /// whose id no answer named is left out of its Fetch and counted.
+    fn name_fetched_topics(&mut self) {
+        let mut unnamed = Vec::new();
+        for exchange in &mut self.exchanges {
+            let Call::Fetch(fetch) = &mut exchange.call else {
+                continue;
+            };
+            fetch.partitions.retain_mut(|p| match &p.topic_id {
+                Some(id) if p.topic.is_empty() => match self.topic_names.get(id) {
+                    Some(name) => {
+                        p.topic.clone_from(name);
+                        true
+                    }
+                    None => {
+                        unnamed.push((exchange.proxy.clone(), exchange.connection, id.clone()));
+                        false
+                    }
+                },
+                _ => true,
+            });
+        }
+        for (proxy, connection, id) in unnamed {
+            self.undecodable(Undecodable {
+                proxy,
+                connection,
+                api_key: Some(ApiKey::Fetch as i16),
+                api_version: None,
+                why: format!("fetches topic id {id}, which no recorded Metadata answer named"),
+            });
+        }
+    }
+
     fn undecodable(&mut self, frame: Undecodable) {
         self.undecodable_count += 1;
         if self.undecodable.len() < UNDECODABLE_KEPT {
@@ -176,6 +228,7 @@ pub fn read_app_frames(dir: &Path, until_ns: u64) -> Result<AppFrames, FramesErr
         decode_link(&proxy, &recorded, until_ns, &mut out);
         out.links.push(path);
     }
+    out.name_fetched_topics();
     out.exchanges.sort_by_key(|e| e.request_ns);
     Ok(out)
 }
@@ -186,6 +239,8 @@ struct Pending {
     api_version: i16,
     /// The decoded exchange, for the APIs the history holds.
     exchange: Option<Exchange>,
+    /// A Metadata request: its answer names topic ids.
+    metadata: bool,
 }
 
 /// Decodes one link's records into `out`.
@@ -244,6 +299,18 @@ pub fn decode_link(proxy: &str, recorded: &[Recorded], until_ns: u64, out: &mut 
                     });
                     continue;
                 };
+                if waiting.metadata {
+                    if let Err(why) = out.learn_topic_ids(waiting.api_version, frame.clone()) {
+                        out.undecodable(Undecodable {
+                            proxy: proxy.to_owned(),
+                            connection: *connection,
+                            api_key: Some(waiting.api_key),
+                            api_version: Some(waiting.api_version),
+                            why: format!("response: {why}"),
+                        });
+                    }
+                    continue;
+                }
                 let Some(mut exchange) = waiting.exchange else {
                     continue;
                 };
@@ -301,6 +368,7 @@ fn request(
         api_key: key,
         api_version: version,
         exchange: None,
+        metadata: api == Some(ApiKey::Metadata),
     };
     let (Some(api), true) = (api, correlation_id >= 0) else {
         // Not an API at all (or the proxy's own duplicate, under a negative

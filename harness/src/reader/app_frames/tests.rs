@@ -288,3 +288,84 @@ fn a_groups_commit_and_its_read_back_decode_with_their_answers() {
     };
     assert_eq!(f.answered, [("g".to_owned(), "t".to_owned(), 0, 5, 0)]);
 }
+
+/// Fetch v13 on (KIP-516) names topics by id alone: the name comes from a
+/// Metadata answer recorded on any link (here another broker's), and a
+/// partition whose id no answer named is left out and counted.
+#[test]
+fn a_fetch_by_topic_id_is_named_from_a_metadata_answer_on_any_link() {
+    use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
+    use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
+    const ID: &str = "6f2c1b1e-3c59-4f43-9a55-2f7a8f0e9d11";
+    const UNKNOWN: &str = "00000000-0000-0000-0000-00000000abcd";
+    let metadata = MetadataResponse::default().with_topics(vec![
+        MetadataResponseTopic::default()
+            .with_name(Some(topic()))
+            .with_topic_id(ID.parse().unwrap()),
+    ]);
+    let by_id = |id: &str| {
+        FetchTopic::default()
+            .with_topic_id(id.parse().unwrap())
+            .with_partitions(vec![FetchPartition::default().with_fetch_offset(40)])
+    };
+    let fetch = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![by_id(ID), by_id(UNKNOWN)]);
+    let fetched = FetchResponse::default().with_responses(vec![
+        FetchableTopicResponse::default()
+            .with_topic_id(ID.parse().unwrap())
+            .with_partitions(vec![
+                PartitionData::default()
+                    .with_high_watermark(42)
+                    .with_records(Some(batch(40, &["1", "2"]))),
+            ]),
+    ]);
+    let on_b1 = vec![
+        Recorded::Request {
+            time_ns: 1,
+            connection: 1,
+            frame: request_frame(ApiKey::Metadata, 12, 1, &MetadataRequest::default()),
+        },
+        Recorded::Response {
+            time_ns: 2,
+            connection: 1,
+            frame: response_frame(12, 1, &metadata),
+        },
+    ];
+    let on_b2 = vec![
+        Recorded::Request {
+            time_ns: 3,
+            connection: 2,
+            frame: request_frame(ApiKey::Fetch, 13, 7, &fetch),
+        },
+        Recorded::Response {
+            time_ns: 4,
+            connection: 2,
+            frame: response_frame(13, 7, &fetched),
+        },
+    ];
+    let mut out = AppFrames::default();
+    // The fetching link first: its ids are named once every link is read.
+    decode_link("client-b2", &on_b2, 100, &mut out);
+    decode_link("client-b1", &on_b1, 100, &mut out);
+    out.name_fetched_topics();
+    assert_eq!(out.exchanges.len(), 1, "{out:#?}");
+    let Call::Fetch(fetch) = &out.exchanges[0].call else {
+        panic!("{out:#?}");
+    };
+    assert_eq!(fetch.partitions.len(), 1, "{fetch:#?}");
+    let read = &fetch.partitions[0];
+    assert_eq!(
+        (read.topic.as_str(), read.topic_id.as_deref()),
+        ("t", Some(ID))
+    );
+    let answer = read.answer.as_ref().expect("answered");
+    let offsets: Vec<i64> = answer.records.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, [40, 41]);
+    assert_eq!(out.undecodable_count, 1, "{:#?}", out.undecodable);
+    assert!(
+        out.undecodable[0].why.contains(UNKNOWN),
+        "{}",
+        out.undecodable[0]
+    );
+}

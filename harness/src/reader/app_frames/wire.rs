@@ -15,8 +15,6 @@ pub enum DecodeError {
     RecordBatch(#[source] anyhow::Error),
     #[error("a batch of length {0}")]
     BatchLength(i32),
-    #[error("names its topics by id (Fetch v13 on), not read")]
-    TopicIds,
 }
 
 /// Decodes a response's header and body of type `T` at `version`.
