@@ -170,11 +170,17 @@ impl DockerRuntime {
 
     /// The runtime's side of making, starting and awaiting containers.
     fn containers(&self) -> Containers<'_> {
-        Containers {
-            docker: &self.docker,
-            run_id: &self.run_id,
-            start_timeout: self.cluster.plan.config.start_timeout,
-        }
+        containers_of(&self.docker, &self.run_id, &self.cluster)
+    }
+
+    /// [`Self::containers`] beside the database, which a database fault
+    /// changes while it makes and awaits the database's container.
+    fn containers_and_database(
+        &mut self,
+    ) -> Result<(Containers<'_>, &mut postgres::Database), RuntimeError> {
+        let containers = containers_of(&self.docker, &self.run_id, &self.cluster);
+        let database = self.database.as_mut().ok_or(RuntimeError::NoDatabase)?;
+        Ok((containers, database))
     }
 
     /// This run's id, the value of its containers' and network's `epochal.run` label.
@@ -679,22 +685,12 @@ impl Runtime for DockerRuntime {
     }
 
     async fn kill_database(&mut self) -> Result<(), RuntimeError> {
-        let containers = Containers {
-            docker: &self.docker,
-            run_id: &self.run_id,
-            start_timeout: self.cluster.plan.config.start_timeout,
-        };
-        let database = self.database.as_mut().ok_or(RuntimeError::NoDatabase)?;
+        let (containers, database) = self.containers_and_database()?;
         database.kill(&containers).await
     }
 
     async fn start_database(&mut self) -> Result<(), RuntimeError> {
-        let containers = Containers {
-            docker: &self.docker,
-            run_id: &self.run_id,
-            start_timeout: self.cluster.plan.config.start_timeout,
-        };
-        let database = self.database.as_mut().ok_or(RuntimeError::NoDatabase)?;
+        let (containers, database) = self.containers_and_database()?;
         database.start(&containers).await
     }
 
@@ -704,6 +700,16 @@ impl Runtime for DockerRuntime {
         // Nothing left for Drop to do.
         self.run_id.clear();
         removed.map(|_| ())
+    }
+}
+
+/// The run's side of making, starting and awaiting containers, from the
+/// runtime's parts (so a caller may hold another part mutably beside it).
+fn containers_of<'a>(docker: &'a Docker, run_id: &'a str, cluster: &Realised) -> Containers<'a> {
+    Containers {
+        docker,
+        run_id,
+        start_timeout: cluster.plan.config.start_timeout,
     }
 }
 
