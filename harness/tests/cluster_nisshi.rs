@@ -14,7 +14,9 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::scenario::{epochal, latest, read_results, run_quietly, show, suite_file};
+use common::scenario::{
+    epochal, latest, read_results, result_of as result, run_quietly, show, suite_file,
+};
 use epochal::system::System;
 use serde_json::Value;
 
@@ -28,15 +30,6 @@ fn installed() -> bool {
             false
         }
     }
-}
-
-fn result<'a>(results: &'a Value, checker: &str) -> &'a Value {
-    results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["checker"] == checker)
-        .unwrap_or_else(|| panic!("no {checker} in {results}"))
 }
 
 #[test]

@@ -18,6 +18,7 @@
 //! the workspace's binaries and EPOCHAL_PYTHON with confluent-kafka.
 
 use crate::cluster_up_common;
+use crate::common::scenario::result_of as result;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -60,15 +61,6 @@ fn history(run: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap())
         .collect()
-}
-
-fn result<'a>(results: &'a Value, checker: &str) -> &'a Value {
-    results["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["checker"] == checker)
-        .unwrap_or_else(|| panic!("no {checker} result: {results}"))
 }
 
 fn strings(values: &Value) -> BTreeSet<String> {

@@ -65,14 +65,32 @@ pub fn commit_answer(
     let response: OffsetCommitResponse = decode_response(frame, version)?;
     for topic in &response.topics {
         for answered in &topic.partitions {
-            if let Some(p) = commit.partitions.iter_mut().find(|(t, p, _, _)| {
-                t.as_str() == topic.name.0.as_str() && *p == answered.partition_index
-            }) {
-                p.3 = Some(answered.error_code);
-            }
+            let (topic, partition) = (topic.name.0.as_str(), answered.partition_index);
+            answer_commit(
+                &mut commit.partitions,
+                topic,
+                partition,
+                answered.error_code,
+            );
         }
     }
     Ok(())
+}
+
+/// Sets the error code an OffsetCommit or TxnOffsetCommit answer gave one
+/// committed partition (topic, partition, offset, its answer).
+pub(super) fn answer_commit(
+    partitions: &mut [(String, i32, i64, Option<i16>)],
+    topic: &str,
+    partition: i32,
+    error_code: i16,
+) {
+    if let Some(p) = partitions
+        .iter_mut()
+        .find(|(t, p, _, _)| t.as_str() == topic && *p == partition)
+    {
+        p.3 = Some(error_code);
+    }
 }
 
 pub fn fetch_request(mut frame: Bytes, version: i16) -> Result<OffsetFetch, DecodeError> {

@@ -223,11 +223,13 @@ pub fn offset_commit_answer(
     let response: TxnOffsetCommitResponse = decode_response(frame, version)?;
     for topic in &response.topics {
         for answered in &topic.partitions {
-            if let Some(p) = commit.partitions.iter_mut().find(|(t, p, _, _)| {
-                t.as_str() == topic.name.0.as_str() && *p == answered.partition_index
-            }) {
-                p.3 = Some(answered.error_code);
-            }
+            let (topic, partition) = (topic.name.0.as_str(), answered.partition_index);
+            super::groups::answer_commit(
+                &mut commit.partitions,
+                topic,
+                partition,
+                answered.error_code,
+            );
         }
     }
     Ok(())
