@@ -13,6 +13,9 @@
 //!     timeline.json     etcd's revision history of the cluster's decisions, at the end
 //!     final-read/       the final read over the protocol (systems whose final state is
 //!                       read so: observe/final_read.rs), as Kafka segments + final-read.json
+//!     database/         the system's database read by the harness's own client after
+//!                       the brokers were killed (systems with `[final_state] database`:
+//!                       observe/database.rs), as Kafka segments + database.json
 //!     run.json          how the run ended (completed, or unknown and why); absent if cut off
 //!     results.json      the checkers' report and the verdict
 //!     expectation.json  a gate's run only: the verdict it expected, and whether it was met
@@ -61,6 +64,7 @@ impl RunDir {
     const NODES: &'static str = "nodes";
     const SYSTEM: &'static str = "system.toml";
     const FINAL_READ: &'static str = "final-read";
+    const DATABASE: &'static str = "database";
     const CONTROL: &'static str = "control.sock";
     const EXPECTATION: &'static str = "expectation.json";
 
@@ -101,6 +105,11 @@ impl RunDir {
     /// The final read's directory (observe/final_read.rs writes it).
     pub fn final_read(&self) -> PathBuf {
         self.path.join(Self::FINAL_READ)
+    }
+
+    /// The database's directory (observe/database.rs writes it).
+    pub fn database(&self) -> PathBuf {
+        self.path.join(Self::DATABASE)
     }
 
     /// Writes `system.toml` for any system but the reference broker, whose

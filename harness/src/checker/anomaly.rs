@@ -4,6 +4,11 @@
 //! counted, the run stays valid), and what it means in one line. Suites,
 //! the gate, the report and `epochal anomalies` read this table; nothing
 //! matches an anomaly by its text. A new kind is one line here.
+//!
+//! A kind's checker is the one that names it over the final log; the
+//! database twins of lost-write and offset-changed (`database-lost-write`,
+//! `database-offset-changed`) report the same kinds over a system's
+//! database, their evidence saying so.
 
 use std::fmt;
 use std::str::FromStr;
@@ -63,6 +68,8 @@ anomalies! {
         "an application's record acknowledged with acks=all is not in the final log at the offset its acknowledgement named, with the bytes it sent";
     ReplicaDivergence = "replica-divergence", "divergence", true,
         "after heal, replicas hold different records below their common end";
+    DatabaseDivergence = "database-divergence", "database-divergence", true,
+        "the system's database, read after the run, and the final read over the protocol hold different records for a partition: the brokers answered a record the database does not hold, or the database holds one they did not answer";
     EpochFileNotMonotonic = "epoch-file-not-monotonic", "epoch-file", true,
         "a leader-epoch-checkpoint entry does not rise above the one before it";
     EpochFileDisagreesWithBatch = "epoch-file-disagrees-with-batch", "epoch-file", true,

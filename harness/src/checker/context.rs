@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::history::{Op, read_history};
 use crate::node::NodeId;
+use crate::observe::database::{DATABASE_JSON, DatabaseRead};
 use crate::observe::final_read::{FINAL_READ_JSON, FinalRead};
 use crate::observe::timeline::Timeline;
 use crate::reader::frames::{Fetches, read_fetches};
@@ -38,6 +39,10 @@ pub struct RunData {
     /// The final read over the protocol (`final-read/`), for systems whose
     /// replicas' files cannot be read.
     pub final_read: Option<FinalReadState>,
+    /// The system's database as read after the run (`database/`), for a
+    /// system that names one (`None` otherwise); `Err` says why it was not
+    /// read, which the checkers that need it give as why they cannot judge.
+    pub database: Option<Result<DatabaseState, String>>,
     /// The replicas' Fetch requests the proxy recorded on the brokers'
     /// links (`nodes/proxy-frames/`); `None` when the run recorded none.
     pub fetches: Option<Fetches>,
@@ -55,6 +60,68 @@ pub struct RunData {
 pub struct FinalReadState {
     pub via: NodeId,
     pub data: DataDirState,
+    /// Each partition the read did not read to its high watermark, and why.
+    pub failed: BTreeMap<PartitionRef, String>,
+}
+
+/// The system's database as the reader saw the segments written from it,
+/// and what `database.json` says of the read. Every partition a client sent
+/// to or the final read read is there: one the database holds no record
+/// of is an empty replica, so a write acknowledged there is missing from it.
+#[derive(Debug, Clone)]
+pub struct DatabaseState {
+    pub summary: DatabaseRead,
+    pub data: DataDirState,
+}
+
+impl DatabaseState {
+    /// `database/` as observe/database.rs wrote it; `Err`: why the run has
+    /// no database to check.
+    fn load(
+        dir: &std::path::Path,
+        history: &[Op],
+        final_read: Option<&FinalReadState>,
+    ) -> Result<DatabaseState, String> {
+        let path = dir.join(DATABASE_JSON);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "the database was not read ({}: {e}): the run was cut off, or made before \
+                 databases were read",
+                path.display()
+            )
+        })?;
+        let summary: DatabaseRead = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some(error) = &summary.error {
+            return Err(format!("the database was not read: {error}"));
+        }
+        let mut data = read_data_dir(dir).map_err(|e| e.to_string())?;
+        let sent = history
+            .iter()
+            .filter_map(|op| Some(op.send()?.partition.clone()));
+        let read = final_read
+            .into_iter()
+            .flat_map(|read| read.data.replicas.iter().map(ReplicaState::partition_ref));
+        let absent: BTreeSet<PartitionRef> = sent
+            .chain(read)
+            .filter(|p| data.replica(&p.topic, p.wire_partition()).is_none())
+            .collect();
+        for partition in absent {
+            data.replicas.push(ReplicaState {
+                topic: partition.topic.clone(),
+                partition: partition.wire_partition(),
+                dir: PathBuf::from(partition.to_string()),
+                segments: Vec::new(),
+                leader_epochs: None,
+                producer_snapshots: Vec::new(),
+                high_watermark: Some(0),
+                recovery_point: None,
+                log_end_offset: 0,
+                findings: Vec::new(),
+            });
+        }
+        Ok(DatabaseState { summary, data })
+    }
 }
 
 impl Default for RunData {
@@ -70,6 +137,7 @@ impl Default for RunData {
             sees: Sees::ALL,
             claims: Claims::default(),
             final_read: None,
+            database: None,
             fetches: None,
             history_opened_unix_ms: None,
             earlier_lives_ops: 0,
@@ -111,9 +179,18 @@ impl FinalReadState {
         let via = summary
             .via
             .ok_or_else(|| error("names no broker the read went through (`via`)".into()))?;
+        let failed = summary
+            .partitions
+            .iter()
+            .filter_map(|p| {
+                let partition = PartitionRef::new(p.topic.clone(), u32::try_from(p.partition).ok()?);
+                Some((partition, p.error.clone()?))
+            })
+            .collect();
         Ok(FinalReadState {
             via,
             data: read_data_dir(dir)?,
+            failed,
         })
     }
 }
@@ -139,6 +216,11 @@ impl RunData {
         } else {
             None
         };
+        let database = system
+            .final_state
+            .database
+            .is_some()
+            .then(|| DatabaseState::load(&dir.database(), &history, final_read.as_ref()));
         let mut replicas = BTreeMap::new();
         let mut state_changes = BTreeMap::new();
         for node in dir.nodes_with_data() {
@@ -177,6 +259,7 @@ impl RunData {
             claims: system.claims,
             system: system.name,
             final_read,
+            database,
         };
         run.earlier_lives_ops = super::earlier_lives::set_aside(super::earlier_lives::Spanning {
             history: &mut run.history,

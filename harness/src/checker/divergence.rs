@@ -171,9 +171,13 @@ fn check(index: &RunIndex) -> CheckOutcome {
         if !outside.is_empty() {
             match FinalLog::of(run, partition) {
                 Ok(log) => {
-                    for &(node, replica) in outside.iter().filter(|(n, _)| *n != log.node) {
+                    let Some(final_node) = log.node else {
+                        outside_unchecked += outside.len() as u64;
+                        continue;
+                    };
+                    for &(node, replica) in outside.iter().filter(|(n, _)| *n != final_node) {
                         outside_compared += 1;
-                        let pair = [(log.node, log.replica), (node, replica)];
+                        let pair = [(final_node, log.replica), (node, replica)];
                         if let Some((offset, end, held)) = first_divergence(&pair) {
                             evidence.push(divergence(
                                 partition,

@@ -22,6 +22,7 @@ use crate::schedule::Acks;
 use crate::topic_partition::PartitionRef;
 
 pub use super::anomaly::Anomaly;
+pub use database::{DatabaseDivergence, HeldRecord};
 pub use direct::{AckBeforeIsrHeld, ElectionOutsideIsr, NoRecovery, ReadAboveWatermark};
 pub use groups::{CommittedRegressed, ResumeSkip};
 pub use liveness::{RestartFailed, StopKeptRegistration, Stuck, StuckGroup, StuckTopic};
@@ -29,6 +30,7 @@ pub use txn::{
     CycleEdge, DependencyKind, Fate, Hanging, TornTxn, TxnCycle, TxnRead, TxnRef, TxnWrite,
 };
 
+mod database;
 mod direct;
 mod groups;
 mod liveness;
@@ -121,6 +123,7 @@ details! {
     LostWrite(LostWrite) for LostAcknowledgedWrite;
     OffsetChanged(OffsetChanged) for AcknowledgedOffsetChanged;
     Divergence(Divergence) for ReplicaDivergence;
+    DatabaseDivergence(DatabaseDivergence) for DatabaseDivergence;
     EpochNotMonotonic(EpochNotMonotonic) for EpochFileNotMonotonic;
     EpochDisagrees(EpochDisagrees) for EpochFileDisagreesWithBatch;
     EpochNotAtBatchStart(EpochNotAtBatchStart) for EpochEntryNotAtBatchStart;
@@ -195,7 +198,9 @@ pub struct LostWrite {
     pub final_log: String,
     /// Damage the reader found in that replica (often why a value is missing).
     pub final_log_findings: usize,
-    pub final_log_node: NodeId,
+    /// The broker holding it; absent for a system's database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_log_node: Option<NodeId>,
     pub history_index: OpRef,
     pub isr: Option<Vec<u32>>,
     pub lacking: Vec<NodeId>,
@@ -212,7 +217,9 @@ pub struct OffsetChanged {
     pub acks: Acks,
     pub final_log: String,
     pub final_log_at_acked_offset: Option<EpochValue>,
-    pub final_log_node: NodeId,
+    /// The broker holding it; absent for a system's database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_log_node: Option<NodeId>,
     pub found_at: Vec<i64>,
     pub history_index: OpRef,
     pub isr: Option<Vec<u32>>,
@@ -655,7 +662,9 @@ pub struct AppWriteLost {
     pub final_log: String,
     /// The kept form of the record the final log holds at the offset.
     pub final_log_held: Option<serde_json::Value>,
-    pub final_log_node: NodeId,
+    /// The broker holding it; absent for a system's database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_log_node: Option<NodeId>,
     pub history_index: u64,
     pub isr: Option<Vec<u32>>,
     pub leader_epoch: Option<i32>,
@@ -722,6 +731,7 @@ mod tests {
     fn every_details_struct_declares_its_fields_in_name_order() {
         let source = [
             include_str!("evidence.rs"),
+            include_str!("evidence/database.rs"),
             include_str!("evidence/groups.rs"),
             include_str!("evidence/liveness.rs"),
             include_str!("evidence/txn.rs"),

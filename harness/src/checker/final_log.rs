@@ -3,6 +3,11 @@
 //! last state in etcd's timeline), because that is the log consumers read
 //! after the heal; with no timeline, or no leader at the end, any replica
 //! will do when they all hold the same records, and otherwise there is none.
+//!
+//! A system that keeps its durable state in a database has a second log per
+//! partition beside it: the database as the harness read it after the run
+//! ([`FinalLog::of_database`]), which the database twins of lost-write and
+//! offset-changed hold acknowledged writes against.
 
 use crate::node::NodeId;
 use crate::reader::{CompactRecord, ReplicaState};
@@ -39,12 +44,19 @@ pub enum NoFinalLog {
         partition: PartitionRef,
         via: NodeId,
     },
+    #[error("the system names no database ([final_state] database)")]
+    NoDatabase,
+    #[error("{0}")]
+    DatabaseNotRead(String),
+    #[error("the database holds no {0} and no client sent to it")]
+    NotInDatabase(PartitionRef),
 }
 
 /// A partition's final log and how it was chosen.
 pub(crate) struct FinalLog<'a> {
-    /// The node whose replica is the final log.
-    pub node: NodeId,
+    /// The node whose replica is the final log; `None` for the database,
+    /// which no broker holds.
+    pub node: Option<NodeId>,
     pub replica: &'a ReplicaState,
     /// Why this replica: `b1, the final leader (etcd revision 12)` or
     /// `every replica agrees`.
@@ -69,10 +81,37 @@ impl<'a> FinalLog<'a> {
                 via: read.via,
             })?;
         Ok(FinalLog {
-            node: read.via,
+            node: Some(read.via),
             replica,
             chosen: format!("the final read over the protocol through {}", read.via),
             holders: run.holders(partition),
+        })
+    }
+
+    /// The system's database's log of `partition`, as read after the run
+    /// (a partition it holds no record of, but a client sent to, is an
+    /// empty log: context.rs adds it); it has no holders among the brokers.
+    pub(crate) fn of_database(
+        run: &'a RunData,
+        partition: &PartitionRef,
+    ) -> Result<FinalLog<'a>, NoFinalLog> {
+        let database = match &run.database {
+            None => return Err(NoFinalLog::NoDatabase),
+            Some(Err(why)) => return Err(NoFinalLog::DatabaseNotRead(why.clone())),
+            Some(Ok(database)) => database,
+        };
+        let replica = database
+            .data
+            .replica(&partition.topic, partition.wire_partition())
+            .ok_or_else(|| NoFinalLog::NotInDatabase(partition.clone()))?;
+        Ok(FinalLog {
+            node: None,
+            replica,
+            chosen: format!(
+                "{} {}, read after the run",
+                database.summary.engine, database.summary.source
+            ),
+            holders: Vec::new(),
         })
     }
 
@@ -105,7 +144,7 @@ impl<'a> FinalLog<'a> {
                 });
             };
             return Ok(FinalLog {
-                node,
+                node: Some(node),
                 replica,
                 chosen: format!(
                     "{leader}, the final leader (etcd revision {})",
@@ -126,7 +165,7 @@ impl<'a> FinalLog<'a> {
         if records.windows(2).all(|w| w[0] == w[1]) {
             let (node, replica) = holders[0];
             return Ok(FinalLog {
-                node,
+                node: Some(node),
                 replica,
                 chosen: format!("every replica agrees ({why})"),
                 holders,

@@ -31,7 +31,8 @@ pub(crate) const EVIDENCE_MAX: usize = 50;
 pub struct RunIndex<'a> {
     pub run: &'a RunData,
     acked: OnceLock<AckedSends<'a>>,
-    final_logs: OnceLock<BTreeMap<PartitionRef, Result<IndexedLog<'a>, NoFinalLog>>>,
+    final_logs: OnceLock<Logs<'a>>,
+    database_logs: OnceLock<Logs<'a>>,
     polls: OnceLock<Vec<OkPoll<'a>>>,
     txns: OnceLock<super::txn_index::TxnView<'a>>,
 }
@@ -42,6 +43,7 @@ impl<'a> RunIndex<'a> {
             run,
             acked: OnceLock::new(),
             final_logs: OnceLock::new(),
+            database_logs: OnceLock::new(),
             polls: OnceLock::new(),
             txns: OnceLock::new(),
         }
@@ -76,7 +78,22 @@ impl<'a> RunIndex<'a> {
         &self,
         partition: &PartitionRef,
     ) -> Result<&IndexedLog<'a>, &NoFinalLog> {
-        let logs = self.final_logs.get_or_init(|| {
+        self.log(LogOf::Final, partition)
+    }
+
+    /// `partition`'s log of the kind asked for: the final log, or the
+    /// system's database's (built for the partitions above and every one
+    /// the database holds).
+    pub(crate) fn log(
+        &self,
+        of: LogOf,
+        partition: &PartitionRef,
+    ) -> Result<&IndexedLog<'a>, &NoFinalLog> {
+        let (logs, choose): (_, fn(&'a RunData, &PartitionRef) -> _) = match of {
+            LogOf::Final => (&self.final_logs, FinalLog::of),
+            LogOf::Database => (&self.database_logs, FinalLog::of_database),
+        };
+        let logs = logs.get_or_init(|| {
             let mut partitions = self.run.partitions();
             partitions.extend(
                 self.acked_sends()
@@ -85,10 +102,15 @@ impl<'a> RunIndex<'a> {
                     .filter(|(op, _, _)| op.process != Process::Nemesis)
                     .map(|(_, send, _)| send.partition.clone()),
             );
+            if of == LogOf::Database
+                && let Some(Ok(database)) = &self.run.database
+            {
+                partitions.extend(database.data.replicas.iter().map(ReplicaState::partition_ref));
+            }
             partitions
                 .into_iter()
                 .map(|partition| {
-                    let indexed = FinalLog::of(self.run, &partition).map(|log| IndexedLog {
+                    let indexed = choose(self.run, &partition).map(|log| IndexedLog {
                         by_value: ValueIndex::of(log.replica),
                         held: OnceLock::new(),
                         log,
@@ -101,6 +123,30 @@ impl<'a> RunIndex<'a> {
             Some(Ok(indexed)) => Ok(indexed),
             Some(Err(why)) => Err(why),
             None => Err(&NoFinalLog::NotInTheRun),
+        }
+    }
+}
+
+/// Each partition's log of one kind, indexed, or why it has none.
+type Logs<'a> = BTreeMap<PartitionRef, Result<IndexedLog<'a>, NoFinalLog>>;
+
+/// Which log of a partition a checker holds acknowledged writes against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogOf {
+    /// The final log (final_log.rs): the final leader's replica, or the
+    /// final read over the protocol.
+    Final,
+    /// The system's database, as read after the run.
+    Database,
+}
+
+impl LogOf {
+    /// `the final log (…)` or `the database (…)`: where a value was looked
+    /// for, as the evidence says it.
+    pub(crate) fn place(self, log: &FinalLog<'_>) -> String {
+        match self {
+            LogOf::Final => format!("the final log ({})", log.chosen),
+            LogOf::Database => format!("the database ({})", log.chosen),
         }
     }
 }

@@ -13,6 +13,11 @@
 //! The acknowledged values and final logs come from the run's index
 //! (`super::index`), the excuses from `super::excuses`: both shared with
 //! the offset-changed and consumer checkers.
+//!
+//! Its database twin, `database-lost-write`, holds the same writes against
+//! a system's database as read after the run (`[final_state] database`):
+//! for a system whose brokers keep their durable state there, a write the
+//! database lacks is lost however the brokers answered.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,10 +28,11 @@ use super::CheckOutcome;
 use super::evidence::{AckedWrite, LostWrite};
 use super::excuses::{Excuses, Judgement};
 use super::final_log::FinalLog;
-use super::index::{AckedValue, EVIDENCE_MAX, RunIndex, excused_by, unknown_message};
-use super::{Anomaly, CheckResult, Checker, Evidence};
+use super::index::{AckedValue, EVIDENCE_MAX, LogOf, RunIndex, excused_by, unknown_message};
+use super::{Anomaly, CheckResult, Checker, Evidence, Need};
 
 pub const NAME: &str = "lost-write";
+pub const DATABASE_NAME: &str = "database-lost-write";
 
 pub fn checker() -> Checker {
     Checker {
@@ -57,7 +63,33 @@ pub fn checker() -> Checker {
     }
 }
 
+/// `lost-write` over a system's database in place of the final log.
+pub fn database_checker() -> Checker {
+    Checker {
+        name: DATABASE_NAME,
+        guarantee: "A write acknowledged with acks=all is in the system's database as the harness \
+            reads it after the run, by its own client and not through a broker: for a system \
+            whose brokers keep their durable state in a database, the database is where an \
+            acknowledged write must survive (excuses as lost-write's).",
+        source: "Kafka documentation, Design §4.7 Replication (a committed message will not be \
+            lost); the system's own claim that a broker acknowledges a write once its storage \
+            engine committed it (systems/tansu.toml, systems/nisshi.toml); GUARANTEES.md, \
+            \"A system's database\".",
+        not_checked: "As lost-write's. Besides: records of internal topics (`__` prefix), and \
+            headers (the database's read leaves them out). A database that could not be read \
+            makes the verdict unknown with the read's error (database/database.json).",
+        needs: &[Need::Database],
+        check: |index| check_against(index, LogOf::Database),
+    }
+}
+
 fn check(index: &RunIndex) -> CheckOutcome {
+    check_against(index, LogOf::Final)
+}
+
+/// Every acknowledged value held against `of`, each partition's final log
+/// or its database.
+fn check_against(index: &RunIndex, of: LogOf) -> CheckOutcome {
     let run = index.run;
     let acked = index.acked_sends().values()?;
     let excused_by_run = Excuses::of(run);
@@ -73,7 +105,7 @@ fn check(index: &RunIndex) -> CheckOutcome {
         // Counted here, entered in `counts` at the end: a map entry a value
         // costs more than the lookup below.
         acked_count += 1;
-        let indexed = match index.final_log(&a.partition) {
+        let indexed = match index.log(of, &a.partition) {
             Ok(found) => found,
             Err(why) => {
                 *counts
@@ -101,9 +133,9 @@ fn check(index: &RunIndex) -> CheckOutcome {
                 reported.push(Evidence::new(
                     anomaly,
                     format!(
-                        "{} is not in the final log ({}): allowed, {why}",
+                        "{} is not in {}: allowed, {why}",
                         a.describe(),
-                        log.chosen
+                        of.place(log)
                     ),
                     a.details(),
                 ));
@@ -134,18 +166,24 @@ fn check(index: &RunIndex) -> CheckOutcome {
                         continue;
                     }
                     let lacking = indexed.lacking(a.value);
-                    evidence.push(Evidence::new(
-                        Anomaly::LostAcknowledgedWrite,
-                        format!(
-                            "{} is not in the final log ({}); missing on {}; no unclean election \
-                             after the ack and no power loss of its whole ISR",
-                            a.describe(),
-                            log.chosen,
+                    let missing_on = match of {
+                        LogOf::Final => format!(
+                            "; missing on {}",
                             lacking
                                 .iter()
                                 .map(NodeId::to_string)
                                 .collect::<Vec<_>>()
                                 .join(", ")
+                        ),
+                        LogOf::Database => held_at(log, a.offset),
+                    };
+                    evidence.push(Evidence::new(
+                        Anomaly::LostAcknowledgedWrite,
+                        format!(
+                            "{} is not in {}{missing_on}; no unclean election after the ack and \
+                             no power loss of its whole ISR",
+                            a.describe(),
+                            of.place(log),
                         ),
                         lost(&a, log, lacking),
                     ));
@@ -163,8 +201,13 @@ fn check(index: &RunIndex) -> CheckOutcome {
         |_| format!("{lost} acknowledged acks=all value(s) lost without excuse"),
         unknown_message(unknown),
         || {
+            let against = match of {
+                LogOf::Final => String::new(),
+                LogOf::Database => " against the system's database".to_owned(),
+            };
             format!(
-                "{} acknowledged value(s) checked; no acks=all write lost without excuse{}",
+                "{} acknowledged value(s) checked{against}; no acks=all write lost without \
+                 excuse{}",
                 acked_count,
                 excused_by(&excuses)
             )
@@ -175,6 +218,24 @@ fn check(index: &RunIndex) -> CheckOutcome {
         result = result.with_count(name, n);
     }
     Ok(result)
+}
+
+/// `; it holds X at offset o`: what the database holds where the value was
+/// acknowledged (a row changed after its acknowledgement shows here).
+fn held_at(log: &FinalLog<'_>, offset: Option<i64>) -> String {
+    let Some(offset) = offset else {
+        return String::new();
+    };
+    let held = log
+        .replica
+        .records()
+        .find(|(_, r)| r.offset == offset)
+        .map_or("nothing".to_owned(), |(_, r)| {
+            r.value
+                .as_ref()
+                .map_or("a null value".to_owned(), ToString::to_string)
+        });
+    format!("; it holds {held} at offset {offset}")
 }
 
 /// The particulars of an unexcused loss: the write, the final log it is

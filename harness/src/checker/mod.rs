@@ -19,6 +19,7 @@ pub mod committed;
 pub mod consumer;
 pub mod context;
 pub mod coverage;
+pub mod database_divergence;
 pub mod divergence;
 pub mod duplicates;
 mod earlier_lives;
@@ -78,9 +79,18 @@ type OpTest = fn(&crate::history::Op) -> bool;
 /// did.
 const LISTED_WITH_TRANSACTIONS: &[&str] = &[transactions::NAME, txn_cycles::NAME, hanging::NAME];
 
+/// The checkers of a system's database: listed only for a run whose system
+/// names one (`[final_state] database`), so every other run reports as it
+/// did.
+const LISTED_WITH_DATABASE: &[&str] = &[
+    lost_write::DATABASE_NAME,
+    offset_changed::DATABASE_NAME,
+    database_divergence::NAME,
+];
+
 /// The checkers for `run`: [`all`], less those of [`LISTED_WITH_OPS`] whose
-/// ops the run has none of, and the transaction checkers for a run without
-/// transactions.
+/// ops the run has none of, the transaction checkers for a run without
+/// transactions, and the database's for a system without one.
 pub fn for_run(run: &RunData) -> Vec<Checker> {
     let with_transactions = std::cell::OnceCell::new();
     all()
@@ -95,6 +105,7 @@ pub fn for_run(run: &RunData) -> Vec<Checker> {
             !LISTED_WITH_TRANSACTIONS.contains(&c.name)
                 || *with_transactions.get_or_init(|| txn_index::in_run(run))
         })
+        .filter(|c| !LISTED_WITH_DATABASE.contains(&c.name) || run.sees.database)
         .collect()
 }
 
@@ -105,6 +116,9 @@ pub fn all() -> Vec<Checker> {
         offset_changed::checker(),
         app_writes::checker(),
         divergence::checker(),
+        lost_write::database_checker(),
+        offset_changed::database_checker(),
+        database_divergence::checker(),
         epoch_file::checker(),
         leaders::checker(),
         elections::checker(),
@@ -374,6 +388,7 @@ mod tests {
                 replica_files: false,
                 etcd_timeline: false,
                 state_change_log: false,
+                database: false,
             },
             claims: crate::system::Claims {
                 unclean_elections: false,
@@ -381,6 +396,7 @@ mod tests {
                 recovers: false,
             },
             final_read: Some(context::FinalReadState {
+                failed: Default::default(),
                 via: crate::node::NodeId::new(2),
                 data,
             }),
@@ -442,6 +458,7 @@ mod tests {
                 replica_files: false,
                 etcd_timeline: false,
                 state_change_log: false,
+                database: false,
             },
             ..RunData::default()
         };

@@ -2,6 +2,11 @@
 //! o is, in the partition's final log, at o. A value found only elsewhere was
 //! truncated away at o and written again (or o was rewritten), which Kafka
 //! allows only with the excuses of the lost-write rule.
+//!
+//! Its database twin, `database-offset-changed`, holds the same writes
+//! against a system's database as read after the run: a row whose offset
+//! holds other content than the client was acknowledged there, while the
+//! acknowledged value sits at another offset.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,11 +14,12 @@ use super::CheckOutcome;
 use super::evidence::{AckedWrite, EpochValue, OffsetChanged};
 use super::excuses::{Excuses, Judgement};
 use super::final_log::FinalLog;
-use super::index::{AckedValue, EVIDENCE_MAX, RunIndex, excused_by, unknown_message};
-use super::{Anomaly, CheckResult, Checker, Evidence};
+use super::index::{AckedValue, EVIDENCE_MAX, LogOf, RunIndex, excused_by, unknown_message};
+use super::{Anomaly, CheckResult, Checker, Evidence, Need};
 use crate::schedule::Acks;
 
 pub const NAME: &str = "offset-changed";
+pub const DATABASE_NAME: &str = "database-offset-changed";
 
 pub fn checker() -> Checker {
     Checker {
@@ -35,7 +41,30 @@ pub fn checker() -> Checker {
     }
 }
 
+/// `offset-changed` over a system's database in place of the final log.
+pub fn database_checker() -> Checker {
+    Checker {
+        name: DATABASE_NAME,
+        guarantee: "A value acknowledged with acks=all at offset o is at offset o in the system's \
+            database as the harness reads it after the run (a committed record's offset never \
+            changes, in the store the brokers keep it in either), excuses as offset-changed's.",
+        source: "Kafka documentation, Design §4.7 Replication (the offset of a committed record \
+            never changes); GUARANTEES.md, \"A system's database\".",
+        not_checked: "As offset-changed's: a value not in the database at all is \
+            database-lost-write's (its evidence says what the database holds at the acked \
+            offset). A database that could not be read makes the verdict unknown with the \
+            read's error.",
+        needs: &[Need::Database],
+        check: |index| check_against(index, LogOf::Database),
+    }
+}
+
 fn check(index: &RunIndex) -> CheckOutcome {
+    check_against(index, LogOf::Final)
+}
+
+/// Every acknowledged value's offset held against `of`.
+fn check_against(index: &RunIndex, of: LogOf) -> CheckOutcome {
     let run = index.run;
     let acked = index.acked_sends().values()?;
     let excusable = Excuses::of(run);
@@ -50,7 +79,7 @@ fn check(index: &RunIndex) -> CheckOutcome {
     for a in acked {
         let Some(offset) = a.offset else { continue };
         checked += 1;
-        let indexed = match index.final_log(&a.partition) {
+        let indexed = match index.log(of, &a.partition) {
             Ok(found) => found,
             Err(why) => {
                 if a.acks == Acks::All {
@@ -88,7 +117,7 @@ fn check(index: &RunIndex) -> CheckOutcome {
                 if evidence.len() >= EVIDENCE_MAX {
                     continue;
                 }
-                evidence.push(offset_changed(&a, offset, found, log));
+                evidence.push(offset_changed(&a, offset, found, log, of));
             }
         }
     }
@@ -116,7 +145,13 @@ fn check(index: &RunIndex) -> CheckOutcome {
 
 /// The evidence of an acknowledged acks=all value found only at `found` in
 /// the final log, not at its acked `offset`: what the log holds there instead.
-fn offset_changed(a: &AckedValue, offset: i64, found: Vec<i64>, log: &FinalLog) -> Evidence {
+fn offset_changed(
+    a: &AckedValue,
+    offset: i64,
+    found: Vec<i64>,
+    log: &FinalLog,
+    of: LogOf,
+) -> Evidence {
     let there = log
         .replica
         .compact()
@@ -160,10 +195,9 @@ fn offset_changed(a: &AckedValue, offset: i64, found: Vec<i64>, log: &FinalLog) 
     Evidence::new(
         Anomaly::AcknowledgedOffsetChanged,
         format!(
-            "{} is at offset {found:?} in the final log ({}), which holds {holds} at \
-             offset {offset}",
+            "{} is at offset {found:?} in {}, which holds {holds} at offset {offset}",
             a.describe(),
-            log.chosen,
+            of.place(log),
         ),
         details,
     )

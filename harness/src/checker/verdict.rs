@@ -136,6 +136,8 @@ pub enum Need {
     EtcdTimeline,
     /// The brokers' state-change logs.
     StateChangeLog,
+    /// The system's database, read after the run (`[final_state] database`).
+    Database,
 }
 
 impl Need {
@@ -144,6 +146,7 @@ impl Need {
             Need::ReplicaFiles => sees.replica_files,
             Need::EtcdTimeline => sees.etcd_timeline,
             Need::StateChangeLog => sees.state_change_log,
+            Need::Database => sees.database,
         }
     }
 
@@ -153,6 +156,7 @@ impl Need {
             Need::ReplicaFiles => "every replica's log files on disk",
             Need::EtcdTimeline => "the cluster's decisions in etcd (the reference broker's layout)",
             Need::StateChangeLog => "the brokers' state-change logs",
+            Need::Database => "a database the system keeps its records in",
         }
     }
 }

@@ -39,10 +39,15 @@ use tokio::time::Instant;
 
 use crate::kafka_client::{ClientError, FetchOptions, KafkaClient, Metadata, OffsetSpec};
 use crate::node::NodeId;
-use crate::reader::checkpoint::{CHECKPOINT_VERSION, OffsetEntry, REPLICATION_OFFSET_CHECKPOINT};
+use crate::reader::checkpoint::OffsetEntry;
 use crate::reader::segment::{BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES};
 use crate::store::{StoreError, write_json};
 use crate::topic_partition::PartitionRef;
+
+use super::segments::{
+    DirError, INTERNAL_TOPIC_PREFIX, legal_topic_name, prepare_dir, segment_file_name,
+    write_high_watermarks,
+};
 
 /// The summary's file name in the final read's directory.
 pub const FINAL_READ_JSON: &str = "final-read.json";
@@ -60,13 +65,6 @@ const FETCH_BYTES: i32 = 1 << 20;
 /// follows KIP-74; from one that cuts it, the Fetch is made again with room
 /// for the batch, up to this (the client refuses responses above 64 MiB).
 const FETCH_BYTES_MAX: i32 = 32 << 20;
-
-/// A Kafka topic whose name starts so is the cluster's own (offsets,
-/// transactions), not the workload's.
-const INTERNAL_TOPIC_PREFIX: &str = "__";
-
-/// Kafka's `Topic.MAX_NAME_LENGTH`.
-const TOPIC_NAME_LENGTH_MAX: usize = 249;
 
 /// The byte offset of a v2 batch's magic byte, and of its lastOffsetDelta.
 const MAGIC_AT: usize = 16;
@@ -124,17 +122,10 @@ impl FinalRead {
 /// Why a final read did not read every partition.
 #[derive(Debug, thiserror::Error)]
 pub enum FinalReadError {
-    /// The directory must be new (or empty): a segment left by an earlier
-    /// read would be read back as part of this one.
-    #[error("final read into {}: the directory is not empty", path.display())]
-    DirNotEmpty { path: PathBuf },
-    #[error("final read: {what} {}: {source}", path.display())]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    /// The directory could not be made ready (it must be new or empty), or
+    /// its checkpoint written.
+    #[error("final read: {0}")]
+    Dir(#[from] DirError),
     /// The topics could not be listed: nothing was read.
     #[error("final read: Metadata from {broker}: {source}")]
     Metadata {
@@ -350,34 +341,6 @@ fn needed_batches(batches: &[BatchFrame], mut next: i64, latest: i64) -> Vec<&Ba
     needed
 }
 
-/// A segment's file name, as Kafka names one: its base offset, 20 digits.
-fn segment_file_name(base_offset: i64) -> String {
-    format!("{base_offset:020}.log")
-}
-
-/// A `replication-offset-checkpoint` holding `entries`, in Kafka's text form.
-fn offset_checkpoint_text(entries: &[OffsetEntry]) -> String {
-    let mut text = format!("{CHECKPOINT_VERSION}\n{}\n", entries.len());
-    for entry in entries {
-        text.push_str(&format!(
-            "{} {} {}\n",
-            entry.topic, entry.partition, entry.offset
-        ));
-    }
-    text
-}
-
-/// Kafka's rule for a topic name (`Topic.validate`): 1 to 249 of
-/// `[a-zA-Z0-9._-]`, and neither `.` nor `..`.
-fn legal_topic_name(name: &str) -> bool {
-    (1..=TOPIC_NAME_LENGTH_MAX).contains(&name.len())
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
 /// `host:port` as a client dials it (IPv6 hosts bracketed).
 fn host_port(host: &str, port: i32) -> String {
     if host.contains(':') {
@@ -529,28 +492,6 @@ pub async fn final_read_with(
     }
 }
 
-/// Creates `dir` if absent; refuses one that holds anything.
-fn prepare_dir(dir: &Path) -> Result<(), FinalReadError> {
-    let io = |what| {
-        move |source| FinalReadError::Io {
-            what,
-            path: dir.to_owned(),
-            source,
-        }
-    };
-    std::fs::create_dir_all(dir).map_err(io("creating"))?;
-    if std::fs::read_dir(dir)
-        .map_err(io("listing"))?
-        .next()
-        .is_some()
-    {
-        return Err(FinalReadError::DirNotEmpty {
-            path: dir.to_owned(),
-        });
-    }
-    Ok(())
-}
-
 /// The advertised address of partition leader `leader`, or why there is none.
 fn leader_address(
     metadata: &Metadata,
@@ -582,14 +523,7 @@ fn write_summary(dir: &Path, read: &FinalRead) -> Result<(), FinalReadError> {
             })
         })
         .collect();
-    let path = dir.join(REPLICATION_OFFSET_CHECKPOINT);
-    std::fs::write(&path, offset_checkpoint_text(&high_watermarks)).map_err(|source| {
-        FinalReadError::Io {
-            what: "writing",
-            path,
-            source,
-        }
-    })?;
+    write_high_watermarks(dir, &high_watermarks)?;
     write_json(&dir.join(FINAL_READ_JSON), read).map_err(FinalReadError::Summary)
 }
 

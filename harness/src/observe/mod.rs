@@ -11,9 +11,11 @@
 
 mod error;
 pub mod etcd;
+pub mod database;
 pub mod final_read;
 pub mod ready;
 pub mod replica;
+pub mod segments;
 pub mod source;
 pub mod timeline;
 

@@ -141,7 +141,7 @@ mod tests {
                 acks: Acks::All,
                 final_log: "b1".into(),
                 final_log_findings: 0,
-                final_log_node: crate::node::NodeId::new(1),
+                final_log_node: Some(crate::node::NodeId::new(1)),
                 history_index: 7,
                 isr: Some(vec![1, 2]),
                 lacking: vec![],

@@ -19,10 +19,17 @@
 //! Jepsen's final read, through a fresh client on the first running broker's
 //! own port (observe/final_read.rs), into `final-read/`. A system without
 //! etcd has no timeline to keep.
+//!
+//! A system whose durable state is in a database (`[final_state] database`)
+//! has it read by the harness's own client once its brokers are dead, so no
+//! broker writes while it is read: an SQLite file as the brokers left it, or
+//! the run's PostgreSQL service, which runs until the runtime shuts down
+//! after this phase (observe/database.rs), into `database/`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::observe::database::read_run_database;
 use crate::observe::final_read::{FinalReadOptions, final_read_with};
 use crate::run_dir::{RunDir, RunEnd};
 use crate::runtime::Runtime;
@@ -46,6 +53,19 @@ pub(super) async fn collect<R: Runtime>(live: &mut Live<R>, dir: &RunDir) -> Res
     if let Err(e) = &frozen {
         live.log.line(format!("brokers not all killed: {e}"));
     }
+    let postgres = live.runtime.database_address();
+    let read = read_run_database(dir, &system, postgres, DATABASE_READ_TOTAL).await;
+    match read {
+        None => {}
+        Some(Ok(read)) => live.log.line(format!(
+            "database read ({} at {}): {} rows, {} partitions",
+            read.engine,
+            read.source,
+            read.rows,
+            read.partitions.len()
+        )),
+        Some(Err(e)) => live.log.line(format!("database not read: {e}")),
+    }
     if system.observe.etcd.is_none() {
         return Ok(frozen?);
     }
@@ -59,6 +79,9 @@ pub(super) async fn collect<R: Runtime>(live: &mut Live<R>, dir: &RunDir) -> Res
     }
     Ok(frozen?)
 }
+
+/// Bound on the whole read of a system's database.
+const DATABASE_READ_TOTAL: Duration = Duration::from_secs(120);
 
 /// Bound on the whole final read.
 const FINAL_READ_TOTAL: Duration = Duration::from_secs(120);

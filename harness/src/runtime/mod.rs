@@ -81,6 +81,11 @@ pub trait Runtime {
     fn database(&self) -> Result<Option<DatabaseState>, RuntimeError> {
         Ok(None)
     }
+    /// Where the harness itself reaches the system's database (PostgreSQL),
+    /// bypassing every proxy: for reading its records after the run.
+    fn database_address(&self) -> Option<String> {
+        None
+    }
     /// SIGSTOP to the database's whole process tree, awaited.
     async fn pause_database(&mut self) -> Result<(), RuntimeError> {
         Err(RuntimeError::NoDatabase)

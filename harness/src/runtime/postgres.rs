@@ -712,7 +712,7 @@ fn error_response_text(body: &[u8]) -> String {
 }
 
 mod script;
-pub use script::run_script;
+pub use script::{Row, query, run_script};
 
 #[cfg(test)]
 mod tests;

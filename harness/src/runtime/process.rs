@@ -738,6 +738,10 @@ impl Runtime for ProcessRuntime {
             .transpose()
     }
 
+    fn database_address(&self) -> Option<String> {
+        self.database.as_ref().map(|d| d.address.clone())
+    }
+
     async fn pause_database(&mut self) -> Result<(), RuntimeError> {
         self.database_mut()?.pause().await
     }

@@ -8,6 +8,7 @@
 //! and the checkers decide what they need ([`Sees`] is what a system lets
 //! them see). Nothing here starts anything.
 
+mod database;
 mod template;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use database::{DatabaseSpec, Engine};
 pub use template::{Template, TemplateError};
 
 use crate::toml_span::TomlErrorAt;
@@ -296,6 +298,11 @@ pub enum EtcdLayout {
 #[serde(deny_unknown_fields)]
 pub struct FinalState {
     pub read: FinalRead,
+    /// Where the system keeps its durable state, when in a database, and
+    /// how to list its records (database.rs): read after the run as this
+    /// system's replica.
+    #[serde(default)]
+    pub database: Option<DatabaseSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -376,6 +383,9 @@ pub struct Sees {
     pub etcd_timeline: bool,
     /// The brokers' state-change logs.
     pub state_change_log: bool,
+    /// The system's database, read after the run (`[final_state] database`).
+    #[serde(default)]
+    pub database: bool,
 }
 
 impl Sees {
@@ -385,6 +395,7 @@ impl Sees {
         replica_files: true,
         etcd_timeline: true,
         state_change_log: true,
+        database: false,
     };
 }
 
@@ -542,6 +553,18 @@ impl System {
                 "observe.etcd needs an etcd service ([[service]] kind = \"etcd\")".into(),
             ));
         }
+        if let Some(database) = &self.final_state.database {
+            if self.final_state.read != FinalRead::Protocol {
+                return Err((
+                    Some("database"),
+                    "final_state.database needs read = \"protocol\": the database is checked \
+                     against the final read over the protocol"
+                        .into(),
+                ));
+            }
+            let kinds: Vec<ServiceKind> = self.services().collect();
+            database.check(&kinds)?;
+        }
         if node.settings == SettingsMode::ConfigFile && node.args_with_config.is_empty() {
             return Err((
                 Some("settings"),
@@ -557,6 +580,7 @@ impl System {
             replica_files: self.final_state.read == FinalRead::ReplicaFiles,
             etcd_timeline: self.observe.etcd.is_some(),
             state_change_log: self.observe.state_change_log,
+            database: self.final_state.database.is_some(),
         }
     }
 

@@ -67,6 +67,7 @@ impl Details {
                 .into_iter()
                 .collect(),
             Details::Divergence(d) => vec![(&d.partition, d.offset)],
+            Details::DatabaseDivergence(d) => vec![(&d.partition, d.offset)],
             Details::EpochDisagrees(d) => [
                 Some(d.first_base_offset),
                 Some(d.last_offset),

@@ -108,61 +108,6 @@ fn batches_already_written_or_past_the_high_watermark_are_not_needed() {
 }
 
 #[test]
-fn segments_are_named_as_kafka_names_them() {
-    assert_eq!(segment_file_name(0), "00000000000000000000.log");
-    assert_eq!(segment_file_name(1234), "00000000000000001234.log");
-    assert_eq!(
-        segment_file_name(i64::MAX),
-        "09223372036854775807.log".to_string()
-    );
-}
-
-#[test]
-fn the_high_watermarks_are_a_checkpoint_the_reader_parses() {
-    let entries = vec![
-        OffsetEntry {
-            topic: "t".into(),
-            partition: 0,
-            offset: 7,
-        },
-        OffsetEntry {
-            topic: "a-b".into(),
-            partition: 3,
-            offset: 0,
-        },
-    ];
-    let text = offset_checkpoint_text(&entries);
-    assert_eq!(text, "0\n2\nt 0 7\na-b 3 0\n");
-    let parsed = crate::reader::checkpoint::parse_offsets(Path::new("x"), &text).unwrap();
-    assert_eq!(parsed, entries);
-    assert_eq!(offset_checkpoint_text(&[]), "0\n0\n");
-}
-
-#[test]
-fn the_directory_must_be_new_or_empty() {
-    let root = tempfile::tempdir().unwrap();
-    let dir = root.path().join("final-read");
-    prepare_dir(&dir).unwrap();
-    prepare_dir(&dir).unwrap();
-    std::fs::write(dir.join("00000000000000000000.log"), b"").unwrap();
-    let refused = prepare_dir(&dir).unwrap_err();
-    assert!(
-        matches!(&refused, FinalReadError::DirNotEmpty { path } if *path == dir),
-        "{refused}"
-    );
-}
-
-#[test]
-fn only_topic_names_kafka_allows_become_directories() {
-    for good in ["t", "a-b", "a.b_c", &"x".repeat(249)] {
-        assert!(legal_topic_name(good), "{good}");
-    }
-    for bad in ["", ".", "..", "a/b", "../t", "a b", &"x".repeat(250)] {
-        assert!(!legal_topic_name(bad), "{bad}");
-    }
-}
-
-#[test]
 fn advertised_hosts_are_dialled_as_written_and_ipv6_bracketed() {
     assert_eq!(host_port("127.0.0.1", 9092), "127.0.0.1:9092");
     assert_eq!(host_port("::1", 9092), "[::1]:9092");

@@ -669,6 +669,10 @@ impl Runtime for DockerRuntime {
             .transpose()
     }
 
+    fn database_address(&self) -> Option<String> {
+        self.database.as_ref().map(postgres::Database::address)
+    }
+
     async fn pause_database(&mut self) -> Result<(), RuntimeError> {
         self.database
             .as_ref()

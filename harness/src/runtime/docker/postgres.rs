@@ -117,6 +117,11 @@ impl Database {
         })
     }
 
+    /// Where the harness reaches it: its published port on the host.
+    pub(super) fn address(&self) -> String {
+        self.address.clone()
+    }
+
     fn server(&self) -> Result<i32, RuntimeError> {
         self.pid.ok_or_else(|| RuntimeError::Postgres {
             at: self.address.clone(),
