@@ -47,6 +47,21 @@ fn cluster_nisshi_on_postgres_takes_a_broker_crash_and_none_is_valid_over_what_i
     assert!(system.contains("create table record ("), "{system}");
     let results = read_results(&run);
     assert_eq!(results["verdict"], "valid", "{results:#}");
+    // Its PostgreSQL database, read while the server still ran, is checked
+    // as its replica.
+    for checker in [
+        "database-lost-write",
+        "database-offset-changed",
+        "database-divergence",
+    ] {
+        let r = result(&results, checker);
+        assert_eq!(r["verdict"], "valid", "{r:#}");
+    }
+    let database: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("database/database.json")).unwrap())
+            .unwrap();
+    assert_eq!(database["engine"], "postgres", "{database:#}");
+    assert!(database["rows"].as_u64().unwrap() >= 300, "{database:#}");
     for checker in [
         "divergence",
         "epoch-file",

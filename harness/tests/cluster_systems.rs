@@ -3,7 +3,9 @@
 //! checkers. Every checker either ran over what the run saw, or says
 //! `not-applicable` with its reason; none says valid over data it never saw.
 //! And the final read over the protocol is what lost-write holds acknowledged
-//! writes against: a value taken out of it is a lost write.
+//! writes against: a value taken out of it is a lost write. The same run's
+//! database is checked as tansu's replica (cluster_database.rs): valid as
+//! the run left it, and each row changed after the run named.
 //!
 //! Needs tansu installed (`bash ci/tools.sh tansu`, which `ci/dev.sh test`
 //! runs): a missing tool fails the test with that command, never skips it.
@@ -87,6 +89,7 @@ fn cluster_tansu_runs_under_the_same_checkers_and_none_is_valid_over_what_it_can
     )
     .unwrap();
     assert_eq!(read["via"], "b1", "{read:#}");
+    crate::cluster_database::database_rows_changed_after_the_run_are_reported(&run);
 
     // Take one acknowledged value out of the final read's segment: `epochal
     // check` (the checkers alone, on the stored run) must call it lost.
@@ -217,6 +220,11 @@ fn cluster_docker_tansu_takes_a_clients_cut_valid_and_leaves_nothing() {
         .as_u64()
         .unwrap();
     assert!(acknowledged >= 300, "{acknowledged}");
+    // The database in the shared dir, written by the containers, is read
+    // and checked as on the process runtime.
+    for checker in ["database-lost-write", "database-divergence"] {
+        assert_eq!(result(&results, checker)["verdict"], "valid", "{results:#}");
+    }
     let log = std::fs::read_to_string(run.join("harness.log")).unwrap();
     // The clients moved to b2 during the cut: the await under it was met
     // (at least 150 acknowledged, however many the last await saw).

@@ -20,6 +20,7 @@ mod cluster_background;
 mod cluster_clean_stop;
 mod cluster_client;
 mod cluster_coverage;
+mod cluster_database;
 mod cluster_final_read;
 mod cluster_gate;
 mod cluster_hw_out_of_range;

@@ -206,3 +206,40 @@ fn check(index: &RunIndex) -> CheckOutcome {
         .with_count("partitions-compared", compared)
         .with_count("database-records", records))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(records: &[(i64, &str)]) -> BTreeMap<i64, HeldRecord> {
+        records
+            .iter()
+            .map(|&(offset, value)| {
+                let held = HeldRecord {
+                    control: false,
+                    key: None,
+                    value: Some(value.as_bytes().to_vec().into()),
+                };
+                (offset, held)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn logs_part_at_their_first_difference_and_every_difference_is_counted() {
+        let database = log(&[(0, "1"), (1, "2"), (2, "3"), (4, "5")]);
+        assert!(compare(&database, &database.clone()).is_none());
+        let protocol = log(&[(0, "1"), (1, "9"), (2, "3"), (3, "4")]);
+        let parted = compare(&database, &protocol).unwrap();
+        assert_eq!(parted.offset, 1);
+        assert_eq!(describe(parted.database.as_ref()), "2");
+        assert_eq!(describe(parted.protocol.as_ref()), "9");
+        assert_eq!(
+            (parted.differing, parted.protocol_only, parted.database_only),
+            (1, 1, 1)
+        );
+        let nothing = compare(&BTreeMap::new(), &protocol).unwrap();
+        assert_eq!((nothing.offset, nothing.protocol_only), (0, 4));
+        assert_eq!(describe(nothing.database.as_ref()), "nothing");
+    }
+}

@@ -4,7 +4,9 @@
 //! proxies and its data directory ([`replica`]), and the process table (a
 //! SIGSTOPped node), and the final read over the Kafka protocol that writes a
 //! broker's log as Kafka segments ([`final_read`], for a broker whose files
-//! the harness cannot read). It reads and never acts: readiness ([`ready`]) and the
+//! the harness cannot read), and a system's database read after the run by
+//! the harness's own client and written so too ([`database`]; what the two
+//! writers share is [`segments`]). It reads and never acts: readiness ([`ready`]) and the
 //! conditions an `await` step waits on are judged here, not by a runtime. A
 //! wait polls with a deadline; when the deadline passes it reports the
 //! condition and the last thing it saw.

@@ -159,7 +159,7 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
     };
     text.as_bytes()
         .chunks(2)
-        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .map(|pair| Some((digit(pair[0])? << 4) | digit(pair[1])?))
         .collect::<Option<Vec<u8>>>()
         .ok_or_else(|| format!("`{}` is not hex", shorten(text)))
 }

@@ -239,7 +239,10 @@ mod tests {
         rows.push(b'T');
         rows.extend_from_slice(&(description.len() as i32 + 4).to_be_bytes());
         rows.extend_from_slice(&description);
-        let row = [&[0u8, 2][..], &1i32.to_be_bytes(), b"t", &(-1i32).to_be_bytes()].concat();
+        let mut row = vec![0u8, 2];
+        row.extend_from_slice(&1i32.to_be_bytes());
+        row.push(b't');
+        row.extend_from_slice(&(-1i32).to_be_bytes());
         rows.push(b'D');
         rows.extend_from_slice(&(row.len() as i32 + 4).to_be_bytes());
         rows.extend_from_slice(&row);
