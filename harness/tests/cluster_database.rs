@@ -75,8 +75,12 @@ pub(crate) fn database_rows_changed_after_the_run_are_reported(run: &Path) {
     let acked = acked_on_t0(run);
     assert!(acked.len() >= 20, "{acked:?}");
     let pick = |n: usize| acked[n * acked.len() / 5];
-    let [(_, changed), (_, deleted), (swapped_a_value, swapped_a), (_, swapped_b)] =
-        [pick(1), pick(2), pick(3), pick(4)];
+    let [
+        (_, changed),
+        (_, deleted),
+        (swapped_a_value, swapped_a),
+        (_, swapped_b),
+    ] = [pick(1), pick(2), pick(3), pick(4)];
     let t0 = "(select tp.id from topition tp join topic t on t.id = tp.topic \
               where t.name = 't' and tp.partition = 0)";
     sqlite(
@@ -120,9 +124,8 @@ pub(crate) fn database_rows_changed_after_the_run_are_reported(run: &Path) {
     assert!(!stdout.contains("invalid  lost-write"), "{}", show(&output));
     for (offset, holds) in [(changed, "999999999"), (deleted, "nothing")] {
         assert!(
-            stdout.contains(&format!(
-                "at offset {offset} in t-0 (history index"
-            )) && stdout.contains(&format!("; it holds {holds} at offset {offset};")),
+            stdout.contains(&format!("at offset {offset} in t-0 (history index"))
+                && stdout.contains(&format!("; it holds {holds} at offset {offset};")),
             "offset {offset}: {}",
             show(&output)
         );
@@ -130,7 +133,9 @@ pub(crate) fn database_rows_changed_after_the_run_are_reported(run: &Path) {
     assert!(
         stdout.contains(&format!(
             "value {swapped_a_value} acked at offset {swapped_a} in t-0"
-        )) && stdout.contains(&format!("is at offset [{swapped_b}] in the database (sqlite ")),
+        )) && stdout.contains(&format!(
+            "is at offset [{swapped_b}] in the database (sqlite "
+        )),
         "{}",
         show(&output)
     );

@@ -90,8 +90,8 @@ impl DatabaseState {
                 path.display()
             )
         })?;
-        let summary: DatabaseRead = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let summary: DatabaseRead =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         if let Some(error) = &summary.error {
             return Err(format!("the database was not read: {error}"));
         }
@@ -183,7 +183,8 @@ impl FinalReadState {
             .partitions
             .iter()
             .filter_map(|p| {
-                let partition = PartitionRef::new(p.topic.clone(), u32::try_from(p.partition).ok()?);
+                let partition =
+                    PartitionRef::new(p.topic.clone(), u32::try_from(p.partition).ok()?);
                 Some((partition, p.error.clone()?))
             })
             .collect();

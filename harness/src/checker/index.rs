@@ -105,7 +105,13 @@ impl<'a> RunIndex<'a> {
             if of == LogOf::Database
                 && let Some(Ok(database)) = &self.run.database
             {
-                partitions.extend(database.data.replicas.iter().map(ReplicaState::partition_ref));
+                partitions.extend(
+                    database
+                        .data
+                        .replicas
+                        .iter()
+                        .map(ReplicaState::partition_ref),
+                );
             }
             partitions
                 .into_iter()

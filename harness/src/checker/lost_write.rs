@@ -28,7 +28,9 @@ use super::CheckOutcome;
 use super::evidence::{AckedWrite, LostWrite};
 use super::excuses::{Excuses, Judgement};
 use super::final_log::FinalLog;
-use super::index::{AckedValue, EVIDENCE_MAX, LogOf, RunIndex, excused_by, unknown_message};
+use super::index::{
+    AckedValue, EVIDENCE_MAX, IndexedLog, LogOf, RunIndex, excused_by, unknown_message,
+};
 use super::{Anomaly, CheckResult, Checker, Evidence, Need};
 
 pub const NAME: &str = "lost-write";
@@ -165,28 +167,7 @@ fn check_against(index: &RunIndex, of: LogOf) -> CheckOutcome {
                     if evidence.len() >= EVIDENCE_MAX {
                         continue;
                     }
-                    let lacking = indexed.lacking(a.value);
-                    let missing_on = match of {
-                        LogOf::Final => format!(
-                            "; missing on {}",
-                            lacking
-                                .iter()
-                                .map(NodeId::to_string)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                        LogOf::Database => held_at(log, a.offset),
-                    };
-                    evidence.push(Evidence::new(
-                        Anomaly::LostAcknowledgedWrite,
-                        format!(
-                            "{} is not in {}{missing_on}; no unclean election after the ack and \
-                             no power loss of its whole ISR",
-                            a.describe(),
-                            of.place(log),
-                        ),
-                        lost(&a, log, lacking),
-                    ));
+                    evidence.push(unexcused(&a, indexed, of));
                 }
             },
         }
@@ -218,6 +199,35 @@ fn check_against(index: &RunIndex, of: LogOf) -> CheckOutcome {
         result = result.with_count(name, n);
     }
     Ok(result)
+}
+
+/// The evidence of an acks=all value `of` lacks with no excuse: where it is
+/// missing (the final log's replicas that lack it, or what the database
+/// holds at its acknowledged offset).
+fn unexcused(a: &AckedValue<'_>, indexed: &IndexedLog<'_>, of: LogOf) -> Evidence {
+    let log = &indexed.log;
+    let lacking = indexed.lacking(a.value);
+    let missing_on = match of {
+        LogOf::Final => format!(
+            "; missing on {}",
+            lacking
+                .iter()
+                .map(NodeId::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        LogOf::Database => held_at(log, a.offset),
+    };
+    Evidence::new(
+        Anomaly::LostAcknowledgedWrite,
+        format!(
+            "{} is not in {}{missing_on}; no unclean election after the ack and no power loss \
+             of its whole ISR",
+            a.describe(),
+            of.place(log),
+        ),
+        lost(a, log, lacking),
+    )
 }
 
 /// `; it holds X at offset o`: what the database holds where the value was

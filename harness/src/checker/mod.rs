@@ -343,7 +343,13 @@ mod tests {
     #[test]
     fn every_checker_is_valid_on_a_synthetic_run() {
         let run = synthetic_run(&SyntheticSpec::with_ops(2_000));
-        let report = check(&run, &all());
+        // The database's checkers need a system that keeps one (their tests:
+        // observe/database/tests.rs, tests/cluster_database.rs).
+        let checkers: Vec<Checker> = all()
+            .into_iter()
+            .filter(|c| !LISTED_WITH_DATABASE.contains(&c.name))
+            .collect();
+        let report = check(&run, &checkers);
         for result in &report.results {
             assert_eq!(result.verdict, Verdict::Valid, "{result:#?}");
         }

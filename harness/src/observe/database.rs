@@ -182,12 +182,10 @@ pub async fn read_database(
         partitions: Vec::new(),
         error: None,
     };
-    let outcome = read_rows(spec, at, dir, timeout)
-        .await
-        .and_then(|rows| {
-            summary.rows = rows.len() as u64;
-            write_partitions(dir, &rows)
-        });
+    let outcome = read_rows(spec, at, dir, timeout).await.and_then(|rows| {
+        summary.rows = rows.len() as u64;
+        write_partitions(dir, &rows)
+    });
     match &outcome {
         Ok(partitions) => summary.partitions.clone_from(partitions),
         Err(e) => summary.error = Some(e.to_string()),
@@ -257,7 +255,12 @@ async fn read_sqlite(
     let output = tokio::time::timeout(timeout, command.output()).await;
     let _ = std::fs::remove_dir_all(copy);
     let output = output
-        .map_err(|_| client(format!("sqlite3 on {} took over {timeout:?}", file.display())))?
+        .map_err(|_| {
+            client(format!(
+                "sqlite3 on {} took over {timeout:?}",
+                file.display()
+            ))
+        })?
         .map_err(|e| client(format!("running sqlite3: {e}")))?;
     if !output.status.success() {
         return Err(client(format!(
@@ -304,8 +307,7 @@ fn sqlite_json_rows(stdout: &[u8]) -> Result<Vec<Row>, String> {
 /// Every row as a record, by partition and offset, written as one segment a
 /// partition, then the high watermarks; internal topics left out.
 fn write_partitions(dir: &Path, rows: &[Row]) -> Result<Vec<PartitionRows>, DatabaseError> {
-    let mut partitions: BTreeMap<(String, i32), BTreeMap<i64, (usize, DbRecord)>> =
-        BTreeMap::new();
+    let mut partitions: BTreeMap<(String, i32), BTreeMap<i64, (usize, DbRecord)>> = BTreeMap::new();
     for (i, row) in rows.iter().enumerate() {
         let number = i + 1;
         let record = rows::record(number, row)?;

@@ -11,9 +11,9 @@
 //! wait polls with a deadline; when the deadline passes it reports the
 //! condition and the last thing it saw.
 
+pub mod database;
 mod error;
 pub mod etcd;
-pub mod database;
 pub mod final_read;
 pub mod ready;
 pub mod replica;

@@ -179,7 +179,7 @@ fn partition_table(
     let name = partition.to_string();
     let holders = run.holders(partition);
     let (final_node, chosen) = match FinalLog::of(run, partition) {
-        Ok(log) => (Some(log.node), log.chosen),
+        Ok(log) => (log.node, log.chosen),
         Err(why) => (None, why.to_string()),
     };
     let logs: Vec<(NodeId, Vec<(i64, Cell)>)> =

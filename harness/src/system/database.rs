@@ -84,20 +84,19 @@ impl DatabaseSpec {
                  \"{shared_dir}/name.db\")"
                     .into(),
             )),
-            (Engine::Sqlite, Some(path)) => match path
-                .placeholders()
-                .find(|name| !PATH_NAMES.contains(name))
-            {
-                Some(name) => Err((
-                    Some("database"),
-                    format!(
-                        "final_state.database.path `{path}`: unknown placeholder {{{name}}} \
+            (Engine::Sqlite, Some(path)) => {
+                match path.placeholders().find(|name| !PATH_NAMES.contains(name)) {
+                    Some(name) => Err((
+                        Some("database"),
+                        format!(
+                            "final_state.database.path `{path}`: unknown placeholder {{{name}}} \
                          (known here: {})",
-                        PATH_NAMES.join(", ")
-                    ),
-                )),
-                None => Ok(()),
-            },
+                            PATH_NAMES.join(", ")
+                        ),
+                    )),
+                    None => Ok(()),
+                }
+            }
             (Engine::Postgres, Some(_)) => Err((
                 Some("database"),
                 "final_state.database: engine \"postgres\" takes no path (it reads the run's \
@@ -166,13 +165,19 @@ mod tests {
             message.starts_with(&format!("mine.toml:{line}: ")),
             "{message}"
         );
-        assert!(message.contains("engine \"sqlite\" needs path"), "{message}");
+        assert!(
+            message.contains("engine \"sqlite\" needs path"),
+            "{message}"
+        );
 
         let engine = tansu_with(
             "[final_state]\nread = \"protocol\"\ndatabase = { engine = \"mysql\", records = \"x\" }",
         );
         let message = error(&engine);
-        assert!(message.starts_with(&format!("mine.toml:{line}: ")), "{message}");
+        assert!(
+            message.starts_with(&format!("mine.toml:{line}: ")),
+            "{message}"
+        );
         assert!(message.contains("mysql"), "{message}");
 
         let placeholder = tansu_with(
@@ -187,7 +192,11 @@ mod tests {
         let empty = tansu_with(
             "[final_state]\nread = \"protocol\"\ndatabase = { engine = \"sqlite\", path = \"{shared_dir}/x.db\", records = \" \" }",
         );
-        assert!(error(&empty).contains("records is empty"), "{}", error(&empty));
+        assert!(
+            error(&empty).contains("records is empty"),
+            "{}",
+            error(&empty)
+        );
 
         let postgres = tansu_with(
             "[final_state]\nread = \"protocol\"\ndatabase = { engine = \"postgres\", records = \"x\" }",

@@ -115,7 +115,10 @@ fn text<'a>(row: &'a Row, name: &str) -> Result<Option<&'a str>, String> {
         Some(value) => Ok(value.as_deref()),
         None => Err(format!(
             "no column `{name}` (the row has: {})",
-            row.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+            row.keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }

@@ -92,8 +92,7 @@ async fn rows_become_segments_the_reader_reads_back() {
         [(0, 2), (1, 5)]
     );
     let written: DatabaseRead =
-        serde_json::from_str(&std::fs::read_to_string(dir.join(DATABASE_JSON)).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join(DATABASE_JSON)).unwrap()).unwrap();
     assert_eq!(written, summary);
 }
 
@@ -119,7 +118,9 @@ async fn a_failed_read_is_recorded_with_its_reason_and_writes_no_segment() {
         );
         summary.error.unwrap()
     };
-    let twice = read(&file, RECORDS, &root.path().join("a")).await.unwrap_err();
+    let twice = read(&file, RECORDS, &root.path().join("a"))
+        .await
+        .unwrap_err();
     assert_eq!(twice.to_string(), "rows 1 and 2 both hold t-0 offset 0");
     assert_eq!(error("a"), twice.to_string());
 
@@ -130,7 +131,8 @@ async fn a_failed_read_is_recorded_with_its_reason_and_writes_no_segment() {
     );
     let bad = read(&file, &raw, &root.path().join("b")).await.unwrap_err();
     assert!(
-        bad.to_string().starts_with("row 1 (t-0 offset 0): column `value`"),
+        bad.to_string()
+            .starts_with("row 1 (t-0 offset 0): column `value`"),
         "{bad}"
     );
 
@@ -140,9 +142,13 @@ async fn a_failed_read_is_recorded_with_its_reason_and_writes_no_segment() {
     assert!(sql.to_string().contains("no such column: nope"), "{sql}");
     assert!(error("c").contains("no such column: nope"));
 
-    let missing = read(&root.path().join("none.db"), RECORDS, &root.path().join("d"))
-        .await
-        .unwrap_err();
+    let missing = read(
+        &root.path().join("none.db"),
+        RECORDS,
+        &root.path().join("d"),
+    )
+    .await
+    .unwrap_err();
     assert!(missing.to_string().contains("no such file"), "{missing}");
 
     let nowhere = read_database(
