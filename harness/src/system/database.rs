@@ -27,7 +27,7 @@
 
 use serde::Deserialize;
 
-use super::{ServiceKind, Template};
+use super::template::Template;
 
 /// The placeholders a database's `path` may use.
 pub const PATH_NAMES: &[&str] = &["shared_dir"];
@@ -65,12 +65,9 @@ impl Engine {
 }
 
 impl DatabaseSpec {
-    /// What a well-formed entry must also be, given the system's services:
-    /// the key to point at, and what is wrong.
-    pub(super) fn check(
-        &self,
-        services: &[ServiceKind],
-    ) -> Result<(), (Option<&'static str>, String)> {
+    /// What a well-formed entry must also be, given whether the system runs
+    /// a PostgreSQL service: the key to point at, and what is wrong.
+    pub(super) fn check(&self, has_postgres: bool) -> Result<(), (Option<&'static str>, String)> {
         if self.records.trim().is_empty() {
             return Err((
                 Some("records"),
@@ -103,7 +100,7 @@ impl DatabaseSpec {
                  PostgreSQL service)"
                     .into(),
             )),
-            (Engine::Postgres, None) if !services.contains(&ServiceKind::Postgres) => Err((
+            (Engine::Postgres, None) if !has_postgres => Err((
                 Some("database"),
                 "final_state.database: engine \"postgres\" needs a postgres service \
                  ([[service]] kind = \"postgres\")"
@@ -111,114 +108,5 @@ impl DatabaseSpec {
             )),
             (Engine::Postgres, None) => Ok(()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use crate::system::System;
-
-    /// tansu's file with its `[final_state]` replaced by `final_state`.
-    fn tansu_with(final_state: &str) -> String {
-        let text = System::named("tansu").unwrap().text;
-        let start = text.find("[final_state]").unwrap();
-        let end = start + text[start..].find("\n[claims]").unwrap();
-        format!("{}{final_state}\n{}", &text[..start], &text[end..])
-    }
-
-    fn error(text: &str) -> String {
-        System::parse(Path::new("mine.toml"), text)
-            .unwrap_err()
-            .to_string()
-    }
-
-    #[test]
-    fn tansu_and_nisshi_say_how_to_read_their_database() {
-        let tansu = System::named("tansu").unwrap();
-        let database = tansu.final_state.database.as_ref().unwrap();
-        assert_eq!(database.engine, super::Engine::Sqlite);
-        assert_eq!(
-            database.path.as_ref().unwrap().to_string(),
-            "{shared_dir}/tansu.db"
-        );
-        assert!(tansu.sees().database);
-        let nisshi = System::named("nisshi").unwrap();
-        let database = nisshi.final_state.database.as_ref().unwrap();
-        assert_eq!(database.engine, super::Engine::Postgres);
-        assert!(!System::reference().sees().database);
-    }
-
-    #[test]
-    fn a_malformed_database_names_the_file_line_and_field() {
-        let no_path = tansu_with(
-            "[final_state]\nread = \"protocol\"\ndatabase = { engine = \"sqlite\", records = \"select 1\" }",
-        );
-        let line = no_path
-            .lines()
-            .position(|l| l.starts_with("database ="))
-            .unwrap()
-            + 1;
-        let message = error(&no_path);
-        assert!(
-            message.starts_with(&format!("mine.toml:{line}: ")),
-            "{message}"
-        );
-        assert!(
-            message.contains("engine \"sqlite\" needs path"),
-            "{message}"
-        );
-
-        let engine = tansu_with(
-            "[final_state]\nread = \"protocol\"\ndatabase = { engine = \"mysql\", records = \"x\" }",
-        );
-        let message = error(&engine);
-        assert!(
-            message.starts_with(&format!("mine.toml:{line}: ")),
-            "{message}"
-        );
-        assert!(message.contains("mysql"), "{message}");
-
-        let placeholder = tansu_with(
-            "[final_state]\nread = \"protocol\"\ndatabase = { engine = \"sqlite\", path = \"{data_dir}/x.db\", records = \"x\" }",
-        );
-        let message = error(&placeholder);
-        assert!(
-            message.contains("unknown placeholder {data_dir} (known here: shared_dir)"),
-            "{message}"
-        );
-
-        let empty = tansu_with(
-            "[final_state]\nread = \"protocol\"\ndatabase = { engine = \"sqlite\", path = \"{shared_dir}/x.db\", records = \" \" }",
-        );
-        assert!(
-            error(&empty).contains("records is empty"),
-            "{}",
-            error(&empty)
-        );
-
-        let postgres = tansu_with(
-            "[final_state]\nread = \"protocol\"\ndatabase = { engine = \"postgres\", records = \"x\" }",
-        );
-        assert!(
-            error(&postgres).contains("needs a postgres service"),
-            "{}",
-            error(&postgres)
-        );
-
-        let files = tansu_with(
-            "[final_state]\nread = \"replica-files\"\ndatabase = { engine = \"sqlite\", path = \"{shared_dir}/x.db\", records = \"x\" }",
-        );
-        assert!(
-            error(&files).contains("final_state.database needs read = \"protocol\""),
-            "{}",
-            error(&files)
-        );
-
-        let typo = tansu_with(
-            "[final_state]\nread = \"protocol\"\ndatabase = { engine = \"sqlite\", path = \"{shared_dir}/x.db\", record = \"x\" }",
-        );
-        assert!(error(&typo).contains("record"), "{}", error(&typo));
     }
 }

@@ -9,6 +9,8 @@
 //! them see). Nothing here starts anything.
 
 mod database;
+#[cfg(test)]
+mod database_tests;
 mod template;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -562,8 +564,7 @@ impl System {
                         .into(),
                 ));
             }
-            let kinds: Vec<ServiceKind> = self.services().collect();
-            database.check(&kinds)?;
+            database.check(services.contains(&"postgres"))?;
         }
         if node.settings == SettingsMode::ConfigFile && node.args_with_config.is_empty() {
             return Err((
