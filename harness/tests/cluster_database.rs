@@ -105,7 +105,11 @@ pub(crate) fn database_rows_changed_after_the_run_are_reported(run: &Path) {
         epochal::observe::database::read_run_database(&dir, &system, None, Duration::from_secs(60)),
     );
     let read = read.expect("tansu names a database").unwrap();
-    assert!(read.rows >= 300, "{read:?}");
+    assert_eq!(
+        read.rows + 1,
+        summary["rows"].as_u64().unwrap(),
+        "one row deleted: {read:?}"
+    );
     let output = common::scenario::epochal()
         .arg("check")
         .arg(run)
