@@ -189,3 +189,73 @@ async fn cluster_postgres_starts_serves_pauses_and_is_reaped() {
     assert!(release_shared_memory(&plan.data_dir).unwrap());
     assert!(!release_shared_memory(&plan.data_dir).unwrap());
 }
+
+/// nisshi's `records` query (systems/nisshi.toml) on its own schema, read by
+/// the harness's client (the schema's exchange, runtime/postgres/script.rs)
+/// and written as segments the reader reads back: a real server, rows as
+/// nisshi's COPY writes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_postgres_rows_in_nisshis_schema_are_read_as_segments() {
+    use epochal::observe::database::{DatabaseAt, read_database};
+    use epochal::runtime::postgres::run_script;
+    use epochal::system::{ServiceKind, System};
+
+    let run = tempfile::tempdir().unwrap();
+    let plan = PostgresPlan::new(
+        find_binaries().unwrap(),
+        run.path().join("postgres"),
+        free_port().unwrap(),
+        run.path().join("postgres.log"),
+    )
+    .unwrap();
+    plan.initdb(INITDB_TIMEOUT).await.unwrap();
+    let mut server = spawn(&plan);
+    let log = || std::fs::read_to_string(&plan.log).unwrap_or_default();
+    if let Err(e) = postgres_ready(&plan.address(), READY_TIMEOUT).await {
+        panic!("{e}\n{}", log());
+    }
+    let nisshi = System::named("nisshi").unwrap();
+    let schema = nisshi.schema(ServiceKind::Postgres).unwrap();
+    run_script(&plan.address(), schema, READY_TIMEOUT)
+        .await
+        .unwrap();
+    run_script(
+        &plan.address(),
+        "insert into cluster (name) values ('epochal'); \
+         insert into topic (cluster, name, uuid, partitions, replication_factor) \
+           values (1, 't', gen_random_uuid(), 2, 1); \
+         insert into topition (topic, partition) values (1, 0), (1, 1); \
+         insert into record (topition, offset_id, attributes, producer_id, producer_epoch, \
+           timestamp, k, v) values \
+           (1, 0, 0, null, null, to_timestamp(1700000000.123), null, '\\x31'), \
+           (1, 1, 0, null, null, now(), 'k', null), \
+           (2, 0, 16, 7, 1, now(), null, '\\x32');",
+        READY_TIMEOUT,
+    )
+    .await
+    .unwrap();
+
+    let dir = run.path().join("database");
+    let spec = nisshi.final_state.database.as_ref().unwrap();
+    let at = DatabaseAt::Postgres(plan.address());
+    let read = read_database(spec, Some(&at), &dir, READY_TIMEOUT).await;
+    let children = server_children(server.pgid()).unwrap();
+    kill_and_reap(&plan, &mut server, &children).await;
+    let read = read.unwrap_or_else(|e| panic!("{e}\n{}", log()));
+    assert_eq!((read.engine.as_str(), read.rows), ("postgres", 3));
+    let data = epochal::reader::read_data_dir(&dir).unwrap();
+    let t0 = data.replica("t", 0).unwrap();
+    let records: Vec<_> = t0.records().map(|(_, r)| r.clone()).collect();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0].value.as_ref().unwrap().to_string(), "1");
+    assert_eq!(records[0].timestamp, 1_700_000_000_123);
+    assert_eq!(records[1].key.as_ref().unwrap().to_string(), "k");
+    assert!(records[1].value.is_none());
+    let (batch, record) = data.replica("t", 1).unwrap().records().next().unwrap();
+    assert_eq!(
+        (record.offset, batch.producer_id, batch.producer_epoch),
+        (0, 7, 1)
+    );
+    assert!(batch.is_transactional());
+    assert!(release_shared_memory(&plan.data_dir).unwrap());
+}
