@@ -5,7 +5,9 @@
 //! read again with the harness's own reader function, and `epochal check`
 //! names each changed partition and offset: a value overwritten and a row
 //! deleted are lost writes, two values swapped are moved offsets, and the
-//! final read over the protocol no longer matches the database.
+//! final read over the protocol no longer matches the database. A read
+//! that fails (the file gone) is stored with its reason, and the database's
+//! checkers are unknown with it.
 
 use crate::common;
 
@@ -149,4 +151,42 @@ pub(crate) fn database_rows_changed_after_the_run_are_reported(run: &Path) {
         "{}",
         show(&output)
     );
+    a_failed_read_makes_the_database_checkers_unknown_with_its_reason(&dir, &system);
+}
+
+fn a_failed_read_makes_the_database_checkers_unknown_with_its_reason(
+    dir: &RunDir,
+    system: &epochal::system::System,
+) {
+    let db = dir.path().join("nodes/shared/tansu.db");
+    let moved = dir.path().join("nodes/shared/tansu.db.moved");
+    std::fs::rename(&db, &moved).unwrap();
+    std::fs::remove_dir_all(dir.database()).unwrap();
+    let read = tokio::runtime::Runtime::new().unwrap().block_on(
+        epochal::observe::database::read_run_database(dir, system, None, Duration::from_secs(60)),
+    );
+    std::fs::rename(&moved, &db).unwrap();
+    let error = read.unwrap().unwrap_err().to_string();
+    assert!(error.ends_with("tansu.db: no such file"), "{error}");
+    let summary = std::fs::read_to_string(dir.database().join("database.json")).unwrap();
+    assert!(summary.contains("tansu.db: no such file"), "{summary}");
+    let output = common::scenario::epochal()
+        .arg("check")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for checker in DATABASE_CHECKERS {
+        let line = stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(checker))
+            .unwrap_or_else(|| panic!("{checker}: {}", show(&output)));
+        assert!(
+            line.trim_start().starts_with("unknown")
+                && line.contains("the database was not read: ")
+                && line.contains("tansu.db: no such file"),
+            "{line}"
+        );
+    }
+    assert_eq!(output.status.code(), Some(2), "{}", show(&output));
 }
