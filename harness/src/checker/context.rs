@@ -120,6 +120,9 @@ impl DatabaseState {
                 findings: Vec::new(),
             });
         }
+        // As the reader orders them: by topic, then partition.
+        data.replicas
+            .sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
         Ok(DatabaseState { summary, data })
     }
 }
