@@ -43,6 +43,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::clock::ClockPair;
 use crate::node::NodeId;
 use crate::store::{self, StoreError};
 use crate::system::{System, SystemError};
@@ -222,19 +223,40 @@ impl RunDir {
 
     /// `clock.json`: the wall-clock time at which the history's clock read
     /// zero, so the report can place the brokers' wall-clock state-change
-    /// logs among the ops. Written when the history is created.
-    pub fn write_clock(&self, history_opened_unix_ms: u64) -> Result<(), StoreError> {
+    /// logs among the ops, and the monotonic clock's reading at that moment,
+    /// which places the proxy's recordings (history/clock.rs). Written when
+    /// the history is created.
+    pub fn write_clock(&self, opened: ClockPair) -> Result<(), StoreError> {
         store::write_json(
             &self.path.join(Self::CLOCK),
-            &serde_json::json!({ "history_opened_unix_ms": history_opened_unix_ms }),
+            &serde_json::json!({
+                "history_opened_unix_ms": opened.unix_ns / 1_000_000,
+                "history_opened_unix_ns": opened.unix_ns,
+                "history_opened_monotonic_ns": opened.monotonic_ns,
+            }),
         )
     }
 
-    /// What `clock.json` says, if the run wrote one (runs before it did not).
+    /// What `clock.json` says of the wall clock, if the run wrote one (runs
+    /// before it did not).
     pub fn read_clock(&self) -> Option<u64> {
+        self.clock_json()?.get("history_opened_unix_ms")?.as_u64()
+    }
+
+    /// Both clocks when the history opened, if `clock.json` has them (runs
+    /// before the proxy stamped with the monotonic clock have the wall
+    /// clock's alone).
+    pub fn read_clock_pair(&self) -> Option<ClockPair> {
+        let clock = self.clock_json()?;
+        Some(ClockPair {
+            unix_ns: clock.get("history_opened_unix_ns")?.as_u64()?,
+            monotonic_ns: clock.get("history_opened_monotonic_ns")?.as_u64()?,
+        })
+    }
+
+    fn clock_json(&self) -> Option<serde_json::Value> {
         let text = std::fs::read_to_string(self.path.join(Self::CLOCK)).ok()?;
-        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-        value.get("history_opened_unix_ms")?.as_u64()
+        serde_json::from_str(&text).ok()
     }
 
     pub fn write_schedule(&self, schedule: &crate::schedule::Schedule) -> Result<(), StoreError> {

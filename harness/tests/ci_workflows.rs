@@ -64,6 +64,21 @@ fn every_script_a_workflow_calls_exists() {
     // file's tool, nisshi's among them (about an hour of one core).
     assert!(dev.contains("bash ci/tools.sh tansu noida >"), "{dev}");
     assert!(!dev.contains("bash ci/tools.sh >"), "{dev}");
+    // clippy lints the one build CI makes, functions held to 120 lines and
+    // every warning an error (clippy.toml).
+    assert!(
+        dev.contains("export RUSTC_WORKSPACE_WRAPPER=$clippy_driver"),
+        "{dev}"
+    );
+    assert!(
+        dev.contains("-D__CLIPPY_HACKERY__clippy::too_many_lines__"),
+        "{dev}"
+    );
+    assert!(dev.contains("-D__CLIPPY_HACKERY__warnings__"), "{dev}");
+    assert!(
+        dev.contains("cargo build --workspace --all-targets"),
+        "{dev}"
+    );
 }
 
 /// A plain YAML scalar may not contain ": " (the step name `this runner's

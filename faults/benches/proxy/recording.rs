@@ -39,7 +39,9 @@ pub(super) const RECORDING_SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// magic, then records of time (8), connection (8), kind (1), length (4) and
 /// the frame after its size prefix (none for a gap, whose length counts the
 /// frames dropped).
-pub(super) const RECORDING_MAGIC: &[u8] = b"EPFRAMES1\n";
+pub(super) const RECORDING_MAGIC: &[u8] = b"EPFRAMES2\n";
+/// The clocks' anchor after the magic (faults/src/proxy/link/record.rs).
+pub(super) const RECORDING_ANCHOR_BYTES: usize = 16;
 pub(super) const RECORD_HEAD_BYTES: usize = 8 + 8 + 1 + 4;
 pub(super) const RECORD_KIND_REQUEST: u8 = 0;
 pub(super) const RECORD_KIND_RESPONSE: u8 = 1;
@@ -256,6 +258,8 @@ pub(super) fn read_recording(path: &Path) -> Result<Recorded, String> {
     if magic != RECORDING_MAGIC {
         return Err(format!("{} is not a recording", path.display()));
     }
+    let mut anchor = [0; RECORDING_ANCHOR_BYTES];
+    reader.read_exact(&mut anchor).map_err(fail)?;
     let mut head = [0; RECORD_HEAD_BYTES];
     loop {
         match reader.read_exact(&mut head) {

@@ -248,7 +248,10 @@ impl RunData {
         } else {
             None
         };
-        let fetches = read_fetches(&RunDir::node_layout(&dir.nodes()).proxy_frames())?;
+        let fetches = read_fetches(
+            &RunDir::node_layout(&dir.nodes()).proxy_frames(),
+            dir.read_clock_pair(),
+        )?;
         let mut run = RunData {
             dir: dir.path().to_owned(),
             fetches,

@@ -13,6 +13,7 @@
 //! `"nemesis"`, and is never retired by `info`: its faults are recorded `info`
 //! because their effect on the cluster is not an ok/fail answer.
 
+pub mod clock;
 mod fault_op;
 mod group_op;
 pub mod kafka_errors;
@@ -184,9 +185,10 @@ pub struct HistoryWriter {
     path: PathBuf,
     file: File,
     started: Instant,
-    /// The wall clock when `started` was read (ms since the Unix epoch): what
-    /// lets a report place brokers' wall-clock logs on the history's clock.
-    opened_unix_ms: u64,
+    /// The wall clock and the monotonic clock when `started` was read: what
+    /// places brokers' wall-clock logs and the proxy's monotonic recordings
+    /// on the history's clock (clock.rs).
+    opened: clock::ClockPair,
     next_index: u64,
     validator: Validator,
 }
@@ -224,10 +226,8 @@ impl HistoryWriter {
         Ok(Self {
             path,
             file,
+            opened: clock::ClockPair::now(),
             started: Instant::now(),
-            opened_unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
             next_index: 0,
             validator: Validator::new(),
         })
@@ -240,7 +240,12 @@ impl HistoryWriter {
     /// When the history's clock (each op's `time_ns`) read zero, on the wall
     /// clock in ms since the Unix epoch.
     pub fn opened_unix_ms(&self) -> u64 {
-        self.opened_unix_ms
+        self.opened.unix_ns / 1_000_000
+    }
+
+    /// Both clocks when the history's clock read zero.
+    pub fn opened(&self) -> clock::ClockPair {
+        self.opened
     }
 
     /// Records an op now, assigning its index and time; returns it as written.
@@ -379,6 +384,11 @@ impl SharedHistory {
     /// Unix epoch).
     pub fn opened_unix_ms(&self) -> u64 {
         self.writer().opened_unix_ms()
+    }
+
+    /// Both clocks when the history's clock read zero.
+    pub fn opened(&self) -> clock::ClockPair {
+        self.writer().opened()
     }
 
     /// The history's clock now (ns since it was opened: each op's

@@ -15,9 +15,15 @@ use kafka_protocol::messages::{ApiKey, FetchRequest, RequestHeader};
 use kafka_protocol::protocol::{Decodable, HeaderVersion};
 use serde::{Deserialize, Serialize};
 
+use crate::history::clock::ClockPair;
 use crate::node::NodeId;
 
-pub const MAGIC: &[u8] = b"EPFRAMES1\n";
+/// A recording stamped with the monotonic clock, with the clocks' anchor
+/// after the magic (two u64: wall ns, monotonic ns).
+pub const MAGIC: &[u8] = b"EPFRAMES2\n";
+/// A recording stamped with the wall clock, with no anchor: still read.
+pub const MAGIC_WALL: &[u8] = b"EPFRAMES1\n";
+const ANCHOR: usize = 16;
 const KIND_REQUEST: u8 = 0;
 const KIND_RESPONSE: u8 = 1;
 const KIND_GAP: u8 = 2;
@@ -56,23 +62,44 @@ pub enum FramesError {
 }
 
 /// Every record of one recording; a record cut short at the end (the proxy
-/// ended mid-write) is left out.
-pub fn read_recording(path: &Path) -> Result<Vec<Recorded>, FramesError> {
+/// ended mid-write) is left out. Each time is in ns since the Unix epoch as
+/// the history's clock places it: a monotonic stamp goes through `history`,
+/// the clocks the history read when it opened (`clock.json`), or, when the
+/// run has none, through the recording's own anchor; a wall-clock stamp (an
+/// `EPFRAMES1` recording) is kept as it is.
+pub fn read_recording(
+    path: &Path,
+    history: Option<ClockPair>,
+) -> Result<Vec<Recorded>, FramesError> {
     let data = std::fs::read(path).map_err(|source| FramesError::Io {
         path: path.to_owned(),
         source,
     })?;
-    if !data.starts_with(MAGIC) {
+    if data.starts_with(MAGIC) && data.len() < MAGIC.len() + ANCHOR {
+        // The head is written at once; cut short, the file holds no record.
+        return Ok(Vec::new());
+    }
+    let (start, pair) = if data.starts_with(MAGIC) {
+        let u64_at = |i: usize| u64::from_be_bytes(data[i..i + 8].try_into().expect("8 bytes"));
+        let anchor = ClockPair {
+            unix_ns: u64_at(MAGIC.len()),
+            monotonic_ns: u64_at(MAGIC.len() + 8),
+        };
+        (MAGIC.len() + ANCHOR, Some(history.unwrap_or(anchor)))
+    } else if data.starts_with(MAGIC_WALL) {
+        (MAGIC_WALL.len(), None)
+    } else {
         return Err(FramesError::NotFrames {
             path: path.to_owned(),
         });
-    }
+    };
+    let place = |time_ns: u64| pair.map_or(time_ns, |p| p.wall_ns_of(time_ns));
     let data = Bytes::from(data);
-    let mut at = MAGIC.len();
+    let mut at = start;
     let mut out = Vec::new();
     while at + RECORD_HEAD <= data.len() {
         let u64_at = |i: usize| u64::from_be_bytes(data[i..i + 8].try_into().expect("8 bytes"));
-        let time_ns = u64_at(at);
+        let time_ns = place(u64_at(at));
         let connection = u64_at(at + 8);
         let kind = data[at + 16];
         let len = u32::from_be_bytes(data[at + 17..at + 21].try_into().expect("4 bytes"));
@@ -209,8 +236,12 @@ impl Fetches {
 }
 
 /// The recordings in `dir`; `None` when there is no such directory (runs
-/// from before the proxy recorded, runtimes that do not record).
-pub fn read_fetches(dir: &Path) -> Result<Option<Fetches>, FramesError> {
+/// from before the proxy recorded, runtimes that do not record). Times are
+/// placed through `history` ([`read_recording`]).
+pub fn read_fetches(
+    dir: &Path,
+    history: Option<ClockPair>,
+) -> Result<Option<Fetches>, FramesError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -240,7 +271,7 @@ pub fn read_fetches(dir: &Path) -> Result<Option<Fetches>, FramesError> {
         else {
             continue;
         };
-        let link = replica_fetches(&read_recording(&path)?);
+        let link = replica_fetches(&read_recording(&path, history)?);
         fetches.links += 1;
         fetches.unreadable += link.unreadable;
         if !link.gaps_ns.is_empty() {
@@ -300,8 +331,9 @@ mod tests {
         out.freeze()
     }
 
+    /// A wall-clock recording (`EPFRAMES1`): times kept as they are.
     fn recording(records: &[(u8, u64, &[u8])]) -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
+        let mut out = MAGIC_WALL.to_vec();
         for (kind, time, bytes) in records {
             out.put_u64(*time);
             out.put_u64(1);
@@ -326,12 +358,14 @@ mod tests {
             (KIND_RESPONSE, 180, b"\x00\x00\x00\x03answer"),
         ]);
         // A gap of 3 frames, then a record cut short by the proxy's end.
-        data.extend_from_slice(&recording(&[(KIND_GAP, 200, b"")])[MAGIC.len()..]);
+        data.extend_from_slice(&recording(&[(KIND_GAP, 200, b"")])[MAGIC_WALL.len()..]);
         let gap_len = data.len() - 4;
         data[gap_len..].copy_from_slice(&3u32.to_be_bytes());
-        data.extend_from_slice(&recording(&[(KIND_REQUEST, 300, &follower)])[MAGIC.len()..][..30]);
+        data.extend_from_slice(
+            &recording(&[(KIND_REQUEST, 300, &follower)])[MAGIC_WALL.len()..][..30],
+        );
         std::fs::write(&path, &data).unwrap();
-        let recorded = read_recording(&path).unwrap();
+        let recorded = read_recording(&path, None).unwrap();
         assert_eq!(recorded.len(), 5, "{recorded:?}");
         assert!(
             matches!(&recorded[3], Recorded::Response { time_ns: 180, connection: 1, frame }
@@ -352,10 +386,44 @@ mod tests {
         assert_eq!(fetches.gaps_ns, vec![200]);
         assert_eq!(fetches.unreadable, 1);
         std::fs::write(&path, b"something else").unwrap();
-        let error = read_recording(&path).unwrap_err().to_string();
+        let error = read_recording(&path, None).unwrap_err().to_string();
         assert!(
             error.contains("b2-b1.frames") && error.contains("not a recording"),
             "{error}"
         );
+    }
+
+    /// A monotonic recording is placed through the history's clocks, not
+    /// through the wall clock the proxy read at its start: with the wall
+    /// clock stepped 7.5 s between the two (as a VM's was), a fetch 100 ms
+    /// after the history opened is 100 ms after it, not 7.6 s.
+    #[test]
+    fn a_monotonic_recording_is_placed_through_the_historys_clocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b2-b1.frames");
+        let second = 1_000_000_000u64;
+        // The proxy's anchor: wall 1000 s at monotonic 50 s.
+        let mut data = MAGIC.to_vec();
+        data.put_u64(1_000 * second);
+        data.put_u64(50 * second);
+        let follower = fetch_frame(12, 2, 41);
+        data.extend_from_slice(
+            &recording(&[(KIND_REQUEST, 60 * second, &follower)])[MAGIC_WALL.len()..],
+        );
+        std::fs::write(&path, &data).unwrap();
+        // The history opened at monotonic 59.9 s, when the wall clock,
+        // stepped since the proxy started, read 1017.4 s.
+        let history = ClockPair {
+            unix_ns: 1_017_400_000_000,
+            monotonic_ns: 59_900_000_000,
+        };
+        let placed = read_recording(&path, Some(history)).unwrap();
+        let time = |r: &[Recorded]| match r[0] {
+            Recorded::Request { time_ns, .. } => time_ns,
+            _ => panic!("{r:?}"),
+        };
+        assert_eq!(time(&placed) - history.unix_ns, 100_000_000);
+        // With no clocks from the history, the file's own anchor places it.
+        assert_eq!(time(&read_recording(&path, None).unwrap()), 1_010 * second);
     }
 }

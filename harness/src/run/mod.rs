@@ -101,7 +101,7 @@ pub async fn execute(
     let mut log = RunLog::create(&dir.harness_log(), options.echo)?;
     log.line(format!("run of {source} in {}", dir.path().display()));
     let writer = HistoryWriter::create(dir.history())?;
-    dir.write_clock(writer.opened_unix_ms())?;
+    dir.write_clock(writer.opened())?;
     let history = SharedHistory::new(writer);
 
     let config = cluster_config(&schedule, options, &dir);

@@ -626,7 +626,7 @@ mod tests {
     #[test]
     fn a_real_clients_recording_makes_its_transactions_and_its_round() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/app-txn");
-        let frames = crate::reader::app_frames::read_app_frames(&dir, u64::MAX).unwrap();
+        let frames = crate::reader::app_frames::read_app_frames(&dir, u64::MAX, None).unwrap();
         let mut next = 0;
         let (lines, tally) = app_lines(&frames, 0, u64::MAX / 2, &Vec::new(), &mut || {
             next += 1;

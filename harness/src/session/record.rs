@@ -93,7 +93,7 @@ pub async fn merge_app<R: Runtime>(live: &mut Live<R>, dir: &RunDir, sampler: Sa
     let frames_dir = RunDir::node_layout(&dir.nodes()).proxy_frames();
     settle(&frames_dir).await;
     let until_wall = opened_ms.saturating_mul(1_000_000).saturating_add(until_ns);
-    let frames = match read_app_frames(&frames_dir, until_wall) {
+    let frames = match read_app_frames(&frames_dir, until_wall, Some(live.history.opened())) {
         Ok(frames) => frames,
         Err(e) => {
             live.log

@@ -28,12 +28,27 @@
 //! buffers of the frames it wrote back to the links, which copy later frames
 //! into them.
 //!
-//! File format, big-endian: the magic `EPFRAMES1\n`, then records of
-//! `time_ns: u64` (since the Unix epoch), `connection: u64` (the
-//! recording's id for the connection, from 1, unique in the file), `kind: u8` (0 a request; 1 a response; 2 a gap),
-//! `len: u32`, and `len` bytes of the frame after its size prefix (for a gap:
-//! `len` is the number of frames dropped and no bytes follow). A record cut
-//! short by the proxy's end is the file's end.
+//! File format, big-endian: the magic `EPFRAMES2\n`, the clocks' anchor
+//! (`unix_ns: u64` and `monotonic_ns: u64`, the wall clock and the system's
+//! monotonic clock read together when the file was made), then records of
+//! `time_ns: u64` (the monotonic clock, `CLOCK_MONOTONIC`), `connection: u64`
+//! (the recording's id for the connection, from 1, unique in the file),
+//! `kind: u8` (0 a request; 1 a response; 2 a gap), `len: u32`, and `len`
+//! bytes of the frame after its size prefix (for a gap: `len` is the number
+//! of frames dropped and no bytes follow). A record cut short by the proxy's
+//! end is the file's end.
+//!
+//! Times are the monotonic clock's, not the wall clock's, because the
+//! harness holds them against its history, whose clock is the monotonic one
+//! (`Instant`): every process on the machine, containers included, reads the
+//! same `CLOCK_MONOTONIC`, while the wall clock can be stepped. On this
+//! project's VMs it was: a run's wall clock moved 7.5 s ahead of the
+//! monotonic clock in 15 s, and a follower's fetches stamped with it came
+//! out 7.5 s late against the history, so `isr-acks` named acknowledgements
+//! the follower's fetches had in fact preceded. The harness maps these times
+//! onto its history through the pair of clocks it read when the history
+//! opened (`clock.json`); the file's anchor places them when it has none.
+//! `EPFRAMES1\n` files (wall-clock times, no anchor) are still read.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -48,7 +63,9 @@ use bytes::{Bytes, BytesMut};
 
 use super::frames::FRAME_BYTES_MAX;
 
-pub const MAGIC: &[u8] = b"EPFRAMES1\n";
+pub const MAGIC: &[u8] = b"EPFRAMES2\n";
+/// The anchor after the magic: two u64 clock readings.
+pub const ANCHOR_BYTES: usize = 16;
 pub const KIND_REQUEST: u8 = 0;
 pub const KIND_RESPONSE: u8 = 1;
 pub const KIND_GAP: u8 = 2;
@@ -156,9 +173,11 @@ fn writer(proxy: &str) -> Option<Writer> {
         return Some(writer.clone());
     }
     let path = dir.join(format!("{proxy}.frames"));
-    // The magic goes out before the writer starts, so a file that exists
-    // is a recording.
-    let file = match File::create(&path).and_then(|mut file| file.write_all(MAGIC).map(|()| file)) {
+    // The magic and the anchor go out before the writer starts, so a file
+    // that exists is a recording.
+    let header = header();
+    let file = match File::create(&path).and_then(|mut file| file.write_all(&header).map(|()| file))
+    {
         Ok(file) => file,
         Err(error) => {
             tracing::error!(%error, path = %path.display(), "cannot record: the proxy forwards unrecorded");
@@ -344,11 +363,28 @@ impl Tap {
     }
 }
 
-/// Nanoseconds since the Unix epoch, now.
-pub(crate) fn now_ns() -> u64 {
-    SystemTime::now()
+/// The file's head: the magic, then the wall clock and the monotonic clock
+/// read together.
+fn header() -> Vec<u8> {
+    let monotonic = now_ns();
+    let unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut out = Vec::with_capacity(MAGIC.len() + ANCHOR_BYTES);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&unix.to_be_bytes());
+    out.extend_from_slice(&monotonic.to_be_bytes());
+    out
+}
+
+/// The monotonic clock (`CLOCK_MONOTONIC`) in nanoseconds, now: the clock
+/// every record is stamped with.
+pub(crate) fn now_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        (t.tv_sec() as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec() as u64)
+    })
 }
 
 #[cfg(test)]
@@ -364,7 +400,7 @@ mod tests {
     fn records(path: &Path) -> Vec<(u8, u32, Vec<u8>)> {
         let data = std::fs::read(path).unwrap();
         assert!(data.starts_with(MAGIC));
-        let mut at = MAGIC.len();
+        let mut at = MAGIC.len() + ANCHOR_BYTES;
         let mut out = Vec::new();
         while at + 21 <= data.len() {
             let kind = data[at + 16];

@@ -37,6 +37,7 @@ use kafka_protocol::messages::{self, ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, HeaderVersion};
 
 use super::frames::{FramesError, Recorded, read_recording};
+use crate::history::clock::ClockPair;
 use wire::DecodeError;
 
 pub use admin::TopicAdmin;
@@ -194,9 +195,15 @@ impl AppFrames {
 }
 
 /// Every client link's recording in `dir` (`client-*.frames`), up to
-/// `until_ns` (wall clock: later records are left out, and a request
-/// answered later stays unanswered). No directory: nothing.
-pub fn read_app_frames(dir: &Path, until_ns: u64) -> Result<AppFrames, FramesError> {
+/// `until_ns` (ns since the Unix epoch as the history's clock places it:
+/// later records are left out, and a request answered later stays
+/// unanswered), each time placed through `history` (`read_recording`). No
+/// directory: nothing.
+pub fn read_app_frames(
+    dir: &Path,
+    until_ns: u64,
+    history: Option<ClockPair>,
+) -> Result<AppFrames, FramesError> {
     let mut out = AppFrames::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -224,7 +231,7 @@ pub fn read_app_frames(dir: &Path, until_ns: u64) -> Result<AppFrames, FramesErr
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let recorded = read_recording(&path)?;
+        let recorded = read_recording(&path, history)?;
         decode_link(&proxy, &recorded, until_ns, &mut out);
         out.links.push(path);
     }

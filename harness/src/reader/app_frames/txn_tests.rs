@@ -27,7 +27,7 @@ use super::*;
 
 fn fixture() -> AppFrames {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/app-txn");
-    read_app_frames(&dir, u64::MAX).unwrap()
+    read_app_frames(&dir, u64::MAX, None).unwrap()
 }
 
 #[test]
