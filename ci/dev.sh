@@ -11,15 +11,16 @@
 # the Python Toxiproxy client and Kafka clients (kafka-python, confluent-kafka) the tests drive, and
 # pkg-config + libssl-dev (the toxiproxy_rust dev-dependency builds native-tls),
 # chromium (headless: the run report's test and bench load the page in it),
-# postgresql (the runtimes' PostgreSQL service, for systems that need one), and,
+# postgresql (the runtimes' PostgreSQL service, for systems that need one),
+# sqlite3 (the harness reads a system's SQLite database with it: tansu's), and,
 # for `test`, the third-party systems under test whose tests and gates CI runs
 # (ci/tools.sh tansu noida: installed once per machine and cached outside the checkout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(etcd-server protobuf-compiler kcat python3 python3-venv pkg-config libssl-dev chromium postgresql)
+debian_packages=(etcd-server protobuf-compiler kcat python3 python3-venv pkg-config libssl-dev chromium postgresql sqlite3)
 # What each package provides, to tell whether it is already there.
-declare -A provides=([etcd-server]=etcd [protobuf-compiler]=protoc [kcat]=kcat [python3]=python3 [pkg-config]=pkg-config [chromium]=chromium)
+declare -A provides=([etcd-server]=etcd [protobuf-compiler]=protoc [kcat]=kcat [python3]=python3 [pkg-config]=pkg-config [chromium]=chromium [sqlite3]=sqlite3)
 
 ensure_debian_packages() {
   local missing=()
