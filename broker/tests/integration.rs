@@ -13,6 +13,7 @@ mod cluster_client_apis;
 mod cluster_controller_fencing;
 mod cluster_controller_watch;
 mod cluster_debug_replica;
+mod cluster_delete_records;
 mod cluster_delete_topics;
 mod cluster_failover;
 mod cluster_failpoints;

@@ -14,8 +14,8 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest, ApiKey,
     ApiVersionsRequest, ApiVersionsResponse, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
-    EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest,
     LeaderAndIsrResponse, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
     MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
@@ -78,6 +78,9 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     // v6 may address topics by id; this broker names them (zero ids).
     (ApiKey::DeleteTopics, 0, 6),
+    // KIP-107: a partition's log start moved up on its leader. v1 changes
+    // only throttling, v2 is flexible (KIP-482).
+    (ApiKey::DeleteRecords, 0, 2),
     // v1 asks for an endpoint type (KIP-919); brokers are the one answered.
     (ApiKey::DescribeCluster, 0, 1),
     // Transactions ([transactions]): the coordinator's markers (KIP-98), and
@@ -208,6 +211,7 @@ pub enum Request {
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
     CreatePartitions(CreatePartitionsRequest),
     DeleteTopics(DeleteTopicsRequest),
+    DeleteRecords(DeleteRecordsRequest),
     DescribeCluster(DescribeClusterRequest),
     WriteTxnMarkers(WriteTxnMarkersRequest),
     AddPartitionsToTxn(AddPartitionsToTxnRequest),
@@ -302,6 +306,7 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         }
         ApiKey::CreatePartitions => Request::CreatePartitions(decode_body(key, version, body)?),
         ApiKey::DeleteTopics => Request::DeleteTopics(decode_body(key, version, body)?),
+        ApiKey::DeleteRecords => Request::DeleteRecords(decode_body(key, version, body)?),
         ApiKey::DescribeCluster => Request::DescribeCluster(decode_body(key, version, body)?),
         ApiKey::WriteTxnMarkers => Request::WriteTxnMarkers(decode_body(key, version, body)?),
         ApiKey::AddPartitionsToTxn => Request::AddPartitionsToTxn(decode_body(key, version, body)?),
@@ -397,6 +402,9 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         }
         Request::DeleteTopics(req) => {
             respond!(handlers::delete_topics::handle(broker, req, version).await)
+        }
+        Request::DeleteRecords(req) => {
+            respond!(handlers::delete_records::handle(broker, req).await)
         }
         Request::WriteTxnMarkers(req) => {
             respond!(handlers::write_txn_markers::handle(broker, req).await)

@@ -5,6 +5,7 @@ pub mod api_versions;
 pub mod configs;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod fencing;
 pub mod fetch;
