@@ -388,7 +388,9 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         Request::SyncGroup(req) => respond!(handlers::groups::sync(broker, req, version).await),
         Request::Heartbeat(req) => respond!(handlers::groups::heartbeat(broker, req)),
         Request::LeaveGroup(req) => respond!(handlers::groups::leave(broker, req, version)),
-        Request::DescribeGroups(req) => respond!(handlers::groups::describe(broker, req)),
+        Request::DescribeGroups(req) => {
+            respond!(handlers::groups::describe(broker, req, version))
+        }
         Request::ListGroups(req) => respond!(handlers::groups::list(broker, req)),
         Request::DescribeConfigs(req) => {
             respond!(handlers::configs::describe(broker, req, version).await)
