@@ -9,6 +9,7 @@ mod common;
 #[path = "support/storage.rs"]
 mod support;
 
+mod cluster_acls;
 mod cluster_client_apis;
 mod cluster_controller_fencing;
 mod cluster_controller_watch;

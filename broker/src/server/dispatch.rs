@@ -13,9 +13,10 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest, ApiKey,
-    ApiVersionsRequest, ApiVersionsResponse, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    ApiVersionsRequest, ApiVersionsResponse, CreateAclsRequest, CreatePartitionsRequest,
+    CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+    DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest,
     LeaderAndIsrResponse, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
     MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
@@ -81,6 +82,12 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     // KIP-107: a partition's log start moved up on its leader. v1 changes
     // only throttling, v2 is flexible (KIP-482).
     (ApiKey::DeleteRecords, 0, 2),
+    // ACLs (KIP-140), stored in etcd and never enforced: v1+ has prefixed
+    // patterns and MATCH filters (KIP-290), v2+ is flexible, v3 adds the
+    // USER resource type (KIP-373).
+    (ApiKey::DescribeAcls, 0, 3),
+    (ApiKey::CreateAcls, 0, 3),
+    (ApiKey::DeleteAcls, 0, 3),
     // v1 asks for an endpoint type (KIP-919); brokers are the one answered.
     (ApiKey::DescribeCluster, 0, 1),
     // Transactions ([transactions]): the coordinator's markers (KIP-98), and
@@ -212,6 +219,9 @@ pub enum Request {
     CreatePartitions(CreatePartitionsRequest),
     DeleteTopics(DeleteTopicsRequest),
     DeleteRecords(DeleteRecordsRequest),
+    CreateAcls(CreateAclsRequest),
+    DescribeAcls(DescribeAclsRequest),
+    DeleteAcls(DeleteAclsRequest),
     DescribeCluster(DescribeClusterRequest),
     WriteTxnMarkers(WriteTxnMarkersRequest),
     AddPartitionsToTxn(AddPartitionsToTxnRequest),
@@ -307,6 +317,9 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         ApiKey::CreatePartitions => Request::CreatePartitions(decode_body(key, version, body)?),
         ApiKey::DeleteTopics => Request::DeleteTopics(decode_body(key, version, body)?),
         ApiKey::DeleteRecords => Request::DeleteRecords(decode_body(key, version, body)?),
+        ApiKey::CreateAcls => Request::CreateAcls(decode_body(key, version, body)?),
+        ApiKey::DescribeAcls => Request::DescribeAcls(decode_body(key, version, body)?),
+        ApiKey::DeleteAcls => Request::DeleteAcls(decode_body(key, version, body)?),
         ApiKey::DescribeCluster => Request::DescribeCluster(decode_body(key, version, body)?),
         ApiKey::WriteTxnMarkers => Request::WriteTxnMarkers(decode_body(key, version, body)?),
         ApiKey::AddPartitionsToTxn => Request::AddPartitionsToTxn(decode_body(key, version, body)?),
@@ -408,6 +421,11 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         Request::DeleteRecords(req) => {
             respond!(handlers::delete_records::handle(broker, req).await)
         }
+        Request::CreateAcls(req) => respond!(handlers::acls::create(broker, req, version).await),
+        Request::DescribeAcls(req) => {
+            respond!(handlers::acls::describe(broker, req, version).await)
+        }
+        Request::DeleteAcls(req) => respond!(handlers::acls::delete(broker, req, version).await),
         Request::WriteTxnMarkers(req) => {
             respond!(handlers::write_txn_markers::handle(broker, req).await)
         }

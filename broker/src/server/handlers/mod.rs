@@ -1,6 +1,7 @@
 //! One handler per API. Handlers answer per-partition errors inside the
 //! response; only dispatch closes connections.
 
+pub mod acls;
 pub mod api_versions;
 pub mod configs;
 pub mod create_partitions;
