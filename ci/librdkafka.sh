@@ -479,6 +479,17 @@ def summary(scenario, num):
             fails[m.group(1)] = (sub + ": " if sub else "") + lines[i + 1].strip()[:150]
     return code, secs, rows, fails
 
+def last_failure(scenario, num):
+    """A crashed or killed runner's last words: its last `### Test ... failed`
+    message if it printed one, else its log's last line."""
+    log = os.path.join(out, scenario, num + ".log")
+    lines = [ansi.sub("", l).strip() for l in open(log, errors="replace")]
+    lines = [l for l in lines if l]
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("### Test") and i + 1 < len(lines):
+            return cause(lines[i + 1])
+    return lines[-1][:120] if lines else "empty log"
+
 results = []  # (result, name, secs, note)
 for line in open(os.path.join(out, "tests.tsv")):
     name, flags, scenario, minver = line.rstrip("\n").split("\t")

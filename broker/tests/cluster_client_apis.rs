@@ -95,8 +95,9 @@ fn assert_api_versions_advertised(c: &mut KafkaClient) {
             (16, 0, 4),
             (18, 0, 3),
             (19, 0, 7),
-            // DeleteTopics ([clients]).
+            // DeleteTopics ([clients]), DeleteRecords (KIP-107).
             (20, 0, 6),
+            (21, 0, 2),
             (22, 0, 5),
             (23, 0, 4),
             // AddPartitionsToTxn (v4: KIP-890's verify-only check, between
@@ -108,6 +109,10 @@ fn assert_api_versions_advertised(c: &mut KafkaClient) {
             (27, 0, 1),
             // TxnOffsetCommit (KIP-98, v3 KIP-447's member fields).
             (28, 0, 3),
+            // DescribeAcls, CreateAcls, DeleteAcls (KIP-140), stored only.
+            (29, 0, 3),
+            (30, 0, 3),
+            (31, 0, 3),
             // DescribeConfigs, AlterConfigs, CreatePartitions,
             // IncrementalAlterConfigs, DescribeCluster ([clients]).
             (32, 0, 4),

@@ -9,10 +9,12 @@ mod common;
 #[path = "support/storage.rs"]
 mod support;
 
+mod cluster_acls;
 mod cluster_client_apis;
 mod cluster_controller_fencing;
 mod cluster_controller_watch;
 mod cluster_debug_replica;
+mod cluster_delete_records;
 mod cluster_delete_topics;
 mod cluster_failover;
 mod cluster_failpoints;

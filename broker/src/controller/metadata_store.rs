@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
 use serde::{Deserialize, Serialize};
 
+pub mod acls;
 mod topics;
 pub use topics::{StoredTopic, new_topic_id};
 

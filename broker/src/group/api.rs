@@ -19,11 +19,12 @@ pub struct JoinParams {
     pub group_id: String,
     /// Empty on a member's first join.
     pub member_id: String,
-    /// JoinGroup v5+ (KIP-345). Static membership is not implemented: a join
-    /// that names an instance id is refused (see `GroupCoordinator::join`).
+    /// JoinGroup v5+: a static member's instance id (KIP-345,
+    /// `static_members.rs`).
     pub group_instance_id: Option<String>,
     /// KIP-394: `version >= 4`. A first join then gets MEMBER_ID_REQUIRED and a
-    /// member id to join again with, instead of being added at once.
+    /// member id to join again with, instead of being added at once (a
+    /// static member's never does).
     pub require_known_member_id: bool,
     pub client_id: String,
     /// The client's address as Kafka prints it (`InetAddress.toString`, e.g.
@@ -42,7 +43,7 @@ pub struct JoinParams {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JoinedMember {
     pub member_id: String,
-    /// Always None here: no static members.
+    /// A static member's instance id (KIP-345).
     pub group_instance_id: Option<String>,
     pub metadata: Bytes,
 }

@@ -83,12 +83,8 @@ impl GroupCoordinator {
 
     /// JoinGroup. Parks until the rebalance completes (at most the group's
     /// rebalance timeout, or the KIP-134 delay chain for a group leaving Empty).
-    ///
-    /// A join naming a group instance id (KIP-345 static membership) is refused
-    /// UNSUPPORTED_VERSION — the answer Kafka's own `KafkaApis` gave such a join
-    /// while the inter-broker protocol predated 2.3 — rather than silently
-    /// treated as dynamic, which would break the static member's expectation
-    /// that a restart within its session timeout causes no rebalance.
+    /// A join naming a group instance id is a static member's (KIP-345,
+    /// `static_members.rs`).
     pub async fn join(&self, params: JoinParams) -> JoinOutcome {
         let refuse = |error, member_id: &str| {
             Err(JoinRefusal {
@@ -98,9 +94,6 @@ impl GroupCoordinator {
         };
         if params.group_id.is_empty() {
             return refuse(GroupError::InvalidGroupId, &params.member_id);
-        }
-        if params.group_instance_id.is_some() {
-            return refuse(GroupError::UnsupportedVersion, "");
         }
         if !self
             .inner

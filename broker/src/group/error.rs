@@ -30,9 +30,10 @@ pub enum GroupError {
     /// A parked request lost its answer (the coordinator was dropped).
     #[error("the coordinator is not available")]
     CoordinatorNotAvailable,
-    /// Static membership (KIP-345) is not implemented; see `GroupCoordinator::join`.
-    #[error("static membership (group.instance.id) is not supported")]
-    UnsupportedVersion,
+    /// KIP-345: the group instance id is held by another member id (a newer
+    /// instance of the same static member joined since).
+    #[error("another member id now holds this group instance id")]
+    FencedInstanceId,
     /// DeleteGroups on a group that is not here.
     #[error("the group does not exist")]
     GroupIdNotFound,
@@ -71,8 +72,8 @@ const KAFKA_CODES: &[(GroupError, ResponseError)] = &[
         ResponseError::CoordinatorNotAvailable,
     ),
     (
-        GroupError::UnsupportedVersion,
-        ResponseError::UnsupportedVersion,
+        GroupError::FencedInstanceId,
+        ResponseError::FencedInstanceId,
     ),
     (GroupError::GroupIdNotFound, ResponseError::GroupIdNotFound),
     (GroupError::NonEmptyGroup, ResponseError::NonEmptyGroup),
@@ -111,7 +112,7 @@ mod tests {
             (GroupError::RebalanceInProgress, 27),
             (GroupError::NotCoordinator, 16),
             (GroupError::CoordinatorNotAvailable, 15),
-            (GroupError::UnsupportedVersion, 35),
+            (GroupError::FencedInstanceId, 82),
             (GroupError::GroupIdNotFound, 69),
             (GroupError::NonEmptyGroup, 68),
         ];

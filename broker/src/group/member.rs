@@ -15,6 +15,9 @@ use super::api::{JoinOutcome, Protocol, SyncOutcome};
 
 pub(super) struct Member {
     pub(super) id: String,
+    /// A static member's group instance id (KIP-345): the id outlives the
+    /// member id, which a rejoin of the same instance replaces.
+    pub(super) instance_id: Option<String>,
     pub(super) client_id: String,
     pub(super) client_host: String,
     pub(super) session_timeout: Duration,

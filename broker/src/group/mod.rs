@@ -12,10 +12,10 @@
 //! one. It never holds its lock across an await: parked requests wait on
 //! channels, each with the deadline by which the state machine must answer.
 //!
-//! Out of scope: static membership (KIP-345; a join naming a group instance id
-//! is refused, see [`GroupCoordinator::join`]), the consumer protocol of KIP-848,
-//! `group.max.size` (KIP-389), and persisting groups to `__consumer_offsets`
-//! (a group lives in memory only; unloading forgets it).
+//! Static membership (KIP-345) is `static_members.rs`. Out of scope: the
+//! consumer protocol of KIP-848, `group.max.size` (KIP-389), and persisting
+//! groups to `__consumer_offsets` (a group lives in memory only; unloading
+//! forgets it, static members included).
 //!
 //! Files: the state machine, a pure function of requests and the clock, is
 //! `state.rs` (states, JoinGroup and the rebalance), `sync.rs` (SyncGroup),
@@ -32,10 +32,13 @@ mod member;
 mod partition;
 mod sessions;
 mod state;
+mod static_members;
 mod sync;
 
 #[cfg(test)]
 mod state_tests;
+#[cfg(test)]
+mod static_member_tests;
 #[cfg(test)]
 mod tests;
 

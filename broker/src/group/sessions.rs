@@ -62,9 +62,14 @@ impl Group {
             }
             return Ok(());
         }
-        // An empty member id names a static member by instance id alone: none here.
-        let index =
-            self.current_member(&leaving.member_id, leaving.group_instance_id.as_deref())?;
+        // KIP-345: an empty member id names a static member by its instance
+        // id alone; a member id that is not the instance's is fenced.
+        let index = match leaving.group_instance_id.as_deref() {
+            Some(instance_id) if leaving.member_id.is_empty() => self
+                .static_member(instance_id)
+                .ok_or(GroupError::UnknownMemberId)?,
+            instance_id => self.current_member(&leaving.member_id, instance_id)?,
+        };
         self.remove_member(index, now, "member left the group");
         Ok(())
     }

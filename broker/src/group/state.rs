@@ -83,13 +83,13 @@ pub(super) enum Step<T> {
 }
 
 /// A member's join, as far as the member record needs it.
-struct Offer {
-    client_id: String,
-    client_host: String,
-    session_timeout: Duration,
-    rebalance_timeout: Duration,
-    protocol_type: String,
-    protocols: Vec<Protocol>,
+pub(super) struct Offer {
+    pub(super) client_id: String,
+    pub(super) client_host: String,
+    pub(super) session_timeout: Duration,
+    pub(super) rebalance_timeout: Duration,
+    pub(super) protocol_type: String,
+    pub(super) protocols: Vec<Protocol>,
 }
 
 /// One group. Its fields are open to `sync.rs` and `sessions.rs`, which
@@ -117,7 +117,7 @@ pub(super) struct Group {
     pub(super) new_member_added: bool,
 }
 
-fn refuse(error: GroupError, member_id: String) -> Step<JoinOutcome> {
+pub(super) fn refuse(error: GroupError, member_id: String) -> Step<JoinOutcome> {
     Step::Done(Err(JoinRefusal { error, member_id }))
 }
 
@@ -193,7 +193,7 @@ impl Group {
     /// member supports, each member votes for the one it lists first, and the
     /// most votes win. Kafka breaks a tie by hash-map order; here the longest-
     /// standing member's preference breaks it, so the choice is reproducible.
-    fn select_protocol(&self) -> String {
+    pub(super) fn select_protocol(&self) -> String {
         let Some(first) = self.members.first() else {
             return String::new();
         };
@@ -231,14 +231,14 @@ impl Group {
     }
 
     /// The JoinGroup answer for `member_id` in the current generation.
-    fn joined(&self, member_id: &str) -> Joined {
+    pub(super) fn joined(&self, member_id: &str) -> Joined {
         let protocol_name = self.protocol_name.clone().unwrap_or_default();
         let members = if self.is_leader(member_id) {
             self.members
                 .iter()
                 .map(|m| JoinedMember {
                     member_id: m.id.clone(),
-                    group_instance_id: None,
+                    group_instance_id: m.instance_id.clone(),
                     metadata: m.metadata(&protocol_name),
                 })
                 .collect()
@@ -269,6 +269,11 @@ impl Group {
         if !self.supports_protocols(&offer.protocol_type, &offer.protocols) {
             return refuse(GroupError::InconsistentGroupProtocol, params.member_id);
         }
+        if params.member_id.is_empty()
+            && let Some(instance_id) = params.group_instance_id.clone()
+        {
+            return self.join_static(instance_id, offer, now);
+        }
         if params.member_id.is_empty() {
             let member_id = generate_member_id(&offer.client_id);
             if params.require_known_member_id {
@@ -280,19 +285,22 @@ impl Group {
                 });
                 return refuse(GroupError::MemberIdRequired, member_id);
             }
-            return self.add_member(member_id, offer, now);
+            return self.add_member(member_id, None, offer, now);
         }
         if let Some(i) = self
             .pending_members
             .iter()
-            .position(|p| p.id == params.member_id)
+            .position(|p| p.id == params.member_id && params.group_instance_id.is_none())
         {
             self.pending_members.swap_remove(i);
-            return self.add_member(params.member_id, offer, now);
+            return self.add_member(params.member_id, None, offer, now);
         }
-        let Some(index) = self.index_of(&params.member_id) else {
-            return refuse(GroupError::UnknownMemberId, params.member_id);
-        };
+        // KIP-345: an instance id held by another member id is fenced.
+        let index =
+            match self.current_member(&params.member_id, params.group_instance_id.as_deref()) {
+                Ok(index) => index,
+                Err(error) => return refuse(error, params.member_id),
+            };
         let unchanged = self.members[index].protocols == offer.protocols;
         let leader = self.is_leader(&params.member_id);
         match self.state {
@@ -317,7 +325,13 @@ impl Group {
         }
     }
 
-    fn add_member(&mut self, id: String, offer: Offer, now: Instant) -> Step<JoinOutcome> {
+    pub(super) fn add_member(
+        &mut self,
+        id: String,
+        instance_id: Option<String>,
+        offer: Offer,
+        now: Instant,
+    ) -> Step<JoinOutcome> {
         let (tx, rx) = oneshot::channel();
         if self.state == GroupState::PreparingRebalance && self.generation_id == 0 {
             self.new_member_added = true;
@@ -328,9 +342,10 @@ impl Group {
         if self.leader_id.is_none() {
             self.leader_id = Some(id.clone());
         }
-        tracing::info!(group = %self.id, member = %id, "new member joins");
+        tracing::info!(group = %self.id, member = %id, instance = ?instance_id, "new member joins");
         self.members.push(Member {
             id,
+            instance_id,
             client_id: offer.client_id,
             client_host: offer.client_host,
             session_timeout: offer.session_timeout,
@@ -347,11 +362,22 @@ impl Group {
     }
 
     fn update_member(&mut self, index: usize, offer: Offer, now: Instant) -> Step<JoinOutcome> {
-        let (tx, rx) = oneshot::channel();
+        self.take_offer(index, offer);
+        self.park_rejoin(index, now)
+    }
+
+    /// A known member's new protocols and timeouts.
+    pub(super) fn take_offer(&mut self, index: usize, offer: Offer) {
         let member = &mut self.members[index];
         member.protocols = offer.protocols;
         member.session_timeout = offer.session_timeout;
         member.rebalance_timeout = offer.rebalance_timeout;
+    }
+
+    /// A known member's join parked, with a rebalance if none is on.
+    pub(super) fn park_rejoin(&mut self, index: usize, now: Instant) -> Step<JoinOutcome> {
+        let (tx, rx) = oneshot::channel();
+        let member = &mut self.members[index];
         if let Some(superseded) = member.join_waiter.replace(tx) {
             // Kafka drops the earlier request unanswered; answering it keeps
             // every wait bounded, with an error the client retries at once.
@@ -487,19 +513,6 @@ impl Group {
         }
     }
 
-    /// Kafka's `validateCurrentMember`: no static member exists here, so any
-    /// instance id is unknown.
-    pub(super) fn current_member(
-        &self,
-        member_id: &str,
-        instance_id: Option<&str>,
-    ) -> Result<usize, GroupError> {
-        if instance_id.is_some() {
-            return Err(GroupError::UnknownMemberId);
-        }
-        self.index_of(member_id).ok_or(GroupError::UnknownMemberId)
-    }
-
     /// This broker stops coordinating the group: every parked request is
     /// answered NOT_COORDINATOR so its client looks for the new coordinator.
     pub(super) fn unload(&mut self) {
@@ -535,7 +548,7 @@ impl Group {
                 .iter()
                 .map(|m| MemberDescription {
                     member_id: m.id.clone(),
-                    group_instance_id: None,
+                    group_instance_id: m.instance_id.clone(),
                     client_id: m.client_id.clone(),
                     client_host: m.client_host.clone(),
                     metadata: stable_protocol.map(|p| m.metadata(p)).unwrap_or_default(),

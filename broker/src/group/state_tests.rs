@@ -17,10 +17,10 @@ use super::config::GroupConfig;
 use super::error::GroupError;
 use super::state::{Group, Step};
 
-const SESSION_MS: i32 = 10_000;
+pub(super) const SESSION_MS: i32 = 10_000;
 const REBALANCE_MS: i32 = 60_000;
 
-fn config() -> GroupConfig {
+pub(super) fn config() -> GroupConfig {
     GroupConfig {
         min_session_timeout_ms: 1,
         max_session_timeout_ms: 1_000_000,
@@ -29,11 +29,11 @@ fn config() -> GroupConfig {
     }
 }
 
-fn ms(n: u64) -> Duration {
+pub(super) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn join_params(member_id: &str, protocols: &[&str]) -> JoinParams {
+pub(super) fn join_params(member_id: &str, protocols: &[&str]) -> JoinParams {
     JoinParams {
         group_id: "g".to_owned(),
         member_id: member_id.to_owned(),
@@ -54,7 +54,11 @@ fn join_params(member_id: &str, protocols: &[&str]) -> JoinParams {
     }
 }
 
-fn sync_params(member_id: &str, generation_id: i32, assignments: &[(&str, &str)]) -> SyncParams {
+pub(super) fn sync_params(
+    member_id: &str,
+    generation_id: i32,
+    assignments: &[(&str, &str)],
+) -> SyncParams {
     SyncParams {
         group_id: "g".to_owned(),
         member_id: member_id.to_owned(),
@@ -69,14 +73,14 @@ fn sync_params(member_id: &str, generation_id: i32, assignments: &[(&str, &str)]
     }
 }
 
-fn parked<T: std::fmt::Debug>(step: Step<T>) -> oneshot::Receiver<T> {
+pub(super) fn parked<T: std::fmt::Debug>(step: Step<T>) -> oneshot::Receiver<T> {
     match step {
         Step::Parked { answer, .. } => answer,
         Step::Done(answer) => panic!("expected to park, answered {answer:?}"),
     }
 }
 
-fn done<T>(step: Step<T>) -> T {
+pub(super) fn done<T>(step: Step<T>) -> T {
     match step {
         Step::Done(answer) => answer,
         Step::Parked { .. } => panic!("expected an answer, parked"),
@@ -84,18 +88,18 @@ fn done<T>(step: Step<T>) -> T {
 }
 
 /// The answer if one was sent.
-fn answered<T>(rx: &mut oneshot::Receiver<T>) -> Option<T> {
+pub(super) fn answered<T>(rx: &mut oneshot::Receiver<T>) -> Option<T> {
     rx.try_recv().ok()
 }
 
-fn joined(rx: &mut oneshot::Receiver<JoinOutcome>) -> Joined {
+pub(super) fn joined(rx: &mut oneshot::Receiver<JoinOutcome>) -> Joined {
     answered(rx)
         .expect("join not answered")
         .expect("join refused")
 }
 
 /// Runs the timers at `now` and checks none is left behind.
-fn tick(group: &mut Group, now: Instant) {
+pub(super) fn tick(group: &mut Group, now: Instant) {
     group.expire(now);
     if let Some(next) = group.next_deadline() {
         assert!(next > now, "deadline {:?} left in the past", now - next);

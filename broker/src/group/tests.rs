@@ -363,12 +363,6 @@ async fn joins_outside_the_rules_are_refused() {
         c.join(too_long).await.unwrap_err().error,
         GroupError::InvalidSessionTimeout
     );
-    let mut static_member = join_params("g", "");
-    static_member.group_instance_id = Some("instance-1".to_owned());
-    assert_eq!(
-        c.join(static_member).await.unwrap_err().error,
-        GroupError::UnsupportedVersion
-    );
     let unknown = c
         .join(join_params("g", "consumer-1-made-up"))
         .await
@@ -483,7 +477,7 @@ async fn validate_commit_follows_kafkas_rules() {
     assert_eq!(
         c.validate_commit("g", &follower.member_id, Some("instance-1"), 1),
         Err(GroupError::UnknownMemberId),
-        "no static members here"
+        "an instance id no member holds"
     );
     // While a rebalance is prepared the current generation may still commit.
     let mut rejoin = Box::pin(c.join(join_params("g", &leader.member_id)));

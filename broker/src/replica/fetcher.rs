@@ -166,6 +166,9 @@ async fn run(replicas: Arc<ReplicaManager>, fetch_wait: Duration, target: FetchT
                 Err(FetchError::Leader(ResponseError::OffsetOutOfRange)) if old_kafka => {
                     reset_after_out_of_range(&replicas, c, &tp, leader_epoch).await
                 }
+                Err(FetchError::Leader(ResponseError::OffsetOutOfRange)) => {
+                    start_at_leader_start(&replicas, c, &tp, leader_epoch).await
+                }
                 fetched => fetched,
             }
         }
@@ -274,6 +277,34 @@ async fn reset_after_out_of_range(
     Ok(())
 }
 
+/// A fetch below the leader's log start (DeleteRecords moved it past this
+/// follower's log end, KIP-107) restarts the log empty at the leader's
+/// start, as Kafka's `AbstractFetcherThread.fetchOffsetAndTruncate` does
+/// when the leader's start is above the follower's end; any other
+/// OFFSET_OUT_OF_RANGE is the follower's log not continuing the leader's,
+/// answered by truncating again.
+async fn start_at_leader_start(
+    replicas: &ReplicaManager,
+    conn: &mut Connection,
+    tp: &TopicPartition,
+    leader_epoch: i32,
+) -> Result<(), FetchError> {
+    let log_end_offset = replicas
+        .follower_fetch_offset(tp, leader_epoch)
+        .map_err(|e| FetchError::Local(StorageOrRole::Role(e)))?;
+    let leader_start = leader_offset(replicas, conn, tp, EARLIEST_TIMESTAMP).await?;
+    if leader_start <= log_end_offset {
+        return Err(FetchError::Leader(ResponseError::OffsetOutOfRange));
+    }
+    replicas.reset_after_out_of_range(
+        tp,
+        leader_epoch,
+        OutOfRangeReset::StartAtLeaderStart,
+        leader_start,
+    )?;
+    Ok(())
+}
+
 /// ListOffsets' special timestamps: the log end, and the log start.
 const LATEST_TIMESTAMP: i64 = -1;
 const EARLIEST_TIMESTAMP: i64 = -2;
@@ -357,6 +388,9 @@ async fn fetch_once(
     let offset = replicas
         .follower_fetch_offset(tp, leader_epoch)
         .map_err(|e| FetchError::Local(StorageOrRole::Role(e)))?;
+    let log_start_offset = replicas
+        .follower_log_start_offset(tp, leader_epoch)
+        .map_err(|e| FetchError::Local(StorageOrRole::Role(e)))?;
     let request = FetchRequest::default()
         .with_replica_id(BrokerId(replicas.node_id()))
         .with_max_wait_ms(fetch_wait.as_millis() as i32)
@@ -371,13 +405,20 @@ async fn fetch_once(
                         .with_partition(tp.partition)
                         .with_current_leader_epoch(leader_epoch)
                         .with_fetch_offset(offset)
+                        .with_log_start_offset(log_start_offset)
                         .with_partition_max_bytes(FETCH_MAX_BYTES),
                 ]),
         ]);
     let response = conn.send(&request, FETCH_VERSION).await?;
     let data = only_partition(&response.responses, |t| &t.partitions, |p| p.error_code)?;
     let records = data.records.clone().unwrap_or_default();
-    replicas.append_as_follower(tp, leader_epoch, records, data.high_watermark)?;
+    replicas.append_as_follower_from(
+        tp,
+        leader_epoch,
+        records,
+        data.high_watermark,
+        data.log_start_offset,
+    )?;
     Ok(())
 }
 

@@ -63,6 +63,22 @@ impl ReplicaManager {
         records: Bytes,
         leader_high_watermark: i64,
     ) -> Result<i64, StorageOrRole> {
+        self.append_as_follower_from(tp, leader_epoch, records, leader_high_watermark, -1)
+    }
+
+    /// [`Self::append_as_follower`], then the leader's log start offset
+    /// taken, up to our own high watermark (DeleteRecords, KIP-107: Kafka's
+    /// `ReplicaFetcherThread.processPartitionData` moves the follower's log
+    /// start to the leader's; a follower's start never passes its HW, as a
+    /// leader's never does).
+    pub fn append_as_follower_from(
+        &self,
+        tp: &TopicPartition,
+        leader_epoch: i32,
+        records: Bytes,
+        leader_high_watermark: i64,
+        leader_log_start_offset: i64,
+    ) -> Result<i64, StorageOrRole> {
         let mut inner = self.lock();
         let log = self
             .followed(&mut inner, tp, leader_epoch)
@@ -75,7 +91,22 @@ impl ReplicaManager {
         }
         .map_err(StorageOrRole::Storage)?;
         log.set_high_watermark(leader_high_watermark);
+        let start = leader_log_start_offset.min(log.high_watermark());
+        log.increment_log_start_offset(start)
+            .map_err(StorageOrRole::Storage)?;
         Ok(log.log_end_offset())
+    }
+
+    /// A follower's log start offset, which its fetches report (KIP-107).
+    pub fn follower_log_start_offset(
+        &self,
+        tp: &TopicPartition,
+        leader_epoch: i32,
+    ) -> Result<i64, ResponseError> {
+        let mut inner = self.lock();
+        Ok(self
+            .followed(&mut inner, tp, leader_epoch)?
+            .log_start_offset())
     }
 
     /// The log end offset a follower fetches from.

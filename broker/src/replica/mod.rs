@@ -4,6 +4,7 @@
 //! the high watermark and the ISR. What `--truncation` changes lives in
 //! `truncation.rs` alone.
 
+pub mod delete_records;
 pub mod fetcher;
 pub mod follower;
 pub mod isr;

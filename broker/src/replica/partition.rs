@@ -40,6 +40,9 @@ pub struct FollowerState {
     /// The follower's run (registration incarnation) its fetches named;
     /// None until one named it (KIP-903).
     pub run: Option<u64>,
+    /// The log start offset its last fetch reported (KIP-107); -1 until
+    /// one did in this leadership.
+    pub log_start_offset: i64,
 }
 
 impl FollowerState {
@@ -52,6 +55,7 @@ impl FollowerState {
             last_fetch: None,
             last_fetch_leader_leo: -1,
             run: None,
+            log_start_offset: -1,
         }
     }
 

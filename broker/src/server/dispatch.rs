@@ -13,8 +13,9 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest, ApiKey,
-    ApiVersionsRequest, ApiVersionsResponse, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    ApiVersionsRequest, ApiVersionsResponse, CreateAclsRequest, CreatePartitionsRequest,
+    CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+    DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest,
     LeaderAndIsrResponse, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
@@ -78,6 +79,15 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     // v6 may address topics by id; this broker names them (zero ids).
     (ApiKey::DeleteTopics, 0, 6),
+    // KIP-107: a partition's log start moved up on its leader. v1 changes
+    // only throttling, v2 is flexible (KIP-482).
+    (ApiKey::DeleteRecords, 0, 2),
+    // ACLs (KIP-140), stored in etcd and never enforced: v1+ has prefixed
+    // patterns and MATCH filters (KIP-290), v2+ is flexible, v3 adds the
+    // USER resource type (KIP-373).
+    (ApiKey::DescribeAcls, 0, 3),
+    (ApiKey::CreateAcls, 0, 3),
+    (ApiKey::DeleteAcls, 0, 3),
     // v1 asks for an endpoint type (KIP-919); brokers are the one answered.
     (ApiKey::DescribeCluster, 0, 1),
     // Transactions ([transactions]): the coordinator's markers (KIP-98), and
@@ -208,6 +218,10 @@ pub enum Request {
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
     CreatePartitions(CreatePartitionsRequest),
     DeleteTopics(DeleteTopicsRequest),
+    DeleteRecords(DeleteRecordsRequest),
+    CreateAcls(CreateAclsRequest),
+    DescribeAcls(DescribeAclsRequest),
+    DeleteAcls(DeleteAclsRequest),
     DescribeCluster(DescribeClusterRequest),
     WriteTxnMarkers(WriteTxnMarkersRequest),
     AddPartitionsToTxn(AddPartitionsToTxnRequest),
@@ -302,6 +316,10 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         }
         ApiKey::CreatePartitions => Request::CreatePartitions(decode_body(key, version, body)?),
         ApiKey::DeleteTopics => Request::DeleteTopics(decode_body(key, version, body)?),
+        ApiKey::DeleteRecords => Request::DeleteRecords(decode_body(key, version, body)?),
+        ApiKey::CreateAcls => Request::CreateAcls(decode_body(key, version, body)?),
+        ApiKey::DescribeAcls => Request::DescribeAcls(decode_body(key, version, body)?),
+        ApiKey::DeleteAcls => Request::DeleteAcls(decode_body(key, version, body)?),
         ApiKey::DescribeCluster => Request::DescribeCluster(decode_body(key, version, body)?),
         ApiKey::WriteTxnMarkers => Request::WriteTxnMarkers(decode_body(key, version, body)?),
         ApiKey::AddPartitionsToTxn => Request::AddPartitionsToTxn(decode_body(key, version, body)?),
@@ -383,7 +401,9 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         Request::SyncGroup(req) => respond!(handlers::groups::sync(broker, req, version).await),
         Request::Heartbeat(req) => respond!(handlers::groups::heartbeat(broker, req)),
         Request::LeaveGroup(req) => respond!(handlers::groups::leave(broker, req, version)),
-        Request::DescribeGroups(req) => respond!(handlers::groups::describe(broker, req)),
+        Request::DescribeGroups(req) => {
+            respond!(handlers::groups::describe(broker, req, version))
+        }
         Request::ListGroups(req) => respond!(handlers::groups::list(broker, req)),
         Request::DescribeConfigs(req) => {
             respond!(handlers::configs::describe(broker, req, version).await)
@@ -398,6 +418,14 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
         Request::DeleteTopics(req) => {
             respond!(handlers::delete_topics::handle(broker, req, version).await)
         }
+        Request::DeleteRecords(req) => {
+            respond!(handlers::delete_records::handle(broker, req).await)
+        }
+        Request::CreateAcls(req) => respond!(handlers::acls::create(broker, req, version).await),
+        Request::DescribeAcls(req) => {
+            respond!(handlers::acls::describe(broker, req, version).await)
+        }
+        Request::DeleteAcls(req) => respond!(handlers::acls::delete(broker, req, version).await),
         Request::WriteTxnMarkers(req) => {
             respond!(handlers::write_txn_markers::handle(broker, req).await)
         }

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub use self::frame::{CHECKPOINT_VERSION, CheckpointError};
 use self::frame::{fields, parse, render};
@@ -33,6 +33,17 @@ pub const LEADER_EPOCH_CHECKPOINT: &str = "leader-epoch-checkpoint";
 pub const HIGH_WATERMARK_CHECKPOINT: &str = "replication-offset-checkpoint";
 /// Data-dir file naming, per partition, the offset below which the log is fsynced.
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+/// Data-dir file naming, per partition whose log start a DeleteRecords moved
+/// past its first segment's base, that log start offset (Kafka's
+/// `LogManager.LogStartOffsetCheckpointFile`, KIP-107).
+pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+
+/// The data dir's offset checkpoints each log writes its own entry of.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedCheckpoints {
+    pub(crate) recovery_points: Arc<RecoveryPointFile>,
+    pub(crate) log_starts: Arc<RecoveryPointFile>,
+}
 
 /// One entry of the leader epoch cache, and one line of its
 /// `leader-epoch-checkpoint`: `epoch` began writing at `start_offset`.
@@ -42,8 +53,9 @@ pub struct EpochEntry {
     pub start_offset: i64,
 }
 
-/// The data dir's `recovery-point-offset-checkpoint`, shared by every log so a
-/// flush anywhere rewrites it at once.
+/// A data dir's offset checkpoint shared by every log, so a change anywhere
+/// rewrites it at once: the `recovery-point-offset-checkpoint` (at each
+/// flush) and the `log-start-offset-checkpoint` (at each DeleteRecords).
 #[derive(Debug)]
 pub(crate) struct RecoveryPointFile {
     path: PathBuf,
@@ -60,13 +72,46 @@ impl RecoveryPointFile {
         }
     }
 
-    /// Sets one partition's recovery point and rewrites the file.
+    /// The file at `path`, holding `offsets` as read from it (nothing is
+    /// written until an entry changes).
+    pub(super) fn loaded(path: PathBuf, offsets: BTreeMap<TopicPartition, i64>) -> Self {
+        RecoveryPointFile {
+            path,
+            offsets: Mutex::new(offsets),
+        }
+    }
+
+    /// Sets one partition's entry and rewrites the file.
     pub(crate) fn record(&self, tp: &TopicPartition, offset: i64) -> Result<(), StorageError> {
         // A poisoned lock only means another thread panicked mid-update of a map
         // of plain integers; the map is still usable.
         let mut offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
         offsets.insert(tp.clone(), offset);
         write_offset_checkpoint(&self.path, &offsets)
+    }
+
+    /// Drops one partition's entry (its log was deleted) and rewrites the
+    /// file, if it had one.
+    pub(crate) fn forget(&self, tp: &TopicPartition) -> Result<(), StorageError> {
+        let mut offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
+        if offsets.remove(tp).is_some() {
+            write_offset_checkpoint(&self.path, &offsets)?;
+        }
+        Ok(())
+    }
+
+    /// Every entry.
+    pub(crate) fn entries(&self) -> BTreeMap<TopicPartition, i64> {
+        self.offsets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// One partition's entry, if it has one.
+    pub(crate) fn get(&self, tp: &TopicPartition) -> Option<i64> {
+        let offsets = self.offsets.lock().unwrap_or_else(|e| e.into_inner());
+        offsets.get(tp).copied()
     }
 
     /// Replaces every entry and rewrites the file.

@@ -3,10 +3,12 @@
 //!
 //! Opening a data dir recovers each `<topic>-<partition>` log, restores high
 //! watermarks from `replication-offset-checkpoint` (clamped to each recovered
-//! log) and recovery points from `recovery-point-offset-checkpoint`, and notes
-//! and removes the `.kafka_cleanshutdown` marker; a clean shutdown writes them all
-//! back, with a producer-state snapshot per log. The manager runs no threads: the server calls [`LogManager::flush_if_due`]
-//! and the checkpoint methods on its own schedule.
+//! log), recovery points from `recovery-point-offset-checkpoint` and log start
+//! offsets from `log-start-offset-checkpoint` (which only DeleteRecords
+//! writes), and notes and removes the `.kafka_cleanshutdown` marker; a clean
+//! shutdown writes them all back, with a producer-state snapshot per log. The
+//! manager runs no threads: the server calls [`LogManager::flush_if_due`] and
+//! the checkpoint methods on its own schedule.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -15,8 +17,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::checkpoint::{
-    self, HIGH_WATERMARK_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, RecoveryPointFile,
-    read_offset_checkpoint, write_offset_checkpoint,
+    self, HIGH_WATERMARK_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+    RecoveryPointFile, SharedCheckpoints, read_offset_checkpoint, write_offset_checkpoint,
 };
 use super::{LogConfig, PartitionLog, StorageError, TopicPartition};
 
@@ -30,7 +32,7 @@ pub struct LogManager {
     data_dir: PathBuf,
     config: LogConfig,
     logs: BTreeMap<TopicPartition, PartitionLog>,
-    recovery_points: Arc<RecoveryPointFile>,
+    files: SharedCheckpoints,
     had_clean_shutdown: bool,
 }
 
@@ -46,6 +48,17 @@ impl LogManager {
         let recovery_points_path = data_dir.join(RECOVERY_POINT_CHECKPOINT);
         let stored_recovery_points = read_offset_checkpoint(&recovery_points_path)?;
         let recovery_points = Arc::new(RecoveryPointFile::new(recovery_points_path));
+        // Written only once a DeleteRecords moves a log's start (KIP-107):
+        // a data dir where none did has no such file.
+        let log_starts_path = data_dir.join(LOG_START_OFFSET_CHECKPOINT);
+        let stored_log_starts = read_offset_checkpoint(&log_starts_path)?;
+        let files = SharedCheckpoints {
+            recovery_points,
+            log_starts: Arc::new(RecoveryPointFile::loaded(
+                log_starts_path,
+                stored_log_starts,
+            )),
+        };
 
         let mut logs = BTreeMap::new();
         let entries = fs::read_dir(data_dir).map_err(StorageError::io("list", data_dir))?;
@@ -75,7 +88,7 @@ impl LogManager {
                 config,
                 recovery_point,
                 high_watermark,
-                recovery_points.clone(),
+                files.clone(),
             )?;
             logs.insert(tp, log);
         }
@@ -84,12 +97,13 @@ impl LogManager {
             data_dir: data_dir.to_path_buf(),
             config,
             logs,
-            recovery_points,
+            files,
             had_clean_shutdown,
         };
         // Recovery may have cut logs: rewrite both checkpoints now so neither names
         // an offset past a recovered log end.
         manager.checkpoint_recovery_points()?;
+        manager.forget_log_starts_of_absent_logs()?;
         manager.checkpoint_high_watermarks()?;
         if had_clean_shutdown {
             fs::remove_file(&marker).map_err(StorageError::io("remove", &marker))?;
@@ -135,15 +149,10 @@ impl LogManager {
             let dir = self.data_dir.join(tp.dir_name());
             fs::create_dir_all(&dir).map_err(StorageError::io("create partition dir", &dir))?;
             checkpoint::sync_dir(&self.data_dir)?;
-            let log = PartitionLog::open(
-                &dir,
-                tp.clone(),
-                self.config,
-                0,
-                0,
-                self.recovery_points.clone(),
-            )?;
-            self.recovery_points.record(tp, log.recovery_point())?;
+            let log = PartitionLog::open(&dir, tp.clone(), self.config, 0, 0, self.files.clone())?;
+            self.files
+                .recovery_points
+                .record(tp, log.recovery_point())?;
             self.logs.insert(tp.clone(), log);
         }
         Ok(self.logs.get_mut(tp).expect("inserted above"))
@@ -162,9 +171,26 @@ impl LogManager {
         drop(log);
         self.checkpoint_high_watermarks()?;
         self.checkpoint_recovery_points()?;
+        self.files.log_starts.forget(tp)?;
         let dir = self.data_dir.join(tp.dir_name());
         fs::remove_dir_all(&dir).map_err(StorageError::io("remove deleted partition dir", &dir))?;
         checkpoint::sync_dir(&self.data_dir)
+    }
+
+    /// Drops log-start entries naming no log of this dir (a directory
+    /// removed by hand), so a log created there later starts at 0.
+    fn forget_log_starts_of_absent_logs(&self) -> Result<(), StorageError> {
+        let absent: Vec<TopicPartition> = self
+            .files
+            .log_starts
+            .entries()
+            .into_keys()
+            .filter(|tp| !self.logs.contains_key(tp))
+            .collect();
+        for tp in &absent {
+            self.files.log_starts.forget(tp)?;
+        }
+        Ok(())
     }
 
     /// Partitions in order.
@@ -189,7 +215,7 @@ impl LogManager {
             .iter()
             .map(|(tp, log)| (tp.clone(), log.recovery_point()))
             .collect();
-        self.recovery_points.record_all(points)
+        self.files.recovery_points.record_all(points)
     }
 
     /// The time-based flush policy's tick: flushes each log whose

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::checkpoint::{LEADER_EPOCH_CHECKPOINT, RecoveryPointFile};
+use super::checkpoint::{LEADER_EPOCH_CHECKPOINT, RecoveryPointFile, SharedCheckpoints};
 use super::producer_state::{LeaderCheck, ProducerBatch, ProducerStateManager};
 use super::record_batch::{
     self, BatchError, BatchHeader, Batches, HEADER_SIZE, ProducedError, RecordRules,
@@ -28,6 +28,7 @@ use super::recovery::{self, Truncation};
 use super::segment::{BatchPosition, Segment};
 use super::{LeaderEpochCache, LogConfig, ProducerStateRecovery, StorageError, TopicPartition};
 
+mod log_start;
 mod time_index;
 mod txns;
 
@@ -70,6 +71,9 @@ pub struct PartitionLog {
     config: LogConfig,
     /// Never empty; the last one is the active segment appends go to.
     segments: Vec<Segment>,
+    /// The first offset a reader may ask for: the first segment's base, or
+    /// above it once DeleteRecords moved it (KIP-107, `log_start.rs`).
+    log_start_offset: i64,
     log_end_offset: i64,
     high_watermark: i64,
     /// Every byte below this offset has been fsynced.
@@ -77,6 +81,7 @@ pub struct PartitionLog {
     epoch_cache: LeaderEpochCache,
     last_flush: Instant,
     recovery_points: Arc<RecoveryPointFile>,
+    log_starts: Arc<RecoveryPointFile>,
     recovery: Option<Truncation>,
     producer_state: ProducerStateManager,
     /// Every aborted transaction of the log's `.txnindex` files, in marker
@@ -87,34 +92,39 @@ pub struct PartitionLog {
 
 impl PartitionLog {
     /// Opens (recovering) or creates the log in `dir`. `recovery_point` and
-    /// `high_watermark` come from the data dir's checkpoints.
+    /// `high_watermark` come from the data dir's checkpoints, and so does the
+    /// log start offset, from the log-start checkpoint in `files`.
     pub(crate) fn open(
         dir: &Path,
         topic_partition: TopicPartition,
         config: LogConfig,
         recovery_point: i64,
         high_watermark: i64,
-        recovery_points: Arc<RecoveryPointFile>,
+        files: SharedCheckpoints,
     ) -> Result<PartitionLog, StorageError> {
         let mut epoch_cache = LeaderEpochCache::open(&dir.join(LEADER_EPOCH_CHECKPOINT))?;
         let recovered = recovery::recover(dir, recovery_point, &mut epoch_cache)?;
+        let first_base = recovered.segments[0].base_offset();
         let mut log = PartitionLog {
             topic_partition,
             dir: dir.to_path_buf(),
             config,
             segments: recovered.segments,
+            log_start_offset: first_base,
             log_end_offset: recovered.log_end_offset,
             high_watermark: 0,
             // Recovery fsynced everything it validated.
             recovery_point: recovered.log_end_offset,
             epoch_cache,
             last_flush: Instant::now(),
-            recovery_points,
+            recovery_points: files.recovery_points,
+            log_starts: files.log_starts,
             recovery: recovered.truncation,
             producer_state: ProducerStateManager::open(dir)?,
             aborted: Vec::new(),
         };
         log.load_txn_indexes()?;
+        log.restore_log_start_offset()?;
         log.set_high_watermark(high_watermark);
         // Snapshots past the recovered end are deleted, the newest left loaded
         // and the log after it replayed (Kafka's `LogLoader` → `rebuildProducerState`).
@@ -141,7 +151,7 @@ impl PartitionLog {
     }
 
     pub fn log_start_offset(&self) -> i64 {
-        self.segments[0].base_offset()
+        self.log_start_offset
     }
 
     pub fn log_end_offset(&self) -> i64 {
@@ -609,6 +619,10 @@ impl PartitionLog {
         self.truncate_txn_indexes(&removed, offset)?;
         self.segments.push(Segment::create(&self.dir, offset)?);
         self.log_end_offset = offset;
+        // The first segment's base is the log start again: an entry above it
+        // would move the start past the new records at the next open.
+        self.log_start_offset = offset;
+        self.log_starts.forget(&self.topic_partition)?;
         self.epoch_cache.clear()?;
         self.producer_state.truncate_fully_and_start_at(offset)?;
         self.after_truncation()

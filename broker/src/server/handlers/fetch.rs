@@ -64,6 +64,20 @@ pub async fn handle(
             .replicas
             .note_follower_run(partitions, replica_id, run);
     }
+    if replica_id >= 0 {
+        // What each follower's log start is (KIP-107): a DeleteRecords
+        // waits for it.
+        let starts = req.topics.iter().zip(&names).flat_map(|(t, name)| {
+            let name = name.clone().unwrap_or_default();
+            t.partitions.iter().map(move |p| {
+                (
+                    TopicPartition::new(name.clone(), p.partition),
+                    p.log_start_offset,
+                )
+            })
+        });
+        broker.replicas.note_follower_log_starts(starts, replica_id);
+    }
     loop {
         let notified = broker.replicas.appended().notified();
         let (response, bytes, any_error) = read_once(broker, &req, &names, replica_id);

@@ -90,9 +90,13 @@ pub async fn join(
                     .members
                     .into_iter()
                     .map(|m| {
+                        // v5+ carries instance ids (KIP-345); an older
+                        // leader's answer leaves them out.
                         JoinGroupResponseMember::default()
                             .with_member_id(text(m.member_id))
-                            .with_group_instance_id(m.group_instance_id.map(text))
+                            .with_group_instance_id(
+                                m.group_instance_id.filter(|_| version >= 5).map(text),
+                            )
                             .with_metadata(m.metadata)
                     })
                     .collect(),
@@ -199,7 +203,11 @@ pub fn leave(broker: &Broker, req: LeaveGroupRequest, version: i16) -> LeaveGrou
     }
 }
 
-pub fn describe(broker: &Broker, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
+pub fn describe(
+    broker: &Broker,
+    req: DescribeGroupsRequest,
+    version: i16,
+) -> DescribeGroupsResponse {
     let groups = req
         .groups
         .into_iter()
@@ -221,7 +229,10 @@ pub fn describe(broker: &Broker, req: DescribeGroupsRequest) -> DescribeGroupsRe
                             .map(|m| {
                                 DescribedGroupMember::default()
                                     .with_member_id(text(m.member_id))
-                                    .with_group_instance_id(m.group_instance_id.map(text))
+                                    // v4+ carries instance ids (KIP-345).
+                                    .with_group_instance_id(
+                                        m.group_instance_id.filter(|_| version >= 4).map(text),
+                                    )
                                     .with_client_id(text(m.client_id))
                                     .with_client_host(text(m.client_host))
                                     .with_member_metadata(m.metadata)

@@ -1,10 +1,12 @@
 //! One handler per API. Handlers answer per-partition errors inside the
 //! response; only dispatch closes connections.
 
+pub mod acls;
 pub mod api_versions;
 pub mod configs;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod fencing;
 pub mod fetch;

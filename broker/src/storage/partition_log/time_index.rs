@@ -29,18 +29,22 @@ impl PartitionLog {
     /// `target`; `None` when no record is (Kafka's
     /// `LogSegment.findOffsetByTimestamp`: the first batch whose max
     /// timestamp reaches `target`, then the first record of it that does).
+    /// Records below the log start (DeleteRecords, KIP-107) are not found,
+    /// as Kafka passes the log start offset to that lookup.
     pub fn offset_for_timestamp(
         &self,
         target: i64,
     ) -> Result<Option<TimestampAndOffset>, StorageError> {
+        let start = self.log_start_offset;
         for segment in &self.segments {
-            for batch in segment.batches() {
+            for batch in segment.batches().iter().filter(|b| b.last_offset >= start) {
                 if batch.max_timestamp < target {
                     continue;
                 }
                 // A header's max timestamp is what its producer wrote; a
                 // batch whose records fall short of it is passed over.
-                let found = record_times(segment, batch)?.find(|r| r.timestamp >= target);
+                let found = record_times(segment, batch)?
+                    .find(|r| r.offset >= start && r.timestamp >= target);
                 if found.is_some() {
                     return Ok(found);
                 }
@@ -50,11 +54,13 @@ impl PartitionLog {
     }
 
     /// The record with the largest timestamp, the first such in offset order
-    /// (ListOffsets' -3, KIP-734); `None` for an empty log.
+    /// (ListOffsets' -3, KIP-734), of the batches at or past the log start;
+    /// `None` for an empty log.
     pub fn max_timestamp_record(&self) -> Result<Option<TimestampAndOffset>, StorageError> {
+        let start = self.log_start_offset;
         let mut max: Option<(&Segment, &BatchPosition)> = None;
         for segment in &self.segments {
-            for batch in segment.batches() {
+            for batch in segment.batches().iter().filter(|b| b.last_offset >= start) {
                 if max.is_none_or(|(_, b)| batch.max_timestamp > b.max_timestamp) {
                     max = Some((segment, batch));
                 }
@@ -63,7 +69,9 @@ impl PartitionLog {
         let Some((segment, batch)) = max else {
             return Ok(None);
         };
-        let mut records: Vec<TimestampAndOffset> = record_times(segment, batch)?.collect();
+        let mut records: Vec<TimestampAndOffset> = record_times(segment, batch)?
+            .filter(|r| r.offset >= start)
+            .collect();
         let latest = records.iter().map(|r| r.timestamp).max();
         records.retain(|r| Some(r.timestamp) == latest);
         Ok(records.first().copied())
@@ -144,5 +152,21 @@ mod tests {
         assert_eq!(lookup(501), None);
         // KIP-734: the largest timestamp, in the compressed batch.
         assert_eq!(log.max_timestamp_record().unwrap(), found(500, 4));
+    }
+
+    #[test]
+    fn records_below_the_log_start_are_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut logs = LogManager::open(dir.path(), LogConfig::default()).unwrap();
+        let log = logs.get_or_create(&TopicPartition::new("t", 0)).unwrap();
+        filled(log);
+        log.set_high_watermark(6);
+        // Inside the first batch, and then past the compressed one.
+        log.increment_log_start_offset(2).unwrap();
+        assert_eq!(log.offset_for_timestamp(0).unwrap(), found(200, 2));
+        assert_eq!(log.max_timestamp_record().unwrap(), found(500, 4));
+        log.increment_log_start_offset(5).unwrap();
+        assert_eq!(log.offset_for_timestamp(0).unwrap(), found(450, 5));
+        assert_eq!(log.max_timestamp_record().unwrap(), found(450, 5));
     }
 }
