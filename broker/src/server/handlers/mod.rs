@@ -3,6 +3,7 @@
 
 pub mod acls;
 pub mod api_versions;
+pub mod broker_configs;
 pub mod configs;
 pub mod create_partitions;
 pub mod create_topics;
