@@ -26,6 +26,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use super::handlers;
+use super::handlers::group_deletion as deletion;
 use super::handlers::produce::ProduceOutcome;
 use crate::replica::leader_and_isr::Addressed;
 use crate::server::context::Broker;
@@ -413,12 +414,8 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             respond!(handlers::groups::describe(broker, req, version))
         }
         Request::ListGroups(req) => respond!(handlers::groups::list(broker, req)),
-        Request::DeleteGroups(req) => {
-            respond!(handlers::group_deletion::delete_groups(broker, req).await)
-        }
-        Request::OffsetDelete(req) => {
-            respond!(handlers::group_deletion::offset_delete(broker, req).await)
-        }
+        Request::DeleteGroups(req) => respond!(deletion::delete_groups(broker, req).await),
+        Request::OffsetDelete(req) => respond!(deletion::offset_delete(broker, req).await),
         Request::DescribeConfigs(req) => {
             respond!(handlers::configs::describe(broker, req, version).await)
         }
