@@ -118,7 +118,11 @@ fn assert_api_versions_advertised(c: &mut KafkaClient) {
             (32, 0, 4),
             (33, 0, 2),
             (37, 0, 3),
+            // DeleteGroups (KIP-229).
+            (42, 0, 2),
             (44, 0, 1),
+            // OffsetDelete (KIP-496).
+            (47, 0, 0),
             (60, 0, 1),
         ]
     );

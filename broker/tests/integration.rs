@@ -19,6 +19,7 @@ mod cluster_delete_topics;
 mod cluster_failover;
 mod cluster_failpoints;
 mod cluster_fencing;
+mod cluster_group_deletion;
 mod cluster_idempotence;
 mod cluster_isr_join_fencing;
 mod cluster_kcat;

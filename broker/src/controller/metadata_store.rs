@@ -17,6 +17,7 @@ use etcd_client::{Client, Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp
 use serde::{Deserialize, Serialize};
 
 pub mod acls;
+pub mod broker_configs;
 mod topics;
 pub use topics::{StoredTopic, new_topic_id};
 

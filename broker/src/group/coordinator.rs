@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::runtime::Handle;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
@@ -264,6 +265,15 @@ impl GroupCoordinator {
             }
             Some(_) => Err(GroupError::NonEmptyGroup),
         }
+    }
+
+    /// OffsetDelete's view of a group (KIP-496): its state, protocol type
+    /// and each member's metadata for its protocol; None if it is not here.
+    pub fn members_metadata(&self, group_id: &str) -> Option<(GroupState, String, Vec<Bytes>)> {
+        self.inner.lock().get(group_id).map(|slot| {
+            let d = slot.group.describe();
+            (d.state, d.protocol_type, slot.group.member_metadata())
+        })
     }
 
     /// This broker stops coordinating offsets partition `partition_index` of

@@ -560,6 +560,22 @@ impl Group {
         }
     }
 
+    /// Each member's protocol metadata for the group's protocol (its most
+    /// preferred protocol's while none is chosen): a consumer's subscription.
+    pub(super) fn member_metadata(&self) -> Vec<Bytes> {
+        self.members
+            .iter()
+            .map(|m| match &self.protocol_name {
+                Some(p) => m.metadata(p),
+                None => m
+                    .protocols
+                    .first()
+                    .map(|p| p.metadata.clone())
+                    .unwrap_or_default(),
+            })
+            .collect()
+    }
+
     pub(super) fn listing(&self) -> GroupListing {
         GroupListing {
             group_id: self.id.clone(),

@@ -248,6 +248,34 @@ impl OffsetsManager {
             })
     }
 
+    /// Forgets `group`'s offsets of `keys` (every one, and the group, when
+    /// `None`) once their tombstones are acknowledged, if this broker still
+    /// coordinates the group in the epoch they were appended in
+    /// (DeleteGroups, OffsetDelete).
+    pub fn deleted(&self, group: &str, leader_epoch: i32, keys: Option<&[(String, i32)]>) {
+        let mut coordinated = self.lock();
+        if let Some(Coordinated::Loaded {
+            leader_epoch: epoch,
+            groups,
+            ..
+        }) = coordinated.get_mut(&partition_for(group, self.partitions))
+            && *epoch == leader_epoch
+        {
+            match keys {
+                None => {
+                    groups.remove(group);
+                }
+                Some(keys) => {
+                    if let Some(offsets) = groups.get_mut(group) {
+                        for key in keys {
+                            offsets.remove(key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The loaded groups' names, for ListGroups.
     pub fn groups(&self) -> Vec<String> {
         self.lock()
@@ -426,6 +454,17 @@ pub fn txn_commit_batch(
     producer: (i64, i16),
 ) -> Bytes {
     record_batch::transactional_batch(commit_entries(group, offsets), now_ms, producer)
+}
+
+/// One batch of tombstones for `group`'s offsets of `keys`: a record per
+/// partition with its commit's key and no value, so a reader (this
+/// broker's [`load`] on a coordinator move, or compaction) drops the offset.
+pub fn tombstone_batch(group: &str, keys: &[(String, i32)], now_ms: i64) -> Bytes {
+    let entries = keys
+        .iter()
+        .map(|(topic, partition)| (Some(record::offset_key(group, topic, *partition)), None))
+        .collect();
+    record_batch::plain_batch(entries, now_ms)
 }
 
 fn commit_entries(group: &str, offsets: &GroupOffsets) -> Vec<(Option<Bytes>, Option<Bytes>)> {

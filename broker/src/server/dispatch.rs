@@ -14,18 +14,19 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest, ApiKey,
     ApiVersionsRequest, ApiVersionsResponse, CreateAclsRequest, CreatePartitionsRequest,
-    CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
-    DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
-    EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
+    DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaderAndIsrRequest,
     LeaderAndIsrResponse, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
-    MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
-    ProduceRequest, RequestHeader, ResponseHeader, StopReplicaRequest, SyncGroupRequest,
-    TxnOffsetCommitRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
+    MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+    OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader, StopReplicaRequest,
+    SyncGroupRequest, TxnOffsetCommitRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use super::handlers;
+use super::handlers::group_deletion as deletion;
 use super::handlers::produce::ProduceOutcome;
 use crate::replica::leader_and_isr::Addressed;
 use crate::server::context::Broker;
@@ -70,6 +71,10 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 4),
+    // KIP-229; v1 changes only throttling, v2 is flexible (KIP-482).
+    (ApiKey::DeleteGroups, 0, 2),
+    // KIP-496: one version.
+    (ApiKey::OffsetDelete, 0, 0),
     // Topic configs ([clients]): v1+ DescribeConfigs has sources and
     // synonyms (KIP-226), v3+ types and documentation (KIP-569); v2+ of
     // each is only its flexible encoding or throttling behaviour.
@@ -213,6 +218,8 @@ pub enum Request {
     LeaveGroup(LeaveGroupRequest),
     DescribeGroups(DescribeGroupsRequest),
     ListGroups(ListGroupsRequest),
+    DeleteGroups(DeleteGroupsRequest),
+    OffsetDelete(OffsetDeleteRequest),
     DescribeConfigs(DescribeConfigsRequest),
     AlterConfigs(AlterConfigsRequest),
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest),
@@ -309,6 +316,8 @@ pub fn decode(mut frame: Bytes) -> Result<Decoded, DispatchError> {
         ApiKey::LeaveGroup => Request::LeaveGroup(decode_body(key, version, body)?),
         ApiKey::DescribeGroups => Request::DescribeGroups(decode_body(key, version, body)?),
         ApiKey::ListGroups => Request::ListGroups(decode_body(key, version, body)?),
+        ApiKey::DeleteGroups => Request::DeleteGroups(decode_body(key, version, body)?),
+        ApiKey::OffsetDelete => Request::OffsetDelete(decode_body(key, version, body)?),
         ApiKey::DescribeConfigs => Request::DescribeConfigs(decode_body(key, version, body)?),
         ApiKey::AlterConfigs => Request::AlterConfigs(decode_body(key, version, body)?),
         ApiKey::IncrementalAlterConfigs => {
@@ -405,6 +414,8 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             respond!(handlers::groups::describe(broker, req, version))
         }
         Request::ListGroups(req) => respond!(handlers::groups::list(broker, req)),
+        Request::DeleteGroups(req) => respond!(deletion::delete_groups(broker, req).await),
+        Request::OffsetDelete(req) => respond!(deletion::offset_delete(broker, req).await),
         Request::DescribeConfigs(req) => {
             respond!(handlers::configs::describe(broker, req, version).await)
         }

@@ -1,7 +1,7 @@
 //! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs (KIP-133,
 //! KIP-339) for topics, over the overrides etcd keeps with each topic
-//! (`crate::topic_config`); a broker's own settings are described read-only
-//! and refused for alteration (this broker has no dynamic broker configs).
+//! (`crate::topic_config`); a BROKER resource's static settings and KIP-226
+//! dynamic configs are [`broker_configs`]'.
 //!
 //! Overrides are read from etcd, not from the cache, so a describe right
 //! after an alter sees it; an alter replaces the overrides by
@@ -26,6 +26,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::controller::metadata_store::{Overrides, StoredTopic};
 use crate::server::context::Broker;
+use crate::server::handlers::broker_configs::{self, STATIC_BROKER_CONFIG, versioned};
 use crate::topic_config::{self, ConfigError, ConfigType, Described};
 
 /// Kafka's `ConfigResource.Type`.
@@ -34,7 +35,6 @@ const BROKER: i8 = 4;
 
 /// Kafka's `DescribeConfigsResponse.ConfigSource`.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
-const STATIC_BROKER_CONFIG: i8 = 4;
 const DEFAULT_CONFIG: i8 = 5;
 
 /// Compare-and-swap attempts before an alter answers that it could not.
@@ -120,79 +120,6 @@ fn describe_entry(d: &Described, synonyms: bool, version: i16) -> DescribeConfig
     entry
 }
 
-/// The broker's settings a client may ask of it, read-only.
-fn broker_entries(broker: &Broker, version: i16) -> Vec<DescribeConfigsResourceResult> {
-    let c = &broker.config;
-    [
-        (
-            "auto.create.topics.enable",
-            c.auto_create_topics_enable.to_string(),
-            ConfigType::Boolean,
-        ),
-        (
-            "default.replication.factor",
-            c.default_replication_factor.to_string(),
-            ConfigType::Int,
-        ),
-        (
-            "log.segment.bytes",
-            c.segment_bytes.to_string(),
-            ConfigType::Int,
-        ),
-        (
-            "min.insync.replicas",
-            c.min_insync_replicas.to_string(),
-            ConfigType::Int,
-        ),
-        (
-            "num.partitions",
-            c.num_partitions.to_string(),
-            ConfigType::Int,
-        ),
-        (
-            "unclean.leader.election.enable",
-            c.unclean_leader_election.to_string(),
-            ConfigType::Boolean,
-        ),
-    ]
-    .into_iter()
-    .map(|(name, value, kind)| {
-        let entry = DescribeConfigsResourceResult::default()
-            .with_name(text(name))
-            .with_value(Some(text(value)))
-            .with_read_only(true);
-        versioned(entry, version, STATIC_BROKER_CONFIG, kind)
-    })
-    .collect()
-}
-
-/// The source (v1+) and type (v3+) of an entry, where `version` has them.
-fn versioned(
-    mut entry: DescribeConfigsResourceResult,
-    version: i16,
-    source: i8,
-    kind: ConfigType,
-) -> DescribeConfigsResourceResult {
-    if version >= 1 {
-        entry.config_source = source;
-    }
-    if version >= 3 {
-        entry.config_type = kind as i8;
-    }
-    entry
-}
-
-fn own_broker(broker: &Broker, name: &str) -> Result<(), Failure> {
-    if name == broker.config.node_id.to_string() {
-        Ok(())
-    } else {
-        Err(Failure(
-            ResponseError::InvalidRequest,
-            format!("broker {name}'s configs are asked of broker {name}, not of this one"),
-        ))
-    }
-}
-
 pub async fn describe(
     broker: &Broker,
     req: DescribeConfigsRequest,
@@ -213,7 +140,9 @@ pub async fn describe(
                     .map(|d| describe_entry(d, req.include_synonyms, version))
                     .collect()
             }),
-            BROKER => own_broker(broker, &name).map(|_| broker_entries(broker, version)),
+            BROKER => broker_configs::describe(broker, &name, version)
+                .await
+                .map_err(|(code, message)| Failure(code, message)),
             other => Err(Failure(
                 ResponseError::InvalidRequest,
                 format!("resource type {other} is not supported"),
@@ -346,10 +275,12 @@ async fn alter_resource(
             Ok(changes) => alter_topic(broker, name, &changes, replace, validate_only).await,
             Err(f) => Err(f),
         },
-        BROKER => Err(Failure(
-            ResponseError::InvalidRequest,
-            "broker configs are static on this broker".into(),
-        )),
+        BROKER => match changes.and_then(broker_ops) {
+            Ok(ops) => broker_configs::alter(broker, name, &ops, replace, validate_only)
+                .await
+                .map_err(|(code, message)| Failure(code, message)),
+            Err(f) => Err(f),
+        },
         other => Err(Failure(
             ResponseError::InvalidRequest,
             format!("resource type {other} is not supported"),
@@ -359,6 +290,24 @@ async fn alter_resource(
         Ok(()) => (0, None),
         Err(Failure(code, message)) => (code.code(), Some(text(message))),
     }
+}
+
+/// A broker resource's changes: none of its dynamic configs is a list, so
+/// APPEND and SUBTRACT are refused as Kafka refuses them on a non-list.
+fn broker_ops(changes: Vec<Change>) -> Result<Vec<broker_configs::Op>, Failure> {
+    changes
+        .into_iter()
+        .map(|c| match c {
+            Change::Set(name, value) => Ok(broker_configs::Op::Set(name, value)),
+            Change::Delete(name) => Ok(broker_configs::Op::Delete(name)),
+            Change::Append(name, _) | Change::Subtract(name, _) => Err(Failure(
+                ResponseError::InvalidRequest,
+                format!(
+                    "Config value append is not allowed for config [{name}] as it is not of type list"
+                ),
+            )),
+        })
+        .collect()
 }
 
 /// Refuses a config named twice in one resource, as Kafka does.

@@ -3,6 +3,7 @@
 
 pub mod acls;
 pub mod api_versions;
+pub mod broker_configs;
 pub mod configs;
 pub mod create_partitions;
 pub mod create_topics;
@@ -11,6 +12,7 @@ pub mod delete_topics;
 pub mod fencing;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod group_deletion;
 pub mod groups;
 pub mod init_producer_id;
 pub mod leader_and_isr;

@@ -200,27 +200,44 @@ pub(super) async fn store(
     if entries.is_empty() {
         return 0;
     }
+    let batch = match producer {
+        None => offsets::commit_batch(group, &entries, now_ms),
+        Some(producer) => offsets::txn_commit_batch(group, &entries, now_ms, producer),
+    };
+    let epoch = match append_to_group(broker, group, batch, producer.is_some()).await {
+        Ok(epoch) => epoch,
+        Err(code) => return code,
+    };
+    match producer {
+        None => broker.offsets.committed(group, epoch, entries),
+        Some((producer_id, _)) => broker
+            .offsets
+            .txn_committed(group, epoch, producer_id, entries),
+    }
+    0
+}
+
+/// Appends `batch` to `group`'s offsets partition (as the transaction
+/// coordinator's when `transactional`) and awaits its acknowledgement as a
+/// commit's: the leader epoch it was appended in, or the error code its
+/// request is answered with.
+pub(super) async fn append_to_group(
+    broker: &Broker,
+    group: &str,
+    batch: bytes::Bytes,
+    transactional: bool,
+) -> Result<i32, i16> {
     let Some(epoch) = broker.offsets.leader_epoch(group) else {
-        return ResponseError::NotCoordinator.code();
+        return Err(ResponseError::NotCoordinator.code());
     };
     let tp = broker.offsets.partition_of(group);
     let acks = broker.config.offsets_commit_acks.acks();
-    let appended = match producer {
-        None => broker.replicas.append_as_leader(
-            &tp,
-            offsets::commit_batch(group, &entries, now_ms),
-            acks,
-        ),
-        Some(producer) => broker.replicas.append_as_coordinator(
-            &tp,
-            offsets::txn_commit_batch(group, &entries, now_ms, producer),
-            acks,
-        ),
+    let appended = if transactional {
+        broker.replicas.append_as_coordinator(&tp, batch, acks)
+    } else {
+        broker.replicas.append_as_leader(&tp, batch, acks)
     };
-    let ticket = match appended {
-        Ok(ticket) => ticket,
-        Err(e) => return append_error(e).code(),
-    };
+    let ticket = appended.map_err(|e| append_error(e).code())?;
     if acks == -1 {
         let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
         match broker
@@ -230,21 +247,15 @@ pub(super) async fn store(
         {
             Some(AckStatus::Committed) => {}
             Some(AckStatus::NotEnoughReplicasAfterAppend) => {
-                return ResponseError::CoordinatorNotAvailable.code();
+                return Err(ResponseError::CoordinatorNotAvailable.code());
             }
-            Some(AckStatus::NotLeader) => return ResponseError::NotCoordinator.code(),
+            Some(AckStatus::NotLeader) => return Err(ResponseError::NotCoordinator.code()),
             Some(AckStatus::Fenced) | Some(AckStatus::Pending) | None => {
-                return ResponseError::RequestTimedOut.code();
+                return Err(ResponseError::RequestTimedOut.code());
             }
         }
     }
-    match producer {
-        None => broker.offsets.committed(group, epoch, entries),
-        Some((producer_id, _)) => broker
-            .offsets
-            .txn_committed(group, epoch, producer_id, entries),
-    }
-    0
+    Ok(epoch)
 }
 
 /// An append's error as the committer hears it (Kafka's mapping in
