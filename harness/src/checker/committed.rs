@@ -369,6 +369,7 @@ mod tests {
             node: None,
             generation: None,
             member: None,
+            deleted: false,
         })
     }
 
@@ -434,6 +435,59 @@ mod tests {
         history.push(op(4, 1, OpType::Invoke, read(None)));
         history.push(op(5, 1, OpType::Ok, read(Some(10))));
         assert!(verdict(history).evidence.is_empty());
+    }
+
+    /// An acknowledged deletion of the group's offset (OffsetDelete,
+    /// DeleteGroups) leaves no commit: a read of -1 after it is not a
+    /// regression, where without it the same read is one; a commit after
+    /// the deletion is the floor again.
+    #[test]
+    fn a_read_of_no_commit_after_an_acknowledged_deletion_is_not_a_regression() {
+        let deletion = || {
+            let mut body = commit(-1);
+            if let Body::Commit(c) = &mut body {
+                c.deleted = true;
+            }
+            body
+        };
+        let history = |deleted: OpType| {
+            vec![
+                op(0, 0, OpType::Invoke, commit(10)),
+                op(1, 0, OpType::Ok, commit(10)),
+                op(2, 0, OpType::Invoke, deletion()),
+                op(3, 0, deleted, deletion()),
+                op(4, 0, OpType::Invoke, read(None)),
+                op(5, 0, OpType::Ok, read(Some(-1))),
+            ]
+        };
+        assert!(verdict(history(OpType::Ok)).evidence.is_empty());
+        // Without the deletion the same read is a lost commit.
+        let mut kept = history(OpType::Ok);
+        kept.drain(2..4);
+        for (i, op) in kept.iter_mut().enumerate() {
+            op.index = i as u64;
+            op.time_ns = i as u64 * 10;
+        }
+        assert_eq!(
+            verdict(kept).evidence[0].anomaly,
+            Anomaly::CommittedOffsetRegressed
+        );
+        let mut again = history(OpType::Ok);
+        again.splice(
+            4..4,
+            [
+                op(4, 0, OpType::Invoke, commit(7)),
+                op(5, 0, OpType::Ok, commit(7)),
+            ],
+        );
+        for (i, op) in again.iter_mut().enumerate() {
+            op.index = i as u64;
+            op.time_ns = i as u64 * 10;
+        }
+        assert_eq!(
+            verdict(again).evidence[0].anomaly,
+            Anomaly::CommittedOffsetRegressed
+        );
     }
 
     #[test]

@@ -23,6 +23,12 @@ pub struct Commit {
     pub generation: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub member: Option<String>,
+    /// The group's committed offset of the partition deleted, not set: an
+    /// application's OffsetDelete (KIP-496) or DeleteGroups (KIP-229),
+    /// after which the coordinator answers -1 (no commit), as after a
+    /// commit of -1; `offset` is then -1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
 }
 
 /// A subscribed consumer's membership round: JoinGroup then SyncGroup with

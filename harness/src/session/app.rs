@@ -3,7 +3,9 @@
 //! them), as history ops the checkers read like the harness's own. A
 //! Produce is a `send` per partition, a Fetch a `poll` per partition that
 //! read something, an OffsetCommit a `commit` and an OffsetFetch a
-//! `committed` per partition (app_groups.rs), a JoinGroup and its SyncGroup
+//! `committed` per partition, an OffsetDelete or DeleteGroups a `commit` of
+//! -1 marked `deleted` per partition it deleted (app_groups.rs), a
+//! JoinGroup and its SyncGroup
 //! a `rebalance` (app_members.rs), and a transactional id's transaction —
 //! its AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and
 //! transactional Produce requests up to its EndTxn — one `txn`
@@ -109,6 +111,9 @@ pub fn app_lines(
     let mut lives = BTreeMap::new();
     let mut txns = super::app_txns::AppTxns::new(until_ns);
     let mut rounds = super::app_members::AppRebalances::new(until_ns);
+    // Each group's partitions its commits and reads named so far: what a
+    // DeleteGroups deletes.
+    let mut known: BTreeMap<String, BTreeSet<PartitionRef>> = BTreeMap::new();
     for exchange in &frames.exchanges {
         connections.insert((exchange.proxy.clone(), exchange.connection));
         tally.clients.extend(exchange.client_id.clone());
@@ -138,13 +143,30 @@ pub fn app_lines(
                     }
                 }
             }
-            Call::OffsetCommit(commit) => ops.extend(super::app_groups::commit_ops(
+            Call::OffsetCommit(commit) => {
+                let group = known.entry(commit.group.clone()).or_default();
+                for (topic, partition, ..) in &commit.partitions {
+                    group.insert(PartitionRef::new(topic, *partition as u32));
+                }
+                ops.extend(super::app_groups::commit_ops(
+                    exchange,
+                    commit,
+                    (invoke_ns, complete_ns),
+                    until_ns,
+                ));
+            }
+            Call::OffsetDeletion(deletion) => ops.extend(super::app_groups::deletion_ops(
                 exchange,
-                commit,
+                deletion,
+                &known,
                 (invoke_ns, complete_ns),
                 until_ns,
             )),
             Call::OffsetFetch(fetch) => {
+                for (group, topic, partition, ..) in &fetch.answered {
+                    let group = known.entry(group.clone()).or_default();
+                    group.insert(PartitionRef::new(topic, *partition as u32));
+                }
                 if let Some(complete_ns) = complete_ns {
                     ops.extend(super::app_groups::committed_ops(
                         exchange,

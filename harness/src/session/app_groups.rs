@@ -2,15 +2,18 @@
 //! rest): each partition of an OffsetCommit is a `commit` of the group's
 //! offset — `ok` when its answer had no error, `fail` when the error proves
 //! nothing was committed, else `info` (so is a commit never answered) — and
-//! each partition an OffsetFetch answered is a `committed` read of it. The
-//! committed-offsets rule then holds the group's coordinators to the
-//! application's own commits.
+//! each partition an OffsetFetch answered is a `committed` read of it; an
+//! OffsetDelete or DeleteGroups is a `commit` of -1 marked `deleted` for
+//! each partition it deleted. The committed-offsets rule then holds the
+//! group's coordinators to the application's own commits and deletions.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
 use super::app_op::{AppOp, node_of, origin};
 use crate::history::{Body, Commit, Committed, OpType};
-use crate::reader::app_frames::{Exchange, OffsetCommit, OffsetFetch};
+use crate::reader::app_frames::{Exchange, OffsetCommit, OffsetDeletion, OffsetFetch};
 use crate::topic_partition::PartitionRef;
 
 /// The errors an OffsetCommit answers without having committed anything:
@@ -52,6 +55,7 @@ pub(super) fn commit_ops(
                 node: node_of(&exchange.proxy),
                 generation: (commit.generation >= 0).then_some(commit.generation),
                 member: (!commit.member.is_empty()).then(|| commit.member.clone()),
+                deleted: false,
             });
             let (kind, at, error) = match (answer, complete_ns) {
                 (Some(0), Some(at)) => (OpType::Ok, at, None),
@@ -127,6 +131,99 @@ pub(super) fn committed_ops(
                 kind,
                 body,
                 asked: Some(Body::Committed(asked)),
+                error,
+                app: Value::Object(app),
+            }
+        })
+        .collect()
+}
+
+/// The errors an OffsetDelete or DeleteGroups answers having deleted
+/// nothing: the coordinator's checks come before it writes a tombstone
+/// (Kafka's `GroupCoordinator.handleDeleteOffsets` and
+/// `handleDeleteGroups`).
+const DELETION_REFUSED: &[i16] = &[
+    3,  // UNKNOWN_TOPIC_OR_PARTITION
+    14, // COORDINATOR_LOAD_IN_PROGRESS
+    15, // COORDINATOR_NOT_AVAILABLE
+    16, // NOT_COORDINATOR
+    24, // INVALID_GROUP_ID
+    30, // GROUP_AUTHORIZATION_FAILED
+    68, // NON_EMPTY_GROUP
+    69, // GROUP_ID_NOT_FOUND
+    86, // GROUP_SUBSCRIBED_TO_TOPIC
+];
+
+/// Each partition an OffsetDelete names, or for DeleteGroups each partition
+/// `known` says the group committed or read, as a `commit` of -1 marked
+/// `deleted`: after it the coordinator answers -1 for it, as after a commit
+/// of -1. `ok` when answered without error, `fail` when the error proves
+/// nothing was deleted, else `info`.
+pub(super) fn deletion_ops(
+    exchange: &Exchange,
+    deletion: &OffsetDeletion,
+    known: &BTreeMap<String, BTreeSet<PartitionRef>>,
+    (invoke_ns, complete_ns): (u64, Option<u64>),
+    until_ns: u64,
+) -> Vec<AppOp> {
+    let mut named: Vec<(String, PartitionRef, Option<i16>)> = Vec::new();
+    for (group, group_answer) in &deletion.groups {
+        if deletion.whole_groups {
+            for partition in known.get(group).into_iter().flatten() {
+                named.push((group.clone(), partition.clone(), *group_answer));
+            }
+            continue;
+        }
+        for (topic, partition, answer) in &deletion.partitions {
+            // The request's own error, else the partition's.
+            let code = match group_answer {
+                Some(0) | None => *answer,
+                refused => *refused,
+            };
+            named.push((
+                group.clone(),
+                PartitionRef::new(topic, *partition as u32),
+                code,
+            ));
+        }
+    }
+    named
+        .into_iter()
+        .map(|(group, partition, answer)| {
+            let mut app = origin(exchange);
+            let body = Body::Commit(Commit {
+                group,
+                partition,
+                offset: -1,
+                node: node_of(&exchange.proxy),
+                generation: None,
+                member: None,
+                deleted: true,
+            });
+            let (kind, at, error) = match (answer, complete_ns) {
+                (Some(0), Some(at)) => (OpType::Ok, at, None),
+                (Some(code), Some(at)) => {
+                    app.insert("error_code".into(), json!(code));
+                    let kind = if DELETION_REFUSED.contains(&code) {
+                        OpType::Fail
+                    } else {
+                        OpType::Info
+                    };
+                    (kind, at, Some(format!("the broker answered error {code}")))
+                }
+                _ => (
+                    OpType::Info,
+                    until_ns.max(invoke_ns),
+                    Some("no answer recorded".to_owned()),
+                ),
+            };
+            AppOp {
+                invoke_ns,
+                complete_ns: at,
+                connection: (exchange.proxy.clone(), exchange.connection),
+                kind,
+                body,
+                asked: None,
                 error,
                 app: Value::Object(app),
             }

@@ -126,6 +126,7 @@ impl RecordingClient {
             node: None,
             generation: None,
             member: None,
+            deleted: false,
         };
         let process = self.invoke(Body::Commit(commit.clone()))?;
         let deadline = tokio::time::Instant::now() + self.shared.request_timeout;
@@ -271,6 +272,7 @@ impl RecordingClient {
             node: Some(coordinator),
             generation: None,
             member: None,
+            deleted: false,
         };
         let (topic, p) = (&partition.topic, partition.wire_partition());
         let (_, committed) = self.send_commit(coordinator, &commit, left()).await;

@@ -346,6 +346,7 @@ impl RecordingClient {
             node: Some(member.coordinator),
             generation: Some(member.generation),
             member: Some(member.member_id.clone()),
+            deleted: false,
         };
         let process = self.invoke(Body::Commit(commit.clone()))?;
         let timeout = self.shared.request_timeout;

@@ -60,7 +60,7 @@ pub(super) fn resume_skips(
                 groups
                     .entry((c.group.as_str(), &c.partition))
                     .or_default()
-                    .last_acked_commit = Some(c.offset);
+                    .last_acked_commit = (!c.deleted).then_some(c.offset);
             }
             Body::Poll(poll) => {
                 let Some(group) = poll.group.as_deref() else {

@@ -128,6 +128,7 @@ impl Subscribers {
                 node: coordinator,
                 generation: Some(1),
                 member: Some(Self::member(s)),
+                deleted: false,
             }),
         }
     }

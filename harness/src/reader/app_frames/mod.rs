@@ -22,6 +22,7 @@
 //! client could have read it whole.
 
 pub mod admin;
+pub mod deletion;
 pub mod fetch;
 pub mod groups;
 pub mod members;
@@ -41,6 +42,7 @@ use crate::history::clock::ClockPair;
 use wire::DecodeError;
 
 pub use admin::TopicAdmin;
+pub use deletion::OffsetDeletion;
 pub use fetch::{Fetch, FetchAnswer, FetchedPartition, FetchedRecord};
 pub use groups::{OffsetCommit, OffsetFetch};
 pub use members::{JoinGroup, Joined, SyncGroup};
@@ -78,6 +80,8 @@ pub enum Call {
     OffsetFetch(OffsetFetch),
     CreateTopics(TopicAdmin),
     DeleteTopics(TopicAdmin),
+    /// OffsetDelete or DeleteGroups.
+    OffsetDeletion(OffsetDeletion),
     JoinGroup(JoinGroup),
     SyncGroup(SyncGroup),
     InitProducerId(InitProducerId),
@@ -404,6 +408,8 @@ fn request(
         ApiKey::AddOffsetsToTxn => messages::AddOffsetsToTxnRequest::header_version(version),
         ApiKey::TxnOffsetCommit => messages::TxnOffsetCommitRequest::header_version(version),
         ApiKey::EndTxn => messages::EndTxnRequest::header_version(version),
+        ApiKey::OffsetDelete => messages::OffsetDeleteRequest::header_version(version),
+        ApiKey::DeleteGroups => messages::DeleteGroupsRequest::header_version(version),
         // Not an API of the history.
         _ => return Ok((correlation_id, pending)),
     };
@@ -416,7 +422,9 @@ fn request(
         | ApiKey::AddPartitionsToTxn
         | ApiKey::AddOffsetsToTxn
         | ApiKey::TxnOffsetCommit
-        | ApiKey::EndTxn => {
+        | ApiKey::EndTxn
+        | ApiKey::OffsetDelete
+        | ApiKey::DeleteGroups => {
             group_or_txn_request(api, frame, version).map_err(|e| fail(e.to_string()))?
         }
         ApiKey::Produce => {
@@ -468,10 +476,15 @@ fn answer(call: &mut Call, version: i16, frame: Bytes) -> Result<(), DecodeError
         Call::AddOffsetsToTxn(add) => txn::add_offsets_answer(add, version, frame),
         Call::TxnOffsetCommit(commit) => txn::offset_commit_answer(commit, version, frame),
         Call::EndTxn(end) => txn::end_answer(end, version, frame),
+        Call::OffsetDeletion(d) if d.whole_groups => {
+            deletion::delete_groups_answer(d, version, frame)
+        }
+        Call::OffsetDeletion(d) => deletion::offset_delete_answer(d, version, frame),
     }
 }
 
-/// The body of a group-membership or transaction request (its header read).
+/// The body of a group-membership, offset-deletion or transaction request
+/// (its header read).
 fn group_or_txn_request(api: ApiKey, frame: Bytes, version: i16) -> Result<Call, DecodeError> {
     Ok(match api {
         ApiKey::JoinGroup => Call::JoinGroup(members::join_request(frame, version)?),
@@ -483,6 +496,12 @@ fn group_or_txn_request(api: ApiKey, frame: Bytes, version: i16) -> Result<Call,
         ApiKey::AddOffsetsToTxn => Call::AddOffsetsToTxn(txn::add_offsets_request(frame, version)?),
         ApiKey::TxnOffsetCommit => {
             Call::TxnOffsetCommit(txn::offset_commit_request(frame, version)?)
+        }
+        ApiKey::OffsetDelete => {
+            Call::OffsetDeletion(deletion::offset_delete_request(frame, version)?)
+        }
+        ApiKey::DeleteGroups => {
+            Call::OffsetDeletion(deletion::delete_groups_request(frame, version)?)
         }
         _ => Call::EndTxn(txn::end_request(frame, version)?),
     })
