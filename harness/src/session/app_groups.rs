@@ -47,7 +47,7 @@ pub(super) fn commit_ops(
         .partitions
         .iter()
         .map(|(topic, partition, offset, answer)| {
-            let mut app = origin(exchange);
+            let app = origin(exchange);
             let body = Body::Commit(Commit {
                 group: commit.group.clone(),
                 partition: PartitionRef::new(topic, *partition as u32),
@@ -57,33 +57,15 @@ pub(super) fn commit_ops(
                 member: (!commit.member.is_empty()).then(|| commit.member.clone()),
                 deleted: false,
             });
-            let (kind, at, error) = match (answer, complete_ns) {
-                (Some(0), Some(at)) => (OpType::Ok, at, None),
-                (Some(code), Some(at)) => {
-                    app.insert("error_code".into(), json!(code));
-                    let kind = if COMMIT_REFUSED.contains(code) {
-                        OpType::Fail
-                    } else {
-                        OpType::Info
-                    };
-                    (kind, at, Some(format!("the broker answered error {code}")))
-                }
-                _ => (
-                    OpType::Info,
-                    until_ns.max(invoke_ns),
-                    Some("no answer recorded".to_owned()),
-                ),
-            };
-            AppOp {
-                invoke_ns,
-                complete_ns: at,
-                connection: (exchange.proxy.clone(), exchange.connection),
-                kind,
+            let answer = answer.zip(complete_ns);
+            settled(
+                exchange,
                 body,
-                asked: None,
-                error,
-                app: Value::Object(app),
-            }
+                app,
+                answer,
+                COMMIT_REFUSED,
+                (invoke_ns, until_ns),
+            )
         })
         .collect()
 }
@@ -190,7 +172,7 @@ pub(super) fn deletion_ops(
     named
         .into_iter()
         .map(|(group, partition, answer)| {
-            let mut app = origin(exchange);
+            let app = origin(exchange);
             let body = Body::Commit(Commit {
                 group,
                 partition,
@@ -200,33 +182,56 @@ pub(super) fn deletion_ops(
                 member: None,
                 deleted: true,
             });
-            let (kind, at, error) = match (answer, complete_ns) {
-                (Some(0), Some(at)) => (OpType::Ok, at, None),
-                (Some(code), Some(at)) => {
-                    app.insert("error_code".into(), json!(code));
-                    let kind = if DELETION_REFUSED.contains(&code) {
-                        OpType::Fail
-                    } else {
-                        OpType::Info
-                    };
-                    (kind, at, Some(format!("the broker answered error {code}")))
-                }
-                _ => (
-                    OpType::Info,
-                    until_ns.max(invoke_ns),
-                    Some("no answer recorded".to_owned()),
-                ),
-            };
-            AppOp {
-                invoke_ns,
-                complete_ns: at,
-                connection: (exchange.proxy.clone(), exchange.connection),
-                kind,
+            let answer = answer.zip(complete_ns);
+            settled(
+                exchange,
                 body,
-                asked: None,
-                error,
-                app: Value::Object(app),
-            }
+                app,
+                answer,
+                DELETION_REFUSED,
+                (invoke_ns, until_ns),
+            )
         })
         .collect()
+}
+
+/// A change to a group's offsets (a commit or a deletion) as an op: `ok`
+/// when answered without error, `fail` when the error is one of `refused`
+/// (nothing changed), else `info`, as is one never answered (then it ends
+/// at `until_ns`).
+fn settled(
+    exchange: &Exchange,
+    body: Body,
+    mut app: serde_json::Map<String, Value>,
+    answer: Option<(i16, u64)>,
+    refused: &[i16],
+    (invoke_ns, until_ns): (u64, u64),
+) -> AppOp {
+    let (kind, at, error) = match answer {
+        Some((0, at)) => (OpType::Ok, at, None),
+        Some((code, at)) => {
+            app.insert("error_code".into(), json!(code));
+            let kind = if refused.contains(&code) {
+                OpType::Fail
+            } else {
+                OpType::Info
+            };
+            (kind, at, Some(format!("the broker answered error {code}")))
+        }
+        None => (
+            OpType::Info,
+            until_ns.max(invoke_ns),
+            Some("no answer recorded".to_owned()),
+        ),
+    };
+    AppOp {
+        invoke_ns,
+        complete_ns: at,
+        connection: (exchange.proxy.clone(), exchange.connection),
+        kind,
+        body,
+        asked: None,
+        error,
+        app: Value::Object(app),
+    }
 }
