@@ -53,28 +53,46 @@ impl DbRecord {
 pub struct RowError {
     pub row: usize,
     pub at: Option<String>,
-    pub what: String,
+    pub what: ColumnError,
+}
+
+/// What is wrong with a row's columns.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ColumnError {
+    #[error("no column `{name}` (the row has: {has})")]
+    Missing { name: String, has: String },
+    #[error("column `{0}` is null")]
+    Null(String),
+    #[error("column `{name}`: `{text}` is not an integer of its range")]
+    NotInteger { name: String, text: String },
+    #[error("column `{name}`: {value} is not an i16")]
+    NotI16 { name: String, value: i64 },
+    #[error("partition {partition} and offset {offset}: neither may be negative")]
+    Negative { partition: i32, offset: i64 },
+    #[error("column `{name}`: `{text}` is not hex{}", if *.odd { ": an odd number of digits" } else { "" })]
+    NotHex {
+        name: String,
+        text: String,
+        odd: bool,
+    },
 }
 
 /// `row` (numbered `number`) as a record.
 pub fn record(number: usize, row: &Row) -> Result<DbRecord, RowError> {
     let mut at = None;
-    let error = |at: &Option<String>, what: String| RowError {
+    let error = |at: &Option<String>, what: ColumnError| RowError {
         row: number,
         at: at.clone(),
         what,
     };
     let topic = text(row, "topic")
-        .and_then(|t| t.ok_or_else(|| "column `topic` is null".to_owned()))
+        .and_then(|t| t.ok_or_else(|| ColumnError::Null("topic".into())))
         .map_err(|what| error(&at, what))?
         .to_owned();
     let partition: i32 = required(row, "partition").map_err(|what| error(&at, what))?;
     let offset: i64 = required(row, "offset").map_err(|what| error(&at, what))?;
     if partition < 0 || offset < 0 {
-        return Err(error(
-            &at,
-            format!("partition {partition} and offset {offset}: neither may be negative"),
-        ));
+        return Err(error(&at, ColumnError::Negative { partition, offset }));
     }
     at = Some(format!(
         "{} offset {offset}",
@@ -88,7 +106,13 @@ pub fn record(number: usize, row: &Row) -> Result<DbRecord, RowError> {
     };
     let narrow = |name: &str, value: Option<i64>| -> Result<i16, RowError> {
         value.map_or(Ok(-1), |v| {
-            i16::try_from(v).map_err(|_| error(&at, format!("column `{name}`: {v} is not an i16")))
+            i16::try_from(v).map_err(|_| {
+                let what = ColumnError::NotI16 {
+                    name: name.to_owned(),
+                    value: v,
+                };
+                error(&at, what)
+            })
         })
     };
     let attributes = match optional("attributes")? {
@@ -110,49 +134,52 @@ pub fn record(number: usize, row: &Row) -> Result<DbRecord, RowError> {
 }
 
 /// A column's text (`None`: NULL), or why the row has no such column.
-fn text<'a>(row: &'a Row, name: &str) -> Result<Option<&'a str>, String> {
+fn text<'a>(row: &'a Row, name: &str) -> Result<Option<&'a str>, ColumnError> {
     match row.get(name) {
         Some(value) => Ok(value.as_deref()),
-        None => Err(format!(
-            "no column `{name}` (the row has: {})",
-            row.keys()
+        None => Err(ColumnError::Missing {
+            name: name.to_owned(),
+            has: row
+                .keys()
                 .map(String::as_str)
                 .collect::<Vec<_>>()
-                .join(", ")
-        )),
+                .join(", "),
+        }),
     }
 }
 
-fn integer<T: std::str::FromStr>(name: &str, text: &str) -> Result<T, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| format!("column `{name}`: `{text}` is not an integer of its range"))
+fn integer<T: std::str::FromStr>(name: &str, text: &str) -> Result<T, ColumnError> {
+    text.trim().parse().map_err(|_| ColumnError::NotInteger {
+        name: name.to_owned(),
+        text: text.to_owned(),
+    })
 }
 
-fn required<T: std::str::FromStr>(row: &Row, name: &str) -> Result<T, String> {
-    let text = text(row, name)?.ok_or_else(|| format!("column `{name}` is null"))?;
+fn required<T: std::str::FromStr>(row: &Row, name: &str) -> Result<T, ColumnError> {
+    let text = text(row, name)?.ok_or_else(|| ColumnError::Null(name.to_owned()))?;
     integer(name, text)
 }
 
 /// A hex-encoded column's bytes; NULL is `None`. `needed`: the column must
 /// be there (it may be NULL).
-fn bytes(row: &Row, name: &str, needed: bool) -> Result<Option<Bytes>, String> {
+fn bytes(row: &Row, name: &str, needed: bool) -> Result<Option<Bytes>, ColumnError> {
     match text(row, name) {
         Err(missing) if needed => Err(missing),
         Err(_) | Ok(None) => Ok(None),
         Ok(Some(hex)) => decode_hex(hex)
             .map(|b| Some(Bytes::from(b)))
-            .map_err(|what| format!("column `{name}`: {what}")),
+            .ok_or_else(|| ColumnError::NotHex {
+                name: name.to_owned(),
+                text: shorten(hex),
+                odd: !hex.len().is_multiple_of(2),
+            }),
     }
 }
 
-/// Hex text (either case) as bytes.
-fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
+/// Hex text (either case) as bytes; `None` when it is not hex.
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {
-        return Err(format!(
-            "`{}` is not hex: an odd number of digits",
-            shorten(text)
-        ));
+        return None;
     }
     let digit = |c: u8| match c {
         b'0'..=b'9' => Some(c - b'0'),
@@ -164,7 +191,6 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
         .chunks(2)
         .map(|pair| Some((digit(pair[0])? << 4) | digit(pair[1])?))
         .collect::<Option<Vec<u8>>>()
-        .ok_or_else(|| format!("`{}` is not hex", shorten(text)))
 }
 
 /// At most 40 characters of `text`, for an error message.
