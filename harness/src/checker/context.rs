@@ -42,7 +42,7 @@ pub struct RunData {
     /// The system's database as read after the run (`database/`), for a
     /// system that names one (`None` otherwise); `Err` says why it was not
     /// read, which the checkers that need it give as why they cannot judge.
-    pub database: Option<Result<DatabaseState, String>>,
+    pub database: Option<Result<DatabaseState, DatabaseUnread>>,
     /// The replicas' Fetch requests the proxy recorded on the brokers'
     /// links (`nodes/proxy-frames/`); `None` when the run recorded none.
     pub fetches: Option<Fetches>,
@@ -64,6 +64,27 @@ pub struct FinalReadState {
     pub failed: BTreeMap<PartitionRef, String>,
 }
 
+/// Why a run that names a database has none to check: each is what the
+/// checkers needing it give as why they cannot judge.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DatabaseUnread {
+    /// No `database.json`: the run was cut off before the read.
+    #[error(
+        "the database was not read ({}: {error}): the run was cut off, or made before \
+         databases were read",
+        path.display()
+    )]
+    Missing { path: PathBuf, error: String },
+    #[error("{}: {error}", path.display())]
+    Malformed { path: PathBuf, error: String },
+    /// The read itself failed; `database.json` says why.
+    #[error("the database was not read: {0}")]
+    Failed(String),
+    /// The segments written from it could not be read back.
+    #[error("{0}")]
+    Segments(String),
+}
+
 /// The system's database as the reader saw the segments written from it,
 /// and what `database.json` says of the read. Every partition a client sent
 /// to or the final read read is there: one the database holds no record
@@ -81,21 +102,21 @@ impl DatabaseState {
         dir: &std::path::Path,
         history: &[Op],
         final_read: Option<&FinalReadState>,
-    ) -> Result<DatabaseState, String> {
+    ) -> Result<DatabaseState, DatabaseUnread> {
         let path = dir.join(DATABASE_JSON);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            format!(
-                "the database was not read ({}: {e}): the run was cut off, or made before \
-                 databases were read",
-                path.display()
-            )
+        let text = std::fs::read_to_string(&path).map_err(|e| DatabaseUnread::Missing {
+            path: path.clone(),
+            error: e.to_string(),
         })?;
         let summary: DatabaseRead =
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            serde_json::from_str(&text).map_err(|e| DatabaseUnread::Malformed {
+                path: path.clone(),
+                error: e.to_string(),
+            })?;
         if let Some(error) = &summary.error {
-            return Err(format!("the database was not read: {error}"));
+            return Err(DatabaseUnread::Failed(error.clone()));
         }
-        let mut data = read_data_dir(dir).map_err(|e| e.to_string())?;
+        let mut data = read_data_dir(dir).map_err(|e| DatabaseUnread::Segments(e.to_string()))?;
         let sent = history
             .iter()
             .filter_map(|op| Some(op.send()?.partition.clone()));

@@ -113,7 +113,7 @@ fn check(index: &RunIndex) -> CheckOutcome {
     let run = index.run;
     let database = match &run.database {
         None => return Ok(CheckResult::unknown(NAME, "the system names no database")),
-        Some(Err(why)) => return Ok(CheckResult::unknown(NAME, why.clone())),
+        Some(Err(why)) => return Ok(CheckResult::unknown(NAME, why.to_string())),
         Some(Ok(database)) => database,
     };
     let Some(read) = &run.final_read else {

@@ -46,8 +46,8 @@ pub enum NoFinalLog {
     },
     #[error("the system names no database ([final_state] database)")]
     NoDatabase,
-    #[error("{0}")]
-    DatabaseNotRead(String),
+    #[error(transparent)]
+    DatabaseNotRead(crate::checker::context::DatabaseUnread),
     #[error("the database holds no {0} and no client sent to it")]
     NotInDatabase(PartitionRef),
 }
