@@ -16,7 +16,11 @@
 //! A run whose clients use consumer groups holds the group coordinators to
 //! the same promise ([`probe_groups`]): once the partitions answered, a
 //! commit for the probe's own group ([`PROBE_GROUP`]) must be taken and read
-//! back within a window of the same length. A group that never forms — the
+//! back within a window of the same length, on a partition that took the
+//! probe's write: a commit for a partition the cluster no longer holds (a
+//! topic the system lost) is refused by a coordinator that serves, so with
+//! every partition stuck the group is not judged, the partitions are the
+//! finding. A group that never forms — the
 //! offsets topic never made, its coordinator never elected or never done
 //! loading — loses no write and breaks no offset, so only this can tell.
 //! The probe's commit and read are not in the history: its group is no
@@ -131,21 +135,28 @@ pub(super) async fn probe<R: Runtime>(
 /// commits change no offset a checker judges.
 pub const PROBE_GROUP: &str = "epochal-liveness";
 
-/// In a run whose clients use groups, commits offset 0 of the schedule's
-/// first partition for [`PROBE_GROUP`] and reads it back, asking each node in
-/// turn for the coordinator, until one round trip succeeds or `window`
-/// passes; the group, with the last answer, when none did.
+/// In a run whose clients use groups, commits offset 0 of the first
+/// partition that took the probe's write ([`group_probe_partition`]; `stuck`
+/// are those that did not) for [`PROBE_GROUP`] and reads it back, asking
+/// each node in turn for the coordinator, until one round trip succeeds or
+/// `window` passes; the group, with the last answer, when none did.
 pub(super) async fn probe_groups<R: Runtime>(
     live: &mut Live<R>,
     schedule: &Schedule,
     window: Duration,
+    stuck: &[Stuck],
 ) -> Result<Vec<StuckGroup>, RunError> {
-    let Some(partition) = schedule.cluster.partitions().next() else {
-        return Ok(Vec::new());
-    };
     if !schedule.uses_groups() {
         return Ok(Vec::new());
     }
+    let Some(partition) = group_probe_partition(schedule.cluster.partitions(), stuck) else {
+        if !stuck.is_empty() {
+            live.log.line(format!(
+                "liveness: group {PROBE_GROUP} not probed: no partition took a write to commit for"
+            ));
+        }
+        return Ok(Vec::new());
+    };
     let started = Instant::now();
     let deadline = tokio::time::Instant::now() + window;
     let nodes = schedule.nodes();
@@ -249,4 +260,60 @@ pub(super) async fn probe_lives<R: Runtime>(
         stuck.last_error.as_deref().unwrap_or("no answer")
     ));
     Ok(vec![stuck])
+}
+
+/// The partition the group probe commits for: the first of the schedule's
+/// that took the partition probe's write. A commit names a partition, and a
+/// coordinator answers UNKNOWN_TOPIC_OR_PARTITION for one the cluster does
+/// not hold (Kafka's OffsetCommit does), so a partition the system lost —
+/// its topic gone after a crash — would make a coordinator that serves look
+/// stuck. None when every partition is stuck: those are the finding, and the
+/// group is not judged.
+fn group_probe_partition(
+    partitions: impl IntoIterator<Item = PartitionRef>,
+    stuck: &[Stuck],
+) -> Option<PartitionRef> {
+    partitions
+        .into_iter()
+        .find(|p| !stuck.iter().any(|s| s.partition == *p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stuck(partition: u32) -> Stuck {
+        Stuck {
+            partition: PartitionRef::new("t", partition),
+            window_ms: 30_000,
+            last_error: Some("no leader to send to".to_owned()),
+        }
+    }
+
+    fn partitions() -> Vec<PartitionRef> {
+        (0..3).map(|p| PartitionRef::new("t", p)).collect()
+    }
+
+    #[test]
+    fn the_group_probe_commits_for_a_partition_that_took_a_write() {
+        assert_eq!(
+            group_probe_partition(partitions(), &[]),
+            Some(PartitionRef::new("t", 0))
+        );
+        assert_eq!(
+            group_probe_partition(partitions(), &[stuck(0)]),
+            Some(PartitionRef::new("t", 1))
+        );
+    }
+
+    #[test]
+    fn with_every_partition_stuck_the_group_is_not_probed() {
+        // A system that lost the topic answers a commit for it
+        // UNKNOWN_TOPIC_OR_PARTITION, as Kafka does, from a coordinator
+        // that serves: the stuck partitions are the finding, not the group.
+        assert_eq!(
+            group_probe_partition(partitions(), &[stuck(0), stuck(1), stuck(2)]),
+            None
+        );
+    }
 }

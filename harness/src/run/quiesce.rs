@@ -45,7 +45,7 @@ pub(super) async fn final_heal<R: Runtime>(
         Some(ms) => {
             let window = Duration::from_millis(ms);
             let stuck = liveness::probe(live, schedule, window).await?;
-            let groups = liveness::probe_groups(live, schedule, window).await?;
+            let groups = liveness::probe_groups(live, schedule, window, &stuck).await?;
             (
                 stuck,
                 groups,
