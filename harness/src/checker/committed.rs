@@ -132,7 +132,8 @@ fn read_below(
     }
 }
 
-/// Every commit (plain, or a transaction's that committed or may have) and
+/// Every commit that took or may have taken effect (plain, `ok` or `info`; or a
+/// transaction's that committed or may have) and
 /// every read of a committed offset, by (group, partition), each with the
 /// time its op began.
 fn spans(run: &RunIndex) -> (ByGroup<CommitSpan>, ByGroup<ReadSpan>) {
@@ -152,6 +153,10 @@ fn spans(run: &RunIndex) -> (ByGroup<CommitSpan>, ByGroup<ReadSpan>) {
             continue;
         };
         match &op.body {
+            // A commit that failed was refused before anything was
+            // appended (workload/commit.rs, session/app_groups.rs): it
+            // moved nothing, so it explains no read.
+            Body::Commit(_) if op.kind == OpType::Fail => {}
             Body::Commit(c) => commits
                 .entry((c.group.clone(), c.partition.clone()))
                 .or_default()
@@ -424,7 +429,17 @@ mod tests {
             op.index = i as u64;
             op.time_ns = i as u64 * 10;
         }
-        assert!(verdict(history).evidence.is_empty());
+        assert!(verdict(history.clone()).evidence.is_empty());
+
+        // The same commit refused (fail: nothing was appended) explains
+        // nothing: the read below 10 is a regression again.
+        history[3].kind = OpType::Fail;
+        let result = verdict(history);
+        assert_eq!(result.evidence.len(), 1, "{result:?}");
+        assert_eq!(
+            result.evidence[0].anomaly,
+            Anomaly::CommittedOffsetRegressed
+        );
 
         // A read of at least the commit, or a read begun before the
         // commit was acknowledged, is fine.
