@@ -1,8 +1,20 @@
-//! What every request handler shares: the broker's configuration and identity,
-//! its replicas and their fetchers, the metadata the controller sent, the etcd
-//! store, the producer ids it hands out and the state-change log. The listener
-//! hands one [`Broker`] to every connection; `crate::broker::run` builds it and
-//! owns its lifetime, so nothing here knows how the broker starts or stops.
+//! The broker's shared state: its configuration and identity, its replicas
+//! and their fetchers, the metadata the controller sent, the etcd store, the
+//! producer ids it hands out, the state-change log and its coordinators. The
+//! listener hands one [`Broker`] to every connection; `crate::broker::run`
+//! builds it and owns its lifetime, so nothing here knows how the broker
+//! starts or stops.
+//!
+//! What may reach the whole broker, and why:
+//! - dispatch.rs, which runs each request's handler, and parts.rs beside it,
+//!   which borrows out of the broker the parts a handler is given (no
+//!   handler is given the broker; its signature names what it may touch);
+//! - the transaction coordinator's work, through [`TxnHost`] alone;
+//! - `crate::broker`, which builds the broker and runs its background tasks
+//!   (the fetchers it stops, the replicas it flushes and shuts down, the
+//!   transaction coordinator's marker jobs, the settings they read): the
+//!   fields those touch are `pub(crate)`, the rest `pub(in crate::server)`;
+//! - the handlers' unit tests, through `server::test_support`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,31 +31,31 @@ use crate::state_change_log::StateChangeLog;
 use crate::transactions::{TxnCoordinator, TxnHost};
 
 pub struct Broker {
-    pub config: BrokerConfig,
-    pub advertised_host: String,
-    pub advertised_port: i32,
-    pub cluster_id: String,
-    pub replicas: Arc<ReplicaManager>,
+    pub(crate) config: BrokerConfig,
+    pub(in crate::server) advertised_host: String,
+    pub(in crate::server) advertised_port: i32,
+    pub(in crate::server) cluster_id: String,
+    pub(crate) replicas: Arc<ReplicaManager>,
     /// Follower fetcher tasks, started and replaced by LeaderAndIsr.
-    pub fetchers: FetcherManager,
-    pub metadata: MetadataCache,
-    pub store: MetadataStore,
+    pub(crate) fetchers: FetcherManager,
+    pub(in crate::server) metadata: MetadataCache,
+    pub(in crate::server) store: MetadataStore,
     /// Blocks of producer ids claimed in etcd, for InitProducerId.
-    pub producer_ids: ProducerIdManager,
-    pub state_changes: StateChangeLog,
+    pub(in crate::server) producer_ids: ProducerIdManager,
+    pub(in crate::server) state_changes: StateChangeLog,
     /// Held by a control request (LeaderAndIsr, UpdateMetadata) across its
     /// fences, its apply and its state-change.log lines, as Kafka's
     /// `replicaStateChangeLock` is across `becomeLeaderOrFollower`: a request
     /// that passed the fences is applied before the next one is fenced, and
     /// the log is in apply order.
-    pub control: std::sync::Mutex<()>,
+    pub(in crate::server) control: std::sync::Mutex<()>,
     /// The offsets partitions this broker leads, as their group coordinator.
-    pub offsets: Arc<OffsetsManager>,
+    pub(in crate::server) offsets: Arc<OffsetsManager>,
     /// The members, generations and rebalances of the groups it coordinates.
-    pub groups: GroupCoordinator,
+    pub(in crate::server) groups: GroupCoordinator,
     /// The transaction-state partitions this broker leads, as their
     /// transaction coordinator.
-    pub transactions: Arc<TxnCoordinator>,
+    pub(crate) transactions: Arc<TxnCoordinator>,
 }
 
 /// The transaction coordinator's work is given these parts, not the whole
@@ -67,15 +79,6 @@ impl TxnHost for Broker {
 }
 
 impl Broker {
-    /// Takes [`Broker::control`] for one control request's fences, apply
-    /// and log lines (a poisoned lock is taken as it is: what it guards is
-    /// the order of requests, not data).
-    pub fn control_lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.control
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// The broker's shared state from its settings and what starting it
     /// opened: every coordinator and cache sized and configured from
     /// `config`, in one place (the fuzz target builds its broker here too,

@@ -21,13 +21,22 @@ use kafka_protocol::messages::{
     LeaderAndIsrResponse, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
     MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader, StopReplicaRequest,
-    SyncGroupRequest, TxnOffsetCommitRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
+    StopReplicaResponse, SyncGroupRequest, TxnOffsetCommitRequest, UpdateMetadataRequest,
+    UpdateMetadataResponse, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use super::handlers;
 use super::handlers::group_deletion as deletion;
+use super::handlers::groups as group;
+use super::handlers::offsets_for_leader_epoch as leader_epoch;
 use super::handlers::produce::ProduceOutcome;
+use super::handlers::transactions as txn;
+use super::handlers::{
+    acls, api_versions, configs, create_partitions, create_topics, delete_records, delete_topics,
+    fetch, find_coordinator, init_producer_id, list_offsets, metadata, offset_commit, offset_fetch,
+    produce, txn_offset_commit, write_txn_markers,
+};
 use crate::replica::leader_and_isr::Addressed;
 use crate::server::context::Broker;
 
@@ -356,105 +365,101 @@ pub async fn handle(broker: &Broker, frame: Bytes) -> Result<Reply, DispatchErro
             encode_response(key, version, cid, &$response)
         };
     }
+    // Each handler is given the parts of the broker it touches (parts.rs).
+    let (replicas, store, cache) = (&broker.replicas, &broker.store, &broker.metadata);
+    let (offsets, groups) = (&broker.offsets, &broker.groups);
     match request {
         Request::ApiVersionsUnsupported => {
-            let mut resp = handlers::api_versions::response(SUPPORTED_APIS);
+            let mut resp = api_versions::response(SUPPORTED_APIS);
             resp.error_code = ResponseError::UnsupportedVersion.code();
             encode_response::<ApiVersionsResponse>(key, 0, cid, &resp)
         }
-        Request::ApiVersions(_) => respond!(handlers::api_versions::response(SUPPORTED_APIS)),
+        Request::ApiVersions(_) => respond!(api_versions::response(SUPPORTED_APIS)),
         Request::Metadata(req) => {
-            respond!(handlers::metadata::handle(broker, req, version).await)
+            let (me, creation) = (broker.advertised(), broker.auto_topic_creation());
+            respond!(metadata::handle(cache, &me, creation.as_ref(), req, version).await)
         }
         Request::CreateTopics(req) => {
-            respond!(handlers::create_topics::handle(broker, req, version).await)
+            respond!(create_topics::handle(&broker.topic_creation(), req, version).await)
         }
-        Request::Produce(req) => match handlers::produce::handle(broker, req).await {
+        Request::Produce(req) => match produce::handle(broker, req).await {
             ProduceOutcome::Respond(resp) => respond!(resp),
             ProduceOutcome::Silent => Ok(Reply::None),
             ProduceOutcome::Close(why) => Err(DispatchError::AcksZeroFailure(why)),
         },
         Request::Fetch(req) => {
-            respond!(handlers::fetch::handle(broker, req, version, &client_id).await)
+            respond!(fetch::handle(replicas, cache, req, version, &client_id).await)
         }
-        Request::ListOffsets(req) => {
-            respond!(handlers::list_offsets::handle(broker, req, version))
-        }
-        Request::OffsetForLeaderEpoch(req) => {
-            respond!(handlers::offsets_for_leader_epoch::handle(broker, req))
-        }
+        Request::ListOffsets(req) => respond!(list_offsets::handle(replicas, req, version)),
+        Request::OffsetForLeaderEpoch(req) => respond!(leader_epoch::answer(replicas, req)),
         Request::LeaderAndIsr(req) => respond!(leader_and_isr(broker, req).await),
-        Request::UpdateMetadata(req) => {
-            let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
-            respond!(handlers::update_metadata::handle(broker, req, refused))
-        }
-        Request::StopReplica(req) => {
-            let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
-            respond!(handlers::stop_replica::handle(broker, req, refused))
-        }
+        Request::UpdateMetadata(req) => respond!(update_metadata(broker, req).await),
+        Request::StopReplica(req) => respond!(stop_replica(broker, req).await),
         Request::InitProducerId(req) => {
-            respond!(handlers::init_producer_id::handle(broker, req, version).await)
+            respond!(init_producer_id::handle(broker, req, version).await)
         }
         Request::FindCoordinator(req) => {
-            respond!(handlers::find_coordinator::handle(broker, req, version).await)
+            let lookup = broker.coordinator_lookup();
+            respond!(find_coordinator::handle(&lookup, req, version).await)
         }
         Request::OffsetCommit(req) => {
-            respond!(handlers::offset_commit::handle(broker, req, version).await)
+            respond!(offset_commit::handle(&broker.group_writes(), req, version).await)
         }
-        Request::OffsetFetch(req) => {
-            respond!(handlers::offset_fetch::handle(broker, req, version))
-        }
+        Request::OffsetFetch(req) => respond!(offset_fetch::handle(offsets, req, version)),
         Request::JoinGroup(req) => {
-            respond!(handlers::groups::join(broker, req, version, &client_id).await)
+            respond!(group::join(offsets, groups, req, version, &client_id).await)
         }
-        Request::SyncGroup(req) => respond!(handlers::groups::sync(broker, req, version).await),
-        Request::Heartbeat(req) => respond!(handlers::groups::heartbeat(broker, req)),
-        Request::LeaveGroup(req) => respond!(handlers::groups::leave(broker, req, version)),
+        Request::SyncGroup(req) => respond!(group::sync(offsets, groups, req, version).await),
+        Request::Heartbeat(req) => respond!(group::heartbeat(offsets, groups, req)),
+        Request::LeaveGroup(req) => respond!(group::leave(offsets, groups, req, version)),
         Request::DescribeGroups(req) => {
-            respond!(handlers::groups::describe(broker, req, version))
+            respond!(group::describe(offsets, groups, req, version))
         }
-        Request::ListGroups(req) => respond!(handlers::groups::list(broker, req)),
-        Request::DeleteGroups(req) => respond!(deletion::delete_groups(broker, req).await),
-        Request::OffsetDelete(req) => respond!(deletion::offset_delete(broker, req).await),
+        Request::ListGroups(req) => respond!(group::list(offsets, groups, req)),
+        Request::DeleteGroups(req) => {
+            respond!(deletion::delete_groups(&broker.group_writes(), req).await)
+        }
+        Request::OffsetDelete(req) => {
+            respond!(deletion::offset_delete(&broker.group_writes(), req).await)
+        }
         Request::DescribeConfigs(req) => {
-            respond!(handlers::configs::describe(broker, req, version).await)
+            let (config, topic_configs) = (&broker.config, replicas.topic_configs());
+            respond!(configs::describe(config, store, topic_configs, req, version).await)
         }
-        Request::AlterConfigs(req) => respond!(handlers::configs::alter(broker, req).await),
+        Request::AlterConfigs(req) => {
+            respond!(configs::alter(broker.config.node_id, store, req).await)
+        }
         Request::IncrementalAlterConfigs(req) => {
-            respond!(handlers::configs::incremental_alter(broker, req).await)
+            respond!(configs::incremental_alter(broker.config.node_id, store, req).await)
         }
         Request::CreatePartitions(req) => {
-            respond!(handlers::create_partitions::handle(broker, req).await)
+            respond!(create_partitions::handle(store, cache, req).await)
         }
         Request::DeleteTopics(req) => {
-            respond!(handlers::delete_topics::handle(broker, req, version).await)
+            respond!(delete_topics::handle(store, cache, req, version).await)
         }
-        Request::DeleteRecords(req) => {
-            respond!(handlers::delete_records::handle(broker, req).await)
-        }
-        Request::CreateAcls(req) => respond!(handlers::acls::create(broker, req, version).await),
-        Request::DescribeAcls(req) => {
-            respond!(handlers::acls::describe(broker, req, version).await)
-        }
-        Request::DeleteAcls(req) => respond!(handlers::acls::delete(broker, req, version).await),
+        Request::DeleteRecords(req) => respond!(delete_records::handle(replicas, req).await),
+        Request::CreateAcls(req) => respond!(acls::create(store, req, version).await),
+        Request::DescribeAcls(req) => respond!(acls::describe(store, req, version).await),
+        Request::DeleteAcls(req) => respond!(acls::delete(store, req, version).await),
         Request::WriteTxnMarkers(req) => {
-            respond!(handlers::write_txn_markers::handle(broker, req).await)
+            respond!(write_txn_markers::handle(replicas, offsets, req).await)
         }
         Request::AddPartitionsToTxn(req) if version >= 4 => {
             respond!(crate::transactions::verify::answer_verify_only(broker, req))
         }
         Request::AddPartitionsToTxn(req) => {
-            respond!(handlers::transactions::add_partitions(broker, req, version).await)
+            respond!(txn::add_partitions(broker, req, version).await)
         }
         Request::AddOffsetsToTxn(req) => {
-            respond!(handlers::transactions::add_offsets(broker, req, version).await)
+            respond!(txn::add_offsets(broker, offsets, req, version).await)
         }
-        Request::EndTxn(req) => respond!(handlers::transactions::end(broker, req, version).await),
+        Request::EndTxn(req) => respond!(txn::end(broker, req, version).await),
         Request::TxnOffsetCommit(req) => {
-            respond!(handlers::txn_offset_commit::handle(broker, req, version).await)
+            respond!(txn_offset_commit::handle(&broker.group_writes(), req, version).await)
         }
         Request::DescribeCluster(req) => {
-            let mut resp = handlers::metadata::describe_cluster(broker);
+            let mut resp = metadata::describe_cluster(cache, &broker.advertised());
             resp.endpoint_type = req.endpoint_type;
             respond!(resp)
         }
@@ -481,7 +486,19 @@ async fn leader_and_isr(broker: &Broker, req: LeaderAndIsrRequest) -> LeaderAndI
         .topic_configs()
         .ensure_read(&broker.store, topics)
         .await;
-    handlers::leader_and_isr::handle(broker, req, refused)
+    handlers::leader_and_isr::handle(&broker.control(), &broker.coordinators(), req, refused)
+}
+
+/// UpdateMetadata: the broker-epoch check, then the request itself.
+async fn update_metadata(broker: &Broker, req: UpdateMetadataRequest) -> UpdateMetadataResponse {
+    let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
+    handlers::update_metadata::handle(&broker.control(), &broker.metadata, req, refused)
+}
+
+/// StopReplica: the broker-epoch check, then the request itself.
+async fn stop_replica(broker: &Broker, req: StopReplicaRequest) -> StopReplicaResponse {
+    let refused = broker_epoch_refusal(broker, req.broker_epoch).await;
+    handlers::stop_replica::handle(&broker.control(), req, refused)
 }
 
 /// KIP-380's broker-epoch check on a control request (Kafka 2.2,

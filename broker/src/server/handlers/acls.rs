@@ -21,8 +21,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::controller::metadata_store::MetadataStore;
 use crate::controller::metadata_store::acls::AclBinding;
-use crate::server::context::Broker;
 
 // Kafka's enum codes (`ResourceType`, `PatternType`, `AclOperation`,
 // `AclPermissionType`): 0 is UNKNOWN and 1 ANY in each.
@@ -154,14 +154,18 @@ fn owned(s: &Option<StrBytes>) -> Option<String> {
     s.as_ref().map(|s| s.to_string())
 }
 
-pub async fn create(broker: &Broker, req: CreateAclsRequest, version: i16) -> CreateAclsResponse {
+pub async fn create(
+    store: &MetadataStore,
+    req: CreateAclsRequest,
+    version: i16,
+) -> CreateAclsResponse {
     let checked: Vec<Result<AclBinding, String>> = req
         .creations
         .iter()
         .map(|c| binding_of(c, version))
         .collect();
     let valid: Vec<AclBinding> = checked.iter().filter_map(|c| c.clone().ok()).collect();
-    let stored = broker.store.create_acls(&valid).await;
+    let stored = store.create_acls(&valid).await;
     let results = checked
         .into_iter()
         .map(|c| match (c, &stored) {
@@ -178,7 +182,7 @@ pub async fn create(broker: &Broker, req: CreateAclsRequest, version: i16) -> Cr
 }
 
 pub async fn describe(
-    broker: &Broker,
+    store: &MetadataStore,
     req: DescribeAclsRequest,
     version: i16,
 ) -> DescribeAclsResponse {
@@ -204,7 +208,7 @@ pub async fn describe(
     if let Err(why) = filter.check() {
         return refuse(ResponseError::InvalidRequest, why);
     }
-    let all = match broker.store.acls().await {
+    let all = match store.acls().await {
         Ok(all) => all,
         Err(e) => return refuse(ResponseError::UnknownServerError, e.to_string()),
     };
@@ -234,8 +238,12 @@ pub async fn describe(
     DescribeAclsResponse::default().with_resources(resources)
 }
 
-pub async fn delete(broker: &Broker, req: DeleteAclsRequest, version: i16) -> DeleteAclsResponse {
-    let all = broker.store.acls().await;
+pub async fn delete(
+    store: &MetadataStore,
+    req: DeleteAclsRequest,
+    version: i16,
+) -> DeleteAclsResponse {
+    let all = store.acls().await;
     let mut results = Vec::with_capacity(req.filters.len());
     for f in &req.filters {
         let filter = filter_of(f, version);
@@ -250,7 +258,7 @@ pub async fn delete(broker: &Broker, req: DeleteAclsRequest, version: i16) -> De
             (Ok(all), Ok(())) => {
                 let matching: Vec<AclBinding> =
                     all.iter().filter(|b| filter.matches(b)).cloned().collect();
-                match broker.store.delete_acls(&matching).await {
+                match store.delete_acls(&matching).await {
                     Ok(deleted) => DeleteAclsFilterResult::default()
                         .with_matching_acls(deleted.into_iter().map(matching_acl).collect()),
                     Err(e) => refused(ResponseError::UnknownServerError, e.to_string()),

@@ -14,9 +14,10 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResourceResult;
 use kafka_protocol::protocol::StrBytes;
 
+use crate::config::BrokerConfig;
+use crate::controller::metadata_store::MetadataStore;
 use crate::controller::metadata_store::Overrides;
 use crate::controller::metadata_store::broker_configs::DEFAULT_ENTITY;
-use crate::server::context::Broker;
 use crate::topic_config::ConfigType;
 
 /// Kafka's `DescribeConfigsResponse.ConfigSource` (KIP-226).
@@ -127,8 +128,8 @@ pub fn validate(name: &str, value: &str) -> Result<(), Refusal> {
 /// The entity a resource name stands for: this broker's id, or "" for the
 /// cluster-wide default. Kafka refuses another broker's id as an
 /// INVALID_REQUEST (`ConfigAdminManager`'s "Unexpected broker id").
-fn entity(broker: &Broker, name: &str) -> Result<String, Refusal> {
-    let own = broker.config.node_id.to_string();
+fn entity(node_id: i32, name: &str) -> Result<String, Refusal> {
+    let own = node_id.to_string();
     if name.is_empty() {
         Ok(DEFAULT_ENTITY.into())
     } else if name == own {
@@ -164,19 +165,19 @@ pub fn apply(current: &Overrides, ops: &[Op], replace: bool) -> Result<Overrides
 }
 
 /// Alters the dynamic configs of broker resource `name`, retried on a lost
-/// compare.
+/// compare. `node_id` is this broker's, the one id `name` may be.
 pub async fn alter(
-    broker: &Broker,
+    node_id: i32,
+    store: &MetadataStore,
     name: &str,
     ops: &[Op],
     replace: bool,
     validate_only: bool,
 ) -> Result<(), Refusal> {
-    let entity = entity(broker, name)?;
+    let entity = entity(node_id, name)?;
     let failed = |e: &dyn std::fmt::Display| (ResponseError::UnknownServerError, e.to_string());
     for _ in 0..WRITE_ATTEMPTS {
-        let (current, held) = broker
-            .store
+        let (current, held) = store
             .broker_configs(&entity)
             .await
             .map_err(|e| failed(&e))?;
@@ -184,11 +185,7 @@ pub async fn alter(
         if validate_only {
             return Ok(());
         }
-        match broker
-            .store
-            .write_broker_configs(&entity, held, &next)
-            .await
-        {
+        match store.write_broker_configs(&entity, held, &next).await {
             Ok(true) => {
                 tracing::info!(%entity, configs = ?next, "dynamic broker configs altered");
                 return Ok(());
@@ -220,8 +217,7 @@ pub(super) fn versioned(
 }
 
 /// The broker's static settings a client may ask of it, read-only.
-fn static_entries(broker: &Broker, version: i16) -> Vec<DescribeConfigsResourceResult> {
-    let c = &broker.config;
+fn static_entries(c: &BrokerConfig, version: i16) -> Vec<DescribeConfigsResourceResult> {
     [
         (
             "auto.create.topics.enable",
@@ -289,14 +285,14 @@ pub fn dynamic_values(
 /// DescribeConfigs of broker resource `name`: this broker's static settings
 /// and its dynamic configs, or the cluster-wide dynamic defaults for "".
 pub async fn describe(
-    broker: &Broker,
+    config: &BrokerConfig,
+    store: &MetadataStore,
     name: &str,
     version: i16,
 ) -> Result<Vec<DescribeConfigsResourceResult>, Refusal> {
-    let entity = entity(broker, name)?;
+    let entity = entity(config.node_id, name)?;
     let failed = |e: &dyn std::fmt::Display| (ResponseError::UnknownServerError, e.to_string());
-    let (default, _) = broker
-        .store
+    let (default, _) = store
         .broker_configs(DEFAULT_ENTITY)
         .await
         .map_err(|e| failed(&e))?;
@@ -304,8 +300,7 @@ pub async fn describe(
         None
     } else {
         Some(
-            broker
-                .store
+            store
                 .broker_configs(&entity)
                 .await
                 .map_err(|e| failed(&e))?
@@ -313,7 +308,7 @@ pub async fn describe(
         )
     };
     let mut entries = if own.is_some() {
-        static_entries(broker, version)
+        static_entries(config, version)
     } else {
         Vec::new()
     };

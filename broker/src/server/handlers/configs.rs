@@ -24,10 +24,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::config::BrokerConfig;
+use crate::controller::metadata_store::MetadataStore;
 use crate::controller::metadata_store::{Overrides, StoredTopic};
-use crate::server::context::Broker;
 use crate::server::handlers::broker_configs::{self, STATIC_BROKER_CONFIG, versioned};
-use crate::topic_config::{self, ConfigError, ConfigType, Described};
+use crate::topic_config::{self, ConfigError, ConfigType, Described, TopicConfigs};
 
 /// Kafka's `ConfigResource.Type`.
 const TOPIC: i8 = 2;
@@ -57,8 +58,8 @@ fn text(s: impl Into<String>) -> StrBytes {
     StrBytes::from_string(s.into())
 }
 
-async fn stored(broker: &Broker, topic: &str) -> Result<StoredTopic, Failure> {
-    match broker.store.topic(topic).await {
+async fn stored(store: &MetadataStore, topic: &str) -> Result<StoredTopic, Failure> {
+    match store.topic(topic).await {
         Ok(Some(t)) => Ok(t),
         Ok(None) => Err(Failure(
             ResponseError::UnknownTopicOrPartition,
@@ -120,8 +121,13 @@ fn describe_entry(d: &Described, synonyms: bool, version: i16) -> DescribeConfig
     entry
 }
 
+/// Reads topics' overrides and dynamic broker configs from `store`; a
+/// topic's are described against `topic_configs`' defaults, a broker's with
+/// `config`'s static settings.
 pub async fn describe(
-    broker: &Broker,
+    config: &BrokerConfig,
+    store: &MetadataStore,
+    topic_configs: &TopicConfigs,
     req: DescribeConfigsRequest,
     version: i16,
 ) -> DescribeConfigsResponse {
@@ -132,15 +138,14 @@ pub async fn describe(
             .configuration_keys
             .map(|k| k.iter().map(|k| k.to_string()).collect());
         let entries = match resource.resource_type {
-            TOPIC => stored(broker, &name).await.map(|t| {
-                let configs = broker.replicas.topic_configs();
-                configs
+            TOPIC => stored(store, &name).await.map(|t| {
+                topic_configs
                     .describe(&overrides_of(&t))
                     .iter()
                     .map(|d| describe_entry(d, req.include_synonyms, version))
                     .collect()
             }),
-            BROKER => broker_configs::describe(broker, &name, version)
+            BROKER => broker_configs::describe(config, store, &name, version)
                 .await
                 .map_err(|(code, message)| Failure(code, message)),
             other => Err(Failure(
@@ -234,19 +239,19 @@ fn apply(current: &Overrides, changes: &[Change], replace: bool) -> Result<Overr
 
 /// Alters one topic's overrides by `changes`, retried on a lost compare.
 async fn alter_topic(
-    broker: &Broker,
+    store: &MetadataStore,
     topic: &str,
     changes: &[Change],
     replace: bool,
     validate_only: bool,
 ) -> Result<(), Failure> {
     for _ in 0..WRITE_ATTEMPTS {
-        let read = stored(broker, topic).await?;
+        let read = stored(store, topic).await?;
         let next = apply(&overrides_of(&read), changes, replace)?;
         if validate_only {
             return Ok(());
         }
-        match broker.store.write_topic_configs(topic, &read, &next).await {
+        match store.write_topic_configs(topic, &read, &next).await {
             Ok(true) => {
                 tracing::info!(%topic, configs = ?next, "topic configs altered");
                 return Ok(());
@@ -261,9 +266,9 @@ async fn alter_topic(
     ))
 }
 
-/// One resource of either alter request.
+/// One resource of either alter request, on broker `node_id`.
 async fn alter_resource(
-    broker: &Broker,
+    (node_id, store): (i32, &MetadataStore),
     kind: i8,
     name: &str,
     changes: Result<Vec<Change>, Failure>,
@@ -272,11 +277,11 @@ async fn alter_resource(
 ) -> (i16, Option<StrBytes>) {
     let outcome = match kind {
         TOPIC => match changes {
-            Ok(changes) => alter_topic(broker, name, &changes, replace, validate_only).await,
+            Ok(changes) => alter_topic(store, name, &changes, replace, validate_only).await,
             Err(f) => Err(f),
         },
         BROKER => match changes.and_then(broker_ops) {
-            Ok(ops) => broker_configs::alter(broker, name, &ops, replace, validate_only)
+            Ok(ops) => broker_configs::alter(node_id, store, name, &ops, replace, validate_only)
                 .await
                 .map_err(|(code, message)| Failure(code, message)),
             Err(f) => Err(f),
@@ -329,9 +334,9 @@ fn no_duplicates<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), Failure
 type AlterResource = (i8, String, Result<Vec<Change>, Failure>);
 
 /// Every resource of an alter request, in order: (type, name, error code,
-/// message).
+/// message), on broker `node_id`.
 async fn alter_all(
-    broker: &Broker,
+    on: (i32, &MetadataStore),
     resources: Vec<AlterResource>,
     replace: bool,
     validate_only: bool,
@@ -339,7 +344,7 @@ async fn alter_all(
     let mut out = Vec::with_capacity(resources.len());
     for (kind, name, changes) in resources {
         let (code, message) =
-            alter_resource(broker, kind, &name, changes, replace, validate_only).await;
+            alter_resource(on, kind, &name, changes, replace, validate_only).await;
         out.push((kind, name, code, message));
     }
     out
@@ -366,8 +371,12 @@ fn incremental_change(
     })
 }
 
+/// Writes topics' overrides and dynamic broker configs in `store`;
+/// `node_id` is this broker's, the one BROKER resource it alters besides
+/// the cluster default.
 pub async fn incremental_alter(
-    broker: &Broker,
+    node_id: i32,
+    store: &MetadataStore,
     req: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let resources = req
@@ -379,7 +388,7 @@ pub async fn incremental_alter(
             (r.resource_type, r.resource_name.to_string(), changes)
         })
         .collect();
-    let responses = alter_all(broker, resources, false, req.validate_only)
+    let responses = alter_all((node_id, store), resources, false, req.validate_only)
         .await
         .into_iter()
         .map(|(kind, name, code, message)| {
@@ -393,8 +402,13 @@ pub async fn incremental_alter(
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
 
-/// AlterConfigs: the given configs become the topic's whole set of overrides.
-pub async fn alter(broker: &Broker, req: AlterConfigsRequest) -> AlterConfigsResponse {
+/// AlterConfigs: the given configs become the topic's whole set of overrides
+/// (`store` and `node_id` as [`incremental_alter`]'s).
+pub async fn alter(
+    node_id: i32,
+    store: &MetadataStore,
+    req: AlterConfigsRequest,
+) -> AlterConfigsResponse {
     let resources = req
         .resources
         .iter()
@@ -412,7 +426,7 @@ pub async fn alter(broker: &Broker, req: AlterConfigsRequest) -> AlterConfigsRes
             (r.resource_type, r.resource_name.to_string(), changes)
         })
         .collect();
-    let responses = alter_all(broker, resources, true, req.validate_only)
+    let responses = alter_all((node_id, store), resources, true, req.validate_only)
         .await
         .into_iter()
         .map(|(kind, name, code, message)| {

@@ -19,8 +19,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::create_topics::{assign_replicas, live_brokers, wait_for_leaders};
 use super::find_coordinator::is_internal;
-use crate::controller::metadata_store::{StoredTopic, TopicAssignment};
-use crate::server::context::Broker;
+use crate::controller::metadata_store::{MetadataStore, StoredTopic, TopicAssignment};
+use crate::server::metadata_cache::MetadataCache;
 
 /// Compare-and-swap attempts before the request answers that it could not.
 const WRITE_ATTEMPTS: u32 = 8;
@@ -97,7 +97,7 @@ fn grown(
 }
 
 async fn grow(
-    broker: &Broker,
+    store: &MetadataStore,
     topic: &CreatePartitionsTopic,
     live: &[i32],
     validate_only: bool,
@@ -112,7 +112,7 @@ async fn grow(
         ));
     }
     for _ in 0..WRITE_ATTEMPTS {
-        let read: StoredTopic = match broker.store.topic(&name).await {
+        let read: StoredTopic = match store.topic(&name).await {
             Ok(Some(t)) => t,
             Ok(None) => {
                 return Err(Failure(
@@ -126,11 +126,7 @@ async fn grow(
         if validate_only {
             return Ok(false);
         }
-        match broker
-            .store
-            .write_topic_assignment(&name, &read, &next)
-            .await
-        {
+        match store.write_topic_assignment(&name, &read, &next).await {
             Ok(true) => {
                 tracing::info!(topic = %name, partitions = ?next.partitions, "partitions added");
                 return Ok(true);
@@ -145,15 +141,21 @@ async fn grow(
     ))
 }
 
-pub async fn handle(broker: &Broker, req: CreatePartitionsRequest) -> CreatePartitionsResponse {
-    let live = live_brokers(broker, "CreatePartitions").await;
+/// Grows topics' assignments in `store`, then waits for `metadata` to
+/// announce the new partitions' leaders.
+pub async fn handle(
+    store: &MetadataStore,
+    metadata: &MetadataCache,
+    req: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
+    let live = live_brokers(store, "CreatePartitions").await;
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
     let mut results = Vec::with_capacity(req.topics.len());
     let mut grew = Vec::new();
     for topic in &req.topics {
         let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
-        results.push(match grow(broker, topic, &live, req.validate_only).await {
+        results.push(match grow(store, topic, &live, req.validate_only).await {
             Ok(written) => {
                 if written {
                     grew.push((results.len(), topic.name.to_string(), topic.count));
@@ -166,7 +168,7 @@ pub async fn handle(broker: &Broker, req: CreatePartitionsRequest) -> CreatePart
         });
     }
     for (index, name, count) in grew {
-        if !wait_for_leaders(broker, &name, count, deadline).await {
+        if !wait_for_leaders(metadata, &name, count, deadline).await {
             results[index].error_code = ResponseError::RequestTimedOut.code();
         }
     }

@@ -19,10 +19,12 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::config::BrokerConfig;
+use crate::controller::metadata_store::MetadataStore;
 use crate::controller::metadata_store::{Overrides, TopicAssignment, wire_topic_id};
-use crate::server::context::Broker;
+use crate::server::metadata_cache::MetadataCache;
 use crate::storage::validate_topic_name;
-use crate::topic_config;
+use crate::topic_config::{self, TopicConfigs};
 
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -62,10 +64,8 @@ fn configs_of(topic: &CreatableTopic) -> Result<Overrides, Failure> {
 }
 
 /// The topic's configs as CreateTopics v5+ answers them.
-fn described(broker: &Broker, configs: &Overrides) -> Vec<CreatableTopicConfigs> {
-    broker
-        .replicas
-        .topic_configs()
+fn described(topic_configs: &TopicConfigs, configs: &Overrides) -> Vec<CreatableTopicConfigs> {
+    topic_configs
         .describe(configs)
         .into_iter()
         .map(|d| {
@@ -134,18 +134,30 @@ fn plan(
 
 /// The broker's `num_partitions` and `default_replication_factor`.
 #[derive(Clone, Copy)]
-struct Defaults {
+pub struct Defaults {
     partitions: i32,
     replication_factor: i32,
 }
 
 impl Defaults {
-    fn of(broker: &Broker) -> Self {
+    pub fn of(config: &BrokerConfig) -> Self {
         Defaults {
-            partitions: broker.config.num_partitions,
-            replication_factor: broker.config.default_replication_factor,
+            partitions: config.num_partitions,
+            replication_factor: config.default_replication_factor,
         }
     }
+}
+
+/// What creating a topic touches: the etcd store the controller learns new
+/// topics from, the metadata it sends back once their leaders are elected,
+/// the broker's defaults for a topic's size, and the topic configs a
+/// created topic's configs are described with (CreateTopics, and Metadata's
+/// auto-creation).
+pub struct TopicCreation<'a> {
+    pub store: &'a MetadataStore,
+    pub metadata: &'a MetadataCache,
+    pub defaults: Defaults,
+    pub topic_configs: &'a TopicConfigs,
 }
 
 /// `partitions` partitions of `rf` replicas each over `live`.
@@ -168,8 +180,8 @@ fn sized(partitions: i32, rf: i32, live: &[i32]) -> Result<TopicAssignment, Fail
     })
 }
 
-pub(super) async fn live_brokers(broker: &Broker, api: &str) -> Vec<i32> {
-    match broker.store.live_brokers().await {
+pub(super) async fn live_brokers(store: &MetadataStore, api: &str) -> Vec<i32> {
+    match store.live_brokers().await {
         Ok(b) => b.keys().copied().collect(),
         Err(e) => {
             tracing::warn!(%e, api, "could not read live brokers");
@@ -184,13 +196,13 @@ pub(super) async fn live_brokers(broker: &Broker, api: &str) -> Vec<i32> {
 /// else created meanwhile, so the client asks again once leaders are elected;
 /// an illegal name is INVALID_TOPIC_EXCEPTION and too few live brokers for
 /// the default replication factor INVALID_REPLICATION_FACTOR, as there.
-pub async fn auto_create(broker: &Broker, name: &str) -> ResponseError {
+pub async fn auto_create(creation: &TopicCreation<'_>, name: &str) -> ResponseError {
     if let Err(e) = validate_topic_name(name) {
         tracing::info!(topic = %name, %e, "not auto-creating");
         return ResponseError::InvalidTopicException;
     }
-    let live = live_brokers(broker, "Metadata").await;
-    let defaults = Defaults::of(broker);
+    let live = live_brokers(creation.store, "Metadata").await;
+    let defaults = creation.defaults;
     let assignment = match sized(defaults.partitions, defaults.replication_factor, &live) {
         Ok(a) => a,
         Err(Failure(code, why)) => {
@@ -198,7 +210,7 @@ pub async fn auto_create(broker: &Broker, name: &str) -> ResponseError {
             return code;
         }
     };
-    match broker.store.create_topic(name, &assignment).await {
+    match creation.store.create_topic(name, &assignment).await {
         Ok(created) => {
             if created {
                 tracing::info!(topic = %name, partitions = ?assignment.partitions, "topic auto-created");
@@ -213,12 +225,12 @@ pub async fn auto_create(broker: &Broker, name: &str) -> ResponseError {
 }
 
 pub async fn handle(
-    broker: &Broker,
+    creation: &TopicCreation<'_>,
     req: CreateTopicsRequest,
     version: i16,
 ) -> CreateTopicsResponse {
-    let live = live_brokers(broker, "CreateTopics").await;
-    let defaults = Defaults::of(broker);
+    let live = live_brokers(creation.store, "CreateTopics").await;
+    let defaults = creation.defaults;
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
     let mut results = Vec::with_capacity(req.topics.len());
@@ -231,7 +243,7 @@ pub async fn handle(
         let outcome = match planned {
             Err(f) => Err(f),
             Ok(_) if req.validate_only => Ok(None),
-            Ok((assignment, configs)) => match broker
+            Ok((assignment, configs)) => match creation
                 .store
                 .create_topic_with(&name, &assignment, &configs)
                 .await
@@ -264,7 +276,7 @@ pub async fn handle(
                     r = r
                         .with_num_partitions(np)
                         .with_replication_factor(rf)
-                        .with_configs(Some(described(broker, &configs)));
+                        .with_configs(Some(described(creation.topic_configs, &configs)));
                 }
                 r
             }
@@ -281,8 +293,8 @@ pub async fn handle(
     // Wait for leaders, bounded by the request's timeout; v7 answers the
     // new topic's id (KIP-516), which the same announcement carried.
     for (index, name, partitions) in created {
-        if wait_for_leaders(broker, &name, partitions, deadline).await {
-            let id = broker.metadata.topic_id(&name);
+        if wait_for_leaders(creation.metadata, &name, partitions, deadline).await {
+            let id = creation.metadata.topic_id(&name);
             results[index].topic_id = wire_topic_id(id.as_deref());
         } else {
             results[index].error_code = ResponseError::RequestTimedOut.code();
@@ -294,13 +306,13 @@ pub async fn handle(
 /// Waits until this broker's metadata shows `partitions` partitions of
 /// `topic`, each with a leader; false at `deadline`.
 pub(super) async fn wait_for_leaders(
-    broker: &Broker,
+    metadata: &MetadataCache,
     topic: &str,
     partitions: i32,
     deadline: tokio::time::Instant,
 ) -> bool {
     loop {
-        if broker.metadata.partitions_led(topic) >= partitions {
+        if metadata.partitions_led(topic) >= partitions {
             return true;
         }
         let now = tokio::time::Instant::now();

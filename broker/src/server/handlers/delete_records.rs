@@ -9,11 +9,11 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
-use crate::server::context::Broker;
+use crate::replica::manager::ReplicaManager;
 use crate::storage::TopicPartition;
 use std::time::Duration;
 
-pub async fn handle(broker: &Broker, req: DeleteRecordsRequest) -> DeleteRecordsResponse {
+pub async fn handle(replicas: &ReplicaManager, req: DeleteRecordsRequest) -> DeleteRecordsResponse {
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
     // First every partition's start moved, so the followers learn them all
@@ -26,10 +26,7 @@ pub async fn handle(broker: &Broker, req: DeleteRecordsRequest) -> DeleteRecords
                 .iter()
                 .map(|p| {
                     let tp = TopicPartition::new(t.name.to_string(), p.partition_index);
-                    (
-                        p.partition_index,
-                        broker.replicas.delete_records(&tp, p.offset),
-                    )
+                    (p.partition_index, replicas.delete_records(&tp, p.offset))
                 })
                 .collect()
         })
@@ -40,12 +37,7 @@ pub async fn handle(broker: &Broker, req: DeleteRecordsRequest) -> DeleteRecords
         for (partition, target) in partitions {
             let tp = TopicPartition::new(t.name.to_string(), partition);
             let answer = match target {
-                Ok(target) => {
-                    broker
-                        .replicas
-                        .await_low_watermark(&tp, target, deadline)
-                        .await
-                }
+                Ok(target) => replicas.await_low_watermark(&tp, target, deadline).await,
                 Err(e) => Err(e),
             };
             let result = DeleteRecordsPartitionResult::default().with_partition_index(partition);

@@ -25,7 +25,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::find_coordinator::is_internal;
 use crate::controller::metadata_store::{MetadataStore, wire_topic_id};
-use crate::server::context::Broker;
+use crate::server::metadata_cache::MetadataCache;
 
 async fn mark(store: MetadataStore, topic: &str) -> Result<(), (ResponseError, String)> {
     if is_internal(topic) {
@@ -46,10 +46,13 @@ async fn mark(store: MetadataStore, topic: &str) -> Result<(), (ResponseError, S
 
 /// Marks every topic of `names` at once (one etcd round trip each, all in
 /// flight together), each outcome at its name's index.
-async fn mark_all(broker: &Broker, names: &[String]) -> Vec<Result<(), (ResponseError, String)>> {
+async fn mark_all(
+    store: &MetadataStore,
+    names: &[String],
+) -> Vec<Result<(), (ResponseError, String)>> {
     let mut marks = tokio::task::JoinSet::new();
     for (index, name) in names.iter().enumerate() {
-        let store = broker.store.clone();
+        let store = store.clone();
         let name = name.clone();
         marks.spawn(async move { (index, mark(store, &name).await) });
     }
@@ -76,12 +79,12 @@ async fn mark_all(broker: &Broker, names: &[String]) -> Vec<Result<(), (Response
 /// INVALID_REQUEST). Each `Ok` is the topic's name and its id, if the
 /// metadata holds one, for the answer.
 fn requested(
-    broker: &Broker,
+    metadata: &MetadataCache,
     req: &DeleteTopicsRequest,
     version: i16,
 ) -> Vec<Result<(String, Option<String>), DeletableTopicResult>> {
     let named = |name: String| {
-        let id = broker.metadata.topic_id(&name);
+        let id = metadata.topic_id(&name);
         Ok((name, id))
     };
     if version < 6 {
@@ -103,7 +106,7 @@ fn requested(
             )),
             (None, _) => {
                 let id = t.topic_id.to_string();
-                match broker.metadata.topic_named(&id) {
+                match metadata.topic_named(&id) {
                     Some(name) => Ok((name, Some(id))),
                     None => Err(refused(
                         DeletableTopicResult::default().with_topic_id(t.topic_id),
@@ -133,19 +136,22 @@ fn refused(
     }
 }
 
+/// Marks topics for deletion in `store`, then waits for `metadata` to stop
+/// holding them.
 pub async fn handle(
-    broker: &Broker,
+    store: &MetadataStore,
+    metadata: &MetadataCache,
     req: DeleteTopicsRequest,
     version: i16,
 ) -> DeleteTopicsResponse {
     let deadline =
         tokio::time::Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
-    let topics = requested(broker, &req, version);
+    let topics = requested(metadata, &req, version);
     let names: Vec<String> = topics
         .iter()
         .filter_map(|t| t.as_ref().ok().map(|(name, _)| name.clone()))
         .collect();
-    let mut outcomes = mark_all(broker, &names).await.into_iter();
+    let mut outcomes = mark_all(store, &names).await.into_iter();
     let mut results = Vec::with_capacity(topics.len());
     let mut marked = Vec::new();
     for topic in topics {
@@ -172,8 +178,7 @@ pub async fn handle(
         // A timeout of 0 or less waits for nothing: every marked topic is
         // REQUEST_TIMED_OUT (Kafka's `ZkAdminManager.deleteTopics`).
         if req.timeout_ms <= 0
-            || !broker
-                .metadata
+            || !metadata
                 .wait_until(deadline, |cache| !cache.holds(&name))
                 .await
         {

@@ -31,11 +31,15 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 const READ_COMMITTED: i8 = 1;
 
 use crate::replica::leader::ReadBudget;
+use crate::replica::manager::ReplicaManager;
 use crate::replica::store::TopicPartition;
-use crate::server::context::Broker;
+use crate::server::metadata_cache::MetadataCache;
 
+/// Reads through `replicas` alone; `metadata` only resolves a v13+
+/// request's topic ids to names.
 pub async fn handle(
-    broker: &Broker,
+    replicas: &ReplicaManager,
+    metadata: &MetadataCache,
     req: FetchRequest,
     version: i16,
     client_id: &str,
@@ -50,7 +54,7 @@ pub async fn handle(
     };
     // A follower's run, from its client id (fetcher.rs): its fetches count
     // toward joining an ISR only for that run (KIP-903).
-    let names = topic_names(broker, &req, version);
+    let names = topic_names(metadata, &req, version);
     if replica_id >= 0
         && let Some(run) = crate::replica::fetcher::follower_incarnation(client_id)
     {
@@ -60,9 +64,7 @@ pub async fn handle(
                 .iter()
                 .map(move |p| TopicPartition::new(name.clone(), p.partition))
         });
-        broker
-            .replicas
-            .note_follower_run(partitions, replica_id, run);
+        replicas.note_follower_run(partitions, replica_id, run);
     }
     if replica_id >= 0 {
         // What each follower's log start is (KIP-107): a DeleteRecords
@@ -76,11 +78,11 @@ pub async fn handle(
                 )
             })
         });
-        broker.replicas.note_follower_log_starts(starts, replica_id);
+        replicas.note_follower_log_starts(starts, replica_id);
     }
     loop {
-        let notified = broker.replicas.appended().notified();
-        let (response, bytes, any_error) = read_once(broker, &req, &names, replica_id);
+        let notified = replicas.appended().notified();
+        let (response, bytes, any_error) = read_once(replicas, &req, &names, replica_id);
         let done = bytes >= req.min_bytes.max(0) as usize
             || any_error
             || tokio::time::Instant::now() >= deadline;
@@ -96,18 +98,18 @@ pub async fn handle(
 
 /// Each requested topic's name: as given before v13, from its id from v13
 /// on (`None`: an id this broker's metadata does not hold).
-fn topic_names(broker: &Broker, req: &FetchRequest, version: i16) -> Vec<Option<String>> {
+fn topic_names(metadata: &MetadataCache, req: &FetchRequest, version: i16) -> Vec<Option<String>> {
     req.topics
         .iter()
         .map(|t| match version {
             ..13 => Some(t.topic.0.to_string()),
-            _ => broker.metadata.topic_named(&t.topic_id.to_string()),
+            _ => metadata.topic_named(&t.topic_id.to_string()),
         })
         .collect()
 }
 
 fn read_once(
-    broker: &Broker,
+    replicas: &ReplicaManager,
     req: &FetchRequest,
     names: &[Option<String>],
     replica_id: i32,
@@ -146,12 +148,12 @@ fn read_once(
             let budget = partition_budget(max_bytes, total, p.partition_max_bytes);
             if budget.max_bytes == 0 && !budget.min_one_batch {
                 parts.push(
-                    base.with_high_watermark(broker.replicas.high_watermark(&tp).unwrap_or(-1))
+                    base.with_high_watermark(replicas.high_watermark(&tp).unwrap_or(-1))
                         .with_records(Some(Default::default())),
                 );
                 continue;
             }
-            match broker.replicas.read_within(
+            match replicas.read_within(
                 &tp,
                 p.fetch_offset,
                 budget,

@@ -72,7 +72,14 @@ async fn fetch(
                 .with_topic(topic_name(TOPIC))
                 .with_partitions(partitions),
         ]);
-    let resp = handle(&test.broker, req, 12, "consumer").await;
+    let resp = handle(
+        &test.broker.replicas,
+        &test.broker.metadata,
+        req,
+        12,
+        "consumer",
+    )
+    .await;
     resp.responses[0]
         .partitions
         .iter()
@@ -150,7 +157,14 @@ async fn a_topic_named_by_its_id_is_read_from_v13() {
         .with_min_bytes(0)
         .with_max_bytes(1 << 20)
         .with_topics(vec![topic(ID), topic(UNKNOWN)]);
-    let resp = handle(&test.broker, req, 13, "consumer").await;
+    let resp = handle(
+        &test.broker.replicas,
+        &test.broker.metadata,
+        req,
+        13,
+        "consumer",
+    )
+    .await;
     let known = &resp.responses[0];
     assert_eq!(known.topic_id.to_string(), ID);
     assert_eq!(known.partitions[0].error_code, 0);

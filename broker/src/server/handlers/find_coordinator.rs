@@ -17,9 +17,10 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use kafka_protocol::protocol::StrBytes;
 
 use super::create_topics::assign_replicas;
-use crate::controller::metadata_store::{StoreError, TopicAssignment};
+use crate::config::BrokerConfig;
+use crate::controller::metadata_store::{MetadataStore, StoreError, TopicAssignment};
 use crate::offsets::OFFSETS_TOPIC;
-use crate::server::context::Broker;
+use crate::server::metadata_cache::MetadataCache;
 use crate::transactions::TXN_STATE_TOPIC;
 
 /// A coordinator's internal topic, made at the first FindCoordinator that
@@ -48,22 +49,22 @@ impl InternalTopic {
         }
     }
 
-    fn partitions(self, broker: &Broker) -> u32 {
+    fn partitions(self, lookup: &CoordinatorLookup<'_>) -> u32 {
         match self {
-            InternalTopic::Offsets => broker.offsets.partitions(),
-            InternalTopic::TxnState => broker.transactions.partitions(),
+            InternalTopic::Offsets => lookup.offsets_partitions,
+            InternalTopic::TxnState => lookup.txn_partitions,
         }
     }
 
     /// The replication factor and the setting it comes from.
-    fn replication_factor(self, broker: &Broker) -> (usize, &'static str) {
+    fn replication_factor(self, config: &BrokerConfig) -> (usize, &'static str) {
         match self {
             InternalTopic::Offsets => (
-                broker.config.offsets_topic_replication_factor as usize,
+                config.offsets_topic_replication_factor as usize,
                 "offsets_topic_replication_factor",
             ),
             InternalTopic::TxnState => (
-                broker.config.transaction_state_replication_factor as usize,
+                config.transaction_state_replication_factor as usize,
                 "transaction_state_replication_factor",
             ),
         }
@@ -76,8 +77,23 @@ pub fn is_internal(topic: &str) -> bool {
     topic == OFFSETS_TOPIC || topic == TXN_STATE_TOPIC
 }
 
+/// What finding a coordinator touches: the metadata naming each internal
+/// topic's partition leaders, the etcd store an internal topic is created in
+/// the first time a key of it is asked for, and what it is created with:
+/// its coordinator's partition count and the broker's replication factor
+/// setting for it.
+pub struct CoordinatorLookup<'a> {
+    pub metadata: &'a MetadataCache,
+    pub store: &'a MetadataStore,
+    pub config: &'a BrokerConfig,
+    /// The group coordinator's partition count (`OffsetsManager::partitions`).
+    pub offsets_partitions: u32,
+    /// The transaction coordinator's (`TxnCoordinator::partitions`).
+    pub txn_partitions: u32,
+}
+
 pub async fn handle(
-    broker: &Broker,
+    lookup: &CoordinatorLookup<'_>,
     req: FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
@@ -89,7 +105,7 @@ pub async fn handle(
     let mut coordinators = Vec::with_capacity(keys.len());
     for key in keys {
         let found = match InternalTopic::of_key_type(req.key_type) {
-            Some(topic) => coordinator_of(broker, topic, &key).await,
+            Some(topic) => coordinator_of(lookup, topic, &key).await,
             None => Err((
                 ResponseError::InvalidRequest,
                 format!(
@@ -127,17 +143,17 @@ pub async fn handle(
 /// The coordinator of `key` (its partition of `topic`'s leader): node id,
 /// host, port; or why there is none now.
 async fn coordinator_of(
-    broker: &Broker,
+    lookup: &CoordinatorLookup<'_>,
     topic: InternalTopic,
     key: &str,
 ) -> Result<(i32, String, i32), (ResponseError, String)> {
     let not_available =
         |why: String| -> (ResponseError, String) { (ResponseError::CoordinatorNotAvailable, why) };
     let name = topic.name();
-    let partition = crate::group::partition_for(key, topic.partitions(broker).max(1)) as i32;
-    let view = broker.metadata.snapshot();
+    let partition = crate::group::partition_for(key, topic.partitions(lookup).max(1)) as i32;
+    let view = lookup.metadata.snapshot();
     let Some(partitions) = view.topics.get(name) else {
-        create_internal_topic(broker, topic)
+        create_internal_topic(lookup, topic)
             .await
             .map_err(|e| not_available(e.to_string()))?;
         return Err(not_available(format!("{name} is being created")));
@@ -176,10 +192,10 @@ enum InternalTopicError {
 
 /// Writes `topic`'s assignment to etcd if no one has.
 async fn create_internal_topic(
-    broker: &Broker,
+    lookup: &CoordinatorLookup<'_>,
     topic: InternalTopic,
 ) -> Result<(), InternalTopicError> {
-    let live: Vec<i32> = broker
+    let live: Vec<i32> = lookup
         .store
         .live_brokers()
         .await
@@ -188,7 +204,7 @@ async fn create_internal_topic(
         .copied()
         .collect();
     let name = topic.name();
-    let (rf, setting) = topic.replication_factor(broker);
+    let (rf, setting) = topic.replication_factor(lookup.config);
     if live.len() < rf {
         return Err(InternalTopicError::TooFewBrokers {
             topic: name,
@@ -198,10 +214,10 @@ async fn create_internal_topic(
         });
     }
     let assignment = TopicAssignment {
-        partitions: assign_replicas(&live, topic.partitions(broker) as i32, rf),
+        partitions: assign_replicas(&live, topic.partitions(lookup) as i32, rf),
         ..TopicAssignment::default()
     };
-    match broker.store.create_topic(name, &assignment).await {
+    match lookup.store.create_topic(name, &assignment).await {
         Ok(true) => {
             tracing::info!(topic = name, partitions = ?assignment.partitions, "internal topic created");
             Ok(())

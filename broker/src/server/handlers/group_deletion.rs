@@ -32,8 +32,7 @@ use kafka_protocol::messages::{
 
 use crate::group::{GroupError, GroupState};
 use crate::offsets;
-use crate::server::context::Broker;
-use crate::server::handlers::offset_commit::{KnownPartitions, append_to_group};
+use crate::server::handlers::offset_commit::{GroupWrites, KnownPartitions, append_to_group};
 
 /// Kafka's `ConsumerProtocol.PROTOCOL_TYPE`.
 const CONSUMER: &str = "consumer";
@@ -46,50 +45,58 @@ fn now_ms() -> i64 {
 
 /// Appends tombstones for `group`'s offsets of `keys` and, once
 /// acknowledged, forgets them (all the group's, and the group, when `whole`).
-async fn tombstone(broker: &Broker, group: &str, keys: &[(String, i32)], whole: bool) -> i16 {
+async fn tombstone(
+    writes: &GroupWrites<'_>,
+    group: &str,
+    keys: &[(String, i32)],
+    whole: bool,
+) -> i16 {
     if !keys.is_empty() {
         let batch = offsets::tombstone_batch(group, keys, now_ms());
-        match append_to_group(broker, group, batch, false).await {
+        match append_to_group(writes, group, batch, false).await {
             Ok(epoch) => {
-                broker
+                writes
                     .offsets
                     .deleted(group, epoch, if whole { None } else { Some(keys) })
             }
             Err(code) => return code,
         }
-    } else if whole && let Some(epoch) = broker.offsets.leader_epoch(group) {
-        broker.offsets.deleted(group, epoch, None);
+    } else if whole && let Some(epoch) = writes.offsets.leader_epoch(group) {
+        writes.offsets.deleted(group, epoch, None);
     }
     0
 }
 
 /// Deletes one group; the code it is answered with.
-async fn delete_one(broker: &Broker, group: &str) -> i16 {
+async fn delete_one(writes: &GroupWrites<'_>, group: &str) -> i16 {
     if group.is_empty() {
         return ResponseError::InvalidGroupId.code();
     }
-    if let Some(e) = broker.offsets.standing(group).error() {
+    if let Some(e) = writes.offsets.standing(group).error() {
         return e.code();
     }
-    let stored = match broker.offsets.fetch(group, None) {
+    let stored = match writes.offsets.fetch(group, None) {
         Ok(stored) => stored,
         Err(e) => return e.code(),
     };
-    match broker.groups.delete_group(group) {
+    match writes.groups.delete_group(group) {
         Ok(()) => {}
         Err(GroupError::GroupIdNotFound) if !stored.is_empty() => {}
         Err(e) => return e.response_error().code(),
     }
     let keys: Vec<(String, i32)> = stored.into_keys().collect();
-    let code = tombstone(broker, group, &keys, true).await;
+    let code = tombstone(writes, group, &keys, true).await;
     tracing::info!(%group, offsets = keys.len(), code, "group deleted");
     code
 }
 
-pub async fn delete_groups(broker: &Broker, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
+pub async fn delete_groups(
+    writes: &GroupWrites<'_>,
+    req: DeleteGroupsRequest,
+) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(req.groups_names.len());
     for group_id in req.groups_names {
-        let code = delete_one(broker, &group_id.0).await;
+        let code = delete_one(writes, &group_id.0).await;
         results.push(
             DeletableGroupResult::default()
                 .with_group_id(group_id)
@@ -123,16 +130,19 @@ pub fn subscribed_topics(metadata: &[u8]) -> Vec<String> {
 
 /// Which of a group's offsets OffsetDelete may take: every one (`None`)
 /// or those of topics outside `Some(subscribed)`; or the group's error.
-fn deletable(broker: &Broker, group: &str) -> Result<Option<BTreeSet<String>>, ResponseError> {
+fn deletable(
+    writes: &GroupWrites<'_>,
+    group: &str,
+) -> Result<Option<BTreeSet<String>>, ResponseError> {
     if group.is_empty() {
         return Err(ResponseError::InvalidGroupId);
     }
-    if let Some(e) = broker.offsets.standing(group).error() {
+    if let Some(e) = writes.offsets.standing(group).error() {
         return Err(e);
     }
-    match broker.groups.members_metadata(group) {
+    match writes.groups.members_metadata(group) {
         None | Some((GroupState::Dead, _, _)) => {
-            if broker.offsets.fetch(group, None)?.is_empty() {
+            if writes.offsets.fetch(group, None)?.is_empty() {
                 Err(ResponseError::GroupIdNotFound)
             } else {
                 Ok(None)
@@ -146,13 +156,16 @@ fn deletable(broker: &Broker, group: &str) -> Result<Option<BTreeSet<String>>, R
     }
 }
 
-pub async fn offset_delete(broker: &Broker, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+pub async fn offset_delete(
+    writes: &GroupWrites<'_>,
+    req: OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
     let group = req.group_id.0.to_string();
-    let subscribed = match deletable(broker, &group) {
+    let subscribed = match deletable(writes, &group) {
         Ok(s) => s,
         Err(e) => return OffsetDeleteResponse::default().with_error_code(e.code()),
     };
-    let known = KnownPartitions::now(broker);
+    let known = KnownPartitions::now(writes.metadata);
     let subscribed_to = |topic: &str| subscribed.as_ref().is_some_and(|s| s.contains(topic));
     let keys: Vec<(String, i32)> = req
         .topics
@@ -165,13 +178,13 @@ pub async fn offset_delete(broker: &Broker, req: OffsetDeleteRequest) -> OffsetD
         })
         .filter(|(t, p)| known.has(t, *p))
         .collect();
-    let stored = match broker.offsets.fetch(&group, Some(&keys)) {
+    let stored = match writes.offsets.fetch(&group, Some(&keys)) {
         Ok(stored) => stored,
         Err(e) => return OffsetDeleteResponse::default().with_error_code(e.code()),
     };
     // Kafka writes tombstones only for offsets the group has.
     let held: Vec<(String, i32)> = stored.into_keys().collect();
-    let code = tombstone(broker, &group, &held, false).await;
+    let code = tombstone(writes, &group, &held, false).await;
     tracing::info!(%group, offsets = held.len(), code, "offsets deleted");
     let topics = req
         .topics

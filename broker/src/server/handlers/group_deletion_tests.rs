@@ -43,7 +43,7 @@ async fn commit(test: &TestBroker, group: &str, partitions: &[(&str, i32)]) {
         .with_group_id(GroupId(name(group)))
         .with_generation_id_or_member_epoch(-1)
         .with_topics(topics);
-    let resp = offset_commit::handle(&test.broker, req, 8).await;
+    let resp = offset_commit::handle(&test.broker.group_writes(), req, 8).await;
     assert!(
         resp.topics
             .iter()
@@ -117,7 +117,7 @@ async fn a_deleted_group_s_offsets_stay_deleted_when_its_partition_is_read_again
     commit(&test, "g", &[("t", 0), ("t", 1)]).await;
     commit(&test, "kept", &[("t", 0)]).await;
     let resp = delete_groups(
-        &test.broker,
+        &test.broker.group_writes(),
         delete_request(&["g", "never", "", "elsewhere"]),
     )
     .await;
@@ -151,7 +151,11 @@ async fn a_deleted_group_s_offsets_stay_deleted_when_its_partition_is_read_again
     );
     // Known by its offsets alone after the reload, "kept" is deleted as an
     // Empty group; deleted, it is not found.
-    let resp = delete_groups(&test.broker, delete_request(&["kept", "kept"])).await;
+    let resp = delete_groups(
+        &test.broker.group_writes(),
+        delete_request(&["kept", "kept"]),
+    )
+    .await;
     assert_eq!(codes(&resp), [0, ResponseError::GroupIdNotFound.code()]);
 }
 
@@ -209,11 +213,11 @@ async fn offsets_of_a_subscribed_topic_are_kept_and_the_others_deleted() {
     commit(&test, "g", &[("sub", 0), ("other", 0), ("other", 1)]).await;
     join_member(&test, "g", &["sub"]).await;
 
-    let resp = delete_groups(&test.broker, delete_request(&["g"])).await;
+    let resp = delete_groups(&test.broker.group_writes(), delete_request(&["g"])).await;
     assert_eq!(codes(&resp), [ResponseError::NonEmptyGroup.code()]);
 
     let req = offset_delete_request("g", &[("sub", 0), ("other", 0), ("nope", 0)]);
-    let resp = offset_delete(&test.broker, req).await;
+    let resp = offset_delete(&test.broker.group_writes(), req).await;
     assert_eq!(resp.error_code, 0);
     assert_eq!(
         partition_codes(&resp),
@@ -249,8 +253,16 @@ async fn offsets_of_a_subscribed_topic_are_kept_and_the_others_deleted() {
 
     // The reload forgot the member: the group is known by its offsets, so
     // every partition may go.
-    let resp = offset_delete(&test.broker, offset_delete_request("g", &[("sub", 0)])).await;
+    let resp = offset_delete(
+        &test.broker.group_writes(),
+        offset_delete_request("g", &[("sub", 0)]),
+    )
+    .await;
     assert_eq!(partition_codes(&resp), [("sub".into(), 0, 0)]);
-    let resp = offset_delete(&test.broker, offset_delete_request("never", &[("sub", 0)])).await;
+    let resp = offset_delete(
+        &test.broker.group_writes(),
+        offset_delete_request("never", &[("sub", 0)]),
+    )
+    .await;
     assert_eq!(resp.error_code, ResponseError::GroupIdNotFound.code());
 }

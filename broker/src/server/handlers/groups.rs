@@ -22,9 +22,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::group::{HeartbeatParams, JoinParams, LeaveParams, LeavingMember, Protocol, SyncParams};
-use crate::offsets::Standing;
-use crate::server::context::Broker;
+use crate::group::{
+    GroupCoordinator, HeartbeatParams, JoinParams, LeaveParams, LeavingMember, Protocol, SyncParams,
+};
+use crate::offsets::{OffsetsManager, Standing};
 
 fn text(s: String) -> StrBytes {
     StrBytes::from_string(s)
@@ -35,7 +36,8 @@ fn owned(s: &Option<StrBytes>) -> Option<String> {
 }
 
 pub async fn join(
-    broker: &Broker,
+    offsets: &OffsetsManager,
+    groups: &GroupCoordinator,
     req: JoinGroupRequest,
     version: i16,
     client_id: &str,
@@ -51,7 +53,7 @@ pub async fn join(
             response.with_protocol_name(Some(StrBytes::default()))
         }
     };
-    if let Some(e) = broker.offsets.standing(&req.group_id.0).error() {
+    if let Some(e) = offsets.standing(&req.group_id.0).error() {
         return refused(e.code(), req.member_id);
     }
     let params = JoinParams {
@@ -78,7 +80,7 @@ pub async fn join(
             })
             .collect(),
     };
-    match broker.groups.join(params).await {
+    match groups.join(params).await {
         Ok(joined) => JoinGroupResponse::default()
             .with_generation_id(joined.generation_id)
             .with_protocol_type(Some(text(joined.protocol_type)))
@@ -105,8 +107,13 @@ pub async fn join(
     }
 }
 
-pub async fn sync(broker: &Broker, req: SyncGroupRequest, version: i16) -> SyncGroupResponse {
-    match broker.offsets.standing(&req.group_id.0) {
+pub async fn sync(
+    offsets: &OffsetsManager,
+    groups: &GroupCoordinator,
+    req: SyncGroupRequest,
+    version: i16,
+) -> SyncGroupResponse {
+    match offsets.standing(&req.group_id.0) {
         Standing::Ready => {}
         Standing::Loading => {
             return SyncGroupResponse::default()
@@ -130,7 +137,7 @@ pub async fn sync(broker: &Broker, req: SyncGroupRequest, version: i16) -> SyncG
             .map(|a| (a.member_id.to_string(), a.assignment))
             .collect(),
     };
-    match broker.groups.sync(params).await {
+    match groups.sync(params).await {
         Ok(synced) => {
             let response = SyncGroupResponse::default().with_assignment(synced.assignment);
             if version >= 5 {
@@ -147,10 +154,13 @@ pub async fn sync(broker: &Broker, req: SyncGroupRequest, version: i16) -> SyncG
     }
 }
 
-pub fn heartbeat(broker: &Broker, req: HeartbeatRequest) -> HeartbeatResponse {
-    let code = match broker.offsets.standing(&req.group_id.0) {
-        Standing::Ready => broker
-            .groups
+pub fn heartbeat(
+    offsets: &OffsetsManager,
+    groups: &GroupCoordinator,
+    req: HeartbeatRequest,
+) -> HeartbeatResponse {
+    let code = match offsets.standing(&req.group_id.0) {
+        Standing::Ready => groups
             .heartbeat(HeartbeatParams {
                 group_id: req.group_id.0.to_string(),
                 member_id: req.member_id.to_string(),
@@ -164,8 +174,13 @@ pub fn heartbeat(broker: &Broker, req: HeartbeatRequest) -> HeartbeatResponse {
     HeartbeatResponse::default().with_error_code(code)
 }
 
-pub fn leave(broker: &Broker, req: LeaveGroupRequest, version: i16) -> LeaveGroupResponse {
-    if let Some(e) = broker.offsets.standing(&req.group_id.0).error() {
+pub fn leave(
+    offsets: &OffsetsManager,
+    groups: &GroupCoordinator,
+    req: LeaveGroupRequest,
+    version: i16,
+) -> LeaveGroupResponse {
+    if let Some(e) = offsets.standing(&req.group_id.0).error() {
         return LeaveGroupResponse::default().with_error_code(e.code());
     }
     let members = if version >= 3 {
@@ -182,7 +197,7 @@ pub fn leave(broker: &Broker, req: LeaveGroupRequest, version: i16) -> LeaveGrou
             group_instance_id: None,
         }]
     };
-    let left = broker.groups.leave(LeaveParams {
+    let left = groups.leave(LeaveParams {
         group_id: req.group_id.0.to_string(),
         members,
     });
@@ -204,19 +219,20 @@ pub fn leave(broker: &Broker, req: LeaveGroupRequest, version: i16) -> LeaveGrou
 }
 
 pub fn describe(
-    broker: &Broker,
+    offsets: &OffsetsManager,
+    groups: &GroupCoordinator,
     req: DescribeGroupsRequest,
     version: i16,
 ) -> DescribeGroupsResponse {
-    let groups = req
+    let described = req
         .groups
         .into_iter()
         .map(|group_id| {
             let base = DescribedGroup::default().with_group_id(group_id.clone());
-            if let Some(e) = broker.offsets.standing(&group_id.0).error() {
+            if let Some(e) = offsets.standing(&group_id.0).error() {
                 return base.with_error_code(e.code());
             }
-            match broker.groups.describe(&group_id.0) {
+            match groups.describe(&group_id.0) {
                 // Kafka describes a group it does not know as Dead, empty.
                 None => base.with_group_state(StrBytes::from_static_str("Dead")),
                 Some(d) => base
@@ -243,16 +259,19 @@ pub fn describe(
             }
         })
         .collect();
-    DescribeGroupsResponse::default().with_groups(groups)
+    DescribeGroupsResponse::default().with_groups(described)
 }
 
-pub fn list(broker: &Broker, req: ListGroupsRequest) -> ListGroupsResponse {
+pub fn list(
+    offsets: &OffsetsManager,
+    groups: &GroupCoordinator,
+    req: ListGroupsRequest,
+) -> ListGroupsResponse {
     let states: Vec<String> = req.states_filter.iter().map(|s| s.to_string()).collect();
-    let groups = broker
-        .groups
+    let listed = groups
         .list(&states)
         .into_iter()
-        .filter(|g| broker.offsets.standing(&g.group_id) == Standing::Ready)
+        .filter(|g| offsets.standing(&g.group_id) == Standing::Ready)
         .map(|g| {
             ListedGroup::default()
                 .with_group_id(GroupId(text(g.group_id)))
@@ -261,5 +280,5 @@ pub fn list(broker: &Broker, req: ListGroupsRequest) -> ListGroupsResponse {
                 .with_group_type(StrBytes::from_static_str("classic"))
         })
         .collect();
-    ListGroupsResponse::default().with_groups(groups)
+    ListGroupsResponse::default().with_groups(listed)
 }

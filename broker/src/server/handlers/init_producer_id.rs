@@ -17,7 +17,7 @@
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use crate::server::context::Broker;
+use crate::transactions::TxnHost;
 use crate::transactions::coordinator::MarkerJob;
 use crate::transactions::state::{self, Init};
 use crate::transactions::transition::{self, Written};
@@ -54,7 +54,7 @@ pub fn refusal(req: &InitProducerIdRequest) -> Option<ResponseError> {
 }
 
 pub async fn handle(
-    broker: &Broker,
+    host: &impl TxnHost,
     req: InitProducerIdRequest,
     version: i16,
 ) -> InitProducerIdResponse {
@@ -62,9 +62,9 @@ pub async fn handle(
         return error(code);
     }
     if let Some(id) = &req.transactional_id {
-        return transactional(broker, id, req.transaction_timeout_ms, version).await;
+        return transactional(host, id, req.transaction_timeout_ms, version).await;
     }
-    match broker.producer_ids.generate().await {
+    match host.producer_ids().generate().await {
         Ok(producer_id) => InitProducerIdResponse::default()
             .with_producer_id(ProducerId(producer_id))
             .with_producer_epoch(0),
@@ -79,13 +79,13 @@ pub async fn handle(
 
 /// InitProducerId for a transactional id, at its coordinator.
 async fn transactional(
-    broker: &Broker,
+    host: &impl TxnHost,
     transactional_id: &str,
     timeout_ms: i32,
     version: i16,
 ) -> InitProducerIdResponse {
     let now = transition::now_ms();
-    let written = transition::write(broker, transactional_id, |current, fresh| {
+    let written = transition::write(host, transactional_id, |current, fresh| {
         Ok(
             match state::init_producer_id(current, timeout_ms, now, fresh)? {
                 Init::Ready(m) => (Some(m.clone()), Init::Ready(m)),
@@ -105,7 +105,7 @@ async fn transactional(
             outcome: Init::AbortFirst(prepared),
             leader_epoch,
         }) => {
-            broker.transactions.send_markers(MarkerJob {
+            host.coordinator().send_markers(MarkerJob {
                 transactional_id: transactional_id.to_owned(),
                 coordinator_epoch: leader_epoch,
                 prepared,

@@ -10,6 +10,7 @@
 //! (replacing any earlier one); one it leads has its fetcher stopped.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use kafka_protocol::messages::leader_and_isr_request::{
     LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState,
@@ -17,34 +18,45 @@ use kafka_protocol::messages::leader_and_isr_request::{
 use kafka_protocol::messages::leader_and_isr_response::LeaderAndIsrPartitionError;
 use kafka_protocol::messages::{LeaderAndIsrRequest, LeaderAndIsrResponse};
 
-use super::fencing::{self, Refusal};
+use super::fencing::{self, Control, Refusal};
 use super::topic_name;
-use crate::offsets::{self, OFFSETS_TOPIC};
+use crate::config::BrokerConfig;
+use crate::group::GroupCoordinator;
+use crate::offsets::{self, OFFSETS_TOPIC, OffsetsManager};
 use crate::replica::fetcher::FetchTarget;
 use crate::replica::leader_and_isr::Role;
 use crate::replica::partition::LeaderAndIsrState;
 use crate::replica::store::TopicPartition;
-use crate::server::context::Broker;
-use crate::state_change_log::{Outcome, StateChange};
-use crate::transactions::{self, TXN_STATE_TOPIC};
+use crate::state_change_log::{Outcome, StateChange, StateChangeLog};
+use crate::transactions::{self, TXN_STATE_TOPIC, TxnCoordinator};
+
+/// The coordinators a LeaderAndIsr elects or resigns when it makes this
+/// broker leader or follower of one of their partitions (an offsets or a
+/// transaction-state partition).
+pub struct Coordinators<'a> {
+    pub offsets: &'a Arc<OffsetsManager>,
+    pub groups: &'a GroupCoordinator,
+    pub transactions: &'a Arc<TxnCoordinator>,
+}
 
 /// `stale_broker_epoch`: why the broker-epoch check refused the request, if it did.
 pub fn handle(
-    broker: &Broker,
+    control: &Control<'_>,
+    coordinators: &Coordinators<'_>,
     req: LeaderAndIsrRequest,
     stale_broker_epoch: Option<String>,
 ) -> LeaderAndIsrResponse {
     let recorder = Recorder {
-        broker,
+        state_changes: control.state_changes,
         controller_id: req.controller_id.0,
         controller_epoch: req.controller_epoch,
     };
-    let leader_addrs = leader_addresses(broker, &req.live_leaders);
+    let leader_addrs = leader_addresses(control.config, &req.live_leaders);
     let broker_epoch = req.broker_epoch;
     let states = partition_states(req.ungrouped_partition_states, req.topic_states);
-    let _control = broker.control_lock();
+    let _control = control.lock();
     if let Some(refusal) = fencing::refusal(
-        broker,
+        control,
         recorder.controller_epoch,
         broker_epoch,
         stale_broker_epoch,
@@ -52,7 +64,7 @@ pub fn handle(
         recorder.log_refusal(&refusal, broker_epoch);
         return refuse_whole(&recorder, &states, &refusal);
     }
-    let errors = broker
+    let errors = control
         .replicas
         .apply_leader_and_isr(states)
         .into_iter()
@@ -63,8 +75,8 @@ pub fn handle(
             };
             let outcome = if d.result.is_ok() { Outcome::Applied } else { Outcome::Rejected };
             if let Ok(role) = &d.result {
-                start_or_stop_fetcher(broker, &d.tp, role, &leader_addrs);
-                coordinate_or_resign(broker, &d.tp, role, d.state.leader_epoch);
+                start_or_stop_fetcher(control, &d.tp, role, &leader_addrs);
+                coordinate_or_resign(control, coordinators, &d.tp, role, d.state.leader_epoch);
                 tracing::info!(topic = %d.tp.topic, partition = d.tp.partition, leader = d.state.leader, leader_epoch = d.state.leader_epoch, isr = ?d.state.isr, "applied LeaderAndIsr");
             }
             recorder.record(&d.tp, &d.state, outcome, d.reason.clone());
@@ -77,15 +89,14 @@ pub fn handle(
 /// Where each live leader is reached: `--peer` wins over the address the
 /// controller sent.
 fn leader_addresses(
-    broker: &Broker,
+    config: &BrokerConfig,
     live_leaders: &[LeaderAndIsrLiveLeader],
 ) -> BTreeMap<i32, String> {
     live_leaders
         .iter()
         .map(|l| {
             let id = l.broker_id.0;
-            let addr = broker
-                .config
+            let addr = config
                 .peers
                 .get(&id)
                 .cloned()
@@ -154,31 +165,39 @@ fn refuse_whole(
 /// own; its groups or transactional ids answer COORDINATOR_LOAD_IN_PROGRESS
 /// meanwhile); one it now follows is forgotten (NOT_COORDINATOR), as Kafka's
 /// `onElection` and `onResignation` do for both coordinators.
-fn coordinate_or_resign(broker: &Broker, tp: &TopicPartition, role: &Role, leader_epoch: i32) {
+fn coordinate_or_resign(
+    control: &Control<'_>,
+    coordinators: &Coordinators<'_>,
+    tp: &TopicPartition,
+    role: &Role,
+    leader_epoch: i32,
+) {
     let partition = tp.partition;
-    let replicas = broker.replicas.clone();
+    let replicas = control.replicas.clone();
     match (tp.topic.as_str(), role) {
         (OFFSETS_TOPIC, Role::Leader) => {
-            broker.offsets.elected(partition, leader_epoch);
-            let offsets = broker.offsets.clone();
-            let how = broker.config.offsets_load;
+            coordinators.offsets.elected(partition, leader_epoch);
+            let offsets = coordinators.offsets.clone();
+            let how = control.config.offsets_load;
             tokio::task::spawn_blocking(move || {
                 offsets::load(&offsets, &replicas, partition, leader_epoch, how);
             });
         }
         (OFFSETS_TOPIC, Role::Follower { .. }) => {
-            broker.offsets.resigned(partition);
-            let partitions = broker.offsets.partitions();
-            broker.groups.unload_partition(partition as u32, partitions);
+            coordinators.offsets.resigned(partition);
+            let partitions = coordinators.offsets.partitions();
+            coordinators
+                .groups
+                .unload_partition(partition as u32, partitions);
         }
         (TXN_STATE_TOPIC, Role::Leader) => {
-            broker.transactions.elected(partition, leader_epoch);
-            let coordinator = broker.transactions.clone();
+            coordinators.transactions.elected(partition, leader_epoch);
+            let coordinator = coordinators.transactions.clone();
             tokio::task::spawn_blocking(move || {
                 transactions::load::load(&coordinator, &replicas, partition, leader_epoch);
             });
         }
-        (TXN_STATE_TOPIC, Role::Follower { .. }) => broker.transactions.resigned(partition),
+        (TXN_STATE_TOPIC, Role::Follower { .. }) => coordinators.transactions.resigned(partition),
         _ => {}
     }
 }
@@ -186,22 +205,22 @@ fn coordinate_or_resign(broker: &Broker, tp: &TopicPartition, role: &Role, leade
 /// An applied partition's fetcher: stopped where this broker leads, pointed
 /// at the leader where it follows (stopped too when no leader is live).
 fn start_or_stop_fetcher(
-    broker: &Broker,
+    control: &Control<'_>,
     tp: &TopicPartition,
     role: &Role,
     leader_addrs: &BTreeMap<i32, String>,
 ) {
     match role {
-        Role::Leader => broker.fetchers.stop(tp),
+        Role::Leader => control.fetchers.stop(tp),
         Role::Follower {
             leader,
             leader_epoch,
             truncate,
         } => match leader_addrs
             .get(leader)
-            .or_else(|| broker.config.peers.get(leader))
+            .or_else(|| control.config.peers.get(leader))
         {
-            Some(addr) => broker.fetchers.follow(FetchTarget {
+            Some(addr) => control.fetchers.follow(FetchTarget {
                 tp: tp.clone(),
                 leader: *leader,
                 leader_addr: addr.clone(),
@@ -209,7 +228,7 @@ fn start_or_stop_fetcher(
                 truncate: *truncate,
             }),
             // No live leader (offline partition): nothing to fetch from.
-            None => broker.fetchers.stop(tp),
+            None => control.fetchers.stop(tp),
         },
     }
 }
@@ -223,7 +242,7 @@ fn partition_error(tp: &TopicPartition, code: i16) -> LeaderAndIsrPartitionError
 
 /// Writes this request's partitions to state-change.log.
 struct Recorder<'a> {
-    broker: &'a Broker,
+    state_changes: &'a StateChangeLog,
     controller_id: i32,
     controller_epoch: i32,
 }
@@ -249,7 +268,7 @@ impl Recorder<'_> {
             outcome,
             reason,
         };
-        if let Err(e) = self.broker.state_changes.append(&change) {
+        if let Err(e) = self.state_changes.append(&change) {
             tracing::error!(%e, "could not append to the state-change log");
         }
     }

@@ -21,31 +21,31 @@ use crate::replica::store::TopicPartition;
 
 /// ListOffsets' isolation_level for read_committed (v2+, KIP-98).
 const READ_COMMITTED: i8 = 1;
-use crate::server::context::Broker;
+use crate::replica::manager::ReplicaManager;
 
 /// One partition's (offset, timestamp, leader epoch). A lookup by timestamp
 /// that finds nothing is offset and timestamp -1, as Kafka answers it; -1 and
 /// -2 carry timestamp -1.
 fn list_one(
-    broker: &Broker,
+    replicas: &ReplicaManager,
     tp: &TopicPartition,
     timestamp: i64,
     replica_id: i32,
     committed: bool,
 ) -> Result<(i64, i64, i32), ResponseError> {
     if matches!(timestamp, -1 | -2) {
-        let (offset, epoch) = broker
-            .replicas
-            .list_offset(tp, timestamp, replica_id, committed)?;
+        let (offset, epoch) = replicas.list_offset(tp, timestamp, replica_id, committed)?;
         return Ok((offset, -1, epoch));
     }
-    let found = broker
-        .replicas
-        .offset_for_timestamp(tp, timestamp, replica_id, committed)?;
+    let found = replicas.offset_for_timestamp(tp, timestamp, replica_id, committed)?;
     Ok(found.map_or((-1, -1, -1), |f| (f.offset, f.timestamp, f.leader_epoch)))
 }
 
-pub fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
+pub fn handle(
+    replicas: &ReplicaManager,
+    req: ListOffsetsRequest,
+    version: i16,
+) -> ListOffsetsResponse {
     let replica_id = req.replica_id.0;
     let topics = req
         .topics
@@ -63,7 +63,7 @@ pub fn handle(broker: &Broker, req: ListOffsetsRequest, version: i16) -> ListOff
                     let base = ListOffsetsPartitionResponse::default()
                         .with_partition_index(p.partition_index);
                     let committed = req.isolation_level == READ_COMMITTED;
-                    let listed = list_one(broker, &tp, p.timestamp, replica_id, committed);
+                    let listed = list_one(replicas, &tp, p.timestamp, replica_id, committed);
                     match listed {
                         Ok((offset, timestamp, epoch)) => {
                             let r = base.with_offset(offset).with_timestamp(timestamp);

@@ -28,7 +28,7 @@ fn list(test: &TestBroker, timestamp: i64, isolation_level: i8) -> (i16, i64, i6
                         .with_timestamp(timestamp),
                 ]),
         ]);
-    let resp = handle(&test.broker, req, 7);
+    let resp = handle(&test.broker.replicas, req, 7);
     let p = &resp.topics[0].partitions[0];
     (p.error_code, p.offset, p.timestamp, p.leader_epoch)
 }

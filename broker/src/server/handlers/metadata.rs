@@ -20,12 +20,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::create_topics::auto_create;
+use super::create_topics::{TopicCreation, auto_create};
 use super::find_coordinator::is_internal;
 use super::topic_name;
 use crate::controller::metadata_store::wire_topic_id;
-use crate::server::context::Broker;
-use crate::server::metadata_cache::ClusterView;
+use crate::server::metadata_cache::{ClusterView, MetadataCache};
 use crate::storage::validate_topic_name;
 
 /// What an unknown topic is answered: INVALID_TOPIC_EXCEPTION when Kafka's
@@ -38,20 +37,30 @@ fn unknown_topic_error(name: &str) -> ResponseError {
     }
 }
 
+/// How this broker names itself to clients: its id and the address it
+/// advertises (listed when the controller has not told it of itself yet),
+/// and the cluster's id.
+pub struct Advertised<'a> {
+    pub node_id: i32,
+    pub host: &'a str,
+    pub port: i32,
+    pub cluster_id: &'a str,
+}
+
 /// The live brokers as the controller last announced them (id, host,
 /// port). Before the controller's first UpdateMetadata the cache is empty; a
 /// client must still learn this broker's own address to come back.
-fn brokers_of(broker: &Broker, view: &ClusterView) -> Vec<(i32, StrBytes, i32)> {
+fn brokers_of(me: &Advertised<'_>, view: &ClusterView) -> Vec<(i32, StrBytes, i32)> {
     let mut brokers: Vec<_> = view
         .brokers
         .values()
         .map(|b| (b.id, StrBytes::from_string(b.host.clone()), b.port))
         .collect();
-    if !view.brokers.contains_key(&broker.config.node_id) {
+    if !view.brokers.contains_key(&me.node_id) {
         brokers.push((
-            broker.config.node_id,
-            StrBytes::from_string(broker.advertised_host.clone()),
-            broker.advertised_port,
+            me.node_id,
+            StrBytes::from_string(me.host.to_owned()),
+            me.port,
         ));
     }
     brokers
@@ -59,13 +68,13 @@ fn brokers_of(broker: &Broker, view: &ClusterView) -> Vec<(i32, StrBytes, i32)> 
 
 /// DescribeCluster (KIP-700): the brokers, the controller and the cluster id
 /// Metadata also gives, for admin clients that ask this way.
-pub fn describe_cluster(broker: &Broker) -> DescribeClusterResponse {
-    let view = broker.metadata.snapshot();
+pub fn describe_cluster(metadata: &MetadataCache, me: &Advertised<'_>) -> DescribeClusterResponse {
+    let view = metadata.snapshot();
     DescribeClusterResponse::default()
-        .with_cluster_id(StrBytes::from_string(broker.cluster_id.clone()))
+        .with_cluster_id(StrBytes::from_string(me.cluster_id.to_owned()))
         .with_controller_id(BrokerId(view.controller_id))
         .with_brokers(
-            brokers_of(broker, &view)
+            brokers_of(me, &view)
                 .into_iter()
                 .map(|(id, host, port)| {
                     DescribeClusterBroker::default()
@@ -77,9 +86,17 @@ pub fn describe_cluster(broker: &Broker) -> DescribeClusterResponse {
         )
 }
 
-pub async fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> MetadataResponse {
-    let view = broker.metadata.snapshot();
-    let brokers: Vec<MetadataResponseBroker> = brokers_of(broker, &view)
+/// Answers from `metadata`; a topic it does not hold is created through
+/// `creation` when given (the broker's `auto_create_topics_enable`).
+pub async fn handle(
+    metadata: &MetadataCache,
+    me: &Advertised<'_>,
+    creation: Option<&TopicCreation<'_>>,
+    req: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
+    let view = metadata.snapshot();
+    let brokers: Vec<MetadataResponseBroker> = brokers_of(me, &view)
         .into_iter()
         .map(|(id, host, port)| {
             MetadataResponseBroker::default()
@@ -98,16 +115,14 @@ pub async fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> Meta
                 .collect(),
         ),
     };
-    let may_create = broker.config.auto_create_topics_enable
-        && requested.is_some()
-        && (version < 4 || req.allow_auto_topic_creation);
+    let may_create =
+        creation.filter(|_| requested.is_some() && (version < 4 || req.allow_auto_topic_creation));
     let names: Vec<String> = requested.unwrap_or_else(|| view.topics.keys().cloned().collect());
     let mut unknown = std::collections::BTreeMap::new();
     for name in names.iter().filter(|n| !view.topics.contains_key(*n)) {
-        let error = if may_create && !is_internal(name) {
-            auto_create(broker, name).await
-        } else {
-            unknown_topic_error(name)
+        let error = match may_create {
+            Some(creation) if !is_internal(name) => auto_create(creation, name).await,
+            _ => unknown_topic_error(name),
         };
         unknown.insert(name.clone(), error);
     }
@@ -151,7 +166,7 @@ pub async fn handle(broker: &Broker, req: MetadataRequest, version: i16) -> Meta
         .collect();
     MetadataResponse::default()
         .with_brokers(brokers)
-        .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id.clone())))
+        .with_cluster_id(Some(StrBytes::from_string(me.cluster_id.to_owned())))
         .with_controller_id(BrokerId(view.controller_id))
         .with_topics(topics)
 }

@@ -25,23 +25,40 @@ use kafka_protocol::messages::offset_commit_response::{
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
-use crate::offsets::{self, CommittedOffset, GroupOffsets};
+use crate::group::GroupCoordinator;
+use crate::offsets::{self, CommittedOffset, GroupOffsets, OffsetsManager};
 use crate::replica::leader::AckStatus;
-use crate::server::context::Broker;
-use crate::server::metadata_cache::ClusterView;
+use crate::replica::manager::ReplicaManager;
+use crate::server::metadata_cache::{ClusterView, MetadataCache};
 
 /// Kafka's `offsets.commit.timeout.ms`.
 const COMMIT_TIMEOUT: Duration = Duration::from_millis(5000);
 /// A fenced leader's wait is looked at again this often.
 const ACK_RECHECK: Duration = Duration::from_millis(50);
 
+/// What a group coordinator's writes touch (OffsetCommit, TxnOffsetCommit,
+/// DeleteGroups, OffsetDelete): the offsets partitions this broker leads and
+/// their logs, the groups' members a commit or a deletion is checked
+/// against, and the cluster's partitions a request may name.
+pub struct GroupWrites<'a> {
+    pub offsets: &'a OffsetsManager,
+    pub groups: &'a GroupCoordinator,
+    /// Where the offsets partitions' logs are appended to.
+    pub replicas: &'a ReplicaManager,
+    /// The partitions the cluster has ([`KnownPartitions`]).
+    pub metadata: &'a MetadataCache,
+    /// The acks an append to an offsets partition waits for (the broker's
+    /// `offsets_commit_acks`).
+    pub commit_acks: i16,
+}
+
 pub async fn handle(
-    broker: &Broker,
+    writes: &GroupWrites<'_>,
     req: OffsetCommitRequest,
     version: i16,
 ) -> OffsetCommitResponse {
     let group = req.group_id.0.to_string();
-    let known = KnownPartitions::now(broker);
+    let known = KnownPartitions::now(writes.metadata);
     let named = req.topics.iter().flat_map(|t| {
         t.partitions
             .iter()
@@ -51,8 +68,8 @@ pub async fn handle(
         // Nothing to commit: Kafka answers without asking the coordinator.
         0
     } else {
-        let refused = broker.offsets.standing(&group).error().or_else(|| {
-            broker
+        let refused = writes.offsets.standing(&group).error().or_else(|| {
+            writes
                 .groups
                 .validate_commit(
                     &group,
@@ -70,7 +87,7 @@ pub async fn handle(
         });
         match refused {
             Some(e) => e.code(),
-            None => commit(broker, &group, &req, version, &known).await,
+            None => commit(writes, &group, &req, version, &known).await,
         }
     };
     let topics = req
@@ -105,8 +122,8 @@ pub async fn handle(
 pub(super) struct KnownPartitions(ClusterView);
 
 impl KnownPartitions {
-    pub(super) fn now(broker: &Broker) -> Self {
-        KnownPartitions(broker.metadata.snapshot())
+    pub(super) fn now(metadata: &MetadataCache) -> Self {
+        KnownPartitions(metadata.snapshot())
     }
 
     pub(super) fn has(&self, topic: &str, partition: i32) -> bool {
@@ -135,7 +152,7 @@ impl KnownPartitions {
 /// Appends the commit and awaits its acknowledgement; the error code every
 /// known partition of the request is answered with (0: committed).
 async fn commit(
-    broker: &Broker,
+    writes: &GroupWrites<'_>,
     group: &str,
     req: &OffsetCommitRequest,
     version: i16,
@@ -165,7 +182,7 @@ async fn commit(
             )
         })
         .collect();
-    store(broker, group, entries, now_ms, None).await
+    store(writes, group, entries, now_ms, None).await
 }
 
 /// One partition's commit as the coordinator keeps it.
@@ -191,7 +208,7 @@ pub(super) fn entry(
 /// commit's offsets are the group's at once, a transactional one's when its
 /// transaction commits (`offsets::OffsetsManager::complete_txn`).
 pub(super) async fn store(
-    broker: &Broker,
+    writes: &GroupWrites<'_>,
     group: &str,
     entries: GroupOffsets,
     now_ms: i64,
@@ -204,13 +221,13 @@ pub(super) async fn store(
         None => offsets::commit_batch(group, &entries, now_ms),
         Some(producer) => offsets::txn_commit_batch(group, &entries, now_ms, producer),
     };
-    let epoch = match append_to_group(broker, group, batch, producer.is_some()).await {
+    let epoch = match append_to_group(writes, group, batch, producer.is_some()).await {
         Ok(epoch) => epoch,
         Err(code) => return code,
     };
     match producer {
-        None => broker.offsets.committed(group, epoch, entries),
-        Some((producer_id, _)) => broker
+        None => writes.offsets.committed(group, epoch, entries),
+        Some((producer_id, _)) => writes
             .offsets
             .txn_committed(group, epoch, producer_id, entries),
     }
@@ -222,25 +239,25 @@ pub(super) async fn store(
 /// commit's: the leader epoch it was appended in, or the error code its
 /// request is answered with.
 pub(super) async fn append_to_group(
-    broker: &Broker,
+    writes: &GroupWrites<'_>,
     group: &str,
     batch: bytes::Bytes,
     transactional: bool,
 ) -> Result<i32, i16> {
-    let Some(epoch) = broker.offsets.leader_epoch(group) else {
+    let Some(epoch) = writes.offsets.leader_epoch(group) else {
         return Err(ResponseError::NotCoordinator.code());
     };
-    let tp = broker.offsets.partition_of(group);
-    let acks = broker.config.offsets_commit_acks.acks();
+    let tp = writes.offsets.partition_of(group);
+    let acks = writes.commit_acks;
     let appended = if transactional {
-        broker.replicas.append_as_coordinator(&tp, batch, acks)
+        writes.replicas.append_as_coordinator(&tp, batch, acks)
     } else {
-        broker.replicas.append_as_leader(&tp, batch, acks)
+        writes.replicas.append_as_leader(&tp, batch, acks)
     };
     let ticket = appended.map_err(|e| append_error(e).code())?;
     if acks == -1 {
         let deadline = tokio::time::Instant::now() + COMMIT_TIMEOUT;
-        match broker
+        match writes
             .replicas
             .await_ack(&tp, &ticket, deadline, ACK_RECHECK)
             .await
@@ -335,7 +352,7 @@ mod tests {
         let test = TestBroker::leading(&[("t", 2)]).await;
         test.coordinate("g");
         let resp = handle(
-            &test.broker,
+            &test.broker.group_writes(),
             request("g", &[("t", &[0, 1, 2]), ("nope", &[0])]),
             8,
         )
@@ -362,7 +379,12 @@ mod tests {
             test.broker.offsets.standing("elsewhere"),
             offsets::Standing::NotCoordinator
         );
-        let resp = handle(&test.broker, request("elsewhere", &[("t", &[0, 9])]), 8).await;
+        let resp = handle(
+            &test.broker.group_writes(),
+            request("elsewhere", &[("t", &[0, 9])]),
+            8,
+        )
+        .await;
         assert_eq!(
             codes(&resp),
             [
@@ -370,7 +392,12 @@ mod tests {
                 ("t".to_owned(), 9, UNKNOWN)
             ]
         );
-        let resp = handle(&test.broker, request("elsewhere", &[("nope", &[0])]), 8).await;
+        let resp = handle(
+            &test.broker.group_writes(),
+            request("elsewhere", &[("nope", &[0])]),
+            8,
+        )
+        .await;
         assert_eq!(codes(&resp), [("nope".to_owned(), 0, UNKNOWN)]);
     }
 }

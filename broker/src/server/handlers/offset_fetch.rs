@@ -14,8 +14,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::offsets::GroupOffsets;
-use crate::server::context::Broker;
+use crate::offsets::{GroupOffsets, OffsetsManager};
 
 /// One partition's answer: index, offset, leader epoch, metadata, error.
 type PartitionAnswer = (i32, i64, i32, String, i16);
@@ -61,13 +60,22 @@ macro_rules! topics {
     };
 }
 
-pub fn handle(broker: &Broker, req: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
+pub fn handle(
+    offsets: &OffsetsManager,
+    req: OffsetFetchRequest,
+    version: i16,
+) -> OffsetFetchResponse {
     if version >= 8 {
         let groups = req
             .groups
             .into_iter()
             .map(|g| {
-                let answer = answer(broker, &g.group_id.0, wanted!(g.topics), req.require_stable);
+                let answer = answer(
+                    offsets,
+                    &g.group_id.0,
+                    wanted!(g.topics),
+                    req.require_stable,
+                );
                 let mut group = OffsetFetchResponseGroup::default().with_group_id(g.group_id);
                 match answer {
                     Ok(topics) => {
@@ -87,7 +95,7 @@ pub fn handle(broker: &Broker, req: OffsetFetchRequest, version: i16) -> OffsetF
     // A group-level error leaves no topics to answer (v0 and v1, which have
     // no group-level error field, answer it with no partitions).
     let (topics, error) = match answer(
-        broker,
+        offsets,
         &req.group_id.0,
         wanted!(req.topics),
         req.require_stable,
@@ -106,7 +114,7 @@ pub fn handle(broker: &Broker, req: OffsetFetchRequest, version: i16) -> OffsetF
 
 /// `group`'s offsets for `wanted` (every committed one when `None`).
 fn answer(
-    broker: &Broker,
+    offsets: &OffsetsManager,
     group: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
     require_stable: bool,
@@ -117,15 +125,12 @@ fn answer(
             .flat_map(|(t, ps)| ps.iter().map(move |&p| (t.clone(), p)))
             .collect()
     });
-    let found: GroupOffsets = broker.offsets.fetch(group, keys.as_deref())?;
+    let found: GroupOffsets = offsets.fetch(group, keys.as_deref())?;
     // KIP-447: a consumer that requires stable offsets is told to wait while
     // a transaction's commit of the partition is neither committed nor
     // aborted (UNSTABLE_OFFSET_COMMIT, retriable).
     let unstable = |key: &(String, i32)| {
-        require_stable
-            && broker
-                .offsets
-                .has_pending(group, Some(std::slice::from_ref(key)))
+        require_stable && offsets.has_pending(group, Some(std::slice::from_ref(key)))
     };
     let entry = |key: &(String, i32)| {
         if unstable(key) {

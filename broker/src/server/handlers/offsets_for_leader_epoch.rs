@@ -11,14 +11,10 @@ use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpoch
 
 use crate::replica::manager::ReplicaManager;
 use crate::replica::store::TopicPartition;
-use crate::server::context::Broker;
 
-pub fn handle(broker: &Broker, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
-    answer(&broker.replicas, req)
-}
-
-/// The leader's answer from its replica manager alone (tests drive two replica
-/// managers through this without a server). A v0 response has no epoch field, so
+/// The leader's answer from its replica manager alone, which is all the
+/// handler is given (tests drive two replica managers through this without a
+/// server). A v0 response has no epoch field, so
 /// whatever is put there is dropped on the wire: KIP-101's single offset.
 pub fn answer(
     replicas: &ReplicaManager,

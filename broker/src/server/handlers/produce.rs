@@ -27,9 +27,8 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use crate::failpoints::{self, Failpoint};
 use crate::replica::leader::AppendTicket;
 use crate::replica::store::TopicPartition;
-use crate::server::context::Broker;
 use crate::storage::record_batch;
-use crate::transactions::verify;
+use crate::transactions::{TxnHost, verify};
 
 /// A fenced leader's pending acks=all waits are re-checked at least this often,
 /// since fencing is a matter of time, not of an event that wakes them.
@@ -61,12 +60,12 @@ pub enum ProduceOutcome {
 /// that name one), or a broker with `transaction_partition_verification`
 /// off appends unasked.
 async fn verify_transaction(
-    broker: &Broker,
+    host: &impl TxnHost,
     transactional_id: Option<&str>,
     tp: &TopicPartition,
     records: &bytes::Bytes,
 ) -> Result<(), ResponseError> {
-    let Some(id) = transactional_id.filter(|_| broker.config.transaction_partition_verification)
+    let Some(id) = transactional_id.filter(|_| host.config().transaction_partition_verification)
     else {
         return Ok(());
     };
@@ -75,16 +74,21 @@ async fn verify_transaction(
         return Ok(());
     };
     if !header.is_transactional()
-        || broker
-            .replicas
+        || host
+            .replicas()
             .has_ongoing_txn(tp, header.producer_id, header.producer_epoch)
     {
         return Ok(());
     }
-    verify::verify_partition(broker, id, header.producer_id, header.producer_epoch, tp).await
+    verify::verify_partition(host, id, header.producer_id, header.producer_epoch, tp).await
 }
 
-pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
+/// Appends through `host`'s replicas; a transactional batch that would open
+/// its transaction on a partition is first verified with its coordinator
+/// (`verify_transaction`), which is why the handler is given the
+/// coordinator's host and not the replicas alone.
+pub async fn handle(host: &impl TxnHost, req: ProduceRequest) -> ProduceOutcome {
+    let replicas = host.replicas();
     let acks = req.acks;
     let transactional_id: Option<String> = req.transactional_id.as_ref().map(|id| id.0.to_string());
     let mut pending = Vec::new();
@@ -104,10 +108,10 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
                 match data.records {
                     None => Err(ResponseError::CorruptMessage),
                     Some(records) => {
-                        match verify_transaction(broker, transactional_id.as_deref(), &tp, &records)
+                        match verify_transaction(host, transactional_id.as_deref(), &tp, &records)
                             .await
                         {
-                            Ok(()) => broker.replicas.append_as_leader(&tp, records, acks),
+                            Ok(()) => replicas.append_as_leader(&tp, records, acks),
                             Err(e) => Err(e),
                         }
                     }
@@ -158,9 +162,9 @@ pub async fn handle(broker: &Broker, req: ProduceRequest) -> ProduceOutcome {
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(req.timeout_ms.max(0) as u64);
         loop {
-            let notified = broker.replicas.appended().notified();
+            let notified = replicas.appended().notified();
             pending.retain(|p| {
-                let Some(code) = broker.replicas.ack_status(&p.tp, &p.ticket).code() else {
+                let Some(code) = replicas.ack_status(&p.tp, &p.ticket).code() else {
                     return true;
                 };
                 responses[p.topic_index].partition_responses[p.partition_index].error_code = code;

@@ -9,13 +9,12 @@
 use kafka_protocol::messages::stop_replica_response::StopReplicaPartitionError;
 use kafka_protocol::messages::{StopReplicaRequest, StopReplicaResponse};
 
-use super::fencing;
+use super::fencing::{self, Control};
 use super::topic_name;
 use crate::replica::store::TopicPartition;
-use crate::server::context::Broker;
 
 pub fn handle(
-    broker: &Broker,
+    control: &Control<'_>,
     req: StopReplicaRequest,
     stale_broker_epoch: Option<String>,
 ) -> StopReplicaResponse {
@@ -31,9 +30,9 @@ pub fn handle(
             })
         })
         .collect();
-    let _control = broker.control_lock();
+    let _control = control.lock();
     if let Some(refusal) = fencing::refusal(
-        broker,
+        control,
         req.controller_epoch,
         req.broker_epoch,
         stale_broker_epoch,
@@ -44,15 +43,15 @@ pub fn handle(
     let errors = partitions
         .into_iter()
         .map(|(tp, delete)| {
-            broker.fetchers.stop(&tp);
+            control.fetchers.stop(&tp);
             let keeps_log = delete
                 && crate::failpoints::hit_or_return(
                     crate::failpoints::Failpoint::StopReplicaKeepsLog,
                 );
             let code = if delete && !keeps_log {
-                match broker.replicas.delete_replica(&tp) {
+                match control.replicas.delete_replica(&tp) {
                     Ok(()) => {
-                        broker.replicas.topic_configs().forget(&tp.topic);
+                        control.replicas.topic_configs().forget(&tp.topic);
                         tracing::info!(partition = %tp, "replica deleted (its topic was deleted)");
                         0
                     }

@@ -17,7 +17,8 @@ use kafka_protocol::messages::{
     AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse,
 };
 
-use crate::server::context::Broker;
+use crate::offsets::OffsetsManager;
+use crate::transactions::TxnHost;
 use crate::transactions::coordinator::MarkerJob;
 use crate::transactions::state::{self, End};
 use crate::transactions::transition::{self, Written};
@@ -29,7 +30,7 @@ const FENCED_FROM_VERSION: i16 = 2;
 /// Adds `partitions` to the transaction of `transactional_id`; the error
 /// every partition is answered with, if any.
 async fn add(
-    broker: &Broker,
+    host: &impl TxnHost,
     transactional_id: &str,
     producer_id: i64,
     producer_epoch: i16,
@@ -37,7 +38,7 @@ async fn add(
     version: i16,
 ) -> Option<ResponseError> {
     let now = transition::now_ms();
-    transition::write(broker, transactional_id, |current, _| {
+    transition::write(host, transactional_id, |current, _| {
         let next = state::add_partitions(current, producer_id, producer_epoch, partitions, now)?;
         Ok((next, ()))
     })
@@ -47,11 +48,11 @@ async fn add(
 }
 
 pub async fn add_partitions(
-    broker: &Broker,
+    host: &impl TxnHost,
     req: AddPartitionsToTxnRequest,
     version: i16,
 ) -> AddPartitionsToTxnResponse {
-    let view = broker.metadata.snapshot();
+    let view = host.metadata().snapshot();
     let wanted: Vec<(String, i32)> = req
         .v3_and_below_topics
         .iter()
@@ -75,7 +76,7 @@ pub async fn add_partitions(
     };
     let error = if unknown.is_empty() {
         add(
-            broker,
+            host,
             &req.v3_and_below_transactional_id,
             req.v3_and_below_producer_id.0,
             req.v3_and_below_producer_epoch,
@@ -107,15 +108,17 @@ pub async fn add_partitions(
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results)
 }
 
+/// `offsets` only names the group's offsets partition, the one added.
 pub async fn add_offsets(
-    broker: &Broker,
+    host: &impl TxnHost,
+    offsets: &OffsetsManager,
     req: AddOffsetsToTxnRequest,
     version: i16,
 ) -> AddOffsetsToTxnResponse {
-    let offsets = broker.offsets.partition_of(&req.group_id);
-    let partitions = BTreeSet::from([(offsets.topic, offsets.partition)]);
+    let tp = offsets.partition_of(&req.group_id);
+    let partitions = BTreeSet::from([(tp.topic, tp.partition)]);
     let error = add(
-        broker,
+        host,
         &req.transactional_id,
         req.producer_id.0,
         req.producer_epoch,
@@ -126,23 +129,19 @@ pub async fn add_offsets(
     AddOffsetsToTxnResponse::default().with_error_code(error.map_or(0, |e| e.code()))
 }
 
-pub async fn end(broker: &Broker, req: EndTxnRequest, version: i16) -> EndTxnResponse {
+pub async fn end(host: &impl TxnHost, req: EndTxnRequest, version: i16) -> EndTxnResponse {
     let transactional_id = req.transactional_id.to_string();
     let now = transition::now_ms();
-    let written = transition::write(
-        broker,
-        &transactional_id,
-        |current, _| match state::end_txn(
-            current,
-            req.producer_id.0,
-            req.producer_epoch,
-            req.committed,
-            now,
-        )? {
-            End::Prepare(m) => Ok((Some(m.clone()), Some(m))),
-            End::AlreadyDone => Ok((None, None)),
-        },
-    )
+    let written = transition::write(host, &transactional_id, |current, _| match state::end_txn(
+        current,
+        req.producer_id.0,
+        req.producer_epoch,
+        req.committed,
+        now,
+    )? {
+        End::Prepare(m) => Ok((Some(m.clone()), Some(m))),
+        End::AlreadyDone => Ok((None, None)),
+    })
     .await;
     let code = match written {
         Ok(Written {
@@ -151,7 +150,7 @@ pub async fn end(broker: &Broker, req: EndTxnRequest, version: i16) -> EndTxnRes
         }) => {
             // Answered once the Prepare state is written; the markers
             // follow (Kafka's `endTransaction`).
-            broker.transactions.send_markers(MarkerJob {
+            host.coordinator().send_markers(MarkerJob {
                 transactional_id,
                 coordinator_epoch: leader_epoch,
                 prepared,

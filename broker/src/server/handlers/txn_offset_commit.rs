@@ -20,21 +20,20 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::offset_commit::{self, KnownPartitions};
+use super::offset_commit::{self, GroupWrites, KnownPartitions};
 use crate::offsets::GroupOffsets;
-use crate::server::context::Broker;
 
 pub async fn handle(
-    broker: &Broker,
+    writes: &GroupWrites<'_>,
     req: TxnOffsetCommitRequest,
     version: i16,
 ) -> TxnOffsetCommitResponse {
     let group = req.group_id.0.to_string();
     let member_fields = version >= 3 && (req.generation_id >= 0 || !req.member_id.is_empty());
-    let refused = broker.offsets.standing(&group).error().or_else(|| {
+    let refused = writes.offsets.standing(&group).error().or_else(|| {
         member_fields
             .then(|| {
-                broker
+                writes
                     .groups
                     .validate_commit(
                         &group,
@@ -47,7 +46,7 @@ pub async fn handle(
             })
             .flatten()
     });
-    let known = KnownPartitions::now(broker);
+    let known = KnownPartitions::now(writes.metadata);
     let named = req.topics.iter().flat_map(|t| {
         t.partitions
             .iter()
@@ -78,7 +77,7 @@ pub async fn handle(
                 })
                 .collect();
             let producer = (req.producer_id.0, req.producer_epoch);
-            offset_commit::store(broker, &group, entries, now_ms, Some(producer)).await
+            offset_commit::store(writes, &group, entries, now_ms, Some(producer)).await
         }
     };
     let topics = req
@@ -167,7 +166,7 @@ mod tests {
         let test = TestBroker::leading(&[("t", 1)]).await;
         test.coordinate("g");
         let resp = handle(
-            &test.broker,
+            &test.broker.group_writes(),
             request("g", &[("t", &[0, 1]), ("nope", &[0])]),
             3,
         )

@@ -7,20 +7,22 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::messages::{UpdateMetadataRequest, UpdateMetadataResponse};
 
-use super::fencing;
-use crate::server::context::Broker;
-use crate::server::metadata_cache::{BrokerEndpoint, ClusterView, PartitionMetadata};
+use super::fencing::{self, Control};
+use crate::server::metadata_cache::{
+    BrokerEndpoint, ClusterView, MetadataCache, PartitionMetadata,
+};
 use crate::state_change_log::{Outcome, StateChange};
 
 /// `stale_broker_epoch`: why the broker-epoch check refused the request, if it did.
 pub fn handle(
-    broker: &Broker,
+    control: &Control<'_>,
+    metadata: &MetadataCache,
     req: UpdateMetadataRequest,
     stale_broker_epoch: Option<String>,
 ) -> UpdateMetadataResponse {
-    let _control = broker.control_lock();
+    let _control = control.lock();
     let (stale, reason) = fencing::refusal(
-        broker,
+        control,
         req.controller_epoch,
         req.broker_epoch,
         stale_broker_epoch,
@@ -78,7 +80,7 @@ pub fn handle(
                 },
                 reason: reason.clone(),
             };
-            if let Err(e) = broker.state_changes.append(&change) {
+            if let Err(e) = control.state_changes.append(&change) {
                 tracing::error!(%e, "could not append to the state-change log");
             }
         }
@@ -92,6 +94,6 @@ pub fn handle(
         );
         return UpdateMetadataResponse::default().with_error_code(code.code());
     }
-    broker.metadata.replace(view);
+    metadata.replace(view);
     UpdateMetadataResponse::default()
 }

@@ -14,9 +14,9 @@ use kafka_protocol::messages::write_txn_markers_response::{
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
-use crate::offsets::OFFSETS_TOPIC;
+use crate::offsets::{OFFSETS_TOPIC, OffsetsManager};
+use crate::replica::manager::ReplicaManager;
 use crate::replica::store::TopicPartition;
-use crate::server::context::Broker;
 use crate::storage::txn::Marker;
 
 /// How long a marker waits for the ISR before it is answered REQUEST_TIMED_OUT
@@ -31,7 +31,13 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-pub async fn handle(broker: &Broker, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
+/// Appends markers through `replicas`; a marker on an offsets partition
+/// also ends its transaction's offset commits in `offsets`.
+pub async fn handle(
+    replicas: &ReplicaManager,
+    offsets: &OffsetsManager,
+    req: WriteTxnMarkersRequest,
+) -> WriteTxnMarkersResponse {
     let deadline = tokio::time::Instant::now() + REPLICATION_TIMEOUT;
     let mut markers = Vec::with_capacity(req.markers.len());
     for m in req.markers {
@@ -44,7 +50,7 @@ pub async fn handle(broker: &Broker, req: WriteTxnMarkersRequest) -> WriteTxnMar
             let mut partitions = Vec::with_capacity(t.partition_indexes.len());
             for p in t.partition_indexes {
                 let tp = TopicPartition::new(t.name.as_str(), p);
-                let code = match broker.replicas.append_marker(
+                let code = match replicas.append_marker(
                     &tp,
                     m.producer_id.0,
                     m.producer_epoch,
@@ -52,8 +58,7 @@ pub async fn handle(broker: &Broker, req: WriteTxnMarkersRequest) -> WriteTxnMar
                     now_ms(),
                 ) {
                     Err(e) => e.code(),
-                    Ok(ticket) => broker
-                        .replicas
+                    Ok(ticket) => replicas
                         .await_ack(&tp, &ticket, deadline, ACK_RECHECK)
                         .await
                         .and_then(|status| status.code())
@@ -62,9 +67,7 @@ pub async fn handle(broker: &Broker, req: WriteTxnMarkersRequest) -> WriteTxnMar
                 if code == 0 && tp.topic == OFFSETS_TOPIC {
                     // The transaction's offset commits on this partition
                     // end with it (Kafka's `onTransactionCompleted`).
-                    broker
-                        .offsets
-                        .complete_txn(p, m.producer_id.0, m.transaction_result);
+                    offsets.complete_txn(p, m.producer_id.0, m.transaction_result);
                 }
                 partitions.push(
                     WritableTxnMarkerPartitionResult::default()
