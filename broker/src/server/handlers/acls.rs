@@ -39,6 +39,33 @@ const WILDCARD: &str = "*";
 /// The one name a CLUSTER resource may have (Kafka's `CLUSTER_NAME`).
 const CLUSTER_NAME: &str = "kafka-cluster";
 
+/// Why Kafka refuses an ACL filter or creation: each is INVALID_REQUEST,
+/// and its message (this Display) is the answer's error_message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AclRefusal {
+    /// A filter with an UNKNOWN or out-of-range value.
+    #[error("invalid ACL filter: {0:?}")]
+    Filter(AclFilter),
+    /// A creation with an UNKNOWN, ANY or MATCH value.
+    #[error("Invalid ACL creation: an unknown or ANY value")]
+    NotConcrete,
+    /// A principal not of the form `Type:name`.
+    #[error("Invalid principal {0:?}: expected Type:name")]
+    Principal(String),
+    #[error("Invalid ACL resource name: empty")]
+    EmptyName,
+    /// A CLUSTER resource named other than `kafka-cluster`.
+    #[error("The only valid name for the CLUSTER resource is {}", CLUSTER_NAME)]
+    ClusterName,
+}
+
+impl AclRefusal {
+    /// The error code every refusal is answered with.
+    pub fn code(&self) -> ResponseError {
+        ResponseError::InvalidRequest
+    }
+}
+
 /// A DescribeAcls or DeleteAcls filter (Kafka's `AclBindingFilter`): `None`
 /// and ANY match everything.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,7 +82,7 @@ pub struct AclFilter {
 impl AclFilter {
     /// A filter with an UNKNOWN (or out of range) value matches nothing
     /// knowable: Kafka refuses it INVALID_REQUEST.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), AclRefusal> {
         let known = (1..=RESOURCE_MAX).contains(&self.resource_type)
             && (1..=PATTERN_PREFIXED).contains(&self.pattern_type)
             && (1..=OPERATION_MAX).contains(&self.operation)
@@ -63,7 +90,7 @@ impl AclFilter {
         if known {
             Ok(())
         } else {
-            Err(format!("invalid ACL filter: {self:?}"))
+            Err(AclRefusal::Filter(self.clone()))
         }
     }
 
@@ -102,7 +129,7 @@ impl AclFilter {
 /// A creation as a binding, or why Kafka refuses it (INVALID_REQUEST):
 /// every enum concrete (no UNKNOWN, ANY or MATCH), a principal of the form
 /// `Type:name`, a resource name, and `kafka-cluster` as a cluster's name.
-pub fn binding_of(c: &AclCreation, version: i16) -> Result<AclBinding, String> {
+pub fn binding_of(c: &AclCreation, version: i16) -> Result<AclBinding, AclRefusal> {
     // v0 predates KIP-290: every binding is literal.
     let pattern_type = if version == 0 {
         PATTERN_LITERAL
@@ -123,25 +150,20 @@ pub fn binding_of(c: &AclCreation, version: i16) -> Result<AclBinding, String> {
         && (2..=OPERATION_MAX).contains(&binding.operation)
         && (2..=PERMISSION_MAX).contains(&binding.permission_type);
     if !concrete {
-        return Err("Invalid ACL creation: an unknown or ANY value".into());
+        return Err(AclRefusal::NotConcrete);
     }
     if !binding
         .principal
         .split_once(':')
         .is_some_and(|(t, n)| !t.is_empty() && !n.is_empty())
     {
-        return Err(format!(
-            "Invalid principal {:?}: expected Type:name",
-            binding.principal
-        ));
+        return Err(AclRefusal::Principal(binding.principal));
     }
     if binding.resource_name.is_empty() {
-        return Err("Invalid ACL resource name: empty".into());
+        return Err(AclRefusal::EmptyName);
     }
     if binding.resource_type == RESOURCE_CLUSTER && binding.resource_name != CLUSTER_NAME {
-        return Err(format!(
-            "The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
-        ));
+        return Err(AclRefusal::ClusterName);
     }
     Ok(binding)
 }
@@ -159,7 +181,7 @@ pub async fn create(
     req: CreateAclsRequest,
     version: i16,
 ) -> CreateAclsResponse {
-    let checked: Vec<Result<AclBinding, String>> = req
+    let checked: Vec<Result<AclBinding, AclRefusal>> = req
         .creations
         .iter()
         .map(|c| binding_of(c, version))
@@ -170,8 +192,8 @@ pub async fn create(
         .into_iter()
         .map(|c| match (c, &stored) {
             (Err(why), _) => AclCreationResult::default()
-                .with_error_code(ResponseError::InvalidRequest.code())
-                .with_error_message(Some(text(why))),
+                .with_error_code(why.code().code())
+                .with_error_message(Some(text(why.to_string()))),
             (Ok(_), Ok(())) => AclCreationResult::default(),
             (Ok(_), Err(e)) => AclCreationResult::default()
                 .with_error_code(ResponseError::UnknownServerError.code())
@@ -206,7 +228,7 @@ pub async fn describe(
             .with_error_message(Some(text(why)))
     };
     if let Err(why) = filter.check() {
-        return refuse(ResponseError::InvalidRequest, why);
+        return refuse(why.code(), why.to_string());
     }
     let all = match store.acls().await {
         Ok(all) => all,
@@ -253,7 +275,7 @@ pub async fn delete(
                 .with_error_message(Some(text(why)))
         };
         let result = match (&all, filter.check()) {
-            (_, Err(why)) => refused(ResponseError::InvalidRequest, why),
+            (_, Err(why)) => refused(why.code(), why.to_string()),
             (Err(e), _) => refused(ResponseError::UnknownServerError, e.to_string()),
             (Ok(all), Ok(())) => {
                 let matching: Vec<AclBinding> =

@@ -61,7 +61,12 @@ fn filters_match_as_kafkas_acl_binding_filter() {
     assert!(hits(&groups).is_empty());
     let mut unknown = filter(None, ANY);
     unknown.operation = 0;
-    assert!(unknown.check().is_err());
+    let refusal = unknown.check().unwrap_err();
+    assert_eq!(refusal.code(), ResponseError::InvalidRequest);
+    assert_eq!(
+        refusal.to_string(),
+        format!("invalid ACL filter: {unknown:?}")
+    );
     assert!(filter(None, PATTERN_MATCH).check().is_ok());
 }
 
@@ -83,17 +88,38 @@ fn creations_must_name_a_concrete_binding() {
     // v0 knows literal patterns only.
     let v0 = binding_of(&creation(2, "t", PATTERN_PREFIXED, "User:x"), 0).unwrap();
     assert_eq!(v0.pattern_type, PATTERN_LITERAL);
-    for (c, why) in [
-        (creation(1, "t", PATTERN_LITERAL, "User:x"), "ANY resource"),
-        (creation(2, "t", PATTERN_MATCH, "User:x"), "MATCH pattern"),
-        (creation(2, "t", PATTERN_LITERAL, "x"), "no principal type"),
-        (creation(2, "", PATTERN_LITERAL, "User:x"), "no name"),
+    // Each refusal's message is what the client is answered.
+    let not_concrete = "Invalid ACL creation: an unknown or ANY value";
+    for (c, why, message) in [
+        (
+            creation(1, "t", PATTERN_LITERAL, "User:x"),
+            "ANY resource",
+            not_concrete,
+        ),
+        (
+            creation(2, "t", PATTERN_MATCH, "User:x"),
+            "MATCH pattern",
+            not_concrete,
+        ),
+        (
+            creation(2, "t", PATTERN_LITERAL, "x"),
+            "no principal type",
+            "Invalid principal \"x\": expected Type:name",
+        ),
+        (
+            creation(2, "", PATTERN_LITERAL, "User:x"),
+            "no name",
+            "Invalid ACL resource name: empty",
+        ),
         (
             creation(4, "c", PATTERN_LITERAL, "User:x"),
             "a cluster not kafka-cluster",
+            "The only valid name for the CLUSTER resource is kafka-cluster",
         ),
     ] {
-        assert!(binding_of(&c, 1).is_err(), "{why}");
+        let refusal = binding_of(&c, 1).expect_err(why);
+        assert_eq!(refusal.to_string(), message, "{why}");
+        assert_eq!(refusal.code(), ResponseError::InvalidRequest, "{why}");
     }
     assert!(binding_of(&creation(4, "kafka-cluster", PATTERN_LITERAL, "User:x"), 1).is_ok());
 }
