@@ -6,15 +6,22 @@
 //! starts or stops.
 //!
 //! What may reach the whole broker, and why:
-//! - dispatch.rs, which runs each request's handler, and parts.rs beside it,
-//!   which borrows out of the broker the parts a handler is given (no
-//!   handler is given the broker; its signature names what it may touch);
+//! - dispatch.rs, which runs each request's handler with the parts of the
+//!   broker it touches: one part it borrows itself, several it takes from
+//!   context/parts.rs, the one place that builds the handlers' structs of
+//!   borrows. No handler is given the broker: its signature names what it
+//!   may touch. The fields nothing outside this file and parts.rs reads
+//!   (the control lock, the state-change log, the advertised address, the
+//!   producer ids behind [`TxnHost`]) are private;
 //! - the transaction coordinator's work, through [`TxnHost`] alone;
 //! - `crate::broker`, which builds the broker and runs its background tasks
 //!   (the fetchers it stops, the replicas it flushes and shuts down, the
 //!   transaction coordinator's marker jobs, the settings they read): the
-//!   fields those touch are `pub(crate)`, the rest `pub(in crate::server)`;
-//! - the handlers' unit tests, through `server::test_support`.
+//!   fields those touch are `pub(crate)`;
+//! - the handlers' unit tests, through `server::test_support`, which read
+//!   the rest (`pub(in crate::server)`) as dispatch.rs does.
+
+mod parts;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,23 +39,24 @@ use crate::transactions::{TxnCoordinator, TxnHost};
 
 pub struct Broker {
     pub(crate) config: BrokerConfig,
-    pub(in crate::server) advertised_host: String,
-    pub(in crate::server) advertised_port: i32,
-    pub(in crate::server) cluster_id: String,
+    advertised_host: String,
+    advertised_port: i32,
+    cluster_id: String,
     pub(crate) replicas: Arc<ReplicaManager>,
     /// Follower fetcher tasks, started and replaced by LeaderAndIsr.
     pub(crate) fetchers: FetcherManager,
     pub(in crate::server) metadata: MetadataCache,
     pub(in crate::server) store: MetadataStore,
     /// Blocks of producer ids claimed in etcd, for InitProducerId.
-    pub(in crate::server) producer_ids: ProducerIdManager,
-    pub(in crate::server) state_changes: StateChangeLog,
-    /// Held by a control request (LeaderAndIsr, UpdateMetadata) across its
-    /// fences, its apply and its state-change.log lines, as Kafka's
+    producer_ids: ProducerIdManager,
+    state_changes: StateChangeLog,
+    /// Held by a control request (LeaderAndIsr, StopReplica, UpdateMetadata;
+    /// `handlers::fencing::Control::lock`) across its fences, its apply and
+    /// its state-change.log lines, as Kafka's
     /// `replicaStateChangeLock` is across `becomeLeaderOrFollower`: a request
     /// that passed the fences is applied before the next one is fenced, and
     /// the log is in apply order.
-    pub(in crate::server) control: std::sync::Mutex<()>,
+    control: std::sync::Mutex<()>,
     /// The offsets partitions this broker leads, as their group coordinator.
     pub(in crate::server) offsets: Arc<OffsetsManager>,
     /// The members, generations and rebalances of the groups it coordinates.

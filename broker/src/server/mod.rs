@@ -7,7 +7,6 @@ pub mod dispatch;
 pub mod handlers;
 pub mod listener;
 pub mod metadata_cache;
-mod parts;
 pub mod producer_id_manager;
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -4,15 +4,17 @@
 //! A handler that needs one part is given it by dispatch.rs directly
 //! (`&broker.replicas`, `&broker.store`); the transaction coordinator's
 //! handlers are given the broker as a [`crate::transactions::TxnHost`],
-//! which exposes only the coordinator's parts.
+//! which exposes only the coordinator's parts. The fields read only here
+//! (the control lock, the state-change log, the advertised address) are
+//! private to context.rs and this file, its child.
 
-use super::context::Broker;
-use super::handlers::create_topics::{Defaults, TopicCreation};
-use super::handlers::fencing::Control;
-use super::handlers::find_coordinator::CoordinatorLookup;
-use super::handlers::leader_and_isr::Coordinators;
-use super::handlers::metadata::Advertised;
-use super::handlers::offset_commit::GroupWrites;
+use super::Broker;
+use crate::server::handlers::create_topics::{Defaults, TopicCreation};
+use crate::server::handlers::fencing::Control;
+use crate::server::handlers::find_coordinator::CoordinatorLookup;
+use crate::server::handlers::leader_and_isr::Coordinators;
+use crate::server::handlers::metadata::Advertised;
+use crate::server::handlers::offset_commit::GroupWrites;
 
 impl Broker {
     /// For LeaderAndIsr, StopReplica and UpdateMetadata.
