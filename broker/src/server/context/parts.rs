@@ -24,7 +24,7 @@ impl Broker {
             replicas: &self.replicas,
             fetchers: &self.fetchers,
             state_changes: &self.state_changes,
-            lock: &self.control,
+            control_lock: &self.control,
         }
     }
 

@@ -27,7 +27,7 @@ pub struct Control<'a> {
     pub state_changes: &'a StateChangeLog,
     /// The broker's control lock: held by a control request across its
     /// fences, its apply and its state-change.log lines ([`Control::lock`]).
-    pub lock: &'a Mutex<()>,
+    pub control_lock: &'a Mutex<()>,
 }
 
 impl Control<'_> {
@@ -35,7 +35,9 @@ impl Control<'_> {
     /// log lines (a poisoned lock is taken as it is: what it guards is the
     /// order of requests, not data).
     pub fn lock(&self) -> MutexGuard<'_, ()> {
-        self.lock.lock().unwrap_or_else(PoisonError::into_inner)
+        self.control_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
