@@ -270,18 +270,30 @@ async fn read_sqlite(
             String::from_utf8_lossy(&output.stderr).trim()
         )));
     }
-    sqlite_json_rows(&output.stdout).map_err(client)
+    sqlite_json_rows(&output.stdout).map_err(|e| client(e.to_string()))
+}
+
+/// Why `sqlite3 -json`'s output is not rows.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SqliteJsonError {
+    #[error("sqlite3's JSON output: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("row {row}: column `{name}` is {value}")]
+    Column {
+        row: usize,
+        name: String,
+        value: serde_json::Value,
+    },
 }
 
 /// `sqlite3 -json`'s output as rows: an array of objects, or nothing at all
 /// for no rows. Numbers become their text, as PostgreSQL's text format
 /// gives them.
-fn sqlite_json_rows(stdout: &[u8]) -> Result<Vec<Row>, String> {
+fn sqlite_json_rows(stdout: &[u8]) -> Result<Vec<Row>, SqliteJsonError> {
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Ok(Vec::new());
     }
-    let objects: Vec<serde_json::Map<String, serde_json::Value>> =
-        serde_json::from_slice(stdout).map_err(|e| format!("sqlite3's JSON output: {e}"))?;
+    let objects: Vec<serde_json::Map<String, serde_json::Value>> = serde_json::from_slice(stdout)?;
     objects
         .into_iter()
         .enumerate()
@@ -293,8 +305,12 @@ fn sqlite_json_rows(stdout: &[u8]) -> Result<Vec<Row>, String> {
                         serde_json::Value::Null => None,
                         serde_json::Value::String(s) => Some(s),
                         serde_json::Value::Number(n) => Some(n.to_string()),
-                        other => {
-                            return Err(format!("row {}: column `{name}` is {other}", i + 1));
+                        value => {
+                            return Err(SqliteJsonError::Column {
+                                row: i + 1,
+                                name,
+                                value,
+                            });
                         }
                     };
                     Ok((name, text))

@@ -184,6 +184,7 @@ fn sqlite_json_numbers_and_nulls_become_text() {
     assert!(
         sqlite_json_rows(br#"[{"a":[1]}]"#)
             .unwrap_err()
+            .to_string()
             .contains("row 1: column `a`")
     );
 }
