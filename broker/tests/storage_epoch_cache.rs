@@ -1,5 +1,6 @@
 //! The leader epoch cache against Kafka's `LeaderEpochFileCacheTest`, case by case
-//! with the same epochs and offsets (KAFKA-SEMANTICS.md §1.3), and the three
+//! with the same epochs and offsets (apache/kafka's
+//! `core/src/test/scala/unit/kafka/server/epoch/LeaderEpochFileCacheTest.scala`), and the three
 //! OffsetsForLeaderEpoch answer rules (KIP-101, KIP-279; broker/README.md, "Truncation settings").
 
 use epochal_broker::storage::checkpoint::read_epoch_checkpoint;

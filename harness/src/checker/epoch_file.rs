@@ -2,7 +2,10 @@
 //! `LeaderEpochFileCache` can leave behind, and agrees with the epochs its
 //! batches carry.
 //!
-//! The rule, from the cache's contract (KAFKA-SEMANTICS.md §1.3 and §1.4):
+//! The rule, from the cache's contract (apache/kafka's
+//! `storage/.../internals/epoch/LeaderEpochFileCache.java` and
+//! `core/src/test/scala/unit/kafka/server/epoch/LeaderEpochFileCacheTest.scala`;
+//! `endOffsetFor`'s answers as KIP-101 and KIP-279 define them):
 //!
 //! 1. Epochs strictly increase and start offsets never decrease. `assign`
 //!    drops any entry with an epoch ≥ or a start offset ≥ the new one
@@ -50,7 +53,7 @@ pub fn checker() -> Checker {
             base offset (unless superseded by an entry at the same offset).",
         source: "KIP-101 (the leader epoch cache and OffsetsForLeaderEpoch), KIP-279 and KAFKA-7415 \
             (monotonic epochs and start offsets; a new leader records (epoch, log end)); Kafka's \
-            LeaderEpochFileCache and LeaderEpochFileCacheTest (KAFKA-SEMANTICS.md §1.3, §1.4).",
+            LeaderEpochFileCache (`endOffsetFor`) and LeaderEpochFileCacheTest.",
         not_checked: "Entries at or past the log end, and entries below the log start (left by \
             truncation, power loss or start-offset truncation; the reader reports entries past the \
             log end as findings). Replicas with no epoch file. Batches in damaged (non-intact) \
