@@ -50,6 +50,19 @@ impl ControllerContext {
         key: PartitionKey,
         state: Versioned<PartitionStateRecord>,
     ) -> bool {
+        // A topic the controller holds no assignment of is being deleted
+        // (or was): its partitions' states are not taken back. At a takeover
+        // the controller elected every partition, the topics marked for
+        // deletion included, and began their deletion (which forgets their
+        // states) before the watch delivered those elections; taking them
+        // then kept a deleted partition's state after its keys were gone, and
+        // when the name was created again its partition was never elected
+        // (`elect_missing` skips a partition whose state it holds).
+        // Found by a mutation run's topic-lives campaign
+        // (suites/found/current-lives-no-leader-after-deletion).
+        if !self.topics.contains_key(&key.0) {
+            return false;
+        }
         let held = self.states.get(&key).map(|v| v.mod_revision);
         if held.is_some_and(|held| held >= state.mod_revision) {
             return false;
@@ -111,6 +124,7 @@ mod tests {
     fn a_watched_state_older_than_the_one_held_is_not_taken() {
         let key: PartitionKey = ("t".into(), 0);
         let mut ctx = ControllerContext::default();
+        ctx.topics.insert("t".into(), TopicAssignment::default());
         ctx.states.insert(key.clone(), state(3, 10, &[3], 88));
         // The controller's own earlier write, arriving late.
         assert!(!ctx.observe_state(key.clone(), state(1, 9, &[1, 3], 83)));
@@ -125,5 +139,22 @@ mod tests {
         let other: PartitionKey = ("t".into(), 1);
         assert!(ctx.observe_state(other.clone(), state(2, 4, &[2], 12)));
         assert_eq!(ctx.states[&other].value.leader, 2);
+    }
+
+    /// The mutation run's topic-lives campaign: the controller took over
+    /// with topic `lives` marked for deletion, elected its partition
+    /// (revision 399) and began the deletion before the watch delivered
+    /// that election; the state must not come back.
+    #[test]
+    fn a_watched_state_of_a_topic_being_deleted_is_not_taken() {
+        let key: PartitionKey = ("lives".into(), 0);
+        let mut ctx = ControllerContext::default();
+        // Held by no assignment: `begin_deletion` removed it.
+        assert!(!ctx.observe_state(key.clone(), state(2, 3, &[2], 399)));
+        assert!(ctx.states.is_empty());
+        // Created again: its partitions are taken once more.
+        ctx.topics
+            .insert("lives".into(), TopicAssignment::default());
+        assert!(ctx.observe_state(key.clone(), state(2, 0, &[2], 420)));
     }
 }
