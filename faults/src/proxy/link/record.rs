@@ -52,7 +52,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{IoSlice, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
@@ -87,12 +87,16 @@ const QUEUE_FRAMES: usize = 16 * 1024;
 /// "Recording on a client link").
 const GATHER: Duration = Duration::from_micros(250);
 
-/// The writer's buffer, so many frames go to the file in one write. With
-/// the default 8 KiB one, each 16 KiB frame (a producer's default batch)
-/// went out as two writes, its record's 21-byte head and then the frame:
-/// 9.3 µs of CPU a frame on the bench's machine, against 3.5 µs through
-/// 256 KiB (1 MiB: 18 µs, past the CPU's cache).
-const WRITE_BUFFER_BYTES: usize = 256 * 1024;
+/// The most frames one write hands the file, as one `writev` (each frame
+/// is two slices, its record's head and its bytes; Linux takes at most 1,024
+/// slices a call). Frames go from their own buffers straight to the file:
+/// through a `BufWriter` each frame was copied once more, into the writer's
+/// buffer, before the write copied it to the page cache. Earlier, with the
+/// default 8 KiB buffer, each 16 KiB frame (a producer's default batch) went
+/// out as two writes, 9.3 µs of CPU a frame on the bench's machine against
+/// 3.5 µs through a 256 KiB buffer (docs/benchmarks.md, "Recording on a
+/// client link").
+const BATCH_FRAMES: usize = 480;
 
 /// A frame at least this long is copied into a buffer the writer gave back,
 /// when one is at hand. Frames that wait out a `GATHER`, each copied into a
@@ -202,25 +206,28 @@ fn writer(proxy: &str) -> Option<Writer> {
 }
 
 fn write_all(
-    file: File,
+    mut file: File,
     path: &Path,
     frames: &Receiver<Frame>,
     dropped: &AtomicU64,
     spares: &Mutex<Vec<BytesMut>>,
 ) {
-    let mut out = BufWriter::with_capacity(WRITE_BUFFER_BYTES, file);
+    let mut batch = Vec::with_capacity(BATCH_FRAMES);
     let result = (|| -> std::io::Result<()> {
         while let Ok(first) = frames.recv() {
             let mut next = Some(first);
             while next.is_some() {
                 while let Some(frame) = next {
-                    write_frame(&mut out, frame, dropped, spares)?;
+                    batch.push(frame);
+                    if batch.len() == BATCH_FRAMES {
+                        write_batch(&mut file, &mut batch, dropped, spares)?;
+                    }
                     next = frames.try_recv().ok();
                 }
                 // All handed over is written: it reaches the file, so a
                 // proxy killed outright loses at most what it was writing
                 // and what it was handed in the last GATHER.
-                out.flush()?;
+                write_batch(&mut file, &mut batch, dropped, spares)?;
                 std::thread::sleep(GATHER);
                 next = frames.try_recv().ok();
             }
@@ -232,36 +239,66 @@ fn write_all(
     }
 }
 
-/// Writes `frame`, after a gap record if frames were dropped since the last.
-fn write_frame(
+/// The 21 bytes before a record's frame: time, connection, kind, length.
+type Head = [u8; 21];
+
+fn head(time_ns: u64, connection: u64, kind: u8, len: u32) -> Head {
+    let mut head = [0; 21];
+    head[..8].copy_from_slice(&time_ns.to_be_bytes());
+    head[8..16].copy_from_slice(&connection.to_be_bytes());
+    head[16] = kind;
+    head[17..].copy_from_slice(&len.to_be_bytes());
+    head
+}
+
+/// Writes the frames of `batch` (emptying it), the first after a gap record
+/// if frames were dropped since the last, in as few `writev` calls as the
+/// file takes, and gives their buffers back.
+fn write_batch(
     out: &mut impl Write,
-    (time_ns, connection, kind, frame): Frame,
+    batch: &mut Vec<Frame>,
     dropped: &AtomicU64,
     spares: &Mutex<Vec<BytesMut>>,
 ) -> std::io::Result<()> {
+    let Some(&(time_ns, connection, ..)) = batch.first() else {
+        return Ok(());
+    };
     let gap = dropped.swap(0, Ordering::Relaxed);
-    if gap > 0 {
-        let gap = u32::try_from(gap).unwrap_or(u32::MAX);
-        write_record(out, time_ns, connection, KIND_GAP, gap, &[])?;
+    let gap = (gap > 0).then(|| {
+        let frames = u32::try_from(gap).unwrap_or(u32::MAX);
+        head(time_ns, connection, KIND_GAP, frames)
+    });
+    let heads: Vec<Head> = batch
+        .iter()
+        .map(|(time_ns, connection, kind, frame)| {
+            head(*time_ns, *connection, *kind, frame.len() as u32)
+        })
+        .collect();
+    let mut slices: Vec<IoSlice> = Vec::with_capacity(2 * batch.len() + 1);
+    slices.extend(gap.as_ref().map(|gap| IoSlice::new(gap)));
+    for (head, (.., frame)) in heads.iter().zip(batch.iter()) {
+        slices.push(IoSlice::new(head));
+        slices.push(IoSlice::new(frame));
     }
-    write_record(out, time_ns, connection, kind, frame.len() as u32, &frame)?;
-    give_back(spares, frame);
+    write_all_vectored(out, &mut slices)?;
+    for (.., frame) in batch.drain(..) {
+        give_back(spares, frame);
+    }
     Ok(())
 }
 
-fn write_record(
-    out: &mut impl Write,
-    time_ns: u64,
-    connection: u64,
-    kind: u8,
-    len: u32,
-    bytes: &[u8],
-) -> std::io::Result<()> {
-    out.write_all(&time_ns.to_be_bytes())?;
-    out.write_all(&connection.to_be_bytes())?;
-    out.write_all(&[kind])?;
-    out.write_all(&len.to_be_bytes())?;
-    out.write_all(bytes)
+/// `Write::write_all_vectored`, which is not stable yet.
+fn write_all_vectored(out: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match out.write_vectored(slices) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }
 
 /// One stream's recorder: it follows the Kafka framing of the bytes
@@ -462,6 +499,48 @@ mod tests {
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[0], (KIND_REQUEST, 12, request[4..].to_vec()));
         assert_eq!(got[1], (KIND_RESPONSE, 4, response[4..].to_vec()));
+    }
+
+    /// Takes at most 7 bytes a call, of the first slice only (`Write`'s
+    /// own `write_vectored`), so every record is written in pieces.
+    struct Trickle(Vec<u8>);
+
+    impl Write for Trickle {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let n = bytes.len().min(7);
+            self.0.extend_from_slice(&bytes[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_batch_written_in_pieces_is_its_records_whole_after_a_gap_record() {
+        let dropped = AtomicU64::new(3);
+        let spares = Mutex::new(Vec::new());
+        let mut batch: Vec<Frame> = vec![
+            (5, 1, KIND_REQUEST, Bytes::from_static(b"first frame")),
+            (6, 2, KIND_RESPONSE, Bytes::new()),
+            (7, 1, KIND_REQUEST, Bytes::from(vec![9; SPARE_BYTES_MIN])),
+        ];
+        let mut out = Trickle(Vec::new());
+        write_batch(&mut out, &mut batch, &dropped, &spares).unwrap();
+        assert!(batch.is_empty());
+        assert_eq!(dropped.load(Ordering::Relaxed), 0);
+        let mut expected = head(5, 1, KIND_GAP, 3).to_vec();
+        expected.extend_from_slice(&head(5, 1, KIND_REQUEST, 11));
+        expected.extend_from_slice(b"first frame");
+        expected.extend_from_slice(&head(6, 2, KIND_RESPONSE, 0));
+        expected.extend_from_slice(&head(7, 1, KIND_REQUEST, SPARE_BYTES_MIN as u32));
+        expected.extend_from_slice(&vec![9; SPARE_BYTES_MIN]);
+        assert_eq!(out.0, expected);
+        // The large frame's buffer, no longer shared, is kept for a link.
+        assert_eq!(spares.lock().unwrap().len(), 1);
+        // An empty batch writes nothing.
+        write_batch(&mut out, &mut batch, &dropped, &spares).unwrap();
+        assert_eq!(out.0.len(), expected.len());
     }
 
     #[test]
