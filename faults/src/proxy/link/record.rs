@@ -287,9 +287,10 @@ fn write_batch(
     Ok(())
 }
 
-/// `Write::write_all_vectored`, which is not stable yet.
+/// `Write::write_all_vectored`, which is not stable yet. Every batch's
+/// first slice is a record's head, never empty, and `advance_slices` drops
+/// the empty slices (a frame of no bytes) as it passes them.
 fn write_all_vectored(out: &mut impl Write, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
-    IoSlice::advance_slices(&mut slices, 0);
     while !slices.is_empty() {
         match out.write_vectored(slices) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
